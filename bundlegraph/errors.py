@@ -1,0 +1,72 @@
+"""Errors that describe a problem with the user's input or the world.
+
+Everything the user can fix (a bad spec, a hash mismatch, a missing compiler, a download
+that failed) raises a :class:`BundleGraphError` subclass whose message names the file, key
+or artifact and says what was expected. Inside doit actions these are turned into a returned
+``doit.exceptions.TaskFailed`` (see :func:`bundlegraph.graph.action`), so no traceback is
+printed. Any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class BundleGraphError(Exception):
+    """Base class of every expected failure (derives from Exception, not BaseException)."""
+
+
+class SpecError(BundleGraphError):
+    """One or more spec files are invalid. ``problems`` holds one line per problem,
+    each starting with ``<file>: <key.path>: ``."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        n = len(self.problems)
+        head = f"{n} problem{'s' if n != 1 else ''} in the bundle specs:"
+        super().__init__("\n".join([head, *("  " + p for p in self.problems)]))
+
+
+class HashMismatch(BundleGraphError):
+    """A downloaded or cached file does not have the pinned sha256/size."""
+
+
+class DownloadError(BundleGraphError):
+    """A download failed (network, HTTP status, refused URL)."""
+
+
+class UnsafeArchive(BundleGraphError):
+    """An archive holds an entry that would land outside the extraction root (absolute path,
+    ``..``, backslash traversal, a link pointing outside) or a device file."""
+
+
+class ToolMissing(BundleGraphError):
+    """A program the stage needs is not installed / not on the PATH it was given."""
+
+
+class ToolFailed(BundleGraphError):
+    """A program ran and exited non-zero. ``log`` is the path of its full output."""
+
+    def __init__(self, message: str, *, returncode: int | None = None, log: str | None = None):
+        self.returncode = returncode
+        self.log = log
+        super().__init__(message)
+
+
+class HostMismatch(BundleGraphError):
+    """The task cannot run on this host (e.g. a Windows leg's build on Linux)."""
+
+
+class ToolkitError(BundleGraphError):
+    """A CUDA toolkit cannot be resolved, installed or validated."""
+
+
+class VerifyError(BundleGraphError):
+    """A bundle failed verification; ``failures`` holds one line per failure."""
+
+    def __init__(self, failures: list[str], *, subject: str = ""):
+        self.failures = list(failures)
+        head = f"verify failed{(' for ' + subject) if subject else ''}: {len(self.failures)} problem(s)"
+        super().__init__("\n".join([head, *("  " + f for f in self.failures)]))
+
+
+class StateError(BundleGraphError):
+    """The bundlegraph state (stamps, locks) is unusable or held by another run."""

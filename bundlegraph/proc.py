@@ -1,0 +1,189 @@
+"""The one way bundlegraph runs a program.
+
+No other module calls :mod:`subprocess` directly. :func:`run` resolves the program on the
+PATH of the environment it is given (``shutil.which`` also finds ``.exe`` on Windows), echoes
+the command, streams the full output into a log file, runs the child in its own process group
+(POSIX session / Windows ``CREATE_NEW_PROCESS_GROUP``) and ends that whole group when the
+caller is interrupted, so no compiler outlives an interrupted build.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ToolFailed, ToolMissing
+
+IS_WINDOWS = os.name == "nt"
+
+
+@dataclass(frozen=True)
+class Completed:
+    """Result of :func:`run`: ``argv`` as executed (program resolved), exit code 0 only
+    (non-zero raises), ``output`` the combined stdout+stderr text when ``capture`` was set."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    output: str
+
+
+def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Resolve ``program`` on ``env['PATH']`` (or this process's PATH). Absolute or
+    relative paths with a directory part are returned as-is when the file exists."""
+    if os.path.dirname(program):
+        p = Path(program)
+        if p.is_file():
+            return str(p)
+        if IS_WINDOWS and Path(program + ".exe").is_file():
+            return program + ".exe"
+        return None
+    path = (env or os.environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path)
+
+
+def quote(argv: Sequence[str]) -> str:
+    """A copy-pasteable rendering of ``argv`` for logs (POSIX quoting; Windows list2cmdline)."""
+    if IS_WINDOWS:
+        return subprocess.list2cmdline(list(argv))
+    return shlex.join(list(argv))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        if IS_WINDOWS:
+            proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
+        else:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run(
+    argv: Sequence[str | os.PathLike],
+    *,
+    cwd: str | os.PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    log: str | os.PathLike | None = None,
+    capture: bool = False,
+    echo: bool = True,
+    on_line: Callable[[str], None] | None = None,
+    check: bool = True,
+    what: str = "",
+    secrets: Sequence[str] = (),
+) -> Completed:
+    """Run ``argv`` (a list, never a shell string) and wait for it.
+
+    - ``env``: the complete environment for the child (default: this process's). The program
+      is resolved on *its* PATH; a missing program raises :class:`ToolMissing` naming it.
+    - ``log``: a file that receives the command line and the full output (appended).
+    - ``capture``: also return the output text in :attr:`Completed.output`.
+    - ``on_line``: called with each output line (e.g. ninja's ``[n/N]`` progress).
+    - ``echo``: print the command line before running it (``secrets`` are masked).
+    - ``check``: a non-zero exit raises :class:`ToolFailed` with the command, exit code and
+      the last lines of output; ``what`` names the step in that message.
+
+    On KeyboardInterrupt/SystemExit the child's whole process group is ended before re-raising.
+    """
+    args = [os.fspath(a) for a in argv]
+    resolved = which(args[0], env)
+    if resolved is None:
+        raise ToolMissing(
+            f"{what + ': ' if what else ''}program {args[0]!r} was not found on the PATH"
+            f" it was given; install it or put it on PATH"
+        )
+    args[0] = resolved
+    shown = quote(args)
+    for s in secrets:
+        if s:
+            shown = shown.replace(s, "***")
+    if echo:
+        print(f"$ {shown}", flush=True)
+    logf = None
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        logf = open(log, "a", encoding="utf-8", errors="replace")
+        logf.write(f"$ {shown}\n")
+        logf.flush()
+    kwargs: dict = {}
+    if IS_WINDOWS:
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    else:
+        kwargs["start_new_session"] = True
+    tail: list[str] = []
+    captured: list[str] = []
+    proc = subprocess.Popen(
+        args,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        bufsize=1,
+        **kwargs,
+    )
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if logf:
+                logf.write(line)
+            if capture:
+                captured.append(line)
+            tail.append(line)
+            if len(tail) > 40:
+                del tail[:-40]
+            if on_line:
+                on_line(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait()
+        reader.join()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        if logf:
+            logf.write(f"[exit {proc.returncode}]\n")
+            logf.close()
+    if rc != 0 and check:
+        last = "".join(tail[-20:]).rstrip()
+        where = f"; full log: {log}" if log else ""
+        raise ToolFailed(
+            f"{what + ': ' if what else ''}command failed with exit code {rc}: {shown}{where}\n"
+            f"--- last lines ---\n{last}",
+            returncode=rc,
+            log=os.fspath(log) if log else None,
+        )
+    return Completed(tuple(args), rc, "".join(captured))
+
+
+def python_exe() -> str:
+    """The interpreter running bundlegraph (used for ``python -m pip ...``)."""
+    return sys.executable

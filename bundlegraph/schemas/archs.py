@@ -1,0 +1,110 @@
+"""CUDA GPU architectures: the CMake forms a spec may use, and which toolkits can build each.
+
+Forms accepted (CMake's ``CMAKE_CUDA_ARCHITECTURES`` syntax): ``120`` (SASS + PTX),
+``120a`` / ``100f`` (arch-specific / family-specific features), ``86-real`` (SASS only),
+``75-virtual`` (PTX only).
+
+Toolkit range table. Sources: NVIDIA CUDA Toolkit release notes ("CUDA 12.8: adds sm_100,
+sm_101, sm_120"; "CUDA 12.9: adds sm_103, sm_121"; "CUDA 13.0: removes offline compilation and
+library support for architectures before Turing (sm_75) and renames sm_101 to sm_110") and the
+nvcc documentation's ``--gpu-architecture`` list of each release.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+Version = tuple[int, int]
+
+# sm -> (first toolkit, last toolkit or None while still supported)
+ARCH_RANGE: dict[int, tuple[Version, Version | None]] = {
+    50: ((6, 0), (12, 9)),
+    52: ((7, 0), (12, 9)),
+    53: ((7, 0), (12, 9)),
+    60: ((8, 0), (12, 9)),
+    61: ((8, 0), (12, 9)),
+    62: ((8, 0), (12, 9)),
+    70: ((9, 0), (12, 9)),
+    72: ((10, 0), (12, 9)),
+    75: ((10, 0), None),
+    80: ((11, 0), None),
+    86: ((11, 1), None),
+    87: ((11, 4), None),
+    88: ((13, 0), None),
+    89: ((11, 8), None),
+    90: ((11, 8), None),
+    100: ((12, 8), None),
+    101: ((12, 8), (12, 9)),  # renamed to sm_110 in CUDA 13.0
+    103: ((12, 9), None),
+    110: ((13, 0), None),
+    120: ((12, 8), None),
+    121: ((12, 9), None),
+}
+
+_ARCH_RE = re.compile(r"^(?P<sm>\d{2,3})(?P<feat>[af]?)(?P<kind>-real|-virtual)?$")
+
+
+@dataclass(frozen=True, order=True)
+class Arch:
+    """One entry of ``CMAKE_CUDA_ARCHITECTURES``.
+
+    ``sm``: the SM number (``120``); ``feature``: ``""``, ``"a"`` or ``"f"``;
+    ``sass``/``ptx``: whether the build embeds machine code / PTX for it.
+    """
+
+    sm: int
+    feature: str = ""
+    sass: bool = True
+    ptx: bool = True
+
+    @property
+    def cmake(self) -> str:
+        """The CMake spelling (``120a``, ``86-real``, ``75-virtual``)."""
+        suffix = "" if (self.sass and self.ptx) else ("-real" if self.sass else "-virtual")
+        return f"{self.sm}{self.feature}{suffix}"
+
+
+def parse_arch(text: str) -> Arch:
+    """Parse one CMake arch form; raise ``ValueError`` naming the accepted forms."""
+    m = _ARCH_RE.match(str(text).strip())
+    if not m:
+        raise ValueError(
+            f"{text!r} is not a CUDA arch in CMake form (expected e.g. '120', '120a', '86-real', '75-virtual')"
+        )
+    kind = m.group("kind")
+    return Arch(
+        sm=int(m.group("sm")),
+        feature=m.group("feat"),
+        sass=kind != "-virtual",
+        ptx=kind != "-real",
+    )
+
+
+def parse_version(text: str) -> Version:
+    """``"13.4"`` or ``"13.4.2"`` -> ``(13, 4)``."""
+    parts = str(text).split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise ValueError(f"{text!r} is not a CUDA version like '13.4'")
+    return int(parts[0]), int(parts[1])
+
+
+def arch_supported(arch: Arch, cuda: Version) -> str | None:
+    """None when ``cuda`` can build ``arch``; else a sentence saying which toolkits can."""
+    rng = ARCH_RANGE.get(arch.sm)
+    if rng is None:
+        known = ", ".join(str(s) for s in sorted(ARCH_RANGE))
+        return f"sm_{arch.sm} is not a known CUDA architecture (known: {known})"
+    first, last = rng
+    v = f"{cuda[0]}.{cuda[1]}"
+    if cuda < first:
+        return f"sm_{arch.sm} needs CUDA >= {first[0]}.{first[1]}, the leg uses CUDA {v}"
+    if last is not None and cuda > last:
+        return f"sm_{arch.sm} was dropped after CUDA {last[0]}.{last[1]}, the leg uses CUDA {v}"
+    return None
+
+
+def fatbin_sm(arch: Arch) -> int:
+    """The SM number a fatbin records for ``arch``. ggml rewrites 120 -> 120a and 121 -> 121a
+    with CUDA 13; the fatbin entry for ``120a`` records SM 120, so both map to 120."""
+    return arch.sm

@@ -1,0 +1,246 @@
+"""Load and validate a whole ``bundles/`` directory: the release and every leg spec.
+
+Every problem in every file is collected and reported at once (:class:`SpecError`), each line
+``<file>: <key.path>: <message>`` with a "did you mean" for misspelled keys. While any spec is
+invalid nothing is returned, so no task can run.
+
+Cross-field rules (need several specs or tables):
+
+- the file stem equals ``id``; a Linux/Windows toolchain matches the leg's os and arch;
+- ``GGML_CPU=OFF`` needs a merge base of the same os and arch with backend ``cpu``;
+- a merge needs ``GGML_BACKEND_DL=ON`` on both legs;
+- every GPU arch lies within the leg's CUDA version's range (:mod:`.archs`);
+- a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist with ``windows-arm64``
+  target libraries);
+- ``(install_kind, profile)`` is unique; ``default_legs`` name existing legs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import SpecError
+from ..toolchains.registry import TOOLCHAINS
+from .archs import arch_supported
+from .release import Release
+from .spec import BundleSpec
+
+RELEASE_FILE = "release.toml"
+WINDOWS_ARM64_CUDA_MIN = (13, 4)
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated ``bundles/`` directory: ``release``, ``legs`` by id (sorted), and the file
+    each leg came from."""
+
+    root: Path
+    release: Release
+    legs: dict[str, BundleSpec]
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def promised(self) -> list[str]:
+        """Ids of the legs whose bundles the release promises (``promised = true``)."""
+        return [i for i, s in self.legs.items() if s.promised]
+
+    def merged_into(self, base: str) -> list[str]:
+        """Legs whose merge base is ``base``."""
+        return [i for i, s in self.legs.items() if s.merge and s.merge.base == base]
+
+
+def _model_fields(model: type[BaseModel], loc: tuple) -> list[str]:
+    """Field names (aliases) valid at ``loc`` inside ``model``, for did-you-mean."""
+    cur: Any = model
+    for part in loc:
+        if isinstance(part, int) or cur is None:
+            continue
+        fields = getattr(cur, "model_fields", None)
+        if not fields or part not in fields and part not in {f.alias for f in fields.values() if f.alias}:
+            return []
+        fi = fields.get(part) or next(f for f in fields.values() if f.alias == part)
+        cur = _inner_model(fi.annotation)
+    if cur is None or not hasattr(cur, "model_fields"):
+        return []
+    return [f.alias or n for n, f in cur.model_fields.items()]
+
+
+def _inner_model(ann: Any) -> Any:
+    import typing
+
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in typing.get_args(ann):
+        m = _inner_model(arg)
+        if m is not None:
+            return m
+    return None
+
+
+def format_validation(path: Path, err: ValidationError, model: type[BaseModel]) -> list[str]:
+    """One line per pydantic error: ``file: key.path: message`` (+ did-you-mean on extras)."""
+    out = []
+    for e in err.errors():
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
+        clean = []
+        for p in loc:
+            if isinstance(p, str) and p in ("tarball", "git", "path", "pip-sdist") and clean and clean[-1] == "source":
+                continue
+            clean.append(p)
+        key = ".".join(str(p) for p in clean) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            parent = tuple(clean[:-1])
+            choices = _model_fields(model, parent)
+            close = difflib.get_close_matches(str(clean[-1]), choices, n=1)
+            msg = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
+            if choices:
+                msg += f"; allowed here: {', '.join(choices)}"
+        elif e["type"] == "missing":
+            msg = "required key is missing"
+        out.append(f"{path}: {key}: {msg}")
+    return out
+
+
+def _read_toml(path: Path, problems: list[str]) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        problems.append(f"{path}: (TOML syntax): {e}")
+    except OSError as e:
+        problems.append(f"{path}: cannot read: {e}")
+    return None
+
+
+def load_matrix(root: str | Path) -> Matrix:
+    """Load ``root/release.toml`` and every other ``root/*.toml`` as a :class:`BundleSpec`.
+
+    Raises :class:`SpecError` listing every problem found (schema and cross-field) at once.
+    """
+    root = Path(root)
+    problems: list[str] = []
+    if not root.is_dir():
+        raise SpecError([f"{root}: bundles directory not found"])
+    rel_path = root / RELEASE_FILE
+    release: Release | None = None
+    if not rel_path.is_file():
+        problems.append(f"{rel_path}: (file): missing; a bundles directory needs a release.toml")
+    else:
+        data = _read_toml(rel_path, problems)
+        if data is not None:
+            try:
+                release = Release.model_validate(data)
+            except ValidationError as e:
+                problems += format_validation(rel_path, e, Release)
+
+    legs: dict[str, BundleSpec] = {}
+    files: dict[str, Path] = {}
+    for path in sorted(root.glob("*.toml")):
+        if path.name == RELEASE_FILE:
+            continue
+        data = _read_toml(path, problems)
+        if data is None:
+            continue
+        try:
+            spec = BundleSpec.model_validate(data)
+        except ValidationError as e:
+            problems += format_validation(path, e, BundleSpec)
+            continue
+        if spec.id != path.stem:
+            problems.append(f"{path}: id: '{spec.id}' must equal the file name stem '{path.stem}'")
+            continue
+        legs[spec.id] = spec
+        files[spec.id] = path
+
+    problems += cross_field_problems(legs, files, release, rel_path)
+    if problems:
+        raise SpecError(problems)
+    assert release is not None
+    return Matrix(root=root, release=release, legs=dict(sorted(legs.items())), files=files)
+
+
+def cross_field_problems(
+    legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path
+) -> list[str]:
+    """The rules that need more than one table or file; one line per problem."""
+    out: list[str] = []
+    seen_kind: dict[tuple[str, str], str] = {}
+    for lid, s in legs.items():
+        f = files[lid]
+        tc = TOOLCHAINS.get(s.toolchain)
+        if tc is None:
+            close = difflib.get_close_matches(s.toolchain, list(TOOLCHAINS), n=1)
+            out.append(
+                f"{f}: toolchain: unknown toolchain '{s.toolchain}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; known: {', '.join(sorted(TOOLCHAINS))}"
+            )
+        else:
+            if (tc.target_os, tc.target_arch) != (s.os, s.arch):
+                out.append(
+                    f"{f}: toolchain: '{s.toolchain}' builds for {tc.target_os}-{tc.target_arch}, "
+                    f"the leg is {s.os}-{s.arch}"
+                )
+            if s.backend == "cuda" and not tc.cuda:
+                out.append(f"{f}: toolchain: '{s.toolchain}' cannot compile CUDA; backend is 'cuda'")
+        if s.cmake_bool("GGML_CPU", True) is False:
+            if s.merge is None:
+                out.append(
+                    f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "
+                    f"[merge] base = a CPU leg of {s.os}-{s.arch}"
+                )
+        if s.merge is not None:
+            base = legs.get(s.merge.base)
+            if base is None:
+                if s.merge.base not in files:  # a broken base spec is reported on its own
+                    out.append(f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory")
+            else:
+                if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
+                    out.append(
+                        f"{f}: merge.base: '{base.id}' is {base.os}-{base.arch} backend '{base.backend}'; "
+                        f"a merge base must be a 'cpu' leg of {s.os}-{s.arch}"
+                    )
+                if base.merge is not None:
+                    out.append(f"{f}: merge.base: '{base.id}' is itself merged; bases cannot be chained")
+                for who, spec in (("this leg", s), (f"base '{base.id}'", base)):
+                    if spec.cmake_bool("GGML_BACKEND_DL", False) is not True:
+                        out.append(
+                            f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
+                            f"{who} ({files[spec.id].name}) does not set it"
+                        )
+        if s.cuda is not None:
+            v = s.cuda.version_tuple
+            for i, arch in enumerate(s.cuda.parsed_archs):
+                why = arch_supported(arch, v)
+                if why:
+                    out.append(f"{f}: cuda.archs[{i}]: '{s.cuda.archs[i]}': {why}")
+            if s.os == "windows" and s.arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
+                out.append(
+                    f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
+                    f"with windows-arm64 target libraries); got {s.cuda.version}"
+                )
+        key = (s.install_kind, s.profile.name)
+        if key in seen_kind:
+            out.append(
+                f"{f}: install_kind: ('{s.install_kind}', profile '{s.profile.name}') is also used by "
+                f"'{seen_kind[key]}'; each pair must be unique"
+            )
+        else:
+            seen_kind[key] = lid
+    if release is not None:
+        for i, leg in enumerate(release.default_legs):
+            if leg not in legs and leg not in files:
+                close = difflib.get_close_matches(leg, list(legs), n=1)
+                out.append(
+                    f"{rel_path}: default_legs[{i}]: no leg '{leg}'"
+                    + (f" (did you mean '{close[0]}'?)" if close else "")
+                )
+    return out

@@ -1,0 +1,220 @@
+"""``BundleSpec``: one TOML file per leg in ``bundles/`` (the file stem is the leg id).
+
+A leg is one bundle's build, e.g. ``windows-arm64-cuda13-portable``. Everything a release
+pipeline usually keeps in hand-written lists (coverage gate, profile filter, matrix, SHA
+index) is derived from these specs. Cross-field rules that need several specs at once live in
+:mod:`bundlegraph.schemas.loader`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .archs import Arch, parse_arch, parse_version
+from .base import Strict
+
+OS = Literal["windows", "linux"]
+CPUArch = Literal["x64", "arm64"]
+RedistPlatform = Literal[
+    "linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"
+]
+CMakeValue = bool | int | str | list[str]
+
+_ID_RE = r"^[a-z0-9][a-z0-9._-]*$"
+
+
+class Profile(Strict):
+    """What an installer chooses by: ``name`` (``cuda13-portable``), ``line`` (``cuda12`` /
+    ``cuda13``; absent for CPU legs), ``klass`` (older/newer/portable/legacy/blackwell/cpu)
+    and ``rank`` (higher wins among candidates that fit the host)."""
+
+    name: Annotated[str, Field(pattern=_ID_RE)]
+    line: Literal["cuda12", "cuda13"] | None = None
+    klass: Annotated[str, Field(pattern=_ID_RE)]
+    rank: Annotated[int, Field(ge=0, le=1000)]
+
+
+class ToolkitSpec(Strict):
+    """Where the leg's CUDA toolkit comes from and what it holds.
+
+    - ``source``: ``redist`` (NVIDIA's per-component archives, resolved from
+      ``redistrib_<manifest>.json``), ``wheels`` (NVIDIA's PyPI wheels, hashes in ``lock``),
+      or ``host`` (a toolkit already installed: ``CUDA_PATH``, ``/usr/local/cuda`` or ``path``).
+    - ``host``: components that run on the build machine (nvcc, crt, nvvm, cccl), installed
+      for the build host's platform (``host_platform``; default from the toolchain).
+    - ``target``: components linked into the output (cudart, cublas), installed for
+      ``target_platform`` (NVIDIA's redist platform key, e.g. ``windows-arm64``, ``linux-sbsa``).
+    """
+
+    source: Literal["redist", "wheels", "host"] = "redist"
+    manifest: str | None = None
+    lock: str | None = None
+    path: str | None = None
+    host: list[str] = ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl"]
+    target: list[str] = ["cuda_cudart", "libcublas"]
+    host_platform: RedistPlatform | None = None
+    target_platform: RedistPlatform
+
+    @model_validator(mode="after")
+    def _source_fields(self) -> "ToolkitSpec":
+        if self.source == "redist" and not self.manifest:
+            raise ValueError("source 'redist' needs 'manifest' (a redist release label such as '13.4.2')")
+        if self.source == "wheels" and not self.lock:
+            raise ValueError("source 'wheels' needs 'lock' (a lock file under bundles/locks/)")
+        return self
+
+
+class CudaSpec(Strict):
+    """CUDA settings of a GPU leg: ``version`` (``"13.4"``), ``archs`` in CMake form, toolkit."""
+
+    version: str
+    archs: Annotated[list[str], Field(min_length=1)]
+    toolkit: ToolkitSpec
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        parse_version(v)
+        return v
+
+    @field_validator("archs")
+    @classmethod
+    def _archs(cls, v: list[str]) -> list[str]:
+        for a in v:
+            parse_arch(a)
+        if len(set(v)) != len(v):
+            raise ValueError("archs holds duplicates")
+        return v
+
+    @property
+    def version_tuple(self) -> tuple[int, int]:
+        return parse_version(self.version)
+
+    @property
+    def parsed_archs(self) -> list[Arch]:
+        return [parse_arch(a) for a in self.archs]
+
+
+class BuildSpec(Strict):
+    """What ``cmake --build`` builds: ``targets`` (empty = all)."""
+
+    targets: list[str] = []
+
+
+class MergeSpec(Strict):
+    """Merge this (backend-only) leg into ``base`` (another leg's id, a CPU leg of the same
+    os and arch). ``prefer`` decides a clash of two different files with one name:
+    ``error`` (default), ``base`` or ``backend``."""
+
+    base: Annotated[str, Field(pattern=_ID_RE)]
+    prefer: Literal["error", "base", "backend"] = "error"
+
+
+class PackageSpec(Strict):
+    """Which files of the merged tree go into the bundle (glob patterns on relative paths)."""
+
+    keep: list[str] = ["**"]
+    exclude: list[str] = []
+
+
+class ShippedRuntime(Strict):
+    """A runtime file the bundle ships: ``name`` (file name in the bundle) taken ``from`` the
+    leg's target ``toolkit`` (``path`` relative to its prefix, e.g. ``bin/arm64/cudart64_13.dll``)
+    or its ``toolchain`` (e.g. ``libomp140.aarch64.dll`` from MSVC's redist folders; the newest
+    version directory is chosen)."""
+
+    name: str
+    from_: Annotated[Literal["toolkit", "toolchain"], Field(alias="from")]
+    path: str | None = None
+
+
+class PairedAsset(Strict):
+    """A runtime asset published beside the bundles (e.g. upstream's
+    ``cudart-llama-bin-win-cuda-13.4-arm64.zip``); its hash goes into the SHA index."""
+
+    name: str
+    url: str | None = None
+    sha256: Annotated[str | None, Field(pattern=r"^[0-9a-f]{64}$")] = None
+
+
+class RuntimeSpec(Strict):
+    """Runtime files: ``ships`` (inside the bundle), ``external`` (DLL/so names the bundle
+    relies on without shipping, e.g. the VC++ runtime or the paired cudart asset's DLLs),
+    ``paired`` (assets published beside it)."""
+
+    ships: list[ShippedRuntime] = []
+    external: list[str] = []
+    paired: list[PairedAsset] = []
+
+
+class LinuxSpec(Strict):
+    """Linux compatibility floors: the highest ``GLIBC_x.y`` / ``GLIBCXX_x.y.z`` any file may need."""
+
+    glibc_floor: Annotated[str, Field(pattern=r"^\d+\.\d+$")]
+    glibcxx_floor: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
+
+
+class BundleSpec(Strict):
+    """One leg: a bundle's build. See ``bundles/*.toml`` and ``schemas/bundle-spec.schema.json``."""
+
+    id: Annotated[str, Field(pattern=_ID_RE)]
+    os: OS
+    arch: CPUArch
+    backend: Literal["cpu", "cuda"]
+    install_kind: Annotated[str, Field(pattern=_ID_RE)]
+    promised: bool = True
+    runner: str
+    signing: Literal["none", "optional", "required"] = "none"
+    toolchain: str
+    profile: Profile
+    cuda: CudaSpec | None = None
+    cmake: dict[str, CMakeValue] = {}
+    build: BuildSpec = BuildSpec()
+    required: list[str] = []
+    merge: MergeSpec | None = None
+    package: PackageSpec = PackageSpec()
+    runtime: RuntimeSpec = RuntimeSpec()
+    linux: LinuxSpec | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> "BundleSpec":
+        if self.backend == "cuda" and self.cuda is None:
+            raise ValueError("backend 'cuda' needs a [cuda] table")
+        if self.backend == "cpu" and self.cuda is not None:
+            raise ValueError("backend 'cpu' must not have a [cuda] table")
+        if self.backend == "cuda" and self.profile.line is None:
+            raise ValueError("a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
+        if self.os == "linux" and self.linux is None:
+            raise ValueError("a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
+        if self.os == "windows" and self.linux is not None:
+            raise ValueError("[linux] is only for Linux legs")
+        return self
+
+    def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
+        """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/1/0 accepted), else ``default``."""
+        v = self.cmake.get(key)
+        if v is None:
+            return default
+        if isinstance(v, bool):
+            return v
+        s = str(v).strip().upper()
+        if s in ("ON", "TRUE", "YES", "1"):
+            return True
+        if s in ("OFF", "FALSE", "NO", "0"):
+            return False
+        return default
+
+    @property
+    def archive_suffix(self) -> str:
+        """``.zip`` on Windows, ``.tar.gz`` on Linux."""
+        return ".zip" if self.os == "windows" else ".tar.gz"
+
+    def bundle_name(self, tag: str, prefix: str = "app") -> str:
+        """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""
+        return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile.name}{self.archive_suffix}"
+
+
+_TAG_RE = re.compile(r"^b\d+(-mix-[0-9a-f]{7})?$")
