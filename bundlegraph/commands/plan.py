@@ -1,0 +1,69 @@
+"""``bundlegraph plan [LEG]``: each selected leg's stages, their dependencies and inputs
+(commands, paths, toolchain files) as the graph would run them. Runs nothing."""
+
+from __future__ import annotations
+
+import json
+
+from ..graph import STAGE_ORDER, load_graph
+from . import add_filter_args, filters_from
+
+
+def run(args) -> int:
+    filters = filters_from(args)
+    if args.leg:
+        filters = type(filters)(only_profile=filters.only_profile, only_leg=args.leg, artifacts=filters.artifacts)
+    g = load_graph(args.bundles, filters)
+    out = {}
+    for leg in g.ctx.legs:
+        spec = g.ctx.spec(leg)
+        stages = []
+        for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):
+            stages.append({"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details()})
+        out[leg] = {
+            "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
+            "promised": spec.promised,
+            "profile": spec.profile.model_dump(),
+            "toolchain": spec.toolchain,
+            "stages": stages,
+        }
+    shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details()} for p in g.plans if p.leg is None]
+    if args.json:
+        print(json.dumps({"legs": out, "shared": shared}, indent=2, default=str))
+        return 0
+    for leg, info in out.items():
+        print(f"== {leg}  ->  {info['bundle']}{'' if info['promised'] else '  (not promised)'}")
+        print(f"   profile {info['profile']['name']} (line {info['profile']['line']}, klass "
+              f"{info['profile']['klass']}, rank {info['profile']['rank']}), toolchain {info['toolchain']}")
+        for st in info["stages"]:
+            print(f"   [{st['task']}] {st['doc']}")
+            if st["deps"]:
+                print(f"      after: {', '.join(st['deps'])}")
+            for k, v in st.items():
+                if k in ("task", "doc", "deps"):
+                    continue
+                _print_value(k, v)
+    for st in shared:
+        print(f"== [{st['task']}] {st['doc']}")
+        if st["deps"]:
+            print(f"      after: {', '.join(st['deps'])}")
+    return 0
+
+
+def _print_value(k: str, v, indent: str = "      ") -> None:
+    if isinstance(v, str) and "\n" in v:
+        print(f"{indent}{k}:")
+        for line in v.splitlines():
+            print(f"{indent}  | {line}")
+    elif isinstance(v, (dict, list)):
+        print(f"{indent}{k}: {json.dumps(v, default=str)}")
+    else:
+        print(f"{indent}{k}: {v}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plan", help="print each leg's stages and inputs (runs nothing)")
+    p.add_argument("leg", nargs="?", help="one leg (default: all selected legs)")
+    add_filter_args(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)

@@ -1,0 +1,28 @@
+"""What ``dodo.py`` needs, kept out of it so it stays thin: read the doit variables, load the
+graph, and turn a spec error into a clear message and exit status 2 (no task runs while any
+spec is invalid)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import BundleGraphError
+from .graph import Filters, Graph, load_graph
+
+
+def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
+    """Load the graph for doit. The work directory defaults to the project root."""
+    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(bundles.parent.resolve()))
+    filters = Filters.from_env(
+        only_profile=get_var("only_profile", None),  # type: ignore[arg-type]
+        only_leg=get_var("only_leg", None),  # type: ignore[arg-type]
+        artifacts=get_var("artifacts", None),  # type: ignore[arg-type]
+    )
+    try:
+        return load_graph(bundles, filters)
+    except BundleGraphError as e:
+        print(f"bundlegraph: {e}", file=sys.stderr)
+        raise SystemExit(2) from None

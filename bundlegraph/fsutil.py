@@ -1,0 +1,124 @@
+"""Small filesystem helpers: hashing, atomic writes, tree digests, file locks.
+
+Outputs appear by atomic rename or not at all: :func:`atomic_write_bytes` and
+:func:`atomic_dir` build beside the destination and ``os.replace`` into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from .errors import StateError
+
+CHUNK = 1 << 20
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same directory + rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, obj: object) -> None:
+    """Pretty JSON (sorted keys, trailing newline) written atomically."""
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def rmtree(path: str | os.PathLike) -> None:
+    """Remove a tree, clearing read-only bits (Windows refuses to delete read-only files)."""
+
+    def onerror(func, p, exc):  # pragma: no cover - Windows path
+        os.chmod(p, stat.S_IWRITE)
+        func(p)
+
+    if Path(path).exists() or Path(path).is_symlink():
+        shutil.rmtree(path, onerror=onerror)
+
+
+@contextlib.contextmanager
+def atomic_dir(dest: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh temp directory beside ``dest``; on success it replaces ``dest``
+    (an existing ``dest`` is moved aside first and removed after). On error the temp
+    directory is removed and ``dest`` is untouched."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        yield tmp
+    except BaseException:
+        rmtree(tmp)
+        raise
+    old = None
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        rmtree(old)
+        os.replace(dest, old)
+    os.replace(tmp, dest)
+    if old is not None:
+        rmtree(old)
+
+
+def tree_digest(root: str | os.PathLike, exclude_dirs: tuple[str, ...] = (".git",)) -> tuple[str, int]:
+    """Content digest of a directory tree: sha256 over sorted ``relpath, mode-x-bit, sha256``
+    lines (symlinks contribute their target text). Returns ``(hex digest, file count)``.
+    Independent of mtimes, owners and the host's path separator."""
+    root = Path(root)
+    lines: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in exclude_dirs)
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                lines.append(f"{rel}\tlink\t{os.readlink(p)}")
+            else:
+                x = "x" if os.access(p, os.X_OK) else "-"
+                lines.append(f"{rel}\t{x}\t{sha256_file(p)}")
+    h = hashlib.sha256("\n".join(lines).encode())
+    return h.hexdigest(), len(lines)
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike, *, what: str, timeout: float = -1) -> Iterator[None]:
+    """Hold an exclusive inter-process lock on ``path`` (a ``.lock`` file). ``timeout``
+    seconds (-1: wait forever); on timeout raise :class:`StateError` naming ``what``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(os.fspath(path))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise StateError(f"{what} is locked by another bundlegraph run ({path}); wait for it or stop it") from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,56 @@
+"""Where bundlegraph keeps things.
+
+- cache (shared by runs and checkouts): ``$BUNDLEGRAPH_CACHE``, else platformdirs'
+  user cache dir (``~/.cache/bundlegraph`` on Linux, ``%LOCALAPPDATA%\\bundlegraph\\Cache``
+  on Windows). Content-addressed: ``blobs/sha256/<hex>``, ``sources/<digest>/``,
+  ``toolkits/<name>/``.
+- work directory (per checkout): ``$BUNDLEGRAPH_WORKDIR``, else the directory holding
+  ``dodo.py`` / the current directory. Holds ``build/<leg>/``, ``dist/`` and
+  ``.bundlegraph/`` (doit's sqlite3 state, stamps, locks).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+
+def cache_root() -> Path:
+    """The shared cache directory (created on demand)."""
+    env = os.environ.get("BUNDLEGRAPH_CACHE")
+    p = Path(env) if env else Path(platformdirs.user_cache_dir("bundlegraph", appauthor=False))
+    return p.expanduser().resolve()
+
+
+def blob_path(sha256: str) -> Path:
+    """``<cache>/blobs/sha256/<hex>``: where a verified download of that hash lives."""
+    return cache_root() / "blobs" / "sha256" / sha256.lower()
+
+
+def workdir() -> Path:
+    """The per-checkout work directory (``$BUNDLEGRAPH_WORKDIR`` or the current directory)."""
+    env = os.environ.get("BUNDLEGRAPH_WORKDIR")
+    return Path(env).expanduser().resolve() if env else Path.cwd().resolve()
+
+
+def state_dir() -> Path:
+    """``<workdir>/.bundlegraph``: doit's sqlite3 file, stamps, locks, logs."""
+    return workdir() / ".bundlegraph"
+
+
+def build_dir(leg: str) -> Path:
+    """``<workdir>/build/<leg>``."""
+    return workdir() / "build" / leg
+
+
+def dist_dir() -> Path:
+    """``<workdir>/dist``: bundles, manifest, SHA index."""
+    return workdir() / "dist"
+
+
+def norm(path: str | os.PathLike) -> str:
+    """A path as a stable string key: absolute, resolved, forward slashes (doit compares
+    paths as strings, and Windows spells them two ways)."""
+    return Path(path).resolve().as_posix()

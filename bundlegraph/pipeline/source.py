@@ -1,0 +1,222 @@
+"""Stage ``source``: fetch the llama.cpp source pin, verify it, unpack it safely into the
+content-addressed cache and expose the tree with a content digest later stages key on.
+
+Cache layout (``$BUNDLEGRAPH_CACHE/sources/<id>/``): ``tree/`` (the unpacked archive) and
+``receipt.json`` (pin, archive sha256, subdirectory, tree digest, commit, commit date). ``<id>``
+is the archive's sha256 (tarball, pip-sdist) or the commit (git). A lock serialises two runs
+unpacking the same source. Each leg's task writes ``build/<leg>/source.json`` (a
+:class:`SourceRecord`): the tree path, its digest, commit and commit date.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import paths, proc
+from ..download import adopt, download
+from ..errors import BundleGraphError, HashMismatch
+from ..extract import extract
+from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file, tree_digest
+from ..gitmeta import read_commit
+from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, TarballPin
+
+RECEIPT = "receipt.json"
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """What the source stage will do: ``pin`` (the release's source pin, as JSON),
+    ``cache_dir`` (where the unpacked source lives, None for a ``path`` pin), ``tree``
+    (the directory later stages use), and ``base_dir`` for resolving ``path`` pins."""
+
+    pin: dict
+    kind: str
+    cache_dir: Path | None
+    tree: Path
+    subdirectory: str | None
+
+    def key_inputs(self) -> dict:
+        """The action-key inputs of this plan."""
+        return {"pin": self.pin}
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """``build/<leg>/source.json``: ``tree`` (absolute path), ``digest`` (tree digest of
+    the source, ``.git`` excluded), ``files`` (count), ``commit``, ``commit_date`` (ISO 8601),
+    ``kind`` and ``origin`` (URL / requirement / path)."""
+
+    tree: str
+    digest: str
+    files: int
+    commit: str | None
+    commit_date: str | None
+    kind: str
+    origin: str
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> "SourceRecord":
+        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+    @property
+    def epoch(self) -> int | None:
+        """Commit time as a Unix timestamp (archive timestamps), or None."""
+        if not self.commit_date:
+            return None
+        return int(_dt.datetime.fromisoformat(self.commit_date).timestamp())
+
+
+def plan_source(release: Release, release_dir: Path) -> SourcePlan:
+    """Compute where the pin's tree will be. Starts no process."""
+    pin = release.source
+    sub = pin.subdirectory
+    if isinstance(pin, PathPin):
+        base = (release_dir / pin.path).resolve()
+        return SourcePlan(pin.model_dump(mode="json"), pin.kind, None, base / sub if sub else base, sub)
+    ident = pin.commit if isinstance(pin, GitPin) else pin.sha256
+    cache_dir = paths.cache_root() / "sources" / f"{pin.kind}-{ident}"
+    tree = cache_dir / "tree"
+    return SourcePlan(pin.model_dump(mode="json"), pin.kind, cache_dir, tree / sub if sub else tree, sub)
+
+
+def _fetch_pip_sdist(pin: PipSdistPin, log: Path) -> Path:
+    blob = paths.blob_path(pin.sha256)
+    if blob.is_file():
+        return blob
+    with tempfile.TemporaryDirectory(prefix="bundlegraph-sdist-") as d:
+        proc.run(
+            [proc.python_exe(), "-m", "pip", "download", "--no-deps", "--no-binary", pin.name,
+             "--disable-pip-version-check", "-d", d, pin.requirement],
+            log=log, what=f"source: pip download {pin.requirement}",
+        )
+        files = [p for p in Path(d).iterdir() if p.is_file()]
+        if len(files) != 1 or not files[0].name.endswith((".tar.gz", ".zip")):
+            raise BundleGraphError(
+                f"source: pip download {pin.requirement} gave {[p.name for p in files]}, expected one sdist"
+            )
+        return adopt(files[0], pin.sha256, what=f"source: sdist {files[0].name} of {pin.requirement}")
+
+
+def _fetch_git(pin: GitPin, dest: Path, log: Path) -> None:
+    for argv in (
+        ["git", "init", "-q", str(dest)],
+        ["git", "-C", str(dest), "fetch", "-q", "--depth", "1", pin.url, pin.commit],
+        ["git", "-C", str(dest), "checkout", "-q", "--detach", pin.commit],
+    ):
+        proc.run(argv, log=log, what=f"source: git {pin.url}")
+
+
+def _receipt(cache_dir: Path) -> dict | None:
+    try:
+        return json.loads((cache_dir / RECEIPT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path) -> SourceRecord:
+    """Fetch/verify/unpack (or reuse the cache) and write the leg's :class:`SourceRecord`.
+
+    Raises :class:`HashMismatch`, :class:`DownloadError`, :class:`UnsafeArchive`,
+    :class:`ToolFailed` with the artifact named.
+    """
+    pin = release.source
+    if plan.cache_dir is None:  # path pin: used in place
+        if not plan.tree.is_dir():
+            raise BundleGraphError(f"source: path pin {plan.tree} is not a directory")
+        digest, n = tree_digest(plan.tree)
+        info = read_commit(plan.tree)
+        origin = str(plan.tree)
+    else:
+        with locked(plan.cache_dir.with_suffix(".lock"), what=f"source cache {plan.cache_dir.name}"):
+            receipt = _receipt(plan.cache_dir)
+            if receipt is None or not plan.tree.is_dir():
+                _populate(plan, pin, log)
+                receipt = _receipt(plan.cache_dir)
+                assert receipt is not None
+        digest, n = receipt["digest"], receipt["files"]
+        info = read_commit(plan.tree)
+        origin = receipt["origin"]
+    commit = info.commit if info else pin.commit
+    date = info.date if info else pin.commit_date
+    if info and pin.commit and info.commit != pin.commit:
+        raise BundleGraphError(
+            f"source: the tree carries commit {info.commit} but the pin declares commit {pin.commit}"
+        )
+    rec = SourceRecord(
+        tree=str(plan.tree), digest=digest, files=n, commit=commit,
+        commit_date=date.astimezone(_dt.timezone.utc).isoformat() if date else None,
+        kind=plan.kind, origin=origin,
+    )
+    atomic_write_json(record_path, asdict(rec))
+    return rec
+
+
+def _populate(plan: SourcePlan, pin, log: Path) -> None:
+    assert plan.cache_dir is not None
+    if plan.cache_dir.exists():
+        rmtree(plan.cache_dir)  # a stale, receipt-less entry from an interrupted run
+    with atomic_dir(plan.cache_dir) as tmp:
+        tree = tmp / "tree"
+        tree.mkdir()
+        if isinstance(pin, GitPin):
+            _fetch_git(pin, tree, log)
+            origin, archive_sha = pin.url, None
+        else:
+            if isinstance(pin, PipSdistPin):
+                blob = _fetch_pip_sdist(pin, log)
+                origin = pin.requirement
+            else:
+                assert isinstance(pin, TarballPin)
+                blob = download(pin.url, pin.sha256)
+                origin = pin.url
+            archive_sha = sha256_file(blob)
+            if archive_sha != pin.sha256:  # the cache was tampered with
+                os.unlink(blob)
+                raise HashMismatch(f"source: cached archive {blob} has sha256 {archive_sha}, pin {pin.sha256}")
+            extract(blob, tree, strip=1)
+        sub = tree / plan.subdirectory if plan.subdirectory else tree
+        if not sub.is_dir():
+            raise BundleGraphError(f"source: subdirectory '{plan.subdirectory}' is not in {origin}")
+        digest, n = tree_digest(sub)
+        atomic_write_json(
+            tmp / RECEIPT,
+            {"pin": plan.pin, "archive_sha256": archive_sha, "origin": origin,
+             "subdirectory": plan.subdirectory, "digest": digest, "files": n},
+        )
+
+
+def plans(ctx) -> list:
+    """``source:<leg>`` for every selected leg (all share one content-addressed cache entry)."""
+    from ..graph import TaskPlan
+
+    release = ctx.release
+    plan = plan_source(release, ctx.matrix.root)
+    out = []
+    for leg in ctx.legs:
+        record = paths.build_dir(leg) / "source.json"
+        log = ctx.log(leg, "source")
+
+        def run(plan=plan, record=record, log=log) -> list[Path]:
+            rec = run_source(plan, release, record, log)
+            print(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
+                  f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}", flush=True)
+            return [record]
+
+        out.append(
+            TaskPlan(
+                stage="source",
+                name=leg,
+                leg=leg,
+                doc=f"fetch, verify and unpack the llama.cpp source ({plan.kind}) for {leg}",
+                inputs=plan.key_inputs,
+                run=run,
+                details=lambda plan=plan, record=record: {
+                    "pin": plan.pin, "tree": str(plan.tree), "record": str(record)},
+            )
+        )
+    return out

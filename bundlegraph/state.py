@@ -1,0 +1,190 @@
+"""Action keys and completion stamps: bundlegraph's own record of what each task consumed
+and produced.
+
+doit hashes ``file_dep`` but never targets, ignores changes to a task's command, environment
+or code, and writes its state only at the end of a run (a killed run loses the run's
+successes). So every bundlegraph task carries an *action key*: a canonical JSON document of
+everything it consumed (spec tables, command lines, upstream output digests, tool versions,
+environment), hashed with sha256. When the task's action succeeds it records a stamp
+``<workdir>/.bundlegraph/stamps/<task>.json`` (atomic rename) holding the inputs, their key,
+and a fingerprint (size, mtime, sha256) of each output file. The task is up to date only when
+the stamp exists, its key equals the current key and every output still matches its
+fingerprint; a failed or interrupted action never writes a stamp.
+
+:func:`explain` compares a stored stamp with the current inputs and says which input changed,
+from what to what.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .fsutil import atomic_write_json, sha256_file
+
+STAMP_VERSION = 1
+
+
+def canonical(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no whitespace, paths as posix strings)."""
+
+    def default(o: Any) -> Any:
+        if isinstance(o, os.PathLike):
+            return Path(o).as_posix()
+        if isinstance(o, (set, frozenset)):
+            return sorted(o)
+        if isinstance(o, (_dt.date, _dt.datetime)):
+            return o.isoformat()
+        if hasattr(o, "model_dump"):
+            return o.model_dump(mode="json", by_alias=True)
+        raise TypeError(f"cannot put {type(o).__name__} into an action key")
+
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=default)
+
+
+def key_of(inputs: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of ``inputs``."""
+    return hashlib.sha256(canonical(inputs).encode()).hexdigest()
+
+
+def _stamp_file(task: str) -> Path:
+    safe = task.replace(":", "__").replace("/", "_").replace("\\", "_")
+    return paths.state_dir() / "stamps" / f"{safe}.json"
+
+
+def fingerprint(path: Path) -> dict[str, Any]:
+    """``{size, mtime_ns, sha256}`` of one output file."""
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256_file(path)}
+
+
+def _rel(path: Path) -> str:
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(paths.workdir()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _abs(key: str) -> Path:
+    p = Path(key)
+    return p if p.is_absolute() else paths.workdir() / p
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """A recorded completion: ``task``, ``key``, ``inputs`` and ``outputs`` fingerprints."""
+
+    task: str
+    key: str
+    inputs: dict[str, Any]
+    outputs: dict[str, dict[str, Any]]
+    finished: str
+
+    def output_digest(self) -> str:
+        """One digest over the outputs' sha256 values: what downstream keys consume."""
+        return key_of({k: v["sha256"] for k, v in self.outputs.items()})
+
+
+def load(task: str) -> Stamp | None:
+    """The stamp of ``task``, or None (never run, or an unreadable stamp)."""
+    f = _stamp_file(task)
+    try:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        if d.get("version") != STAMP_VERSION:
+            return None
+        return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike]) -> Stamp:
+    """Write the stamp of a successful action (atomically). Every output must exist."""
+    outs = {}
+    for o in outputs:
+        p = Path(o)
+        outs[_rel(p)] = fingerprint(p)
+    inputs_json = json.loads(canonical(inputs))
+    stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat())
+    atomic_write_json(
+        _stamp_file(task),
+        {
+            "version": STAMP_VERSION,
+            "task": task,
+            "key": stamp.key,
+            "inputs": inputs_json,
+            "outputs": outs,
+            "finished": stamp.finished,
+        },
+    )
+    return stamp
+
+
+def forget(task: str) -> None:
+    """Drop the stamp of ``task`` (before its action starts, so an interrupted run reruns)."""
+    try:
+        _stamp_file(task).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _outputs_changed(stamp: Stamp) -> list[str]:
+    out = []
+    for rel, fp in stamp.outputs.items():
+        p = _abs(rel)
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            out.append(f"output {rel} is missing")
+            continue
+        if st.st_size == fp["size"] and st.st_mtime_ns == fp["mtime_ns"]:
+            continue
+        if st.st_size != fp["size"] or sha256_file(p) != fp["sha256"]:
+            out.append(f"output {rel} was changed outside bundlegraph (fingerprint differs)")
+    return out
+
+
+def _diff(old: Any, new: Any, prefix: str, out: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in sorted(set(old) | set(new)):
+            p = f"{prefix}.{k}" if prefix else str(k)
+            if k not in old:
+                out.append(f"input {p} added: {_short(new[k])}")
+            elif k not in new:
+                out.append(f"input {p} removed (was {_short(old[k])})")
+            else:
+                _diff(old[k], new[k], p, out)
+    elif old != new:
+        out.append(f"input {prefix} changed: {_short(old)} -> {_short(new)}")
+
+
+def _short(v: Any) -> str:
+    s = canonical(v)
+    return s if len(s) <= 120 else s[:117] + "..."
+
+
+def explain(task: str, inputs: Mapping[str, Any]) -> list[str]:
+    """Why ``task`` would run now: a list of reasons; empty when it is up to date."""
+    stamp = load(task)
+    if stamp is None:
+        return ["never completed (no stamp), or its last run failed or was interrupted"]
+    reasons: list[str] = []
+    current = json.loads(canonical(inputs))
+    if stamp.key != key_of(current):
+        _diff(stamp.inputs, current, "", reasons)
+        if not reasons:
+            reasons.append("action key changed")
+    reasons += _outputs_changed(stamp)
+    return reasons
+
+
+def is_current(task: str, inputs: Mapping[str, Any]) -> bool:
+    """True when ``task``'s stamp matches ``inputs`` and its outputs are untouched."""
+    return not explain(task, inputs)
