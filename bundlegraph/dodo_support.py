@@ -14,8 +14,13 @@ from .graph import Filters, Graph, load_graph
 
 
 def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
-    """Load the graph for doit. The work directory defaults to the project root."""
+    """Load the graph for doit. The work directory defaults to the project root; the bundles
+    directory to ``bundles`` beside dodo.py (``doit bundles=DIR`` or ``BUNDLEGRAPH_BUNDLES``
+    choose another, e.g. a copy with one more leg)."""
     os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(bundles.parent.resolve()))
+    other = get_var("bundles", None) or os.environ.get("BUNDLEGRAPH_BUNDLES")
+    if other:
+        bundles = Path(str(other)).resolve()
     filters = Filters.from_env(
         only_profile=get_var("only_profile", None),  # type: ignore[arg-type]
         only_leg=get_var("only_leg", None),  # type: ignore[arg-type]

@@ -41,8 +41,13 @@ class SourcePlan:
     subdirectory: str | None
 
     def key_inputs(self) -> dict:
-        """The action-key inputs of this plan."""
+        """The action-key inputs of this plan: the pin. (The cache entry's receipt is an
+        output of every source task, so a deleted cache entry makes them run again.)"""
         return {"pin": self.pin}
+
+    @property
+    def receipt(self) -> Path | None:
+        return self.cache_dir / RECEIPT if self.cache_dir is not None else None
 
 
 @dataclass(frozen=True)
@@ -203,9 +208,10 @@ def plans(ctx) -> list:
 
         def run(plan=plan, record=record, log=log) -> list[Path]:
             rec = run_source(plan, release, record, log)
+            outputs = [record] + ([plan.receipt] if plan.receipt else [])
             print(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
                   f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}", flush=True)
-            return [record]
+            return outputs
 
         out.append(
             TaskPlan(

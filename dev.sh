@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Set up this checkout on a fresh Linux x86_64 machine and run the main job or the tests.
+#   ./dev.sh main   -> venv + project + Debian cross compiler, then `doit` (the release's default_legs)
+#   ./dev.sh test   -> venv + project + test tools, then pytest (exit 5 "no tests" counts as failure)
+set -euo pipefail
+cd "$(dirname "$0")"
+what="${1:-}"
+shift || true
+case "$what" in main|test) ;; *) echo "usage: ./dev.sh main|test [extra args]" >&2; exit 2;; esac
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,tools]'
+
+# Debian packages: the aarch64 cross compiler (main job and tests); clang/lld/llvm and
+# osslsigncode build and sign small real PE DLLs in the verify tests.
+debs=(g++-aarch64-linux-gnu)
+[ "$what" = test ] && debs+=(clang lld llvm osslsigncode)
+missing=()
+for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "dev.sh: please install these Debian packages first: sudo apt-get install ${missing[*]}" >&2
+    exit 2
+  fi
+fi
+
+if [ "$what" = main ]; then
+  exec .venv/bin/doit "$@"
+fi
+set +e
+.venv/bin/python -m pytest "$@"
+rc=$?
+if [ $rc -eq 5 ]; then echo "dev.sh: pytest collected no tests: that is a failure" >&2; exit 1; fi
+exit $rc

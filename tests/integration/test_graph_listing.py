@@ -1,0 +1,87 @@
+"""The doit graph as users see it: `doit list`, filters, a new spec file, a bad spec."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from bundlegraph.graph import Filters, load_graph
+from graphrun import ROOT, cli, doit
+
+
+def listed(stdout: str) -> list[str]:
+    return [l.split()[0] for l in stdout.splitlines() if l.strip()]
+
+
+def test_plain_doit_list_shows_every_stage_task_for_every_leg(workdir):
+    r = doit(["list"], workdir=workdir)
+    assert r.returncode == 0, r.stderr
+    names = set(listed(r.stdout))
+    g = load_graph(ROOT / "bundles")
+    stages = {p.stage for p in g.plans if p.leg}
+    assert "source" in stages
+    for leg in g.ctx.matrix.legs:
+        for stage in stages:
+            assert f"{stage}:{leg}" in names, (stage, leg)
+    assert {p.full_name for p in g.plans} <= names
+
+
+def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
+    want = ["linux-arm64-cuda13-portable", "linux-x64-cuda13-portable",
+            "windows-arm64-cuda13-portable", "windows-x64-cuda13-portable"]
+    g = load_graph(ROOT / "bundles", Filters(only_profile="cuda13-portable"))
+    assert g.ctx.legs == want
+    m = cli(["matrix", "--only-profile", "cuda13-portable"], workdir=workdir)
+    assert m.returncode == 0, m.stderr
+    rows = json.loads(m.stdout)["include"]  # pure JSON on stdout
+    assert [r["id"] for r in rows] == want
+    assert all(set(r) == {"id", "os", "arch", "profile", "runner"} for r in rows)
+    p = cli(["plan", "--json", "--only-profile", "cuda13-portable"], workdir=workdir)
+    assert list(json.loads(p.stdout)["legs"]) == want
+    d = doit(["list", "only_profile=cuda13-portable"], workdir=workdir)
+    legs_in_graph = sorted({n.split(":", 1)[1] for n in listed(d.stdout) if n.startswith("source:")})
+    assert legs_in_graph == want
+    e = doit(["list"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG="linux-arm64-cpu")
+    assert sorted({n.split(":", 1)[1] for n in listed(e.stdout) if ":" in n}) == ["linux-arm64-cpu"]
+
+
+def test_a_new_spec_file_is_a_new_leg_everywhere(workdir, bundles_copy):
+    src = (bundles_copy / "linux-arm64-cuda13-blackwell.toml").read_text()
+    new = (src.replace("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-newer")
+              .replace('name = "cuda13-blackwell"', 'name = "cuda13-newer"')
+              .replace('klass = "blackwell"', 'klass = "newer"'))
+    (bundles_copy / "linux-arm64-cuda13-newer.toml").write_text(new)
+    r = doit(["list"], bundles=bundles_copy, workdir=workdir)
+    assert "source:linux-arm64-cuda13-newer" in listed(r.stdout), r.stdout + r.stderr
+    m = json.loads(cli(["matrix"], bundles=bundles_copy, workdir=workdir).stdout)
+    assert "linux-arm64-cuda13-newer" in [x["id"] for x in m["include"]]
+    g = load_graph(bundles_copy)
+    assert "linux-arm64-cuda13-newer" in g.ctx.matrix.promised
+    only = json.loads(cli(["matrix", "--only-profile", "cuda13-newer"], bundles=bundles_copy, workdir=workdir).stdout)
+    assert [x["id"] for x in only["include"]] == ["linux-arm64-cuda13-newer"]
+
+
+def test_not_promised_leg_is_listed_but_not_promised(bundles_copy):
+    f = bundles_copy / "linux-x64-cpu.toml"
+    f.write_text('promised = false\n' + f.read_text())
+    g = load_graph(bundles_copy)
+    assert "linux-x64-cpu" in g.ctx.legs and "linux-x64-cpu" not in g.ctx.matrix.promised
+
+
+def test_bad_spec_stops_every_task(workdir, bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    f.write_text(f.read_text().replace('archs = ["120", "121"]', 'archs = ["61", "121"]'))
+    r = doit(["source:linux-arm64-cpu"], bundles=bundles_copy, workdir=workdir)
+    assert r.returncode == 2
+    assert f"{f}: cuda.archs[0]: '61': sm_61 was dropped after CUDA 12.9" in r.stderr
+    assert not (workdir / "build").exists()
+    m = cli(["matrix"], bundles=bundles_copy, workdir=workdir)
+    assert m.returncode == 2 and "cuda.archs[0]" in m.stderr and m.stdout == ""
+
+
+def test_unknown_filter_value_is_refused(workdir):
+    r = cli(["matrix", "--only-profile", "cuda14"], workdir=workdir)
+    assert r.returncode == 2
+    assert "only_profile=cuda14: no leg has this profile; profiles: cpu, cuda13-blackwell, cuda13-portable" in r.stderr

@@ -1,0 +1,175 @@
+"""Spec validation: the real matrix loads, and every rule refuses a bad spec with a message
+naming the file and the TOML key, all problems reported at once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bundlegraph.errors import SpecError
+from bundlegraph.schemas.archs import arch_supported, parse_arch
+from bundlegraph.schemas.loader import load_matrix
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def problems(bundles: Path) -> list[str]:
+    with pytest.raises(SpecError) as ei:
+        load_matrix(bundles)
+    return ei.value.problems
+
+
+def test_real_matrix_loads_and_everything_is_promised():
+    m = load_matrix(ROOT / "bundles")
+    assert set(m.legs) == {
+        "windows-arm64-cuda13-portable", "windows-arm64-cpu", "windows-x64-cuda13-portable",
+        "windows-x64-cpu", "linux-x64-cpu", "linux-x64-cuda13-portable", "linux-arm64-cpu",
+        "linux-arm64-cuda13-portable", "linux-arm64-cuda13-blackwell",
+    }
+    assert m.promised == list(m.legs)
+    assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
+    w = m.legs["windows-arm64-cuda13-portable"]
+    assert (w.cuda.archs, w.merge.base, w.install_kind, w.signing) == (
+        ["120", "121"], "windows-arm64-cpu", "windows-arm64-cuda", "required")
+    assert (w.profile.line, w.profile.klass, w.profile.rank) == ("cuda13", "portable", 60)
+    assert [r.name for r in w.runtime.ships] == ["cudart64_13.dll", "cublas64_13.dll", "cublasLt64_13.dll"]
+    assert [p.name for p in w.runtime.paired] == ["cudart-llama-bin-win-cuda-13.4-arm64.zip"]
+    b = m.legs["linux-arm64-cuda13-blackwell"]
+    assert (b.cuda.archs, b.profile.klass, b.profile.rank) == (["120", "121"], "blackwell", 55)
+
+
+def test_bundle_name_is_derived_per_os():
+    m = load_matrix(ROOT / "bundles")
+    tag = m.release.tag
+    assert m.legs["windows-arm64-cuda13-portable"].bundle_name(tag) == f"app-{tag}-windows-arm64-cuda13-portable.zip"
+    assert m.legs["linux-arm64-cuda13-blackwell"].bundle_name(tag) == f"app-{tag}-linux-arm64-cuda13-blackwell.tar.gz"
+
+
+def test_misspelled_key_is_refused_with_did_you_mean(bundles_copy):
+    f = bundles_copy / "linux-arm64-cpu.toml"
+    edit(f, "install_kind =", "instal_kind =")
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: instal_kind: unknown key (did you mean 'install_kind'?)") for p in ps), ps
+    assert any(p.startswith(f"{f}: install_kind: required key is missing") for p in ps), ps
+
+
+def test_misspelled_nested_key(bundles_copy):
+    f = bundles_copy / "windows-arm64-cuda13-portable.toml"
+    edit(f, "target_platform =", "target_platfrom =")
+    ps = problems(bundles_copy)
+    assert any(f"{f}: cuda.toolkit.target_platfrom: unknown key (did you mean 'target_platform'?)" in p for p in ps), ps
+
+
+def test_arch_outside_cuda_range_names_file_and_key(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, 'archs = ["120", "121"]', 'archs = ["61", "120"]')
+    ps = problems(bundles_copy)
+    assert ps == [f"{f}: cuda.archs[0]: '61': sm_61 was dropped after CUDA 12.9, the leg uses CUDA 13.5"]
+
+
+def test_arch_newer_than_toolkit(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, 'version = "13.5"', 'version = "12.6"')
+    edit(f, 'line = "cuda13"', 'line = "cuda12"')
+    ps = problems(bundles_copy)
+    assert f"{f}: cuda.archs[0]: '120': sm_120 needs CUDA >= 12.8, the leg uses CUDA 12.6" in ps
+    assert f"{f}: cuda.archs[1]: '121': sm_121 needs CUDA >= 12.9, the leg uses CUDA 12.6" in ps
+
+
+def test_windows_arm64_cuda_needs_13_4(bundles_copy):
+    f = bundles_copy / "windows-arm64-cuda13-portable.toml"
+    edit(f, 'version = "13.4"', 'version = "13.0"')
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4") for p in ps), ps
+
+
+def test_cpu_off_needs_merge_base(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, '[merge]\nbase = "linux-arm64-cpu"\n', "")
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: cmake.GGML_CPU: OFF builds no CPU backend") for p in ps), ps
+
+
+def test_merge_base_must_be_cpu_leg_of_same_os_arch(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, 'base = "linux-arm64-cpu"', 'base = "linux-x64-cpu"')
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: merge.base: 'linux-x64-cpu' is linux-x64 backend 'cpu'") for p in ps), ps
+
+
+def test_merge_needs_backend_dl_on_both_legs(bundles_copy):
+    base = bundles_copy / "linux-arm64-cpu.toml"
+    edit(base, "GGML_BACKEND_DL = true", "GGML_BACKEND_DL = false")
+    ps = problems(bundles_copy)
+    # both legs merging into it are named, each with the base as the culprit
+    for leg in ("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-portable"):
+        f = bundles_copy / f"{leg}.toml"
+        assert f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; base 'linux-arm64-cpu' (linux-arm64-cpu.toml) does not set it" in ps
+
+
+def test_install_kind_profile_pair_unique(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, 'name = "cuda13-blackwell"', 'name = "cuda13-portable"')
+    ps = problems(bundles_copy)
+    assert any("install_kind: ('linux-arm64-cuda', profile 'cuda13-portable') is also used by" in p for p in ps), ps
+
+
+def test_all_errors_reported_at_once_across_files(bundles_copy):
+    edit(bundles_copy / "linux-arm64-cpu.toml", "runner =", "runer =")
+    edit(bundles_copy / "windows-x64-cuda13-portable.toml", '"75", ', '"61", ')
+    edit(bundles_copy / "release.toml", 'tag = "b6990-mix-0c1e570"', 'tag = "v1.0"')
+    ps = problems(bundles_copy)
+    files = {p.split(": ", 1)[0] for p in ps}
+    assert {str(bundles_copy / n) for n in ("linux-arm64-cpu.toml", "windows-x64-cuda13-portable.toml", "release.toml")} <= files
+    assert any(re.match(rf"{re.escape(str(bundles_copy / 'release.toml'))}: tag: String should match pattern", p) for p in ps), ps
+
+
+def test_default_legs_must_exist(bundles_copy):
+    edit(bundles_copy / "release.toml", '"linux-arm64-cpu", "linux-arm64', '"linux-arm64-cpux", "linux-arm64')
+    ps = problems(bundles_copy)
+    assert f"{bundles_copy / 'release.toml'}: default_legs[0]: no leg 'linux-arm64-cpux' (did you mean 'linux-arm64-cpu'?)" in ps
+
+
+def test_id_must_match_file_name(bundles_copy):
+    (bundles_copy / "linux-x64-cpu.toml").rename(bundles_copy / "linux-x64-cpu2.toml")
+    ps = problems(bundles_copy)
+    assert any("id: 'linux-x64-cpu' must equal the file name stem 'linux-x64-cpu2'" in p for p in ps), ps
+
+
+def test_unknown_toolchain_suggests(bundles_copy):
+    f = bundles_copy / "linux-x64-cpu.toml"
+    edit(f, 'toolchain = "gcc-linux-x86_64"', 'toolchain = "gcc-linux-x86-64"')
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: toolchain: unknown toolchain 'gcc-linux-x86-64' (did you mean 'gcc-linux-x86_64'?)") for p in ps), ps
+
+
+def test_toml_syntax_error_names_file(bundles_copy):
+    f = bundles_copy / "linux-x64-cpu.toml"
+    f.write_text(f.read_text() + "\n[broken\n")
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: (TOML syntax):") for p in ps), ps
+
+
+@pytest.mark.parametrize("text,cmake,sass,ptx", [
+    ("120", "120", True, True), ("120a", "120a", True, True),
+    ("86-real", "86-real", True, False), ("75-virtual", "75-virtual", False, True),
+])
+def test_arch_forms(text, cmake, sass, ptx):
+    a = parse_arch(text)
+    assert (a.cmake, a.sass, a.ptx) == (cmake, sass, ptx)
+
+
+def test_arch_table_edges():
+    assert arch_supported(parse_arch("101"), (13, 0)) == "sm_101 was dropped after CUDA 12.9, the leg uses CUDA 13.0"
+    assert arch_supported(parse_arch("110"), (13, 0)) is None
+    assert arch_supported(parse_arch("103"), (12, 8)) == "sm_103 needs CUDA >= 12.9, the leg uses CUDA 12.8"
+    with pytest.raises(ValueError, match="not a CUDA arch in CMake form"):
+        parse_arch("sm_120")

@@ -1,0 +1,47 @@
+"""Action keys and stamps: up to date only when inputs and outputs match; explain says why."""
+
+from __future__ import annotations
+
+import os
+
+from bundlegraph import state
+
+
+def test_key_is_canonical():
+    assert state.key_of({"a": 1, "b": [1, 2]}) == state.key_of({"b": [1, 2], "a": 1})
+    assert state.key_of({"a": 1}) != state.key_of({"a": 2})
+
+
+def test_record_then_current_then_each_kind_of_change(workdir):
+    out = workdir / "out.bin"
+    out.write_bytes(b"x" * 10)
+    inputs = {"spec": {"archs": ["120", "121"]}, "cmake": "4.4.5"}
+    assert state.explain("build:a", inputs) == [
+        "never completed (no stamp), or its last run failed or was interrupted"]
+    state.record("build:a", inputs, [out])
+    assert state.is_current("build:a", inputs)
+    # an input changed: named, from what to what
+    changed = {"spec": {"archs": ["120"]}, "cmake": "4.4.5"}
+    assert state.explain("build:a", changed) == ['input spec.archs changed: ["120","121"] -> ["120"]']
+    assert state.explain("build:a", {**inputs, "env": "x"}) == ['input env added: "x"']
+    # touching an output without changing it keeps it current (content equal)
+    os.utime(out, ns=(1, 1))
+    assert state.is_current("build:a", inputs)
+    # overwriting an output by hand is detected, even at the same size
+    out.write_bytes(b"y" * 10)
+    assert state.explain("build:a", inputs) == [
+        "output out.bin was changed outside bundlegraph (fingerprint differs)"]
+    out.unlink()
+    assert state.explain("build:a", inputs) == ["output out.bin is missing"]
+
+
+def test_forget_and_corrupt_stamp(workdir):
+    out = workdir / "o"
+    out.write_text("1")
+    state.record("t:x", {"a": 1}, [out])
+    state.forget("t:x")
+    assert state.load("t:x") is None
+    state.record("t:x", {"a": 1}, [out])
+    f = workdir / ".bundlegraph/stamps/t__x.json"
+    f.write_text("{not json")
+    assert state.load("t:x") is None and not state.is_current("t:x", {"a": 1})
