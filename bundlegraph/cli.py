@@ -17,6 +17,7 @@ COMMANDS = [
     "bundlegraph.commands.plan",
     "bundlegraph.commands.matrix",
     "bundlegraph.commands.schema",
+    "bundlegraph.commands.lock_wheels",
 ]
 
 

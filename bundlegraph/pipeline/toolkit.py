@@ -1,0 +1,200 @@
+"""Stage ``toolkit``: install each distinct CUDA component set once, verified, laid out per
+target, and tell later stages where everything is.
+
+Contract for later stages (configure, build, verify, package)
+-------------------------------------------------------------
+``toolkit_for_leg(ctx, leg) -> ToolkitRef`` (no side effects, no network; works before the
+toolkit is installed). The configure task of ``leg`` adds ``ref.task`` to its ``deps`` and
+``upstream_digest(ref.task)`` to its action-key inputs; after that task ran, the paths below
+exist and have passed validation (every required file of both roles present). Raises
+:class:`~bundlegraph.errors.ToolkitError` for a leg without ``[cuda]`` or an unusable toolkit
+spec (message names the spec file and key).
+
+``ToolkitRef`` (frozen):
+
+- ``task``: full doit task name, ``toolkit:cuda13.5-linux-x86_64+linux-sbsa-3f9a1c``; legs
+  with the same component set get the same task.
+- ``name``: the part after ``toolkit:``; ``prefix``: the installed toolkit (``Path``; for the
+  ``host`` source the host's own toolkit, read-only); ``receipt``: ``Path`` of the receipt JSON
+  (``components[]`` with name/role/version/platform/sha256/size/source/origin, ``generated[]``
+  files that must never ship, e.g. the link-only ``libcuda.so`` stub).
+- ``version`` (``"13.5"``, the leg's CUDA version), ``source`` (``redist|wheels|host``),
+  ``host_platform``/``target_platform`` (NVIDIA redist keys), ``target_dir`` (nvcc
+  ``-target-dir`` value: ``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``),
+  ``host_target_dir``; ``cross`` (target differs from host); ``windows`` (target is Windows).
+- ``nvcc`` (``bin/nvcc`` or ``bin/nvcc.exe``), ``include_dir`` (target headers),
+  ``lib_dir`` (Linux ``targets/<dir>/lib``; Windows ``lib/<arch>``), ``bin_dir`` (Windows
+  ``bin/<arch>`` runtime DLLs; Linux = ``lib_dir``).
+- ``library(role)`` for role in ``cudart cudart_static cudadevrt cublas cublasLt
+  cuda_driver``: the file to link (``libcudart.so``/``cudart.lib``, ..., Linux
+  ``stubs/libcuda.so``); ``libraries()`` all of them as a dict.
+- ``runtime(name)``: a shipped runtime file (``cudart`` -> ``bin/arm64/cudart64_13.dll`` or
+  ``targets/sbsa-linux/lib/libcudart.so.13``).
+- ``nvcc_target_flags()``: ``["-target-dir", target_dir]`` for cross builds, else ``[]``.
+- ``cmake_cache()``: FindCUDAToolkit pins (``CMAKE_CUDA_COMPILER``, ``CUDAToolkit_ROOT``,
+  ``CUDA_cudart_LIBRARY``, ``CUDA_cublas_LIBRARY``, ``CUDA_cublasLt_LIBRARY``,
+  ``CUDA_cuda_driver_LIBRARY``) so FindCUDAToolkit never picks the host's x86_64 libraries.
+- ``never_ship()``: prefix-relative paths the receipt marks as generated (read after the task ran).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths
+from ..errors import ToolkitError
+from ..toolkit.components import is_windows, target_dir
+from ..toolkit.identity import ComponentSet, component_set, host_toolkit_path
+
+RECEIPT = "bundlegraph-toolkit.json"
+
+_LINUX_LIBS = {"cudart": "libcudart.so", "cudart_static": "libcudart_static.a",
+               "cudadevrt": "libcudadevrt.a", "cublas": "libcublas.so", "cublasLt": "libcublasLt.so",
+               "cuda_driver": "stubs/libcuda.so"}
+_WIN_LIBS = {"cudart": "cudart.lib", "cudart_static": "cudart_static.lib", "cudadevrt": "cudadevrt.lib",
+             "cublas": "cublas.lib", "cublasLt": "cublasLt.lib", "cuda_driver": "cuda.lib"}
+
+
+@dataclass(frozen=True)
+class ToolkitRef:
+    """Where a leg's installed toolkit is (see the module docstring for the contract)."""
+
+    task: str
+    name: str
+    prefix: Path
+    receipt: Path
+    version: str
+    source: str
+    host_platform: str
+    target_platform: str
+    target_dir: str
+    host_target_dir: str
+
+    @property
+    def windows(self) -> bool:
+        return is_windows(self.target_platform)
+
+    @property
+    def cross(self) -> bool:
+        return self.host_platform != self.target_platform
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def nvcc(self) -> Path:
+        return self.prefix / "bin" / ("nvcc.exe" if is_windows(self.host_platform) else "nvcc")
+
+    @property
+    def include_dir(self) -> Path:
+        return self.prefix / "include" if self.windows else self.prefix / "targets" / self.target_dir / "include"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.prefix / "lib" / self.target_dir if self.windows else self.prefix / "targets" / self.target_dir / "lib"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.prefix / "bin" / self.target_dir if self.windows else self.lib_dir
+
+    def library(self, role: str) -> Path:
+        """The link input for ``role`` (``cudart``, ``cudart_static``, ``cudadevrt``, ``cublas``,
+        ``cublasLt``, ``cuda_driver``). Raises KeyError for another role."""
+        table = _WIN_LIBS if self.windows else _LINUX_LIBS
+        if role not in table:
+            raise KeyError(f"unknown library role {role!r}; roles: {', '.join(table)}")
+        return self.lib_dir / table[role]
+
+    def libraries(self) -> dict[str, Path]:
+        return {r: self.library(r) for r in _LINUX_LIBS}
+
+    def runtime(self, name: str) -> Path:
+        """A runtime file of ``name`` (``cudart``, ``cublas``, ``cublasLt``) as shipped."""
+        if self.windows:
+            return self.bin_dir / f"{name}64_{self.major}.dll"
+        return self.lib_dir / f"lib{name}.so.{self.major}"
+
+    def nvcc_target_flags(self) -> list[str]:
+        return ["-target-dir", self.target_dir] if self.cross else []
+
+    def cmake_cache(self) -> dict[str, str]:
+        out = {"CMAKE_CUDA_COMPILER": self.nvcc.as_posix(), "CUDAToolkit_ROOT": self.prefix.as_posix()}
+        for role, var in (("cudart", "CUDA_cudart_LIBRARY"), ("cublas", "CUDA_cublas_LIBRARY"),
+                          ("cublasLt", "CUDA_cublasLt_LIBRARY"), ("cuda_driver", "CUDA_cuda_driver_LIBRARY")):
+            out[var] = self.library(role).as_posix()
+        return out
+
+    def never_ship(self) -> list[str]:
+        try:
+            data = json.loads(self.receipt.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [g["path"] for g in data.get("generated", [])]
+
+
+def toolkits_root() -> Path:
+    """``<cache>/toolkits``: one directory per component-set name."""
+    return paths.cache_root() / "toolkits"
+
+
+def ref_for_set(cs: ComponentSet) -> ToolkitRef:
+    """The :class:`ToolkitRef` of a component set (pure)."""
+    if cs.source == "host":
+        prefix = host_toolkit_path(cs.pins.get("path"))
+        receipt = toolkits_root() / cs.name / RECEIPT
+    else:
+        prefix = toolkits_root() / cs.name
+        receipt = prefix / RECEIPT
+    return ToolkitRef(task=f"toolkit:{cs.name}", name=cs.name, prefix=prefix, receipt=receipt,
+                      version=cs.cuda_version, source=cs.source, host_platform=cs.host_platform,
+                      target_platform=cs.target_platform, target_dir=target_dir(cs.target_platform),
+                      host_target_dir=target_dir(cs.host_platform))
+
+
+def _set_of(ctx, leg: str) -> ComponentSet:
+    spec = ctx.spec(leg)
+    f = ctx.matrix.files.get(leg)
+    return component_set(spec, ctx.matrix.root, str(f) if f else "")
+
+
+def toolkit_for_leg(ctx, leg: str) -> ToolkitRef:
+    """The toolkit of ``leg`` (see the module docstring). Raises :class:`ToolkitError`."""
+    return ref_for_set(_set_of(ctx, leg))
+
+
+def plans(ctx) -> list:
+    """One ``toolkit:<set name>`` task per distinct component set among the selected CUDA legs."""
+    from ..graph import TaskPlan
+    from ..toolkit.install import install, key_inputs
+
+    groups: dict[str, tuple[ComponentSet, list[str]]] = {}
+    for leg in ctx.legs:
+        if ctx.spec(leg).backend != "cuda":
+            continue
+        cs = _set_of(ctx, leg)
+        groups.setdefault(cs.name, (cs, []))[1].append(leg)
+    out = []
+    for name, (cs, legs) in sorted(groups.items()):
+        ref = ref_for_set(cs)
+        bundles = ctx.matrix.root
+
+        def run(cs=cs, ref=ref, bundles=bundles) -> list[Path]:
+            return [install(cs, ref, bundles)]
+
+        out.append(TaskPlan(
+            stage="toolkit", name=name, leg=None,
+            doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
+                f"{cs.target_platform} target for {', '.join(legs)}",
+            inputs=lambda cs=cs, bundles=bundles: key_inputs(cs, bundles),
+            run=run,
+            details=lambda cs=cs, ref=ref, legs=legs: {
+                "legs": legs, "prefix": str(ref.prefix), "receipt": str(ref.receipt),
+                "target_dir": ref.target_dir, **cs.identity()},
+        ))
+    return out
+
+
+__all__ = ["ToolkitRef", "toolkit_for_leg", "ref_for_set", "plans", "toolkits_root", "RECEIPT"]

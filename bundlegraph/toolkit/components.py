@@ -1,0 +1,130 @@
+"""Static facts about CUDA components: roles, NVIDIA's names, wheel names, pip platform tags,
+``nvcc -target-dir`` values and the required-file list checked before any CMake runs.
+
+Sources of the facts:
+
+- Component and platform keys are NVIDIA's redist names (``redistrib_<ver>.json``: ``cuda_nvcc``,
+  ``cuda_crt``, ``libnvvm``, ``cuda_cccl`` (``cccl`` in some releases), ``cuda_cudart``,
+  ``libcublas``; platforms ``linux-x86_64``, ``linux-sbsa``, ``windows-x86_64``,
+  ``windows-arm64``).
+- Wheel distribution names and their layout (``nvidia/cu13/{bin,include,lib,nvvm}``, Windows
+  ``lib/<arch>``/``bin/<arch>``) are those of NVIDIA's wheels fetched with ``pip download``.
+- The required files are what CMake's CUDA compiler check and ggml-cuda's link need
+  (``cudadevrt`` + ``cudart_static`` for the check; cudart, cublas, cublasLt, the driver).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# NVIDIA redist platform key -> nvcc ``-target-dir`` value.
+TARGET_DIRS: dict[str, str] = {
+    "linux-x86_64": "x86_64-linux",
+    "linux-sbsa": "sbsa-linux",
+    "linux-aarch64": "aarch64-linux",
+    "windows-x86_64": "x64",
+    "windows-arm64": "arm64",
+}
+
+# component -> NVIDIA wheel distribution (pip name).
+WHEELS: dict[str, str] = {
+    "cuda_nvcc": "nvidia-cuda-nvcc",
+    "cuda_crt": "nvidia-cuda-crt",
+    "libnvvm": "nvidia-nvvm",
+    "cuda_cccl": "nvidia-cuda-cccl",
+    "cuda_cudart": "nvidia-cuda-runtime",
+    "libcublas": "nvidia-cublas",
+}
+
+# Components whose wheel versions follow the CUDA release (13.5.x); the others (cccl, cublas)
+# have their own version lines.
+RELEASE_VERSIONED = frozenset({"cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart"})
+
+# NVIDIA redist platform -> pip ``--platform`` tags asked for (first = the canonical one).
+# (``manylinux_2_27_aarch64`` answered with an empty 0.0.0a0 placeholder: not used.)
+PIP_TAGS: dict[str, tuple[str, ...]] = {
+    "linux-x86_64": ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux2010_x86_64",
+                     "manylinux_2_12_x86_64", "manylinux1_x86_64", "manylinux_2_5_x86_64"),
+    "linux-sbsa": ("manylinux2014_aarch64", "manylinux_2_17_aarch64"),
+    "windows-x86_64": ("win_amd64",),
+    "windows-arm64": ("win_arm64",),
+}
+
+# Alternative spellings of one component across manifest releases.
+ALIASES: dict[str, tuple[str, ...]] = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
+
+
+def is_windows(platform: str) -> bool:
+    """True for ``windows-*`` redist platforms."""
+    return platform.startswith("windows-")
+
+
+def target_dir(platform: str) -> str:
+    """nvcc's ``-target-dir`` value for a redist platform (``linux-sbsa`` -> ``sbsa-linux``)."""
+    try:
+        return TARGET_DIRS[platform]
+    except KeyError:
+        raise KeyError(f"no nvcc target directory known for platform {platform!r}") from None
+
+
+@dataclass(frozen=True)
+class Required:
+    """One file a validated toolkit must hold: ``path`` relative to the prefix, the ``component``
+    that provides it, its ``role`` (``host``/``target``) and ``platform``."""
+
+    path: str
+    component: str
+    role: str
+    platform: str
+
+
+def required_files(host_platform: str, target_platform: str, cuda_major: int, *,
+                   driver_stub_from: str = "cuda_cudart") -> list[Required]:
+    """The required-file list of a toolkit for (host, target) platforms.
+
+    Host (runs on the build machine): ``bin/nvcc(.exe)``, ``nvvm/bin/cicc(.exe)``,
+    ``bin/crt/link.stub``, a CCCL header and a crt header. Target: cudart (shared and static),
+    cudadevrt, cublas, cublasLt and the driver import library: ``lib/<arch>/*.lib`` and
+    ``bin/<arch>/*64_<major>.dll`` on Windows, ``targets/<dir>/lib/*`` on Linux.
+    ``driver_stub_from`` names what provides the Linux ``stubs/libcuda.so`` (the redist cudart
+    archive, or ``generated stub`` for wheels).
+    """
+    exe = ".exe" if is_windows(host_platform) else ""
+    out: list[Required] = []
+
+    def h(path: str, comp: str) -> None:
+        out.append(Required(path, comp, "host", host_platform))
+
+    def t(path: str, comp: str) -> None:
+        out.append(Required(path, comp, "target", target_platform))
+
+    h(f"bin/nvcc{exe}", "cuda_nvcc")
+    h("bin/crt/link.stub", "cuda_nvcc")
+    h(f"nvvm/bin/cicc{exe}", "libnvvm")
+    if is_windows(target_platform):
+        inc = "include"
+    else:
+        inc = f"targets/{target_dir(target_platform)}/include"
+    h(f"{inc}/cccl/cuda/std/version", "cuda_cccl")
+    h(f"{inc}/crt/host_config.h", "cuda_crt")
+    if not is_windows(host_platform):
+        hinc = f"targets/{target_dir(host_platform)}/include"
+        h(f"{hinc}/cccl/cuda/std/version", "cuda_cccl")
+        h(f"{hinc}/crt/host_config.h", "cuda_crt")
+    if is_windows(target_platform):
+        arch = target_dir(target_platform)
+        for lib, comp in (("cudart", "cuda_cudart"), ("cudart_static", "cuda_cudart"),
+                          ("cudadevrt", "cuda_cudart"), ("cuda", "cuda_cudart"),
+                          ("cublas", "libcublas"), ("cublasLt", "libcublas")):
+            t(f"lib/{arch}/{lib}.lib", comp)
+        for dll, comp in (("cudart", "cuda_cudart"), ("cublas", "libcublas"), ("cublasLt", "libcublas")):
+            t(f"bin/{arch}/{dll}64_{cuda_major}.dll", comp)
+        t(f"{inc}/cuda_runtime.h", "cuda_cudart")
+    else:
+        lib = f"targets/{target_dir(target_platform)}/lib"
+        for f, comp in (("libcudart.so", "cuda_cudart"), ("libcudart_static.a", "cuda_cudart"),
+                        ("libcudadevrt.a", "cuda_cudart"), ("libcublas.so", "libcublas"),
+                        ("libcublasLt.so", "libcublas"), ("stubs/libcuda.so", driver_stub_from)):
+            t(f"{lib}/{f}", comp)
+        t(f"{inc}/cuda_runtime.h", "cuda_cudart")
+    return out
