@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
+from .runlock import acquire, doit_command
 
 
 def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
@@ -26,8 +27,22 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         only_leg=get_var("only_leg", None),  # type: ignore[arg-type]
         artifacts=get_var("artifacts", None),  # type: ignore[arg-type]
     )
+    _graceful_sigterm()
     try:
+        acquire(doit_command(sys.argv[1:]))
         return load_graph(bundles, filters)
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _graceful_sigterm() -> None:
+    """SIGTERM behaves like Ctrl-C: doit stops, running programs' process groups are ended
+    and no stamp is written for the interrupted task."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, handler)

@@ -23,6 +23,15 @@ from pathlib import Path
 from .errors import ToolFailed, ToolMissing
 
 IS_WINDOWS = os.name == "nt"
+IS_LINUX = sys.platform.startswith("linux")
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to send SIGTERM to this child when the thread that started it dies
+    (``prctl(PR_SET_PDEATHSIG)``), so a SIGKILLed parent still stops its build."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ def run(
     check: bool = True,
     what: str = "",
     secrets: Sequence[str] = (),
+    supervise: bool = True,
 ) -> Completed:
     """Run ``argv`` (a list, never a shell string) and wait for it.
 
@@ -105,6 +115,8 @@ def run(
       the last lines of output; ``what`` names the step in that message.
 
     On KeyboardInterrupt/SystemExit the child's whole process group is ended before re-raising.
+    On Linux the child runs under :mod:`bundlegraph._supervise` (``supervise=True``), which
+    also ends it when this process is killed outright (SIGKILL).
     """
     args = [os.fspath(a) for a in argv]
     resolved = which(args[0], env)
@@ -127,14 +139,20 @@ def run(
         logf.write(f"$ {shown}\n")
         logf.flush()
     kwargs: dict = {}
+    spawn = args
     if IS_WINDOWS:
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    elif IS_LINUX and supervise:
+        # a supervisor owns the child's process group and ends it if we die (even SIGKILL)
+        spawn = [sys.executable, "-m", "bundlegraph._supervise", "--", *args]
+        kwargs["start_new_session"] = True
+        kwargs["preexec_fn"] = _pdeathsig
     else:
         kwargs["start_new_session"] = True
     tail: list[str] = []
     captured: list[str] = []
     proc = subprocess.Popen(
-        args,
+        spawn,
         cwd=os.fspath(cwd) if cwd is not None else None,
         env=dict(env) if env is not None else None,
         stdin=subprocess.DEVNULL,

@@ -1,0 +1,66 @@
+"""One executing doit run per work directory.
+
+doit's dbm/json backends lose records when two runs overlap, and two builds writing one build
+tree corrupt it. A run that executes tasks holds ``.bundlegraph/run.lock`` (an OS file lock,
+released by the OS even when the process is killed). A second run waits up to
+``BUNDLEGRAPH_LOCK_WAIT`` seconds (default 0) and otherwise stops with a message naming the
+holder. Read-only doit commands (``list``, ``info``, ``help``, ...) take no lock.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+
+from filelock import FileLock, Timeout
+
+from . import paths
+from .errors import StateError
+
+READ_ONLY_COMMANDS = {"list", "info", "help", "dumpdb", "tabcompletion", "strace"}
+_held: list[FileLock] = []
+
+
+def doit_command(argv: list[str]) -> str:
+    """The doit sub-command in ``argv`` (``run`` when none is named)."""
+    from doit.cmd_base import DoitCmdBase  # noqa: F401  (doit is a hard dependency)
+
+    known = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
+    skip_next = False
+    for a in argv:
+        if skip_next:
+            skip_next = False
+            continue
+        if a in ("-f", "--file", "-d", "--dir", "--db-file", "--backend", "-k", "--seek-file"):
+            skip_next = a not in ("-k", "--seek-file")
+            continue
+        if a.startswith("-"):
+            continue
+        return a if a in known else "run"
+    return "run"
+
+
+def acquire(command: str) -> None:
+    """Take the run lock unless ``command`` is read-only. Raises :class:`StateError`."""
+    if command in READ_ONLY_COMMANDS or _held:
+        return
+    sd = paths.state_dir()
+    sd.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(sd / "run.lock"))
+    wait = float(os.environ.get("BUNDLEGRAPH_LOCK_WAIT", "0") or 0)
+    info = sd / "run.owner.json"
+    try:
+        lock.acquire(timeout=wait)
+    except Timeout:
+        try:
+            owner = json.loads(info.read_text())
+            who = f"pid {owner['pid']}, started {owner['started']}"
+        except (OSError, ValueError, KeyError):
+            who = "unknown process"
+        raise StateError(
+            f"another doit run ({who}) is executing tasks in {paths.workdir()}; "
+            f"wait for it to finish, or set BUNDLEGRAPH_LOCK_WAIT=SECONDS to wait for it"
+        ) from None
+    info.write_text(json.dumps({"pid": os.getpid(), "started": _dt.datetime.now().isoformat(timespec="seconds")}))
+    _held.append(lock)
