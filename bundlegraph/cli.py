@@ -17,6 +17,7 @@ COMMANDS = [
     "bundlegraph.commands.plan",
     "bundlegraph.commands.matrix",
     "bundlegraph.commands.schema",
+    "bundlegraph.commands.explain",
     "bundlegraph.commands.lock_wheels",
 ]
 
@@ -33,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, 1 for failed checks)."""
     args = build_parser().parse_args(argv)
+    import os
+    from pathlib import Path
+
+    # same work directory as doit: the directory holding bundles/ (unless set explicitly)
+    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(Path(args.bundles).resolve().parent))
     try:
         return int(args.func(args) or 0)
     except BundleGraphError as e:

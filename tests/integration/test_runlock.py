@@ -37,5 +37,5 @@ def test_second_run_stops_with_message_and_list_still_works(workdir):
         holder.kill()
         holder.wait()
     # the OS released the lock with the killed holder: runs proceed again
-    info = doit(["info", "source:linux-arm64-cpu"], workdir=workdir)
-    assert info.returncode == 0
+    again = doit(["forget", "source:linux-arm64-cpu"], workdir=workdir)  # takes the lock
+    assert again.returncode == 0, again.stderr
