@@ -1,0 +1,225 @@
+"""Stage ``merge:<leg>``: a backend-only leg (``ggml-cuda`` built with ``GGML_CPU=OFF``) becomes a
+full tree by starting from its merge base's *packaged bundle* and adding the backend's files
+and the runtime files the spec ships from the target toolkit.
+
+Where the base bundle comes from (:func:`locate_base`):
+
+- the same run: ``dist/<base bundle>`` written by ``package:<base leg>`` (a task dependency);
+- another runner: ``<artifacts>/**/<base bundle>`` when the graph was loaded with
+  ``artifacts=DIR`` / ``BUNDLEGRAPH_ARTIFACTS`` — then the bundle is an input: its sha256 is in
+  the action key, it is verified here, and the base leg's build tasks are not in the graph.
+
+Checks before anything is written (all problems reported at once):
+
+- the base's info JSON names the base leg and says verify passed;
+- the base was built from the same source commit and tree digest as the backend (ggml's
+  internal ABI is not stable across commits);
+- the base holds every file its spec requires (``llama-server``, ``ggml-base``, ...);
+- a name clash of two *different* files is an error unless ``[merge] prefer`` is ``base`` or
+  ``backend`` (identical files are not a clash).
+
+Output: ``build/<leg>/merged/`` (atomic directory: the base's files minus its info JSON and
+license file, which ``package`` regenerates, plus backend and runtime files, flat at the root)
+and ``build/<leg>/merge.json`` (:class:`MergeRecord`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..archive import member_names, read_member
+from ..errors import BundleGraphError
+from ..extract import extract
+from ..fsutil import atomic_dir, atomic_write_json, sha256_file
+from ..schemas.manifest import BundleInfo, VerifyFindings
+from ..schemas.spec import BundleSpec
+from .runtimes import RuntimeFile
+
+LICENSES_FILE = "THIRD_PARTY_LICENSES.txt"
+
+
+class MergeError(BundleGraphError):
+    """The base and backend cannot be merged; ``problems`` holds one line each."""
+
+    def __init__(self, leg: str, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join([f"merge:{leg}: {len(problems)} problem(s)", *("  " + p for p in problems)]))
+
+
+@dataclass(frozen=True)
+class BaseBundle:
+    """A packaged base bundle: ``archive`` path, its ``sha256`` and its parsed ``info`` JSON."""
+
+    archive: Path
+    sha256: str
+    info: BundleInfo
+
+
+@dataclass
+class MergeRecord:
+    """``build/<leg>/merge.json``: ``base_asset``/``base_sha256``/``base_leg``; ``files`` maps each
+    merged file (POSIX relpath) to ``base``/``backend``/``runtime``; ``backend_files`` the
+    files this leg built (the only ones signing touches); ``runtime`` the shipped runtime
+    records (``RuntimeFileInfo`` JSON); ``resolved`` clashes settled by ``prefer``."""
+
+    leg: str
+    base_leg: str
+    base_asset: str
+    base_sha256: str
+    files: dict[str, str]
+    backend_files: list[str]
+    runtime: list[dict]
+    resolved: list[str] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> "MergeRecord":
+        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
+    """The base bundle ``asset``: under ``artifacts`` (searched recursively, as CI artifact
+    downloads nest it one directory deep) when given, else ``dist/asset``. Raises naming where
+    it looked; two different files of that name under ``artifacts`` are an error."""
+    if artifacts is not None:
+        hits = sorted(p for p in artifacts.rglob(asset) if p.is_file())
+        if len({sha256_file(p) for p in hits}) > 1:
+            raise BundleGraphError(f"{asset}: {len(hits)} different files in {artifacts}: "
+                                   + ", ".join(str(h) for h in hits))
+        if hits:
+            return hits[0]
+        raise BundleGraphError(f"{asset}: the merge base bundle is not in the artifacts directory {artifacts}")
+    p = dist / asset
+    if not p.is_file():
+        raise BundleGraphError(f"{asset}: the merge base bundle is not in {dist}; run its package task first")
+    return p
+
+
+def load_base(archive: Path, info_file: str) -> BaseBundle:
+    """Read ``info_file`` out of ``archive`` and parse it (errors name the archive and file)."""
+    raw = read_member(archive, info_file)
+    if raw is None:
+        raise BundleGraphError(f"{archive}: no {info_file} inside; not a bundle packaged by bundlegraph")
+    try:
+        info = BundleInfo.model_validate_json(raw)
+    except ValueError as e:
+        raise BundleGraphError(f"{archive}: {info_file} is invalid: {e}") from None
+    return BaseBundle(archive, sha256_file(archive), info)
+
+
+def _built_names(spec: BundleSpec) -> set[str]:
+    names: set[str] = set(spec.required)
+    for t in spec.build.targets:
+        names |= {f"{t}.dll", f"{t}.exe", f"{t}.node"} if spec.os == "windows" else {f"lib{t}.so", t}
+    return names
+
+
+def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
+    """The files this backend leg built, from its CMake output directory (``cmake/bin``): for
+    each build target ``T``: ``T.dll``/``T.exe`` (Windows) or ``libT.so``, ``libT.so.*`` (links
+    kept), ``T`` (Linux); plus the spec's ``required`` names. Raises when a required file or a
+    target's output is missing."""
+    if not bin_dir.is_dir():
+        raise BundleGraphError(f"{spec.id}: build output directory {bin_dir} does not exist; run build:{spec.id}")
+    names = _built_names(spec)
+    out = sorted(p for p in bin_dir.iterdir()
+                 if (p.is_file() or p.is_symlink()) and (p.name in names or any(
+                     p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)))
+    have = {p.name for p in out}
+    missing = [r for r in spec.required if r not in have]
+    for t in spec.build.targets:
+        if not have & ({f"{t}.dll", f"{t}.exe"} if spec.os == "windows" else {f"lib{t}.so", t}):
+            missing.append(f"output of build target {t}")
+    if missing:
+        raise BundleGraphError(f"{spec.id}: {bin_dir} lacks {', '.join(missing)}")
+    return out
+
+
+def check_base(base: BaseBundle, base_spec: BundleSpec, commit: str | None, digest: str) -> list[str]:
+    """Problems with ``base`` as the merge base of a backend built from ``commit``/``digest``."""
+    i, name = base.info, base.archive.name
+    probs = []
+    if i.leg != base_spec.id:
+        probs.append(f"{name}: {i.leg!r} bundle, but the merge base is leg {base_spec.id!r}")
+    if not i.verify.passed:
+        probs.append(f"{name}: its info JSON says verify did not pass")
+    if i.source_commit != commit:
+        probs.append(f"{name}: built from source commit {i.source_commit}, the backend from {commit}")
+    if i.source_digest != digest:
+        probs.append(f"{name}: built from source tree digest {i.source_digest[:16]}…, the backend from {digest[:16]}…")
+    members = member_names(base.archive)
+    basenames = {PurePosixPath(m).name for m in members} | set(members)
+    for r in base_spec.required:
+        if r not in basenames:
+            probs.append(f"{name}: lacks {r!r}, which {base_spec.id} requires")
+    return probs
+
+
+def _place(tmp: Path, name: str, src: Path, origin: str, prefer: str, files: dict[str, str],
+           conflicts: list[str], resolved: list[str]) -> None:
+    dst = tmp / name
+    if dst.exists() or dst.is_symlink():
+        same = (not dst.is_symlink() and not src.is_symlink() and sha256_file(dst) == sha256_file(src))
+        if same:
+            return
+        what = (f"{name}: {files.get(name, 'base')} file (sha256 {sha256_file(dst)[:12]}) and {origin} "
+                f"file {src} (sha256 {sha256_file(src)[:12]}) differ")
+        keep_existing = (prefer == "base" and files.get(name) == "base")
+        if prefer == "error":
+            conflicts.append(what + "; set [merge] prefer = 'base' or 'backend' to choose")
+            return
+        resolved.append(f"{what}; prefer = {prefer}")
+        if keep_existing:
+            return
+        dst.unlink()
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    else:
+        shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
+    files[name] = origin
+
+
+def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: BaseBundle,
+              backend_files: list[Path], runtime: list[RuntimeFile], source_commit: str | None,
+              source_digest: str, dest_tree: Path, record_path: Path,
+              verifier=None) -> MergeRecord:
+    """Merge and write ``dest_tree`` + ``record_path`` atomically. ``verifier(archive) ->
+    VerifyFindings`` (raises :class:`VerifyError`) is run on a base imported from an artifacts
+    directory. Raises :class:`MergeError` listing every problem; nothing is written then."""
+    assert spec.merge is not None, f"{spec.id} has no [merge] table"
+    probs = check_base(base, base_spec, source_commit, source_digest)
+    if probs:
+        raise MergeError(spec.id, probs)
+    if verifier is not None:
+        found: VerifyFindings = verifier(base.archive)
+        if not found.passed:
+            raise MergeError(spec.id, [f"{base.archive.name}: verify failed on the imported base bundle"])
+    prefer = spec.merge.prefer
+    files: dict[str, str] = {}
+    conflicts: list[str] = []
+    resolved: list[str] = []
+    with atomic_dir(dest_tree) as tmp:
+        for rel in extract(base.archive, tmp):
+            files[rel] = "base"
+        for gen in (info_file, LICENSES_FILE):
+            if (tmp / gen).is_file():
+                (tmp / gen).unlink()
+                files.pop(gen, None)
+        for p in backend_files:
+            _place(tmp, p.name, p, "backend", prefer, files, conflicts, resolved)
+        for rf in runtime:
+            _place(tmp, rf.name, rf.path, "runtime", prefer, files, conflicts, resolved)
+        if conflicts:
+            raise MergeError(spec.id, conflicts)
+        rec = MergeRecord(
+            leg=spec.id, base_leg=base_spec.id, base_asset=base.archive.name, base_sha256=base.sha256,
+            files=dict(sorted(files.items())),
+            backend_files=sorted(p.name for p in backend_files if files.get(p.name) == "backend"),
+            runtime=[rf.info.model_dump(mode="json") for rf in runtime], resolved=resolved,
+        )
+    atomic_write_json(record_path, asdict(rec))
+    return rec

@@ -1,0 +1,211 @@
+"""Stage ``package:<leg>``: the leg's tree (merged tree, or the build's output directory) ->
+``dist/<bundle name>`` (``.zip`` Windows, ``.tar.gz`` Linux), byte-deterministic.
+
+Steps (:func:`run_package`):
+
+1. select files by the spec's ``[package] keep``/``exclude`` globs (``*`` within one path
+   part, ``**`` any depth) on POSIX relative paths; add the toolchain runtime files
+   (:mod:`.runtimes`); check every ``required`` name is there;
+2. signing hook (:mod:`.sign`) on copies of the PE files this leg built, never others';
+3. ``THIRD_PARTY_LICENSES.txt``: the source tree's ``LICENSE`` + ``licenses/*``, plus NVIDIA's
+   license when a CUDA runtime file is shipped;
+4. pack without the info JSON into a temp archive and run verify on that archive -> findings
+   (machine, fatbin SMs); write the info JSON (:class:`BundleInfo`) with them; pack the final
+   temp archive, verify it again (findings must not change) and rename it into place.
+
+A failure at any step (including an interruption) leaves no archive: the previous bundle is
+removed first and temp files are deleted. Archive timestamps: :func:`archive_epoch`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..archive import Entry, archive_epoch, write_archive
+from ..errors import BundleGraphError, VerifyError
+from ..schemas.archs import fatbin_sm
+from ..schemas.manifest import BundleInfo, RuntimeFileInfo, VerifyFindings
+from ..schemas.release import Release
+from ..schemas.spec import BundleSpec
+from .merge import LICENSES_FILE
+from .runtimes import RuntimeFile, third_party_text
+from .sign import is_pe, sign_files
+
+Verifier = Callable[[Path], VerifyFindings]
+"""``verifier(archive) -> findings``; raises :class:`VerifyError` listing failures."""
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A POSIX-path glob as a regex: ``**/`` any directories, ``**`` anything, ``*`` and ``?``
+    within one path part, ``[...]`` a class."""
+    i, out = 0, []
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                out.append("[" + pattern[i + 1:j].replace("\\", "\\\\") + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("^" + "".join(out) + "$")
+
+
+def selector(keep: list[str], exclude: list[str]) -> Callable[[str], bool]:
+    """``sel(relpath)``: kept by some ``keep`` glob and by no ``exclude`` glob."""
+    k = [glob_regex(p) for p in keep]
+    x = [glob_regex(p) for p in exclude]
+    return lambda rel: any(r.match(rel) for r in k) and not any(r.match(rel) for r in x)
+
+
+@dataclass(frozen=True)
+class PackageInputs:
+    """Everything ``package`` consumes.
+
+    ``tree``: the files to pack; ``source_tree``/``source_commit``/``source_digest``/
+    ``commit_epoch``: from the leg's :class:`SourceRecord`; ``own_files``: relpaths of files this
+    leg built (signing touches only these PE files; None = every PE file of ``tree`` not shipped
+    as runtime); ``runtime``: runtime files to add (toolchain ones, and toolkit ones for a leg
+    without merge); ``prior_runtime``: runtime records of files already in ``tree`` (merge);
+    ``toolkit_prefix``/``toolkit_version``: the target toolkit (NVIDIA license, info JSON);
+    ``merged_from``: the base asset."""
+
+    spec: BundleSpec
+    release: Release
+    tree: Path
+    dest: Path
+    source_tree: Path
+    source_commit: str
+    source_digest: str
+    commit_epoch: int | None
+    runtime: list[RuntimeFile] = field(default_factory=list)
+    prior_runtime: list[RuntimeFileInfo] = field(default_factory=list)
+    own_files: list[str] | None = None
+    toolkit_prefix: Path | None = None
+    toolkit_version: str | None = None
+    merged_from: str | None = None
+
+
+def supported_sms(spec: BundleSpec) -> list[int]:
+    """Fatbin SM numbers of the spec's archs (``120a`` -> 120), sorted, unique; [] for CPU."""
+    return sorted({fatbin_sm(a) for a in spec.cuda.parsed_archs}) if spec.cuda else []
+
+
+def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
+    """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`)."""
+    s, r = inp.spec, inp.release
+    sms = supported_sms(s)
+    return BundleInfo(
+        asset_name=inp.dest.name, leg=s.id, os=s.os, arch=s.arch, install_kind=s.install_kind,
+        source_repo=r.source_repo, source_commit=inp.source_commit, source_digest=inp.source_digest,
+        upstream_tag=r.upstream_tag, release_tag=r.tag, platform=f"{s.os}-{s.arch}",
+        bundle_profile=s.profile.name, runtime_line=s.profile.line, coverage_class=s.profile.klass,
+        bundle_rank=s.profile.rank, toolkit_version=inp.toolkit_version or (s.cuda.version if s.cuda else None),
+        supported_sms=sms, min_sm=min(sms) if sms else None, max_sm=max(sms) if sms else None,
+        ggml_backend_dl=bool(s.cmake_bool("GGML_BACKEND_DL", False)), merged_from=inp.merged_from,
+        runtime_files=runtime, external_runtime=list(s.runtime.external),
+        paired_assets=[p.name for p in s.runtime.paired], signing=signing, verify=found,  # type: ignore[arg-type]
+    )
+
+
+def _collect(inp: PackageInputs) -> tuple[dict[str, Path], dict[str, bool]]:
+    sel = selector(inp.spec.package.keep, inp.spec.package.exclude)
+    files: dict[str, Path] = {}
+    links: dict[str, bool] = {}
+    if not inp.tree.is_dir():
+        raise BundleGraphError(f"package:{inp.spec.id}: input tree {inp.tree} does not exist")
+    for p in sorted(inp.tree.rglob("*")):
+        rel = p.relative_to(inp.tree).as_posix()
+        if (p.is_file() or p.is_symlink()) and sel(rel):
+            files[rel] = p
+            links[rel] = p.is_symlink()
+    for rf in inp.runtime:
+        if rf.name in files and files[rf.name].read_bytes() != rf.path.read_bytes():
+            raise BundleGraphError(f"package:{inp.spec.id}: runtime file {rf.name} ({rf.path}) clashes with a "
+                                   f"different {rf.name} in {inp.tree}")
+        files[rf.name] = rf.path
+        links[rf.name] = False
+    names = set(files) | {Path(k).name for k in files}
+    missing = [r for r in inp.spec.required if r not in names]
+    if missing:
+        raise BundleGraphError(f"package:{inp.spec.id}: {inp.tree} lacks required file(s) {', '.join(missing)} "
+                               f"(spec key 'required', or excluded by [package] patterns)")
+    return files, links
+
+
+def _checked(verifier: Verifier, archive: Path, name: str) -> VerifyFindings:
+    found = verifier(archive)
+    if not found.passed:
+        raise VerifyError(["verify reported failure"], subject=name)
+    return found
+
+
+def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = None,
+                env: dict[str, str] | None = None) -> BundleInfo:
+    """Pack, sign, verify and write ``inp.dest`` (see the module docstring). Returns the info
+    written into the bundle. Raises :class:`BundleGraphError` subclasses (``VerifyError``,
+    ``SigningError``, ``ArchiveError``) naming the leg and file."""
+    s = inp.spec
+    inp.dest.unlink(missing_ok=True)
+    epoch = archive_epoch(inp.commit_epoch)
+    files, links = _collect(inp)
+    shipped = {rf.name for rf in inp.runtime} | {r.name for r in inp.prior_runtime}
+    own = set(inp.own_files) if inp.own_files is not None else {k for k in files if Path(k).name not in shipped}
+    cuda_shipped = any(r.origin == "toolkit" for r in [*(rf.info for rf in inp.runtime), *inp.prior_runtime])
+    if cuda_shipped and inp.toolkit_prefix is None:
+        raise BundleGraphError(f"package:{s.id}: ships CUDA runtime files but no toolkit prefix was given "
+                               f"(needed for NVIDIA's license)")
+    from .runtimes import nvidia_license
+
+    licenses = third_party_text(inp.source_tree, nvidia_license(inp.toolkit_prefix) if cuda_shipped else None)
+    runtime = sorted([*inp.prior_runtime, *(rf.info for rf in inp.runtime)], key=lambda r: r.name)
+    with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent if inp.dest.parent.is_dir() else None) as sd:
+        to_sign = [k for k in files if k in own and not links[k] and is_pe(files[k])]
+        signed: list[Path] = []
+        for k in to_sign:
+            cp = Path(sd) / k
+            cp.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(files[k], cp)
+            files[k] = cp
+            signed.append(cp)
+        outcome = sign_files(signed, leg=s.id, signing=s.signing, env=env, log=log)
+        entries = [Entry(k, link=str(p.readlink())) if links[k] else Entry(k, path=p) for k, p in files.items()]
+        entries.append(Entry(LICENSES_FILE, data=licenses))
+        inp.dest.parent.mkdir(parents=True, exist_ok=True)
+        suffix = s.archive_suffix
+        probe = inp.dest.with_name(f".{inp.dest.name}.probe{suffix}")
+        staged = inp.dest.with_name(f".{inp.dest.name}.staged{suffix}")
+        try:
+            write_archive(probe, entries, epoch)
+            found = _checked(verifier, probe, inp.dest.name)
+            info = build_info(inp, outcome, runtime, found)
+            entries.append(Entry(inp.release.info_file, data=(info.model_dump_json(indent=2) + "\n").encode()))
+            write_archive(staged, entries, epoch)
+            again = _checked(verifier, staged, inp.dest.name)
+            if again != found:
+                raise VerifyError([f"findings changed between passes: {found} vs {again}"], subject=inp.dest.name)
+            staged.replace(inp.dest)
+        finally:
+            probe.unlink(missing_ok=True)
+            staged.unlink(missing_ok=True)
+    return info

@@ -1,0 +1,171 @@
+"""The release's published JSON formats (pydantic v2, ``extra="forbid"``):
+
+- :class:`BundleInfo`: the info JSON inside every bundle (file name from
+  ``Release.info_file``, e.g. ``BUNDLE_INFO.json`` / ``UNSLOTH_PREBUILT_INFO.json``). Written
+  by ``package:<leg>``; the only source the manifest reads a bundle's facts from.
+- :class:`Manifest`: ``dist/llama-prebuilt-manifest.json`` — header (``schema_version``,
+  ``component: "llama.cpp"``, ``source_repo``, ``source_commit``, ``upstream_tag``,
+  ``release_tag``) plus one :class:`ManifestArtifact` per bundle, in the shape installers read
+  (each field copied from that bundle's :class:`BundleInfo`).
+- :class:`ShaIndex`: ``dist/llama-prebuilt-sha256.json`` — the same header plus ``artifacts``:
+  asset name -> :class:`IndexEntry` (``kind``, ``sha256``, ``source_commit``, ``size``). It lists
+  every bundle, the manifest itself, the source archive ``llama.cpp-source-<tag>.tar.gz``
+  (kind ``upstream-source``; installers refuse a release without it) and every paired runtime
+  asset (kind ``runtime``), for plain and mix releases alike.
+
+SM numbers: ``supported_sms`` are fatbin SM numbers (``120a`` -> 120, see
+:func:`bundlegraph.schemas.archs.fatbin_sm`), sorted ascending; ``min_sm``/``max_sm`` their
+ends, or None for CPU bundles. Sizes are bytes; hashes lower-case hex sha256.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .base import Strict
+
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "llama-prebuilt-manifest.json"
+INDEX_NAME = "llama-prebuilt-sha256.json"
+SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+COMMIT = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+
+
+def source_archive_name(tag: str) -> str:
+    """``llama.cpp-source-<tag>.tar.gz``: the source archive a release publishes."""
+    return f"llama.cpp-source-{tag}.tar.gz"
+
+
+class RuntimeFileInfo(Strict):
+    """A runtime file the bundle ships: ``name``, ``origin`` (``toolkit``/``toolchain``),
+    ``version`` (toolkit version or the chosen redist version directory), ``source`` (path
+    relative to the toolkit prefix / redist root it was taken from), ``sha256``."""
+
+    name: str
+    origin: Literal["toolkit", "toolchain"]
+    version: str | None
+    source: str
+    sha256: SHA256
+
+
+class VerifyFindings(Strict):
+    """What verify found on the packed archive: ``machine`` (``arm64``/``x64`` or the raw PE/ELF
+    machine name when mixed), ``fatbin_sms`` (SM numbers with SASS in the CUDA fatbins),
+    ``passed``."""
+
+    machine: str | None = None
+    fatbin_sms: list[int] = []
+    passed: bool
+
+
+class BundleInfo(Strict):
+    """The info JSON inside a bundle. ``schema_version`` 1."""
+
+    schema_version: Literal[1] = 1
+    component: Literal["llama.cpp"] = "llama.cpp"
+    asset_name: str
+    leg: str
+    os: Literal["windows", "linux"]
+    arch: Literal["x64", "arm64"]
+    install_kind: str
+    source_repo: str
+    source_commit: COMMIT
+    source_digest: SHA256
+    upstream_tag: str
+    release_tag: str
+    platform: str
+    bundle_profile: str
+    runtime_line: Literal["cuda12", "cuda13"] | None
+    coverage_class: str
+    bundle_rank: int
+    toolkit_version: str | None
+    supported_sms: list[int]
+    min_sm: int | None
+    max_sm: int | None
+    ggml_backend_dl: bool
+    merged_from: str | None = None
+    runtime_files: list[RuntimeFileInfo] = []
+    external_runtime: list[str] = []
+    paired_assets: list[str] = []
+    signing: Literal["not-required", "signed", "unsigned"]
+    verify: VerifyFindings
+
+    @model_validator(mode="after")
+    def _sm_ends(self) -> "BundleInfo":
+        sms = self.supported_sms
+        if sms != sorted(set(sms)):
+            raise ValueError("supported_sms must be sorted ascending without duplicates")
+        want = (min(sms), max(sms)) if sms else (None, None)
+        if (self.min_sm, self.max_sm) != want:
+            raise ValueError(f"min_sm/max_sm {self.min_sm}/{self.max_sm} do not match supported_sms {sms}")
+        return self
+
+
+class ReleaseHeader(Strict):
+    """Header shared by the manifest and the SHA index."""
+
+    schema_version: Literal[1] = 1
+    component: Literal["llama.cpp"] = "llama.cpp"
+    source_repo: str
+    source_commit: COMMIT
+    upstream_tag: str
+    release_tag: str
+
+
+class ManifestArtifact(Strict):
+    """One bundle in the manifest; every field is read back from its :class:`BundleInfo`."""
+
+    asset_name: str
+    install_kind: str
+    os: Literal["windows", "linux"]
+    arch: Literal["x64", "arm64"]
+    bundle_profile: str
+    runtime_line: Literal["cuda12", "cuda13"] | None
+    coverage_class: str
+    supported_sms: list[int]
+    min_sm: int | None
+    max_sm: int | None
+    rank: int
+    toolkit_version: str | None
+    ggml_backend_dl: bool
+    paired_assets: list[str] = []
+
+    @classmethod
+    def from_info(cls, info: BundleInfo) -> "ManifestArtifact":
+        return cls(
+            asset_name=info.asset_name, install_kind=info.install_kind, os=info.os, arch=info.arch,
+            bundle_profile=info.bundle_profile, runtime_line=info.runtime_line,
+            coverage_class=info.coverage_class, supported_sms=list(info.supported_sms),
+            min_sm=info.min_sm, max_sm=info.max_sm, rank=info.bundle_rank,
+            toolkit_version=info.toolkit_version, ggml_backend_dl=info.ggml_backend_dl,
+            paired_assets=list(info.paired_assets),
+        )
+
+
+class Manifest(ReleaseHeader):
+    """``llama-prebuilt-manifest.json``: artifacts sorted by asset name."""
+
+    artifacts: list[ManifestArtifact]
+
+
+class IndexEntry(Strict):
+    """One asset of the SHA index. ``kind``: ``bundle``, ``manifest``, ``upstream-source`` or
+    ``runtime`` (a paired upstream asset; ``source_commit`` is None, ``upstream_tag`` names its
+    release). ``size`` in bytes when known (None for a runtime hashed from its published digest)."""
+
+    kind: Literal["bundle", "manifest", "upstream-source", "runtime"]
+    sha256: SHA256
+    source_commit: COMMIT | None
+    size: int | None = None
+    upstream_tag: str | None = None
+
+
+class ShaIndex(ReleaseHeader):
+    """``llama-prebuilt-sha256.json``: asset name -> :class:`IndexEntry` (keys sorted)."""
+
+    artifacts: dict[str, IndexEntry]
+
+    def of_kind(self, kind: str) -> dict[str, IndexEntry]:
+        return {k: v for k, v in self.artifacts.items() if v.kind == kind}
