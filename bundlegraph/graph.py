@@ -144,6 +144,8 @@ def _planners() -> list[tuple[str, Planner]]:
     from .pipeline import source
 
     out: list[tuple[str, Planner]] = [("source", source.plans)]
+    out.append(("configure", __import__(f"{__package__}.pipeline.configure", fromlist=["plans"]).plans))
+    out.append(("build", __import__(f"{__package__}.pipeline.build", fromlist=["plans"]).plans))
     return out
 
 

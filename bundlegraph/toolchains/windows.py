@@ -1,0 +1,141 @@
+"""Windows toolchains (Windows x64 build host): MSVC ``amd64_arm64`` + x86_64 nvcc
+``-target-dir=arm64`` (``msvc-amd64_arm64-cuda``, the Windows ARM64 CUDA leg), clang targeting
+``arm64-pc-windows-msvc`` (``clang-arm64-windows``, the CPU leg), and MSVC x64 with and without
+CUDA.
+
+The generated files follow llama.cpp's ``cmake/arm64-windows-msvc-cuda.cmake`` and
+``cmake/arm64-windows-llvm.cmake`` line by line, with three differences: ``CUDA_ROOT`` is the
+toolkit bundlegraph installed (not ``CUDA_PATH``); the C/C++ compilers are named explicitly
+(``$VCToolsInstallDir/bin/Hostx64/<arch>/cl.exe``; clang from the Visual Studio LLVM component
+``$VCINSTALLDIR/Tools/Llvm/x64/bin`` or ``BUNDLEGRAPH_CLANG``) instead of found on PATH; and a
+missing developer environment is a configure error. MSVC paths are read from the environment
+cmake runs in (the captured developer environment), so the file text is the same on every host
+and ``bundlegraph plan`` can print it on Linux.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import ToolMissing
+from . import msvc
+from .base import Resolved, Toolchain, cmake_str
+from .cuda import CudaLayout
+from .registry import TOOLCHAINS
+
+_ENV_GUARD = (
+    'if ( NOT DEFINED ENV{{{var}}} )\n'
+    '    message( FATAL_ERROR "{var} is not set: configure from an MSVC developer environment '
+    '(vcvarsall.bat {arch})" )\n'
+    'endif()\n'
+    'file( TO_CMAKE_PATH "$ENV{{{var}}}" {cmvar} )'
+)
+
+
+class Msvc(Toolchain):
+    """MSVC ``cl.exe`` from ``$VCToolsInstallDir/bin/Hostx64/<target arch>``; CUDA optional."""
+
+    def __init__(self, tid: str, vcvars_arch: str):
+        self.info = TOOLCHAINS[tid]
+        self.vcvars_arch = vcvars_arch
+        self.system_name = "Windows"
+        self.system_processor = self.info.target_arch
+
+    @property
+    def cl_rel(self) -> str:
+        return f"bin/Hostx64/{self.info.target_arch}/cl.exe"
+
+    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        return msvc.developer_env(self.vcvars_arch, base)
+
+    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+        env = self.environment(env)
+        cl = Path(env["VCToolsInstallDir"]) / self.cl_rel
+        if not cl.is_file():
+            raise ToolMissing(
+                f"toolchain {self.id}: {cl} is missing; add the MSVC {self.info.target_arch} build tools "
+                f"(VCToolsVersion {env.get('VCToolsVersion')}) in the Visual Studio Installer"
+            )
+        key: dict = {"msvc": msvc.key_env(env)}
+        bins = {"c": cl.as_posix(), "cxx": cl.as_posix()}
+        if cuda is not None:
+            key["msc_ver"] = msvc.check_nvcc_supports(cuda, env)
+            bins["cuda_host"] = cl.as_posix()
+        return Resolved(bins, env, key)
+
+    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str] | None = None) -> str:
+        what = {
+            ("arm64", True): "Used to cross-compile ggml-cuda for Windows ARM64 on an x64 Windows host.",
+            ("x64", True): "Native Windows x64 build with MSVC and nvcc.",
+        }.get((self.info.target_arch, cuda is not None), f"Windows {self.info.target_arch} build with MSVC.")
+        lines = self._header(leg, what)
+        cl = f'"${{MSVC_TOOLS_ROOT}}/{self.cl_rel}"'
+        lines += [
+            "",
+            _ENV_GUARD.format(var="VCToolsInstallDir", arch=self.vcvars_arch, cmvar="MSVC_TOOLS_ROOT"),
+            f'set( CMAKE_C_COMPILER   {cl} CACHE FILEPATH "" )',
+            f'set( CMAKE_CXX_COMPILER {cl} CACHE FILEPATH "" )',
+        ]
+        if cuda is not None:
+            lines += self._cuda_lines(cuda, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows.")
+        return "\n".join(lines) + "\n"
+
+
+class ClangWindows(Toolchain):
+    """clang targeting ``arm64-pc-windows-msvc`` with ``-march=armv8.7-a``, linking against the
+    ARM64 libraries of an ``amd64_arm64`` MSVC environment (``LIB``)."""
+
+    TARGET = "arm64-pc-windows-msvc"
+    ARCH_FLAGS = "-march=armv8.7-a -fvectorize -ffp-model=fast -fno-finite-math-only"
+    WARN_FLAGS = "-Wno-format -Wno-unused-variable -Wno-unused-function -Wno-gnu-zero-variadic-macro-arguments"
+
+    def __init__(self, tid: str):
+        self.info = TOOLCHAINS[tid]
+        self.vcvars_arch = "amd64_arm64"
+        self.system_name = "Windows"
+        self.system_processor = "arm64"
+
+    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        return msvc.developer_env(self.vcvars_arch, base)
+
+    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+        env = self.environment(env)
+        override = env.get("BUNDLEGRAPH_CLANG") or os.environ.get("BUNDLEGRAPH_CLANG")
+        base = Path(override).parent if override else Path(env.get("VCINSTALLDIR", "")) / "Tools" / "Llvm" / "x64" / "bin"
+        bins = {"c": (base / "clang.exe").as_posix(), "cxx": (base / "clang++.exe").as_posix()}
+        for b in bins.values():
+            if not Path(b).is_file():
+                raise ToolMissing(
+                    f"toolchain {self.id}: {b} is missing; add 'C++ Clang Compiler for Windows' in the Visual "
+                    "Studio Installer or set BUNDLEGRAPH_CLANG to an LLVM clang.exe"
+                )
+        return Resolved(bins, env, {"msvc": msvc.key_env(env), "clang_dir": base.as_posix() if override else ""})
+
+    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str] | None = None) -> str:
+        lines = self._header(leg, "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake).")
+        override = os.environ.get("BUNDLEGRAPH_CLANG")
+        lines.append("")
+        if override:
+            d = Path(override).parent.as_posix()
+            cc, cxx = cmake_str(f"{d}/clang.exe"), cmake_str(f"{d}/clang++.exe")
+        else:
+            lines.append(_ENV_GUARD.format(var="VCINSTALLDIR", arch=self.vcvars_arch, cmvar="VC_ROOT"))
+            cc, cxx = '"${VC_ROOT}/Tools/Llvm/x64/bin/clang.exe"', '"${VC_ROOT}/Tools/Llvm/x64/bin/clang++.exe"'
+        lines += [
+            f"set( target {self.TARGET} )",
+            "",
+            f'set( CMAKE_C_COMPILER    {cc} CACHE FILEPATH "" )',
+            f'set( CMAKE_CXX_COMPILER  {cxx} CACHE FILEPATH "" )',
+            "",
+            "set( CMAKE_C_COMPILER_TARGET   ${target} )",
+            "set( CMAKE_CXX_COMPILER_TARGET ${target} )",
+            "set( CMAKE_ASM_COMPILER_TARGET ${target} )",
+            "",
+            f'set( arch_c_flags "{self.ARCH_FLAGS}" )',
+            f'set( warn_c_flags "{self.WARN_FLAGS}" )',
+            "",
+            'set( CMAKE_C_FLAGS_INIT   "${arch_c_flags} ${warn_c_flags}" )',
+            'set( CMAKE_CXX_FLAGS_INIT "${arch_c_flags} ${warn_c_flags}" )',
+        ]
+        return "\n".join(lines) + "\n"
