@@ -17,6 +17,8 @@ COMMANDS = [
     "bundlegraph.commands.plan",
     "bundlegraph.commands.matrix",
     "bundlegraph.commands.schema",
+    "bundlegraph.commands.verify",
+    "bundlegraph.commands.fatbin",
     "bundlegraph.commands.explain",
     "bundlegraph.commands.lock_wheels",
 ]

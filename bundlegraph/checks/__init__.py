@@ -1,0 +1,75 @@
+"""Static checks of built bundles: one small module per job.
+
+- :mod:`.pe` / :mod:`.elf`: read a Windows PE or Linux ELF file into a small typed record
+  (machine, imports, exports, DT_NEEDED, RUNPATH, symbol versions, fatbin location).
+- :mod:`.fatbin`: the CUDA fatbin inventory (SASS / PTX per SM) of a GPU backend.
+- :mod:`.systemdlls`: the curated list of DLLs Windows itself provides.
+- :mod:`.closure`: file- and symbol-level import closure of a bundle.
+- :mod:`.glibc`: glibc / libstdc++ version floors of Linux files.
+- :mod:`.signatures`: Authenticode status of PE files (through ``signify``).
+- :mod:`.content`: required files and the bundle's info JSON.
+- :mod:`.bundle`: read a bundle from a directory or an archive (each file once).
+
+Checks never raise for a problem with the bundle: they return :class:`Failure` records, which
+:func:`bundlegraph.pipeline.verify.verify_path` collects into a report. A file that claims to
+be a binary (by name) but cannot be read as one raises :class:`NotParsable` from the readers;
+the caller turns that into a failure naming the file.
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass
+from typing import Union
+
+from ..errors import BundleGraphError
+
+
+class NotParsable(BundleGraphError):
+    """A file that must be a PE/ELF binary (by its name) cannot be parsed as one; the
+    message says why (``not a PE file: DOS header magic 'MZ' not found``, ``truncated: ...``)."""
+
+
+@dataclass(frozen=True, order=True)
+class Failure:
+    """One verification failure.
+
+    - ``file``: the file's path inside the bundle (POSIX separators), or the bundle/archive
+      itself for bundle-level problems;
+    - ``check``: which check failed (``machine``, ``parse``, ``gpu-code``, ``imports``,
+      ``symbols``, ``elf-paths``, ``glibc``, ``signature``, ``content``, ``archive``);
+    - ``reason``: one sentence saying what was found and what was expected.
+    """
+
+    file: str
+    check: str
+    reason: str
+
+    def line(self) -> str:
+        """``<file>: <check>: <reason>`` on one line (what the CLI prints)."""
+        return f"{self.file}: {self.check}: {self.reason}"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "check": self.check, "reason": self.reason}
+
+
+BytesLike = Union[bytes, bytearray, mmap.mmap]
+"""A whole file's content: bytes read from an archive or a read-only mmap of a file."""
+
+
+PE_SUFFIXES = (".dll", ".exe", ".node", ".pyd")
+"""File names that claim to be Windows PE images (compared case-insensitively)."""
+
+
+def claims_pe(name: str) -> bool:
+    """True when ``name`` ends with a PE suffix (``.dll``, ``.exe``, ``.node``, ``.pyd``)."""
+    return name.lower().endswith(PE_SUFFIXES)
+
+
+def claims_elf_library(name: str) -> bool:
+    """True for ``*.so`` and versioned ``*.so.N[.M...]`` names (shared objects by name)."""
+    base = name.rsplit("/", 1)[-1]
+    if base.endswith(".so"):
+        return True
+    head, sep, tail = base.partition(".so.")
+    return bool(sep and head and tail and all(p.isdigit() for p in tail.split(".")))

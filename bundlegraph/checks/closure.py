@@ -1,0 +1,232 @@
+"""Import closure of a bundle: every library a file needs is present, and provides what is used.
+
+Windows (PE), following the loader's rules for a bundle laid out as one application directory:
+
+- file level: each DLL a file imports (ordinary or delay-load; names compared
+  case-insensitively) is in the bundle *beside the importer*, provided by Windows
+  (:mod:`.systemdlls`), declared by the leg as an external runtime, the NVIDIA driver
+  (``nvcuda.dll``, CUDA legs only) or the host process of an addon (``node.exe`` for ``.node``);
+- symbol level: each name/ordinal imported from a bundled DLL is exported by it; forwarded
+  exports (``DLL.Function``) are followed into bundled DLLs.
+
+Linux (ELF), following ld.so(8):
+
+- ``DT_NEEDED`` must be a soname, never a path; every ``RPATH``/``RUNPATH`` entry must start
+  with ``$ORIGIN`` (a build directory or an absolute path would ship);
+- each needed soname resolves inside the bundle through an ``$ORIGIN`` entry, or is in the
+  baseline (:data:`LINUX_BASELINE`: glibc, libstdc++, libgcc_s), declared external
+  (``libgomp.so.1`` counts only then) or the driver ``libcuda.so.1`` (CUDA legs only);
+- symbol versions: every version a file needs from a bundled library (verneed) is defined by
+  it (verdef).
+
+Failures name the importing file and carry the chain from a top-level file, e.g.
+``llama.dll -> ggml.dll -> libiomp5md.dll (missing)``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+
+from . import Failure
+from .elf import ELFInfo
+from .pe import PEInfo
+from .systemdlls import CUDA_DRIVER_DLLS, host_process, is_vc_runtime, is_windows_dll
+
+LINUX_BASELINE: frozenset[str] = frozenset(
+    {
+        # glibc's sonames (glibc source tree: shlib-versions)
+        "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libresolv.so.2",
+        "libutil.so.1", "libanl.so.1", "libmvec.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+        # GCC's runtime libraries present on every glibc distribution
+        "libstdc++.so.6", "libgcc_s.so.1",
+    }
+)
+"""Libraries a Linux host always has; versions are bounded by :mod:`.glibc` instead."""
+
+LINUX_DRIVER = "libcuda.so.1"
+LINUX_OPTIONAL = {"libgomp.so.1": "GCC's OpenMP runtime"}
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _dir(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _chain(file: str, importers: Mapping[str, list[str]], last: str) -> str:
+    """``root -> ... -> file -> last`` following the first importer upwards (cycle-safe)."""
+    seq = [file]
+    seen = {file}
+    while importers.get(seq[0]):
+        up = next((p for p in sorted(importers[seq[0]]) if p not in seen), None)
+        if up is None:
+            break
+        seq.insert(0, up)
+        seen.add(up)
+    return " -> ".join([*(_base(s) for s in seq), last])
+
+
+class _Names:
+    """Every file name of the bundle: by (directory, lower name) and by lower name."""
+
+    def __init__(self, names: Iterable[str], fold: bool):
+        self.fold = fold
+        self.by_dir: dict[tuple[str, str], str] = {}
+        self.anywhere: dict[str, list[str]] = {}
+        for n in names:
+            k = _base(n).lower() if fold else _base(n)
+            self.by_dir[(_dir(n), k)] = n
+            self.anywhere.setdefault(k, []).append(n)
+
+    def key(self, name: str) -> str:
+        return name.lower() if self.fold else name
+
+
+def pe_closure(
+    files: Mapping[str, PEInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
+) -> list[Failure]:
+    """File- and symbol-level closure of the PE files ``files`` (bundle path -> info);
+    ``names`` are all file paths of the bundle (parsed or not). Returns failures."""
+    idx = _Names(names, fold=True)
+    ext = {e.lower() for e in external}
+    edges: dict[str, list[tuple[str, str]]] = {}  # importer -> [(provider path, import dll)]
+    importers: dict[str, list[str]] = {}
+    for path, info in files.items():
+        for imp in info.imports:
+            prov = idx.by_dir.get((_dir(path), imp.dll.lower()))
+            if prov is not None:
+                edges.setdefault(path, []).append((prov, imp.dll))
+                importers.setdefault(prov, []).append(path)
+    out: list[Failure] = []
+    for path, info in sorted(files.items()):
+        for imp in info.imports:
+            reason = _pe_unresolved(path, imp.dll, idx, ext, cuda)
+            if reason:
+                label = "missing" if reason.startswith("missing") else "unresolved"
+                chain = _chain(path, importers, f"{imp.dll} ({label})")
+                what = f"{imp.dll} (delay-load)" if imp.delay else imp.dll
+                out.append(Failure(path, "imports", f"{what}: {reason} [chain: {chain}]"))
+        for prov, dll in edges.get(path, []):
+            pinfo = files.get(prov)
+            if pinfo is None:
+                continue  # the provider did not parse: its own failure says so
+            imp_names = [n for i in info.imports if i.dll.lower() == dll.lower() for n in i.names]
+            imp_ords = [o for i in info.imports if i.dll.lower() == dll.lower() for o in i.ordinals]
+            bad = [n for n in dict.fromkeys(imp_names) if not _exports(prov, n, files, idx, 0)]
+            bad += [f"#{o}" for o in dict.fromkeys(imp_ords) if not _exports(prov, f"#{o}", files, idx, 0)]
+            if bad:
+                shown = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
+                out.append(Failure(path, "symbols", f"imports {len(bad)} name(s) from {_base(prov)} that it does not export: {shown}"))
+    return out
+
+
+def _pe_unresolved(path: str, dll: str, idx: _Names, ext: set[str], cuda: bool) -> str | None:
+    low = dll.lower()
+    if (_dir(path), low) in idx.by_dir or is_windows_dll(low) or low in ext:
+        return None
+    if low in CUDA_DRIVER_DLLS:
+        return None if cuda else "the NVIDIA driver DLL, which only CUDA legs may import"
+    if host_process(path) == low:
+        return None
+    elsewhere = idx.anywhere.get(low)
+    if elsewhere:
+        return f"in the bundle at {elsewhere[0]} but not beside the importer (Windows looks in the importing module's directory)"
+    if is_vc_runtime(low):
+        return "the Visual C++ runtime, neither in the bundle nor declared as an external runtime (runtime.external / --runtime)"
+    return "missing: not in the bundle, not a Windows DLL, not declared as an external runtime"
+
+
+def _exports(prov: str, name: str, files: Mapping[str, PEInfo], idx: _Names, depth: int) -> bool:
+    """Does bundled DLL ``prov`` export ``name`` (``#N`` for an ordinal), following forwarders
+    into bundled DLLs? Forwarders into Windows or external DLLs are accepted."""
+    info = files.get(prov)
+    if info is None or depth > 8:
+        return info is None
+    if name.startswith("#"):
+        found = int(name[1:]) in info.export_ordinals
+    else:
+        found = name in info.exports
+    if not found:
+        return False
+    fwd = info.forwarders.get(name)
+    if not fwd:
+        return True
+    target_dll, _, target = fwd.rpartition(".")
+    target_file = idx.by_dir.get((_dir(prov), (target_dll + ".dll").lower()))
+    if target_file is None:
+        return True  # forwarded outside the bundle (e.g. kernel32): the loader's business
+    return _exports(target_file, target, files, idx, depth + 1)
+
+
+def elf_closure(
+    files: Mapping[str, ELFInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
+) -> list[Failure]:
+    """Paths, file-level closure and symbol versions of the ELF files ``files`` (bundle path
+    -> info); ``names`` are all file paths of the bundle. Returns failures."""
+    idx = _Names(names, fold=False)
+    ext = set(external)
+    resolved: dict[str, list[tuple[str, str]]] = {}
+    importers: dict[str, list[str]] = {}
+    out: list[Failure] = []
+    for path, info in sorted(files.items()):
+        for tag, entries in (("RPATH", info.rpath), ("RUNPATH", info.runpath)):
+            for entry in entries:
+                if not (entry.startswith("$ORIGIN") or entry.startswith("${ORIGIN}")):
+                    out.append(Failure(path, "elf-paths", f"{tag} entry {entry!r} is not relative to $ORIGIN (it would point into the build machine)"))
+        for soname in info.needed:
+            if "/" in soname:
+                out.append(Failure(path, "elf-paths", f"DT_NEEDED holds a path instead of a soname: {soname!r} (the linked library had no SONAME)"))
+                continue
+            prov = _search(path, soname, info, idx)
+            if prov is not None:
+                resolved.setdefault(path, []).append((prov, soname))
+                importers.setdefault(prov, []).append(path)
+    for path, info in sorted(files.items()):
+        done = {s for _, s in resolved.get(path, [])}
+        for soname in info.needed:
+            if "/" in soname or soname in done:
+                continue
+            reason = _elf_unresolved(soname, idx, ext, cuda, info)
+            if reason:
+                label = "missing" if reason.startswith("missing") else "unresolved"
+                chain = _chain(path, importers, f"{soname} ({label})")
+                out.append(Failure(path, "imports", f"{soname}: {reason} [chain: {chain}]"))
+        for prov, soname in resolved.get(path, []):
+            pinfo = files.get(prov)
+            if pinfo is None:
+                continue
+            for v in sorted(info.verneed.get(soname, ()) - pinfo.verdef):
+                sym = info.verneed_symbols.get((soname, v))
+                defined = ", ".join(sorted(pinfo.verdef)) or "no versions"
+                out.append(Failure(path, "symbols", f"needs version {v} of {soname}{f' (symbol {sym})' if sym else ''}, which {prov} does not define (it defines {defined})"))
+    return out
+
+
+def _search(path: str, soname: str, info: ELFInfo, idx: _Names) -> str | None:
+    """The bundle file ld.so would load for ``soname`` through ``$ORIGIN`` entries."""
+    for entry in (*info.rpath, *info.runpath):
+        for origin in ("${ORIGIN}", "$ORIGIN"):
+            if entry.startswith(origin):
+                d = posixpath.normpath(posixpath.join(_dir(path) or ".", entry[len(origin):].lstrip("/")))
+                d = "" if d == "." else d
+                hit = idx.by_dir.get((d, soname))
+                if hit is not None:
+                    return hit
+    return None
+
+
+def _elf_unresolved(soname: str, idx: _Names, ext: set[str], cuda: bool, info: ELFInfo) -> str | None:
+    if soname in LINUX_BASELINE or soname in ext:
+        return None
+    if soname == LINUX_DRIVER:
+        return None if cuda else "the NVIDIA driver library, which only CUDA legs may need"
+    elsewhere = idx.anywhere.get(soname)
+    if elsewhere:
+        have = ", ".join((*info.rpath, *info.runpath)) or "none"
+        return f"in the bundle at {elsewhere[0]} but not reachable through an $ORIGIN RPATH/RUNPATH (has: {have})"
+    if soname in LINUX_OPTIONAL:
+        return f"{LINUX_OPTIONAL[soname]}, which counts only when the leg declares it (runtime.external / --runtime)"
+    return "missing: not in the bundle, not in the Linux baseline, not declared as an external runtime"

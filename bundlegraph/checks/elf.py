@@ -1,0 +1,139 @@
+"""Read what verification needs from a Linux ELF file, with ``pyelftools``.
+
+Format sources: the System V ABI "gABI" (ELF header ``e_machine``: ``EM_X86_64`` = 62,
+``EM_AARCH64`` = 183; the dynamic section's ``DT_NEEDED``, ``DT_SONAME``, ``DT_RPATH``,
+``DT_RUNPATH``) and the Linux Standard Base Core specification, "Symbol Versioning"
+(``.gnu.version`` / ``.gnu.version_r`` (verneed: versions a file needs from each library) /
+``.gnu.version_d`` (verdef: versions a library defines)). CUDA's data section is
+``.nv_fatbin`` (``fatbinary_section.h``).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass, field
+
+from elftools.common.exceptions import ELFError, ELFParseError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerDefSection, GNUVerNeedSection, GNUVerSymSection
+
+from . import BytesLike, NotParsable
+
+MACHINES: dict[str, str] = {"EM_X86_64": "x64", "EM_AARCH64": "arm64", "EM_386": "x86", "EM_ARM": "arm"}
+"""pyelftools' ``e_machine`` names -> bundlegraph's arch names."""
+
+MACHINE_NAMES: dict[str, str] = {"x64": "EM_X86_64", "arm64": "EM_AARCH64"}
+"""The ``e_machine`` each leg arch requires."""
+
+FATBIN_SECTION = ".nv_fatbin"
+
+
+@dataclass(frozen=True)
+class ELFInfo:
+    """What verification needs from one ELF file.
+
+    - ``machine``: ``e_machine`` as pyelftools names it (``EM_AARCH64``); ``machine_name``:
+      ``arm64``/``x64``/... ; ``elf_type``: ``ET_DYN``, ``ET_EXEC``, ``ET_REL``;
+    - ``soname``, ``needed`` (DT_NEEDED in order), ``rpath`` / ``runpath`` (entries split on
+      ``:``);
+    - ``verneed``: library file name -> versions this file needs from it;
+      ``verneed_symbols``: ``(library, version)`` -> one symbol that needs it (for messages);
+    - ``verdef``: versions this file defines (without the base entry that repeats the soname);
+    - ``fatbin``: ``(file offset, size)`` of ``.nv_fatbin``, or None.
+    """
+
+    machine: str
+    machine_name: str
+    elf_type: str
+    soname: str | None = None
+    needed: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    verneed: dict[str, frozenset[str]] = field(default_factory=dict)
+    verneed_symbols: dict[tuple[str, str], str] = field(default_factory=dict)
+    verdef: frozenset[str] = frozenset()
+    fatbin: tuple[int, int] | None = None
+
+
+def is_elf(data: BytesLike) -> bool:
+    """True when ``data`` starts with the ELF magic ``\\x7fELF``."""
+    return bytes(data[:4]) == b"\x7fELF"  # type: ignore[index]
+
+
+def read_elf(data: BytesLike, name: str = "") -> ELFInfo:
+    """Parse ``data`` (the whole file) as ELF. Raises :class:`NotParsable` when it is not ELF
+    or is damaged/truncated."""
+    if not is_elf(data):
+        raise NotParsable(f"not an ELF file: magic \\x7fELF not found ({len(data)} bytes)")  # type: ignore[arg-type]
+    stream = data if hasattr(data, "seek") else io.BytesIO(data)  # type: ignore[arg-type]
+    try:
+        return _read(ELFFile(stream), len(data))  # type: ignore[arg-type]
+    except (ELFError, ELFParseError, struct.error, ValueError, KeyError, IndexError) as e:
+        raise NotParsable(f"damaged or truncated ELF file: {e}") from None
+
+
+def _read(elf: ELFFile, size: int) -> ELFInfo:
+    for sec in elf.iter_sections():
+        if sec["sh_type"] != "SHT_NOBITS" and sec["sh_offset"] + sec["sh_size"] > size:
+            raise NotParsable(f"truncated: section {sec.name} ends at byte {sec['sh_offset'] + sec['sh_size']}, the file has {size} bytes")
+    machine = elf["e_machine"]
+    soname, needed, rpath, runpath = None, [], [], []
+    verneed: dict[str, set[str]] = {}
+    idx_to_need: dict[int, tuple[str, str]] = {}
+    verdef: set[str] = set()
+    versym = None
+    fat = None
+    for sec in elf.iter_sections():
+        if isinstance(sec, DynamicSection):
+            for tag in sec.iter_tags():
+                t = tag.entry.d_tag
+                if t == "DT_NEEDED":
+                    needed.append(tag.needed)
+                elif t == "DT_SONAME":
+                    soname = tag.soname
+                elif t == "DT_RPATH":
+                    rpath += [p for p in tag.rpath.split(":") if p]
+                elif t == "DT_RUNPATH":
+                    runpath += [p for p in tag.runpath.split(":") if p]
+        elif isinstance(sec, GNUVerNeedSection):
+            for vn, auxes in sec.iter_versions():
+                for aux in auxes:
+                    verneed.setdefault(vn.name, set()).add(aux.name)
+                    idx_to_need[aux["vna_other"]] = (vn.name, aux.name)
+        elif isinstance(sec, GNUVerDefSection):
+            for vd, auxes in sec.iter_versions():
+                if vd["vd_flags"] & 0x1:  # VER_FLG_BASE: the file's own name
+                    continue
+                first = next(iter(auxes), None)
+                if first is not None:
+                    verdef.add(first.name)
+        elif isinstance(sec, GNUVerSymSection):
+            versym = sec
+        elif sec.name == FATBIN_SECTION and sec["sh_type"] != "SHT_NOBITS":
+            fat = (int(sec["sh_offset"]), int(sec["sh_size"]))
+    symbols: dict[tuple[str, str], str] = {}
+    dynsym = elf.get_section_by_name(".dynsym")
+    if versym is not None and dynsym is not None and idx_to_need:
+        for i, sym in enumerate(dynsym.iter_symbols()):
+            if sym["st_shndx"] != "SHN_UNDEF" or not sym.name:
+                continue
+            ndx = versym.get_symbol(i)["ndx"]
+            ndx = ndx if isinstance(ndx, int) else 0
+            key = idx_to_need.get(ndx & 0x7FFF)
+            if key and key not in symbols:
+                symbols[key] = sym.name
+    return ELFInfo(
+        machine=machine,
+        machine_name=MACHINES.get(machine, machine),
+        elf_type=elf["e_type"],
+        soname=soname,
+        needed=tuple(needed),
+        rpath=tuple(rpath),
+        runpath=tuple(runpath),
+        verneed={k: frozenset(v) for k, v in verneed.items()},
+        verneed_symbols=symbols,
+        verdef=frozenset(verdef),
+        fatbin=fat,
+    )

@@ -1,0 +1,143 @@
+"""CUDA fatbin inventory: which SASS (machine code) and PTX each SM gets in a GPU backend.
+
+Where the fatbin lives. CUDA's ``fatbinary_section.h`` (shipped in every toolkit's
+``include/``) names the data section ``.nv_fatbin`` (ELF; PE cuts it to 8 bytes: ``.nv_fatb``)
+and the control section ``.nvFatBinSegment`` (``__fatBinC_Wrapper_t``, magic 0x466243B1);
+only the data section is read here.
+
+Layout (little-endian). NVIDIA does not document it; this follows the public reverse-engineered
+description in GrigoryEvko/nvopen-tools ``fatbin/FORMAT_SPECIFICATION.md`` (derived from
+cuobjdump, CUDA 11-13) and was checked against the real ``ggml-cuda.dll`` of
+``@node-llama-cpp/win-x64-cuda@3.21.1`` (143 containers; SASS 86, 89, 120, 121; PTX 75, 80,
+90 — see ``shared/FINDINGS.md``):
+
+- The section holds containers back to back, each optionally followed by zero padding.
+- Container header, 16 bytes: ``u32 magic`` (0xBA55ED50; 0x466243B1 for relocatable
+  fatbins), ``u16 version`` (1), ``u16 header_size`` (16), ``u64 payload_size`` (bytes of
+  entries after the header).
+- Entries follow until ``header_size + payload_size``. Entry header (64, 80, 104 or 112
+  bytes, its own size at byte 4): byte 0 ``u16 kind`` (1 = PTX, 2 = ELF/SASS; 0x10 is also
+  ELF), 2 ``u16`` (0x0101), 4 ``u32 header_size``, 8 ``u64 padded_payload_size`` (the
+  payload after the header, 8-aligned), 16 ``u32 payload_size``, 24/26 ``u16`` code version
+  minor/major, **28 ``u32 sm``** (75, 86, 120, ...), 32/36 ``u32`` relocation offset/size
+  (usually 0), 40 ``u64 flags`` (bit 15 = payload compressed), 56 ``u64`` uncompressed size. The next entry starts at
+  ``entry + header_size + padded_payload_size``.
+
+Arch-specific targets (``120a``) are recorded with their plain SM (120) — which is why
+:func:`bundlegraph.schemas.archs.fatbin_sm` maps ``120a`` to 120.
+
+Only headers are read: payloads are skipped, never decompressed, so a 129 MB section costs a
+few hundred page reads.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..schemas.archs import Arch, fatbin_sm
+from . import BytesLike, NotParsable
+
+MAGIC = 0xBA55ED50
+MAGIC_RELOCATABLE = 0x466243B1
+KIND_PTX = 1
+KIND_ELF = 2
+KIND_ELF_ALT = 0x10
+_HDR = struct.Struct("<IHHQ")
+_ENTRY = struct.Struct("<HHIQI4xHHI8xQ")  # kind, ver, hsize, padded, size, minor, major, sm, flags
+_MAGICS = (struct.pack("<I", MAGIC), struct.pack("<I", MAGIC_RELOCATABLE))
+
+
+@dataclass
+class Inventory:
+    """The fatbin of one file.
+
+    - ``sass`` / ``ptx``: SM -> number of entries (one per container, i.e. per compiled
+      translation unit);
+    - ``containers``: number of fatbin containers; ``compressed``: entries with a compressed
+      payload; ``other``: entry kinds other than PTX/ELF -> count.
+    """
+
+    sass: Counter = field(default_factory=Counter)
+    ptx: Counter = field(default_factory=Counter)
+    containers: int = 0
+    compressed: int = 0
+    other: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        """``{"sass": {"86": n, ...}, "ptx": {...}, "containers": n, "compressed": n}``."""
+        return {
+            "sass": {str(k): v for k, v in sorted(self.sass.items())},
+            "ptx": {str(k): v for k, v in sorted(self.ptx.items())},
+            "containers": self.containers,
+            "compressed": self.compressed,
+        }
+
+    def summary(self) -> str:
+        """``SASS 86,89,120,121; PTX 75,80,90`` (for findings and messages)."""
+        s = ",".join(str(k) for k in sorted(self.sass)) or "none"
+        p = ",".join(str(k) for k in sorted(self.ptx)) or "none"
+        return f"SASS {s}; PTX {p}"
+
+
+def parse(data: BytesLike, start: int, size: int) -> Inventory:
+    """Walk the fatbin containers in ``data[start:start+size]`` (a section's bytes, located
+    by :mod:`.pe` or :mod:`.elf`). Raises :class:`NotParsable` naming the section offset of a
+    container or entry that does not fit, or of bytes that are neither padding nor a header."""
+    end = start + size
+    inv = Inventory()
+    pos = start
+    while pos < end:
+        if bytes(data[pos : pos + 4]) not in _MAGICS:  # type: ignore[index]
+            chunk = bytes(data[pos : min(end, pos + 4096)])  # type: ignore[index]
+            skipped = len(chunk) - len(chunk.lstrip(b"\0"))
+            if skipped == 0:
+                raise NotParsable(f"fatbin: bytes at section offset 0x{pos - start:x} are neither padding nor a fatbin header")
+            pos += skipped
+            continue
+        if end - pos < _HDR.size:
+            raise NotParsable(f"fatbin: container header at section offset 0x{pos - start:x} is cut off")
+        magic, _ver, hsize, payload = _HDR.unpack_from(data, pos)  # type: ignore[arg-type]
+        cend = pos + hsize + payload
+        if hsize < _HDR.size or cend > end:
+            raise NotParsable(f"fatbin: container at section offset 0x{pos - start:x} runs past the section end")
+        inv.containers += 1
+        e = pos + hsize
+        while e < cend:
+            if cend - e < _ENTRY.size + 8:
+                raise NotParsable(f"fatbin: entry at section offset 0x{e - start:x} is cut off")
+            kind, _v, ehsize, padded, _size, _minor, _major, sm, flags = _ENTRY.unpack_from(data, e)  # type: ignore[arg-type]
+            if ehsize < 64 or e + ehsize + padded > cend:
+                raise NotParsable(f"fatbin: entry at section offset 0x{e - start:x} has a bad size")
+            if kind == KIND_PTX:
+                inv.ptx[sm] += 1
+            elif kind in (KIND_ELF, KIND_ELF_ALT):
+                inv.sass[sm] += 1
+            else:
+                inv.other[kind] += 1
+            if flags & 0x8000:
+                inv.compressed += 1
+            e += ehsize + padded
+        pos = cend
+    return inv
+
+
+def check_archs(inv: Inventory | None, archs: list[Arch]) -> list[str]:
+    """Compare an inventory with the archs a leg promises (CMake forms, parsed).
+
+    An arch with SASS (``120``, ``120a``, ``86-real``) needs a SASS entry for
+    :func:`fatbin_sm` of it; a ``-virtual`` arch needs PTX. SMs the spec does not name at all
+    are unexpected, as is PTX for an arch the spec marks ``-real``. Returns one sentence per
+    problem (``missing SASS for sm_121``, ``unexpected SASS for sm_86``); empty when it agrees."""
+    inv = inv or Inventory()
+    want_sass = {fatbin_sm(a) for a in archs if a.sass}
+    want_ptx = {fatbin_sm(a) for a in archs if a.ptx and not a.sass}
+    allow_ptx = {fatbin_sm(a) for a in archs if a.ptx}
+    named = {fatbin_sm(a) for a in archs}
+    out = [f"missing SASS for sm_{sm}" for sm in sorted(want_sass - set(inv.sass))]
+    out += [f"missing PTX for compute_{sm}" for sm in sorted(want_ptx - set(inv.ptx))]
+    out += [f"unexpected SASS for sm_{sm}" for sm in sorted(set(inv.sass) - named)]
+    out += [f"unexpected SASS for sm_{sm} (the spec asks for PTX only)" for sm in sorted((set(inv.sass) & named) - want_sass)]
+    out += [f"unexpected PTX for compute_{sm}" for sm in sorted(set(inv.ptx) - allow_ptx)]
+    return out

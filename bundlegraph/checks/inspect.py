@@ -1,0 +1,104 @@
+"""Per-file checks: read one file of a bundle once and check what can be checked alone.
+
+A file is a binary when its name says so (``.dll``/``.exe``/``.node``/``.pyd`` -> PE;
+``*.so``/``*.so.N`` -> ELF) or its content starts with the ELF magic (executables have no
+suffix). A file that claims to be a binary by name but does not parse is a ``parse`` failure,
+never skipped. For each binary: the machine, the CUDA fatbin inventory (when the file has a
+fatbin section), and — when asked — the Authenticode status.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from . import BytesLike, Failure, NotParsable, claims_elf_library, claims_pe
+from . import fatbin as fb
+from .elf import MACHINE_NAMES, ELFInfo, is_elf, read_elf
+from .pe import MACHINE_CODES, PEInfo, machine_label, read_pe
+from .signatures import SignatureStatus, check_signature
+
+
+@dataclass
+class FileResult:
+    """What one file yielded: ``format`` (``pe``/``elf``/None for non-binaries), ``machine``
+    (``arm64``/``x64``/...), the parsed ``pe``/``elf`` record, the ``fatbin`` inventory (None
+    when the file has no fatbin section), the ``signature`` status (when checked) and the
+    per-file ``failures``."""
+
+    path: str
+    format: str | None = None
+    machine: str | None = None
+    pe: PEInfo | None = None
+    elf: ELFInfo | None = None
+    fatbin: fb.Inventory | None = None
+    signature: SignatureStatus | None = None
+    failures: list[Failure] = field(default_factory=list)
+
+    def finding(self) -> dict:
+        """The JSON finding for the report: format, machine, fatbin summary, signature."""
+        out: dict = {"format": self.format, "machine": self.machine}
+        if self.fatbin is not None:
+            out["fatbin"] = self.fatbin.to_json()
+        if self.signature is not None:
+            out["signature"] = self.signature.status
+        return out
+
+
+def inspect_file(
+    path: str,
+    data: BytesLike,
+    *,
+    os_name: str | None = None,
+    arch: str | None = None,
+    signatures: bool = False,
+    trust_roots: Sequence[str | os.PathLike] = (),
+) -> FileResult:
+    """Check one file (bundle path ``path``, whole content ``data``).
+
+    ``os_name``/``arch``: the leg's (``windows``/``linux``, ``x64``/``arm64``; None skips the
+    check); ``signatures``: verify Authenticode on PE files. Never raises for a bad file."""
+    r = FileResult(path)
+    as_pe = claims_pe(path)
+    as_elf = not as_pe and (claims_elf_library(path) or is_elf(data))
+    if not (as_pe or as_elf):
+        return r
+    r.format = "pe" if as_pe else "elf"
+    try:
+        if as_pe:
+            r.pe = read_pe(data, path)
+            r.machine = r.pe.machine_name
+        else:
+            r.elf = read_elf(data, path)
+            r.machine = r.elf.machine_name
+    except NotParsable as e:
+        r.failures.append(Failure(path, "parse", f"named like a {'Windows PE' if as_pe else 'ELF'} binary but {e}"))
+        return r
+    _machine(r, os_name, arch)
+    loc = r.pe.fatbin if r.pe else r.elf.fatbin if r.elf else None
+    if loc is not None:
+        try:
+            r.fatbin = fb.parse(data, *loc)
+        except NotParsable as e:
+            r.failures.append(Failure(path, "gpu-code", str(e)))
+    if signatures and r.pe is not None:
+        r.signature = check_signature(data, trust_roots=trust_roots)
+        if r.signature.status != "ok":
+            r.failures.append(Failure(path, "signature", r.signature.reason()))
+    return r
+
+
+def _machine(r: FileResult, os_name: str | None, arch: str | None) -> None:
+    if os_name == "linux" and r.pe is not None:
+        r.failures.append(Failure(r.path, "machine", f"a Windows PE file ({r.machine}) in a Linux bundle"))
+        return
+    if os_name == "windows" and r.elf is not None:
+        r.failures.append(Failure(r.path, "machine", f"an ELF file ({r.machine}) in a Windows bundle"))
+        return
+    if arch is None:
+        return
+    if r.pe is not None and r.pe.machine != MACHINE_CODES[arch]:
+        r.failures.append(Failure(r.path, "machine", f"PE machine is {machine_label(r.pe.machine)}, the leg needs {machine_label(MACHINE_CODES[arch])}"))
+    if r.elf is not None and r.elf.machine != MACHINE_NAMES[arch]:
+        r.failures.append(Failure(r.path, "machine", f"ELF e_machine is {r.elf.machine} ({r.machine}), the leg needs {MACHINE_NAMES[arch]} ({arch})"))

@@ -1,0 +1,96 @@
+"""``bundlegraph verify PATH``: check a bundle directory or archive without running it.
+
+Exit status 0 when every check passes, 1 when any fails (each failure on its own line:
+``<file>: <check>: <reason>``), 2 for unusable input. ``--leg LEG`` takes the policy from the
+leg's spec in ``--bundles``; the other options set or override single fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from ..errors import BundleGraphError
+from ..pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
+
+
+def _csv(values: list[str] | None) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values or []:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    return tuple(out)
+
+
+def policy_from_args(args) -> VerifyPolicy:
+    """The policy the options describe (``--leg`` first, then each option that was given)."""
+    policy = VerifyPolicy()
+    if args.leg:
+        from ..schemas.loader import load_matrix
+
+        m = load_matrix(args.bundles)
+        if args.leg not in m.legs:
+            raise BundleGraphError(f"--leg {args.leg}: no such leg; legs: {', '.join(m.legs)}")
+        spec = m.legs[args.leg]
+        base = m.legs.get(spec.merge.base) if spec.merge else None
+        policy = policy_from_spec(spec, m.release, base=base, built_tree=args.built_tree)
+    changes: dict = {}
+    if args.os:
+        changes["os"] = args.os
+    if args.arch:
+        changes["arch"] = args.arch
+    if args.archs:
+        changes["archs"] = _csv(args.archs)
+        changes["cuda"] = True
+    if args.cuda:
+        changes["cuda"] = True
+    if args.runtime:
+        changes["external"] = tuple(dict.fromkeys((*policy.external, *_csv(args.runtime))))
+    if args.signing:
+        changes["signing_required"] = args.signing == "required"
+    if args.trust_root:
+        changes["trust_roots"] = tuple(args.trust_root)
+    if args.glibc_floor:
+        changes["glibc_floor"] = args.glibc_floor
+    if args.glibcxx_floor:
+        changes["glibcxx_floor"] = args.glibcxx_floor
+    if args.require:
+        changes["required"] = tuple(dict.fromkeys((*policy.required, *_csv(args.require))))
+    if args.info_file:
+        changes["info_file"] = args.info_file
+    return dataclasses.replace(policy, **changes)
+
+
+def run(args) -> int:
+    report = verify_path(args.path, policy_from_args(args))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, sort_keys=True, default=list))
+        return 0 if report.ok else 1
+    for line in report.lines():
+        print(line)
+    for path, summary in report.bundle.get("fatbin", {}).items():
+        print(f"fatbin {path}: {summary}")
+    n_pe = sum(1 for f in report.files.values() if f["format"] == "pe")
+    n_elf = sum(1 for f in report.files.values() if f["format"] == "elf")
+    verdict = "OK" if report.ok else f"FAILED: {len(report.failures)} problem(s)"
+    print(f"verify {report.subject} ({report.kind}; {n_pe} PE, {n_elf} ELF files): {verdict}")
+    return 0 if report.ok else 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("verify", help="check a bundle directory or archive (machine, GPU code, imports, glibc, signatures)")
+    p.add_argument("path", help="a bundle directory, .zip or .tar.gz")
+    p.add_argument("--leg", help="take the policy from this leg's spec (in --bundles)")
+    p.add_argument("--built-tree", action="store_true", help="with --leg: the leg's build output before merge/package")
+    p.add_argument("--os", choices=["windows", "linux"])
+    p.add_argument("--arch", choices=["x64", "arm64"])
+    p.add_argument("--archs", action="append", metavar="LIST", help="CUDA archs in CMake form, comma-separated (120,121 or 86-real,75-virtual)")
+    p.add_argument("--cuda", action="store_true", help="a CUDA leg (the driver nvcuda.dll / libcuda.so.1 may be imported)")
+    p.add_argument("--runtime", action="extend", nargs="+", metavar="NAME", help="external runtime files the bundle relies on (MSVCP140.dll ...)")
+    p.add_argument("--signing", choices=["required", "optional", "none"], help="'required': every PE must be validly signed")
+    p.add_argument("--trust-root", action="append", metavar="PEM", help="also trust this root certificate (tests only)")
+    p.add_argument("--glibc-floor", metavar="X.Y")
+    p.add_argument("--glibcxx-floor", metavar="X.Y.Z")
+    p.add_argument("--require", action="extend", nargs="+", metavar="NAME", help="files that must be present")
+    p.add_argument("--info-file", metavar="NAME", help="the info JSON's file name")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
