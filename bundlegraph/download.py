@@ -1,17 +1,35 @@
 """The one ``download()``: fetch a URL into the content-addressed cache, verified.
 
-A file enters ``<cache>/blobs/sha256/<hex>`` only after its sha256 (and size, when known)
-match the pin; a mismatch is deleted and reported naming the URL, expected and actual sha256
-and size. Nothing unverified is ever returned. Only ``https`` URLs are fetched, except
-loopback hosts (tests) or ``allow_insecure=True`` / ``BUNDLEGRAPH_ALLOW_HTTP=1``.
+A file enters ``<cache>/blobs/sha256/<hex>`` only after its sha256 (and size, when known) match
+the pin. Nothing unverified is ever returned.
+
+- **Timeouts**: connect and read timeouts (seconds) from :class:`Settings` (env
+  ``BUNDLEGRAPH_CONNECT_TIMEOUT`` / ``BUNDLEGRAPH_READ_TIMEOUT``; defaults 15 / 60).
+- **Retries**: network errors (connect/read timeouts, resets, a body cut short), HTTP 5xx and
+  429 are retried ``retries`` times (env ``BUNDLEGRAPH_RETRIES``, default 4) with exponential
+  backoff (``backoff`` seconds doubled each time, env ``BUNDLEGRAPH_BACKOFF``, default 1; a
+  ``Retry-After`` header is honoured up to 30 s). Any other 4xx fails at once.
+- **Resume**: bytes already received stay in ``<cache>/partial/<hex>.part`` and the next attempt
+  (or the next run) asks for the rest with ``Range: bytes=<n>-``; a server answering 200 instead
+  of 206 restarts the file.
+- **Verification**: a finished file whose sha256 or size differs (an HTML error page, a 92-byte
+  body, a truncated file) is deleted and fetched once more from scratch; a second mismatch raises
+  :class:`HashMismatch` naming the URL, the expected and the actual sha256 and size.
+- **Only https**, except loopback hosts (tests), ``allow_insecure=True`` or
+  ``BUNDLEGRAPH_ALLOW_HTTP=1``.
+- **Parallel**: :func:`download_many` runs a few downloads at once (``jobs``, env
+  ``BUNDLEGRAPH_JOBS``, default 3) with one progress display (:mod:`bundlegraph.progress`).
+- **Locks**: one inter-process lock per hash, so two runs never write the same blob.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import os
-import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,9 +37,46 @@ import httpx
 
 from . import paths
 from .errors import DownloadError, HashMismatch
-from .fsutil import CHUNK, sha256_file
+from .fsutil import CHUNK, locked, sha256_file
+from .progress import Reporter, reporter
 
 TIMEOUT = httpx.Timeout(connect=15.0, read=60.0, write=60.0, pool=15.0)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Network behaviour: ``connect_timeout``/``read_timeout`` (s), ``retries`` (extra attempts
+    after the first), ``backoff`` (s, doubled per retry), ``jobs`` (parallel downloads)."""
+
+    connect_timeout: float = 15.0
+    read_timeout: float = 60.0
+    retries: int = 4
+    backoff: float = 1.0
+    jobs: int = 3
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        e = os.environ
+        d = cls()
+        return cls(
+            connect_timeout=float(e.get("BUNDLEGRAPH_CONNECT_TIMEOUT", d.connect_timeout)),
+            read_timeout=float(e.get("BUNDLEGRAPH_READ_TIMEOUT", d.read_timeout)),
+            retries=int(e.get("BUNDLEGRAPH_RETRIES", d.retries)),
+            backoff=float(e.get("BUNDLEGRAPH_BACKOFF", d.backoff)),
+            jobs=max(1, int(e.get("BUNDLEGRAPH_JOBS", d.jobs))),
+        )
+
+    def timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(connect=self.connect_timeout, read=self.read_timeout,
+                             write=self.read_timeout, pool=self.connect_timeout)
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way worth retrying (network, 5xx, 429)."""
+
+    def __init__(self, msg: str, wait: float | None = None):
+        super().__init__(msg)
+        self.wait = wait
 
 
 def _is_loopback(host: str) -> bool:
@@ -48,6 +103,67 @@ def check_url(url: str, *, allow_insecure: bool = False) -> None:
     )
 
 
+def _partial_dir() -> Path:
+    d = paths.cache_root() / "partial"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _retry_after(r: httpx.Response) -> float | None:
+    v = r.headers.get("retry-after", "")
+    return min(float(v), 30.0) if v.strip().isdigit() else None
+
+
+def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Reporter, task,
+             allow_insecure: bool) -> None:
+    have = part.stat().st_size if part.exists() else 0
+    if size is not None and have > size:
+        part.unlink()
+        have = 0
+    if size is not None and have == size:
+        return
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    try:
+        with c.stream("GET", url, headers=headers) as r:
+            check_url(str(r.url), allow_insecure=allow_insecure)
+            if r.status_code == 416 and have:
+                part.unlink()  # the server cannot resume: start again
+                raise _Retryable(f"HTTP 416 for a resume from byte {have}", 0)
+            if r.status_code == 429 or r.status_code >= 500:
+                raise _Retryable(f"HTTP {r.status_code}", _retry_after(r))
+            if r.status_code not in (200, 206):
+                raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason_phrase}; not retried "
+                                    f"(only network errors, 5xx and 429 are)")
+            if r.status_code == 206 and not r.headers.get("content-range", "").startswith(f"bytes {have}-"):
+                part.unlink(missing_ok=True)
+                raise _Retryable(f"unexpected Content-Range {r.headers.get('content-range')!r}", 0)
+            mode = "ab" if r.status_code == 206 else "wb"
+            rep.update(task, completed=have if mode == "ab" else 0)
+            with open(part, mode) as f:
+                for chunk in r.iter_bytes(CHUNK):
+                    f.write(chunk)
+                    rep.advance(task, len(chunk))
+    except httpx.TransportError as e:
+        raise _Retryable(f"{type(e).__name__}: {e or 'no detail'}") from e
+
+
+def _fetch(c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter,
+           task, allow_insecure: bool) -> None:
+    last = ""
+    for attempt in range(s.retries + 1):
+        try:
+            _attempt(c, url, part, size, rep, task, allow_insecure)
+            return
+        except _Retryable as e:
+            last = str(e)
+            if attempt == s.retries:
+                break
+            delay = e.wait if e.wait is not None else min(s.backoff * (2 ** attempt), 30.0)
+            rep.note(f"{url}: {last}; retry {attempt + 1}/{s.retries} in {delay:.1f}s")
+            time.sleep(delay)
+    raise DownloadError(f"{url}: failed after {s.retries + 1} attempt(s): {last}")
+
+
 def download(
     url: str,
     sha256: str,
@@ -55,49 +171,111 @@ def download(
     *,
     allow_insecure: bool = False,
     client: httpx.Client | None = None,
+    settings: Settings | None = None,
+    progress: Reporter | None = None,
 ) -> Path:
     """Return the cache path of ``url``'s content, downloading it if not cached.
 
-    ``sha256``: expected hex digest (required: hashes fail closed); ``size``: expected
-    bytes, checked when given. Raises :class:`DownloadError` (refused URL, HTTP error,
-    network failure) or :class:`HashMismatch`.
+    ``sha256``: expected hex digest (required: hashes fail closed); ``size``: expected bytes,
+    checked when given. Raises :class:`DownloadError` (refused URL, HTTP 4xx, retries exhausted)
+    or :class:`HashMismatch` (after one fresh retry). On failure the blob cache is unchanged.
     """
     sha256 = sha256.lower()
     dest = paths.blob_path(sha256)
     if dest.is_file():
         return dest
     check_url(url, allow_insecure=allow_insecure)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{sha256[:16]}.", suffix=".part", dir=dest.parent)
+    s = settings or Settings.from_env()
+    part = _partial_dir() / f"{sha256}.part"
     own = client is None
-    c = client or httpx.Client(timeout=TIMEOUT, follow_redirects=True)
+    c = client or httpx.Client(timeout=s.timeout(), follow_redirects=True)
+    rep = progress or reporter()
+    name = url.rsplit("/", 1)[-1] or url
     try:
-        h = hashlib.sha256()
-        n = 0
-        with os.fdopen(fd, "wb") as f:
+        with locked(_partial_dir() / f"{sha256}.lock", what=f"download of {name}"):
+            if dest.is_file():
+                return dest
+            task = rep.start(name, size)
+            ok = False
             try:
-                with c.stream("GET", url) as r:
-                    if r.status_code != 200:
-                        raise DownloadError(f"{url}: HTTP {r.status_code}")
-                    for chunk in r.iter_bytes(CHUNK):
-                        f.write(chunk)
-                        h.update(chunk)
-                        n += len(chunk)
-            except httpx.HTTPError as e:
-                raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
-        actual = h.hexdigest()
-        if actual != sha256 or (size is not None and n != size):
-            raise HashMismatch(
-                f"{url}: content does not match its pin: expected sha256 {sha256}"
-                f"{f' size {size}' if size is not None else ''}, got sha256 {actual} size {n}"
-            )
-        os.replace(tmp, dest)
-        return dest
+                for round_ in (1, 2):
+                    _fetch(c, url, part, size, s, rep, task, allow_insecure)
+                    n = part.stat().st_size
+                    actual = sha256_file(part)
+                    if actual == sha256 and (size is None or n == size):
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        os.replace(part, dest)
+                        ok = True
+                        return dest
+                    part.unlink()
+                    if round_ == 1:
+                        rep.note(f"{url}: sha256 {actual} size {n} does not match the pin; deleted, fetching once more")
+                raise HashMismatch(
+                    f"{url}: content does not match its pin: expected sha256 {sha256}"
+                    f"{f' size {size}' if size is not None else ''}, got sha256 {actual} size {n} "
+                    f"(twice; the file was deleted)")
+            finally:
+                rep.finish(task, ok)
     finally:
         if own:
             c.close()
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if progress is None:
+            rep.close()
+
+
+def download_many(items: Sequence[tuple[str, str, int | None]], *, allow_insecure: bool = False,
+                  settings: Settings | None = None) -> list[Path]:
+    """Download ``(url, sha256, size)`` items, ``settings.jobs`` at a time, with one progress
+    display. Returns the cache paths in the order given. The first failure stops new downloads,
+    waits for running ones and is raised (other failures are appended to its message)."""
+    s = settings or Settings.from_env()
+    for url, _, _ in items:
+        check_url(url, allow_insecure=allow_insecure)
+    rep = reporter()
+    try:
+        with httpx.Client(timeout=s.timeout(), follow_redirects=True) as c, \
+                ThreadPoolExecutor(max_workers=s.jobs) as pool:
+            futs = [pool.submit(download, u, h, n, allow_insecure=allow_insecure, client=c, settings=s,
+                                progress=rep) for u, h, n in items]
+            done, pending = wait(futs, return_when=FIRST_EXCEPTION)
+            errors = [f.exception() for f in futs if f.done() and f.exception() is not None]
+            if errors:
+                for f in pending:
+                    f.cancel()
+                wait(futs)
+                errors = [f.exception() for f in futs if not f.cancelled() and f.exception() is not None]
+                first = errors[0]
+                if len(errors) > 1 and isinstance(first, DownloadError | HashMismatch):
+                    raise type(first)("\n".join(str(e) for e in errors)) from first
+                raise first
+            return [f.result() for f in futs]
+    finally:
+        rep.close()
+
+
+def fetch_small(url: str, *, allow_insecure: bool = False, settings: Settings | None = None,
+                max_bytes: int = 64 << 20) -> bytes:
+    """GET a small unpinned document (a redist manifest) with the same timeouts and retries.
+    Raises :class:`DownloadError`."""
+    check_url(url, allow_insecure=allow_insecure)
+    s = settings or Settings.from_env()
+    last = ""
+    with httpx.Client(timeout=s.timeout(), follow_redirects=True) as c:
+        for attempt in range(s.retries + 1):
+            try:
+                r = c.get(url)
+                if r.status_code == 200:
+                    if len(r.content) > max_bytes:
+                        raise DownloadError(f"{url}: {len(r.content)} bytes, more than the {max_bytes} allowed")
+                    return r.content
+                if r.status_code != 429 and r.status_code < 500:
+                    raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason_phrase}")
+                last = f"HTTP {r.status_code}"
+            except httpx.TransportError as e:
+                last = f"{type(e).__name__}: {e}"
+            if attempt < s.retries:
+                time.sleep(min(s.backoff * (2 ** attempt), 30.0))
+    raise DownloadError(f"{url}: failed after {s.retries + 1} attempt(s): {last}")
 
 
 def adopt(file: str | os.PathLike, sha256: str, *, what: str) -> Path:

@@ -141,9 +141,10 @@ Planner = Callable[[Context], list[TaskPlan]]
 
 
 def _planners() -> list[tuple[str, Planner]]:
-    from .pipeline import source
+    from .pipeline import source, toolkit
 
     out: list[tuple[str, Planner]] = [("source", source.plans)]
+    out.append(("toolkit", toolkit.plans))
     out.append(("configure", __import__(f"{__package__}.pipeline.configure", fromlist=["plans"]).plans))
     out.append(("build", __import__(f"{__package__}.pipeline.build", fromlist=["plans"]).plans))
     return out

@@ -1,0 +1,84 @@
+"""Third toolkit source: a toolkit already installed on the host (``cuda.toolkit.path``, else
+``$CUDA_PATH``, else ``/usr/local/cuda``), for developers' machines and hosts with no registry.
+
+Used read-only: nothing is written into it. Its version is read from its ``version.json``
+(NVIDIA's form: ``{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}, ...}``), it is checked with
+the same required-file list as installed toolkits, and a receipt is written *beside our cache
+entry* (``<cache>/toolkits/<name>/bundlegraph-toolkit.json``) with its path, version and the
+sha256 of every file the build uses (the required files and ``bin/nvcc.profile``), so a change
+to the host toolkit changes the task's inputs and is noticed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import ToolkitError
+from ..fsutil import atomic_write_json, sha256_file
+from . import validate
+from .components import required_files, target_dir
+from .identity import ComponentSet
+
+
+def _root(cs: ComponentSet) -> Path:
+    return Path(cs.pins["path"])
+
+
+def read_version(root: Path) -> str:
+    """``cuda.version`` of ``root/version.json``. Raises :class:`ToolkitError` naming the file."""
+    vj = root / "version.json"
+    try:
+        data = json.loads(vj.read_text(encoding="utf-8"))
+        return str(data["cuda"]["version"])
+    except FileNotFoundError:
+        raise ToolkitError(f"{vj}: missing; a host toolkit must carry NVIDIA's version.json "
+                           f"(set CUDA_PATH or cuda.toolkit.path to a CUDA toolkit root)") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ToolkitError(f"{vj}: expected {{\"cuda\": {{\"version\": ...}}}}: {e}") from None
+
+
+def used_files(cs: ComponentSet) -> list[str]:
+    """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
+    major = int(cs.cuda_version.split(".")[0])
+    files = {r.path for r in required_files(cs.host_platform, cs.target_platform, major)}
+    files.add("bin/nvcc.profile")
+    return sorted(files)
+
+
+def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
+    """``{path: [size, mtime_ns]}`` of the used files (cheap; for the action key)."""
+    root = _root(cs)
+    out = {}
+    for rel in used_files(cs):
+        try:
+            st = (root / rel).stat()
+            out[rel] = [st.st_size, st.st_mtime_ns]
+        except OSError:
+            out[rel] = [-1, -1]
+    return out
+
+
+def describe(cs: ComponentSet, ref) -> Path:
+    """Check the host toolkit and write its receipt; returns the receipt path."""
+    root = _root(cs)
+    if not root.is_dir():
+        raise ToolkitError(f"{cs.spec_file}: cuda.toolkit: host toolkit {root} does not exist "
+                           f"(set cuda.toolkit.path or CUDA_PATH)")
+    version = read_version(root)
+    want = cs.cuda_version.split(".")[:2]
+    if version.split(".")[:2] != want:
+        raise ToolkitError(f"{root / 'version.json'}: CUDA {version}, but {cs.spec_file} asks for cuda.version "
+                           f"{cs.cuda_version}")
+    validate.check(root, cs, what=f"{cs.name} (host toolkit {root})")
+    files = {rel: sha256_file(root / rel) for rel in used_files(cs) if (root / rel).is_file()}
+    import hashlib
+
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    atomic_write_json(ref.receipt, {
+        "name": cs.name, "set_digest": cs.digest, "source": "host", "path": root.as_posix(),
+        "version": version, "cuda": cs.cuda_version, "host_platform": cs.host_platform,
+        "target_platform": cs.target_platform, "target_dir": target_dir(cs.target_platform),
+        "files": files, "files_digest": digest, "components": [], "generated": []})
+    print(f"toolkit {cs.name}: host toolkit {root} (CUDA {version}), {len(files)} files checked", flush=True)
+    return ref.receipt

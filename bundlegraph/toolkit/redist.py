@@ -1,0 +1,104 @@
+"""Resolve a component set against NVIDIA's redist manifest into archives to fetch.
+
+The manifest is ``<pool>/redistrib_<label>.json`` (pool: ``$BUNDLEGRAPH_REDIST_URL``, default
+NVIDIA's redist URL), fetched once and cached under ``<cache>/manifests/`` (a label's manifest
+never changes), or a local ``.json`` file when the spec's ``manifest`` ends in ``.json``
+(relative to ``bundles/``). Versions come from the manifest per component, never from the
+release number. Each host component resolves on the host platform, each target component on
+the target platform.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import paths
+from ..download import fetch_small
+from ..errors import ToolkitError
+from ..fsutil import atomic_write_bytes
+from ..schemas.redist import RedistManifest, load_manifest
+from .identity import ComponentSet
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One archive to install: ``component`` (as the spec names it), ``key`` (as the manifest
+    names it), ``role``, ``platform``, ``version``, ``url``, ``sha256``, ``size`` (bytes),
+    ``filename``, ``source`` (``redist``/``wheels``)."""
+
+    component: str
+    key: str
+    role: str
+    platform: str
+    version: str
+    url: str
+    sha256: str
+    size: int | None
+    filename: str
+    source: str
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def manifest_location(cs: ComponentSet, bundles: Path) -> tuple[str, Path]:
+    """``(origin, local path)`` of the set's manifest (the path may not exist yet)."""
+    label = cs.pins["manifest"]
+    if label.endswith(".json"):
+        p = (bundles / label).resolve()
+        return str(p), p
+    url = f"{cs.pins['pool']}redistrib_{label}.json"
+    d = paths.cache_root() / "manifests" / hashlib.sha256(url.encode()).hexdigest()[:16]
+    return url, d / f"redistrib_{label}.json"
+
+
+def get_manifest(cs: ComponentSet, bundles: Path) -> tuple[str, Path, RedistManifest]:
+    """Fetch (or reuse) and parse the manifest. Raises :class:`ToolkitError`/:class:`DownloadError`."""
+    origin, path = manifest_location(cs, bundles)
+    if not path.is_file():
+        if origin == str(path):
+            raise ToolkitError(f"{cs.spec_file}: cuda.toolkit.manifest: {path} does not exist")
+        data = fetch_small(origin)
+        m = _parse_bytes(data, origin)
+        atomic_write_bytes(path, data)
+        return origin, path, m
+    return origin, path, load_manifest(path)
+
+
+def _parse_bytes(data: bytes, origin: str) -> RedistManifest:
+    import json
+
+    from ..schemas.redist import parse_manifest
+
+    try:
+        return parse_manifest(json.loads(data), origin)
+    except ValueError as e:
+        raise ToolkitError(f"{origin}: not a redist manifest (not JSON: {e}); first bytes: {data[:60]!r}") from None
+
+
+def resolve(cs: ComponentSet, bundles: Path) -> tuple[str, Path, list[Artifact]]:
+    """The archives of ``cs``: ``(manifest origin, manifest path, artifacts)``. A component the
+    manifest lacks, or lacks for the platform, raises :class:`ToolkitError` naming component,
+    platform and manifest."""
+    origin, path, m = get_manifest(cs, bundles)
+    pool = origin.rsplit("/", 1)[0] + "/" if "://" in origin else cs.pins.get("pool", "")
+    out, problems = [], []
+    for role, plat, comps in (("host", cs.host_platform, cs.host), ("target", cs.target_platform, cs.target)):
+        for c in comps:
+            comp = m.component(c)
+            if comp is None:
+                problems.append(f"component {c} ({role}) is not in manifest {origin}")
+                continue
+            art = comp.artifact(plat)
+            if art is None:
+                have = sorted(set(comp.platforms) | set(comp.variants))
+                problems.append(f"component {c} ({role}) has no archive for platform {plat} in manifest "
+                                f"{origin} (it has: {', '.join(have) or 'none'})")
+                continue
+            out.append(Artifact(c, comp.key, role, plat, comp.version, pool + art.relative_path,
+                                art.sha256.lower(), art.size, art.relative_path.rsplit("/", 1)[-1], "redist"))
+    if problems:
+        raise ToolkitError(f"{cs.spec_file}: cuda.toolkit cannot be resolved:\n  " + "\n  ".join(problems))
+    return origin, path, out

@@ -1,0 +1,35 @@
+"""Validation of a toolkit prefix before any CMake runs: every required file of both roles
+(:func:`bundlegraph.toolkit.components.required_files`) must exist. A miss names the file,
+the component (and platform) that should provide it and, when the spec does not list that
+component, the spec key to add it to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ToolkitError
+from .components import required_files
+from .identity import ComponentSet
+
+
+def problems(prefix: Path, cs: ComponentSet, *, driver_stub_from: str = "cuda_cudart") -> list[str]:
+    """One line per missing required file (empty: valid)."""
+    major = int(cs.cuda_version.split(".")[0])
+    out = []
+    for r in required_files(cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from):
+        p = prefix / r.path
+        if p.exists():  # follows links: a dangling unversioned link is a miss
+            continue
+        listed = r.component in (cs.host if r.role == "host" else cs.target) or r.component == "generated stub"
+        hint = "" if listed else (f"; {cs.spec_file or 'the spec'}: cuda.toolkit.{r.role} does not list "
+                                  f"{r.component}")
+        out.append(f"missing {r.path} (should come from component {r.component} for {r.platform}{hint})")
+    return out
+
+
+def check(prefix: Path, cs: ComponentSet, *, what: str, driver_stub_from: str = "cuda_cudart") -> None:
+    """Raise :class:`ToolkitError` listing every missing file of ``prefix``."""
+    miss = problems(prefix, cs, driver_stub_from=driver_stub_from)
+    if miss:
+        raise ToolkitError(f"toolkit {what} failed validation ({len(miss)} missing):\n  " + "\n  ".join(miss))
