@@ -115,8 +115,12 @@ def pe_closure(
                 continue  # the provider did not parse: its own failure says so
             imp_names = [n for i in info.imports if i.dll.lower() == dll.lower() for n in i.names]
             imp_ords = [o for i in info.imports if i.dll.lower() == dll.lower() for o in i.ordinals]
-            bad = [n for n in dict.fromkeys(imp_names) if not _exports(prov, n, files, idx, 0)]
-            bad += [f"#{o}" for o in dict.fromkeys(imp_ords) if not _exports(prov, f"#{o}", files, idx, 0)]
+            keys = [*dict.fromkeys(imp_names), *(f"#{o}" for o in dict.fromkeys(imp_ords))]
+            bad = [
+                f"{k} (forwarded to {pinfo.forwarders[k]})" if k in pinfo.forwarders else k
+                for k in keys
+                if not _exports(prov, k, files, idx, 0)
+            ]
             if bad:
                 shown = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
                 out.append(Failure(path, "symbols", f"imports {len(bad)} name(s) from {_base(prov)} that it does not export: {shown}"))
@@ -198,7 +202,7 @@ def elf_closure(
             pinfo = files.get(prov)
             if pinfo is None:
                 continue
-            for v in sorted(info.verneed.get(soname, ()) - pinfo.verdef):
+            for v in sorted(info.verneed.get(soname, frozenset()) - pinfo.verdef):
                 sym = info.verneed_symbols.get((soname, v))
                 defined = ", ".join(sorted(pinfo.verdef)) or "no versions"
                 out.append(Failure(path, "symbols", f"needs version {v} of {soname}{f' (symbol {sym})' if sym else ''}, which {prov} does not define (it defines {defined})"))
