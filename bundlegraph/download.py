@@ -37,7 +37,7 @@ import httpx
 
 from . import paths
 from .errors import DownloadError, HashMismatch
-from .fsutil import CHUNK, locked, sha256_file
+from .fsutil import locked, sha256_file
 from .progress import Reporter, reporter
 
 TIMEOUT = httpx.Timeout(connect=15.0, read=60.0, write=60.0, pool=15.0)
@@ -122,7 +122,9 @@ def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Repor
         have = 0
     if size is not None and have == size:
         return
-    headers = {"Range": f"bytes={have}-"} if have else {}
+    headers = {"Accept-Encoding": "identity"}  # byte offsets for Range; stored bytes = served bytes
+    if have:
+        headers["Range"] = f"bytes={have}-"
     try:
         with c.stream("GET", url, headers=headers) as r:
             check_url(str(r.url), allow_insecure=allow_insecure)
@@ -140,7 +142,7 @@ def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Repor
             mode = "ab" if r.status_code == 206 else "wb"
             rep.update(task, completed=have if mode == "ab" else 0)
             with open(part, mode) as f:
-                for chunk in r.iter_bytes(CHUNK):
+                for chunk in r.iter_raw():  # unbuffered: bytes received before a drop are kept
                     f.write(chunk)
                     rep.advance(task, len(chunk))
     except httpx.TransportError as e:

@@ -79,7 +79,7 @@ class Required:
 
 
 def required_files(host_platform: str, target_platform: str, cuda_major: int, *,
-                   driver_stub_from: str = "cuda_cudart") -> list[Required]:
+                   driver_stub_from: str = "cuda_cudart", cublas: bool = True) -> list[Required]:
     """The required-file list of a toolkit for (host, target) platforms.
 
     Host (runs on the build machine): ``bin/nvcc(.exe)``, ``nvvm/bin/cicc(.exe)``,
@@ -87,7 +87,8 @@ def required_files(host_platform: str, target_platform: str, cuda_major: int, *,
     cudadevrt, cublas, cublasLt and the driver import library: ``lib/<arch>/*.lib`` and
     ``bin/<arch>/*64_<major>.dll`` on Windows, ``targets/<dir>/lib/*`` on Linux.
     ``driver_stub_from`` names what provides the Linux ``stubs/libcuda.so`` (the redist cudart
-    archive, or ``generated stub`` for wheels).
+    archive, or ``generated stub`` for wheels). ``cublas=False`` (a leg whose
+    ``cuda.toolkit.target`` does not list ``libcublas``) drops the cublas/cublasLt files.
     """
     exe = ".exe" if is_windows(host_platform) else ""
     out: list[Required] = []
@@ -127,4 +128,6 @@ def required_files(host_platform: str, target_platform: str, cuda_major: int, *,
                         ("libcublasLt.so", "libcublas"), ("stubs/libcuda.so", driver_stub_from)):
             t(f"{lib}/{f}", comp)
         t(f"{inc}/cuda_runtime.h", "cuda_cudart")
+    if not cublas:
+        out = [r for r in out if r.component != "libcublas"]
     return out

@@ -41,7 +41,8 @@ def read_version(root: Path) -> str:
 def used_files(cs: ComponentSet) -> list[str]:
     """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
     major = int(cs.cuda_version.split(".")[0])
-    files = {r.path for r in required_files(cs.host_platform, cs.target_platform, major)}
+    files = {r.path for r in required_files(cs.host_platform, cs.target_platform, major,
+                                                 cublas="libcublas" in cs.target)}
     files.add("bin/nvcc.profile")
     return sorted(files)
 

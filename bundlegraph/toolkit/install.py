@@ -25,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import paths
 from ..download import download_many
 from ..errors import ToolkitError
 from ..extract import extract
@@ -169,11 +168,18 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: 
                                   "soname": SONAME, "sha256": sha256_file(stub), "ship": False})
     atomic_write_json(tmp / "version.json", _version_json(cs, comps))
     validate.check(tmp, cs, what=cs.name, driver_stub_from=stub_from)
-    atomic_write_json(tmp / "bundlegraph-toolkit.json", {
+    os.chmod(tmp, 0o755)  # mkdtemp made it private; the toolkit is shared by runs and users
+    os.chmod(tmp / "version.json", 0o644)
+    _write_receipt(tmp / "bundlegraph-toolkit.json", {
         "name": cs.name, "set_digest": cs.digest, "layout": LAYOUT_VERSION, "source": cs.source,
         "cuda": cs.cuda_version, "host_platform": cs.host_platform, "target_platform": cs.target_platform,
         "target_dir": target_dir(cs.target_platform), "components": comps, "generated": generated,
         "profile": profile, **extra})
+
+
+def _write_receipt(path: Path, data: dict) -> None:
+    atomic_write_json(path, data)
+    os.chmod(path, 0o644)
 
 
 def _version_json(cs: ComponentSet, comps: list[dict]) -> dict:
@@ -184,6 +190,3 @@ def _version_json(cs: ComponentSet, comps: list[dict]) -> dict:
         out[c["component"]] = {"name": c["component"], "version": c["version"], "platform": c["platform"]}
     return out
 
-
-def toolkits_root() -> Path:
-    return paths.cache_root() / "toolkits"

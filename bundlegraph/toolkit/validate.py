@@ -17,7 +17,8 @@ def problems(prefix: Path, cs: ComponentSet, *, driver_stub_from: str = "cuda_cu
     """One line per missing required file (empty: valid)."""
     major = int(cs.cuda_version.split(".")[0])
     out = []
-    for r in required_files(cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from):
+    for r in required_files(cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from,
+                            cublas="libcublas" in cs.target):
         p = prefix / r.path
         if p.exists():  # follows links: a dangling unversioned link is a miss
             continue
