@@ -165,7 +165,7 @@ def run_configure(ctx, leg: str) -> list[Path]:
     plan, inputs = resolved_plan(ctx, leg)
     tc = get_toolchain(plan.toolchain)
     if plan.cuda is not None:
-        missing = plan.cuda.missing(with_cublas=tc.info.cross)
+        missing = plan.cuda.missing(with_cublas="libcublas" in ctx.spec(leg).cuda.toolkit.target)
         if missing:
             raise ToolkitError(
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "

@@ -1,0 +1,35 @@
+/* The C ABI between ggml-base and a backend module (like ggml's backend registry). */
+#pragma once
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define MINI_EXPORT __declspec(dllexport)
+#else
+#  define MINI_EXPORT __attribute__((visibility("default")))
+#endif
+#if defined(_WIN32) && defined(GGML_BUILD)
+#  define GGML_API __declspec(dllexport)
+#elif defined(_WIN32)
+#  define GGML_API __declspec(dllimport)
+#else
+#  define GGML_API __attribute__((visibility("default")))
+#endif
+
+typedef struct ggml_backend_i {
+    const char * name;
+    int (*device_count)(void);
+    /* x[i] *= s for n floats; returns 0 on success */
+    int (*scale)(float * x, int n, float s);
+} ggml_backend_i;
+
+typedef ggml_backend_i * (*ggml_backend_init_t)(void);
+
+/* loads <dir>/<prefix>ggml-<name><suffix> and calls its ggml_backend_init; NULL if absent */
+GGML_API ggml_backend_i * ggml_backend_load(const char * dir, const char * name);
+GGML_API const char * ggml_build_info(void);
+
+#ifdef __cplusplus
+}
+#endif

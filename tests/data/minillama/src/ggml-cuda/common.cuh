@@ -1,0 +1,3 @@
+#pragma once
+#include <cuda_runtime.h>
+int mini_cuda_scale(float * x, int n, float s);
