@@ -1,0 +1,131 @@
+"""configure/build plans of the real bundles (no process runs): golden files for the Windows
+ARM64 legs, host-mismatch refusal, cache entries, the plan command output."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundlegraph.errors import HostMismatch, SpecError
+from bundlegraph.graph import Filters, load_graph
+from bundlegraph.pipeline.build import plan_build, target_filter
+from bundlegraph.pipeline.configure import plan_configure, run_configure
+from bundlegraph.schemas.spec import BundleSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "data" / "golden"
+
+
+def _ctx(bundles: Path = ROOT / "bundles"):
+    return load_graph(bundles, Filters()).ctx
+
+
+def golden_text(ctx, leg: str) -> str:
+    """Toolchain file + configure and build argv (one argument per line) with machine-specific
+    paths replaced by placeholders, newlines normalised."""
+    p = plan_configure(ctx, leg)
+    b = plan_build(ctx, leg)
+    text = (f"# toolchain file {leg}\n{p.toolchain_text}\n# configure\n" + "\n".join(p.argv)
+            + "\n# build\n" + "\n".join([*b.argv, "-j", "<N>"]) + "\n")
+    subs = [(p.source_tree.as_posix(), "<SOURCE>"), (str(Path(sys.executable).parent.as_posix()), "<BIN>")]
+    if p.cuda is not None:
+        subs.append((p.cuda.root, "<CUDA_ROOT>"))
+    subs.append((Path(os.environ["BUNDLEGRAPH_WORKDIR"]).as_posix(), "<WORKDIR>"))
+    for a, b_ in subs:
+        text = text.replace(a, b_)
+    text = text.replace("<BIN>/cmake.exe", "<BIN>/cmake").replace("<BIN>/ninja.exe", "<BIN>/ninja")
+    return text.replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("leg", ["windows-arm64-cuda13-portable", "windows-arm64-cpu"])
+def test_windows_arm64_golden(workdir, leg):
+    got = golden_text(_ctx(), leg)
+    f = GOLDEN / f"{leg}.txt"
+    if os.environ.get("BUNDLEGRAPH_UPDATE_GOLDEN") == "1":
+        f.write_text(got, encoding="utf-8", newline="\n")
+    want = f.read_text(encoding="utf-8").replace("\r\n", "\n")
+    assert got.splitlines() == want.splitlines()
+
+
+def test_windows_cuda_toolchain_matches_upstream_settings(workdir):
+    """Every setting of llama.cpp's cmake/arm64-windows-msvc-cuda.cmake is in ours, same value."""
+    text = plan_configure(_ctx(), "windows-arm64-cuda13-portable").toolchain_text
+    for line in [
+        "set( CMAKE_SYSTEM_NAME Windows )",
+        "set( CMAKE_SYSTEM_PROCESSOR arm64 )",
+        'set( CMAKE_CUDA_HOST_COMPILER "${MSVC_TOOLS_ROOT}/bin/Hostx64/arm64/cl.exe" CACHE FILEPATH "" )',
+        'set( CMAKE_CUDA_COMPILER "${CUDA_ROOT}/bin/nvcc.exe" CACHE FILEPATH "" )',
+        'set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64" )',
+        'set( CUDA_CUDART              "${CUDA_ROOT}/lib/arm64/cudart.lib" CACHE FILEPATH "" )',
+        'set( CUDA_cublasLt_LIBRARY    "${CUDA_ROOT}/lib/arm64/cublasLt.lib" CACHE FILEPATH "" )',
+        'set( CUDA_cuda_driver_LIBRARY "${CUDA_ROOT}/lib/arm64/cuda.lib" CACHE FILEPATH "" )',
+    ]:
+        assert line in text.splitlines(), line
+    assert "allow-unsupported-compiler" not in text
+
+
+def test_windows_leg_refused_on_linux(workdir):
+    if os.name == "nt":
+        pytest.skip("this host is Windows")
+    with pytest.raises(HostMismatch, match=r"windows x64 build host; this host is linux"):
+        run_configure(_ctx(), "windows-arm64-cuda13-portable")
+    assert not (workdir / "build" / "windows-arm64-cuda13-portable" / "toolchain.cmake").exists()
+
+
+def test_linux_cross_cache_entries(workdir):
+    p = plan_configure(_ctx(), "linux-arm64-cuda13-blackwell")
+    assert p.cache["CMAKE_CUDA_ARCHITECTURES"] == "120;121"
+    assert p.cache["GGML_NATIVE"] == "OFF" and p.cache["GGML_CPU"] == "OFF"
+    assert p.cache["CMAKE_INSTALL_RPATH"] == "$ORIGIN" and p.cache["LLAMA_BUILD_NUMBER"] == "6990"
+    assert p.cache["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON" and p.cache["LLAMA_USE_PREBUILT_UI"] == "OFF"
+    assert "-target-dir=sbsa-linux" in p.toolchain_text
+    assert f'"${{CUDA_ROOT}}/targets/sbsa-linux/lib/stubs/libcuda.so"' in p.toolchain_text
+    assert "aarch64-linux-gnu-g++" in p.toolchain_text.split("CMAKE_CUDA_HOST_COMPILER", 1)[1].splitlines()[0]
+
+
+def test_download_option_refused(workdir, bundles_copy):
+    f = bundles_copy / "linux-arm64-cpu.toml"
+    text = f.read_text().replace("GGML_NATIVE = false", "GGML_NATIVE = true")
+    f.write_text(text.replace("[cmake]\n", "[cmake]\nLLAMA_BUILD_BORINGSSL = true\n"))
+    with pytest.raises(SpecError) as e:
+        plan_configure(_ctx(bundles_copy), "linux-arm64-cpu")
+    msg = str(e.value)
+    assert "linux-arm64-cpu.toml: cmake.LLAMA_BUILD_BORINGSSL: must be OFF (it downloads" in msg
+    assert "linux-arm64-cpu.toml: cmake.GGML_NATIVE: must be OFF" in msg
+
+
+def test_target_filter(monkeypatch, workdir):
+    monkeypatch.setenv("BUNDLEGRAPH_BUILD_TARGETS", "a.o, b.o;c")
+    assert target_filter(lambda k, d: None) == ["a.o", "b.o", "c"]
+    assert target_filter(lambda k, d: "x") == ["x"]
+    p = plan_build(_ctx(), "linux-arm64-cuda13-blackwell")
+    assert p.filtered and p.argv[-4:] == ["--target", "a.o", "b.o", "c"]
+    monkeypatch.delenv("BUNDLEGRAPH_BUILD_TARGETS")
+    p = plan_build(_ctx(), "linux-arm64-cuda13-blackwell")
+    assert not p.filtered and p.argv[-2:] == ["--target", "ggml-cuda"]
+
+
+def test_plan_command_prints_configure_and_toolchain(workdir):
+    import graphrun
+
+    r = graphrun.cli(["plan", "windows-arm64-cuda13-portable"], workdir=workdir)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "configure: " in out and "-DCMAKE_TOOLCHAIN_FILE=" in out and "'-DCMAKE_CUDA_ARCHITECTURES=120;121'" in out
+    assert '| set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64" )' in out
+    assert "build: " in out and "--target ggml-cuda -j " in out
+    assert "build_host: windows x64" in out
+
+
+def test_spec_sets_derived_entry_refused(workdir):
+    spec = BundleSpec.model_validate({
+        "id": "x", "os": "linux", "arch": "x64", "backend": "cpu", "install_kind": "k", "runner": "r",
+        "toolchain": "gcc-linux-x86_64", "profile": {"name": "cpu", "klass": "cpu", "rank": 1},
+        "cmake": {"CMAKE_CUDA_ARCHITECTURES": "90"}, "linux": {"glibc_floor": "2.36", "glibcxx_floor": "3.4.30"}})
+    from bundlegraph.pipeline.cmake_cache import cache_entries
+
+    with pytest.raises(SpecError, match=r"x.toml: cmake.CMAKE_CUDA_ARCHITECTURES: set by bundlegraph"):
+        cache_entries(spec, "x.toml", commit=None, build_number=1)
