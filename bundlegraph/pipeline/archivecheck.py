@@ -1,14 +1,14 @@
 """Verify a packed bundle archive and reduce the result to :class:`VerifyFindings`.
 
-:func:`archive_verifier` returns the ``Verifier`` that ``package`` and ``merge`` call. The
-archive is extracted (safely) into a temp directory and checked there:
+:func:`archive_verifier` returns the ``Verifier`` that ``package`` and ``merge`` call. Checks:
 
-- always: every PE (``MZ``) and ELF member's machine must be the leg's arch (PE machine
-  ``0xAA64``/``0x8664``; ELF ``EM_AARCH64``/``EM_X86_64``) — the minimum a bundle must pass,
-  and the ``machine`` the info JSON records;
+- fallback: every PE (``MZ``) and ELF member's machine must be the leg's arch (PE machine
+  ``0xAA64``/``0x8664``; ELF ``EM_AARCH64``/``EM_X86_64``);
 - when the verify stage is present (``bundlegraph.pipeline.verify`` with ``policy_from_spec``
-  and ``verify_path``), its full report on the extracted tree: failures fail the package and
-  its fatbin SMs are recorded.
+  and ``verify_path``), its full report on the archive itself (machine, closure, glibc floors,
+  fatbin vs promised archs, signatures, required files, the info JSON): failures fail the
+  package; machines and fatbin SMs become the findings. Without it, the machine check alone
+  runs on a safe extraction.
 
 Failures raise :class:`VerifyError` naming the archive and member; on CI each becomes an
 ``::error file=<archive>::`` annotation (:mod:`bundlegraph.ci`).
@@ -48,25 +48,26 @@ def machine_of(path: Path) -> str | None:
     return None
 
 
-def _full_verify(tree: Path, spec: BundleSpec, release: Release) -> tuple[list[str], list[int]] | None:
+def _verify_module():
     try:
         mod = importlib.import_module("bundlegraph.pipeline.verify")
     except ModuleNotFoundError:
         return None
-    if not (hasattr(mod, "policy_from_spec") and hasattr(mod, "verify_path")):
-        return None
-    report = mod.verify_path(tree, mod.policy_from_spec(spec, release))
-    failures = [str(f) for f in (getattr(report, "failures", None) or [])]
-    sms: set[int] = set()
-    for attr in ("fatbin_sms", "sms"):
-        v = getattr(report, attr, None)
-        if v:
-            sms |= {int(x) for x in v}
-    return failures, sorted(sms)
+    return mod if hasattr(mod, "policy_from_spec") and hasattr(mod, "verify_path") else None
 
 
-def verify_tree(tree: Path, spec: BundleSpec, release: Release, subject: str) -> VerifyFindings:
-    """Check an extracted bundle ``tree`` (see module docstring); raises :class:`VerifyError`."""
+def findings_of(report, arch: str) -> VerifyFindings:
+    """Reduce a verify ``Report`` to :class:`VerifyFindings`: the machines of its binaries
+    (``arch`` when all agree) and the SMs with SASS in any fatbin (sorted)."""
+    machines = {f.get("machine") for f in report.files.values() if f.get("machine")}
+    sms = sorted({int(k) for f in report.files.values() for k in (f.get("fatbin") or {}).get("sass", {})})
+    machine = arch if machines == {arch} else (",".join(sorted(machines)) or None)
+    return VerifyFindings(machine=machine, fatbin_sms=sms, passed=report.ok)
+
+
+def basic_tree_check(tree: Path, spec: BundleSpec, subject: str) -> VerifyFindings:
+    """The fallback when the verify stage is absent: every PE/ELF file's machine is the leg's
+    arch. Raises :class:`VerifyError` naming each file that is not."""
     failures: list[str] = []
     seen: set[str] = set()
     for p in sorted(tree.rglob("*")):
@@ -78,23 +79,28 @@ def verify_tree(tree: Path, spec: BundleSpec, release: Release, subject: str) ->
         seen.add(m)
         if m != spec.arch:
             failures.append(f"{p.relative_to(tree).as_posix()}: machine {m}, the leg targets {spec.arch}")
-    sms: list[int] = []
-    full = _full_verify(tree, spec, release)
-    if full is not None:
-        failures += full[0]
-        sms = full[1]
     if failures:
         raise VerifyError(failures, subject=subject)
     machine = spec.arch if seen == {spec.arch} else (",".join(sorted(seen)) or None)
-    return VerifyFindings(machine=machine, fatbin_sms=sms, passed=True)
+    return VerifyFindings(machine=machine, fatbin_sms=[], passed=True)
 
 
-def archive_verifier(spec: BundleSpec, release: Release):
-    """``verifier(archive) -> VerifyFindings`` for ``spec``'s bundles (see module docstring)."""
+def archive_verifier(spec: BundleSpec, release: Release, *, base: BundleSpec | None = None,
+                     trust_roots: tuple[str, ...] = ()):
+    """``verifier(archive) -> VerifyFindings`` for ``spec``'s finished bundles: verify's
+    :func:`verify_path` on the archive itself with ``policy_from_spec(spec, release, base=base)``
+    (``base``: the merge base's spec for a merged leg; ``trust_roots``: extra PEM roots for the
+    signature check). Raises :class:`VerifyError` listing every failure."""
 
     def verify(archive: Path) -> VerifyFindings:
-        with tempfile.TemporaryDirectory(prefix="bg-verify-") as d:
-            extract(archive, d)
-            return verify_tree(Path(d), spec, release, subject=archive.name)
+        mod = _verify_module()
+        if mod is None:
+            with tempfile.TemporaryDirectory(prefix="bg-verify-") as d:
+                extract(archive, d)
+                return basic_tree_check(Path(d), spec, archive.name)
+        report = mod.verify_path(archive, mod.policy_from_spec(spec, release, base=base, trust_roots=trust_roots))
+        if not report.ok:
+            raise VerifyError(report.lines(), subject=archive.name)
+        return findings_of(report, spec.arch)
 
     return verify

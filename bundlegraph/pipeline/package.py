@@ -119,6 +119,7 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         asset_name=inp.dest.name, leg=s.id, os=s.os, arch=s.arch, install_kind=s.install_kind,
         source_repo=r.source_repo, source_commit=inp.source_commit, source_digest=inp.source_digest,
         upstream_tag=r.upstream_tag, release_tag=r.tag, platform=f"{s.os}-{s.arch}",
+        profile=s.profile.name, archs=list(s.cuda.archs) if s.cuda else [],
         bundle_profile=s.profile.name, runtime_line=s.profile.line, coverage_class=s.profile.klass,
         bundle_rank=s.profile.rank, toolkit_version=inp.toolkit_version or (s.cuda.version if s.cuda else None),
         supported_sms=sms, min_sm=min(sms) if sms else None, max_sm=max(sms) if sms else None,
@@ -154,7 +155,10 @@ def _collect(inp: PackageInputs) -> tuple[dict[str, Path], dict[str, bool]]:
 
 
 def _checked(verifier: Verifier, archive: Path, name: str) -> VerifyFindings:
-    found = verifier(archive)
+    try:
+        found = verifier(archive)
+    except VerifyError as e:  # name the bundle, not the temp file
+        raise VerifyError(e.failures, subject=name) from None
     if not found.passed:
         raise VerifyError(["verify reported failure"], subject=name)
     return found
@@ -166,6 +170,7 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
     written into the bundle. Raises :class:`BundleGraphError` subclasses (``VerifyError``,
     ``SigningError``, ``ArchiveError``) naming the leg and file."""
     s = inp.spec
+    inp.dest.parent.mkdir(parents=True, exist_ok=True)
     inp.dest.unlink(missing_ok=True)
     epoch = archive_epoch(inp.commit_epoch)
     files, links = _collect(inp)
@@ -179,7 +184,7 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
 
     licenses = third_party_text(inp.source_tree, nvidia_license(inp.toolkit_prefix) if cuda_shipped else None)
     runtime = sorted([*inp.prior_runtime, *(rf.info for rf in inp.runtime)], key=lambda r: r.name)
-    with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent if inp.dest.parent.is_dir() else None) as sd:
+    with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent) as sd:
         to_sign = [k for k in files if k in own and not links[k] and is_pe(files[k])]
         signed: list[Path] = []
         for k in to_sign:
@@ -191,7 +196,6 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
         outcome = sign_files(signed, leg=s.id, signing=s.signing, env=env, log=log)
         entries = [Entry(k, link=str(p.readlink())) if links[k] else Entry(k, path=p) for k, p in files.items()]
         entries.append(Entry(LICENSES_FILE, data=licenses))
-        inp.dest.parent.mkdir(parents=True, exist_ok=True)
         suffix = s.archive_suffix
         probe = inp.dest.with_name(f".{inp.dest.name}.probe{suffix}")
         staged = inp.dest.with_name(f".{inp.dest.name}.staged{suffix}")

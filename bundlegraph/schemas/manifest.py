@@ -61,7 +61,8 @@ class VerifyFindings(Strict):
 
 
 class BundleInfo(Strict):
-    """The info JSON inside a bundle. ``schema_version`` 1."""
+    """The info JSON inside a bundle. ``schema_version`` 1. ``profile`` (= ``bundle_profile``)
+    and ``archs`` (the spec's CUDA archs in CMake form) are what verify's info check reads."""
 
     schema_version: Literal[1] = 1
     component: Literal["llama.cpp"] = "llama.cpp"
@@ -76,6 +77,8 @@ class BundleInfo(Strict):
     upstream_tag: str
     release_tag: str
     platform: str
+    profile: str
+    archs: list[str] = []
     bundle_profile: str
     runtime_line: Literal["cuda12", "cuda13"] | None
     coverage_class: str
