@@ -72,7 +72,11 @@ class RedistServer:
                     return
                 self.wfile.write(body)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Quiet(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that gave up (timeouts)
+                pass
+
+        self._httpd = Quiet(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._t = threading.Thread(target=self._httpd.serve_forever, daemon=True)

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ..download import download_many
-from ..errors import ToolkitError
+from ..errors import ToolkitError, UnsafeArchive
 from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file
 from . import layout, validate
@@ -141,12 +141,12 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: 
             raise ToolkitError(f"cached {art.filename} ({blob}) no longer has sha256 {art.sha256}; deleted, rerun")
         with tempfile.TemporaryDirectory(prefix=".stage-", dir=tmp) as d:
             stage = Path(d)
-            if art.source == "wheels":
-                extract(blob, stage)
-                root = _wheel_root(stage, art.filename)
-            else:
-                extract(blob, stage, strip=1)
-                root = stage
+            try:
+                extract(blob, stage, strip=0 if art.source == "wheels" else 1)
+            except UnsafeArchive as e:
+                raise UnsafeArchive(f"{art.filename} ({art.component} for {art.platform}, {art.url}): "
+                                    f"refused, nothing installed: {e}") from None
+            root = _wheel_root(stage, art.filename) if art.source == "wheels" else stage
             layout.place(root, tmp, component=art.component, role=art.role, platform=art.platform, owners=owners)
         comps.append({**{k: v for k, v in art.as_json().items() if k not in ("url", "key")},
                       "origin": art.url, "manifest_key": art.key})

@@ -179,7 +179,8 @@ def host_aliases(prefix: Path, host_platform: str) -> None:
     base = PurePosixPath("targets", target_dir(host_platform))
     for alias, real in (("include", base / "include"), ("lib64", base / "lib")):
         link = prefix / alias
-        if link.exists() or link.is_symlink() or not (prefix / real).is_dir():
+        (prefix / real).mkdir(parents=True, exist_ok=True)
+        if link.exists() or link.is_symlink():
             continue
         if IS_WINDOWS_HOST:
             shutil.copytree(prefix / real, link, symlinks=False)

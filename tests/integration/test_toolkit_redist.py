@@ -1,0 +1,261 @@
+"""The redist source end to end against a real HTTP server on 127.0.0.1: archives made at test
+time in NVIDIA's layout, a manifest in NVIDIA's schema. Layout, receipt, incrementality, a
+concurrent second installer, and every fault refused with its own error, leaving no prefix,
+no temp directory and no unverified blob behind."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bundlegraph import paths
+from bundlegraph.errors import DownloadError, HashMismatch, ToolkitError, UnsafeArchive
+from bundlegraph.pipeline.toolkit import ref_for_set
+from bundlegraph.toolkit.identity import ComponentSet
+from bundlegraph.toolkit.install import install
+from redistkit import LINK, build_pool, linux_components, windows_components
+from redistserver import RedistServer
+
+HOST = ("cuda_cccl", "cuda_crt", "cuda_nvcc", "libnvvm")
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("BUNDLEGRAPH_READ_TIMEOUT", "0.5")
+    monkeypatch.setenv("BUNDLEGRAPH_CONNECT_TIMEOUT", "2")
+    monkeypatch.setenv("BUNDLEGRAPH_RETRIES", "1")
+    monkeypatch.setenv("BUNDLEGRAPH_BACKOFF", "0.01")
+    return tmp_path
+
+
+def make_set(server, host="linux-x86_64", target="linux-sbsa", target_comps=("cuda_cudart", "libcublas"),
+             label="13.9.1") -> ComponentSet:
+    return ComponentSet("redist", "13.9", host, target, HOST, tuple(sorted(target_comps)),
+                        {"manifest": label, "pool": server.url("/")}, "bundles/test-leg.toml")
+
+
+def serve(server, comps, **kw):
+    files, manifest = build_pool(comps, **kw)
+    server.files.update(files)
+    return files, manifest
+
+
+def assert_clean(env, cs, bad_sha=None):
+    ref = ref_for_set(cs)
+    assert not ref.prefix.exists(), "a failed install must leave no prefix"
+    root = paths.cache_root() / "toolkits"
+    assert not [p.name for p in root.glob(".*.tmp")] if root.is_dir() else True
+    if bad_sha:
+        assert not paths.blob_path(bad_sha).exists()
+        assert not list((paths.cache_root() / "partial").glob("*.part"))
+
+
+def test_install_layout_receipt_and_noop(env, tmp_path):
+    with RedistServer() as s:
+        files, manifest = serve(s, linux_components(), nested={("cuda_cudart", "linux-sbsa")})
+        cs = make_set(s)
+        ref = ref_for_set(cs)
+        receipt = install(cs, ref, tmp_path)
+        p = ref.prefix
+        assert receipt == ref.receipt and receipt.is_file()
+        assert os.access(p / "bin/nvcc", os.X_OK)
+        assert (p / "nvvm/bin/cicc").is_file()
+        # headers in both targets' include (host and target), the host target as include/ and lib64/
+        for d in ("x86_64-linux", "sbsa-linux"):
+            assert (p / f"targets/{d}/include/cccl/cuda/std/version").is_file()
+            assert (p / f"targets/{d}/include/crt/host_config.h").is_file()
+        assert (p / "include").resolve() == (p / "targets/x86_64-linux/include").resolve()
+        assert (p / "lib64").resolve() == (p / "targets/x86_64-linux/lib").resolve()
+        lib = p / "targets/sbsa-linux/lib"
+        assert (lib / "libcudart.so").read_bytes() == b"\x7fELF-rt"  # archive's links kept
+        assert os.readlink(lib / "libcublas.so") == "libcublas.so.13"  # unversioned link added
+        assert (lib / "stubs/libcuda.so").read_bytes() == b"\x7fELF-stub"  # the redist stub, not ours
+        # redist ships its standard nvcc.profile: kept as is
+        assert (p / "bin/nvcc.profile").read_bytes().startswith(b"TOP")
+        r = json.loads(receipt.read_text())
+        assert r["source"] == "redist" and r["generated"] == [] and r["profile"] is None
+        assert r["manifest"]["origin"] == s.url("/redistrib_13.9.1.json")
+        by = {(c["component"], c["platform"]): c for c in r["components"]}
+        assert set(by) == {(c, "linux-x86_64") for c in HOST} | {("cuda_cudart", "linux-sbsa"), ("libcublas", "linux-sbsa")}
+        assert by[("cuda_cccl", "linux-x86_64")]["manifest_key"] == "cccl"  # cuda_cccl vs cccl
+        for (comp, plat), c in by.items():
+            key = "cccl" if comp == "cuda_cccl" else comp
+            art = manifest[key][plat]
+            art = art.get("cuda13", art)
+            assert c["sha256"] == art["sha256"] and c["size"] == int(art["size"]) and c["version"] == "13.9.1"
+            assert c["sha256"] == hashlib.sha256(files["/" + art["relative_path"]]).hexdigest()
+        # unchanged set: no-op, no request at all
+        n = len(s.requests)
+        assert install(cs, ref, tmp_path) == receipt
+        assert len(s.requests) == n
+        # prefix gone, cache warm: rebuilt with no archive download and no manifest fetch
+        import shutil
+
+        shutil.rmtree(p)
+        install(cs, ref, tmp_path)
+        assert len(s.requests) == n and (p / "bin/nvcc").is_file()
+
+
+def test_windows_arm64_layout(env, tmp_path):
+    with RedistServer() as s:
+        serve(s, windows_components())
+        cs = make_set(s, host="windows-x86_64", target="windows-arm64")
+        ref = ref_for_set(cs)
+        install(cs, ref, tmp_path)
+        p = ref.prefix
+        for n in ("cudart", "cudart_static", "cudadevrt", "cuda", "cublas", "cublasLt"):
+            assert (p / f"lib/arm64/{n}.lib").is_file()
+        for n in ("cudart", "cublas", "cublasLt"):
+            assert ref.runtime(n) == p / f"bin/arm64/{n}64_13.dll" and ref.runtime(n).is_file()
+        assert ref.nvcc == p / "bin/nvcc.exe" and ref.nvcc.is_file()
+        assert ref.library("cuda_driver") == p / "lib/arm64/cuda.lib"
+        assert (p / "include/cccl/cuda/std/version").is_file() and not (p / "targets").exists()
+
+
+def test_wrong_sha256(env, tmp_path):
+    with RedistServer() as s:
+        files, manifest = serve(s, linux_components())
+        rel = manifest["cuda_cudart"]["linux-sbsa"]["relative_path"]
+        good = files["/" + rel]
+        s.files["/" + rel] = good[:-1] + bytes([good[-1] ^ 1])  # same size, other content
+        cs = make_set(s)
+        with pytest.raises(HashMismatch) as e:
+            install(cs, ref_for_set(cs), tmp_path)
+        assert s.url("/" + rel) in str(e.value) and manifest["cuda_cudart"]["linux-sbsa"]["sha256"] in str(e.value)
+        assert s.hits("/" + rel) == 2
+        assert_clean(env, cs, manifest["cuda_cudart"]["linux-sbsa"]["sha256"])
+
+
+def test_truncated_body(env, tmp_path):
+    with RedistServer() as s:
+        files, manifest = serve(s, linux_components())
+        rel = manifest["libcublas"]["linux-sbsa"]["relative_path"]
+        s.files["/" + rel] = files["/" + rel][:92]
+        cs = make_set(s)
+        with pytest.raises(HashMismatch, match=rf"size {manifest['libcublas']['linux-sbsa']['size']}, got sha256 \w+ size 92"):
+            install(cs, ref_for_set(cs), tmp_path)
+        assert_clean(env, cs, manifest["libcublas"]["linux-sbsa"]["sha256"])
+
+
+def test_500_then_200_succeeds(env, tmp_path):
+    with RedistServer() as s:
+        files, manifest = serve(s, linux_components())
+        rel = "/" + manifest["cuda_nvcc"]["linux-x86_64"]["relative_path"]
+        s.faults[rel] = [500]
+        cs = make_set(s)
+        install(cs, ref_for_set(cs), tmp_path)
+        assert s.hits(rel) == 2 and (ref_for_set(cs).prefix / "bin/nvcc").is_file()
+
+
+def test_404(env, tmp_path):
+    with RedistServer() as s:
+        files, manifest = serve(s, linux_components())
+        rel = "/" + manifest["libnvvm"]["linux-x86_64"]["relative_path"]
+        del s.files[rel]
+        cs = make_set(s)
+        with pytest.raises(DownloadError, match=r"libnvvm-linux-x86_64-13.9.1-archive.tar.xz: HTTP 404"):
+            install(cs, ref_for_set(cs), tmp_path)
+        assert s.hits(rel) == 1
+        assert_clean(env, cs, manifest["libnvvm"]["linux-x86_64"]["sha256"])
+
+
+def test_stall_past_timeout(env, tmp_path):
+    with RedistServer(stall_s=1.5) as s:
+        files, manifest = serve(s, linux_components())
+        rel = "/" + manifest["cuda_crt"]["linux-x86_64"]["relative_path"]
+        s.faults[rel] = ["stall", "stall"]
+        cs = make_set(s)
+        with pytest.raises(DownloadError, match=r"cuda_crt-linux-x86_64-13.9.1-archive.tar.xz: failed after 2 attempt\(s\): ReadTimeout"):
+            install(cs, ref_for_set(cs), tmp_path)
+        assert_clean(env, cs, manifest["cuda_crt"]["linux-x86_64"]["sha256"])
+
+
+def test_zip_slip_entry(env, tmp_path):
+    comps = windows_components()
+    comps[("cuda_cudart", "windows-arm64")]["../../evil.dll"] = b"MZ"
+    with RedistServer() as s:
+        serve(s, comps)
+        cs = make_set(s, host="windows-x86_64", target="windows-arm64")
+        with pytest.raises(UnsafeArchive, match=r"cuda_cudart-windows-arm64.*'\.\./\.\./evil\.dll' climbs out"):
+            install(cs, ref_for_set(cs), tmp_path)
+        assert_clean(env, cs)
+        assert not (tmp_path / "evil.dll").exists()
+
+
+def test_symlink_escape(env, tmp_path):
+    comps = linux_components()
+    comps[("cuda_cudart", "linux-sbsa")]["lib/libcudart.so"] = (LINK, "../../../../../../etc/passwd")
+    with RedistServer() as s:
+        serve(s, comps)
+        cs = make_set(s)
+        with pytest.raises(UnsafeArchive, match=r"link '.*lib/libcudart.so' -> '\.\./.*etc/passwd' points outside"):
+            install(cs, ref_for_set(cs), tmp_path)
+        assert_clean(env, cs)
+
+
+def test_missing_component_for_platform(env, tmp_path):
+    comps = linux_components()
+    del comps[("libcublas", "linux-sbsa")]
+    comps[("libcublas", "linux-x86_64")] = {"lib/libcublas.so.13": b"x"}
+    with RedistServer() as s:
+        serve(s, comps)
+        cs = make_set(s)
+        with pytest.raises(ToolkitError) as e:
+            install(cs, ref_for_set(cs), tmp_path)
+        msg = str(e.value)
+        assert "bundles/test-leg.toml: cuda.toolkit" in msg
+        assert "component libcublas (target) has no archive for platform linux-sbsa" in msg
+        assert s.url("/redistrib_13.9.1.json") in msg and "(it has: linux-x86_64)" in msg
+        assert [p for p, _ in s.requests if p.endswith(".tar.xz")] == []  # nothing fetched
+        assert_clean(env, cs)
+
+
+def test_validation_names_file_and_component(env, tmp_path):
+    comps = linux_components()
+    del comps[("libcublas", "linux-sbsa")]["lib/libcublasLt.so.13"]
+    with RedistServer() as s:
+        serve(s, comps)
+        cs = make_set(s)
+        with pytest.raises(ToolkitError, match=r"missing targets/sbsa-linux/lib/libcublasLt.so \(should come from "
+                                               r"component libcublas for linux-sbsa\)"):
+            install(cs, ref_for_set(cs), tmp_path)
+        assert_clean(env, cs)
+
+
+_CHILD = """
+import sys, json
+sys.path.insert(0, {tests!r})
+from bundlegraph.pipeline.toolkit import ref_for_set
+from bundlegraph.toolkit.identity import ComponentSet
+from bundlegraph.toolkit.install import install
+from pathlib import Path
+cs = ComponentSet("redist", "13.9", "linux-x86_64", "linux-sbsa", {host!r}, ("cuda_cudart", "libcublas"),
+                  {{"manifest": "13.9.1", "pool": {pool!r}}}, "t")
+install(cs, ref_for_set(cs), Path("."))
+"""
+
+
+def test_two_concurrent_installs_do_not_corrupt(env, tmp_path):
+    with RedistServer() as s:
+        serve(s, linux_components())
+        code = _CHILD.format(tests=str(Path(__file__).parents[1]), host=HOST, pool=s.url("/"))
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, env=os.environ.copy()) for _ in range(2)]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        joined = "\n".join(outs)
+        assert joined.count("installed 6 components") == 1 and joined.count("already installed") == 1
+        cs = make_set(s)
+        r = json.loads(ref_for_set(cs).receipt.read_text())
+        assert len(r["components"]) == 6
