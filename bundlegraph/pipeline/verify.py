@@ -11,9 +11,10 @@ Checks, in order: unsafe archive entries; per file (machine, parse, fatbin, sign
 GPU backend's fatbin against the promised archs; PE and ELF import closure (file and symbol
 level); glibc floors; required files; the info JSON.
 
-Not wired into the graph here: a ``verify:<leg>`` task needs the build stage's output paths,
-which do not exist yet; the graph calls :func:`policy_from_spec` and :func:`verify_path`
-and turns ``Report.failures`` into ``VerifyError`` (see :meth:`Report.raise_for_failures`).
+Graph: :func:`plans` yields ``verify:<leg>`` (the built tree, after ``build:<leg>``, report in
+``build/<leg>/verify.json``); the graph owner adds it to ``graph._planners``. The package stage
+verifies the finished archive with :func:`policy_from_spec` + :func:`verify_path` and turns
+``Report.failures`` into ``VerifyError`` (:meth:`Report.raise_for_failures`).
 """
 
 from __future__ import annotations
@@ -246,3 +247,58 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
             continue
         for problem in check_archs(r.fatbin, archs):
             report.failures.append(Failure(r.path, "gpu-code", f"{problem} (promised {','.join(policy.archs)}; found {r.fatbin.summary()})"))
+
+
+# ---------------------------------------------------------------- graph stage (built tree)
+
+def built_tree_policy(ctx, leg: str) -> VerifyPolicy:
+    """``policy_from_spec(..., built_tree=True)`` for ``leg`` of a graph context (pure)."""
+    spec = ctx.spec(leg)
+    base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
+    return policy_from_spec(spec, ctx.release, base=base, built_tree=True)
+
+
+def run_verify_built(ctx, leg: str) -> list:
+    """``verify:<leg>``: verify the build stage's artifacts directory, write
+    ``build/<leg>/verify.json`` (the report) and raise :class:`VerifyError` on any failure."""
+    from .. import paths
+    from ..fsutil import atomic_write_json
+    from .build import plan_build
+
+    tree = plan_build(ctx, leg).artifacts_dir
+    if not tree.is_dir():
+        raise BundleGraphError(f"verify:{leg}: {tree} does not exist; run build:{leg}")
+    report = verify_path(tree, built_tree_policy(ctx, leg))
+    out = paths.build_dir(leg) / "verify.json"
+    atomic_write_json(out, report.to_json())
+    print(f"verify:{leg}: {len(report.files)} binaries, {len(report.failures)} failure(s); report {out}", flush=True)
+    report.raise_for_failures()
+    return [out]
+
+
+def plans(ctx) -> list:
+    """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
+    module on the built tree (``built_tree=True`` policy). The finished archive is verified
+    again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
+    import json as _json
+
+    from ..graph import TaskPlan, upstream_digest
+
+    out = []
+    for leg in ctx.legs:
+        def inputs(leg=leg) -> dict:
+            return {"build": upstream_digest(f"build:{leg}"),
+                    "policy": _json.loads(_json.dumps(built_tree_policy(ctx, leg).to_json(), default=list))}
+
+        def details(leg=leg) -> dict:
+            from .build import plan_build
+
+            return {"tree": plan_build(ctx, leg).artifacts_dir.as_posix(),
+                    "policy": _json.loads(_json.dumps(built_tree_policy(ctx, leg).to_json(), default=list))}
+
+        out.append(TaskPlan(
+            stage="verify", name=leg, leg=leg, doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
+            inputs=inputs, run=lambda leg=leg: run_verify_built(ctx, leg),
+            deps=[f"build:{leg}"], details=details,
+        ))
+    return out
