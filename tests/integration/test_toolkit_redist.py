@@ -259,3 +259,46 @@ def test_two_concurrent_installs_do_not_corrupt(env, tmp_path):
         cs = make_set(s)
         r = json.loads(ref_for_set(cs).receipt.read_text())
         assert len(r["components"]) == 6
+
+
+def test_host_toolkit_source_read_only_with_receipt(env, tmp_path):
+    """The host source on a real toolkit tree (one installed above from the redist pool):
+    version from version.json, same required files, receipt beside our cache entry, a change
+    to a used file changes the task's inputs; the host tree itself is never written."""
+    import shutil
+
+    from bundlegraph.toolkit.hostsrc import fingerprint
+    from bundlegraph.toolkit.install import key_inputs
+
+    with RedistServer() as s:
+        serve(s, linux_components())
+        cs0 = make_set(s)
+        install(cs0, ref_for_set(cs0), tmp_path)
+    host_root = tmp_path / "host-cuda"
+    shutil.copytree(ref_for_set(cs0).prefix, host_root, symlinks=True)
+    (host_root / "bundlegraph-toolkit.json").unlink()
+    before = sorted(p.relative_to(host_root).as_posix() for p in host_root.rglob("*"))
+    cs = ComponentSet("host", "13.9", "linux-x86_64", "linux-sbsa", HOST, ("cuda_cudart", "libcublas"),
+                      {"path": host_root.as_posix(), "version_json": "x"}, "bundles/dev.toml")
+    ref = ref_for_set(cs)
+    assert ref.prefix == host_root and ref.receipt.parent.parent == paths.cache_root() / "toolkits"
+    receipt = install(cs, ref, tmp_path)
+    r = json.loads(receipt.read_text())
+    assert r["source"] == "host" and r["version"] == "13.9.1" and r["path"] == host_root.as_posix()
+    assert r["files"]["bin/nvcc"] == hashlib.sha256((host_root / "bin/nvcc").read_bytes()).hexdigest()
+    assert "targets/sbsa-linux/lib/libcublas.so" in r["files"] and len(r["files_digest"]) == 64
+    assert sorted(p.relative_to(host_root).as_posix() for p in host_root.rglob("*")) == before
+    k1 = key_inputs(cs, tmp_path)
+    (host_root / "targets/sbsa-linux/lib/libcudart_static.a").write_bytes(b"!<arch>\nchanged")
+    assert key_inputs(cs, tmp_path) != k1 and fingerprint(cs)["targets/sbsa-linux/lib/libcudart_static.a"][0] == 15
+    # wrong version, missing version.json, missing file: each named
+    bad = ComponentSet("host", "13.5", "linux-x86_64", "linux-sbsa", HOST, ("cuda_cudart",),
+                       {"path": host_root.as_posix()}, "bundles/dev.toml")
+    with pytest.raises(ToolkitError, match=r"version.json: CUDA 13.9.1, but bundles/dev.toml asks for cuda.version 13.5"):
+        install(bad, ref_for_set(bad), tmp_path)
+    (host_root / "nvvm/bin/cicc").unlink()
+    with pytest.raises(ToolkitError, match=r"missing nvvm/bin/cicc \(should come from component libnvvm for linux-x86_64\)"):
+        install(cs, ref, tmp_path)
+    (host_root / "version.json").unlink()
+    with pytest.raises(ToolkitError, match=r"host-cuda/version.json: missing"):
+        install(cs, ref, tmp_path)
