@@ -52,6 +52,7 @@ def test_signature_outcomes_are_told_apart(signed, tmp_path):
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64")).lines() == []
 
 
+@pytest.mark.network
 def test_real_nvidia_signature(tmp_path):
     import realinputs
 
