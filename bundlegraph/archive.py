@@ -151,13 +151,13 @@ def _atomic_target(dest: Path) -> Iterator[io.BufferedWriter]:
 
 
 def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> Path:
-    """Write a deterministic ``.zip`` of ``entries`` to ``dest`` (DEFLATE level 9; times
+    """Write a deterministic ``.zip`` of ``entries`` to ``dest`` (DEFLATE level 6; times
     clamped to 1980 at the earliest, written in UTC). Returns ``dest``."""
     dest = Path(dest)
     items = _sorted_unique(entries, dest)
     when = _dt.datetime.fromtimestamp(max(epoch, ZIP_MIN_EPOCH), _dt.timezone.utc)
     date_time = (when.year, when.month, when.day, when.hour, when.minute, when.second - when.second % 2)
-    with _atomic_target(dest) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+    with _atomic_target(dest) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
         for e in items:
             if e.link is not None:
                 raise ArchiveError(f"{dest.name}: {e.name} is a symlink; a .zip bundle cannot hold links")
@@ -176,12 +176,12 @@ def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> 
 
 
 def write_tar_gz(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> Path:
-    """Write a deterministic ``.tar.gz`` (pax format, gzip level 9, header mtime 0) of
+    """Write a deterministic ``.tar.gz`` (pax format, gzip level 6, header mtime 0) of
     ``entries`` to ``dest``. Returns ``dest``."""
     dest = Path(dest)
     items = _sorted_unique(entries, dest)
     with _atomic_target(dest) as f:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=9) as gz:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6) as gz:
             with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8") as tf:
                 for e in items:
                     ti = tarfile.TarInfo(e.name)

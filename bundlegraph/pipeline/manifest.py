@@ -1,0 +1,172 @@
+"""Stage ``manifest``: describe whatever bundles exist (built here or imported from an artifacts
+directory) in ``dist/llama-prebuilt-manifest.json`` and ``dist/llama-prebuilt-sha256.json``
+(:mod:`bundlegraph.schemas.manifest`), and write the source archive
+``dist/llama.cpp-source-<tag>.tar.gz``.
+
+- A leg's bundle is ``dist/<bundle name>``, else the same name under the artifacts directory
+  (copied into ``dist/`` after it passes verify). Every field of a manifest artifact is read
+  back from that bundle's own info JSON, which must name the leg and the release's source
+  commit — the manifest cannot disagree with what was compiled.
+- The source archive holds the source tree (``.git`` left out) under
+  ``llama.cpp-source-<tag>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
+- The SHA index lists every bundle (kind ``bundle``), the manifest (``manifest``), the source
+  archive (``upstream-source``) and every paired runtime asset of every leg (``runtime``;
+  :mod:`bundlegraph.releaseassets`), for plain and mix releases alike.
+- ``<state>/release/verified.json`` records, per bundle, its sha256 and whether verify passed
+  (in ``package`` or here); ``publish`` reads it.
+
+Both JSON files are written by temp file + rename, the index last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths
+from ..archive import archive_epoch, entries_from_tree, read_member, write_tar_gz
+from ..errors import BundleGraphError, VerifyError
+from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
+from ..releaseassets import hash_paired
+from ..schemas.loader import Matrix
+from ..schemas.manifest import (INDEX_NAME, MANIFEST_NAME, BundleInfo, IndexEntry, Manifest, ManifestArtifact,
+                                ShaIndex, source_archive_name)
+
+VerifierFor = Callable[[str], Callable[[Path], object]]
+"""``verifier_for(leg)(archive)``: verify a bundle of ``leg``; raises :class:`VerifyError`."""
+
+
+def verified_path() -> Path:
+    """``<state>/release/verified.json``: ``{asset: {"sha256", "verified", "leg"}}``."""
+    return paths.state_dir() / "release" / "verified.json"
+
+
+def read_verified() -> dict[str, dict]:
+    try:
+        return json.loads(verified_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def record_verified(asset: str, sha256: str, leg: str) -> None:
+    """Note that ``asset`` (with this ``sha256``) passed verify (called by ``package``)."""
+    d = read_verified()
+    d[asset] = {"sha256": sha256, "verified": True, "leg": leg}
+    atomic_write_json(verified_path(), d)
+
+
+def write_source_archive(tree: Path, tag: str, dist: Path, commit_epoch: int | None) -> Path:
+    """``dist/llama.cpp-source-<tag>.tar.gz`` from ``tree`` (deterministic; ``.git`` excluded)."""
+    name = source_archive_name(tag)
+    prefix = name[: -len(".tar.gz")]
+    return write_tar_gz(dist / name, entries_from_tree(tree, prefix=prefix), archive_epoch(commit_epoch))
+
+
+def bundle_info(archive: Path, info_file: str) -> BundleInfo:
+    """The parsed info JSON of ``archive`` (errors name the archive and the file)."""
+    raw = read_member(archive, info_file)
+    if raw is None:
+        raise BundleGraphError(f"{archive.name}: has no {info_file}; not a bundle packaged by bundlegraph")
+    try:
+        return BundleInfo.model_validate_json(raw)
+    except ValueError as e:
+        raise BundleGraphError(f"{archive.name}: {info_file} is invalid: {e}") from None
+
+
+def locate(name: str, dist: Path, artifacts: Path | None) -> tuple[Path | None, bool]:
+    """``(path, imported)`` of asset ``name``: ``dist/name``, else under ``artifacts``."""
+    if (dist / name).is_file():
+        return dist / name, False
+    if artifacts is not None and artifacts.is_dir():
+        hits = sorted(p for p in artifacts.rglob(name) if p.is_file())
+        if hits:
+            return hits[0], True
+    return None, False
+
+
+@dataclass
+class ManifestResult:
+    """What :func:`run_manifest` wrote: the models, the bundles by leg and the problems met."""
+
+    manifest: Manifest
+    index: ShaIndex
+    bundles: dict[str, Path]
+
+
+def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit: str, commit_epoch: int | None,
+                 artifacts: Path | None = None, verifier_for: VerifierFor | None = None,
+                 local_dirs: list[Path] | None = None, client=None) -> ManifestResult:
+    """Write the source archive, manifest and index into ``dist`` (see module docstring).
+
+    Raises :class:`BundleGraphError` for a bundle whose info JSON disagrees with its leg or the
+    release's commit, :class:`VerifyError` for an imported bundle failing verify, and
+    download/hash errors for paired runtime assets."""
+    rel = matrix.release
+    dist.mkdir(parents=True, exist_ok=True)
+    verified = read_verified()
+    bundles: dict[str, Path] = {}
+    infos: list[BundleInfo] = []
+    problems: list[str] = []
+    for leg, spec in matrix.legs.items():
+        name = spec.bundle_name(rel.tag, rel.bundle_prefix)
+        path, imported = locate(name, dist, artifacts)
+        if path is None:
+            continue
+        info = bundle_info(path, rel.info_file)
+        if info.leg != leg or info.asset_name != name:
+            problems.append(f"{name}: its {rel.info_file} describes {info.leg}/{info.asset_name}")
+        if info.source_commit != source_commit or info.release_tag != rel.tag:
+            problems.append(f"{name}: built from {info.source_commit} for {info.release_tag}, "
+                            f"the release is {rel.tag} at {source_commit}")
+        sha = sha256_file(path)
+        if imported or verified.get(name, {}).get("sha256") != sha:
+            if verifier_for is None:
+                problems.append(f"{name}: not verified (no package record with this sha256) and no verifier given")
+                continue
+            verifier_for(leg)(path)
+            if imported:
+                with tempfile.NamedTemporaryFile(dir=dist, prefix=f".{name}.", delete=False) as t:
+                    tmp = Path(t.name)
+                shutil.copyfile(path, tmp)
+                os.replace(tmp, dist / name)
+                path = dist / name
+            record_verified(name, sha, leg)
+        bundles[leg] = path
+        infos.append(info)
+    if problems:
+        raise BundleGraphError("manifest: " + "; ".join(problems))
+    header = dict(source_repo=rel.source_repo, source_commit=source_commit, upstream_tag=rel.upstream_tag,
+                  release_tag=rel.tag)
+    manifest = Manifest(**header, artifacts=sorted((ManifestArtifact.from_info(i) for i in infos),
+                                                   key=lambda a: a.asset_name))
+    mbytes = (manifest.model_dump_json(indent=2) + "\n").encode()
+    src_archive = write_source_archive(source_tree, rel.tag, dist, commit_epoch)
+    entries: dict[str, IndexEntry] = {}
+    for leg, p in bundles.items():
+        entries[p.name] = IndexEntry(kind="bundle", sha256=sha256_file(p), source_commit=source_commit,
+                                     size=p.stat().st_size)
+    entries[src_archive.name] = IndexEntry(kind="upstream-source", sha256=sha256_file(src_archive),
+                                           source_commit=source_commit, size=src_archive.stat().st_size)
+    entries[MANIFEST_NAME] = IndexEntry(kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(),
+                                        source_commit=source_commit, size=len(mbytes))
+    dirs = [dist, *([artifacts] if artifacts else []), *(local_dirs or [])]
+    for spec in matrix.legs.values():
+        for pa in spec.runtime.paired:
+            if pa.name in entries:
+                continue
+            h = hash_paired(pa, repo=rel.source_repo, tag=rel.upstream_tag, local_dirs=dirs, client=client)
+            entries[pa.name] = IndexEntry(kind="runtime", sha256=h.sha256, source_commit=None, size=h.size,
+                                          upstream_tag=rel.upstream_tag)
+    index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
+    atomic_write_bytes(dist / MANIFEST_NAME, mbytes)
+    atomic_write_bytes(dist / INDEX_NAME, (index.model_dump_json(indent=2) + "\n").encode())
+    return ManifestResult(manifest, index, bundles)
+
+
+__all__ = ["run_manifest", "write_source_archive", "record_verified", "read_verified", "bundle_info", "VerifyError"]

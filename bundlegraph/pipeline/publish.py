@@ -1,0 +1,117 @@
+"""Stage ``publish``: the coverage gate. Nothing is published unless the whole release is there.
+
+:func:`gate` lists every problem at once; :func:`run_publish` refuses (:class:`PublishRefused`,
+one line per missing item) or writes ``dist/release-assets.txt`` — the files to upload, one
+name per line, sorted — by temp file + rename. Checks:
+
+- the run is not filtered (``only_profile``/``only_leg``): a filtered run can never publish;
+- the manifest and SHA index exist, parse, and name this release's tag and source commit; the
+  manifest's sha256 is the one the index lists;
+- every promised leg (every spec unless ``promised = false``) has its bundle in ``dist/``,
+  non-empty, recorded as verified with its current sha256, listed in the index as a ``bundle``
+  with that sha256, and in the manifest;
+- the source archive is present and hashed; every paired runtime asset of every promised leg
+  is in the index (kind ``runtime``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ..errors import BundleGraphError
+from ..fsutil import atomic_write_bytes, sha256_file
+from ..schemas.loader import Matrix
+from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
+from .manifest import read_verified
+
+ASSET_LIST = "release-assets.txt"
+
+
+class PublishRefused(BundleGraphError):
+    """The coverage gate refused; ``missing`` holds one line per problem."""
+
+    def __init__(self, tag: str, missing: list[str]):
+        self.missing = missing
+        super().__init__("\n".join([f"publish {tag}: refused, {len(missing)} item(s) missing or wrong:",
+                                    *("  - " + m for m in missing)]))
+
+
+def _load(path: Path, model):
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValueError as e:
+        raise PublishRefused("?", [f"{path.name} is invalid: {e}"]) from None
+
+
+def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None) -> tuple[list[str], list[str]]:
+    """``(problems, assets)``: every reason to refuse, and the asset names to upload."""
+    rel = matrix.release
+    probs: list[str] = []
+    if filtered:
+        probs.append(f"the run is filtered ({filtered}); a filtered run can never publish — run without filters")
+    manifest: Manifest | None = _load(dist / MANIFEST_NAME, Manifest)
+    index: ShaIndex | None = _load(dist / INDEX_NAME, ShaIndex)
+    if manifest is None:
+        probs.append(f"{MANIFEST_NAME}: missing (run the manifest task)")
+    if index is None:
+        probs.append(f"{INDEX_NAME}: missing (run the manifest task)")
+    arts = index.artifacts if index else {}
+    for doc in (d for d in (manifest, index) if d is not None):
+        if doc.release_tag != rel.tag or (source_commit and doc.source_commit != source_commit):
+            probs.append(f"{type(doc).__name__} is for {doc.release_tag} at {doc.source_commit}, "
+                         f"the release is {rel.tag} at {source_commit}")
+    if manifest is not None and index is not None:
+        mh = hashlib.sha256((dist / MANIFEST_NAME).read_bytes()).hexdigest()
+        if MANIFEST_NAME not in arts or arts[MANIFEST_NAME].sha256 != mh:
+            probs.append(f"{MANIFEST_NAME}: its sha256 {mh[:12]}… is not the one the index lists")
+    in_manifest = {a.asset_name for a in manifest.artifacts} if manifest else set()
+    verified = read_verified()
+    assets = [MANIFEST_NAME, INDEX_NAME]
+    for leg in matrix.promised:
+        spec = matrix.legs[leg]
+        name = spec.bundle_name(rel.tag, rel.bundle_prefix)
+        p = dist / name
+        if not p.is_file():
+            probs.append(f"{name}: bundle of promised leg {leg} is missing")
+            continue
+        if p.stat().st_size == 0:
+            probs.append(f"{name}: bundle of promised leg {leg} is empty")
+            continue
+        sha = sha256_file(p)
+        if verified.get(name, {}).get("sha256") != sha:
+            probs.append(f"{name}: bundle of promised leg {leg} is not verified (no verify record for sha256 {sha[:12]}…)")
+        e = arts.get(name)
+        if e is None or e.kind != "bundle":
+            probs.append(f"{name}: bundle of promised leg {leg} is not hashed in {INDEX_NAME}")
+        elif e.sha256 != sha:
+            probs.append(f"{name}: sha256 {sha[:12]}… differs from the index's {e.sha256[:12]}…")
+        if manifest is not None and name not in in_manifest:
+            probs.append(f"{name}: bundle of promised leg {leg} is not in {MANIFEST_NAME}")
+        assets.append(name)
+        for pa in spec.runtime.paired:
+            pe = arts.get(pa.name)
+            if pe is None or pe.kind != "runtime":
+                probs.append(f"{pa.name}: paired runtime of {leg} is not hashed in {INDEX_NAME}")
+            elif (dist / pa.name).is_file():
+                assets.append(pa.name)
+    src = source_archive_name(rel.tag)
+    se = arts.get(src)
+    if not (dist / src).is_file():
+        probs.append(f"{src}: source archive is missing")
+    elif se is None or se.kind != "upstream-source" or se.sha256 != sha256_file(dist / src):
+        probs.append(f"{src}: source archive is not hashed (kind upstream-source) in {INDEX_NAME}")
+    assets.append(src)
+    return probs, sorted(set(assets))
+
+
+def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None) -> Path:
+    """Apply :func:`gate`; on success write ``dist/release-assets.txt`` and return it."""
+    probs, assets = gate(matrix, dist, filtered=filtered, source_commit=source_commit)
+    if probs:
+        raise PublishRefused(matrix.release.tag, probs)
+    out = dist / ASSET_LIST
+    atomic_write_bytes(out, ("\n".join(assets) + "\n").encode())
+    return out

@@ -1,0 +1,125 @@
+"""Hashes of paired runtime assets (e.g. upstream's ``cudart-llama-bin-win-cuda-13.4-arm64.zip``)
+for the SHA index, in this order (first that applies):
+
+1. a local file of that name in ``dist/`` or the artifacts directory: its sha256 (when the
+   spec also pins a sha256, the two must agree — hashes fail closed);
+2. the spec's pinned ``sha256``;
+3. the base tag's release on GitHub (``GET {api}/repos/{repo}/releases/tags/{tag}``, the REST
+   API's release object): the asset's published ``digest`` (``"sha256:<hex>"``) when present,
+   else its ``browser_download_url`` (or the spec's ``url``) streamed and hashed.
+
+``api`` is ``BUNDLEGRAPH_GITHUB_API`` (default ``https://api.github.com``); a ``GITHUB_TOKEN``
+in the environment is sent as a bearer token and never printed. URLs pass the same https rule
+as :func:`bundlegraph.download.download` (loopback http for tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from .download import TIMEOUT, check_url
+from .errors import DownloadError, HashMismatch
+from .fsutil import CHUNK, sha256_file
+from .schemas.spec import PairedAsset
+
+DEFAULT_API = "https://api.github.com"
+
+
+@dataclass(frozen=True)
+class AssetHash:
+    """``sha256`` of ``name`` and ``how`` it was obtained (``local:<path>``, ``pinned``,
+    ``published-digest``, ``streamed:<url>``); ``size`` in bytes when known."""
+
+    name: str
+    sha256: str
+    how: str
+    size: int | None = None
+
+
+def find_local(name: str, dirs: list[Path]) -> Path | None:
+    """The first file called ``name`` directly in, or (for artifact downloads) below, ``dirs``."""
+    for d in dirs:
+        if (d / name).is_file():
+            return d / name
+        hits = sorted(p for p in d.rglob(name) if p.is_file()) if d.is_dir() else []
+        if hits:
+            return hits[0]
+    return None
+
+
+def _headers() -> dict[str, str]:
+    h = {"Accept": "application/vnd.github+json", "User-Agent": "bundlegraph"}
+    tok = os.environ.get("GITHUB_TOKEN")
+    if tok:
+        h["Authorization"] = f"Bearer {tok}"
+    return h
+
+
+def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
+    """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (nothing stored)."""
+    check_url(url)
+    h, n = hashlib.sha256(), 0
+    try:
+        with client.stream("GET", url) as r:
+            if r.status_code != 200:
+                raise DownloadError(f"{url}: HTTP {r.status_code}")
+            for chunk in r.iter_bytes(CHUNK):
+                h.update(chunk)
+                n += len(chunk)
+    except httpx.HTTPError as e:
+        raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
+    return h.hexdigest(), n
+
+
+def release_assets(repo: str, tag: str, client: httpx.Client, api: str | None = None) -> dict[str, dict]:
+    """The assets of release ``tag`` of ``repo``, by name (GitHub REST release object)."""
+    api = (api or os.environ.get("BUNDLEGRAPH_GITHUB_API") or DEFAULT_API).rstrip("/")
+    url = f"{api}/repos/{repo}/releases/tags/{tag}"
+    check_url(url)
+    try:
+        r = client.get(url, headers=_headers())
+    except httpx.HTTPError as e:
+        raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
+    if r.status_code != 200:
+        raise DownloadError(f"{url}: HTTP {r.status_code}; cannot list the assets of {repo} {tag}")
+    try:
+        return {a["name"]: a for a in r.json().get("assets", [])}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise DownloadError(f"{url}: not a release object ({e})") from None
+
+
+def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Path],
+                client: httpx.Client | None = None) -> AssetHash:
+    """The sha256 of paired ``asset`` (see the module docstring). Raises
+    :class:`HashMismatch` when a local file disagrees with the pin or a streamed body with the
+    published digest, :class:`DownloadError` when the release or the asset cannot be found."""
+    local = find_local(asset.name, local_dirs)
+    if local is not None:
+        got = sha256_file(local)
+        if asset.sha256 and got != asset.sha256:
+            raise HashMismatch(f"{asset.name}: local file {local} has sha256 {got}, the spec pins {asset.sha256}")
+        return AssetHash(asset.name, got, f"local:{local}", local.stat().st_size)
+    if asset.sha256:
+        return AssetHash(asset.name, asset.sha256, "pinned")
+    own = client is None
+    c = client or httpx.Client(timeout=TIMEOUT, follow_redirects=True)
+    try:
+        listed = release_assets(repo, tag, c)
+        meta = listed.get(asset.name)
+        if meta is None and not asset.url:
+            raise DownloadError(f"{asset.name}: not an asset of {repo} release {tag} "
+                                f"(assets: {', '.join(sorted(listed)) or 'none'})")
+        digest = (meta or {}).get("digest") or ""
+        if digest.startswith("sha256:") and len(digest) == 71:
+            return AssetHash(asset.name, digest[7:].lower(), "published-digest", (meta or {}).get("size"))
+        url = asset.url or meta["browser_download_url"]  # type: ignore[index]
+        sha, n = stream_sha256(url, c)
+        return AssetHash(asset.name, sha, f"streamed:{url}", n)
+    finally:
+        if own:
+            c.close()
