@@ -141,13 +141,16 @@ Planner = Callable[[Context], list[TaskPlan]]
 
 
 def _planners() -> list[tuple[str, Planner]]:
-    from .pipeline import source, toolkit
+    """Every implemented stage's planner, in stage order."""
+    from .pipeline import build, configure, source, toolkit, verify
 
-    out: list[tuple[str, Planner]] = [("source", source.plans)]
-    out.append(("toolkit", toolkit.plans))
-    out.append(("configure", __import__(f"{__package__}.pipeline.configure", fromlist=["plans"]).plans))
-    out.append(("build", __import__(f"{__package__}.pipeline.build", fromlist=["plans"]).plans))
-    return out
+    return [
+        ("source", source.plans),
+        ("toolkit", toolkit.plans),
+        ("configure", configure.plans),
+        ("build", build.plans),
+        ("verify", verify.plans),
+    ]
 
 
 @dataclass
