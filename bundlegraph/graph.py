@@ -150,6 +150,10 @@ def _planners() -> list[tuple[str, Planner]]:
         ("configure", configure.plans),
         ("build", build.plans),
         ("verify", verify.plans),
+        ("merge", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).merge_plans),
+        ("package", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).package_plans),
+        ("manifest", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).manifest_plans),
+        ("publish", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).publish_plans),
     ]
 
 

@@ -94,7 +94,8 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
         raise BundleGraphError(f"{asset}: the merge base bundle is not in the artifacts directory {artifacts}")
     p = dist / asset
     if not p.is_file():
-        raise BundleGraphError(f"{asset}: the merge base bundle is not in {dist}; run its package task first")
+        raise BundleGraphError(f"{asset}: the merge base bundle is not in {dist}; build it in this run (select its "
+                               f"leg) or load the graph with artifacts=DIR holding it")
     return p
 
 
@@ -181,6 +182,33 @@ def _place(tmp: Path, name: str, src: Path, origin: str, prefer: str, files: dic
         shutil.copyfile(src, dst)
         shutil.copymode(src, dst)
     files[name] = origin
+
+
+def run_collect(*, spec: BundleSpec, built_dir: Path, runtime: list[RuntimeFile], dest_tree: Path,
+                record_path: Path) -> MergeRecord:
+    """``merge:<leg>`` of a leg without a merge base: the bundle tree is the build's output
+    directory (every file and link in it, recursively) plus the runtime files the spec ships
+    from the toolkit. Same outputs and clash rule (``error``) as :func:`run_merge`."""
+    if not built_dir.is_dir():
+        raise BundleGraphError(f"{spec.id}: build output directory {built_dir} does not exist; run build:{spec.id}")
+    files: dict[str, str] = {}
+    conflicts: list[str] = []
+    with atomic_dir(dest_tree) as tmp:
+        for p in sorted(built_dir.rglob("*")):
+            if p.is_dir() and not p.is_symlink():
+                continue
+            rel = p.relative_to(built_dir).as_posix()
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            _place(tmp, rel, p, "backend", "error", files, conflicts, [])
+        for rf in runtime:
+            _place(tmp, rf.name, rf.path, "runtime", "error", files, conflicts, [])
+        if conflicts:
+            raise MergeError(spec.id, conflicts)
+        rec = MergeRecord(leg=spec.id, base_leg="", base_asset="", base_sha256="", files=dict(sorted(files.items())),
+                          backend_files=sorted(k for k, v in files.items() if v == "backend"),
+                          runtime=[rf.info.model_dump(mode="json") for rf in runtime])
+    atomic_write_json(record_path, asdict(rec))
+    return rec
 
 
 def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: BaseBundle,

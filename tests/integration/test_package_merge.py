@@ -259,3 +259,16 @@ def _retarget(archive: Path, tmp: Path) -> Path:
             else:
                 dst.addfile(m, src.extractfile(m) if m.isfile() else None)
     return out
+
+
+def test_collect_for_a_leg_without_base_then_package(tmp_path, src):
+    """merge:<leg> of a base-less leg collects the build output (links kept); package packs it."""
+    from bundlegraph.pipeline.merge import run_collect
+
+    cpu, _ = linux_legs()
+    built = linux_cpu_tree(tmp_path / "cmake" / "bin")
+    rec = run_collect(spec=cpu, built_dir=built, runtime=[], dest_tree=tmp_path / "merged", record_path=tmp_path / "m.json")
+    assert (tmp_path / "merged" / "libllama.so.0").is_symlink() and rec.files["llama-server"] == "backend"
+    dest = tmp_path / "dist" / cpu.bundle_name(REL.tag)
+    package(cpu, REL, tmp_path / "merged", dest, src, own_files=rec.backend_files)
+    assert info_of(dest).verify.machine == "arm64" and "libllama.so.0" in member_names(dest)
