@@ -164,11 +164,22 @@ def package_plans(ctx) -> list:
                                 runtime=runtime, toolkit_prefix=ref.prefix if ref else None,
                                 toolkit_version=ref.version if ref else None, **kw)
             base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
-            info = run_package(inp, archive_verifier(spec, ctx.release, base=base), log=ctx.log(leg, "package"))
+            import time
+
+            from .. import ci
+            from ..errors import VerifyError
+
+            t0 = time.monotonic()
+            try:
+                info = run_package(inp, archive_verifier(spec, ctx.release, base=base), log=ctx.log(leg, "package"))
+            except VerifyError as e:
+                ci.annotate(e.failures, dest.name)
+                raise
             sha = sha256_file(dest)
             record_verified(dest.name, sha, leg)
             receipt = paths.build_dir(leg) / "package.json"
             atomic_write_json(receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
+                                        "seconds": round(time.monotonic() - t0, 1),
                                         "info": info.model_dump(mode="json")})
             print(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}", flush=True)
             return [dest, receipt]
@@ -200,12 +211,16 @@ def manifest_plans(ctx) -> list:
     def run() -> list[Path]:
         src = _source(first)
         dist = paths.dist_dir()
+        from .. import ci
+
         run_manifest(ctx.matrix, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
                      commit_epoch=src.epoch, artifacts=ctx.filters.artifacts, verifier_for=verifier_for)
+        ci.write_summary(dist, dist / INDEX_NAME, ctx.release.info_file)
         return [dist / MANIFEST_NAME, dist / INDEX_NAME, dist / source_archive_name(ctx.release.tag)]
 
     return [TaskPlan(stage="manifest", name="", leg=None, inputs=inputs, run=run,
-                     deps=[f"package:{l}" for l in ctx.legs] + [f"source:{first}"],
+                     # with artifacts=DIR (the CI manifest job) the bundles are inputs, not tasks to run
+                     deps=([] if ctx.filters.artifacts else [f"package:{l}" for l in ctx.legs]) + [f"source:{first}"],
                      doc="write the release manifest, SHA index and source archive for the bundles that exist")]
 
 

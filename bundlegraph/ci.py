@@ -1,0 +1,75 @@
+"""GitHub Actions hand-off: a Markdown step summary and ``::error`` annotations.
+
+- :func:`write_summary`: when ``GITHUB_STEP_SUMMARY`` names a file, append a table with one row
+  per bundle in ``dist/``: bundle, size (MiB), sha256, fatbin SMs (from its info JSON's verify
+  findings), and time per stage (seconds recorded in ``build/<leg>/<stage>.json`` receipts).
+- :func:`annotate`: when ``GITHUB_ACTIONS=true``, print each verify failure as
+  ``::error file=<bundle>::<message>`` (workflow-command syntax; ``%``, CR and LF escaped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import paths
+from .archive import read_member
+
+STAGES = ("configure", "build", "verify", "merge", "package")
+
+
+def _escape(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def annotate(failures: list[str], file: str | os.PathLike, *, out=None) -> int:
+    """Print one ``::error file=...::`` line per failure (only on GitHub Actions). Returns the count."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return 0
+    out = out or sys.stdout
+    name = _escape(Path(file).as_posix()).replace(",", "%2C").replace(":", "%3A")
+    for f in failures:
+        print(f"::error file={name}::{_escape(f)}", file=out, flush=True)
+    return len(failures)
+
+
+def _seconds(leg: str) -> str:
+    parts = []
+    for st in STAGES:
+        try:
+            s = json.loads((paths.build_dir(leg) / f"{st}.json").read_text(encoding="utf-8")).get("seconds")
+        except (OSError, ValueError, AttributeError):
+            s = None
+        if isinstance(s, (int, float)):
+            parts.append(f"{st} {s:.0f}s")
+    return ", ".join(parts) or "-"
+
+
+def summary_rows(dist: Path, index: dict, info_file: str) -> list[list[str]]:
+    """Rows ``[bundle, size, sha256, SMs, times]`` for the ``bundle`` entries of ``index``."""
+    rows = []
+    for name, e in sorted(index.get("artifacts", {}).items()):
+        if e.get("kind") != "bundle" or not (dist / name).is_file():
+            continue
+        raw = read_member(dist / name, info_file)
+        info = json.loads(raw) if raw else {}
+        sms = ",".join(str(s) for s in (info.get("verify") or {}).get("fatbin_sms") or info.get("supported_sms") or []) or "-"
+        size = f"{(dist / name).stat().st_size / 2**20:.1f} MiB"
+        rows.append([name, size, f"`{e['sha256']}`", sms, _seconds(info.get("leg", ""))])
+    return rows
+
+
+def write_summary(dist: Path, index_file: Path, info_file: str) -> bool:
+    """Append the bundle table to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return False
+    index = json.loads(index_file.read_text(encoding="utf-8"))
+    lines = [f"### Bundles of {index.get('release_tag', '?')}", "",
+             "| bundle | size | sha256 | SMs | time per stage |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in summary_rows(dist, index, info_file)]
+    with open(target, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n\n")
+    return True
