@@ -205,8 +205,12 @@ def manifest_plans(ctx) -> list:
         art = ctx.filters.artifacts
         listing = sorted((p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
                          for p in art.rglob("*") if p.is_file()) if art and art.is_dir() else []
+        dist = paths.dist_dir()
+        bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
+                         (dist / _asset(ctx, l) for l in ctx.matrix.legs) if p.is_file())
         return {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-                "source": upstream_digest(f"source:{first}"), "artifacts": listing, "release": ctx.release}
+                "bundles": bundles, "source": upstream_digest(f"source:{first}"), "artifacts": listing,
+                "release": ctx.release}
 
     def run() -> list[Path]:
         src = _source(first)
@@ -219,8 +223,10 @@ def manifest_plans(ctx) -> list:
         return [dist / MANIFEST_NAME, dist / INDEX_NAME, dist / source_archive_name(ctx.release.tag)]
 
     return [TaskPlan(stage="manifest", name="", leg=None, inputs=inputs, run=run,
-                     # with artifacts=DIR (the CI manifest job) the bundles are inputs, not tasks to run
-                     deps=([] if ctx.filters.artifacts else [f"package:{l}" for l in ctx.legs]) + [f"source:{first}"],
+                     # The manifest describes the bundles that exist (in dist/ or the artifacts dir); it
+                     # never makes doit build a leg. A bare `doit` runs the default legs' package tasks
+                     # first (Graph.default_tasks lists them before the manifest).
+                     deps=[f"source:{first}"],
                      doc="write the release manifest, SHA index and source archive for the bundles that exist")]
 
 
