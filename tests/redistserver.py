@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 for the toolkit download tests: serves bytes by path,
+"""A real HTTP server on 127.0.0.1 for download tests (toolkit, source, paired assets): serves bytes by path,
 honours ``Range: bytes=N-`` (206 + Content-Range), and plays scripted faults per request.
 
 ``faults[path]`` is a list consumed one per request: an int (answer with that status),

@@ -19,7 +19,7 @@ from bundlegraph.pipeline.publish import ASSET_LIST, PublishRefused, run_publish
 from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import BundleInfo, Manifest, ShaIndex
 from bundlegraph.archive import read_member
-from localserver import LocalServer
+from redistserver import RedistServer
 from bundlekit import ROOT
 
 RUNTIME = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
@@ -65,7 +65,7 @@ def upstream():
     no published digest (so it is streamed and hashed)."""
     names = sorted({p.name for s in load_matrix(ROOT / "bundles").legs.values() for p in s.runtime.paired})
     assert RUNTIME in names
-    with LocalServer() as srv:
+    with RedistServer() as srv:
         assets = []
         for n in names:
             body = b"PK\x05\x06" + n.encode().ljust(18, b"\0")[:18]  # a distinct body per asset
@@ -103,7 +103,7 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
                      "llama-prebuilt-manifest.json": "manifest", f"llama.cpp-source-{rel.tag}.tar.gz": "upstream-source"}
     paired = {p.name for s in small.legs.values() for p in s.runtime.paired}
     assert set(idx.of_kind("runtime")) == paired, "every leg's paired runtime, promised or not"
-    assert idx.artifacts[RUNTIME].sha256 == runtime_sha and srv.hits["/dl/" + RUNTIME] == 1
+    assert idx.artifacts[RUNTIME].sha256 == runtime_sha and srv.hits("/dl/" + RUNTIME) == 1
     assert idx.artifacts["llama-prebuilt-manifest.json"].sha256 == hashlib.sha256(
         (dist / "llama-prebuilt-manifest.json").read_bytes()).hexdigest()
     for name, e in idx.artifacts.items():
@@ -118,7 +118,7 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
         {"name": n, "digest": "sha256:" + e.sha256, "size": e.size} for n, e in idx.of_kind("runtime").items()]}).encode()
     run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
     assert {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()} == before
-    assert srv.hits["/dl/" + RUNTIME] == 1
+    assert srv.hits("/dl/" + RUNTIME) == 1
     assert res.index == idx
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from graphrun import ROOT, doit, executed
-from localserver import LocalServer
+from redistserver import RedistServer
 
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 
@@ -65,7 +65,7 @@ def own_cache(tmp_path, monkeypatch):
 def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache):
     body = make_tarball({"llama.cpp-x/CMakeLists.txt": b"project(x)\n", "llama.cpp-x/src/a.c": b"int a;\n"})
     sha = hashlib.sha256(body).hexdigest()
-    with LocalServer() as srv:
+    with RedistServer() as srv:
         srv.files["/src.tar.gz"] = body
         release_with(bundles_copy, f'kind = "tarball"\nurl = "{srv.url("/src.tar.gz")}"\nsha256 = "{sha}"\n'
                                    f'commit = "{"a" * 40}"\ncommit_date = 2026-10-01T00:00:00Z\n')
@@ -76,7 +76,7 @@ def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache)
         assert (Path(rec["tree"]) / "src/a.c").read_bytes() == b"int a;\n"
         # a second leg reuses the cache entry: no second download
         r2 = doit(["source:linux-arm64-cpu"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
-        assert r2.returncode == 0 and srv.hits["/src.tar.gz"] == 1
+        assert r2.returncode == 0 and srv.hits("/src.tar.gz") == 1
         r3 = doit(["source"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
         others = [p.stem for p in bundles_copy.glob("*.toml") if p.stem not in ("release", "linux-x64-cpu", "linux-arm64-cpu")]
         assert sorted(executed(r3.stdout)) == sorted(f"source:{l}" for l in others)
@@ -84,12 +84,12 @@ def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache)
         import shutil
         shutil.rmtree(own_cache / "sources")
         r4 = doit(["source:linux-x64-cpu"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
-        assert executed(r4.stdout) == ["source:linux-x64-cpu"] and srv.hits["/src.tar.gz"] == 1  # blob still cached
+        assert executed(r4.stdout) == ["source:linux-x64-cpu"] and srv.hits("/src.tar.gz") == 1  # blob still cached
 
 
 def test_tarball_with_wrong_hash_fails_closed(workdir, bundles_copy, own_cache):
     body = make_tarball({"x/a.c": b"int a;\n"})
-    with LocalServer() as srv:
+    with RedistServer() as srv:
         srv.files["/src.tar.gz"] = body
         url = srv.url("/src.tar.gz")
         release_with(bundles_copy, f'kind = "tarball"\nurl = "{url}"\nsha256 = "{"0" * 64}"\n')
@@ -107,7 +107,7 @@ def test_tarball_with_wrong_hash_fails_closed(workdir, bundles_copy, own_cache):
 def test_tarball_with_traversal_entry_is_refused(workdir, bundles_copy, own_cache):
     body = make_tarball({"x/a.c": b"int a;\n", "x/../../evil": b"boom"})
     sha = hashlib.sha256(body).hexdigest()
-    with LocalServer() as srv:
+    with RedistServer() as srv:
         srv.files["/src.tar.gz"] = body
         release_with(bundles_copy, f'kind = "tarball"\nurl = "{srv.url("/src.tar.gz")}"\nsha256 = "{sha}"\n')
         r = doit(["source:linux-x64-cpu"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
