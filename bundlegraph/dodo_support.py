@@ -26,6 +26,8 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         only_profile=get_var("only_profile", None),  # type: ignore[arg-type]
         only_leg=get_var("only_leg", None),  # type: ignore[arg-type]
         artifacts=get_var("artifacts", None),  # type: ignore[arg-type]
+        archs=get_var("archs", None),  # type: ignore[arg-type]
+        toolkit_source=get_var("toolkit_source", None),  # type: ignore[arg-type]
     )
     _graceful_sigterm()
     try:

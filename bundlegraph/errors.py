@@ -70,3 +70,9 @@ class VerifyError(BundleGraphError):
 
 class StateError(BundleGraphError):
     """The bundlegraph state (stamps, locks) is unusable or held by another run."""
+
+
+class TaskSkipped(BundleGraphError):
+    """A task that could not apply on this host (e.g. ``smoke:<leg>`` without a matching GPU).
+    Not a failure and never a pass: the graph prints the reason and records no stamp, so the
+    task is evaluated again on the next run."""

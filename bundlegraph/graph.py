@@ -8,7 +8,13 @@ the current inputs and output fingerprints. So a killed doit run (which loses do
 still resumes exactly: completed tasks have stamps, the interrupted one has none.
 
 Filters (``only_profile``, ``only_leg``) are read when the graph loads and decide which legs
-exist, identically for the graph, ``bundlegraph matrix`` and ``bundlegraph plan``.
+exist, identically for the graph, ``bundlegraph matrix`` and ``bundlegraph plan``. So are the
+local-build overrides (``archs``, ``toolkit_source``; :mod:`bundlegraph.overrides`), which turn
+the selected CUDA legs into local builds that can never be published.
+
+``smoke:<leg>`` is opt-in (never a default task). A task may end as *skipped*
+(:class:`~bundlegraph.errors.TaskSkipped`): it succeeds for doit, prints the reason and records
+no stamp, so it is never up to date and is evaluated again on the next run.
 """
 
 from __future__ import annotations
@@ -22,26 +28,32 @@ from pathlib import Path
 from typing import Any
 
 from . import paths, state
-from .errors import BundleGraphError, SpecError
+from .errors import BundleGraphError, SpecError, TaskSkipped
 from .schemas.loader import Matrix, load_matrix
 from .schemas.spec import BundleSpec
 
-STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "manifest", "publish"]
+STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
+               "publish"]
+OPT_IN_STAGES = ("smoke",)  # never part of a bare `doit`
 
 
 @dataclass(frozen=True)
 class Filters:
     """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
-    is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases)."""
+    is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
+    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.overrides`)."""
 
     only_profile: str | None = None
     only_leg: str | None = None
     artifacts: Path | None = None
+    archs: str | None = None
+    toolkit_source: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: str | None) -> "Filters":
         """Values from ``overrides`` (doit ``key=value`` vars, CLI flags) else the environment
-        (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``)."""
+        (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
+        ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
 
         def pick(name: str, env: str) -> str | None:
             v = overrides.get(name)
@@ -54,6 +66,8 @@ class Filters:
             only_profile=pick("only_profile", "BUNDLEGRAPH_ONLY_PROFILE"),
             only_leg=pick("only_leg", "BUNDLEGRAPH_ONLY_LEG"),
             artifacts=Path(art).resolve() if art else None,
+            archs=pick("archs", "BUNDLEGRAPH_ARCHS"),
+            toolkit_source=pick("toolkit_source", "BUNDLEGRAPH_TOOLKIT_SOURCE"),
         )
 
     @property
@@ -152,6 +166,7 @@ def _planners() -> list[tuple[str, Planner]]:
         ("verify", verify.plans),
         ("merge", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).merge_plans),
         ("package", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).package_plans),
+        ("smoke", __import__(f"{__package__}.pipeline.smoke", fromlist=["x"]).plans),
         ("manifest", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).manifest_plans),
         ("publish", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).publish_plans),
     ]
@@ -184,7 +199,7 @@ class Graph:
         wanted = [l for l in self.ctx.release.default_legs if l in self.ctx.legs]
         out: list[str] = []
         for leg in wanted:
-            leg_plans = [p for p in self.plans if p.leg == leg]
+            leg_plans = [p for p in self.plans if p.leg == leg and p.stage not in OPT_IN_STAGES]
             if leg_plans:
                 last = max(leg_plans, key=lambda p: STAGE_ORDER.index(p.stage))
                 out.append(last.full_name)
@@ -260,6 +275,9 @@ def _execute(plan: TaskPlan):
         state.forget(name)
         outputs = plan.run()
         state.record(name, inputs, outputs)
+    except TaskSkipped as e:
+        print(f"[{name}] SKIPPED after {time.monotonic() - t0:.1f}s: {e}", flush=True)
+        return None
     except BundleGraphError as e:
         print(f"[{name}] FAILED after {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
         return TaskFailed(str(e))
@@ -270,9 +288,12 @@ def _execute(plan: TaskPlan):
 def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
     """Validate ``bundles`` (raises :class:`SpecError` listing every problem), apply the
     filters and build every implemented stage's plans."""
+    from . import overrides
+
     matrix = load_matrix(bundles)
     filters = filters or Filters()
     legs = select(matrix, filters)
+    matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
     ctx = Context(matrix, legs, filters)
     plans: list[TaskPlan] = []
     for _stage, planner in _planners():

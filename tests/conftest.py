@@ -20,7 +20,8 @@ def workdir(tmp_path, monkeypatch) -> Path:
     wd = tmp_path / "work"
     wd.mkdir()
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(wd))
-    for v in ("BUNDLEGRAPH_ONLY_PROFILE", "BUNDLEGRAPH_ONLY_LEG", "BUNDLEGRAPH_ARTIFACTS"):
+    for v in ("BUNDLEGRAPH_ONLY_PROFILE", "BUNDLEGRAPH_ONLY_LEG", "BUNDLEGRAPH_ARTIFACTS", "BUNDLEGRAPH_ARCHS",
+              "BUNDLEGRAPH_TOOLKIT_SOURCE"):
         monkeypatch.delenv(v, raising=False)
     return wd
 

@@ -5,6 +5,7 @@ one line per missing item) or writes ``dist/release-assets.txt`` — the files t
 name per line, sorted — by temp file + rename. Checks:
 
 - the run is not filtered (``only_profile``/``only_leg``): a filtered run can never publish;
+- no leg is a local build (``archs=``/``toolkit_source=`` overrides, :mod:`bundlegraph.overrides`);
 - the manifest and SHA index exist, parse, and name this release's tag and source commit; the
   manifest's sha256 is the one the index lists;
 - every promised leg (every spec unless ``promised = false``) has its bundle in ``dist/``,
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from ..errors import BundleGraphError
 from ..fsutil import atomic_write_bytes, sha256_file
+from ..overrides import is_local
 from ..schemas.loader import Matrix
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
 from .manifest import read_verified
@@ -73,6 +75,9 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
     for leg in matrix.promised:
         spec = matrix.legs[leg]
         name = spec.bundle_name(rel.tag, rel.bundle_prefix)
+        if is_local(spec.profile.name):
+            probs.append(f"{name}: a local build of {leg} (archs=/toolkit_source= override) is never published; "
+                         f"run without BUNDLEGRAPH_ARCHS / BUNDLEGRAPH_TOOLKIT_SOURCE")
         p = dist / name
         if not p.is_file():
             probs.append(f"{name}: bundle of promised leg {leg} is missing")

@@ -2,7 +2,10 @@
 ``$CUDA_PATH``, else ``/usr/local/cuda``), for developers' machines and hosts with no registry.
 
 Used read-only: nothing is written into it. Its version is read from its ``version.json``
-(NVIDIA's form: ``{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}, ...}``), it is checked with
+(NVIDIA's form: ``{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}, ...}``); a toolkit installed
+without it (some distribution packages and container images ship none) falls back to
+``include/cuda.h``'s ``#define CUDA_VERSION 13000`` (``major * 1000 + minor * 10``, as the CUDA
+Driver API reference documents ``CUDA_VERSION``), giving ``13.0``. It is checked with
 the same required-file list as installed toolkits, and a receipt is written *beside our cache
 entry* (``<cache>/toolkits/<name>/bundlegraph-toolkit.json``) with its path, version and the
 sha256 of every file the build uses (the required files and ``bin/nvcc.profile``), so a change
@@ -12,6 +15,7 @@ to the host toolkit changes the task's inputs and is noticed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ..errors import ToolkitError
@@ -25,17 +29,36 @@ def _root(cs: ComponentSet) -> Path:
     return Path(cs.pins["path"])
 
 
+_CUDA_VERSION_RE = re.compile(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)\b", re.MULTILINE)
+
+
 def read_version(root: Path) -> str:
-    """``cuda.version`` of ``root/version.json``. Raises :class:`ToolkitError` naming the file."""
+    """``cuda.version`` of ``root/version.json``; without that file, ``major.minor`` from
+    ``root/include/cuda.h``'s ``CUDA_VERSION``. Raises :class:`ToolkitError` naming the files."""
     vj = root / "version.json"
     try:
         data = json.loads(vj.read_text(encoding="utf-8"))
         return str(data["cuda"]["version"])
     except FileNotFoundError:
-        raise ToolkitError(f"{vj}: missing; a host toolkit must carry NVIDIA's version.json "
-                           f"(set CUDA_PATH or cuda.toolkit.path to a CUDA toolkit root)") from None
+        pass
     except (ValueError, KeyError, TypeError) as e:
         raise ToolkitError(f"{vj}: expected {{\"cuda\": {{\"version\": ...}}}}: {e}") from None
+    ch = root / "include" / "cuda.h"
+    try:
+        m = _CUDA_VERSION_RE.search(ch.read_text(encoding="utf-8", errors="replace"))
+    except FileNotFoundError:
+        raise ToolkitError(f"{vj}: missing, and so is {ch}; a host toolkit needs NVIDIA's version.json or "
+                           f"include/cuda.h (set CUDA_PATH or cuda.toolkit.path to a CUDA toolkit root)") from None
+    if m is None:
+        raise ToolkitError(f"{ch}: no '#define CUDA_VERSION <n>' (and {vj} is missing)")
+    n = int(m.group(1))
+    return f"{n // 1000}.{(n % 1000) // 10}"
+
+
+def version_source(root: Path) -> Path:
+    """The file :func:`read_version` reads for ``root`` (``version.json`` or ``include/cuda.h``)."""
+    vj = root / "version.json"
+    return vj if vj.is_file() else root / "include" / "cuda.h"
 
 
 def used_files(cs: ComponentSet) -> list[str]:
@@ -69,7 +92,7 @@ def describe(cs: ComponentSet, ref) -> Path:
     version = read_version(root)
     want = cs.cuda_version.split(".")[:2]
     if version.split(".")[:2] != want:
-        raise ToolkitError(f"{root / 'version.json'}: CUDA {version}, but {cs.spec_file} asks for cuda.version "
+        raise ToolkitError(f"{version_source(root)}: CUDA {version}, but {cs.spec_file} asks for cuda.version "
                            f"{cs.cuda_version}")
     validate.check(root, cs, what=f"{cs.name} (host toolkit {root})")
     files = {rel: sha256_file(root / rel) for rel in used_files(cs) if (root / rel).is_file()}

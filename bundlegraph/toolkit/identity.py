@@ -4,7 +4,8 @@ load time without any network access, and the content-derived name legs share.
 Two legs with equal :class:`ComponentSet` share one toolkit task and one prefix. The name is
 ``cuda<ver>-<host platform>+<target platform>-<6 hex>`` where the hex is a digest of the set
 (source, components per role, platforms, and the source's pins: the lock rows for wheels, the
-manifest label and pool URL for redist, the path and ``version.json`` digest for host).
+manifest label and pool URL for redist, the path and ``version.json`` digest for host —
+plus ``include/cuda.h``'s digest when the host toolkit has no ``version.json``).
 """
 
 from __future__ import annotations
@@ -106,5 +107,10 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
         except OSError:
             vdigest = "missing"
         pins = {"path": root.as_posix(), "version_json": vdigest}
+        if vdigest == "missing":  # no version.json: the version comes from include/cuda.h (hostsrc.read_version)
+            try:
+                pins["cuda_h"] = hashlib.sha256((root / "include" / "cuda.h").read_bytes()).hexdigest()
+            except OSError:
+                pins["cuda_h"] = "missing"
     return ComponentSet(tk.source, spec.cuda.version, host_platform, tk.target_platform, host, target,
                         pins, where)

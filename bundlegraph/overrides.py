@@ -1,0 +1,146 @@
+"""Local-build overrides, read when the graph loads (like the leg filters): build a CUDA leg
+for chosen GPU architectures and/or with the toolkit already installed on this host.
+
+- ``archs``: ``doit archs=90`` / ``BUNDLEGRAPH_ARCHS=90`` (comma- or semicolon-separated CMake
+  arch forms, ``90,120``), or ``native`` = the compute capabilities of the GPUs present
+  (``nvidia-smi``, :mod:`bundlegraph.gpus`). Each arch is checked against the leg's CUDA version
+  (:func:`bundlegraph.schemas.archs.arch_supported`).
+- ``toolkit_source``: ``doit toolkit_source=host`` / ``BUNDLEGRAPH_TOOLKIT_SOURCE=host[:PATH]``:
+  the leg's toolkit becomes the ``host`` source (``PATH``, else ``$CUDA_PATH``, else
+  ``/usr/local/cuda``), for hosts with no package registry. The leg's ``cuda.version`` becomes
+  the host toolkit's (read by :func:`bundlegraph.toolkit.hostsrc.read_version`); its major
+  must match the leg's ``profile.line``.
+
+An overridden leg is **not the release's**: its profile name gets a local suffix
+(``cuda13-portable+sm90-local``, ``+host13.0-local``, ``+sm90-host13.0-local``), so its bundle is
+``app-<tag>-linux-x64-cuda13-portable+sm90-local.tar.gz``, its info JSON says so
+(``bundle_profile``), every action key that holds the spec differs from the release build's,
+and the publish gate refuses it (:func:`is_local`). The overrides apply to the selected CUDA
+legs only; CPU legs (merge bases) are untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BundleGraphError
+from .schemas.archs import arch_supported, parse_arch, parse_version
+
+LOCAL_MARK = "-local"
+
+
+@dataclass(frozen=True)
+class LocalOverrides:
+    """Parsed overrides: ``archs`` (CMake forms, or None) and ``host_toolkit`` (the toolkit
+    root for the ``host`` source, or None); ``toolkit_version`` is that toolkit's version;
+    ``origin`` says where each value came from (for messages and the tag)."""
+
+    archs: tuple[str, ...] | None = None
+    host_toolkit: Path | None = None
+    toolkit_version: str | None = None
+    origin: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.archs is not None or self.host_toolkit is not None
+
+    def tag(self) -> str:
+        """The local suffix (without ``+``): ``sm90-local``, ``host13.0-local``, ``sm90_120-host13.0-local``."""
+        parts = []
+        if self.archs is not None:
+            parts.append("sm" + "_".join(re.sub(r"[^0-9a-z]", "", a) for a in self.archs))
+        if self.host_toolkit is not None:
+            parts.append(f"host{self.toolkit_version}")
+        return "-".join(parts) + LOCAL_MARK
+
+
+def parse_archs(raw: str) -> tuple[str, ...]:
+    """``"90"``, ``"90,120"``, ``"90;120a"`` -> CMake forms (validated); ``native`` -> the GPUs
+    present. Raises :class:`BundleGraphError` naming the variable and the bad value."""
+    raw = raw.strip()
+    if raw == "native":
+        from .gpus import probe
+
+        p = probe()
+        if not p.gpus:
+            raise BundleGraphError(f"archs=native: no GPU to build for ({p.problem}); name the archs, e.g. archs=90")
+        return tuple(str(sm) for sm in sorted({g.sm for g in p.gpus}))
+    items = [a.strip() for a in re.split(r"[,;]", raw) if a.strip()]
+    if not items:
+        raise BundleGraphError(f"archs={raw!r}: empty; give CMake arch forms (90, 90,120, 86-real) or 'native'")
+    for a in items:
+        try:
+            parse_arch(a)
+        except ValueError as e:
+            raise BundleGraphError(f"archs={raw}: {e}") from None
+    if len(set(items)) != len(items):
+        raise BundleGraphError(f"archs={raw}: holds duplicates")
+    return tuple(items)
+
+
+def parse_toolkit_source(raw: str) -> Path:
+    """``host`` or ``host:PATH`` -> the host toolkit root. Raises naming the accepted forms."""
+    from .toolkit.identity import host_toolkit_path
+
+    kind, _, path = raw.strip().partition(":")
+    if kind != "host":
+        raise BundleGraphError(f"toolkit_source={raw!r}: only 'host' or 'host:PATH' can be chosen at load time "
+                               f"(the wheels and redist sources need pins from the spec)")
+    return host_toolkit_path(path or None).resolve()
+
+
+def parse(archs: str | None, toolkit_source: str | None) -> LocalOverrides:
+    """Both overrides from their raw strings (None/empty = not given)."""
+    from .toolkit.hostsrc import read_version
+
+    a = parse_archs(archs) if archs else None
+    root = parse_toolkit_source(toolkit_source) if toolkit_source else None
+    version = read_version(root) if root is not None else None
+    origin = ", ".join(x for x in (f"archs={','.join(a)}" if a else "",
+                                   f"toolkit_source=host:{root.as_posix()}" if root else "") if x)
+    return LocalOverrides(a, root, version, origin)
+
+
+def apply(matrix, legs: list[str], ov: LocalOverrides):
+    """A copy of ``matrix`` whose selected CUDA legs carry the overrides (see module docstring).
+    Raises :class:`BundleGraphError` naming the leg, spec file and override when an arch is not
+    buildable with the leg's (possibly overridden) CUDA version."""
+    if not ov.active:
+        return matrix
+    new = dict(matrix.legs)
+    problems = []
+    for leg in legs:
+        spec = matrix.legs[leg]
+        if spec.cuda is None:
+            continue
+        where = matrix.files.get(leg, f"{leg}.toml")
+        cuda = spec.cuda
+        if ov.host_toolkit is not None:
+            major = parse_version(ov.toolkit_version)[0]
+            if spec.profile.line and spec.profile.line != f"cuda{major}":
+                problems.append(f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "
+                                f"{ov.toolkit_version} ({ov.host_toolkit})")
+                continue
+            tk = cuda.toolkit.model_copy(update={"source": "host", "path": ov.host_toolkit.as_posix(),
+                                                 "lock": None, "manifest": None})
+            mm = ".".join(ov.toolkit_version.split(".")[:2])
+            cuda = cuda.model_copy(update={"toolkit": tk, "version": mm})
+        if ov.archs is not None:
+            cuda = cuda.model_copy(update={"archs": list(ov.archs)})
+        for a in cuda.archs:
+            why = arch_supported(parse_arch(a), cuda.version_tuple)
+            if why:
+                problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
+        profile = spec.profile.model_copy(update={"name": f"{spec.profile.name}+{ov.tag()}"})
+        new[leg] = spec.model_copy(update={"cuda": cuda, "profile": profile})
+    if problems:
+        raise BundleGraphError("local overrides: " + "; ".join(problems))
+    return dataclasses.replace(matrix, legs=new)
+
+
+def is_local(profile_name: str) -> bool:
+    """True for a profile name carrying a local suffix (``cuda13-portable+sm90-local``)."""
+    return "+" in profile_name and profile_name.endswith(LOCAL_MARK)

@@ -1,0 +1,448 @@
+"""Stage ``smoke:<leg>`` (CUDA legs, opt-in): run the finished bundle on a real NVIDIA GPU.
+
+Decision first (:func:`decide`; no bundle is unpacked on a host that cannot run it):
+
+1. the bundle's os/arch (its info JSON) must be this host's;
+2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.gpus`);
+3. the bundle's CUDA backend must cover one of those GPUs: its fatbin inventory (SASS and PTX
+   per SM, :mod:`bundlegraph.checks.fatbin`, read from the unpacked ``libggml-cuda.so`` /
+   ``ggml-cuda.dll``) against the GPU's compute capability (:func:`bundlegraph.gpus.covered`).
+
+Otherwise the task is **skipped**: ``build/<leg>/smoke.json`` records ``status: "skipped"`` and
+the reason, the reason is printed, and :class:`~bundlegraph.errors.TaskSkipped` ends the task
+without a stamp, so it is never shown as up to date and runs again on the next ``doit`` (and the
+probe result is part of the action key, so a GPU appearing is noticed). A skip is never a pass.
+
+Checks, each recorded with its command, seconds and result (a failure names the step or op):
+
+- ``devices``: ``llama-cli --list-devices`` (common's ``common_print_available_devices``,
+  ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` device — the CUDA backend
+  was loaded by ``GGML_BACKEND_DL`` and sees the GPU;
+- ``test-backend-ops``: built from the same source with the merge base's generated toolchain and
+  cache entries (``LLAMA_BUILD_TESTS=ON``; ``GGML_CPU``/``GGML_CPU_ALL_VARIANTS`` OFF because
+  ggml makes every backend module a dependency of ``ggml``; tools, examples, server, app OFF) in
+  ``build/<leg>/smoke-tools``, target ``test-backend-ops`` only; copied next to the bundle's
+  libraries, where its ``$ORIGIN`` RUNPATH finds the bundle's ``libggml*``/``libllama*`` and
+  ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA<n> -o OP``
+  compares CUDA with the CPU backend per op in :data:`OPS` (usage text in
+  ``tests/test-backend-ops.cpp``); an op passes when it exits 0, prints ``Backend CUDA<n>: OK``
+  and ``k/k tests passed`` with k > 0;
+- ``model``: a tiny random-weight GGUF (:mod:`.tinygguf`, the source's ``gguf-py`` and its
+  ``models/ggml-vocab-llama-spm.gguf``);
+- ``generate``: ``llama-simple -m tiny.gguf -n 8 -ngl 99`` (or ``llama-completion``): exit 0, the
+  loader's ``offloaded k/k layers to GPU`` (``src/llama-model.cpp``) and ``decoded N tokens``
+  with N > 0.
+
+The external CUDA runtime (``runtime.external``: ``libcudart.so.13``, cuBLAS) is taken from the
+leg's toolkit (its target ``lib`` directory is put first on ``LD_LIBRARY_PATH``; ``PATH`` on
+Windows), as an installer pairs it. Output: ``build/<leg>/smoke.json`` (atomic), full program
+output in ``build/<leg>/logs/smoke.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import paths, proc
+from ..errors import BundleGraphError, TaskSkipped
+from ..fsutil import atomic_write_json, rmtree
+
+OPS = ("MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM")
+VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
+TOOLS_CACHE = {"LLAMA_BUILD_TESTS": "ON", "GGML_CPU": "OFF", "GGML_CPU_ALL_VARIANTS": "OFF",
+               "LLAMA_BUILD_TOOLS": "OFF", "LLAMA_BUILD_EXAMPLES": "OFF", "LLAMA_BUILD_SERVER": "OFF",
+               "LLAMA_BUILD_APP": "OFF"}
+N_PREDICT = 8
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One smoke step: ``name`` (``devices``, ``op:MUL_MAT``, ``generate``, ...), ``argv`` with
+    ``{bundle}``/``{model}``/``{dev}`` placeholders filled at run time."""
+
+    name: str
+    argv: list[str]
+
+
+@dataclass(frozen=True)
+class SmokePlan:
+    """What ``smoke:<leg>`` would do (pure). ``bundle``: the archive; ``record``/``log``;
+    ``tools_dir``: the test-backend-ops build; ``checks`` in order; ``model_argv`` writes the tiny
+    model; ``runtime_dir``: the toolkit directory holding the external CUDA runtime."""
+
+    leg: str
+    base: str | None
+    os: str
+    arch: str
+    bundle: Path
+    record: Path
+    log: Path
+    tools_dir: Path
+    source_tree: Path
+    checks: list[Check]
+    model_argv: list[str]
+    runtime_dir: Path | None
+    exe: str = ""
+
+    def program(self, name: str) -> str:
+        return f"{{bundle}}/{name}{self.exe}"
+
+
+def host_platform() -> tuple[str, str]:
+    """``(os, arch)`` of this host in spec terms (``linux``/``windows``, ``x64``/``arm64``)."""
+    sysname = platform.system().lower()
+    m = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(m, m)
+    return ("windows" if sysname.startswith("win") else sysname), arch
+
+
+def _source_tree(leg: str, ctx) -> Path:
+    from .source import SourceRecord, plan_source
+
+    rec = paths.build_dir(leg) / "source.json"
+    if rec.is_file():
+        return Path(SourceRecord.read(rec).tree)
+    return plan_source(ctx.release, ctx.matrix.root).tree
+
+
+def plan_smoke(ctx, leg: str) -> SmokePlan:
+    """The smoke plan of CUDA leg ``leg`` (pure: no process, nothing written)."""
+    from .toolkit import toolkit_for_leg
+
+    spec = ctx.spec(leg)
+    if spec.cuda is None:
+        raise BundleGraphError(f"smoke:{leg}: {leg} has no CUDA backend to smoke-test")
+    bdir = paths.build_dir(leg)
+    exe = ".exe" if spec.os == "windows" else ""
+    tree = _source_tree(leg, ctx)
+    py = proc.python_exe()
+    bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
+    tbo = f"{{bundle}}/test-backend-ops{exe}"
+    checks = [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"])]
+    checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
+    checks.append(Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),
+                                     "-ngl", "99", "Hello"]))
+    try:
+        runtime_dir = toolkit_for_leg(ctx, leg)
+        rdir: Path | None = runtime_dir.bin_dir
+    except BundleGraphError:
+        rdir = None
+    model_argv = [py, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", (tree / "gguf-py").as_posix(),
+                  "--vocab", "{vocab}", "--out", "{model}"]
+    return SmokePlan(leg=leg, base=spec.merge.base if spec.merge else None, os=spec.os, arch=spec.arch,
+                     bundle=bundle, record=bdir / "smoke.json", log=ctx.log(leg, "smoke"),
+                     tools_dir=bdir / "smoke-tools", source_tree=tree, checks=checks, model_argv=model_argv,
+                     runtime_dir=rdir, exe=exe)
+
+
+@dataclass
+class Decision:
+    """``run``: whether to run the checks; ``reason`` when not; ``gpu`` chosen and how the
+    bundle covers it (``coverage``); ``probe`` as JSON."""
+
+    run: bool
+    reason: str = ""
+    gpu: dict | None = None
+    coverage: str | None = None
+    probe: dict = field(default_factory=dict)
+
+
+def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe, sass=None, ptx=None) -> Decision:
+    """Whether a bundle can be smoke-tested here (pure; see module docstring). ``sass``/``ptx``
+    None = the inventory is not read yet (only the host and the driver are judged)."""
+    from ..gpus import covered
+
+    pj = probe.key() | {"command": probe.command}
+    if (bundle_os, bundle_arch) != host:
+        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
+    if not probe.gpus:
+        return Decision(False, f"no NVIDIA GPU: {probe.problem}", probe=pj)
+    if sass is None:
+        return Decision(True, probe=pj)
+    for g in probe.gpus:
+        how = covered(g.sm, sass, ptx or [])
+        if how:
+            return Decision(True, gpu={"index": g.index, "sm": g.sm, "name": g.name}, coverage=how, probe=pj)
+    gl = ", ".join(g.describe() for g in probe.gpus)
+    s = ",".join(str(x) for x in sorted(sass)) or "none"
+    p = ",".join(str(x) for x in sorted(ptx or [])) or "none"
+    return Decision(False, f"no GPU the bundle's CUDA code covers: {gl}; the bundle has SASS {s}, PTX {p}", probe=pj)
+
+
+def _skip(plan: SmokePlan, d: Decision) -> None:
+    atomic_write_json(plan.record, {"leg": plan.leg, "status": "skipped", "reason": d.reason,
+                                    "bundle": plan.bundle.name, "probe": d.probe})
+    print(f"smoke:{plan.leg}: SKIPPED (not a pass): {d.reason}", flush=True)
+    raise TaskSkipped(f"smoke:{plan.leg}: {d.reason}")
+
+
+def _inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
+    from ..checks.bundle import mapped
+    from ..checks.inspect import inspect_file
+
+    name = "ggml-cuda.dll" if os_name == "windows" else "libggml-cuda.so"
+    hits = sorted(unpacked.rglob(name))
+    if not hits:
+        raise BundleGraphError(f"the bundle has no {name}")
+    with mapped(hits[0]) as data:
+        r = inspect_file(hits[0].name, data)
+    if r.fatbin is None:
+        raise BundleGraphError(f"{name} in the bundle has no CUDA fatbin")
+    return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
+
+
+def tools_argv(ctx, plan: SmokePlan, tools, binaries: dict[str, str], commit: str | None) -> tuple[list[str], str]:
+    """``(configure argv, toolchain text)`` of the test-backend-ops build: the merge base's (else
+    the leg's own) configure plan retargeted at ``plan.tools_dir`` with :data:`TOOLS_CACHE`."""
+    from .configure import plan_configure
+
+    bp = plan_configure(ctx, plan.base or plan.leg, tools, binaries)
+    cache = dict(bp.cache)
+    for k in [k for k in cache if k.startswith("GGML_CUDA")]:
+        del cache[k]
+    cache.update(TOOLS_CACHE)
+    if commit:
+        cache["LLAMA_BUILD_COMMIT"] = commit[:7]
+    tfile = plan.tools_dir / "toolchain.cmake"
+    argv = [str(tools.cmake.path), "-S", plan.source_tree.as_posix(), "-B", (plan.tools_dir / "cmake").as_posix(),
+            "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={Path(tools.ninja.path).as_posix()}",
+            f"-DCMAKE_TOOLCHAIN_FILE={tfile.as_posix()}"] + [f"-D{k}={v}" for k, v in sorted(cache.items())]
+    return argv, bp.toolchain_text
+
+
+def _build_tools(ctx, plan: SmokePlan, commit: str | None) -> Path:
+    """Configure (when its command changed) and build ``test-backend-ops``; returns the program."""
+    from ..fsutil import atomic_write_bytes
+    from ..state import key_of
+    from ..toolchains.tools import build_tools
+    from . import jobs as jobs_mod
+    from .configure import check_host
+
+    tc = check_host(ctx, plan.base or plan.leg)
+    tools = build_tools()
+    resolved = tc.resolve(None)
+    argv, text = tools_argv(ctx, plan, tools, resolved.binaries, commit)
+    stamp = plan.tools_dir / "configure-key.txt"
+    key = key_of({"argv": argv, "toolchain": text})
+    cmake_dir = plan.tools_dir / "cmake"
+    if not (stamp.is_file() and stamp.read_text(encoding="utf-8") == key and (cmake_dir / "CMakeCache.txt").is_file()):
+        stamp.unlink(missing_ok=True)
+        atomic_write_bytes(plan.tools_dir / "toolchain.cmake", text.encode())
+        proc.run([argv[0], "--fresh", *argv[1:]], env=resolved.env, log=plan.log, what=f"smoke:{plan.leg}: configure test-backend-ops")
+        atomic_write_bytes(stamp, key.encode())
+    j = jobs_mod.decide(0, plan.os == "windows")
+    proc.run([argv[0], "--build", cmake_dir.as_posix(), "--target", "test-backend-ops", "-j", str(j.n)],
+             env=resolved.env, log=plan.log, what=f"smoke:{plan.leg}: build test-backend-ops")
+    prog = cmake_dir / "bin" / f"test-backend-ops{plan.exe}"
+    if not prog.is_file():
+        raise BundleGraphError(f"smoke:{plan.leg}: the build produced no {prog}")
+    return prog
+
+
+def judge_devices(out: str) -> str | None:
+    """None when ``--list-devices`` output lists a CUDA device, else what is wrong."""
+    if re.search(r"^\s*CUDA\d+: ", out, re.MULTILINE):
+        return None
+    return "no CUDA<n> device listed (the CUDA backend did not load or sees no GPU)"
+
+
+def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict]:
+    """``(problem or None, facts)`` for one ``test-backend-ops test -b DEV -o OP`` run."""
+    out = _ANSI.sub("", out)
+    m = re.findall(r"^\s*(\d+)/(\d+) tests passed", out, re.MULTILINE)
+    passed, total = (int(m[-1][0]), int(m[-1][1])) if m else (0, 0)
+    facts = {"passed": passed, "total": total,
+             "failed_cases": [l.strip() for l in out.splitlines() if re.search(r"\bFAIL\b", l)][:10]}
+    if rc != 0:
+        return f"exit code {rc}", facts
+    if not re.search(rf"Backend {re.escape(dev)}: OK", out):
+        return f"no 'Backend {dev}: OK'", facts
+    if total == 0:
+        return "ran no test case", facts
+    if passed != total:
+        return f"{passed}/{total} tests passed", facts
+    return None, facts
+
+
+def judge_generate(out: str, rc: int) -> tuple[str | None, dict]:
+    """``(problem or None, facts)`` for the generation run."""
+    off = re.search(r"offloaded (\d+)/(\d+) layers to GPU", out)
+    dec = re.search(r"decoded (\d+) tokens", out)
+    facts = {"offloaded": off.group(0) if off else None, "decoded": int(dec.group(1)) if dec else None}
+    if rc != 0:
+        return f"exit code {rc}", facts
+    if not off or off.group(1) != off.group(2) or off.group(1) == "0":
+        return "not every layer was offloaded to the GPU", facts
+    if not dec or int(dec.group(1)) == 0:
+        return "no token was generated", facts
+    return None, facts
+
+
+def run_smoke(ctx, leg: str) -> list[Path]:
+    """Decide, then run every check (module docstring). Returns ``[smoke.json]`` when every
+    check passed; raises :class:`TaskSkipped` (recorded) or :class:`BundleGraphError` naming the
+    failing checks (recorded)."""
+    from ..archive import read_member
+    from ..extract import extract
+    from ..gpus import probe
+    from ..schemas.manifest import BundleInfo
+    from . import jobs as jobs_mod
+    from .source import SourceRecord
+
+    plan = plan_smoke(ctx, leg)
+    if not plan.bundle.is_file():
+        raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
+    raw = read_member(plan.bundle, ctx.release.info_file)
+    if raw is None:
+        raise BundleGraphError(f"smoke:{leg}: {plan.bundle.name} has no {ctx.release.info_file}")
+    info = BundleInfo.model_validate_json(raw)
+    pr = probe()
+    d = decide(info.os, info.arch, host_platform(), pr)
+    if not d.run:
+        _skip(plan, d)
+    plan.log.parent.mkdir(parents=True, exist_ok=True)
+    plan.log.write_text("", encoding="utf-8")
+    srec = paths.build_dir(leg) / "source.json"
+    commit = SourceRecord.read(srec).commit if srec.is_file() else None
+    results: list[dict] = []
+    t_all = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="smoke-", dir=paths.build_dir(leg)))
+    try:
+        bundle_dir = tmp / "bundle"
+        extract(plan.bundle, bundle_dir)
+        sass, ptx, summary = _inventory(bundle_dir, info.os)
+        d = decide(info.os, info.arch, host_platform(), pr, sass, ptx)
+        if not d.run:
+            _skip(plan, d)
+        dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
+        print(f"smoke:{leg}: {plan.bundle.name} ({summary}) on GPU {d.gpu['index']} {d.gpu['name']} "
+              f"(sm_{d.gpu['sm']}) via {d.coverage}", flush=True)
+        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(d.gpu["index"]))
+        if plan.runtime_dir is not None:
+            var = "PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"
+            env[var] = os.pathsep.join(x for x in (plan.runtime_dir.as_posix(), env.get(var, "")) if x)
+        model = tmp / "tiny.gguf"
+        jobs = str(jobs_mod.cores())
+
+        def fill(argv: list[str]) -> list[str]:
+            return [a.replace("{bundle}", bundle_dir.as_posix()).replace("{model}", model.as_posix())
+                    .replace("{dev}", dev).replace("{jobs}", jobs) for a in argv]
+
+        def step(name: str, fn) -> bool:
+            t0 = time.monotonic()
+            try:
+                problem, facts, cmd = fn()
+            except BundleGraphError as e:
+                problem, facts, cmd = str(e).splitlines()[0], {}, None
+            r = {"check": name, "status": "failed" if problem else "passed", "seconds": round(time.monotonic() - t0, 1),
+                 "command": cmd, **facts}
+            if problem:
+                r["problem"] = problem
+            results.append(r)
+            print(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)", flush=True)
+            return not problem
+
+        def run_prog(argv: list[str], what: str):
+            a = fill(argv)
+            r = proc.run(a, env=env, log=plan.log, capture=True, check=False, what=f"smoke:{leg}: {what}", cwd=tmp)
+            return r.output, r.returncode, proc.quote(a)
+
+        by = {c.name: c for c in plan.checks}
+
+        def devices():
+            out, rc, cmd = run_prog(by["devices"].argv, "devices")
+            p = judge_devices(out) if rc == 0 else f"exit code {rc}"
+            return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
+
+        step("devices", devices)
+
+        def tools():
+            prog = _build_tools(ctx, plan, commit)
+            shutil.copy2(prog, bundle_dir / prog.name)
+            return None, {"program": prog.as_posix()}, None
+
+        have_tools = step("test-backend-ops build", tools)
+        for op in OPS:
+            if not have_tools:
+                results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
+                continue
+
+            def one(op=op):
+                out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}")
+                p, facts = judge_op(out, rc, dev)
+                return p, facts, cmd
+
+            step(f"op:{op}", one)
+
+        def make_model():
+            vocab = next((plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None)
+            if vocab is None:
+                raise BundleGraphError(f"the source has none of models/{', models/'.join(VOCABS)}")
+            a = [x.replace("{vocab}", vocab.as_posix()).replace("{model}", model.as_posix()) for x in plan.model_argv]
+            penv = dict(env)
+            root = Path(__file__).resolve().parents[2]
+            penv["PYTHONPATH"] = os.pathsep.join(x for x in (root.as_posix(), env.get("PYTHONPATH", "")) if x)
+            proc.run(a, env=penv, log=plan.log, what=f"smoke:{leg}: tiny model")
+            return None, {"vocab": vocab.name, "bytes": model.stat().st_size}, proc.quote(a)
+
+        have_model = step("model", make_model)
+        if have_model:
+            def gen():
+                out, rc, cmd = run_prog(by["generate"].argv, "generate")
+                p, facts = judge_generate(out, rc)
+                return p, facts, cmd
+
+            step("generate", gen)
+        else:
+            results.append({"check": "generate", "status": "not run", "problem": "no model"})
+    finally:
+        rmtree(tmp)
+    failed = [r for r in results if r["status"] != "passed"]
+    status = "failed" if failed else "passed"
+    atomic_write_json(plan.record, {
+        "leg": leg, "status": status, "bundle": plan.bundle.name, "fatbin": summary, "gpu": d.gpu,
+        "coverage": d.coverage, "probe": d.probe, "runtime_dir": plan.runtime_dir.as_posix() if plan.runtime_dir else None,
+        "seconds": round(time.monotonic() - t_all, 1), "checks": results})
+    if failed:
+        raise BundleGraphError(f"smoke:{leg}: {len(failed)} check(s) failed: "
+                               + "; ".join(f"{r['check']}: {r.get('problem', r['status'])}" for r in failed)
+                               + f" (details: {plan.record}, log: {plan.log})")
+    print(f"smoke:{leg}: all {len(results)} checks passed on {d.gpu['name']}", flush=True)
+    return [plan.record]
+
+
+def plans(ctx) -> list:
+    """``smoke:<leg>`` for every selected CUDA leg, after ``package:<leg>``."""
+    from ..graph import TaskPlan, upstream_digest
+    from ..gpus import probe
+
+    out = []
+    for leg in ctx.legs:
+        if ctx.spec(leg).cuda is None:
+            continue
+
+        def inputs(leg=leg) -> dict:
+            return {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
+                    "host": list(host_platform()), "gpus": probe().key(), "ops": list(OPS), "tools": TOOLS_CACHE}
+
+        def details(leg=leg) -> dict:
+            p = plan_smoke(ctx, leg)
+            return {"bundle": p.bundle.as_posix(), "record": p.record.as_posix(), "tools_dir": p.tools_dir.as_posix(),
+                    "checks": {c.name: proc.quote(c.argv) for c in p.checks}, "model": proc.quote(p.model_argv)}
+
+        out.append(TaskPlan(stage="smoke", name=leg, leg=leg, deps=[f"package:{leg}", f"source:{leg}"],
+                            inputs=inputs, run=lambda leg=leg: run_smoke(ctx, leg), details=details,
+                            doc=f"run {leg}'s bundle on an NVIDIA GPU (skipped without one)"))
+    return out
+
+
+__all__ = ["OPS", "SmokePlan", "Check", "plan_smoke", "decide", "run_smoke", "plans", "judge_op",
+           "judge_devices", "judge_generate", "host_platform", "tools_argv"]

@@ -1,0 +1,95 @@
+"""smoke:<leg> through the real doit on a host without a matching GPU: skipped with the reason,
+recorded as skipped (never a pass), no stamp, evaluated again on the next run. And the tiny GGUF
+writer with the real llama.cpp source's gguf-py and vocabulary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphrun import doit
+
+ROOT = Path(__file__).resolve().parents[2]
+LEG = "linux-x64-cuda13-portable"
+COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+
+
+def _bundle(dist: Path) -> Path:
+    """A real .tar.gz bundle (bundlegraph's writer) holding an info JSON of the x64 CUDA leg."""
+    from bundlegraph.archive import Entry, write_archive
+    from bundlegraph.graph import Filters, load_graph
+    from bundlegraph.schemas.manifest import BundleInfo, VerifyFindings
+
+    g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
+    s, r = g.ctx.spec(LEG), g.ctx.release
+    name = s.bundle_name(r.tag, r.bundle_prefix)
+    info = BundleInfo(asset_name=name, leg=LEG, os="linux", arch="x64", install_kind=s.install_kind,
+                      source_repo=r.source_repo, source_commit=COMMIT, source_digest="0" * 64,
+                      upstream_tag=r.upstream_tag, release_tag=r.tag, platform="linux-x64", profile=s.profile.name,
+                      archs=s.cuda.archs, bundle_profile=s.profile.name, runtime_line="cuda13", coverage_class="portable",
+                      bundle_rank=60, toolkit_version="13.5", supported_sms=[75, 80, 86, 89, 90, 100, 120], min_sm=75,
+                      max_sm=120, ggml_backend_dl=True, signing="not-required",
+                      verify=VerifyFindings(machine="x64", fatbin_sms=[75, 80, 86, 89, 90, 100, 120], passed=True))
+    dist.mkdir(parents=True, exist_ok=True)
+    write_archive(dist / name, [Entry(r.info_file, data=info.model_dump_json().encode())], 0)
+    return dist / name
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has an NVIDIA driver")
+def test_smoke_is_skipped_with_the_reason_and_never_passes(workdir):
+    _bundle(workdir / "dist")
+    for attempt in range(2):
+        r = doit(["-s", f"smoke:{LEG}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=LEG)
+        assert r.returncode == 0, r.stdout + r.stderr
+        # executed every time (never "-- smoke:..." up to date), reason printed
+        assert f".  smoke:{LEG}" in r.stdout, r.stdout
+        assert "SKIPPED (not a pass): no NVIDIA GPU: nvidia-smi is not on PATH" in r.stdout
+        assert f"[smoke:{LEG}] SKIPPED" in r.stdout
+        rec = json.loads((workdir / "build" / LEG / "smoke.json").read_text())
+        assert rec["status"] == "skipped" and rec["reason"].startswith("no NVIDIA GPU: nvidia-smi is not on PATH")
+        assert not list((workdir / ".bundlegraph" / "stamps").glob("smoke__*"))
+    # nothing was unpacked for a host that cannot run it
+    assert not list((workdir / "build" / LEG).glob("smoke-*"))
+
+
+def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
+    pytest.importorskip("numpy")
+    pytest.importorskip("yaml")
+    sdist = real_input("llama-sdist", unpack=True)
+    src = next(sdist.glob("*/vendor/llama.cpp"), None) or next(sdist.glob("vendor/llama.cpp"))
+    out = tmp_path / "tiny.gguf"
+    r = subprocess.run([sys.executable, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", str(src / "gguf-py"),
+                        "--vocab", str(src / "models" / "ggml-vocab-llama-spm.gguf"), "--out", str(out)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert not list(tmp_path.glob(".tiny.gguf.tmp*"))
+    sys.path.insert(0, str(src / "gguf-py"))
+    try:
+        import gguf
+
+        rd = gguf.GGUFReader(str(out))
+        vocab = gguf.GGUFReader(str(src / "models" / "ggml-vocab-llama-spm.gguf"))
+    finally:
+        sys.path.remove(str(src / "gguf-py"))
+    from bundlegraph.pipeline.tinygguf import HPARAMS, tensor_shapes
+
+    assert rd.fields["general.architecture"].contents() == "llama"
+    assert rd.fields["llama.block_count"].contents() == HPARAMS["n_layer"]
+    assert rd.fields["llama.attention.head_count_kv"].contents() == HPARAMS["n_head_kv"]
+    toks = rd.fields["tokenizer.ggml.tokens"]
+    assert len(toks.data) == len(vocab.fields["tokenizer.ggml.tokens"].data) == 32000
+    assert toks.contents(100) == vocab.fields["tokenizer.ggml.tokens"].contents(100)
+    shapes = {t.name: tuple(int(x) for x in reversed(t.shape)) for t in rd.tensors}
+    assert shapes == tensor_shapes(32000)
+    assert {t.name: t.tensor_type.name for t in rd.tensors}["blk.1.ffn_down.weight"] == "F16"
+    # deterministic: same vocabulary, same bytes
+    out2 = tmp_path / "again.gguf"
+    subprocess.run([sys.executable, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", str(src / "gguf-py"),
+                    "--vocab", str(src / "models" / "ggml-vocab-llama-spm.gguf"), "--out", str(out2)],
+                   check=True, capture_output=True, cwd=ROOT)
+    assert out2.read_bytes() == out.read_bytes()

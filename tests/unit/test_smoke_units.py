@@ -1,0 +1,186 @@
+"""smoke:<leg> decisions and judgements, the GPU coverage rule and the local-build overrides
+(pure parts: no process, no network). Real specs from bundles/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlegraph.errors import BundleGraphError
+from bundlegraph.gpus import Gpu, GpuProbe, covered, parse_query
+from bundlegraph.graph import Filters, load_graph
+from bundlegraph.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
+from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_generate, judge_op, plan_smoke
+
+ROOT = Path(__file__).resolve().parents[2]
+LEG = "linux-x64-cuda13-portable"
+H200 = GpuProbe((Gpu(0, 90, "NVIDIA H200"),), None, "nvidia-smi ...")
+NONE = GpuProbe((), "nvidia-smi is not on PATH (no NVIDIA driver on this host)", "nvidia-smi ...")
+
+
+@pytest.fixture(autouse=True)
+def _clean(workdir, monkeypatch):
+    for v in ("BUNDLEGRAPH_ARCHS", "BUNDLEGRAPH_TOOLKIT_SOURCE"):
+        monkeypatch.delenv(v, raising=False)
+
+
+def test_parse_query_reads_nvidia_smi_csv():
+    gpus = parse_query("0, 9.0, NVIDIA H200\n1, 12.1, NVIDIA GB10\n")
+    assert [(g.index, g.sm, g.name) for g in gpus] == [(0, 90, "NVIDIA H200"), (1, 121, "NVIDIA GB10")]
+    with pytest.raises(BundleGraphError, match="compute capability 'nine' is not 'major.minor'"):
+        parse_query("0, nine, X")
+
+
+@pytest.mark.parametrize("sm,sass,ptx,want", [
+    (90, [90], [], "SASS sm_90"),
+    (89, [86], [], "SASS sm_86"),          # same major, higher minor: binary compatible
+    (86, [89], [], None),                  # lower minor: not
+    (90, [86, 89], [], None),              # other major: not
+    (90, [86], [80], "PTX compute_80 (JIT)"),
+    (75, [], [80], None),                  # PTX only JITs upwards
+    (121, [120], [], "SASS sm_120"),
+])
+def test_coverage_rule(sm, sass, ptx, want):
+    assert covered(sm, sass, ptx) == want
+
+
+def test_decide_skips_with_reasons():
+    d = decide("linux", "x64", ("linux", "x64"), NONE)
+    assert not d.run and d.reason == "no NVIDIA GPU: nvidia-smi is not on PATH (no NVIDIA driver on this host)"
+    d = decide("linux", "arm64", ("linux", "x64"), H200)
+    assert not d.run and d.reason == "the bundle is linux arm64, this host is linux x64"
+    d = decide("linux", "x64", ("linux", "x64"), H200, {120, 121}, set())
+    assert not d.run and d.reason == ("no GPU the bundle's CUDA code covers: GPU 0 NVIDIA H200 (sm_90); "
+                                      "the bundle has SASS 120,121, PTX none")
+    d = decide("linux", "x64", ("linux", "x64"), H200, {90}, {90})
+    assert d.run and d.gpu == {"index": 0, "sm": 90, "name": "NVIDIA H200"} and d.coverage == "SASS sm_90"
+
+
+def test_judgements_name_what_failed():
+    ok = "Testing 2 devices\n\nBackend 1/2: CUDA0\n  1234/1234 tests passed\n  Backend CUDA0: \x1b[1;32mOK\x1b[0m\n"
+    assert judge_op(ok, 0, "CUDA0") == (None, {"passed": 1234, "total": 1234, "failed_cases": []})
+    bad = ("  MUL_MAT(type_a=q4_0,type_b=f32,m=16): [MUL_MAT] NMSE = 0.5 > 0.0005 \x1b[1;31mFAIL\x1b[0m\n"
+           "  1233/1234 tests passed\n  Backend CUDA0: \x1b[1;31mFAIL\x1b[0m\n")
+    p, facts = judge_op(bad, 1, "CUDA0")
+    assert p == "exit code 1" and facts["failed_cases"][0].startswith("MUL_MAT(type_a=q4_0")
+    assert judge_op("  0/0 tests passed\n  Backend CUDA0: OK\n", 0, "CUDA0")[0] == "ran no test case"
+    assert judge_op("  5/5 tests passed\n", 0, "CUDA0")[0] == "no 'Backend CUDA0: OK'"
+    assert judge_devices("Available devices:\n  CUDA0: NVIDIA H200 (143771 MiB, 142000 MiB free)\n") is None
+    assert "no CUDA<n> device" in judge_devices("Available devices:\n  (none)\n")
+    gen = "load_tensors: offloaded 3/3 layers to GPU\nmain: decoded 8 tokens in 0.02 s\n"
+    assert judge_generate(gen, 0) == (None, {"offloaded": "offloaded 3/3 layers to GPU", "decoded": 8})
+    assert judge_generate(gen.replace("3/3", "2/3"), 0)[0] == "not every layer was offloaded to the GPU"
+    assert judge_generate("offloaded 3/3 layers to GPU\n", 0)[0] == "no token was generated"
+
+
+def test_smoke_plan_for_a_bundle():
+    g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
+    p = plan_smoke(g.ctx, LEG)
+    assert p.bundle.name == "app-b6990-mix-0c1e570-linux-x64-cuda13-portable.tar.gz"
+    assert p.base == "linux-x64-cpu" and p.record.name == "smoke.json"
+    names = [c.name for c in p.checks]
+    assert names == ["devices", *(f"op:{op}" for op in OPS), "generate"]
+    assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)
+    by = {c.name: c.argv for c in p.checks}
+    assert by["devices"] == ["{bundle}/llama-cli", "--list-devices"]
+    assert by["op:FLASH_ATTN_EXT"] == ["{bundle}/test-backend-ops", "test", "-b", "{dev}", "-o", "FLASH_ATTN_EXT",
+                                      "-j", "{jobs}"]
+    assert by["generate"][by["generate"].index("-ngl") + 1] == "99"
+    assert p.model_argv[1:3] == ["-m", "bundlegraph.pipeline.tinygguf"]
+    # the smoke task exists for CUDA legs only, after package, and never in a bare `doit`
+    sm = g.find(f"smoke:{LEG}")
+    assert f"package:{LEG}" in sm.deps
+    assert not any(t.startswith("smoke:") for t in load_graph(ROOT / "bundles").default_tasks())
+    cpu = load_graph(ROOT / "bundles", Filters(only_leg="linux-x64-cpu"))
+    assert not [p for p in cpu.plans if p.stage == "smoke"]
+
+
+def test_arch_override_is_a_distinct_local_build():
+    rel = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
+    loc = load_graph(ROOT / "bundles", Filters(only_leg=LEG, archs="90"))
+    rs, ls = rel.ctx.spec(LEG), loc.ctx.spec(LEG)
+    tag, prefix = rel.ctx.release.tag, rel.ctx.release.bundle_prefix
+    assert ls.bundle_name(tag, prefix) == f"app-{tag}-linux-x64-cuda13-portable+sm90-local.tar.gz"
+    assert rs.bundle_name(tag, prefix) == f"app-{tag}-linux-x64-cuda13-portable.tar.gz"
+    assert ls.cuda.archs == ["90"] and rs.cuda.archs == ["75", "80", "86", "89", "90", "100", "120"]
+    assert is_local(ls.profile.name) and not is_local(rs.profile.name)
+    from bundlegraph.pipeline.configure import plan_configure
+    from bundlegraph.state import key_of
+
+    assert plan_configure(loc.ctx, LEG).cache["CMAKE_CUDA_ARCHITECTURES"] == "90"
+    for task in (f"merge:{LEG}", f"package:{LEG}"):
+        assert key_of(rel.find(task).inputs()) != key_of(loc.find(task).inputs()), task
+    # the merge base (a CPU leg) is not touched
+    both = load_graph(ROOT / "bundles", Filters(archs="90"))
+    assert both.ctx.spec("linux-x64-cpu") == rel.ctx.matrix.legs["linux-x64-cpu"]
+    assert both.ctx.spec("linux-arm64-cuda13-blackwell").profile.name == "cuda13-blackwell+sm90-local"
+
+
+def test_publish_gate_refuses_a_local_build(tmp_path):
+    from bundlegraph.pipeline.publish import gate
+
+    loc = load_graph(ROOT / "bundles", Filters(archs="90,120"))
+    probs, _ = gate(loc.ctx.matrix, tmp_path, filtered=None, source_commit=None)
+    local = [p for p in probs if "is never published" in p]
+    name = loc.ctx.spec(LEG).bundle_name(loc.ctx.release.tag, loc.ctx.release.bundle_prefix)
+    assert name.endswith("+sm90_120-local.tar.gz")
+    assert any(p.startswith(f"{name}: a local build of {LEG}") for p in local)
+    rel = load_graph(ROOT / "bundles")
+    probs, _ = gate(rel.ctx.matrix, tmp_path, filtered=None, source_commit=None)
+    assert not [p for p in probs if "is never published" in p]
+
+
+def test_override_values_are_checked():
+    assert parse_archs("90") == ("90",) and parse_archs("90; 120a") == ("90", "120a")
+    with pytest.raises(BundleGraphError, match=r"archs=9x: '9x' is not a CUDA arch in CMake form"):
+        parse_archs("9x")
+    with pytest.raises(BundleGraphError, match="archs=90,90: holds duplicates"):
+        parse_archs("90,90")
+    with pytest.raises(BundleGraphError, match=r"toolkit_source='wheels': only 'host' or 'host:PATH'"):
+        parse_toolkit_source("wheels")
+    with pytest.raises(BundleGraphError, match=r"linux-x64-cuda13-portable.toml: cuda.archs: sm_61 was dropped"):
+        load_graph(ROOT / "bundles", Filters(only_leg=LEG, archs="61"))
+    assert LocalOverrides(("90",), Path("/x"), "13.0").tag() == "sm90-host13.0-local"
+
+
+def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
+    """``toolkit_source=host:PATH`` on a toolkit without version.json (like this machine's
+    /usr/local/cuda): version from include/cuda.h, the host source with that path, its own
+    toolkit task, a local bundle name; a cuda12 toolkit for a cuda13 leg is refused."""
+    from bundlegraph.pipeline.toolkit import toolkit_for_leg
+
+    tk = tmp_path / "cuda"
+    (tk / "include").mkdir(parents=True)
+    (tk / "include" / "cuda.h").write_text("#ifndef __cuda_cuda_h__\n#define CUDA_VERSION 13000\n#endif\n")
+    rel = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
+    loc = load_graph(ROOT / "bundles", Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
+    s = loc.ctx.spec(LEG)
+    assert (s.cuda.toolkit.source, s.cuda.toolkit.path, s.cuda.version) == ("host", tk.resolve().as_posix(), "13.0")
+    assert s.profile.name == "cuda13-portable+host13.0-local"
+    ref = toolkit_for_leg(loc.ctx, LEG)
+    assert ref.source == "host" and ref.prefix == tk.resolve() and ref.version == "13.0"
+    assert ref.task != toolkit_for_leg(rel.ctx, LEG).task
+    assert [p.full_name for p in loc.plans if p.stage == "toolkit"] == [ref.task]
+    (tk / "include" / "cuda.h").write_text("#define CUDA_VERSION 12080\n")
+    with pytest.raises(BundleGraphError, match=r"profile.line: cuda13, but toolkit_source=host is CUDA 12.8"):
+        load_graph(ROOT / "bundles", Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
+
+
+def test_host_toolkit_version_falls_back_to_cuda_h(tmp_path):
+    from bundlegraph.errors import ToolkitError
+    from bundlegraph.toolkit.hostsrc import read_version
+
+    (tmp_path / "include").mkdir()
+    with pytest.raises(ToolkitError, match=r"version.json: missing, and so is .*include/cuda.h"):
+        read_version(tmp_path)
+    (tmp_path / "include" / "cuda.h").write_text("/* no version here */\n")
+    with pytest.raises(ToolkitError, match=r"cuda.h: no '#define CUDA_VERSION <n>'"):
+        read_version(tmp_path)
+    (tmp_path / "include" / "cuda.h").write_text("#define CUDA_VERSION 13000\n")
+    assert read_version(tmp_path) == "13.0"
+    (tmp_path / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}')
+    assert read_version(tmp_path) == "13.0.2"  # NVIDIA's version.json wins when present
+    real = Path("/usr/local/cuda")
+    if (real / "include" / "cuda.h").is_file() and not (real / "version.json").is_file():
+        assert read_version(real).split(".")[0].isdigit()
