@@ -13,13 +13,15 @@ the reason, the reason is printed, and :class:`~bundlegraph.errors.TaskSkipped` 
 without a stamp, so it is never shown as up to date and runs again on the next ``doit`` (and the
 probe result is part of the action key, so a GPU appearing is noticed). A skip is never a pass.
 
-Checks, each recorded with its command, seconds and result (a failure names the step or op):
+Checks, run in this order (cheap first), each recorded with its command, seconds and result (a
+failure names the step or op):
 
 - ``devices``: ``llama-cli --list-devices`` (common's ``common_print_available_devices``,
   ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` device — the CUDA backend
   was loaded by ``GGML_BACKEND_DL`` and sees the GPU;
-- ``test-backend-ops``: built from the same source with the merge base's generated toolchain and
-  cache entries (``LLAMA_BUILD_TESTS=ON``; ``GGML_CPU``/``GGML_CPU_ALL_VARIANTS`` OFF because
+- ``test-backend-ops`` (built by its own task ``smoke:tools-<leg>``, which is skipped — nothing
+  built — where the smoke test would be skipped): built from the same source with the merge
+  base's generated toolchain and cache entries (``LLAMA_BUILD_TESTS=ON``; ``GGML_CPU``/``GGML_CPU_ALL_VARIANTS`` OFF because
   ggml makes every backend module a dependency of ``ggml``; tools, examples, server, app OFF) in
   ``build/<leg>/smoke-tools``, target ``test-backend-ops`` only; copied next to the bundle's
   libraries, where its ``$ORIGIN`` RUNPATH finds the bundle's ``libggml*``/``libllama*`` and
@@ -54,7 +56,7 @@ from .. import paths, proc
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 
-OPS = ("MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM")
+OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
 TOOLS_CACHE = {"LLAMA_BUILD_TESTS": "ON", "GGML_CPU": "OFF", "GGML_CPU_ALL_VARIANTS": "OFF",
                "LLAMA_BUILD_TOOLS": "OFF", "LLAMA_BUILD_EXAMPLES": "OFF", "LLAMA_BUILD_SERVER": "OFF",
@@ -126,10 +128,10 @@ def plan_smoke(ctx, leg: str) -> SmokePlan:
     py = proc.python_exe()
     bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
     tbo = f"{{bundle}}/test-backend-ops{exe}"
-    checks = [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"])]
+    checks = [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+              Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),
+                                 "-ngl", "99", "Hello"])]
     checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
-    checks.append(Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),
-                                     "-ngl", "99", "Hello"]))
     try:
         runtime_dir = toolkit_for_leg(ctx, leg)
         rdir: Path | None = runtime_dir.bin_dir
@@ -241,10 +243,35 @@ def _build_tools(ctx, plan: SmokePlan, commit: str | None) -> Path:
     j = jobs_mod.decide(0, plan.os == "windows")
     proc.run([argv[0], "--build", cmake_dir.as_posix(), "--target", "test-backend-ops", "-j", str(j.n)],
              env=resolved.env, log=plan.log, what=f"smoke:{plan.leg}: build test-backend-ops")
-    prog = cmake_dir / "bin" / f"test-backend-ops{plan.exe}"
+    prog = tools_program(plan)
     if not prog.is_file():
         raise BundleGraphError(f"smoke:{plan.leg}: the build produced no {prog}")
     return prog
+
+
+def tools_program(plan: SmokePlan) -> Path:
+    """Where ``smoke:tools-<leg>`` leaves ``test-backend-ops``."""
+    return plan.tools_dir / "cmake" / "bin" / f"test-backend-ops{plan.exe}"
+
+
+def run_tools(ctx, leg: str) -> list[Path]:
+    """``smoke:tools-<leg>``: build test-backend-ops, or skip (no build) where the smoke test
+    will be skipped anyway (other os/arch, no GPU)."""
+    from ..gpus import probe
+    from .source import SourceRecord
+
+    plan = plan_smoke(ctx, leg)
+    d = decide(plan.os, plan.arch, host_platform(), probe())
+    if not d.run:
+        print(f"smoke:tools-{leg}: SKIPPED (nothing built): {d.reason}", flush=True)
+        raise TaskSkipped(f"smoke:tools-{leg}: {d.reason}")
+    plan.log.parent.mkdir(parents=True, exist_ok=True)
+    srec = paths.build_dir(leg) / "source.json"
+    commit = SourceRecord.read(srec).commit if srec.is_file() else None
+    t0 = time.monotonic()
+    prog = _build_tools(ctx, plan, commit)
+    print(f"smoke:tools-{leg}: {prog} built in {time.monotonic() - t0:.1f}s", flush=True)
+    return [prog]
 
 
 def judge_devices(out: str) -> str | None:
@@ -365,22 +392,11 @@ def run_smoke(ctx, leg: str) -> list[Path]:
         step("devices", devices)
 
         def tools():
-            prog = _build_tools(ctx, plan, commit)
+            prog = tools_program(plan)
+            if not prog.is_file():
+                raise BundleGraphError(f"{prog} is missing; run smoke:tools-{leg}")
             shutil.copy2(prog, bundle_dir / prog.name)
             return None, {"program": prog.as_posix()}, None
-
-        have_tools = step("test-backend-ops build", tools)
-        for op in OPS:
-            if not have_tools:
-                results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
-                continue
-
-            def one(op=op):
-                out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}")
-                p, facts = judge_op(out, rc, dev)
-                return p, facts, cmd
-
-            step(f"op:{op}", one)
 
         def make_model():
             vocab = next((plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None)
@@ -403,6 +419,18 @@ def run_smoke(ctx, leg: str) -> list[Path]:
             step("generate", gen)
         else:
             results.append({"check": "generate", "status": "not run", "problem": "no model"})
+        have_tools = step("test-backend-ops build", tools)
+        for op in OPS:
+            if not have_tools:
+                results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
+                continue
+
+            def one(op=op):
+                out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}")
+                p, facts = judge_op(out, rc, dev)
+                return p, facts, cmd
+
+            step(f"op:{op}", one)
     finally:
         rmtree(tmp)
     failed = [r for r in results if r["status"] != "passed"]
@@ -431,6 +459,7 @@ def plans(ctx) -> list:
 
         def inputs(leg=leg) -> dict:
             return {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
+                    "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
                     "host": list(host_platform()), "gpus": probe().key(), "ops": list(OPS), "tools": TOOLS_CACHE}
 
         def details(leg=leg) -> dict:
@@ -438,7 +467,20 @@ def plans(ctx) -> list:
             return {"bundle": p.bundle.as_posix(), "record": p.record.as_posix(), "tools_dir": p.tools_dir.as_posix(),
                     "checks": {c.name: proc.quote(c.argv) for c in p.checks}, "model": proc.quote(p.model_argv)}
 
-        out.append(TaskPlan(stage="smoke", name=leg, leg=leg, deps=[f"package:{leg}", f"source:{leg}"],
+        def tools_inputs(leg=leg) -> dict:
+            from .configure import plan_configure
+
+            spec = ctx.spec(leg)
+            base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
+            return {"source": upstream_digest(f"source:{leg}"), "base_cache": base.cache,
+                    "toolchain": base.toolchain_text, "tools": TOOLS_CACHE, "host": list(host_platform()),
+                    "gpus": probe().key()}
+
+        out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
+                            inputs=tools_inputs, run=lambda leg=leg: run_tools(ctx, leg),
+                            doc=f"build test-backend-ops for smoke:{leg} (skipped without a GPU)"))
+        out.append(TaskPlan(stage="smoke", name=leg, leg=leg,
+                            deps=[f"package:{leg}", f"source:{leg}", f"smoke:tools-{leg}"],
                             inputs=inputs, run=lambda leg=leg: run_smoke(ctx, leg), details=details,
                             doc=f"run {leg}'s bundle on an NVIDIA GPU (skipped without one)"))
     return out

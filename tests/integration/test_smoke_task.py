@@ -55,6 +55,11 @@ def test_smoke_is_skipped_with_the_reason_and_never_passes(workdir):
         assert not list((workdir / ".bundlegraph" / "stamps").glob("smoke__*"))
     # nothing was unpacked for a host that cannot run it
     assert not list((workdir / "build" / LEG).glob("smoke-*"))
+    # and test-backend-ops is not built for it either
+    r = doit(["-s", f"smoke:tools-{LEG}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=LEG)
+    assert r.returncode == 0 and "SKIPPED (nothing built): no NVIDIA GPU" in r.stdout, r.stdout + r.stderr
+    assert not (workdir / "build" / LEG / "smoke-tools").exists()
+    assert not list((workdir / ".bundlegraph" / "stamps").glob("smoke__*"))
 
 
 def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):

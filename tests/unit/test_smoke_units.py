@@ -80,7 +80,7 @@ def test_smoke_plan_for_a_bundle():
     assert p.bundle.name == "app-b6990-mix-0c1e570-linux-x64-cuda13-portable.tar.gz"
     assert p.base == "linux-x64-cpu" and p.record.name == "smoke.json"
     names = [c.name for c in p.checks]
-    assert names == ["devices", *(f"op:{op}" for op in OPS), "generate"]
+    assert names == ["devices", "generate", *(f"op:{op}" for op in OPS)]
     assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)
     by = {c.name: c.argv for c in p.checks}
     assert by["devices"] == ["{bundle}/llama-cli", "--list-devices"]
@@ -90,7 +90,8 @@ def test_smoke_plan_for_a_bundle():
     assert p.model_argv[1:3] == ["-m", "bundlegraph.pipeline.tinygguf"]
     # the smoke task exists for CUDA legs only, after package, and never in a bare `doit`
     sm = g.find(f"smoke:{LEG}")
-    assert f"package:{LEG}" in sm.deps
+    assert f"package:{LEG}" in sm.deps and f"smoke:tools-{LEG}" in sm.deps
+    assert g.find(f"smoke:tools-{LEG}").deps == [f"source:{LEG}"]  # builds beside the bundle's own build
     assert not any(t.startswith("smoke:") for t in load_graph(ROOT / "bundles").default_tasks())
     cpu = load_graph(ROOT / "bundles", Filters(only_leg="linux-x64-cpu"))
     assert not [p for p in cpu.plans if p.stage == "smoke"]
