@@ -9,6 +9,10 @@ Each planner turns the stage functions (:mod:`.merge`, :mod:`.package`, :mod:`.m
   Backend files come from the build's artifacts dir; shipped runtime from ``toolkit_for_leg``.
 - ``merge:<leg>`` of a leg without ``[merge]``: its build's artifacts dir plus shipped toolkit
   runtime, collected into the same ``build/<leg>/merged`` tree (:func:`.merge.run_collect`).
+- Both run after ``verify:<leg>`` but key on ``build:<leg>``'s output digest (the files they
+  copy): verify's report holds findings, not content, so a rebuilt library with the same
+  findings must still be merged again. Their outputs are ``merge.json`` and every file of the
+  merged tree (fingerprinted), which is what ``package:<leg>`` keys on.
 - ``package:<leg>``: packs ``build/<leg>/merged``; writes
   ``dist/<bundle>`` and ``build/<leg>/package.json``, and records the verified sha256.
 - ``manifest``: after every selected leg's package; ``publish``: after the manifest, refused
@@ -29,6 +33,12 @@ def _after_build(leg: str) -> str:
     from ..graph import _planners
 
     return f"verify:{leg}" if any(s == "verify" for s, _ in _planners()) else f"build:{leg}"
+
+
+def _tree_files(tree: Path) -> list[Path]:
+    """Every regular file of a merged tree: merge's outputs besides its record, so their
+    content reaches the package key (``merge.json`` names files, it does not hash them)."""
+    return sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def _source(leg: str):
@@ -82,7 +92,7 @@ def merge_plans(ctx) -> list:
                     b = "missing"
             else:
                 b = upstream_digest(f"package:{base}")
-            return {"spec": ctx.spec(leg), "base": b, "built": upstream_digest(_after_build(leg)),
+            return {"spec": ctx.spec(leg), "base": b, "built": upstream_digest(f"build:{leg}"),
                     "source": upstream_digest(f"source:{leg}")}
 
         def run(leg=leg, spec=spec, base=base, imported=imported) -> list[Path]:
@@ -97,7 +107,7 @@ def merge_plans(ctx) -> list:
                       source_commit=src.commit, source_digest=src.digest,
                       dest_tree=paths.build_dir(leg) / "merged", record_path=rec,
                       verifier=archive_verifier(ctx.spec(base), ctx.release) if imported else None)
-            return [rec]
+            return [rec, *_tree_files(paths.build_dir(leg) / "merged")]
 
         out.append(TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, inputs=inputs, run=run,
                             doc=f"merge {leg}'s backend into the {base} bundle"
@@ -121,10 +131,10 @@ def _collect_plan(ctx, leg: str, run_collect):
         rec = paths.build_dir(leg) / "merge.json"
         run_collect(spec=spec, built_dir=plan_build(ctx, leg).artifacts_dir, runtime=rt,
                     dest_tree=paths.build_dir(leg) / "merged", record_path=rec)
-        return [rec]
+        return [rec, *_tree_files(paths.build_dir(leg) / "merged")]
 
     return TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, run=run,
-                    inputs=lambda: {"spec": ctx.spec(leg), "built": upstream_digest(_after_build(leg))},
+                    inputs=lambda: {"spec": ctx.spec(leg), "built": upstream_digest(f"build:{leg}")},
                     doc=f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)")
 
 

@@ -42,7 +42,12 @@ class SourcePlan:
 
     def key_inputs(self) -> dict:
         """The action-key inputs of this plan: the pin. (The cache entry's receipt is an
-        output of every source task, so a deleted cache entry makes them run again.)"""
+        output of every source task, so a deleted cache entry makes them run again.) A
+        ``path`` pin is used in place and its content can change under the same pin, so its
+        key also holds the tree's content digest."""
+        if self.cache_dir is None:
+            tree = tree_digest(self.tree)[0] if self.tree.is_dir() else "missing"
+            return {"pin": self.pin, "tree": tree}
         return {"pin": self.pin}
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bundlegraph.fsutil import tree_digest
 from graphrun import cli, doit
 
 
@@ -24,7 +25,8 @@ def test_explain_source_task_through_its_life(workdir, bundles_copy, tmp_path):
     other.mkdir()
     rel.write_text(rel.read_text().replace(f'path = "{src}"', f'path = "{other}"'))
     lines = cli(["explain", task], bundles=bundles_copy, workdir=workdir).stdout.splitlines()
-    assert lines == [f"{task}: would run", f'  - input pin.path changed: "{src}" -> "{other}"']
+    assert lines == [f"{task}: would run", f'  - input pin.path changed: "{src}" -> "{other}"',
+                     f'  - input tree changed: "{tree_digest(src)[0]}" -> "{tree_digest(other)[0]}"']
     (workdir / "build/linux-x64-cpu/source.json").write_text("{}")
     rel.write_text(rel.read_text().replace(f'path = "{other}"', f'path = "{src}"'))
     lines = cli(["explain", task], bundles=bundles_copy, workdir=workdir).stdout.splitlines()

@@ -1,0 +1,389 @@
+"""Rebuild only what changed, proven on the real graph (dodo.py and the same pipeline modules;
+only the source pin differs): the stand-in project ``tests/data/minillama`` built by the three
+legs of ``tests/data/incbundles`` through every stage -- an aarch64 CPU leg, an aarch64 CUDA leg
+(NVIDIA's 13.5 wheels, x86_64 nvcc) merged into it, and an unrelated native x86_64 CPU leg --
+plus the shared manifest.
+
+The whole graph is built once per module; every test restores that built tree (source, specs
+and work directory, at the same absolute path, mtimes kept) and then changes one thing. Each
+test asserts exactly which tasks doit executed and what the outputs became.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import graphrun
+from bundlegraph import paths
+from bundlegraph.checks import elf, fatbin
+from bundlegraph.fsutil import sha256_file
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+IS_LINUX = sys.platform.startswith("linux")
+
+CPU, CUDA, X64 = "mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"
+LEGS = (CPU, CUDA, X64)
+CHAIN = ("source", "configure", "build", "verify", "merge", "package")
+BUNDLE = {CPU: "app-b42-linux-arm64-cpu.tar.gz", CUDA: "app-b42-linux-arm64-cuda13-blackwell.tar.gz",
+          X64: "app-b42-linux-x64-cpu.tar.gz"}
+SLOW_STEPS = 600_000  # the stand-in's slow translation unit: ~6 s of GCC constexpr work here
+
+
+def _wheels_cached() -> bool:
+    lock = tomllib.loads((ROOT / "bundles" / "locks" / "cuda-13.5-wheels.toml").read_text())
+    need = {("linux-x86_64", c) for c in ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl")} | {("linux-sbsa", "cuda_cudart")}
+    return all(paths.blob_path(w["sha256"]).is_file() for w in lock["wheel"] if (w["platform"], w["component"]) in need)
+
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("gcc") is None,
+                       reason="needs Debian's gcc-aarch64-linux-gnu and a native gcc (the legs build on a Linux x86_64 host)"),
+    pytest.mark.skipif(not _wheels_cached(), reason="the CUDA 13.5 x86_64 + sbsa wheels are not cached "
+                                                     "(run tests/integration/test_toolkit_wheels.py or the main job once)"),
+]
+
+
+def chain(leg: str, start: str = "source", stop: str = "package") -> list[str]:
+    """``<stage>:<leg>`` for the stages ``start`` .. ``stop`` of the leg's chain."""
+    return [f"{s}:{leg}" for s in CHAIN[CHAIN.index(start):CHAIN.index(stop) + 1]]
+
+
+@dataclass
+class Tree:
+    """A stand-in checkout: ``minillama/`` (the source), ``bundles/`` (specs, locks),
+    ``work/`` (``BUNDLEGRAPH_WORKDIR``)."""
+
+    root: Path
+
+    @property
+    def src(self) -> Path:
+        return self.root / "minillama"
+
+    @property
+    def bundles(self) -> Path:
+        return self.root / "bundles"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def dist(self) -> Path:
+        return self.work / "dist"
+
+    def env(self) -> dict[str, str]:
+        return graphrun.env_for(self.bundles, self.work, PYTHONUNBUFFERED="1")
+
+    def doit(self, *args: str) -> subprocess.CompletedProcess:
+        return graphrun.doit(list(args), bundles=self.bundles, workdir=self.work, PYTHONUNBUFFERED="1")
+
+    def run(self, *args: str) -> list[str]:
+        """Run doit (bare: the default legs + manifest); the tasks it executed, in order."""
+        r = self.doit(*args)
+        assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+        return graphrun.executed(r.stdout)
+
+    def popen(self, log: Path) -> subprocess.Popen:
+        """A bare doit in the background, stdout+stderr into ``log``."""
+        f = open(log, "w")
+        return subprocess.Popen([str(graphrun.BIN / "doit"), "-f", str(ROOT / "dodo.py")], stdout=f,
+                                stderr=subprocess.STDOUT, env=self.env(), text=True)
+
+    def spec(self, leg: str) -> Path:
+        return self.bundles / f"{leg}.toml"
+
+    def edit(self, leg: str, old: str, new: str) -> None:
+        f = self.spec(leg)
+        text = f.read_text()
+        assert old in text, f"{f} has no {old!r}"
+        f.write_text(text.replace(old, new, 1))
+
+    def stamp(self, task: str) -> dict | None:
+        f = self.work / ".bundlegraph" / "stamps" / (task.replace(":", "__") + ".json")
+        return json.loads(f.read_text()) if f.is_file() else None
+
+    def stamps(self) -> dict[str, tuple[int, str]]:
+        d = self.work / ".bundlegraph" / "stamps"
+        return {p.name: (p.stat().st_mtime_ns, sha256_file(p)) for p in sorted(d.iterdir())}
+
+    def snapshot(self, d: Path) -> dict[str, tuple[int, str]]:
+        return {p.relative_to(d).as_posix(): (p.stat().st_mtime_ns, sha256_file(p))
+                for p in sorted(d.rglob("*")) if p.is_file()}
+
+    def member(self, leg: str, name: str) -> bytes:
+        with tarfile.open(self.dist / BUNDLE[leg]) as t:
+            for m in t.getmembers():
+                if m.name.rsplit("/", 1)[-1] == name:
+                    return t.extractfile(m).read()
+        raise AssertionError(f"{name} not in {BUNDLE[leg]}")
+
+    def manifest_sha(self, leg: str) -> str:
+        idx = json.loads((self.dist / "llama-prebuilt-sha256.json").read_text())
+        return idx["artifacts"][BUNDLE[leg]]["sha256"]
+
+    def toolkit_task(self) -> str:
+        return next(t for t in (self.work / ".bundlegraph" / "stamps").iterdir() if t.name.startswith("toolkit__")
+                    ).name[:-5].replace("__", ":")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The stand-in graph built once (every task executed), kept as a snapshot."""
+    base = tmp_path_factory.mktemp("incremental")
+    live = Tree(base / "live")
+    live.root.mkdir()
+    shutil.copytree(DATA / "minillama", live.src)
+    shutil.copytree(DATA / "incbundles", live.bundles)
+    shutil.copytree(ROOT / "bundles" / "locks", live.bundles / "locks", dirs_exist_ok=True)
+    live.work.mkdir()
+    ran = live.run()
+    tk = [t for t in ran if t.startswith("toolkit:")]
+    expected = [t for leg in LEGS for t in chain(leg)] + tk + ["manifest"]
+    assert len(tk) == 1 and sorted(ran) == sorted(expected), ran
+    for leg in LEGS:
+        assert (live.dist / BUNDLE[leg]).is_file()
+    snap = base / "snap"
+    shutil.copytree(live.root, snap, symlinks=True)
+    return live, snap
+
+
+@pytest.fixture
+def tree(built) -> Tree:
+    """The built stand-in tree, restored to the snapshot (same path, same mtimes)."""
+    live, snap = built
+    shutil.rmtree(live.root)
+    shutil.copytree(snap, live.root, symlinks=True)
+    return live
+
+
+# 1 -------------------------------------------------------------------------------------------
+
+def test_second_run_executes_nothing(tree):
+    dist, stamps = tree.snapshot(tree.dist), tree.stamps()
+    r = tree.doit()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert graphrun.executed(r.stdout) == []
+    up = [l[3:] for l in r.stdout.splitlines() if l.startswith("-- ")]
+    assert sorted(up) == sorted([t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), "manifest"])
+    assert tree.snapshot(tree.dist) == dist and tree.stamps() == stamps  # not even rewritten
+
+
+# 2 -------------------------------------------------------------------------------------------
+
+def test_touching_specs_and_sources_without_changing_them_runs_nothing(tree):
+    later = time.time() + 120
+    touched = [*tree.bundles.rglob("*.toml"), *(p for p in tree.src.rglob("*") if p.is_file())]
+    for p in touched:
+        os.utime(p, (later, later))
+    assert len(touched) > 10
+    assert tree.run() == []
+
+
+def test_editing_the_path_pinned_source_rebuilds_every_leg_but_not_the_toolkit(tree):
+    """A ``path`` pin is used in place: an edit to a file every leg compiles (ggml-base) goes
+    through every leg's chain, and only the toolkit stays (its key has no source in it)."""
+    f = tree.src / "src" / "ggml-base.c"
+    f.write_text(f.read_text().replace('"%s/libggml-%s.so"', '"%s/./libggml-%s.so"'))
+    ran = tree.run()
+    assert sorted(ran) == sorted([t for leg in LEGS for t in chain(leg)] + ["manifest"])
+    for leg in LEGS:
+        assert b"%s/./libggml-%s.so" in tree.member(leg, "libggml-base.so")
+    assert tree.run() == []
+
+
+# 3 -------------------------------------------------------------------------------------------
+
+def test_editing_a_spec_reruns_that_leg_and_what_merges_it_only(tree):
+    """Leg A = the aarch64 CPU leg, merge base of the CUDA leg. A cmake entry that changes the
+    code: A's configure..package, the CUDA leg's merge and package (it ships A's libraries),
+    the manifest; not the CUDA leg's configure/build, nor the x86_64 leg, nor any source."""
+    x64_before = tree.snapshot(tree.dist)[BUNDLE[X64]]
+    cpu_lib = tree.member(CPU, "libggml-cpu.so")
+    tree.edit(CPU, "LLAMA_BUILD_TESTS = false", 'LLAMA_BUILD_TESTS = false\nCMAKE_C_FLAGS = "-fno-tree-vectorize"')
+    ran = tree.run()
+    assert ran == chain(CPU, "configure") + [f"merge:{CUDA}", f"package:{CUDA}", "manifest"]
+    new_lib = tree.member(CPU, "libggml-cpu.so")
+    assert new_lib != cpu_lib and elf.read_elf(new_lib).machine == "EM_AARCH64"
+    assert tree.member(CUDA, "libggml-cpu.so") == new_lib  # the merged bundle carries A's new build
+    assert tree.snapshot(tree.dist)[BUNDLE[X64]] == x64_before
+    for leg in (CPU, CUDA):
+        assert tree.manifest_sha(leg) == sha256_file(tree.dist / BUNDLE[leg])
+    assert tree.run() == []
+
+
+# 4 -------------------------------------------------------------------------------------------
+
+def _sass(blob: bytes) -> list[int]:
+    info = elf.read_elf(blob)
+    assert info.fatbin is not None
+    return sorted(fatbin.parse(blob, *info.fatbin).sass)
+
+
+def test_changing_archs_reconfigures_and_rebuilds_that_leg_only(tree):
+    assert _sass(tree.member(CUDA, "libggml-cuda.so")) == [120, 121]
+    cpu_before = tree.snapshot(tree.dist)[BUNDLE[X64]], tree.snapshot(tree.dist)[BUNDLE[CPU]]
+    tree.edit(CUDA, 'archs = ["120", "121"]', 'archs = ["120"]')
+    assert tree.run() == chain(CUDA, "configure") + ["manifest"]
+    assert _sass(tree.member(CUDA, "libggml-cuda.so")) == [120]
+    assert (tree.snapshot(tree.dist)[BUNDLE[X64]], tree.snapshot(tree.dist)[BUNDLE[CPU]]) == cpu_before
+    assert tree.run() == []
+
+
+# 5 -------------------------------------------------------------------------------------------
+
+ALT_LOCK = DATA / "incbundles" / "locks" / "cuda-13.5-wheels-cudart-13.4.toml"
+
+
+def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(tree):
+    """The lock moves cuda_cudart (sbsa) from 13.5.37 to 13.4.92 (a lock written by
+    ``bundlegraph lock-wheels --require cuda_cudart=nvidia-cuda-runtime==13.4.92``): a new
+    component set, so a new toolkit task installs it (the wheel fetched by pip on a cold
+    cache) and only the CUDA leg is configured, built, merged and packed again."""
+    from bundlegraph.errors import BundleGraphError
+    from bundlegraph.toolkit.lockfile import load_lock
+    from bundlegraph.toolkit.wheels import fetch_wheel
+
+    row = load_lock(ALT_LOCK).row("cuda_cudart", "linux-sbsa")
+    assert row.version == "13.4.92"
+    try:
+        fetch_wheel(row)
+    except BundleGraphError as e:
+        pytest.skip(f"nvidia-cuda-runtime 13.4.92 for linux-sbsa cannot be fetched: {e}")
+    old_tk = tree.toolkit_task()
+    cpu_before = tree.snapshot(tree.dist)[BUNDLE[X64]], tree.snapshot(tree.dist)[BUNDLE[CPU]]
+    shutil.copyfile(ALT_LOCK, tree.bundles / "locks" / "cuda-13.5-wheels.toml")
+    lib = tree.work / "build" / CUDA / "cmake" / "bin" / "libggml-cuda.so"
+    lib_before = sha256_file(lib)
+    ran = tree.run()
+    new_tk = ran[0]
+    assert new_tk.startswith("toolkit:cuda13.5-linux-x86_64+linux-sbsa-") and new_tk != old_tk
+    assert ran == [new_tk] + chain(CUDA, "configure") + ["manifest"]
+    # built against the 13.4 runtime headers the library differs, with the same verify findings:
+    # the bundle must carry the new build (merge keys on the built files, not verify's report)
+    assert sha256_file(lib) != lib_before
+    assert tree.member(CUDA, "libggml-cuda.so") == lib.read_bytes()
+    receipt = json.loads((paths.cache_root() / "toolkits" / new_tk.split(":", 1)[1] / "bundlegraph-toolkit.json").read_text())
+    assert {c["component"]: c["version"] for c in receipt["components"]}["cuda_cudart"] == "13.4.92"
+    conf = json.loads((tree.work / "build" / CUDA / "configure.json").read_text())
+    assert new_tk.split(":", 1)[1] in conf["checks"]["CUDA_cudart_LIBRARY"]
+    assert (tree.snapshot(tree.dist)[BUNDLE[X64]], tree.snapshot(tree.dist)[BUNDLE[CPU]]) == cpu_before
+    assert tree.run() == []
+
+
+# 6 -------------------------------------------------------------------------------------------
+
+def test_deleting_a_bundle_repackages_only_it(tree):
+    """The deleted bundle is the CUDA leg's merge base: it is packed again, byte for byte the
+    same, so nothing that consumed it (the CUDA leg's merge) runs again."""
+    before = tree.snapshot(tree.dist)
+    (tree.dist / BUNDLE[CPU]).unlink()
+    assert tree.run() == [f"package:{CPU}", "manifest"]
+    after = tree.snapshot(tree.dist)
+    assert after[BUNDLE[CPU]][1] == before[BUNDLE[CPU]][1]  # reproducible: same bytes
+    assert after[BUNDLE[CUDA]] == before[BUNDLE[CUDA]] and after[BUNDLE[X64]] == before[BUNDLE[X64]]
+    assert tree.run() == []
+
+
+# 7 -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["other size", "same size"])
+def test_bundle_overwritten_by_hand_is_detected_and_repackaged(tree, how):
+    f = tree.dist / BUNDLE[X64]
+    good = f.read_bytes()
+    bad = b"not a bundle" if how == "other size" else bytes(b ^ 0xFF for b in good[:64]) + good[64:]
+    f.write_bytes(bad)
+    why = graphrun.cli(["explain", f"package:{X64}"], bundles=tree.bundles, workdir=tree.work)
+    assert f"dist/{BUNDLE[X64]} was changed outside bundlegraph (fingerprint differs)" in why.stdout + why.stderr
+    assert tree.run() == [f"package:{X64}", "manifest"]
+    assert f.read_bytes() == good
+    assert tree.manifest_sha(X64) == sha256_file(f)
+    assert tree.run() == []
+
+
+# 8 -------------------------------------------------------------------------------------------
+
+def _procs(pattern: str) -> list[str]:
+    """``pgrep -af pattern`` lines: processes whose command line contains ``pattern``."""
+    r = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+    return [l for l in r.stdout.splitlines() if l.strip()]
+
+
+def _wait(pred, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@pytest.mark.skipif(not IS_LINUX, reason="sends POSIX signals to doit and checks survivors with pgrep; "
+                                         "on Windows the runner ends the group with CTRL_BREAK/taskkill instead")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
+    tree.edit(X64, "LLAMA_BUILD_TESTS = false", f"LLAMA_BUILD_TESTS = false\nMINI_SLOW_TU = {SLOW_STEPS}")
+    slow_src = (tree.src / "src" / "slow.cpp").as_posix()
+    slow_obj = tree.work / "build" / X64 / "cmake" / "CMakeFiles" / "mini-slow.dir" / "src" / "slow.cpp.o"
+    log = tree.root / "killed.log"
+    p = tree.popen(log)
+    try:
+        compiling = _wait(lambda: [l for l in _procs(slow_src) if "cc1plus" in l], 120, "the slow compile to start")
+        os.kill(p.pid, sig)
+        p.wait(60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = log.read_text()
+    assert compiling and p.returncode != 0, out
+    assert graphrun.executed(out) == [f"configure:{X64}", f"build:{X64}"], out
+    # no compiler (nor ninja, cmake or the supervisor) outlives the killed doit
+    if sig == signal.SIGKILL:  # the supervisor learns of it through PR_SET_PDEATHSIG
+        try:
+            _wait(lambda: not _procs(tree.root.as_posix()), 15, "the build's processes to end")
+        except AssertionError:
+            pass
+    assert _procs(tree.root.as_posix()) == []
+    # the interrupted build is not recorded as done; the configure that finished is
+    assert tree.stamp(f"build:{X64}") is None
+    assert f"-DMINI_SLOW_TU={SLOW_STEPS}" in tree.stamp(f"configure:{X64}")["inputs"]["argv"]
+    assert not slow_obj.exists()
+    # the next run resumes at the build
+    assert tree.run() == chain(X64, "build") + ["manifest"]
+    assert slow_obj.is_file() and tree.stamp(f"build:{X64}") is not None
+    assert tree.run() == []
+
+
+# 9 -------------------------------------------------------------------------------------------
+
+def test_two_doit_runs_at_once_one_stops_with_a_message(tree):
+    tree.edit(X64, "LLAMA_BUILD_TESTS = false", "LLAMA_BUILD_TESTS = false\nMINI_SLOW_TU = 200000")
+    logs = [tree.root / "a.log", tree.root / "b.log"]
+    runs = [tree.popen(logs[0]), tree.popen(logs[1])]
+    for p in runs:
+        p.wait(300)
+    outs = [l.read_text() for l in logs]
+    codes = [p.returncode for p in runs]
+    assert sorted(codes) == [0, 2], outs
+    win = codes.index(0)
+    lose = 1 - win
+    assert f"another doit run (pid {runs[win].pid}, started " in outs[lose], outs[lose]
+    assert "BUNDLEGRAPH_LOCK_WAIT" in outs[lose]
+    assert graphrun.executed(outs[lose]) == []
+    assert graphrun.executed(outs[win]) == chain(X64, "configure") + ["manifest"]
+    assert tree.run() == []  # the state both runs saw is intact
