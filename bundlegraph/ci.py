@@ -2,7 +2,7 @@
 
 - :func:`write_summary`: when ``GITHUB_STEP_SUMMARY`` names a file, append a table with one row
   per bundle in ``dist/``: bundle, size (MiB), sha256, fatbin SMs (from its info JSON's verify
-  findings), and time per stage (seconds recorded in ``build/<leg>/<stage>.json`` receipts).
+  findings), and time per stage (seconds recorded in each task's stamp, :mod:`bundlegraph.state`).
 - :func:`annotate`: when ``GITHUB_ACTIONS=true``, print each verify failure as
   ``::error file=<bundle>::<message>`` (workflow-command syntax; ``%``, CR and LF escaped).
 """
@@ -36,12 +36,12 @@ def annotate(failures: list[str], file: str | os.PathLike, *, out=None) -> int:
 
 
 def _seconds(leg: str) -> str:
+    from . import state
+
     parts = []
     for st in STAGES:
-        try:
-            s = json.loads((paths.build_dir(leg) / f"{st}.json").read_text(encoding="utf-8")).get("seconds")
-        except (OSError, ValueError, AttributeError):
-            s = None
+        stamp = state.load(f"{st}:{leg}")
+        s = stamp.seconds if stamp else None
         if isinstance(s, (int, float)):
             parts.append(f"{st} {s:.0f}s")
     return ", ".join(parts) or "-"

@@ -274,7 +274,7 @@ def _execute(plan: TaskPlan):
         inputs = plan.inputs()
         state.forget(name)
         outputs = plan.run()
-        state.record(name, inputs, outputs)
+        state.record(name, inputs, outputs, seconds=time.monotonic() - t0)
     except TaskSkipped as e:
         print(f"[{name}] SKIPPED after {time.monotonic() - t0:.1f}s: {e}", flush=True)
         return None

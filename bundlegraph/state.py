@@ -87,10 +87,18 @@ class Stamp:
     inputs: dict[str, Any]
     outputs: dict[str, dict[str, Any]]
     finished: str
+    seconds: float | None = None
 
     def output_digest(self) -> str:
-        """One digest over the outputs' sha256 values: what downstream keys consume."""
+        """One digest over the outputs' sha256 values: what downstream keys consume. (Records
+        written as outputs hold only what describes the outputs — no times — so an identical
+        rebuild gives an identical digest.)"""
         return key_of({k: v["sha256"] for k, v in self.outputs.items()})
+
+    def file_digest(self, path: str | os.PathLike) -> str | None:
+        """The recorded sha256 of one output (``None`` when it is not an output)."""
+        fp = self.outputs.get(_rel(Path(path)))
+        return fp["sha256"] if fp else None
 
 
 def load(task: str) -> Stamp | None:
@@ -100,19 +108,22 @@ def load(task: str) -> Stamp | None:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("version") != STAMP_VERSION:
             return None
-        return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"])
+        return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"))
     except (OSError, ValueError, KeyError):
         return None
 
 
-def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike]) -> Stamp:
-    """Write the stamp of a successful action (atomically). Every output must exist."""
+def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike],
+           seconds: float | None = None) -> Stamp:
+    """Write the stamp of a successful action (atomically). Every output must exist.
+    ``seconds``: how long the action took (kept for reports; never part of a key)."""
     outs = {}
     for o in outputs:
         p = Path(o)
         outs[_rel(p)] = fingerprint(p)
     inputs_json = json.loads(canonical(inputs))
-    stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat())
+    stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                  None if seconds is None else round(seconds, 1))
     atomic_write_json(
         _stamp_file(task),
         {
@@ -122,6 +133,7 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
             "inputs": inputs_json,
             "outputs": outs,
             "finished": stamp.finished,
+            "seconds": stamp.seconds,
         },
     )
     return stamp

@@ -17,7 +17,8 @@ Outputs for later stages (``build/<leg>/build.json``, the stamp's first output):
 ``artifacts_dir`` (``build/<leg>/cmake/bin``: llama.cpp's and the stand-in's libraries and
 programs), ``outputs`` (``{path relative to the work dir: sha256}`` of every regular file in
 ``artifacts_dir`` plus each filtered ninja output that is a file), ``targets``, ``filtered``,
-``jobs``, ``seconds``. The stamp fingerprints ``build.json`` and those files.
+(the command line, job count and time are in the log and
+the stamp, not here, so a record holds only what describes the outputs). The stamp fingerprints ``build.json`` and those files.
 """
 
 from __future__ import annotations
@@ -176,11 +177,11 @@ def run_build(ctx, leg: str) -> list[Path]:
             raise BundleGraphError(f"build:{leg}: the build did not produce {', '.join(missing)}")
     wd = paths.workdir()
     atomic_write_json(plan.record, {
-        "leg": leg, "argv": argv, "command": proc.quote(argv), "jobs": j.n, "jobs_why": j.why,
-        "targets": plan.targets, "filtered": plan.filtered, "artifacts_dir": plan.artifacts_dir.as_posix(),
-        "cmake_dir": plan.cmake_dir.as_posix(), "seconds": round(time.monotonic() - t0, 1),
+        "leg": leg, "targets": plan.targets, "filtered": plan.filtered, "artifacts_dir": plan.artifacts_dir.as_posix(),
+        "cmake_dir": plan.cmake_dir.as_posix(),
         "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
     })
+    print(f"build:{leg}: {proc.quote(argv)} finished in {time.monotonic() - t0:.1f}s", flush=True)
     return [plan.record, *outs]
 
 

@@ -92,8 +92,13 @@ def merge_plans(ctx) -> list:
                     b = "missing"
             else:
                 b = upstream_digest(f"package:{base}")
-            return {"spec": ctx.spec(leg), "base": b, "built": upstream_digest(f"build:{leg}"),
+            keys = {"spec": ctx.spec(leg), "base": b, "built": upstream_digest(f"build:{leg}"),
                     "source": upstream_digest(f"source:{leg}")}
+            if any(r.from_ == "toolkit" for r in ctx.spec(leg).runtime.ships):
+                # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
+                # with identical built binaries must still refresh them
+                keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
+            return keys
 
         def run(leg=leg, spec=spec, base=base, imported=imported) -> list[Path]:
             src = _source(leg)
@@ -189,7 +194,6 @@ def package_plans(ctx) -> list:
             record_verified(dest.name, sha, leg)
             receipt = paths.build_dir(leg) / "package.json"
             atomic_write_json(receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
-                                        "seconds": round(time.monotonic() - t0, 1),
                                         "info": info.model_dump(mode="json")})
             print(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}", flush=True)
             return [dest, receipt]
