@@ -9,7 +9,8 @@ for chosen GPU architectures and/or with the toolkit already installed on this h
   the leg's toolkit becomes the ``host`` source (``PATH``, else ``$CUDA_PATH``, else
   ``/usr/local/cuda``), for hosts with no package registry. The leg's ``cuda.version`` becomes
   the host toolkit's (read by :func:`bundlegraph.toolkit.hostsrc.read_version`); its major
-  must match the leg's ``profile.line``.
+  must match the leg's ``profile.line``. ``GGML_CUDA_NCCL`` becomes OFF unless the spec sets it
+  (a host toolkit may carry NCCL, which the release's toolkit does not, and ggml-cuda would link it).
 
 An overridden leg is **not the release's**: its profile name gets a local suffix
 (``cuda13-portable+sm90-local``, ``+host13.0-local``, ``+sm90-host13.0-local``), so its bundle is
@@ -128,6 +129,10 @@ def apply(matrix, legs: list[str], ov: LocalOverrides):
                                                  "lock": None, "manifest": None})
             mm = ".".join(ov.toolkit_version.split(".")[:2])
             cuda = cuda.model_copy(update={"toolkit": tk, "version": mm})
+            # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
+            # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
+            # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
+            spec = spec.model_copy(update={"cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}})
         if ov.archs is not None:
             cuda = cuda.model_copy(update={"archs": list(ov.archs)})
         for a in cuda.archs:

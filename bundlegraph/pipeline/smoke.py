@@ -374,6 +374,8 @@ def run_smoke(ctx, leg: str) -> list[Path]:
             if problem:
                 r["problem"] = problem
             results.append(r)
+            atomic_write_json(plan.record, {"leg": leg, "status": "running", "bundle": plan.bundle.name,
+                                            "gpu": d.gpu, "coverage": d.coverage, "checks": results})
             print(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)", flush=True)
             return not problem
 

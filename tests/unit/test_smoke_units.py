@@ -159,6 +159,7 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
     s = loc.ctx.spec(LEG)
     assert (s.cuda.toolkit.source, s.cuda.toolkit.path, s.cuda.version) == ("host", tk.resolve().as_posix(), "13.0")
     assert s.profile.name == "cuda13-portable+host13.0-local"
+    assert s.cmake["GGML_CUDA_NCCL"] is False and "GGML_CUDA_NCCL" not in rel.ctx.spec(LEG).cmake
     ref = toolkit_for_leg(loc.ctx, LEG)
     assert ref.source == "host" and ref.prefix == tk.resolve() and ref.version == "13.0"
     assert ref.task != toolkit_for_leg(rel.ctx, LEG).task
