@@ -50,7 +50,7 @@ def read_version(root: Path) -> str:
         raise ToolkitError(f"{vj}: missing, and so is {ch}; a host toolkit needs NVIDIA's version.json or "
                            f"include/cuda.h (set CUDA_PATH or cuda.toolkit.path to a CUDA toolkit root)") from None
     if m is None:
-        raise ToolkitError(f"{ch}: no '#define CUDA_VERSION <n>' (and {vj} is missing)")
+        raise ToolkitError(f"{vj}: missing, and {ch} has no '#define CUDA_VERSION <n>'")
     n = int(m.group(1))
     return f"{n // 1000}.{(n % 1000) // 10}"
 
