@@ -154,8 +154,15 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
     tk = tmp_path / "cuda"
     (tk / "include").mkdir(parents=True)
     (tk / "include" / "cuda.h").write_text("#ifndef __cuda_cuda_h__\n#define CUDA_VERSION 13000\n#endif\n")
-    rel = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
-    loc = load_graph(ROOT / "bundles", Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
+    # a spec that does not pin GGML_CUDA_NCCL (the release specs do): the host override turns it off
+    import shutil
+
+    bundles = tmp_path / "bundles"
+    shutil.copytree(ROOT / "bundles", bundles)
+    f = bundles / f"{LEG}.toml"
+    f.write_text(f.read_text().replace("GGML_CUDA_NCCL = false\n", ""))
+    rel = load_graph(bundles, Filters(only_leg=LEG))
+    loc = load_graph(bundles, Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
     s = loc.ctx.spec(LEG)
     assert (s.cuda.toolkit.source, s.cuda.toolkit.path, s.cuda.version) == ("host", tk.resolve().as_posix(), "13.0")
     assert s.profile.name == "cuda13-portable+host13.0-local"
@@ -166,7 +173,7 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
     assert [p.full_name for p in loc.plans if p.stage == "toolkit"] == [ref.task]
     (tk / "include" / "cuda.h").write_text("#define CUDA_VERSION 12080\n")
     with pytest.raises(BundleGraphError, match=r"profile.line: cuda13, but toolkit_source=host is CUDA 12.8"):
-        load_graph(ROOT / "bundles", Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
+        load_graph(bundles, Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
 
 
 def test_host_toolkit_version_falls_back_to_cuda_h(tmp_path):
