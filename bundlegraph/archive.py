@@ -22,19 +22,18 @@ Formats: PKWARE APPNOTE (zip, DEFLATE), POSIX.1-2001 pax/ustar (tar), RFC 1952 (
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import gzip
 import io
 import os
 import tarfile
-import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .errors import BundleGraphError
+from .fsutil import atomic_writer
 
 ZIP_MIN_EPOCH = 315532800  # 1980-01-01T00:00:00Z: the earliest time a zip entry can hold
 _WIN_EXEC = (".exe", ".dll", ".node")
@@ -134,22 +133,6 @@ def _tar_exec(e: Entry) -> bool:
     return bool(e.path.stat().st_mode & 0o100)
 
 
-@contextlib.contextmanager
-def _atomic_target(dest: Path) -> Iterator[io.BufferedWriter]:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> Path:
     """Write a deterministic ``.zip`` of ``entries`` to ``dest`` (DEFLATE level 6; times
     clamped to 1980 at the earliest, written in UTC). Returns ``dest``."""
@@ -157,7 +140,7 @@ def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> 
     items = _sorted_unique(entries, dest)
     when = _dt.datetime.fromtimestamp(max(epoch, ZIP_MIN_EPOCH), _dt.timezone.utc)
     date_time = (when.year, when.month, when.day, when.hour, when.minute, when.second - when.second % 2)
-    with _atomic_target(dest) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+    with atomic_writer(dest) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
         for e in items:
             if e.link is not None:
                 raise ArchiveError(f"{dest.name}: {e.name} is a symlink; a .zip bundle cannot hold links")
@@ -180,7 +163,7 @@ def write_tar_gz(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) 
     ``entries`` to ``dest``. Returns ``dest``."""
     dest = Path(dest)
     items = _sorted_unique(entries, dest)
-    with _atomic_target(dest) as f:
+    with atomic_writer(dest) as f:
         with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6) as gz:
             with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8") as tf:
                 for e in items:

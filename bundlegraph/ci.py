@@ -14,7 +14,6 @@ import os
 import sys
 from pathlib import Path
 
-from . import paths
 from .archive import read_member
 
 STAGES = ("configure", "build", "verify", "merge", "package")

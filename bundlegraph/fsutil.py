@@ -32,14 +32,16 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same directory + rename."""
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike) -> Iterator:
+    """Yield a binary file in ``path``'s directory; on success it is fsynced and renamed onto
+    ``path``, on any error it is removed and ``path`` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -47,6 +49,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same directory + rename."""
+    with atomic_writer(path) as f:
+        f.write(data)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: object) -> None:

@@ -24,8 +24,6 @@ _held: list[FileLock] = []
 
 def doit_command(argv: list[str]) -> str:
     """The doit sub-command in ``argv`` (``run`` when none is named)."""
-    from doit.cmd_base import DoitCmdBase  # noqa: F401  (doit is a hard dependency)
-
     known = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
     skip_next = False
     for a in argv:

@@ -8,7 +8,6 @@ Tests skip (never pass) when the registry cannot be reached.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys

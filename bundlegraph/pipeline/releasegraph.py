@@ -179,12 +179,9 @@ def package_plans(ctx) -> list:
                                 runtime=runtime, toolkit_prefix=ref.prefix if ref else None,
                                 toolkit_version=ref.version if ref else None, **kw)
             base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
-            import time
-
             from .. import ci
             from ..errors import VerifyError
 
-            t0 = time.monotonic()
             try:
                 info = run_package(inp, archive_verifier(spec, ctx.release, base=base), log=ctx.log(leg, "package"))
             except VerifyError as e:

@@ -322,7 +322,6 @@ def run_smoke(ctx, leg: str) -> list[Path]:
     from ..gpus import probe
     from ..schemas.manifest import BundleInfo
     from . import jobs as jobs_mod
-    from .source import SourceRecord
 
     plan = plan_smoke(ctx, leg)
     if not plan.bundle.is_file():
@@ -337,8 +336,6 @@ def run_smoke(ctx, leg: str) -> list[Path]:
         _skip(plan, d)
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
-    srec = paths.build_dir(leg) / "source.json"
-    commit = SourceRecord.read(srec).commit if srec.is_file() else None
     results: list[dict] = []
     t_all = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="smoke-", dir=paths.build_dir(leg)))

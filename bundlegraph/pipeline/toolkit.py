@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
-from ..errors import ToolkitError
+
 from ..toolkit.components import is_windows, target_dir
 from ..toolkit.identity import ComponentSet, component_set, host_toolkit_path
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from bundlegraph.fsutil import tree_digest
 from graphrun import cli, doit

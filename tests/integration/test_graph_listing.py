@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 
-import pytest
 
 from bundlegraph.graph import Filters, load_graph
 from graphrun import ROOT, cli, doit

@@ -11,7 +11,6 @@ test asserts exactly which tasks doit executed and what the outputs became.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil

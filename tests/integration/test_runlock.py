@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from graphrun import doit, executed
+from graphrun import doit
 
 
 def hold_lock(workdir):

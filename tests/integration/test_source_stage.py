@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrun import ROOT, doit, executed
+from graphrun import doit, executed
 from redistserver import RedistServer
 
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"

@@ -6,13 +6,10 @@ no temp directory and no unverified blob behind."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest

@@ -6,8 +6,6 @@ through doit in the opt-in slow test (BUNDLEGRAPH_SLOW=1)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import zipfile
 from pathlib import Path
 
