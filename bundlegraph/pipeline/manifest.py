@@ -10,7 +10,7 @@ directory) in ``dist/llama-prebuilt-manifest.json`` and ``dist/llama-prebuilt-sh
 - The source archive holds the source tree (``.git`` left out) under
   ``llama.cpp-source-<tag>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
 - The SHA index lists every bundle (kind ``bundle``), the manifest (``manifest``), the source
-  archive (``upstream-source``) and every paired runtime asset of every leg (``runtime``;
+  archive (``upstream-source``) and every paired runtime asset of every leg whose bundle is present (``runtime``;
   :mod:`bundlegraph.releaseassets`), for plain and mix releases alike.
 - ``<state>/release/verified.json`` records, per bundle, its sha256 and whether verify passed
   (in ``package`` or here); ``publish`` reads it.
@@ -156,8 +156,10 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
     entries[MANIFEST_NAME] = IndexEntry(kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(),
                                         source_commit=source_commit, size=len(mbytes))
     dirs = [dist, *([artifacts] if artifacts else []), *(local_dirs or [])]
-    for spec in matrix.legs.values():
-        for pa in spec.runtime.paired:
+    # a paired runtime belongs to its bundle: hashed when that bundle is in the release (the
+    # publish gate requires every promised bundle, so a published index holds every one)
+    for leg in bundles:
+        for pa in matrix.legs[leg].runtime.paired:
             if pa.name in entries:
                 continue
             h = hash_paired(pa, repo=rel.source_repo, tag=rel.upstream_tag, local_dirs=dirs, client=client)

@@ -33,12 +33,15 @@ def src(tmp_path_factory):
 
 @pytest.fixture
 def small(bundles_copy, monkeypatch):
-    """The real bundles/ with the legs this host cannot build set to promised = false (the
-    Windows ARM64 CUDA leg keeps its paired runtime asset)."""
+    """The real bundles/ with the legs this host cannot build set to promised = false; the
+    blackwell leg pairs the Windows ARM64 runtime asset too (a paired runtime is hashed when its
+    bundle is in the release)."""
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     for f in bundles_copy.glob("*.toml"):
         if f.stem != "release" and f.stem not in KEEP:
             f.write_text("promised = false\n" + f.read_text())
+    bw = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    bw.write_text(bw.read_text().replace("[runtime]\n", f'[runtime]\npaired = [{{ name = "{RUNTIME}" }}]\n', 1))
     return load_matrix(bundles_copy)
 
 
@@ -101,8 +104,9 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
     kinds = {k: v.kind for k, v in idx.artifacts.items() if v.kind != "runtime"}
     assert kinds == {bundles["linux-arm64-cpu"].name: "bundle", bundles["linux-arm64-cuda13-blackwell"].name: "bundle",
                      "llama-prebuilt-manifest.json": "manifest", f"llama.cpp-source-{rel.tag}.tar.gz": "upstream-source"}
-    paired = {p.name for s in small.legs.values() for p in s.runtime.paired}
-    assert set(idx.of_kind("runtime")) == paired, "every leg's paired runtime, promised or not"
+    # the paired runtime of every bundle in the release; none of legs without a bundle here
+    assert set(idx.of_kind("runtime")) == {RUNTIME}
+    assert "cudart-llama-bin-win-cuda-13.4-x64.zip" not in idx.artifacts
     assert idx.artifacts[RUNTIME].sha256 == runtime_sha and srv.hits("/dl/" + RUNTIME) == 1
     assert idx.artifacts["llama-prebuilt-manifest.json"].sha256 == hashlib.sha256(
         (dist / "llama-prebuilt-manifest.json").read_bytes()).hexdigest()
