@@ -1,4 +1,4 @@
-"""The ``bundlegraph`` command: everything that is not a graph task.
+"""The bundlegraph command: everything that is not a graph task.
 
 Subcommands live in :mod:`bundlegraph.commands`, one module each, listed in ``COMMANDS``;
 each module has ``register(subparsers)`` which adds its parser and sets ``func`` (a callable

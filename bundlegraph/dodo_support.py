@@ -39,12 +39,25 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
 
 
 def _graceful_sigterm() -> None:
-    """SIGTERM behaves like Ctrl-C: doit stops, running programs' process groups are ended
-    and no stamp is written for the interrupted task."""
+    """SIGINT and SIGTERM stop the run the same way: doit stops, running programs' process
+    groups are ended, no stamp is written for the interrupted task, and one line (not a
+    traceback) says how to resume. SIGINT is handled even when the shell started doit with it
+    ignored (a backgrounded job)."""
     import signal
 
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, handler)
+    for name in ("SIGTERM", "SIGINT"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        if issubclass(kind, KeyboardInterrupt):
+            print("\nbundlegraph: interrupted; finished tasks are recorded, run the same command again "
+                  "to resume (`bundlegraph explain TASK` says why a task would run)", file=sys.stderr)
+            return
+        previous(kind, value, tb)
+
+    sys.excepthook = hook

@@ -29,7 +29,7 @@ from ..errors import SpecError
 from ..toolchains.registry import TOOLCHAINS
 from .archs import arch_supported
 from .release import Release
-from .spec import BundleSpec
+from .spec import BundleSpec, CudaSpec
 
 RELEASE_FILE = "release.toml"
 WINDOWS_ARM64_CUDA_MIN = (13, 4)
@@ -95,7 +95,7 @@ def format_validation(path: Path, err: ValidationError, model: type[BaseModel]) 
                 continue
             clean.append(p)
         key = ".".join(str(p) for p in clean) or "(top level)"
-        msg = e["msg"]
+        msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if e["type"] == "extra_forbidden":
             parent = tuple(clean[:-1])
             choices = _model_fields(model, parent)
@@ -143,9 +143,11 @@ def load_matrix(root: str | Path) -> Matrix:
 
     legs: dict[str, BundleSpec] = {}
     files: dict[str, Path] = {}
+    invalid: set[str] = set()  # leg files that exist but failed validation (reported on their own)
     for path in sorted(root.glob("*.toml")):
         if path.name == RELEASE_FILE:
             continue
+        invalid.add(path.stem)
         data = _read_toml(path, problems)
         if data is None:
             continue
@@ -153,24 +155,58 @@ def load_matrix(root: str | Path) -> Matrix:
             spec = BundleSpec.model_validate(data)
         except ValidationError as e:
             problems += format_validation(path, e, BundleSpec)
+            problems += _partial_problems(path, data)
             continue
         if spec.id != path.stem:
             problems.append(f"{path}: id: '{spec.id}' must equal the file name stem '{path.stem}'")
             continue
         legs[spec.id] = spec
         files[spec.id] = path
+        invalid.discard(path.stem)
 
-    problems += cross_field_problems(legs, files, release, rel_path)
+    problems += cross_field_problems(legs, files, release, rel_path, invalid)
     if problems:
         raise SpecError(problems)
     assert release is not None
     return Matrix(root=root, release=release, legs=dict(sorted(legs.items())), files=files)
 
 
+def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[str]:
+    """Each GPU arch within the CUDA version's range; Windows ARM64 needs CUDA >= 13.4."""
+    out = []
+    v = cuda.version_tuple
+    for i, a in enumerate(cuda.parsed_archs):
+        why = arch_supported(a, v)
+        if why:
+            out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i]}': {why}")
+    if os_ == "windows" and arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
+        out.append(
+            f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
+            f"with windows-arm64 target libraries); got {cuda.version}"
+        )
+    return out
+
+
+def _partial_problems(path: Path, data: dict) -> list[str]:
+    """Rules that can still be checked on a spec that failed the schema elsewhere (so a typo in
+    one key does not hide an impossible arch): the [cuda] table on its own."""
+    cuda = data.get("cuda")
+    if not isinstance(cuda, dict):
+        return []
+    try:
+        c = CudaSpec.model_validate(cuda)
+    except ValidationError:
+        return []  # already reported with the file's other schema errors
+    return cuda_problems(path, data.get("os"), data.get("arch"), c)
+
+
 def cross_field_problems(
-    legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path
+    legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path,
+    invalid: set[str] = frozenset(),
 ) -> list[str]:
-    """The rules that need more than one table or file; one line per problem."""
+    """The rules that need more than one table or file; one line per problem. They run on the
+    specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not
+    reported again."""
     out: list[str] = []
     seen_kind: dict[tuple[str, str], str] = {}
     for lid, s in legs.items():
@@ -200,7 +236,7 @@ def cross_field_problems(
         if s.merge is not None:
             base = legs.get(s.merge.base)
             if base is None:
-                if s.merge.base not in files:  # a broken base spec is reported on its own
+                if s.merge.base not in invalid:  # a broken base spec is reported on its own
                     out.append(f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory")
             else:
                 if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
@@ -217,16 +253,7 @@ def cross_field_problems(
                             f"{who} ({files[spec.id].name}) does not set it"
                         )
         if s.cuda is not None:
-            v = s.cuda.version_tuple
-            for i, arch in enumerate(s.cuda.parsed_archs):
-                why = arch_supported(arch, v)
-                if why:
-                    out.append(f"{f}: cuda.archs[{i}]: '{s.cuda.archs[i]}': {why}")
-            if s.os == "windows" and s.arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
-                out.append(
-                    f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
-                    f"with windows-arm64 target libraries); got {s.cuda.version}"
-                )
+            out += cuda_problems(f, s.os, s.arch, s.cuda)
         key = (s.install_kind, s.profile.name)
         if key in seen_kind:
             out.append(
@@ -237,7 +264,7 @@ def cross_field_problems(
             seen_kind[key] = lid
     if release is not None:
         for i, leg in enumerate(release.default_legs):
-            if leg not in legs and leg not in files:
+            if leg not in legs and leg not in invalid:
                 close = difflib.get_close_matches(leg, list(legs), n=1)
                 out.append(
                     f"{rel_path}: default_legs[{i}]: no leg '{leg}'"

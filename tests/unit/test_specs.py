@@ -173,3 +173,15 @@ def test_arch_table_edges():
     assert arch_supported(parse_arch("103"), (12, 8)) == "sm_103 needs CUDA >= 12.9, the leg uses CUDA 12.8"
     with pytest.raises(ValueError, match="not a CUDA arch in CMake form"):
         parse_arch("sm_120")
+
+
+def test_a_key_typo_does_not_hide_an_impossible_arch_or_confuse_references(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, "install_kind =", "instal_kind =")
+    edit(f, 'archs = ["120", "121"]', 'archs = ["61", "121"]')
+    ps = problems(bundles_copy)
+    assert f"{f}: cuda.archs[0]: '61': sm_61 was dropped after CUDA 12.9, the leg uses CUDA 13.5" in ps
+    assert any(p.startswith(f"{f}: instal_kind: unknown key") for p in ps)
+    # release.toml's default_legs names this (broken) file's leg: not reported a second time
+    assert not any("default_legs" in p for p in ps), ps
+    assert not any("Value error" in p for p in ps), ps
