@@ -18,8 +18,8 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat .venv/.bundlegraph-installed 2>/dev/null)" != "$want" ]; then
   echo "dev.sh: installing the project and its tools into .venv" >&2
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,tools]' 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import bundlegraph" && echo "$want" > .venv/.bundlegraph-installed
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,tools]'
+  echo "$want" > .venv/.bundlegraph-installed
 fi
 
 # Debian packages: the aarch64 cross compiler (main job and tests); clang/lld/llvm and
