@@ -21,6 +21,8 @@ from filelock import FileLock, Timeout
 from .errors import StateError
 
 CHUNK = 1 << 20
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -44,6 +46,7 @@ def atomic_writer(path: str | os.PathLike) -> Iterator:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
