@@ -256,16 +256,16 @@ def download_many(items: Sequence[tuple[str, str, int | None]], *, allow_insecur
 
 
 def fetch_small(url: str, *, allow_insecure: bool = False, settings: Settings | None = None,
-                max_bytes: int = 64 << 20) -> bytes:
-    """GET a small unpinned document (a redist manifest) with the same timeouts and retries.
-    Raises :class:`DownloadError`."""
+                max_bytes: int = 64 << 20, headers: dict[str, str] | None = None) -> bytes:
+    """GET a small unpinned document (a redist manifest, a release listing) with the same
+    timeouts and retries; ``headers`` are sent as given. Raises :class:`DownloadError`."""
     check_url(url, allow_insecure=allow_insecure)
     s = settings or Settings.from_env()
     last = ""
     with httpx.Client(timeout=s.timeout(), follow_redirects=True) as c:
         for attempt in range(s.retries + 1):
             try:
-                r = c.get(url)
+                r = c.get(url, headers=headers)
                 if r.status_code == 200:
                     if len(r.content) > max_bytes:
                         raise DownloadError(f"{url}: {len(r.content)} bytes, more than the {max_bytes} allowed")

@@ -16,13 +16,14 @@ as :func:`bundlegraph.download.download` (loopback http for tests).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from .download import TIMEOUT, check_url
+from .download import TIMEOUT, check_url, fetch_small
 from .errors import DownloadError, HashMismatch
 from .fsutil import CHUNK, sha256_file
 from .schemas.spec import PairedAsset
@@ -76,19 +77,16 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
     return h.hexdigest(), n
 
 
-def release_assets(repo: str, tag: str, client: httpx.Client, api: str | None = None) -> dict[str, dict]:
+def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dict]:
     """The assets of release ``tag`` of ``repo``, by name (GitHub REST release object)."""
     api = (api or os.environ.get("BUNDLEGRAPH_GITHUB_API") or DEFAULT_API).rstrip("/")
     url = f"{api}/repos/{repo}/releases/tags/{tag}"
-    check_url(url)
     try:
-        r = client.get(url, headers=_headers())
-    except httpx.HTTPError as e:
-        raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
-    if r.status_code != 200:
-        raise DownloadError(f"{url}: HTTP {r.status_code}; cannot list the assets of {repo} {tag}")
+        body = fetch_small(url, headers=_headers())  # the one download path: timeouts, retries
+    except DownloadError as e:
+        raise DownloadError(f"{e}; cannot list the assets of {repo} {tag}") from None
     try:
-        return {a["name"]: a for a in r.json().get("assets", [])}
+        return {a["name"]: a for a in json.loads(body).get("assets", [])}
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise DownloadError(f"{url}: not a release object ({e})") from None
 
@@ -109,7 +107,7 @@ def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Pat
     own = client is None
     c = client or httpx.Client(timeout=TIMEOUT, follow_redirects=True)
     try:
-        listed = release_assets(repo, tag, c)
+        listed = release_assets(repo, tag)
         meta = listed.get(asset.name)
         if meta is None and not asset.url:
             raise DownloadError(f"{asset.name}: not an asset of {repo} release {tag} "
