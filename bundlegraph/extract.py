@@ -61,17 +61,25 @@ def _strip(p: PurePosixPath, strip: int) -> PurePosixPath | None:
     return PurePosixPath(*parts) if parts else None
 
 
+def check_tar_member(archive: Path, m: tarfile.TarInfo) -> PurePosixPath:
+    """The member's safe relative path; raises :class:`UnsafeArchive` for an absolute or
+    climbing name, a link leaving the root, or a device file / FIFO. Shared by extraction and
+    by verify's reading of archives, so both refuse exactly the same entries."""
+    p = _check_name(archive, m.name)
+    if m.ischr() or m.isblk() or m.isfifo() or not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
+        raise UnsafeArchive(f"{archive}: entry {m.name!r} is a device file or FIFO; refused")
+    if m.issym():
+        _check_link(archive, p, m.linkname)
+    if m.islnk():
+        _check_name(archive, m.linkname)
+    return p
+
+
 def _extract_tar(archive: Path, tf: tarfile.TarFile, dest: Path, strip: int) -> list[str]:
     members = tf.getmembers()
     plan = []
     for m in members:
-        p = _check_name(archive, m.name)
-        if m.ischr() or m.isblk() or m.isfifo() or not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
-            raise UnsafeArchive(f"{archive}: entry {m.name!r} is a device file or FIFO; refused")
-        if m.issym():
-            _check_link(archive, p, m.linkname)
-        if m.islnk():
-            _check_name(archive, m.linkname)
+        p = check_tar_member(archive, m)
         rel = _strip(p, strip)
         if rel is None:
             continue

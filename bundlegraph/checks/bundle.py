@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import BundleGraphError, UnsafeArchive
-from ..extract import _check_link, _check_name  # the same rules extraction enforces
+from ..extract import _check_link, _check_name, check_tar_member  # the same rules extraction enforces
 from . import BytesLike, Failure
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2")
@@ -142,13 +142,7 @@ def _tar(root: Path, tf: tarfile.TarFile) -> tuple[Bundle, Iterator[tuple[str, B
         with tarfile.open(root, "r|*") as stream:  # one sequential pass over the compressed data
             for m in stream:
                 try:
-                    p: PurePosixPath = _check_name(root, m.name)
-                    if m.ischr() or m.isblk() or m.isfifo() or not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
-                        raise UnsafeArchive(f"{root}: entry {m.name!r} is a device file or FIFO; refused")
-                    if m.issym():
-                        _check_link(root, p, m.linkname)
-                    if m.islnk():
-                        _check_name(root, m.linkname)
+                    p: PurePosixPath = check_tar_member(root, m)
                 except UnsafeArchive as e:
                     _unsafe(b, e)
                     continue
