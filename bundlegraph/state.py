@@ -79,6 +79,16 @@ def _abs(key: str) -> Path:
 
 
 @dataclass(frozen=True)
+class Present:
+    """An output whose presence, not content, belongs to a stamp: something a task creates
+    that later tasks change legitimately, e.g. CMake's ``CMakeCache.txt`` (rewritten when a
+    build re-runs CMake). Its absence makes the task out of date ("output ... is missing");
+    it is never hashed and never part of :meth:`Stamp.output_digest`."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class Stamp:
     """A recorded completion: ``task``, ``key``, ``inputs`` and ``outputs`` fingerprints."""
 
@@ -88,6 +98,7 @@ class Stamp:
     outputs: dict[str, dict[str, Any]]
     finished: str
     seconds: float | None = None
+    present: tuple[str, ...] = ()
 
     def output_digest(self) -> str:
         """One digest over the outputs' sha256 values: what downstream keys consume. (Records
@@ -108,22 +119,30 @@ def load(task: str) -> Stamp | None:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("version") != STAMP_VERSION:
             return None
-        return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"))
+        return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"),
+                     tuple(d.get("present", ())))
     except (OSError, ValueError, KeyError):
         return None
 
 
-def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike],
+def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike | Present],
            seconds: float | None = None) -> Stamp:
-    """Write the stamp of a successful action (atomically). Every output must exist.
-    ``seconds``: how long the action took (kept for reports; never part of a key)."""
+    """Write the stamp of a successful action (atomically). Every output must exist; a
+    :class:`Present` output is recorded by its path alone. ``seconds``: how long the action
+    took (kept for reports; never part of a key). Raises FileNotFoundError for a missing output."""
     outs = {}
+    present: list[str] = []
     for o in outputs:
+        if isinstance(o, Present):
+            if not o.path.exists():
+                raise FileNotFoundError(f"{task}: output {o.path} was not created")
+            present.append(_rel(o.path))
+            continue
         p = Path(o)
         outs[_rel(p)] = fingerprint(p)
     inputs_json = json.loads(canonical(inputs))
     stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                  None if seconds is None else round(seconds, 1))
+                  None if seconds is None else round(seconds, 1), tuple(present))
     atomic_write_json(
         _stamp_file(task),
         {
@@ -134,6 +153,7 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
             "outputs": outs,
             "finished": stamp.finished,
             "seconds": stamp.seconds,
+            **({"present": present} if present else {}),
         },
     )
     return stamp
@@ -160,6 +180,7 @@ def _outputs_changed(stamp: Stamp) -> list[str]:
             continue
         if st.st_size != fp["size"] or sha256_file(p) != fp["sha256"]:
             out.append(f"output {rel} was changed outside bundlegraph (fingerprint differs)")
+    out += [f"output {rel} is missing" for rel in stamp.present if not _abs(rel).exists()]
     return out
 
 

@@ -11,7 +11,8 @@ CUDA legs: ``/Zc:preprocessor`` where missing), ``cmake/`` (CMake's binary direc
 and the stand-in put every library and program in ``cmake/bin``), ``configure.json`` (the full
 command, the toolchain file path and text digest, cache entries, tool versions, resolved
 compilers) and ``logs/configure.log``. The stamp's outputs are ``configure.json`` and
-``toolchain.cmake``.
+``toolchain.cmake``, plus the presence (not the content: a build may re-run CMake) of
+``cmake/CMakeCache.txt`` and ``cmake/build.ninja``, so a deleted binary directory configures again.
 
 Each configure runs with ``--fresh`` (CMake >= 3.24): it only runs when an input changed, and
 then no entry of the previous cache (a removed spec key, a cached compiler) may survive; ninja
@@ -27,7 +28,7 @@ from pathlib import Path
 from .. import paths, proc
 from ..errors import BundleGraphError, HostMismatch, ToolkitError
 from ..fsutil import atomic_write_bytes, atomic_write_json
-from ..state import key_of
+from ..state import Present, key_of
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.cuda import CudaLayout
@@ -159,7 +160,7 @@ def resolved_plan(ctx, leg: str) -> tuple[ConfigurePlan, dict]:
     return plan, inputs
 
 
-def run_configure(ctx, leg: str) -> list[Path]:
+def run_configure(ctx, leg: str) -> list[Path | Present]:
     """Run the configure of ``leg``; returns the stamp's outputs. Raises
     :class:`HostMismatch`, :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
     plan, inputs = resolved_plan(ctx, leg)
@@ -193,7 +194,8 @@ def run_configure(ctx, leg: str) -> list[Path]:
         "cache": plan.cache, "launcher": launcher.name, "inputs": inputs, "checks": checks,
         "cuda": asdict(plan.cuda) | {"prefix": plan.cuda.root} if plan.cuda else None,
     })
-    return [plan.record, plan.toolchain_file]
+    return [plan.record, plan.toolchain_file, Present(plan.cmake_dir / "CMakeCache.txt"),
+            Present(plan.cmake_dir / "build.ninja")]
 
 
 def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:

@@ -297,6 +297,21 @@ def test_deleting_a_bundle_repackages_only_it(tree):
     assert tree.run() == []
 
 
+def test_deleting_a_build_directory_configures_and_builds_that_leg_again(tree):
+    """CMake's binary directory is not hashed (builds rewrite it), but its presence is part of
+    the configure stamp: without it the leg configures and builds again (measured on the GPU
+    machine, where a deleted directory left "cmake is not configured")."""
+    shutil.rmtree(tree.work / "build" / CPU / "cmake")
+    why = graphrun.cli(["explain", f"configure:{CPU}"], bundles=tree.bundles, workdir=tree.work)
+    assert why.returncode == 0 and "CMakeCache.txt is missing" in why.stdout, why.stdout + why.stderr
+    ran = tree.run()
+    assert ran[:2] == [f"configure:{CPU}", f"build:{CPU}"], ran
+    allowed = set(chain(CPU, "configure")) | {f"merge:{CUDA}", f"package:{CUDA}", "manifest"}
+    assert set(ran) <= allowed, ran
+    assert (tree.work / "build" / CPU / "cmake" / "CMakeCache.txt").is_file()
+    assert tree.run() == []
+
+
 # 7 -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["other size", "same size"])

@@ -69,3 +69,26 @@ def test_no_grandchild_outlives_the_parent(sig, tmp_path):
     while _alive(f"sleep {marker}") and time.time() < deadline:
         time.sleep(0.1)
     assert _alive(f"sleep {marker}") == [], f"children outlived a {sig.name}"
+
+
+def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
+    """The supervisor's SIGKILL escalation: a group member that traps SIGTERM still ends."""
+    from bundlegraph import _supervise
+
+    marker = f"{int(time.time() * 1000) % 100000 + 500000}"
+    ready = tmp_path / "ready"
+    script = f"trap '' TERM; touch {ready}; sleep {marker} & sleep {marker}; wait"
+    sup = subprocess.Popen([sys.executable, "-m", "bundlegraph._supervise", "--", "sh", "-c", script])
+    deadline = time.time() + 20
+    while (not ready.exists() or len(_alive(f"sleep {marker}")) < 2) and time.time() < deadline:
+        time.sleep(0.1)
+    assert len(_alive(f"sleep {marker}")) == 2
+    t0 = time.monotonic()
+    sup.send_signal(signal.SIGTERM)
+    rc = sup.wait(_supervise.KILL_AFTER_S + 10)
+    assert time.monotonic() - t0 >= _supervise.KILL_AFTER_S - 0.5, "SIGKILL came before the grace period"
+    assert rc == 128 + signal.SIGKILL, f"the trapping shell should end by SIGKILL, exit {rc}"
+    deadline = time.time() + 10
+    while _alive(f"sleep {marker}") and time.time() < deadline:
+        time.sleep(0.1)
+    assert _alive(f"sleep {marker}") == [], "a group member outlived SIGKILL"

@@ -45,3 +45,24 @@ def test_forget_and_corrupt_stamp(workdir):
     f = workdir / ".bundlegraph/stamps/t__x.json"
     f.write_text("{not json")
     assert state.load("t:x") is None and not state.is_current("t:x", {"a": 1})
+
+
+def test_present_outputs_are_checked_for_presence_not_content(workdir):
+    import pytest
+
+    cache = workdir / "cmake" / "CMakeCache.txt"
+    cache.parent.mkdir()
+    cache.write_text("A:STRING=1\n")
+    rec = workdir / "configure.json"
+    rec.write_text("{}")
+    stamp = state.record("configure:a", {"k": 1}, [rec, state.Present(cache)])
+    assert stamp.present == ("cmake/CMakeCache.txt",)
+    assert state.load("configure:a").present == ("cmake/CMakeCache.txt",)
+    assert list(stamp.outputs) == ["configure.json"]  # not hashed, not in the output digest
+    cache.write_text("A:STRING=2 (a build re-ran CMake)\n")
+    assert state.is_current("configure:a", {"k": 1})
+    cache.unlink()
+    assert state.explain("configure:a", {"k": 1}) == ["output cmake/CMakeCache.txt is missing"]
+    with pytest.raises(FileNotFoundError, match="configure:b: output .*CMakeCache.txt was not created"):
+        state.record("configure:b", {"k": 1}, [rec, state.Present(cache)])
+    assert state.load("configure:b") is None
