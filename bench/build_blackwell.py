@@ -4,22 +4,31 @@ machine, same ``-j``; plus the no-op rerun of the configured graph.
 
 Usage::
 
-    .venv/bin/python bench/build_blackwell.py [--jobs 2] [--targets T1,T2] [--out DIR] [--skip-hand]
+    .venv/bin/python bench/build_blackwell.py [--jobs 2] [--leg LEG] [--targets T1,T2] [--rounds N]
+                                              [--out DIR] [--skip-hand]
 
-Steps (each in its own work directory under ``--out``, default ``/tmp/bundlegraph-bench``):
+``--leg`` picks another CUDA leg (default ``linux-arm64-cuda13-blackwell``); the ``BUNDLEGRAPH_*``
+variables of the environment (``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``...) reach both
+doit runs, so ``bench/device_build_bench.sh`` measures the x64 twin of the Blackwell leg
+(``linux-x64-cuda13-portable`` with archs 120,121) on the 16-core GPU machine.
 
-1. untimed: ``doit configure:<leg>`` (source, toolkit, configure);
-2. timed: ``doit build:<leg>`` with ``BUNDLEGRAPH_JOBS=<jobs>`` (cold: a freshly configured
-   build directory);
-3. untimed: the very cmake configure command bundlegraph recorded in ``configure.json``, run by
-   hand into a second build directory; timed: ``cmake --build <dir> --target ggml-cuda -j <jobs>``;
-4. timed: ``doit build:<leg>`` again (nothing to do: the no-op time of the configured graph).
+Steps (in ``--out``, default ``/tmp/bundlegraph-bench``: ``work/`` is bundlegraph's work
+directory, ``hand/cmake`` the by-hand build directory):
 
-Measured: wall seconds of each timed step, the ratio bundlegraph / by hand (goal <= 1.02),
-peak memory (the largest resident set of any single process, ``ru_maxrss`` of the waited
-children, and the peak sum of RSS over the build's process tree, sampled every 0.5 s from
-``/proc``). ``--targets`` limits both builds to a few ninja outputs (a quick check of this
-script; the full build takes ~40 min on 2 cores). Results: JSON printed and written to
+1. untimed: ``doit configure:<leg>`` (source, toolkit, configure), then the very cmake configure
+   command bundlegraph recorded in ``configure.json``, run by hand into ``hand/cmake``;
+2. ``--rounds`` rounds, each timing one cold ``doit build:<leg>`` (``BUNDLEGRAPH_JOBS=<jobs>``)
+   and one cold ``cmake --build hand/cmake --target <targets> -j <jobs>``; even rounds start
+   with bundlegraph, odd ones by hand; before every round but the first, ``ninja -t clean
+   <targets>`` in both directories and the build stamp dropped;
+3. timed: ``doit build:<leg>`` again (nothing to do: the no-op time of the configured graph).
+
+Measured per build: wall seconds, CPU seconds of the whole waited process tree (user + system,
+``RUSAGE_CHILDREN`` deltas: bundlegraph's own processes are the difference between the two
+kinds, far less noisy than wall time on a shared machine), the peak sum of RSS over the tree
+(sampled every 0.5 s from ``/proc``). Summary: median wall and CPU ratios bundlegraph / by hand
+(goal <= 1.02) and the median extra CPU seconds. ``--targets`` limits both builds to a few ninja
+outputs (the full ggml-cuda build takes ~40 min on 2 cores). Results: JSON printed and written to
 ``<out>/build_blackwell.json``. Linux only (``/proc``).
 """
 
@@ -37,7 +46,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 LEG = "linux-arm64-cuda13-blackwell"
 
 
@@ -68,6 +76,7 @@ def _tree_rss_kb(pid: int) -> int:
 def timed(argv: list[str], env: dict[str, str], log: Path) -> dict:
     """Run ``argv``; wall seconds, peak tree RSS (MiB) and exit code."""
     peak = 0
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log, "w") as f:
         t0 = time.monotonic()
         p = subprocess.Popen(argv, env=env, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -84,15 +93,34 @@ def timed(argv: list[str], env: dict[str, str], log: Path) -> dict:
         wall = time.monotonic() - t0
         done.set()
         th.join()
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if rc != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({rc}); see {log}")
-    return {"wall_s": round(wall, 2), "peak_tree_rss_mib": round(peak / 1024, 1), "log": str(log)}
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_tree_rss_mib": round(peak / 1024, 1),
+            "log": str(log)}
+
+
+def _clean(cmake_dir: Path, targets: list[str]) -> None:
+    """Make the next build of ``targets`` cold: ``ninja -t clean`` them (or everything)."""
+    ninja = shutil.which("ninja") or str(Path(sys.executable).parent / "ninja")
+    subprocess.run([ninja, "-C", str(cmake_dir), "-t", "clean", *targets], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--targets", default="", help="comma-separated ninja outputs (quick check)")
+    ap.add_argument("--leg", default=LEG, help="the CUDA leg to build (default: %(default)s)")
+    ap.add_argument("--targets", default="", help="comma-separated ninja outputs (default: the spec's targets)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="cold builds of each kind, alternating which goes first (default: 1)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/bundlegraph-bench"))
     ap.add_argument("--skip-hand", action="store_true")
     a = ap.parse_args()
@@ -103,26 +131,54 @@ def main() -> int:
         d.mkdir(parents=True)
     env = dict(os.environ, BUNDLEGRAPH_WORKDIR=str(wd), BUNDLEGRAPH_JOBS=str(a.jobs))
     env.pop("BUNDLEGRAPH_BUILD_TARGETS", None)
-    doit = [str(BIN / "doit"), "-f", str(ROOT / "dodo.py")]
+    doit = [sys.executable, "-m", "doit", "-f", str(ROOT / "dodo.py")]
+    leg = a.leg
     targets_var = [f"build_targets={a.targets}"] if a.targets else []
-    res: dict = {"leg": LEG, "jobs": a.jobs, "targets": a.targets or "(spec: ggml-cuda)", "cores": os.cpu_count()}
+    tg = a.targets.split(",") if a.targets else []
+    res: dict = {"leg": leg, "archs": os.environ.get("BUNDLEGRAPH_ARCHS", "(spec)"), "jobs": a.jobs,
+                 "targets": a.targets or "(spec: ggml-cuda)", "cores": os.cpu_count(), "rounds": []}
 
-    timed([*doit, f"configure:{LEG}"], env, out / "configure.log")
-    res["bundlegraph"] = timed([*doit, f"build:{LEG}", *targets_var], env, out / "build-bundlegraph.log")
-    res["bundlegraph"]["max_single_rss_mib"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-
+    timed([*doit, f"configure:{leg}"], env, out / "configure.log")
+    conf = json.loads((wd / "build" / leg / "configure.json").read_text())
+    bg_dir = wd / "build" / leg / "cmake"
+    stamp = wd / ".bundlegraph" / "stamps" / f"build__{leg}.json"
+    hand_build = None
     if not a.skip_hand:
-        conf = json.loads((wd / "build" / LEG / "configure.json").read_text())
-        argv = list(conf["argv"])
+        argv = [x for x in conf["argv"] if x != "--fresh"]
         argv[argv.index("-B") + 1] = str(hand / "cmake")
-        argv = [x for x in argv if x != "--fresh"]
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=ROOT)
-        tg = a.targets.split(",") if a.targets else ["ggml-cuda"]
-        res["by_hand"] = timed([conf["argv"][0], "--build", str(hand / "cmake"), "--target", *tg, "-j", str(a.jobs)],
-                               dict(os.environ), out / "build-hand.log")
-        res["ratio_bundlegraph_over_hand"] = round(res["bundlegraph"]["wall_s"] / res["by_hand"]["wall_s"], 3)
+        hand_build = [conf["argv"][0], "--build", str(hand / "cmake"), "--target", *(tg or ["ggml-cuda"]),
+                      "-j", str(a.jobs)]
 
-    res["noop_build_task"] = timed([*doit, f"build:{LEG}", *targets_var], env, out / "noop-build.log")
+    def run_bundlegraph(i: int) -> dict:
+        if i:  # a cold build again: objects cleaned, the build stamp dropped
+            _clean(bg_dir, tg)
+            stamp.unlink(missing_ok=True)
+        return timed([*doit, f"build:{leg}", *targets_var], env, out / f"build-bundlegraph-{i}.log")
+
+    def run_hand(i: int) -> dict:
+        if i:
+            _clean(hand / "cmake", tg)
+        return timed(hand_build, dict(os.environ), out / f"build-hand-{i}.log")
+
+    for i in range(a.rounds):
+        order = [("bundlegraph", run_bundlegraph), ("by_hand", run_hand)]
+        if hand_build is None:
+            order = order[:1]
+        elif i % 2:
+            order.reverse()
+        rnd = {"first": order[0][0]}
+        for name, fn in order:
+            rnd[name] = fn(i)
+            print(f"round {i}: {name} {rnd[name]['wall_s']} s wall, {rnd[name]['cpu_s']} s CPU", flush=True)
+        res["rounds"].append(rnd)
+    if hand_build is not None:
+        rs = res["rounds"]
+        res["ratio_wall_median"] = round(_median([r["bundlegraph"]["wall_s"] / r["by_hand"]["wall_s"] for r in rs]), 3)
+        res["ratio_cpu_median"] = round(_median([r["bundlegraph"]["cpu_s"] / r["by_hand"]["cpu_s"] for r in rs]), 4)
+        res["extra_cpu_s_median"] = round(_median([r["bundlegraph"]["cpu_s"] - r["by_hand"]["cpu_s"] for r in rs]), 2)
+
+    res["noop_build_task"] = timed([*doit, f"build:{leg}", *targets_var], env, out / "noop-build.log")
     (out / "build_blackwell.json").write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))
     return 0
