@@ -33,14 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
+from typing import TYPE_CHECKING
 
 from . import paths
 from .errors import DownloadError, HashMismatch
 from .fsutil import locked, sha256_file
 from .progress import Reporter, reporter
 
-TIMEOUT = httpx.Timeout(connect=15.0, read=60.0, write=60.0, pool=15.0)
+if TYPE_CHECKING:  # httpx is imported where it is used: planning a graph needs no HTTP client
+    import httpx
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Settings:
         )
 
     def timeout(self) -> httpx.Timeout:
+        import httpx
         return httpx.Timeout(connect=self.connect_timeout, read=self.read_timeout,
                              write=self.read_timeout, pool=self.connect_timeout)
 
@@ -116,6 +118,7 @@ def _retry_after(r: httpx.Response) -> float | None:
 
 def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Reporter, task,
              allow_insecure: bool) -> None:
+    import httpx
     have = part.stat().st_size if part.exists() else 0
     if size is not None and have > size:
         part.unlink()
@@ -182,6 +185,7 @@ def download(
     checked when given. Raises :class:`DownloadError` (refused URL, HTTP 4xx, retries exhausted)
     or :class:`HashMismatch` (after one fresh retry). On failure the blob cache is unchanged.
     """
+    import httpx
     sha256 = sha256.lower()
     dest = paths.blob_path(sha256)
     if dest.is_file():
@@ -230,6 +234,7 @@ def download_many(items: Sequence[tuple[str, str, int | None]], *, allow_insecur
     """Download ``(url, sha256, size)`` items, ``settings.jobs`` at a time, with one progress
     display. Returns the cache paths in the order given. The first failure stops new downloads,
     waits for running ones and is raised (other failures are appended to its message)."""
+    import httpx
     s = settings or Settings.from_env()
     for url, _, _ in items:
         check_url(url, allow_insecure=allow_insecure)
@@ -259,6 +264,7 @@ def fetch_small(url: str, *, allow_insecure: bool = False, settings: Settings | 
                 max_bytes: int = 64 << 20, headers: dict[str, str] | None = None) -> bytes:
     """GET a small unpinned document (a redist manifest, a release listing) with the same
     timeouts and retries; ``headers`` are sent as given. Raises :class:`DownloadError`."""
+    import httpx
     check_url(url, allow_insecure=allow_insecure)
     s = settings or Settings.from_env()
     last = ""

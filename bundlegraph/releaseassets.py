@@ -20,13 +20,15 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
-
-from .download import TIMEOUT, check_url, fetch_small
+from .download import Settings, check_url, fetch_small
 from .errors import DownloadError, HashMismatch
 from .fsutil import CHUNK, sha256_file
 from .schemas.spec import PairedAsset
+
+if TYPE_CHECKING:  # imported where used (planning needs no HTTP client)
+    import httpx
 
 DEFAULT_API = "https://api.github.com"
 
@@ -63,6 +65,7 @@ def _headers() -> dict[str, str]:
 
 def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
     """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (nothing stored)."""
+    import httpx
     check_url(url)
     h, n = hashlib.sha256(), 0
     try:
@@ -96,6 +99,7 @@ def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Pat
     """The sha256 of paired ``asset`` (see the module docstring). Raises
     :class:`HashMismatch` when a local file disagrees with the pin or a streamed body with the
     published digest, :class:`DownloadError` when the release or the asset cannot be found."""
+    import httpx
     local = find_local(asset.name, local_dirs)
     if local is not None:
         got = sha256_file(local)
@@ -105,7 +109,7 @@ def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Pat
     if asset.sha256:
         return AssetHash(asset.name, asset.sha256, "pinned")
     own = client is None
-    c = client or httpx.Client(timeout=TIMEOUT, follow_redirects=True)
+    c = client or httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True)
     try:
         listed = release_assets(repo, tag)
         meta = listed.get(asset.name)

@@ -18,6 +18,7 @@ from what to what.
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import hashlib
 import json
 import os
@@ -194,13 +195,31 @@ def _diff(old: Any, new: Any, prefix: str, out: list[str]) -> None:
                 out.append(f"input {p} removed (was {_short(old[k])})")
             else:
                 _diff(old[k], new[k], p, out)
+    elif isinstance(old, list) and isinstance(new, list) and old != new and \
+            max(len(canonical(old)), len(canonical(new))) > _DUMP_LIMIT:
+        # a long list (a command line) is told by the items that differ, not by two truncated dumps
+        sm = difflib.SequenceMatcher(a=[canonical(x) for x in old], b=[canonical(x) for x in new], autojunk=False)
+        for op, i1, i2, j1, j2 in sm.get_opcodes():
+            if op == "replace" and i2 - i1 == j2 - j1:
+                for k in range(i2 - i1):
+                    _diff(old[i1 + k], new[j1 + k], f"{prefix}[{i1 + k}]", out)
+            elif op != "equal":
+                was = f" (was {_short(old[i1:i2])})" if i2 > i1 else ""
+                now = _short(new[j1:j2]) if j2 > j1 else "nothing"
+                out.append(f"input {prefix}[{i1}:{i2}] changed: {now}{was}" if i2 > i1 and j2 > j1 else
+                           f"input {prefix}[{i1}] inserted: {now}" if j2 > j1 else
+                           f"input {prefix}[{i1}:{i2}] removed{was}")
     elif old != new:
         out.append(f"input {prefix} changed: {_short(old)} -> {_short(new)}")
 
 
+_DUMP_LIMIT = 120
+"""Characters of a value that ``explain`` prints before cutting it short."""
+
+
 def _short(v: Any) -> str:
     s = canonical(v)
-    return s if len(s) <= 120 else s[:117] + "..."
+    return s if len(s) <= _DUMP_LIMIT else s[:_DUMP_LIMIT - 3] + "..."
 
 
 def explain(task: str, inputs: Mapping[str, Any]) -> list[str]:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass, field
-
-from elftools.common.exceptions import ELFError, ELFParseError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerDefSection, GNUVerNeedSection, GNUVerSymSection
+from typing import TYPE_CHECKING
 
 from . import BytesLike, NotParsable
+
+if TYPE_CHECKING:  # pyelftools is imported where a file is read: planning a graph needs none of it
+    from elftools.elf.elffile import ELFFile
 
 MACHINES: dict[str, str] = {"EM_X86_64": "x64", "EM_AARCH64": "arm64", "EM_386": "x86", "EM_ARM": "arm"}
 """pyelftools' ``e_machine`` names -> bundlegraph's arch names."""
@@ -67,6 +66,9 @@ def read_elf(data: BytesLike, name: str = "") -> ELFInfo:
     or is damaged/truncated."""
     if not is_elf(data):
         raise NotParsable(f"not an ELF file: magic \\x7fELF not found ({len(data)} bytes)")  # type: ignore[arg-type]
+    from elftools.common.exceptions import ELFError, ELFParseError
+    from elftools.elf.elffile import ELFFile
+
     stream = data if hasattr(data, "seek") else io.BytesIO(data)  # type: ignore[arg-type]
     try:
         return _read(ELFFile(stream), len(data))  # type: ignore[arg-type]
@@ -75,6 +77,9 @@ def read_elf(data: BytesLike, name: str = "") -> ELFInfo:
 
 
 def _read(elf: ELFFile, size: int) -> ELFInfo:
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.gnuversions import GNUVerDefSection, GNUVerNeedSection, GNUVerSymSection
+
     for sec in elf.iter_sections():
         if sec["sh_type"] != "SHT_NOBITS" and sec["sh_offset"] + sec["sh_size"] > size:
             raise NotParsable(f"truncated: section {sec.name} ends at byte {sec['sh_offset'] + sec['sh_size']}, the file has {size} bytes")

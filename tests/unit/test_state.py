@@ -66,3 +66,20 @@ def test_present_outputs_are_checked_for_presence_not_content(workdir):
     with pytest.raises(FileNotFoundError, match="configure:b: output .*CMakeCache.txt was not created"):
         state.record("configure:b", {"k": 1}, [rec, state.Present(cache)])
     assert state.load("configure:b") is None
+
+
+def test_explain_names_the_items_of_a_long_command_line_that_changed(workdir):
+    """A command line longer than the dump limit: the reason names the item, not two
+    identical-looking truncated prefixes."""
+    out = workdir / "o"
+    out.write_text("1")
+    argv = ["cmake", "--fresh", "-S", "/src/" + "x" * 200, "-B", "/w/build/a/cmake", "-G", "Ninja",
+            "-DCMAKE_MAKE_PROGRAM=/a/.venv/bin/ninja", "-DGGML_CUDA=ON"]
+    state.record("configure:a", {"argv": argv}, [out])
+    changed = argv[:8] + ["-DCMAKE_MAKE_PROGRAM=/b/.venv/bin/ninja"] + argv[9:]
+    assert state.explain("configure:a", {"argv": changed}) == [
+        'input argv[8] changed: "-DCMAKE_MAKE_PROGRAM=/a/.venv/bin/ninja" -> "-DCMAKE_MAKE_PROGRAM=/b/.venv/bin/ninja"']
+    assert state.explain("configure:a", {"argv": argv + ["-DGGML_NATIVE=OFF"]}) == [
+        'input argv[10] inserted: ["-DGGML_NATIVE=OFF"]']
+    assert state.explain("configure:a", {"argv": argv[:9]}) == [
+        'input argv[9:10] removed (was ["-DGGML_CUDA=ON"])']
