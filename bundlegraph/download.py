@@ -31,9 +31,8 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
-
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from . import paths
 from .errors import DownloadError, HashMismatch
