@@ -1,21 +1,30 @@
 """``bundlegraph plan [LEG]``: each selected leg's stages, their dependencies and inputs
-(commands, paths, toolchain files) as the graph would run them. Runs nothing."""
+(commands, paths, toolchain files) as the graph would run them. Runs nothing.
+
+``LEG`` shows one leg of the selected graph as it runs there (a CUDA leg's merge after its
+base's ``package:`` task); ``--only-leg LEG`` plans the graph of that leg alone, as a one-leg
+runner runs it (the merge base then comes from ``dist/`` or ``artifacts=``)."""
 
 from __future__ import annotations
 
 import json
+import sys
 
 from ..graph import STAGE_ORDER, load_graph
 from . import add_filter_args, filters_from
 
 
 def run(args) -> int:
-    filters = filters_from(args)
+    g = load_graph(args.bundles, filters_from(args))
+    legs = list(g.ctx.legs)
     if args.leg:
-        filters = type(filters)(only_profile=filters.only_profile, only_leg=args.leg, artifacts=filters.artifacts)
-    g = load_graph(args.bundles, filters)
+        if args.leg not in legs:
+            print(f"bundlegraph plan: {args.leg!r} is not a leg of the selected graph; its legs: "
+                  f"{', '.join(legs) or '(none)'}", file=sys.stderr)
+            return 2
+        legs = [args.leg]
     out = {}
-    for leg in g.ctx.legs:
+    for leg in legs:
         spec = g.ctx.spec(leg)
         stages = []
         for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):

@@ -84,3 +84,18 @@ def test_unknown_filter_value_is_refused(workdir):
     r = cli(["matrix", "--only-profile", "cuda14"], workdir=workdir)
     assert r.returncode == 2
     assert "only_profile=cuda14: no leg has this profile; profiles: cpu, cuda13-blackwell, cuda13-portable" in r.stderr
+
+
+def test_plan_of_one_leg_shows_it_as_the_graph_runs_it(workdir):
+    """`plan LEG` keeps the rest of the graph: the CUDA leg's merge waits for its base's package
+    task; `--only-leg` plans the one-leg graph, whose merge takes the base bundle from dist/."""
+    leg, base = "linux-arm64-cuda13-blackwell", "linux-arm64-cpu"
+    one = json.loads(cli(["plan", "--json", leg], workdir=workdir).stdout)
+    assert list(one["legs"]) == [leg]
+    merge = next(st for st in one["legs"][leg]["stages"] if st["task"] == f"merge:{leg}")
+    assert f"package:{base}" in merge["deps"]
+    alone = json.loads(cli(["plan", "--json", "--only-leg", leg], workdir=workdir).stdout)
+    merge = next(st for st in alone["legs"][leg]["stages"] if st["task"] == f"merge:{leg}")
+    assert f"package:{base}" not in merge["deps"]
+    bad = cli(["plan", "no-such-leg"], workdir=workdir)
+    assert bad.returncode == 2 and "'no-such-leg' is not a leg of the selected graph" in bad.stderr
