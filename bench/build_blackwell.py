@@ -28,8 +28,9 @@ Measured per build: wall seconds, CPU seconds of the whole waited process tree (
 kinds, far less noisy than wall time on a shared machine), the peak sum of RSS over the tree
 (sampled every 0.5 s from ``/proc``). Summary: median wall and CPU ratios bundlegraph / by hand
 (goal <= 1.02), the median extra CPU seconds, and the ratios of the totals (use an even
-``--rounds``: the first build of a round was measured ~5 % slower whichever kind it was). ``--targets`` limits both builds to a few ninja
-outputs (the full ggml-cuda build takes ~40 min on 2 cores). Results: JSON printed and written to
+``--rounds``: the first build of a round was measured ~5 % slower whichever kind it was).
+``--targets`` limits both builds to a few ninja outputs (the full ggml-cuda build takes ~56 min
+on 2 cores). Results: JSON printed and written to
 ``<out>/build_blackwell.json``. Linux only (``/proc``).
 """
 
@@ -102,9 +103,8 @@ def timed(argv: list[str], env: dict[str, str], log: Path) -> dict:
             "log": str(log)}
 
 
-def _clean(cmake_dir: Path, targets: list[str]) -> None:
+def _clean(ninja: str, cmake_dir: Path, targets: list[str]) -> None:
     """Make the next build of ``targets`` cold: ``ninja -t clean`` them (or everything)."""
-    ninja = shutil.which("ninja") or str(Path(sys.executable).parent / "ninja")
     subprocess.run([ninja, "-C", str(cmake_dir), "-t", "clean", *targets], check=True,
                    stdout=subprocess.DEVNULL)
 
@@ -142,6 +142,8 @@ def main() -> int:
     timed([*doit, f"configure:{leg}"], env, out / "configure.log")
     conf = json.loads((wd / "build" / leg / "configure.json").read_text())
     bg_dir = wd / "build" / leg / "cmake"
+    # the very ninja both builds run: the one bundlegraph's configure recorded
+    ninja = next(x.split("=", 1)[1] for x in conf["argv"] if x.startswith("-DCMAKE_MAKE_PROGRAM="))
     stamp = wd / ".bundlegraph" / "stamps" / f"build__{leg}.json"
     hand_build = None
     if not a.skip_hand:
@@ -153,13 +155,13 @@ def main() -> int:
 
     def run_bundlegraph(i: int) -> dict:
         if i:  # a cold build again: objects cleaned, the build stamp dropped
-            _clean(bg_dir, tg)
+            _clean(ninja, bg_dir, tg)
             stamp.unlink(missing_ok=True)
         return timed([*doit, f"build:{leg}", *targets_var], env, out / f"build-bundlegraph-{i}.log")
 
     def run_hand(i: int) -> dict:
         if i:
-            _clean(hand / "cmake", tg)
+            _clean(ninja, hand / "cmake", tg)
         return timed(hand_build, dict(os.environ), out / f"build-hand-{i}.log")
 
     for i in range(a.rounds):

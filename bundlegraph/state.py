@@ -203,12 +203,12 @@ def _diff(old: Any, new: Any, prefix: str, out: list[str]) -> None:
             if op == "replace" and i2 - i1 == j2 - j1:
                 for k in range(i2 - i1):
                     _diff(old[i1 + k], new[j1 + k], f"{prefix}[{i1 + k}]", out)
-            elif op != "equal":
-                was = f" (was {_short(old[i1:i2])})" if i2 > i1 else ""
-                now = _short(new[j1:j2]) if j2 > j1 else "nothing"
-                out.append(f"input {prefix}[{i1}:{i2}] changed: {now}{was}" if i2 > i1 and j2 > j1 else
-                           f"input {prefix}[{i1}] inserted: {now}" if j2 > j1 else
-                           f"input {prefix}[{i1}:{i2}] removed{was}")
+            elif op == "replace":
+                out.append(f"input {prefix}[{i1}:{i2}] changed: {_short(new[j1:j2])} (was {_short(old[i1:i2])})")
+            elif op == "insert":
+                out.append(f"input {prefix}[{i1}] inserted: {_short(new[j1:j2])}")
+            elif op == "delete":
+                out.append(f"input {prefix}[{i1}:{i2}] removed (was {_short(old[i1:i2])})")
     elif old != new:
         out.append(f"input {prefix} changed: {_short(old)} -> {_short(new)}")
 
