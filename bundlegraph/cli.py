@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 
 from .errors import BundleGraphError
 
@@ -26,21 +28,41 @@ COMMANDS = [
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bundlegraph", description=__doc__.splitlines()[0])
-    p.add_argument("--bundles", default="bundles", help="the bundles directory (default: ./bundles)")
+    p.add_argument("--bundles", default=None,
+                   help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for mod in COMMANDS:
         importlib.import_module(mod).register(sub)
     return p
 
 
+def resolve_bundles(args: argparse.Namespace) -> None:
+    """Choose the bundles and work directories exactly as ``doit`` (dodo.py) does.
+
+    doit, run in a checkout, uses ``<checkout>/bundles`` unless ``BUNDLEGRAPH_BUNDLES`` names
+    another directory, and its work directory is the checkout (``BUNDLEGRAPH_WORKDIR``
+    unless set). So here: ``--bundles DIR`` wins (work directory: DIR's parent, the checkout
+    holding it); else ``$BUNDLEGRAPH_BUNDLES`` with the current directory as the work directory
+    (where dodo.py would be); else ``./bundles``. Sets ``args.bundles`` to the directory used."""
+    explicit = args.bundles
+    env = os.environ.get("BUNDLEGRAPH_BUNDLES")
+    if explicit:
+        bundles = Path(explicit).resolve()
+        workdir = bundles.parent
+    elif env:
+        bundles = Path(env).expanduser().resolve()
+        workdir = Path.cwd().resolve()
+    else:
+        bundles = Path("bundles").resolve()
+        workdir = bundles.parent
+    args.bundles = str(bundles)
+    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(workdir))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, 1 for failed checks)."""
     args = build_parser().parse_args(argv)
-    import os
-    from pathlib import Path
-
-    # same work directory as doit: the directory holding bundles/ (unless set explicitly)
-    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(Path(args.bundles).resolve().parent))
+    resolve_bundles(args)
     try:
         return int(args.func(args) or 0)
     except BundleGraphError as e:

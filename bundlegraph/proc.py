@@ -65,26 +65,39 @@ def quote(argv: Sequence[str]) -> str:
     return shlex.join(list(argv))
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+STOP_WAIT_S = 5.0
+"""Seconds an unsupervised child's group gets between SIGTERM and SIGKILL."""
+
+
+def _kill_group(proc: subprocess.Popen, supervised: bool) -> None:
+    """End the child's process tree and wait for it, bounded.
+
+    A supervised child (Linux) is the supervisor: SIGTERM makes it end every descendant and
+    exit only when none is left (SIGKILL to the tree after ``_supervise.KILL_AFTER_S``), so
+    waiting for it is waiting for the whole build. It gets that grace period plus
+    ``STOP_WAIT_S`` before it is killed itself. Elsewhere the group gets ``STOP_WAIT_S``."""
     if proc.poll() is not None:
         return
+    from ._supervise import KILL_AFTER_S
+
+    grace = KILL_AFTER_S + STOP_WAIT_S if supervised else STOP_WAIT_S
     try:
         if IS_WINDOWS:
             proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
             try:
-                proc.wait(5)
+                proc.wait(grace)
             except subprocess.TimeoutExpired:
                 subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
         else:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(5)
+                proc.wait(grace)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, OSError):
         pass
     try:
-        proc.wait(5)
+        proc.wait(STOP_WAIT_S)
     except subprocess.TimeoutExpired:
         pass
 
@@ -114,9 +127,11 @@ def run(
     - ``check``: a non-zero exit raises :class:`ToolFailed` with the command, exit code and
       the last lines of output; ``what`` names the step in that message.
 
-    On KeyboardInterrupt/SystemExit the child's whole process group is ended before re-raising.
-    On Linux the child runs under :mod:`bundlegraph._supervise` (``supervise=True``), which
-    also ends it when this process is killed outright (SIGKILL).
+    On KeyboardInterrupt/SystemExit the child is ended before re-raising, and this function
+    returns only when it is gone (bounded: SIGKILL after a grace period). On Linux the child
+    runs under :mod:`bundlegraph._supervise` (``supervise=True``), which ends and waits for
+    every descendant, also those in process groups of their own (ninja's jobs), and also when
+    this process is killed outright (SIGKILL).
     """
     args = [os.fspath(a) for a in argv]
     resolved = which(args[0], env)
@@ -140,11 +155,13 @@ def run(
         logf.flush()
     kwargs: dict = {}
     spawn = args
+    supervised = False
     if IS_WINDOWS:
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
     elif IS_LINUX and supervise:
         # a supervisor owns the child's process group and ends it if we die (even SIGKILL)
         spawn = [sys.executable, "-m", "bundlegraph._supervise", "--", *args]
+        supervised = True
         kwargs["start_new_session"] = True
         kwargs["preexec_fn"] = _pdeathsig
     else:
@@ -184,7 +201,7 @@ def run(
         rc = proc.wait()
         reader.join()
     except BaseException:
-        _kill_group(proc)
+        _kill_group(proc, supervised)
         raise
     finally:
         if logf:

@@ -1,7 +1,7 @@
 """Build tiny real binaries for the verify tests: PE DLLs (x64/ARM64) with Debian's clang,
 ``lld-link`` and ``llvm-dlltool``; Authenticode signatures with ``osslsigncode`` and a test CA
 made with ``openssl``; ELF shared objects with ``gcc`` and ``nvcc``. Every program runs through
-:func:`bundlegraph.proc.run`. Missing tools skip the test (never pass it).
+:func:`bundlegraph.proc.run`. A missing tool fails the test (``./dev.sh test`` installs them).
 """
 
 from __future__ import annotations
@@ -10,19 +10,18 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
-from bundlegraph.proc import run, which
+from bundlegraph.proc import run
 
 CLANG_TARGET = {"x64": "x86_64-pc-windows-msvc", "arm64": "aarch64-pc-windows-msvc"}
 DLLTOOL_MACHINE = {"x64": "i386:x86-64", "arm64": "arm64"}
 
 
 def need(*tools: str) -> None:
-    """Skip the calling test unless every tool is installed."""
-    missing = [t for t in tools if which(t) is None]
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)}")
+    """Fail the calling test unless every tool is installed (skip on a host that is not Linux)."""
+    from conftest import require_tools
+
+    require_tools(*tools)
 
 
 def _run(argv: list, cwd: Path) -> str:

@@ -9,7 +9,6 @@ import struct
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from bundlegraph.pipeline.package import PackageInputs, run_package
 from bundlegraph.pipeline.archivecheck import archive_verifier
@@ -28,18 +27,19 @@ def real_matrix() -> Matrix:
 
 def real_source(tmp: Path) -> SourceRecord:
     """The real llama.cpp source pin through the real source stage (shared cache)."""
+    from conftest import require_input
+
+    require_input("llama-sdist")  # fetched on a cold cache, or the test fails saying so
     m = real_matrix()
     plan = plan_source(m.release, m.root)
-    try:
-        return run_source(plan, m.release, tmp / "source.json", tmp / "source.log")
-    except Exception as e:  # registry unreachable on a cold cache
-        pytest.skip(f"real llama.cpp source unavailable: {e}")
+    return run_source(plan, m.release, tmp / "source.json", tmp / "source.log")
 
 
 def compile_linux(out: Path, cc: str, libs: dict[str, int], exes: dict[str, int]) -> Path:
     """Compile tiny shared libraries (``libs``: file name -> value) and programs with ``cc``."""
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
+    from conftest import require_tools
+
+    require_tools(cc)
     out.mkdir(parents=True, exist_ok=True)
     src = out.parent / f".src-{out.name}"
     src.mkdir(exist_ok=True)
@@ -73,8 +73,9 @@ def fatbin_c(sass: list[int], ptx: list[int]) -> str:
 
 def compile_cuda_backend(out: Path, cc: str, sass: list[int], ptx: list[int]) -> Path:
     """``out/libggml-cuda.so`` built with ``cc`` from :func:`fatbin_c`."""
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
+    from conftest import require_tools
+
+    require_tools(cc)
     out.mkdir(parents=True, exist_ok=True)
     c = out.parent / f".{out.name}-cuda.c"
     c.write_text(fatbin_c(sass, ptx))

@@ -1,8 +1,21 @@
-"""Shared fixtures. Every test gets its own BUNDLEGRAPH_WORKDIR; the cache is shared
-(``BUNDLEGRAPH_CACHE`` or ``~/.cache/bundlegraph``) so large real inputs download once."""
+"""Shared fixtures and the suite's skip policy.
+
+- Every test gets its own ``BUNDLEGRAPH_WORKDIR``; the cache is shared (``BUNDLEGRAPH_CACHE`` or
+  ``~/.cache/bundlegraph``) so large real inputs download once.
+- Real inputs (NVIDIA's wheels, npm packages, the llama.cpp sdist) are fetched by the tests that
+  need them (:mod:`realinputs`), pinned by sha256. Offline with an empty cache those tests
+  *fail* saying what to fetch; they never skip.
+- A test may skip only for what this host lacks and cannot get (an NVIDIA GPU, Windows, Linux,
+  the CUDA toolkit in /usr/local/cuda): its reason starts with ``this host``. Any other skip
+  turns the run red, and the run ends with the count of skips by reason.
+- A CI runner's hand-off variables (``GITHUB_STEP_SUMMARY``, ``GITHUB_ACTIONS``, ...) are cleared
+  for the whole run, so no test writes into the job's summary or annotations; a test that checks
+  them sets them to its own file.
+"""
 
 from __future__ import annotations
 
+import collections
 import os
 import shutil
 import sys
@@ -13,6 +26,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+IS_LINUX = sys.platform.startswith("linux")
+HOST_SKIP = "this host"
+"""The prefix of every allowed skip reason (a real absence on this host)."""
+
+CI_HANDOFF = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH",
+              "GITHUB_STATE")
+for _v in CI_HANDOFF:  # before any fixture or subprocess: module and session fixtures too
+    os.environ.pop(_v, None)
+
+# Debian packages ./dev.sh test installs, by program
+DEBIAN = {"aarch64-linux-gnu-gcc": "g++-aarch64-linux-gnu", "aarch64-linux-gnu-g++": "g++-aarch64-linux-gnu",
+          "gcc": "gcc", "cc": "gcc", "clang": "clang", "lld-link": "lld", "llvm-dlltool": "llvm",
+          "osslsigncode": "osslsigncode", "openssl": "openssl", "npm": "npm"}
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_handoff(monkeypatch):
+    for v in CI_HANDOFF:
+        monkeypatch.delenv(v, raising=False)
+
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch) -> Path:
@@ -21,7 +54,7 @@ def workdir(tmp_path, monkeypatch) -> Path:
     wd.mkdir()
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(wd))
     for v in ("BUNDLEGRAPH_ONLY_PROFILE", "BUNDLEGRAPH_ONLY_LEG", "BUNDLEGRAPH_ARTIFACTS", "BUNDLEGRAPH_ARCHS",
-              "BUNDLEGRAPH_TOOLKIT_SOURCE"):
+              "BUNDLEGRAPH_TOOLKIT_SOURCE", "BUNDLEGRAPH_BUNDLES"):
         monkeypatch.delenv(v, raising=False)
     return wd
 
@@ -34,19 +67,95 @@ def bundles_copy(tmp_path) -> Path:
     return dst
 
 
-@pytest.fixture
-def real_input():
-    """``real_input(name)`` -> verified cached file; skips when the registry is unreachable."""
+def require_input(name: str, unpack: bool = False):
+    """The real input ``name`` (:mod:`realinputs`), fetched on a cold cache; fails the test
+    (never skips) with what to fetch when it cannot be had."""
     import realinputs
 
-    def get(name: str, unpack: bool = False) -> Path:
-        try:
-            return realinputs.unpacked(name) if unpack else realinputs.fetch(name)
-        except realinputs.Unreachable as e:
-            pytest.skip(f"real input {name} unreachable: {e}")
-
-    return get
+    try:
+        return realinputs.unpacked(name) if unpack else realinputs.get(name)
+    except realinputs.MissingInput as e:
+        pytest.fail(str(e), pytrace=False)
 
 
-def slow_enabled() -> bool:
-    return os.environ.get("BUNDLEGRAPH_SLOW") == "1"
+@pytest.fixture
+def real_input():
+    """``real_input(name, unpack=False)`` -> the verified cached input (see :func:`require_input`)."""
+    return require_input
+
+
+def require_tools(*programs: str, linux_only: bool = True) -> None:
+    """Fail the calling test unless every program is on PATH (``./dev.sh test`` installs them);
+    on a host that is not Linux (where the Debian packages do not exist) skip instead."""
+    from bundlegraph.proc import which
+
+    if linux_only and not IS_LINUX:
+        pytest.skip(f"{HOST_SKIP} is not Linux (needs {', '.join(programs)} from Debian)")
+    missing = [p for p in programs if which(p) is None]
+    if missing:
+        pkgs = sorted({DEBIAN.get(p, p) for p in missing})
+        pytest.fail(f"{', '.join(missing)} not installed: `apt-get install {' '.join(pkgs)}` "
+                    f"(./dev.sh test does it)", pytrace=False)
+
+
+HOST_NVCC = Path("/usr/local/cuda/bin/nvcc")
+needs_host_cuda = pytest.mark.skipif(not HOST_NVCC.is_file(),
+                                     reason=f"{HOST_SKIP} has no CUDA toolkit at /usr/local/cuda")
+linux_only = pytest.mark.skipif(not IS_LINUX, reason=f"{HOST_SKIP} is not Linux")
+
+
+# -- skip policy --------------------------------------------------------------------------------
+
+_skips: collections.Counter[str] = collections.Counter()
+
+
+def _reason(report) -> str:
+    lr = report.longrepr
+    text = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+    return text.removeprefix("Skipped: ")
+
+
+_seconds: collections.Counter[str] = collections.Counter()
+
+
+def _part(nodeid: str) -> str:
+    if nodeid.startswith("tests/unit/"):
+        return "unit"
+    if "test_incremental.py" in nodeid:
+        return "incremental (stand-in graph)"
+    return "integration"
+
+
+def pytest_runtest_logreport(report):
+    _seconds[_part(report.nodeid)] += report.duration
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skips[_reason(report)] += 1
+
+
+def _bad_skips() -> list[str]:
+    return [r for r in _skips if not r.startswith(HOST_SKIP)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    if _bad_skips() and session.exitstatus in (0, 5):
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    import realinputs
+
+    parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_seconds.items()))
+    terminalreporter.write_line(f"time by part: {parts}; of which fetching real inputs "
+                                f"{realinputs.FETCH_SECONDS[0]:.0f} s")
+    if not _skips:
+        terminalreporter.write_line("skips by reason: none")
+        return
+    terminalreporter.section("skips by reason")
+    for reason, n in _skips.most_common():
+        terminalreporter.write_line(f"{n:4d}  {reason}")
+    bad = _bad_skips()
+    if bad:
+        terminalreporter.write_line(
+            f"FAILED: {len(bad)} skip reason(s) are not an absence on this host (a reason must start "
+            f"with {HOST_SKIP!r}); a test must fetch what it needs or fail", red=True)

@@ -1,23 +1,43 @@
-"""Real artifacts the tests use, fetched with the ordinary clients (``pip download``,
-``npm pack``), pinned by sha256 and cached under ``$BUNDLEGRAPH_CACHE/test-inputs`` (default
-``~/.cache/bundlegraph``). A hash mismatch fails closed. Pins come from ``../shared/REAL-INPUTS.md``.
+"""Real artifacts the tests use, fetched once by the tests themselves with the ordinary clients
+(``pip download``, ``npm pack``), pinned by sha256 here and cached under
+``$BUNDLEGRAPH_CACHE`` (default ``~/.cache/bundlegraph``). A hash mismatch fails closed.
 
-Use :func:`fetch` (returns the verified archive) or :func:`unpacked` (a cached extraction).
-Tests skip (never pass) when the registry cannot be reached.
+Three kinds:
+
+- :data:`INPUTS`: single files (npm packages, single wheels) under ``test-inputs/``;
+  :func:`fetch` returns the verified file, :func:`unpacked` a cached extraction.
+- :data:`WHEEL_SETS`: NVIDIA wheels named by rows of a wheels lock (the project's
+  ``bundles/locks``), fetched by bundlegraph's own :func:`~bundlegraph.toolkit.wheels.fetch_wheel`
+  into the content-addressed blob cache that the toolkit task reads, so a graph test that
+  installs a toolkit finds them there.
+- ``llama-sdist``: the release's source pin, fetched by the source stage's own fetcher into
+  the blob cache.
+
+A test never skips for want of a download: when an input cannot be fetched (offline with an
+empty cache) :class:`MissingInput` says which input and the command that fetches it, and the
+fixtures in ``conftest.py`` turn it into a test failure. ``python tests/realinputs.py [NAME...]``
+fetches inputs ahead of time (all of them without arguments).
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundlegraph import paths
+from bundlegraph.errors import BundleGraphError
 from bundlegraph.extract import extract
 from bundlegraph.fsutil import atomic_dir, locked, sha256_file
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / "bundles" / "locks" / "cuda-13.5-wheels.toml"
+ALT_LOCK = ROOT / "tests" / "data" / "incbundles" / "locks" / "cuda-13.5-wheels-cudart-13.4.toml"
 
 
 @dataclass(frozen=True)
@@ -32,8 +52,6 @@ class Input:
 
 
 INPUTS: dict[str, Input] = {
-    "llama-sdist": Input("pip-sdist", "llama-cpp-python==0.3.36",
-                         "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"),
     "npm-win-arm64": Input("npm", "@node-llama-cpp/win-arm64@3.21.1",
                            "458c8c6de4463b5fde16b1fbc69e63a7e878b227ed9614a0a3648d9b40bf2ccb"),
     "npm-win-x64-cuda": Input("npm", "@node-llama-cpp/win-x64-cuda@3.21.1",
@@ -42,23 +60,71 @@ INPUTS: dict[str, Input] = {
                               "dcbcb895bc2098b4a6784b12b0a1ceafb09359dc95f4f92ea688ac935a106877", "win_arm64"),
     "cudart-win-amd64": Input("pip", "nvidia-cuda-runtime==13.5.37",
                               "f225d3fa5ea6bfbb58fc4979ef72375cbe661d9107f0d8a4ff22cc151525e4a9", "win_amd64"),
-    "nvcc-linux-x86_64": Input("pip", "nvidia-cuda-nvcc==13.5.37",
-                               "f5c4f7ead5d964fb4af42bbf1e6d3ec3c1e6e9d83b53749f691d387e7fcaa3a7", "manylinux2014_x86_64"),
-    "cudart-linux-aarch64": Input("pip", "nvidia-cuda-runtime==13.5.37",
-                                  "de2dc5a7367974228b0a69588a9acc9340d3768bef1bf38bf0801eb08497cd2d", "manylinux2014_aarch64"),
 }
+
+# Wheel sets: (lock file, [(component, platform), ...]) -- rows of a bundlegraph wheels lock.
+SBSA_CROSS = [("cuda_nvcc", "linux-x86_64"), ("cuda_crt", "linux-x86_64"), ("libnvvm", "linux-x86_64"),
+              ("cuda_cccl", "linux-x86_64"), ("cuda_cudart", "linux-sbsa")]
+WHEEL_SETS: dict[str, tuple[Path, list[tuple[str, str]]]] = {
+    # the stand-in CUDA leg: x86_64 nvcc + sbsa cudart (no cublas)
+    "cuda-13.5-sbsa-cross": (LOCK, SBSA_CROSS),
+    # the real linux-arm64-cuda13-blackwell leg: + the 560 MB sbsa cublas
+    "cuda-13.5-blackwell": (LOCK, SBSA_CROSS + [("libcublas", "linux-sbsa")]),
+    # the toolkit-component change of the incremental tests
+    "cudart-13.4-sbsa": (ALT_LOCK, [("cuda_cudart", "linux-sbsa")]),
+}
+
+# Pins of every wheel in the project's lock, by "distribution version platform-tag", from the
+# planning notes' real-inputs table (kept here so no test reads outside the repository).
+LOCK_PINS = {
+    "nvidia-cuda-nvcc 13.5.37 manylinux2014_x86_64": "f5c4f7ead5d964fb4af42bbf1e6d3ec3c1e6e9d83b53749f691d387e7fcaa3a7",
+    "nvidia-cuda-crt 13.5.37 manylinux2014_x86_64": "e898b7f73d3035fa89915a3f7bf3b54a73e90249746111aed295822c4729bb29",
+    "nvidia-nvvm 13.5.37 manylinux2010_x86_64": "c41bfa362e407405163f103c2229f0765f8cc2ed7d148b754dc77f228bf7e070",
+    "nvidia-cuda-cccl 13.3.5.0.6 manylinux2014_x86_64": "d5230098fa2df5021e1a00c0c4eee41797671a91119d31e892463e5ccf3ee326",
+    "nvidia-cuda-runtime 13.5.37 manylinux2014_x86_64": "df2b79a8852f10d1fef8c848489c49eebb5754051bf870202a862831412b179d",
+    "nvidia-cublas 13.10.0.20 manylinux1_x86_64": "dcc6d63884c53d07e267ce7e6feac17b2538cebaafec5db865736c3e28e4dc84",
+    "nvidia-cuda-runtime 13.5.37 manylinux2014_aarch64": "de2dc5a7367974228b0a69588a9acc9340d3768bef1bf38bf0801eb08497cd2d",
+    "nvidia-cublas 13.10.0.20 manylinux2014_aarch64": "c5f3418c0a845232a8cabc58f6fa52cfae7d8bd3680d94c3907aca710fd48d70",
+}
+
+SDIST = "llama-sdist"
+NAMES = [*INPUTS, *WHEEL_SETS, SDIST]
+FETCH_SECONDS = [0.0]
+"""Seconds this process spent in :func:`get`/:func:`fetch` (downloads, or cache checks on a warm cache)."""
+
+
+class MissingInput(Exception):
+    """A pinned input is not cached and could not be fetched (tests fail on this, never skip)."""
+
+
+def _missing(name: str, what: str, err: object) -> MissingInput:
+    return MissingInput(
+        f"test input {name!r} ({what}) is not in the cache ({paths.cache_root()}) and could not be "
+        f"fetched: {str(err).strip().splitlines()[-1] if str(err).strip() else err}\n"
+        f"On a machine that reaches the package registries, fetch it with "
+        f"`.venv/bin/python tests/realinputs.py {name}` (or run `./dev.sh test`, which fetches it), "
+        f"or point BUNDLEGRAPH_CACHE at a cache that holds it.")
+
+
+def _timed(fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        t0 = time.monotonic()
+        try:
+            return fn(*a, **kw)
+        finally:
+            FETCH_SECONDS[0] += time.monotonic() - t0
+    return wrapper
 
 
 def _root() -> Path:
     return paths.cache_root() / "test-inputs"
 
 
-class Unreachable(Exception):
-    """The registry could not be reached (tests skip on this, never pass)."""
-
-
+@_timed
 def fetch(name: str) -> Path:
-    """The verified file of input ``name`` (downloaded once, then cached)."""
+    """The verified file of single input ``name`` (downloaded once, then cached).
+    Raises :class:`MissingInput`; a hash mismatch raises AssertionError (fails closed)."""
     inp = INPUTS[name]
     dest_dir = _root() / "files" / inp.sha256
     with locked(_root() / f"{inp.sha256}.lock", what=f"test input {name}"):
@@ -70,16 +136,16 @@ def fetch(name: str) -> Path:
         with tempfile.TemporaryDirectory(prefix="bg-input-") as d:
             if inp.client == "npm":
                 argv = ["npm", "pack", "--silent", "--pack-destination", d, inp.spec]
-            elif inp.client == "pip-sdist":
-                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
-                        inp.spec.split("==")[0], "-d", d, inp.spec]
             else:
                 argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                         "--python-version", "3.12", "--platform", inp.platform or "", "-d", d, inp.spec]
-            r = subprocess.run(argv, capture_output=True, text=True, cwd=d)
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, cwd=d)
+            except OSError as e:  # npm not installed
+                raise _missing(name, inp.spec, e) from None
             files = [p for p in Path(d).iterdir() if p.is_file()]
             if r.returncode != 0 or len(files) != 1:
-                raise Unreachable(f"{' '.join(argv)} failed: {r.stderr[-500:]}")
+                raise _missing(name, inp.spec, f"{' '.join(argv)} failed: {r.stderr[-500:]}")
             got = sha256_file(files[0])
             if got != inp.sha256:
                 raise AssertionError(f"{name}: {files[0].name} has sha256 {got}, pinned {inp.sha256}")
@@ -92,9 +158,10 @@ def fetch(name: str) -> Path:
 def unpacked(name: str) -> Path:
     """A cached extraction of input ``name`` (wheels and npm .tgz alike). Read-only by
     convention: copy before changing anything."""
-    archive = fetch(name)
-    out = _root() / "unpacked" / INPUTS[name].sha256
-    with locked(_root() / f"{INPUTS[name].sha256}.unpack.lock", what=f"test input {name}"):
+    archive = sdist() if name == SDIST else fetch(name)
+    sha = archive.name if name == SDIST else INPUTS[name].sha256  # a blob is named by its sha256
+    out = _root() / "unpacked" / sha
+    with locked(_root() / f"{sha}.unpack.lock", what=f"test input {name}"):
         if not (out / ".complete").exists():
             with atomic_dir(out) as tmp:
                 extract(archive, tmp)
@@ -102,6 +169,50 @@ def unpacked(name: str) -> Path:
     return out
 
 
+@_timed
+def wheels(name: str) -> list[Path]:
+    """The verified blobs of wheel set ``name`` (``pip download`` on a miss, through the
+    toolkit's own fetcher). Raises :class:`MissingInput`."""
+    from bundlegraph.toolkit.lockfile import load_lock
+    from bundlegraph.toolkit.wheels import fetch_wheel
+
+    lock_path, rows = WHEEL_SETS[name]
+    lock = load_lock(lock_path)
+    out = []
+    for comp, plat in rows:
+        row = lock.row(comp, plat)
+        try:
+            out.append(fetch_wheel(row, log=_root() / "fetch.log"))
+        except BundleGraphError as e:
+            raise _missing(name, f"{row.requirement} for {plat}", e) from None
+    return out
+
+
+@_timed
+def sdist() -> Path:
+    """The release's llama.cpp source pin (the sdist blob, through the source stage's fetcher).
+    Raises :class:`MissingInput`."""
+    from bundlegraph.pipeline.source import _fetch_pip_sdist
+    from bundlegraph.schemas.loader import load_matrix
+
+    pin = load_matrix(ROOT / "bundles").release.source
+    try:
+        return _fetch_pip_sdist(pin, _root() / "fetch.log")
+    except BundleGraphError as e:
+        raise _missing(SDIST, pin.requirement, e) from None
+
+
+def get(name: str) -> Path | list[Path]:
+    """Fetch any input by name (see :data:`NAMES`)."""
+    if name in INPUTS:
+        return fetch(name)
+    if name in WHEEL_SETS:
+        return wheels(name)
+    if name == SDIST:
+        return sdist()
+    raise KeyError(f"unknown test input {name!r}; known: {', '.join(NAMES)}")
+
+
 if __name__ == "__main__":  # fetch everything named on the command line
-    for n in sys.argv[1:] or list(INPUTS):
-        print(n, fetch(n))
+    for n in sys.argv[1:] or NAMES:
+        print(n, get(n), flush=True)

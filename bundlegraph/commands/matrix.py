@@ -1,7 +1,10 @@
 """``bundlegraph matrix``: pure JSON for a GitHub Actions matrix (``fromJSON``).
 
-Output: ``{"include": [{"id", "os", "arch", "profile", "runner"}, ...]}`` — one object per leg
-kept by the filters.
+Output: ``{"include": [{"id", "os", "arch", "profile", "runner", "role", "merge_base"}, ...]}``
+— one object per leg kept by the filters. ``role`` is ``"backend"`` for a leg whose spec has
+``[merge] base = ...`` (its GPU backend is merged into that leg's bundle, so its job needs the
+base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg (built from its own
+build alone; ``merge_base`` is null). CI splits its jobs on ``role``, never on profile names.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from . import add_filter_args, filters_from
 
 def matrix_rows(args) -> list[dict]:
     m = load_matrix(args.bundles)
-    return [
-        {"id": l, "os": m.legs[l].os, "arch": m.legs[l].arch, "profile": m.legs[l].profile.name,
-         "runner": m.legs[l].runner}
-        for l in select(m, filters_from(args))
-    ]
+    rows = []
+    for leg in select(m, filters_from(args)):
+        spec = m.legs[leg]
+        base = spec.merge.base if spec.merge else None
+        rows.append({"id": leg, "os": spec.os, "arch": spec.arch, "profile": spec.profile.name,
+                     "runner": spec.runner, "role": "backend" if base else "base", "merge_base": base})
+    return rows
 
 
 def run(args) -> int:

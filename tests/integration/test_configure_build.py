@@ -8,22 +8,26 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
 import graphrun
-from bundlegraph import paths, proc
+from conftest import linux_only, needs_host_cuda, require_input, require_tools
+from bundlegraph import proc
 from bundlegraph.toolchains.msvc import hooks_cmake
 from bundlegraph.toolchains.tools import build_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 
-pytestmark = pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None,
-                                reason="needs Debian's gcc-aarch64-linux-gnu")
+pytestmark = linux_only  # Debian's cross compilers; each test requires what it uses
+
+
+@pytest.fixture(autouse=True)
+def _cross_gcc():
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc")
 
 
 def executed(out: str) -> list[str]:
@@ -31,14 +35,11 @@ def executed(out: str) -> list[str]:
     return re.findall(r"^\.  (\S+)", out, re.M)
 
 
-def _wheels_cached(platforms: set[str]) -> bool:
-    lock = tomllib.loads((ROOT / "bundles" / "locks" / "cuda-13.5-wheels.toml").read_text())
-    return all(paths.blob_path(w["sha256"]).is_file() for w in lock["wheel"] if w["platform"] in platforms)
-
-
-needs_sbsa_wheels = pytest.mark.skipif(not _wheels_cached({"linux-x86_64", "linux-sbsa"}) or
-                                       not (ROOT / "bundles" / "locks").is_dir(),
-                                       reason="the CUDA 13.5 x86_64 + sbsa wheels (incl. cublas) are not cached")
+@pytest.fixture
+def blackwell_wheels():
+    """NVIDIA's 13.5 wheels of the blackwell leg (x86_64 host tools, sbsa cudart + cublas),
+    fetched into the blob cache on a cold cache."""
+    return require_input("cuda-13.5-blackwell")
 
 
 def machine(path: Path) -> str:
@@ -80,8 +81,7 @@ def test_cross_cpu_leg_builds_aarch64_and_rerun_is_noop(mini):
     assert executed(run(["build:mini-linux-arm64-cpu"], bundles, wd)) == []
 
 
-@needs_sbsa_wheels
-def test_cross_cuda_leg_arch_change_rebuilds_that_leg_only(mini):
+def test_cross_cuda_leg_arch_change_rebuilds_that_leg_only(mini, blackwell_wheels):
     bundles, wd = mini
     tasks = ["build:mini-linux-arm64-cuda", "build:mini-linux-arm64-cpu"]
     out = run(tasks, bundles, wd)
@@ -122,7 +122,7 @@ def test_cross_cuda_leg_arch_change_rebuilds_that_leg_only(mini):
     assert executed(run(["build:mini-linux-arm64-cuda"], bundles, wd)) == ["build:mini-linux-arm64-cuda"]
 
 
-@pytest.mark.skipif(not Path("/usr/local/cuda/bin/nvcc").is_file(), reason="needs the host nvcc")
+@needs_host_cuda
 def test_cuda_host_flag_hook_adds_once(tmp_path):
     """The /Zc:preprocessor hook, exercised with a GCC flag on a real CMake + nvcc configure:
     added to the CUDA target that lacks it, not added again when CMAKE_CUDA_FLAGS has it."""
@@ -145,12 +145,10 @@ def test_cuda_host_flag_hook_adds_once(tmp_path):
         assert ("added -Xcompiler=-fno-common" in log) == (where == "hook")
 
 
-@needs_sbsa_wheels
-@pytest.mark.skipif(not paths.blob_path("832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e").is_file(),
-                    reason="the llama-cpp-python sdist is not cached")
-def test_real_llama_cpp_blackwell_configure_and_two_objects(workdir):
+def test_real_llama_cpp_blackwell_configure_and_two_objects(workdir, blackwell_wheels):
     """The real linux-arm64-cuda13-blackwell leg: real configure, two small ggml-cuda objects
     compiled through the build: task, checked to be aarch64 code; a rerun executes nothing."""
+    require_input("llama-sdist")
     objs = [f"ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/{n}.cu.o" for n in ("fill", "arange")]
     args = ["build:linux-arm64-cuda13-blackwell", "build_targets=" + ",".join(objs)]
     r = graphrun.doit(args, workdir=workdir, timeout=900)

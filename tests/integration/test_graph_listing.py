@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 
 from bundlegraph.graph import Filters, load_graph
@@ -36,7 +37,12 @@ def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
     assert m.returncode == 0, m.stderr
     rows = json.loads(m.stdout)["include"]  # pure JSON on stdout
     assert [r["id"] for r in rows] == want
-    assert all(set(r) == {"id", "os", "arch", "profile", "runner"} for r in rows)
+    assert all(set(r) == {"id", "os", "arch", "profile", "runner", "role", "merge_base"} for r in rows)
+    assert {r["id"]: (r["role"], r["merge_base"]) for r in rows} == {
+        "linux-arm64-cuda13-portable": ("backend", "linux-arm64-cpu"),
+        "linux-x64-cuda13-portable": ("backend", "linux-x64-cpu"),
+        "windows-arm64-cuda13-portable": ("backend", "windows-arm64-cpu"),
+        "windows-x64-cuda13-portable": ("backend", "windows-x64-cpu")}
     p = cli(["plan", "--json", "--only-profile", "cuda13-portable"], workdir=workdir)
     assert list(json.loads(p.stdout)["legs"]) == want
     d = doit(["list", "only_profile=cuda13-portable"], workdir=workdir)
@@ -99,3 +105,52 @@ def test_plan_of_one_leg_shows_it_as_the_graph_runs_it(workdir):
     assert f"package:{base}" not in merge["deps"]
     bad = cli(["plan", "no-such-leg"], workdir=workdir)
     assert bad.returncode == 2 and "'no-such-leg' is not a leg of the selected graph" in bad.stderr
+
+
+def test_matrix_roles_come_from_merge_tables_not_profile_names(workdir, bundles_copy):
+    """A CUDA leg that builds its own CPU backend and has no merge table is a base (built
+    alone): the role follows ``[merge]``, never the profile's name."""
+    spec = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    text = spec.read_text()
+    start = text.index("[merge]")
+    end = text.index("\n[", start + 1)
+    spec.write_text((text[:start] + text[end + 1:]).replace("GGML_CPU = false", "GGML_CPU = true"))
+    rows = {r["id"]: r for r in json.loads(cli(["matrix"], bundles=bundles_copy, workdir=workdir).stdout)["include"]}
+    assert (rows["linux-arm64-cuda13-blackwell"]["role"], rows["linux-arm64-cuda13-blackwell"]["merge_base"]) == ("base", None)
+    assert rows["linux-arm64-cpu"]["role"] == "base" and rows["linux-arm64-cuda13-portable"]["role"] == "backend"
+
+
+def test_bundlegraph_reads_BUNDLEGRAPH_BUNDLES_as_doit_does(tmp_path):
+    """With only ``BUNDLEGRAPH_BUNDLES`` set (no --bundles), ``bundlegraph`` sees the same legs
+    and tasks as ``doit`` in the same directory, and uses the same work directory."""
+    import subprocess
+
+    from graphrun import BIN, env_for
+
+    bundles = tmp_path / "stand-in"
+    shutil.copytree(ROOT / "tests" / "data" / "incbundles", bundles)
+    shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
+    shutil.copytree(ROOT / "tests" / "data" / "minillama", tmp_path / "minillama")
+    run_dir = tmp_path / "checkout"
+    run_dir.mkdir()
+    env = {k: v for k, v in env_for(bundles, run_dir).items() if k != "BUNDLEGRAPH_WORKDIR"}
+
+    def bg(*args):
+        r = subprocess.run([str(BIN / "bundlegraph"), *args], capture_output=True, text=True, env=env, cwd=run_dir)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    legs = [r["id"] for r in json.loads(bg("matrix"))["include"]]
+    assert legs == ["mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"]
+    plan = json.loads(bg("plan", "--json"))
+    assert list(plan["legs"]) == legs
+    d = subprocess.run([str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "list"], capture_output=True, text=True,
+                       env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)}, cwd=run_dir)
+    assert d.returncode == 0, d.stderr
+    assert sorted({n.split(":", 1)[1] for n in listed(d.stdout) if n.startswith("source:")}) == legs
+    assert "would run" in bg("explain", "source:mini-linux-x64-cpu")
+    # doit run in the checkout works there; explain (cwd = the checkout) reads the same stamps
+    d = subprocess.run([str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "source:mini-linux-x64-cpu"],
+                       capture_output=True, text=True, env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)}, cwd=run_dir)
+    assert d.returncode == 0, d.stdout + d.stderr
+    assert "up to date" in bg("explain", "source:mini-linux-x64-cpu")

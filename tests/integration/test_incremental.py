@@ -19,13 +19,13 @@ import subprocess
 import sys
 import tarfile
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import graphrun
+from conftest import linux_only, require_input, require_tools
 from bundlegraph import paths
 from bundlegraph.checks import elf, fatbin
 from bundlegraph.fsutil import sha256_file
@@ -42,18 +42,8 @@ BUNDLE = {CPU: "app-b42-linux-arm64-cpu.tar.gz", CUDA: "app-b42-linux-arm64-cuda
 SLOW_STEPS = 600_000  # the stand-in's slow translation unit: ~6 s of GCC constexpr work here
 
 
-def _wheels_cached() -> bool:
-    lock = tomllib.loads((ROOT / "bundles" / "locks" / "cuda-13.5-wheels.toml").read_text())
-    need = {("linux-x86_64", c) for c in ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl")} | {("linux-sbsa", "cuda_cudart")}
-    return all(paths.blob_path(w["sha256"]).is_file() for w in lock["wheel"] if (w["platform"], w["component"]) in need)
-
-
-pytestmark = [
-    pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("gcc") is None,
-                       reason="needs Debian's gcc-aarch64-linux-gnu and a native gcc (the legs build on a Linux x86_64 host)"),
-    pytest.mark.skipif(not _wheels_cached(), reason="the CUDA 13.5 x86_64 + sbsa wheels are not cached "
-                                                     "(run tests/integration/test_toolkit_wheels.py or the main job once)"),
-]
+# the legs build on a Linux x86_64 host with Debian's cross compiler; signals and pgrep are POSIX
+pytestmark = linux_only
 
 
 def chain(leg: str, start: str = "source", stop: str = "package") -> list[str]:
@@ -84,8 +74,8 @@ class Tree:
     def dist(self) -> Path:
         return self.work / "dist"
 
-    def env(self) -> dict[str, str]:
-        return graphrun.env_for(self.bundles, self.work, PYTHONUNBUFFERED="1")
+    def env(self, **extra: str) -> dict[str, str]:
+        return graphrun.env_for(self.bundles, self.work, PYTHONUNBUFFERED="1", **extra)
 
     def doit(self, *args: str) -> subprocess.CompletedProcess:
         return graphrun.doit(list(args), bundles=self.bundles, workdir=self.work, PYTHONUNBUFFERED="1")
@@ -96,11 +86,11 @@ class Tree:
         assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
         return graphrun.executed(r.stdout)
 
-    def popen(self, log: Path) -> subprocess.Popen:
-        """A bare doit in the background, stdout+stderr into ``log``."""
+    def popen(self, log: Path, **extra: str) -> subprocess.Popen:
+        """A bare doit in the background, stdout+stderr into ``log`` (``extra``: environment)."""
         f = open(log, "w")
         return subprocess.Popen([str(graphrun.BIN / "doit"), "-f", str(ROOT / "dodo.py")], stdout=f,
-                                stderr=subprocess.STDOUT, env=self.env(), text=True)
+                                stderr=subprocess.STDOUT, env=self.env(**extra), text=True)
 
     def spec(self, leg: str) -> Path:
         return self.bundles / f"{leg}.toml"
@@ -141,7 +131,10 @@ class Tree:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The stand-in graph built once (every task executed), kept as a snapshot."""
+    """The stand-in graph built once (every task executed), kept as a snapshot. NVIDIA's
+    wheels of the CUDA leg are fetched first on a cold cache (or the tests fail saying so)."""
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    require_input("cuda-13.5-sbsa-cross")
     base = tmp_path_factory.mktemp("incremental")
     live = Tree(base / "live")
     live.root.mkdir()
@@ -252,16 +245,11 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
     ``bundlegraph lock-wheels --require cuda_cudart=nvidia-cuda-runtime==13.4.92``): a new
     component set, so a new toolkit task installs it (the wheel fetched by pip on a cold
     cache) and only the CUDA leg is configured, built, merged and packed again."""
-    from bundlegraph.errors import BundleGraphError
     from bundlegraph.toolkit.lockfile import load_lock
-    from bundlegraph.toolkit.wheels import fetch_wheel
 
     row = load_lock(ALT_LOCK).row("cuda_cudart", "linux-sbsa")
     assert row.version == "13.4.92"
-    try:
-        fetch_wheel(row)
-    except BundleGraphError as e:
-        pytest.skip(f"nvidia-cuda-runtime 13.4.92 for linux-sbsa cannot be fetched: {e}")
+    require_input("cudart-13.4-sbsa")
     old_tk = tree.toolkit_task()
     cpu_before = tree.snapshot(tree.dist)[BUNDLE[X64]], tree.snapshot(tree.dist)[BUNDLE[CPU]]
     shutil.copyfile(ALT_LOCK, tree.bundles / "locks" / "cuda-13.5-wheels.toml")
@@ -346,8 +334,6 @@ def _wait(pred, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
-@pytest.mark.skipif(not IS_LINUX, reason="sends POSIX signals to doit and checks survivors with pgrep; "
-                                         "on Windows the runner ends the group with CTRL_BREAK/taskkill instead")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
     tree.edit(X64, "LLAMA_BUILD_TESTS = false", f"LLAMA_BUILD_TESTS = false\nMINI_SLOW_TU = {SLOW_STEPS}")
@@ -382,6 +368,61 @@ def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
     assert tree.run() == [f"build:{X64}", f"merge:{X64}", f"package:{X64}", "manifest"]
     assert slow_obj.is_file() and tree.stamp(f"build:{X64}") is not None
     assert tree.run() == []
+
+
+STANDIN = """#!{python}
+# A compiler-cache stand-in (found as `ccache` on PATH): runs the compiler it is given; on
+# SIGTERM it finishes what it is doing for 3 s before it exits, as a real compiler may.
+import os, signal, subprocess, sys, time
+if sys.argv[1:] == ["--version"]:
+    print("ccache version 4.14.2 (bundlegraph test stand-in)")
+    sys.exit(0)
+def term(*_):
+    with open({marker!r}, "a") as f:
+        f.write(f"{{os.getpid()}} term\\n")
+    time.sleep(3)
+    with open({marker!r}, "a") as f:
+        f.write(f"{{os.getpid()}} done\\n")
+    os._exit(143)
+signal.signal(signal.SIGTERM, term)
+sys.exit(subprocess.call(sys.argv[1:]))
+"""
+
+
+def test_cancelled_build_ends_only_when_a_lingering_compiler_is_gone(tree):
+    """A cancelled CI job (SIGTERM to doit) leaves nothing running: ninja starts each compile in
+    a process group of its own and exits as soon as its direct children die, but a compiler
+    (here a launcher stand-in) that traps SIGTERM lingers 3 s. doit must not exit before it is
+    gone -- the runner would tear the job down with the compiler still writing."""
+    bindir = tree.root / "standin"
+    bindir.mkdir()
+    marker = tree.root / "standin.log"
+    (bindir / "ccache").write_text(STANDIN.format(python=sys.executable, marker=str(marker)))
+    (bindir / "ccache").chmod(0o755)
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "BUNDLEGRAPH_LAUNCHER": "ccache"}
+    tree.edit(X64, "LLAMA_BUILD_TESTS = false", f"LLAMA_BUILD_TESTS = false\nMINI_SLOW_TU = {SLOW_STEPS}")
+    slow_src = (tree.src / "src" / "slow.cpp").as_posix()
+    log = tree.root / "cancelled.log"
+    p = tree.popen(log, **env)
+    try:
+        _wait(lambda: [l for l in _procs(slow_src) if "cc1plus" in l], 120, "the slow compile to start")
+        assert any(str(bindir / "ccache") in l for l in _procs(slow_src)), "the build does not use the stand-in"
+        t0 = time.monotonic()
+        os.kill(p.pid, signal.SIGTERM)
+        p.wait(60)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = log.read_text()
+    assert p.returncode != 0, out
+    assert _procs(tree.root.as_posix()) == [], "doit exited while its build was still running"
+    lines = marker.read_text().splitlines()
+    termed = {l.split()[0] for l in lines if l.endswith(" term")}
+    assert termed and termed == {l.split()[0] for l in lines if l.endswith(" done")}, lines
+    assert took >= 2.5, f"doit exited {took:.1f}s after SIGTERM: it did not wait for the compiler"
+    assert tree.stamp(f"build:{X64}") is None
 
 
 # 9 -------------------------------------------------------------------------------------------

@@ -102,9 +102,10 @@ def test_required_signing_without_credentials_fails_and_leaves_nothing(tmp_path,
     assert list(dest.parent.iterdir()) == []
 
 
-@pytest.mark.skipif(shutil.which("osslsigncode") is None or shutil.which("openssl") is None,
-                    reason="osslsigncode/openssl not installed")
 def test_signing_hook_signs_only_this_legs_pe_files_and_masks_secret(tmp_path, real_input, src, capfd):
+    from conftest import require_tools
+
+    require_tools("osslsigncode", "openssl")
     bins = npm_bins(real_input)
     key, crt, p12 = (tmp_path / n for n in ("k.pem", "c.pem", "c.p12"))
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,

@@ -15,7 +15,8 @@ import pytest
 from bundlegraph import proc
 from bundlegraph.errors import ToolFailed, ToolMissing
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process-group checks are Linux-specific")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="this host is not Linux (process-group and /proc checks)")
 
 
 def test_missing_program_names_it():
@@ -92,3 +93,89 @@ def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
     while _alive(f"sleep {marker}") and time.time() < deadline:
         time.sleep(0.1)
     assert _alive(f"sleep {marker}") == [], "a group member outlived SIGKILL"
+
+
+LINGER = textwrap.dedent("""
+    import os, signal, subprocess, sys, time
+    marker = sys.argv[1]
+    if sys.argv[2:] == ["grandchild"]:
+        # a compiler stand-in in a process group of its own (as ninja starts each job): on
+        # SIGTERM it finishes what it is doing for 3 s before it exits
+        def term(*_):
+            open(marker, "a").write(f"{os.getpid()} term\\n")
+            time.sleep(3)
+            open(marker, "a").write(f"{os.getpid()} done\\n")
+            os._exit(143)
+        signal.signal(signal.SIGTERM, term)
+        open(marker, "a").write(f"{os.getpid()} ready\\n")
+        time.sleep(600)
+    # the build tool: starts the job in a new session and dies at once on SIGTERM
+    subprocess.Popen([sys.executable, __file__, marker, "grandchild"], start_new_session=True)
+    time.sleep(600)
+""")
+
+
+def test_run_returns_only_when_a_lingering_grandchild_in_its_own_group_is_gone(tmp_path):
+    """An interrupted proc.run (what doit does on SIGTERM/SIGINT) waits for every descendant,
+    also one in a process group of its own that traps SIGTERM and lingers 3 s: when the
+    caller exits, nothing it started is left (before the supervisor became a subreaper, the
+    job was orphaned and outlived the run)."""
+    script = tmp_path / "tool.py"
+    script.write_text(LINGER)
+    marker = tmp_path / "marker"
+    code = textwrap.dedent(f"""
+        import signal, sys
+        def stop(*_):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, stop)
+        from bundlegraph import proc
+        try:
+            proc.run([sys.executable, {str(script)!r}, {str(marker)!r}], echo=False)
+        except KeyboardInterrupt:
+            sys.exit(130)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 30
+    while "ready" not in (marker.read_text() if marker.exists() else "") and time.time() < deadline:
+        time.sleep(0.05)
+    grandchild = int(marker.read_text().split()[0])
+    t0 = time.monotonic()
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(30) == 130
+    took = time.monotonic() - t0
+    lines = marker.read_text().split("\n")
+    assert f"{grandchild} term" in lines and f"{grandchild} done" in lines, lines
+    assert not os.path.exists(f"/proc/{grandchild}"), "the job outlived the interrupted run"
+    assert 2.5 <= took < 15, took
+
+
+def test_a_lingering_grandchild_is_killed_after_the_grace_period(tmp_path):
+    """The same job ignoring SIGTERM altogether: SIGKILL after the supervisor's grace period,
+    and the caller still returns only when it is gone."""
+    from bundlegraph import _supervise
+
+    script = tmp_path / "tool.py"
+    script.write_text(LINGER.replace("signal.signal(signal.SIGTERM, term)", "signal.signal(signal.SIGTERM, signal.SIG_IGN)"))
+    marker = tmp_path / "marker"
+    code = textwrap.dedent(f"""
+        import signal, sys
+        def stop(*_):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, stop)
+        from bundlegraph import proc
+        try:
+            proc.run([sys.executable, {str(script)!r}, {str(marker)!r}], echo=False)
+        except KeyboardInterrupt:
+            sys.exit(130)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 30
+    while "ready" not in (marker.read_text() if marker.exists() else "") and time.time() < deadline:
+        time.sleep(0.05)
+    grandchild = int(marker.read_text().split()[0])
+    t0 = time.monotonic()
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(30) == 130
+    took = time.monotonic() - t0
+    assert not os.path.exists(f"/proc/{grandchild}"), "the job outlived the interrupted run"
+    assert _supervise.KILL_AFTER_S - 0.5 <= took < _supervise.KILL_AFTER_S + 8, took

@@ -1,7 +1,7 @@
 """NVIDIA's wheels as the toolkit source, for real: fetched with ``pip download`` (cached in the
 shared blob cache), laid out for an x86_64 host + linux-sbsa target, validated, and used to
 cross-compile a CUDA program for aarch64. The full set with the 560 MB aarch64 cublas wheel runs
-through doit in the opt-in slow test (BUNDLEGRAPH_SLOW=1)."""
+through doit from a fresh cache in the last test."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from bundlegraph.toolkit import layout
 from bundlegraph.toolkit.identity import ComponentSet, component_set
 from bundlegraph.toolkit.install import install
 from bundlegraph.toolkit.lockfile import load_lock
-from conftest import slow_enabled
+from conftest import require_input, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 LEG = "linux-arm64-cuda13-blackwell"
@@ -38,12 +38,10 @@ def _no_cublas_set(bundles: Path) -> ComponentSet:
 
 
 def test_wheels_sbsa_toolkit_cross_compiles(bundles_copy, workdir, tmp_path):
+    require_input("cuda-13.5-sbsa-cross")
     cs = _no_cublas_set(bundles_copy)
     ref = ref_for_set(cs)
-    try:
-        receipt = install(cs, ref, bundles_copy)
-    except proc.ToolFailed as e:  # pip could not reach its index
-        pytest.skip(f"pip download failed: {e}")
+    receipt = install(cs, ref, bundles_copy)
     p = ref.prefix
     r = json.loads(receipt.read_text())
     lock = load_lock(bundles_copy / "locks/cuda-13.5-wheels.toml")
@@ -67,8 +65,7 @@ def test_wheels_sbsa_toolkit_cross_compiles(bundles_copy, workdir, tmp_path):
     vj = json.loads((p / "version.json").read_text())
     assert vj["cuda"]["version"] == "13.5.37"
 
-    if proc.which("aarch64-linux-gnu-g++") is None:
-        pytest.skip("aarch64-linux-gnu-g++ not installed: cross compile not checked")
+    require_tools("aarch64-linux-gnu-g++")
     src = tmp_path / "t.cu"
     src.write_text("#include <cuda_runtime.h>\n#include <cuda/std/cstddef>\n#include <cuda.h>\n"
                    "__global__ void k(float *x) { x[threadIdx.x] *= 2; }\n"
@@ -107,7 +104,6 @@ def test_win_arm64_cudart_wheel_lands_in_bin_arm64(real_input, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not slow_enabled(), reason="opt in with BUNDLEGRAPH_SLOW=1 (cublas wheel is 560 MB)")
 def test_doit_toolkit_for_blackwell_leg_then_noop(workdir, tmp_path, monkeypatch):
     """The 'done when' of the issue on a fresh cache: pip download of all six wheels, a
     validated toolkit whose receipt lists every sha256, then a second run that does nothing."""

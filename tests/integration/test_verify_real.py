@@ -25,12 +25,9 @@ ARM64 = VerifyPolicy(os="windows", arch="arm64", external=(*VC, "cudart64_13.dll
 
 
 def _unpacked(name: str) -> Path:
-    import realinputs
+    from conftest import require_input
 
-    try:
-        return realinputs.unpacked(name)
-    except realinputs.Unreachable as e:
-        pytest.skip(f"real input {name} unreachable: {e}")
+    return require_input(name, unpack=True)
 
 
 @pytest.fixture(scope="session")
@@ -230,7 +227,7 @@ def sm90_so(tmp_path_factory) -> Path:
     """A real CUDA shared object for sm_90 only (nvcc, ~3 s), built once per session."""
     nvcc = Path("/usr/local/cuda/bin/nvcc")
     if not nvcc.exists():
-        pytest.skip("needs /usr/local/cuda/bin/nvcc")
+        pytest.skip("this host has no CUDA toolkit at /usr/local/cuda")
     d = tmp_path_factory.mktemp("nvcc")
     (d / "k.cu").write_text("__global__ void bg_scale(float *x, float s) { x[threadIdx.x] *= s; }\n"
                             'extern "C" int bg_launch(float *x) { bg_scale<<<1, 32>>>(x, 2.0f); return (int)cudaGetLastError(); }\n')

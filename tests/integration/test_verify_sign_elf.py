@@ -53,13 +53,8 @@ def test_signature_outcomes_are_told_apart(signed, tmp_path):
 
 
 @pytest.mark.network
-def test_real_nvidia_signature(tmp_path):
-    import realinputs
-
-    try:
-        cudart = realinputs.unpacked("cudart-win-arm64") / "nvidia" / "cu13" / "bin" / "arm64" / "cudart64_13.dll"
-    except realinputs.Unreachable as e:
-        pytest.skip(str(e))
+def test_real_nvidia_signature(tmp_path, real_input):
+    cudart = real_input("cudart-win-arm64", unpack=True) / "nvidia" / "cu13" / "bin" / "arm64" / "cudart64_13.dll"
     with mapped(cudart) as data:
         st = check_signature(data)
     assert st.status == "ok" and "NVIDIA" in st.signer

@@ -82,7 +82,7 @@ def test_linux_cross_cache_entries(workdir):
     assert p.cache["CMAKE_INSTALL_RPATH"] == "$ORIGIN" and p.cache["LLAMA_BUILD_NUMBER"] == "6990"
     assert p.cache["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON" and p.cache["LLAMA_USE_PREBUILT_UI"] == "OFF"
     assert "-target-dir=sbsa-linux" in p.toolchain_text
-    assert f'"${{CUDA_ROOT}}/targets/sbsa-linux/lib/stubs/libcuda.so"' in p.toolchain_text
+    assert '"${CUDA_ROOT}/targets/sbsa-linux/lib/stubs/libcuda.so"' in p.toolchain_text
     assert "aarch64-linux-gnu-g++" in p.toolchain_text.split("CMAKE_CUDA_HOST_COMPILER", 1)[1].splitlines()[0]
 
 

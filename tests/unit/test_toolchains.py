@@ -17,7 +17,7 @@ from bundlegraph.toolchains.registry import TOOLCHAINS
 from bundlegraph.toolchains.tools import PINS, build_tools
 
 HOST_CONFIG = Path("/usr/local/cuda/include/crt/host_config.h")
-needs_cuda = pytest.mark.skipif(not HOST_CONFIG.is_file(), reason="no host CUDA toolkit headers")
+needs_cuda = pytest.mark.skipif(not HOST_CONFIG.is_file(), reason="this host has no CUDA toolkit headers at /usr/local/cuda")
 
 
 def test_every_registered_id_has_a_definition():
