@@ -162,9 +162,9 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
         for pa in matrix.legs[leg].runtime.paired:
             if pa.name in entries:
                 continue
-            h = hash_paired(pa, repo=rel.source_repo, tag=rel.upstream_tag, local_dirs=dirs, client=client)
+            h = hash_paired(pa, repo=rel.source_repo, tag=rel.paired_runtime_tag, local_dirs=dirs, client=client)
             entries[pa.name] = IndexEntry(kind="runtime", sha256=h.sha256, source_commit=None, size=h.size,
-                                          upstream_tag=rel.upstream_tag)
+                                          upstream_tag=rel.paired_runtime_tag)
     index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
     atomic_write_bytes(dist / MANIFEST_NAME, mbytes)
     atomic_write_bytes(dist / INDEX_NAME, (index.model_dump_json(indent=2) + "\n").encode())

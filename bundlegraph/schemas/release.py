@@ -12,7 +12,7 @@ Source pin kinds (``[source] kind = ...``):
 The source's commit and commit date come from git metadata the source carries (the
 0.3.36 sdist carries a gitdir for ``vendor/llama.cpp``), else from ``commit`` /
 ``commit_date`` here. They become ``LLAMA_BUILD_COMMIT`` and the archives' timestamp;
-``LLAMA_BUILD_NUMBER`` is the tag's number.
+``LLAMA_BUILD_NUMBER`` is ``upstream_tag``'s number.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import datetime as _dt
 import re
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import Strict
 
@@ -68,14 +68,36 @@ class PipSdistPin(_PinBase):
 SourcePin = Annotated[Union[TarballPin, GitPin, PathPin, PipSdistPin], Field(discriminator="kind")]
 
 
+IMPL_SPLIT_BUILD = 9283
+"""The upstream build from which llama.cpp splits its tools into ``llama-server-impl`` /
+``llama-quantize-impl`` shared libraries; installers require those libraries in bundles of
+builds >= this number (unsloth's installer: ``LLAMA_SERVER_IMPL_SPLIT_BUILD``)."""
+
+
+def build_number_of(tag: str) -> int | None:
+    """``b11642`` / ``b11642-mix-0c1e570`` -> 11642; None for a tag of another form."""
+    m = re.match(r"^b(\d+)(?:$|[-.])", tag)
+    return int(m.group(1)) if m else None
+
+
 class Release(Strict):
-    """The release: ``tag`` (``b<digits>`` or ``b<digits>-mix-<7 hex>``), ``upstream_tag``
-    (the upstream release whose runtime assets are paired), ``source_repo`` (``owner/name``),
-    the source pin, ``default_legs`` (what a bare ``doit`` builds), ``bundle_prefix`` (``app``)
-    and ``info_file`` (the name of each bundle's info JSON)."""
+    """The release (``bundles/release.toml``).
+
+    - ``tag``: the GitHub release tag (``b<digits>`` or ``b<digits>-mix-<7 hex>``); its number
+      must equal ``upstream_tag``'s (installers read the impl-split gate from either).
+    - ``upstream_tag``: the upstream llama.cpp build (``b<digits>``) of the pinned commit. It
+      cannot be derived offline from a shallow source; the release states it. It becomes
+      ``LLAMA_BUILD_NUMBER``, the SHA index's and manifest's ``upstream_tag``, and gates the
+      ``*-impl`` libraries (:data:`IMPL_SPLIT_BUILD`; the source stage refuses a value below it
+      for a tree that builds ``llama-server-impl``).
+    - ``paired_runtime_tag``: the upstream release whose ``cudart-llama-bin-*`` runtime assets
+      are paired with the Windows CUDA bundles (hashed into the SHA index).
+    - ``source_repo`` (``owner/name``), the source pin, ``default_legs`` (what a bare ``doit``
+      builds), ``bundle_prefix`` (``app``) and ``info_file`` (each bundle's info JSON)."""
 
     tag: Annotated[str, Field(pattern=r"^b\d+(-mix-[0-9a-f]{7})?$")]
     upstream_tag: Annotated[str, Field(pattern=r"^b\d+$")]
+    paired_runtime_tag: Annotated[str, Field(pattern=r"^b\d+$")]
     source_repo: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
     bundle_prefix: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")] = "app"
     info_file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+\.json$")] = "BUNDLE_INFO.json"
@@ -84,10 +106,17 @@ class Release(Strict):
 
     @property
     def build_number(self) -> int:
-        """The digits of the tag (``b6950-mix-...`` -> 6950): ``LLAMA_BUILD_NUMBER``."""
-        m = re.match(r"^b(\d+)", self.tag)
-        assert m
-        return int(m.group(1))
+        """The upstream build number (``b11642`` -> 11642): ``LLAMA_BUILD_NUMBER``."""
+        n = build_number_of(self.upstream_tag)
+        assert n is not None
+        return n
+
+    @model_validator(mode="after")
+    def _tag_matches_upstream(self) -> "Release":
+        if build_number_of(self.tag) != build_number_of(self.upstream_tag):
+            raise ValueError(f"tag {self.tag!r} must start with the upstream build {self.upstream_tag!r} "
+                             f"(installers read the build number from both)")
+        return self
 
     @property
     def is_mix(self) -> bool:
