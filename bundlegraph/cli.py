@@ -23,6 +23,7 @@ COMMANDS = [
     "bundlegraph.commands.fatbin",
     "bundlegraph.commands.explain",
     "bundlegraph.commands.lock_wheels",
+    "bundlegraph.commands.select",
 ]
 
 

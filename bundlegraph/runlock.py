@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import time
 
 from filelock import FileLock, Timeout
 
@@ -39,6 +40,39 @@ def doit_command(argv: list[str]) -> str:
     return "run"
 
 
+OWNER_WAIT_S = 3.0
+"""How long a refused run waits for the holder to write its owner record (it writes it just
+after taking the lock, so a run that starts at the same moment can look before it is there)."""
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # no cheap probe; the lock itself says a holder exists
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _holder(info) -> str:
+    """``pid N, started T`` of the live process named by the owner record ``info``, waiting up
+    to :data:`OWNER_WAIT_S` for it (a record left by an earlier, finished run is not it)."""
+    deadline = time.monotonic() + OWNER_WAIT_S
+    while True:
+        try:
+            owner = json.loads(info.read_text())
+            if _alive(int(owner["pid"])):
+                return f"pid {owner['pid']}, started {owner['started']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        if time.monotonic() > deadline:
+            return "unknown process"
+        time.sleep(0.05)
+
+
 def acquire(command: str) -> None:
     """Take the run lock unless ``command`` is read-only. Raises :class:`StateError`."""
     if command in READ_ONLY_COMMANDS or _held:
@@ -51,11 +85,7 @@ def acquire(command: str) -> None:
     try:
         lock.acquire(timeout=wait)
     except Timeout:
-        try:
-            owner = json.loads(info.read_text())
-            who = f"pid {owner['pid']}, started {owner['started']}"
-        except (OSError, ValueError, KeyError):
-            who = "unknown process"
+        who = _holder(info)
         raise StateError(
             f"another doit run ({who}) is executing tasks in {paths.workdir()}; "
             f"wait for it to finish, or set BUNDLEGRAPH_LOCK_WAIT=SECONDS to wait for it"

@@ -25,6 +25,8 @@ Failures name the importing file and carry the chain from a top-level file, e.g.
 
 from __future__ import annotations
 
+import fnmatch
+
 import posixpath
 from collections.abc import Iterable, Mapping
 
@@ -85,13 +87,29 @@ class _Names:
         return name.lower() if self.fold else name
 
 
+class _Externals:
+    """Declared external runtimes: exact names, or globs (``libllama.so*``: a merge base's
+    required files, which a backend's built tree links against). ``name in ext`` matches either;
+    ``fold``: compare case-insensitively (Windows)."""
+
+    def __init__(self, names: Iterable[str], *, fold: bool) -> None:
+        self.fold = fold
+        norm = [n.lower() if fold else n for n in names]
+        self.exact = {n for n in norm if not any(c in n for c in "*?[")}
+        self.globs = [n for n in norm if n not in self.exact]
+
+    def __contains__(self, name: object) -> bool:
+        n = str(name).lower() if self.fold else str(name)
+        return n in self.exact or any(fnmatch.fnmatchcase(n, g) for g in self.globs)
+
+
 def pe_closure(
     files: Mapping[str, PEInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
 ) -> list[Failure]:
     """File- and symbol-level closure of the PE files ``files`` (bundle path -> info);
     ``names`` are all file paths of the bundle (parsed or not). Returns failures."""
     idx = _Names(names, fold=True)
-    ext = {e.lower() for e in external}
+    ext = _Externals(external, fold=True)
     edges: dict[str, list[tuple[str, str]]] = {}  # importer -> [(provider path, import dll)]
     importers: dict[str, list[str]] = {}
     for path, info in files.items():
@@ -171,7 +189,7 @@ def elf_closure(
     """Paths, file-level closure and symbol versions of the ELF files ``files`` (bundle path
     -> info); ``names`` are all file paths of the bundle. Returns failures."""
     idx = _Names(names, fold=False)
-    ext = set(external)
+    ext = _Externals(external, fold=False)
     resolved: dict[str, list[tuple[str, str]]] = {}
     importers: dict[str, list[str]] = {}
     out: list[Failure] = []

@@ -1,8 +1,9 @@
 """Content checks: the files a leg promises are present, and the info JSON agrees with the spec.
 
 Required files come from the spec's ``required`` list (``llama-server.exe``, ``ggml-base.dll``,
-the backend). A name without ``/`` matches a file of that name anywhere in the bundle; a name
-with ``/`` matches that path. Windows names compare case-insensitively.
+the backend). An entry may be a glob (``fnmatch``: ``ggml-cpu*.dll``, ``libllama.so*``, as
+installers state their checks). A name without ``/`` matches a file of that name anywhere in the
+bundle; a name with ``/`` matches that path. Windows names compare case-insensitively.
 
 The info JSON (``Release.info_file``, default ``BUNDLE_INFO.json``) is optional; when present
 it must be a JSON object and agree with the spec on the keys verify is given:
@@ -16,6 +17,7 @@ it must be a JSON object and agree with the spec on the keys verify is given:
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Iterable, Mapping
 
@@ -24,14 +26,16 @@ from . import Failure
 
 
 def missing_required(names: Iterable[str], required: Iterable[str], *, fold: bool) -> list[Failure]:
-    """One failure per required file not in ``names`` (bundle paths)."""
+    """One failure per required file (name, path or glob) that nothing in ``names`` (bundle
+    paths) matches."""
     norm = (lambda s: s.lower()) if fold else (lambda s: s)
     paths = {norm(n) for n in names}
     bases = {norm(n.rsplit("/", 1)[-1]) for n in names}
     out = []
     for r in required:
         key = norm(r)
-        present = key in paths if "/" in r else key in bases
+        pool = paths if "/" in r else bases
+        present = key in pool or (any(c in r for c in "*?[") and bool(fnmatch.filter(pool, key)))
         if not present:
             out.append(Failure(r, "content", "required file is missing from the bundle"))
     return out

@@ -24,7 +24,10 @@ cuobjdump, CUDA 11-13) and was checked against the real ``ggml-cuda.dll`` of
   ``entry + header_size + padded_payload_size``.
 
 Arch-specific targets (``120a``) are recorded with their plain SM (120) — which is why
-:func:`bundlegraph.schemas.archs.fatbin_sm` maps ``120a`` to 120.
+:func:`bundlegraph.schemas.archs.fatbin_sm` maps ``120a`` to 120 — and a flag in the entry's
+``flags``: bit 20 (0x100000) for arch-specific (``sm_100a``), bit 21 (0x200000) for
+family-specific (``sm_100f``). Measured here with nvcc 13.0 on one kernel built for
+``sm_100``, ``sm_100a``, ``sm_100f`` (flags 0x1000011, 0x1100011, 0x1200011).
 
 Only headers are read: payloads are skipped, never decompressed. On an mmap the section is
 advised ``MADV_RANDOM`` while walking it, so a cold 129 MB section costs about one page read
@@ -58,21 +61,29 @@ class Inventory:
     """The fatbin of one file.
 
     - ``sass`` / ``ptx``: SM -> number of entries (one per container, i.e. per compiled
-      translation unit);
+      translation unit); ``sass_features``: SM -> {"", "a", "f"} seen for its SASS;
     - ``containers``: number of fatbin containers; ``compressed``: entries with a compressed
       payload; ``other``: entry kinds other than PTX/ELF -> count.
     """
 
     sass: Counter = field(default_factory=Counter)
     ptx: Counter = field(default_factory=Counter)
+    sass_features: dict[int, set[str]] = field(default_factory=dict)
+    """SM -> the feature suffixes its SASS entries carry: ``""`` plain, ``"a"``, ``"f"``."""
     containers: int = 0
     compressed: int = 0
     other: Counter = field(default_factory=Counter)
 
+    def sass_archs(self) -> list[str]:
+        """Each SASS target as its arch spelling (``120a``, ``100f``, ``86``), sorted by SM."""
+        return [f"{sm}{f}" for sm in sorted(self.sass) for f in sorted(self.sass_features.get(sm, {""}))]
+
     def to_json(self) -> dict:
-        """``{"sass": {"86": n, ...}, "ptx": {...}, "containers": n, "compressed": n}``."""
+        """``{"sass": {"86": n, ...}, "sass_archs": ["86", "120a"], "ptx": {...}, "containers": n,
+        "compressed": n}``."""
         return {
             "sass": {str(k): v for k, v in sorted(self.sass.items())},
+            "sass_archs": self.sass_archs(),
             "ptx": {str(k): v for k, v in sorted(self.ptx.items())},
             "containers": self.containers,
             "compressed": self.compressed,
@@ -83,6 +94,19 @@ class Inventory:
         s = ",".join(str(k) for k in sorted(self.sass)) or "none"
         p = ",".join(str(k) for k in sorted(self.ptx)) or "none"
         return f"SASS {s}; PTX {p}"
+
+
+FLAG_ARCH_SPECIFIC = 0x100000
+FLAG_FAMILY_SPECIFIC = 0x200000
+
+
+def feature_of(flags: int) -> str:
+    """The arch feature suffix an entry's flags encode: ``"a"``, ``"f"`` or ``""``."""
+    if flags & FLAG_ARCH_SPECIFIC:
+        return "a"
+    if flags & FLAG_FAMILY_SPECIFIC:
+        return "f"
+    return ""
 
 
 def parse(data: BytesLike, start: int, size: int) -> Inventory:
@@ -140,6 +164,7 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
                 inv.ptx[sm] += 1
             elif kind in (KIND_ELF, KIND_ELF_ALT):
                 inv.sass[sm] += 1
+                inv.sass_features.setdefault(sm, set()).add(feature_of(flags))
             else:
                 inv.other[kind] += 1
             if flags & 0x8000:

@@ -61,8 +61,10 @@ def findings_of(report, arch: str) -> VerifyFindings:
     (``arch`` when all agree) and the SMs with SASS in any fatbin (sorted)."""
     machines = {f.get("machine") for f in report.files.values() if f.get("machine")}
     sms = sorted({int(k) for f in report.files.values() for k in (f.get("fatbin") or {}).get("sass", {})})
+    sass = sorted({a for f in report.files.values() for a in (f.get("fatbin") or {}).get("sass_archs", [])},
+                  key=lambda a: (int(a.rstrip("af")), a))
     machine = arch if machines == {arch} else (",".join(sorted(machines)) or None)
-    return VerifyFindings(machine=machine, fatbin_sms=sms, passed=report.ok)
+    return VerifyFindings(machine=machine, fatbin_sms=sms, fatbin_sass=sass, passed=report.ok)
 
 
 def basic_tree_check(tree: Path, spec: BundleSpec, subject: str) -> VerifyFindings:

@@ -1,14 +1,14 @@
 """Stage ``manifest``: describe whatever bundles exist (built here or imported from an artifacts
 directory) in ``dist/llama-prebuilt-manifest.json`` and ``dist/llama-prebuilt-sha256.json``
 (:mod:`bundlegraph.schemas.manifest`), and write the source archive
-``dist/llama.cpp-source-<tag>.tar.gz``.
+``dist/llama.cpp-source-commit-<commit>.tar.gz``.
 
 - A leg's bundle is ``dist/<bundle name>``, else the same name under the artifacts directory
   (copied into ``dist/`` after it passes verify). Every field of a manifest artifact is read
   back from that bundle's own info JSON, which must name the leg and the release's source
   commit — the manifest cannot disagree with what was compiled.
 - The source archive holds the source tree (``.git`` left out) under
-  ``llama.cpp-source-<tag>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
+  ``llama.cpp-source-commit-<commit>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
 - The SHA index lists every bundle (kind ``bundle``), the manifest (``manifest``), the source
   archive (``upstream-source``) and every paired runtime asset of every leg whose bundle is present (``runtime``;
   :mod:`bundlegraph.releaseassets`), for plain and mix releases alike.
@@ -61,9 +61,10 @@ def record_verified(asset: str, sha256: str, leg: str) -> None:
     atomic_write_json(verified_path(), d)
 
 
-def write_source_archive(tree: Path, tag: str, dist: Path, commit_epoch: int | None) -> Path:
-    """``dist/llama.cpp-source-<tag>.tar.gz`` from ``tree`` (deterministic; ``.git`` excluded)."""
-    name = source_archive_name(tag)
+def write_source_archive(tree: Path, commit: str, dist: Path, commit_epoch: int | None) -> Path:
+    """``dist/llama.cpp-source-commit-<commit>.tar.gz`` from ``tree`` (deterministic; ``.git``
+    excluded), everything under one top-level directory of the same name."""
+    name = source_archive_name(commit)
     prefix = name[: -len(".tar.gz")]
     return write_tar_gz(dist / name, entries_from_tree(tree, prefix=prefix), archive_epoch(commit_epoch))
 
@@ -146,7 +147,7 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
     manifest = Manifest(**header, artifacts=sorted((ManifestArtifact.from_info(i) for i in infos),
                                                    key=lambda a: a.asset_name))
     mbytes = (manifest.model_dump_json(indent=2) + "\n").encode()
-    src_archive = write_source_archive(source_tree, rel.tag, dist, commit_epoch)
+    src_archive = write_source_archive(source_tree, source_commit, dist, commit_epoch)
     entries: dict[str, IndexEntry] = {}
     for leg, p in bundles.items():
         entries[p.name] = IndexEntry(kind="bundle", sha256=sha256_file(p), source_commit=source_commit,

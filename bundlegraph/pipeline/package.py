@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..archive import Entry, archive_epoch, write_archive
 from ..errors import BundleGraphError, VerifyError
-from ..schemas.archs import fatbin_sm
+from ..schemas.archs import supported_sms_of
 from ..schemas.manifest import BundleInfo, RuntimeFileInfo, VerifyFindings
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
@@ -106,15 +106,19 @@ class PackageInputs:
     merged_from: str | None = None
 
 
-def supported_sms(spec: BundleSpec) -> list[int]:
-    """Fatbin SM numbers of the spec's archs (``120a`` -> 120), sorted, unique; [] for CPU."""
-    return sorted({fatbin_sm(a) for a in spec.cuda.parsed_archs}) if spec.cuda else []
+def supported_sms(spec: BundleSpec, found: VerifyFindings) -> list[int]:
+    """The SMs the bundle's GPU code runs on: from the SASS targets verify found in its fatbins
+    (``found.fatbin_sass``) by NVIDIA's compatibility rule, among the SMs the leg's toolkit
+    supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); [] for CPU legs."""
+    if spec.cuda is None:
+        return []
+    return supported_sms_of(found.fatbin_sass, spec.cuda.version_tuple)
 
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
     """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`)."""
     s, r = inp.spec, inp.release
-    sms = supported_sms(s)
+    sms = supported_sms(s, found)
     return BundleInfo(
         asset_name=inp.dest.name, leg=s.id, os=s.os, arch=s.arch, install_kind=s.install_kind,
         source_repo=r.source_repo, source_commit=inp.source_commit, source_digest=inp.source_digest,
@@ -146,8 +150,9 @@ def _collect(inp: PackageInputs) -> tuple[dict[str, Path], dict[str, bool]]:
                                    f"different {rf.name} in {inp.tree}")
         files[rf.name] = rf.path
         links[rf.name] = False
-    names = set(files) | {Path(k).name for k in files}
-    missing = [r for r in inp.spec.required if r not in names]
+    from ..checks.content import missing_required
+
+    missing = [f.file for f in missing_required(files, inp.spec.required, fold=inp.spec.os == "windows")]
     if missing:
         raise BundleGraphError(f"package:{inp.spec.id}: {inp.tree} lacks required file(s) {', '.join(missing)} "
                                f"(spec key 'required', or excluded by [package] patterns)")

@@ -11,8 +11,13 @@ name per line, sorted — by temp file + rename. Checks:
 - every promised leg (every spec unless ``promised = false``) has its bundle in ``dist/``,
   non-empty, recorded as verified with its current sha256, listed in the index as a ``bundle``
   with that sha256, and in the manifest;
-- the source archive is present and hashed; every paired runtime asset of every promised leg
-  is in the index (kind ``runtime``).
+- the source archive (``llama.cpp-source-commit-<commit>.tar.gz``) is present and hashed;
+  every paired runtime asset of every promised leg is in the index (kind ``runtime``);
+- coverage: every host class a promised leg claims (its install kind x the SMs its archs name
+  x a driver of its runtime line; a CPU leg: a host of its os/arch without an NVIDIA GPU) gets
+  a bundle of that install kind from the manifest, by the installer's selection rules
+  (:func:`bundlegraph.selection.coverage_problems`). This catches a leg dropped from the
+  release, a lost SM, a CPU bundle chosen for a CUDA host.
 """
 
 from __future__ import annotations
@@ -102,7 +107,13 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
                 probs.append(f"{pa.name}: paired runtime of {leg} is not hashed in {INDEX_NAME}")
             elif (dist / pa.name).is_file():
                 assets.append(pa.name)
-    src = source_archive_name(rel.tag)
+    if manifest is not None:
+        # every host class a promised leg claims gets a bundle of that leg's install kind, by
+        # the installer's rules, from the manifest written from the built files
+        from ..selection import coverage_problems
+
+        probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index)]
+    src = source_archive_name(source_commit or (index.source_commit if index else "unknown"))
     se = arts.get(src)
     if not (dist / src).is_file():
         probs.append(f"{src}: source archive is missing")

@@ -231,7 +231,7 @@ def manifest_plans(ctx) -> list:
         run_manifest(ctx.matrix, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
                      commit_epoch=src.epoch, artifacts=ctx.filters.artifacts, verifier_for=verifier_for)
         ci.write_summary(dist, dist / INDEX_NAME, ctx.release.info_file)
-        return [dist / MANIFEST_NAME, dist / INDEX_NAME, dist / source_archive_name(ctx.release.tag)]
+        return [dist / MANIFEST_NAME, dist / INDEX_NAME, dist / source_archive_name(src.commit)]
 
     return [TaskPlan(stage="manifest", name="", leg=None, inputs=inputs, run=run,
                      # The manifest describes the bundles that exist (in dist/ or the artifacts dir); it

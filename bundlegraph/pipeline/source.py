@@ -128,6 +128,25 @@ def _receipt(cache_dir: Path) -> dict | None:
         return None
 
 
+def check_upstream_tag(tree: Path, release: Release) -> None:
+    """Refuse a stated ``upstream_tag`` below the tool split for a tree that has it: a tree
+    whose ``tools/server/CMakeLists.txt`` builds ``llama-server-impl`` is upstream build
+    >= :data:`~bundlegraph.schemas.release.IMPL_SPLIT_BUILD`, and installers gate their checks
+    for the ``*-impl`` libraries on that number. Raises :class:`BundleGraphError`."""
+    from ..schemas.release import IMPL_SPLIT_BUILD
+
+    cml = tree / "tools" / "server" / "CMakeLists.txt"
+    try:
+        splits = "llama-server-impl" in cml.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    if splits and release.build_number < IMPL_SPLIT_BUILD:
+        raise BundleGraphError(
+            f"release.toml: upstream_tag: {release.upstream_tag} is below b{IMPL_SPLIT_BUILD}, but the source tree "
+            f"already builds llama-server-impl (tools/server/CMakeLists.txt), which upstream added in "
+            f"b{IMPL_SPLIT_BUILD}; state the upstream build number of the pinned commit")
+
+
 def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path) -> SourceRecord:
     """Fetch/verify/unpack (or reuse the cache) and write the leg's :class:`SourceRecord`.
 
@@ -157,6 +176,7 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
         raise BundleGraphError(
             f"source: the tree carries commit {info.commit} but the pin declares commit {pin.commit}"
         )
+    check_upstream_tag(plan.tree, release)
     rec = SourceRecord(
         tree=str(plan.tree), digest=digest, files=n, commit=commit,
         commit_date=date.astimezone(_dt.timezone.utc).isoformat() if date else None,

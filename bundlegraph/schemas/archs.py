@@ -108,3 +108,41 @@ def fatbin_sm(arch: Arch) -> int:
     """The SM number a fatbin records for ``arch``. ggml rewrites 120 -> 120a and 121 -> 121a
     with CUDA 13; the fatbin entry for ``120a`` records SM 120, so both map to 120."""
     return arch.sm
+
+
+def sm_major(sm: int) -> int:
+    """The compute capability major of an SM number (86 -> 8, 121 -> 12)."""
+    return sm // 10
+
+
+def known_sms(cuda: Version | None = None) -> list[int]:
+    """SM numbers of NVIDIA's arch table (:data:`ARCH_RANGE`), those toolkit ``cuda`` supports
+    when given."""
+    if cuda is None:
+        return sorted(ARCH_RANGE)
+    return sorted(sm for sm, (first, last) in ARCH_RANGE.items() if first <= cuda and (last is None or cuda <= last))
+
+
+def sass_runs_on(sm: int, feature: str, among: list[int]) -> list[int]:
+    """The GPUs (SM numbers of ``among``) that SASS built for ``sm`` with ``feature`` runs on.
+
+    NVIDIA's binary compatibility rule (CUDA C++ Programming Guide, "Binary Compatibility"):
+    a cubin for compute capability X.y runs on devices of capability X.z with z >= y, so plain
+    ``sm_100`` also runs on sm_103 and ``sm_80`` on 86/87/89. Arch-specific ``a`` targets
+    (``sm_120a``; ggml builds 120a/121a with CUDA 13) run only on exactly that capability;
+    family-specific ``f`` targets run within their family like plain ones. PTX (JIT) is not
+    counted: a bundle claims what its machine code runs."""
+    if feature == "a":
+        return [sm] if sm in among else []
+    return [h for h in among if sm_major(h) == sm_major(sm) and h >= sm]
+
+
+def supported_sms_of(sass_archs: list[str], cuda: Version | None) -> list[int]:
+    """Every SM (of the arch table, for toolkit ``cuda``) that some SASS target of
+    ``sass_archs`` (``["120a", "121a"]``, ``["86", "100"]``) runs on, sorted."""
+    among = known_sms(cuda)
+    out: set[int] = set()
+    for a in sass_archs:
+        arch = parse_arch(a)
+        out.update(sass_runs_on(arch.sm, arch.feature, among + ([arch.sm] if arch.sm not in among else [])))
+    return sorted(out)

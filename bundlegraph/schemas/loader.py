@@ -200,6 +200,39 @@ def _partial_problems(path: Path, data: dict) -> list[str]:
     return cuda_problems(path, data.get("os"), data.get("arch"), c)
 
 
+def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], release: Release | None) -> list[str]:
+    """The installer contract (:mod:`bundlegraph.schemas.installer`) on one leg: its
+    ``install_kind`` is one the installer asks for and describes this leg's os/arch/backend;
+    its ``required`` list (with its merge base's) covers every file the installer requires of
+    that kind, so verify refuses a bundle the installer would refuse."""
+    from .installer import CHECKED_AGAINST, INSTALL_KINDS, required_patterns
+
+    kind = INSTALL_KINDS.get(s.install_kind)
+    if kind is None:
+        close = difflib.get_close_matches(s.install_kind, list(INSTALL_KINDS), n=1)
+        return [f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"]
+    if (kind.os, kind.arch, kind.backend) != (s.os, s.arch, s.backend):
+        return [f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
+                f"the leg is {s.os}-{s.arch} backend '{s.backend}'"]
+    have = list(s.required)
+    base = legs.get(s.merge.base) if s.merge else None
+    if base is not None:
+        have += base.required
+    fold = s.os == "windows"
+    norm = (lambda x: x.lower()) if fold else (lambda x: x)
+    have_n = {norm(x) for x in have}
+    missing = [p for p in required_patterns(kind.name, release.build_number if release else None)
+               if norm(p) not in have_n]
+    if missing:
+        where = f" (with base '{base.id}')" if base is not None else ""
+        return [f"{f}: required: lacks {', '.join(repr(m) for m in missing)}{where}, which the installer "
+                f"requires of a '{kind.name}' bundle ({CHECKED_AGAINST}); add them so verify refuses what "
+                f"the installer would"]
+    return []
+
+
 def cross_field_problems(
     legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path,
     invalid: set[str] = frozenset(),
@@ -254,6 +287,7 @@ def cross_field_problems(
                         )
         if s.cuda is not None:
             out += cuda_problems(f, s.os, s.arch, s.cuda)
+        out += installer_problems(s, f, legs, release)
         key = (s.install_kind, s.profile.name)
         if key in seen_kind:
             out.append(

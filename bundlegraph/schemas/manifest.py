@@ -9,13 +9,17 @@
   (each field copied from that bundle's :class:`BundleInfo`).
 - :class:`ShaIndex`: ``dist/llama-prebuilt-sha256.json`` — the same header plus ``artifacts``:
   asset name -> :class:`IndexEntry` (``kind``, ``sha256``, ``source_commit``, ``size``). It lists
-  every bundle, the manifest itself, the source archive ``llama.cpp-source-<tag>.tar.gz``
+  every bundle, the manifest itself, the source archive ``llama.cpp-source-commit-<commit>.tar.gz``
   (kind ``upstream-source``; installers refuse a release without it) and every paired runtime
   asset (kind ``runtime``), for plain and mix releases alike.
 
-SM numbers: ``supported_sms`` are fatbin SM numbers (``120a`` -> 120, see
-:func:`bundlegraph.schemas.archs.fatbin_sm`), sorted ascending; ``min_sm``/``max_sm`` their
-ends, or None for CPU bundles. Sizes are bytes; hashes lower-case hex sha256.
+SM numbers: ``supported_sms`` are the GPUs the bundle's machine code runs on, derived from the
+SASS targets its fatbins hold by NVIDIA's compatibility rule
+(:func:`bundlegraph.schemas.archs.supported_sms_of`: plain ``sm_100`` also runs on sm_103,
+arch-specific ``120a`` only on sm_120), sorted ascending; ``min_sm``/``max_sm`` their ends, or
+None for CPU bundles. An installer requires every host SM to be listed. ``rank``: lower wins a
+tie between bundles of the same SM span (the installer's rule). Sizes are bytes; hashes
+lower-case hex sha256.
 """
 
 from __future__ import annotations
@@ -33,9 +37,13 @@ SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 COMMIT = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
 
 
-def source_archive_name(tag: str) -> str:
-    """``llama.cpp-source-<tag>.tar.gz``: the source archive a release publishes."""
-    return f"llama.cpp-source-{tag}.tar.gz"
+def source_archive_name(commit: str) -> str:
+    """``llama.cpp-source-commit-<40-hex commit>.tar.gz``: the source archive a release
+    publishes. Installers look it up by this name in the SHA index (with the index's
+    ``source_repo``) and download it from the release itself; the other name they accept,
+    ``llama.cpp-source-<upstream_tag>.tar.gz``, is fetched from upstream's tag tarball, whose
+    bytes we do not make (unsloth 2026.10.9, see :mod:`bundlegraph.schemas.installer`)."""
+    return f"llama.cpp-source-commit-{commit}.tar.gz"
 
 
 class RuntimeFileInfo(Strict):
@@ -53,10 +61,12 @@ class RuntimeFileInfo(Strict):
 class VerifyFindings(Strict):
     """What verify found on the packed archive: ``machine`` (``arm64``/``x64`` or the raw PE/ELF
     machine name when mixed), ``fatbin_sms`` (SM numbers with SASS in the CUDA fatbins),
-    ``passed``."""
+    ``fatbin_sass`` (each SASS target with its feature suffix as the fatbin flags it:
+    ``["120a", "121a"]``; what ``supported_sms`` is derived from), ``passed``."""
 
     machine: str | None = None
     fatbin_sms: list[int] = []
+    fatbin_sass: list[str] = []
     passed: bool
 
 

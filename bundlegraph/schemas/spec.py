@@ -29,7 +29,8 @@ _ID_RE = r"^[a-z0-9][a-z0-9._-]*$"
 class Profile(Strict):
     """What an installer chooses by: ``name`` (``cuda13-portable``), ``line`` (``cuda12`` /
     ``cuda13``; absent for CPU legs), ``klass`` (older/newer/portable/legacy/blackwell/cpu)
-    and ``rank`` (higher wins among candidates that fit the host)."""
+    and ``rank`` (lower wins a tie between bundles of the same SM span, as the installer
+    chooses; :mod:`bundlegraph.selection`)."""
 
     name: Annotated[str, Field(pattern=_ID_RE)]
     line: Literal["cuda12", "cuda13"] | None = None

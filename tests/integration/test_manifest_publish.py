@@ -74,7 +74,7 @@ def upstream():
             body = b"PK\x05\x06" + n.encode().ljust(18, b"\0")[:18]  # a distinct body per asset
             srv.files["/dl/" + n] = body
             assets.append({"name": n, "browser_download_url": srv.url("/dl/" + n), "size": len(body)})
-        srv.files["/repos/ggml-org/llama.cpp/releases/tags/b6990"] = json.dumps(
+        srv.files["/repos/ggml-org/llama.cpp/releases/tags/" + rel.paired_runtime_tag] = json.dumps(
             {"tag_name": "b6990", "assets": assets}).encode()
         yield srv, hashlib.sha256(srv.files["/dl/" + RUNTIME]).hexdigest()
 
@@ -91,7 +91,7 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
                        commit_epoch=src.epoch)
     man = Manifest.model_validate_json((dist / "llama-prebuilt-manifest.json").read_bytes())
     idx = ShaIndex.model_validate_json((dist / "llama-prebuilt-sha256.json").read_bytes())
-    assert (man.component, man.source_commit, man.release_tag, man.upstream_tag) == ("llama.cpp", src.commit, rel.tag, "b6990")
+    assert (man.component, man.source_commit, man.release_tag, man.upstream_tag) == ("llama.cpp", src.commit, rel.tag, rel.upstream_tag)
     assert [a.asset_name for a in man.artifacts] == sorted(p.name for p in bundles.values())
     for art in man.artifacts:
         info = BundleInfo.model_validate_json(read_member(dist / art.asset_name, rel.info_file))
@@ -103,7 +103,7 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
     assert (bw.supported_sms, bw.min_sm, bw.max_sm, bw.rank) == ([120, 121], 120, 121, 55)
     kinds = {k: v.kind for k, v in idx.artifacts.items() if v.kind != "runtime"}
     assert kinds == {bundles["linux-arm64-cpu"].name: "bundle", bundles["linux-arm64-cuda13-blackwell"].name: "bundle",
-                     "llama-prebuilt-manifest.json": "manifest", f"llama.cpp-source-{rel.tag}.tar.gz": "upstream-source"}
+                     "llama-prebuilt-manifest.json": "manifest", f"llama.cpp-source-commit-{src.commit}.tar.gz": "upstream-source"}
     # the paired runtime of every bundle in the release; none of legs without a bundle here
     assert set(idx.of_kind("runtime")) == {RUNTIME}
     assert "cudart-llama-bin-win-cuda-13.4-x64.zip" not in idx.artifacts
@@ -113,12 +113,12 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
     for name, e in idx.artifacts.items():
         if e.kind != "runtime":
             assert e.sha256 == hashlib.sha256((dist / name).read_bytes()).hexdigest() and e.source_commit == src.commit
-    with tarfile.open(dist / f"llama.cpp-source-{rel.tag}.tar.gz") as tf:
+    with tarfile.open(dist / f"llama.cpp-source-commit-{src.commit}.tar.gz") as tf:
         names = tf.getnames()
-    assert f"llama.cpp-source-{rel.tag}/LICENSE" in names and not any("/.git/" in n for n in names)
+    assert f"llama.cpp-source-commit-{src.commit}/LICENSE" in names and not any("/.git/" in n for n in names)
     # a second run writes byte-identical files; a published digest is used without downloading
     before = {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()}
-    srv.files["/repos/ggml-org/llama.cpp/releases/tags/b6990"] = json.dumps({"assets": [
+    srv.files["/repos/ggml-org/llama.cpp/releases/tags/" + rel.paired_runtime_tag] = json.dumps({"assets": [
         {"name": n, "digest": "sha256:" + e.sha256, "size": e.size} for n, e in idx.of_kind("runtime").items()]}).encode()
     run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
     assert {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()} == before

@@ -79,7 +79,7 @@ def test_linux_cross_cache_entries(workdir):
     p = plan_configure(_ctx(), "linux-arm64-cuda13-blackwell")
     assert p.cache["CMAKE_CUDA_ARCHITECTURES"] == "120;121"
     assert p.cache["GGML_NATIVE"] == "OFF" and p.cache["GGML_CPU"] == "OFF"
-    assert p.cache["CMAKE_INSTALL_RPATH"] == "$ORIGIN" and p.cache["LLAMA_BUILD_NUMBER"] == "6990"
+    assert p.cache["CMAKE_INSTALL_RPATH"] == "$ORIGIN" and p.cache["LLAMA_BUILD_NUMBER"] == "11642"
     assert p.cache["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON" and p.cache["LLAMA_USE_PREBUILT_UI"] == "OFF"
     assert "-target-dir=sbsa-linux" in p.toolchain_text
     assert '"${CUDA_ROOT}/targets/sbsa-linux/lib/stubs/libcuda.so"' in p.toolchain_text

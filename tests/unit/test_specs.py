@@ -125,7 +125,7 @@ def test_install_kind_profile_pair_unique(bundles_copy):
 def test_all_errors_reported_at_once_across_files(bundles_copy):
     edit(bundles_copy / "linux-arm64-cpu.toml", "runner =", "runer =")
     edit(bundles_copy / "windows-x64-cuda13-portable.toml", '"75", ', '"61", ')
-    edit(bundles_copy / "release.toml", 'tag = "b6990-mix-0c1e570"', 'tag = "v1.0"')
+    edit(bundles_copy / "release.toml", 'tag = "b11642-mix-0c1e570"', 'tag = "v1.0"')
     ps = problems(bundles_copy)
     files = {p.split(": ", 1)[0] for p in ps}
     assert {str(bundles_copy / n) for n in ("linux-arm64-cpu.toml", "windows-x64-cuda13-portable.toml", "release.toml")} <= files

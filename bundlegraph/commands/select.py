@@ -1,0 +1,115 @@
+"""``bundlegraph select`` and ``bundlegraph coverage``: what a host gets from a release.
+
+``select --os linux --arch arm64 [--sm 121 ...] [--driver-cuda 13.0] [--runtime-line cuda13 ...]
+[DIST|URL] [--json]``: the bundle a host of that description gets, the order an installer tries
+bundles in, and why every other bundle was rejected (:mod:`bundlegraph.selection`). Exit 0 when
+the host gets a bundle, 1 when it gets none.
+
+``coverage [DIST|URL] [--json]``: :func:`~bundlegraph.selection.select` for every host class
+(install kind x SM of NVIDIA's arch table x driver line), as a table or
+``{"rows": [{host fields..., "install_kind", "choice", "attempts"}]}``.
+
+DIST is a directory holding ``llama-prebuilt-manifest.json`` and ``llama-prebuilt-sha256.json``
+(default ``dist/`` of the work directory); a URL is a release download base (both files are
+fetched from it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import paths
+from ..errors import BundleGraphError
+from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex
+from ..selection import Host, coverage, select
+
+
+def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
+    """The manifest and SHA index of a dist directory or a release URL. Raises
+    :class:`BundleGraphError` naming the file and what is wrong."""
+    def parse(name: str, raw: bytes, model):
+        try:
+            return model.model_validate_json(raw)
+        except ValueError as e:
+            raise BundleGraphError(f"{name} at {where or paths.dist_dir()}: not a valid {name}: "
+                                   f"{str(e).splitlines()[0]}") from None
+
+    if where and where.startswith(("http://", "https://")):
+        from ..download import fetch_small
+
+        base = where.rstrip("/")
+        return (parse(MANIFEST_NAME, fetch_small(f"{base}/{MANIFEST_NAME}", allow_insecure=True), Manifest),
+                parse(INDEX_NAME, fetch_small(f"{base}/{INDEX_NAME}", allow_insecure=True), ShaIndex))
+    d = Path(where) if where else paths.dist_dir()
+    if not (d / MANIFEST_NAME).is_file():
+        raise BundleGraphError(f"{d / MANIFEST_NAME}: no release manifest there (run `doit manifest`, or name "
+                               f"a dist directory or release URL)")
+    idx = parse(INDEX_NAME, (d / INDEX_NAME).read_bytes(), ShaIndex) if (d / INDEX_NAME).is_file() else None
+    return parse(MANIFEST_NAME, (d / MANIFEST_NAME).read_bytes(), Manifest), idx
+
+
+def _driver(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    parts = text.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise BundleGraphError(f"--driver-cuda {text!r}: expected MAJOR.MINOR, e.g. 13.0")
+    return int(parts[0]), int(parts[1])
+
+
+def run_select(args) -> int:
+    manifest, index = read_release(args.release)
+    host = Host(args.os, args.arch, tuple(args.sm or ()), _driver(args.driver_cuda),
+                tuple(args.runtime_line) if args.runtime_line else None)
+    if host.sms and host.driver_cuda is None:
+        raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
+    sel = select(host, manifest, index)
+    if args.json:
+        print(json.dumps(sel.to_json(), indent=2))
+    else:
+        print(f"{host.describe()} asks for {', '.join(sel.asked)}")
+        print(f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
+              + (f" ({sel.install_kind})" if sel.choice else ""))
+        for i, a in enumerate(sel.attempts[1:], 2):
+            print(f"  then: {a} (attempt {i})")
+        for a, why in sel.rejected:
+            print(f"  rejected {a}: {why}")
+    return 0 if sel.choice else 1
+
+
+def run_coverage(args) -> int:
+    manifest, index = read_release(args.release)
+    rows = []
+    for sel in coverage(manifest, index):
+        h = sel.host.to_json()
+        rows.append({**h, "asked": sel.asked, "install_kind": sel.install_kind, "choice": sel.choice,
+                     "attempts": sel.attempts})
+    if args.json:
+        print(json.dumps({"release_tag": manifest.release_tag, "rows": rows}, indent=2))
+        return 0
+    print(f"| host | SM | driver | asks for | gets |\n|---|---|---|---|---|")
+    for r in rows:
+        host = f"{r['os']} {r['arch']}"
+        sm = ",".join(map(str, r["sms"])) or "-"
+        got = f"`{r['choice']}`" + (f" (then {', '.join(r['attempts'][1:])})" if len(r["attempts"]) > 1 else "") \
+            if r["choice"] else "none"
+        print(f"| {host} | {sm} | {r['driver_cuda'] or 'no GPU'} | {', '.join(r['asked'])} | {got} |")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("select", help="the bundle a host of a given description gets from a release")
+    p.add_argument("--os", required=True, choices=["linux", "windows"])
+    p.add_argument("--arch", required=True, choices=["x64", "arm64"])
+    p.add_argument("--sm", type=int, action="append", metavar="N", help="a GPU's SM (repeat for several GPUs)")
+    p.add_argument("--driver-cuda", metavar="M.m", help="the NVIDIA driver's CUDA version (none: no NVIDIA GPU)")
+    p.add_argument("--runtime-line", action="append", choices=["cuda12", "cuda13"],
+                   help="a CUDA runtime line whose libraries the host has (default: every line the driver allows)")
+    p.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_select)
+    c = sub.add_parser("coverage", help="which bundle every host class gets from a release")
+    c.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=run_coverage)

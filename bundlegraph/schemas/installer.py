@@ -1,0 +1,92 @@
+"""The installer contract: what the installer our release serves reads, requires and chooses.
+
+Checked against unsloth's ``studio/install_llama_prebuilt.py`` in the PyPI package
+``unsloth==2026.10.9`` (:data:`CHECKED_AGAINST`); ``docs/installer-contract.md`` states the
+whole contract in words, and ``tests/integration/test_installer_contract.py`` runs that
+installer's own selection and hash checks against our releases. Nothing here is the
+installer's code: these are the facts it was measured to depend on.
+
+- :data:`INSTALL_KINDS`: the ``install_kind`` values it asks for, with the host each describes
+  (os, arch, backend). A spec's ``install_kind`` must be one of them and match the leg.
+- :func:`required_patterns`: the files it requires of a bundle of an install kind (checked
+  before install: ``llama-server``/``llama-quantize``; health groups: the shared libraries, by
+  glob). A spec's ``required`` list (with its merge base's) must cover them, so ``verify``
+  refuses what the installer would.
+- :data:`PORTABLE_CLASS`, rank and SM rules: see :mod:`bundlegraph.selection`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .release import IMPL_SPLIT_BUILD
+
+CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
+"""The installer version this contract was checked against."""
+
+PORTABLE_CLASS = "portable"
+"""The ``coverage_class`` the installer treats as the fallback after the best targeted bundle."""
+
+
+@dataclass(frozen=True)
+class InstallKind:
+    """One ``install_kind``: the host it serves (``os``, ``arch``) and the ``backend`` of the
+    bundles published under it."""
+
+    name: str
+    os: str
+    arch: str
+    backend: str
+
+
+INSTALL_KINDS: dict[str, InstallKind] = {k.name: k for k in (
+    InstallKind("linux-cpu", "linux", "x64", "cpu"),
+    InstallKind("linux-arm64", "linux", "arm64", "cpu"),
+    InstallKind("linux-cuda", "linux", "x64", "cuda"),
+    InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
+    InstallKind("windows-cpu", "windows", "x64", "cpu"),
+    InstallKind("windows-arm64", "windows", "arm64", "cpu"),
+    InstallKind("windows-cuda", "windows", "x64", "cuda"),
+    InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
+)}
+
+
+def kind_for(os: str, arch: str, backend: str) -> str:
+    """The install kind of a host/bundle of ``os``/``arch``/``backend`` (``linux``, ``arm64``,
+    ``cuda`` -> ``linux-arm64-cuda``). Raises KeyError when the installer has none."""
+    for k in INSTALL_KINDS.values():
+        if (k.os, k.arch, k.backend) == (os, arch, backend):
+            return k.name
+    raise KeyError(f"no install kind for {os}/{arch}/{backend}")
+
+
+def required_patterns(kind: str, build_number: int | None) -> list[str]:
+    """File names/globs a bundle of install kind ``kind`` must hold for the installer to take it.
+
+    Every kind: the two entry points it copies and refuses to install without
+    (``llama-server``, ``llama-quantize``; ``.exe`` on Windows). Then its runtime health
+    groups: ``llama``, ``llama-common``, ``ggml``, ``ggml-base``, ``ggml-cpu*``, ``mtmd`` shared
+    libraries; the ``llama-server-impl`` / ``llama-quantize-impl`` libraries when
+    ``build_number`` >= :data:`~bundlegraph.schemas.release.IMPL_SPLIT_BUILD` (or unknown);
+    ``ggml-cuda`` for CUDA kinds, and on Windows the CUDA runtime trio it checks when a bundle
+    carries one (``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``)."""
+    k = INSTALL_KINDS[kind]
+    impl = build_number is None or build_number >= IMPL_SPLIT_BUILD
+    if k.os == "windows":
+        out = ["llama-server.exe", "llama-quantize.exe", "llama.dll", "llama-common.dll", "ggml.dll",
+               "ggml-base.dll", "ggml-cpu*.dll", "mtmd.dll"]
+        if impl:
+            out += ["llama-server-impl.dll", "llama-quantize-impl.dll"]
+        if k.backend == "cuda":
+            out += ["ggml-cuda.dll", "cudart64_*.dll", "cublas64_*.dll", "cublasLt64_*.dll"]
+        return out
+    out = ["llama-server", "llama-quantize", "libllama.so*", "libllama-common.so*", "libggml.so*",
+           "libggml-base.so*", "libggml-cpu*.so*", "libmtmd.so*"]
+    if impl:
+        out += ["libllama-server-impl.so*", "libllama-quantize-impl.so*"]
+    if k.backend == "cuda":
+        out += ["libggml-cuda.so*"]
+    return out
+
+
+__all__ = ["CHECKED_AGAINST", "INSTALL_KINDS", "InstallKind", "PORTABLE_CLASS", "kind_for", "required_patterns"]

@@ -1,0 +1,253 @@
+"""Which bundle a host gets from a release, by the installer's rules, and which hosts a release
+covers.
+
+The rules are those of the installer our manifest serves (:data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`;
+``docs/installer-contract.md``), restated here and checked against its own code by
+``tests/integration/test_installer_contract.py``:
+
+- A host is ``os``/``arch``, the SMs of its NVIDIA GPUs (``sms``; empty when unknown), its
+  driver's CUDA version (``driver_cuda``; None: no NVIDIA driver) and the CUDA runtime lines
+  whose libraries it has (``runtime_lines``; None: every line the driver allows).
+- The driver allows lines ``cuda12`` .. ``cuda<major>`` when it is >= 12.4, none below.
+- CUDA hosts ask for their CUDA kind. A bundle fits when its ``supported_sms`` lists every host
+  SM inside ``[min_sm, max_sm]`` (a host of unknown SMs fits portable bundles only). Per line,
+  newest first (on Linux only lines present on disk; on a Blackwell host, sm >= 100, lines with
+  a fitting bundle first), the fitting non-portable bundle with the narrowest SM span wins
+  (then the lower ``rank``, then the lower ``max_sm``), followed by the line's portable bundle.
+- Linux CUDA hosts and Windows x64 CUDA hosts get no CPU fallback; a Windows ARM64 CUDA host
+  falls back to the ``windows-arm64`` CPU bundle; a Windows x64 host with a driver below 12.4
+  and every host without an NVIDIA driver ask for their CPU kind (lowest ``rank`` wins).
+- Only bundles hashed in the SHA index are candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .schemas.archs import fatbin_sm, known_sms, parse_version
+from .schemas.installer import PORTABLE_CLASS, kind_for
+from .schemas.loader import Matrix
+from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
+
+MIN_DRIVER = (12, 4)
+"""Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
+LINES = ("cuda12", "cuda13")
+
+
+@dataclass(frozen=True)
+class Host:
+    """A host as data. ``sms``: GPU SM numbers (``(121,)``); ``driver_cuda``: ``(13, 0)`` or
+    None (no NVIDIA driver); ``runtime_lines``: lines whose runtime libraries are present, None
+    for every line the driver allows."""
+
+    os: str
+    arch: str
+    sms: tuple[int, ...] = ()
+    driver_cuda: tuple[int, int] | None = None
+    runtime_lines: tuple[str, ...] | None = None
+
+    @property
+    def nvidia(self) -> bool:
+        return self.driver_cuda is not None
+
+    def allowed_lines(self) -> list[str]:
+        """Runtime lines the driver allows, newest first."""
+        if self.driver_cuda is None or self.driver_cuda < MIN_DRIVER:
+            return []
+        return [f"cuda{m}" for m in range(self.driver_cuda[0], 11, -1)]
+
+    def describe(self) -> str:
+        gpu = (f"sm {','.join(map(str, self.sms)) or 'unknown'}, driver CUDA "
+               f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else "no NVIDIA GPU")
+        return f"{self.os} {self.arch} ({gpu})"
+
+    def to_json(self) -> dict:
+        return {"os": self.os, "arch": self.arch, "sms": list(self.sms),
+                "driver_cuda": f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else None,
+                "runtime_lines": list(self.runtime_lines) if self.runtime_lines is not None else None}
+
+
+@dataclass
+class Selection:
+    """What a host gets: ``attempts`` (asset names in the order an installer tries them; the
+    first is the ``choice``, None when empty), the ``install_kind`` of the choice (None when
+    nothing fits), the kinds ``asked`` for in order, and ``rejected`` (asset, reason) for every other candidate."""
+
+    host: Host
+    asked: list[str]
+    attempts: list[str] = field(default_factory=list)
+    install_kind: str | None = None
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def choice(self) -> str | None:
+        return self.attempts[0] if self.attempts else None
+
+    def to_json(self) -> dict:
+        return {"host": self.host.to_json(), "asked": self.asked, "choice": self.choice,
+                "install_kind": self.install_kind, "attempts": self.attempts,
+                "rejected": [{"asset": a, "reason": r} for a, r in self.rejected]}
+
+
+def _fit(a: ManifestArtifact, host: Host) -> str | None:
+    """None when ``a`` runs on every GPU of ``host``, else why not."""
+    portable = a.coverage_class == PORTABLE_CLASS
+    if not host.sms:
+        return None if portable else "the host's SMs are unknown and the bundle is not portable"
+    if not a.supported_sms or a.min_sm is None or a.max_sm is None:
+        return "the bundle lists no supported SMs"
+    out = [s for s in host.sms if s not in a.supported_sms or not a.min_sm <= s <= a.max_sm]
+    if out:
+        return f"sm {','.join(map(str, out))} not in supported_sms {a.supported_sms}"
+    return None
+
+
+def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
+    """The installer's per-line choice for a CUDA host (see the module docstring)."""
+    allowed = host.allowed_lines()
+    if host.os == "linux":
+        present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
+        lines = present
+    else:  # Windows: lines with runtimes on disk first, then the rest the driver allows
+        present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
+        lines = present + [l for l in allowed if l not in present]
+    cands = [a for a in arts if a.install_kind == kind]
+    drv = f"{host.driver_cuda[0]}.{host.driver_cuda[1]}" if host.driver_cuda else "none"
+    for a in cands:
+        if a.runtime_line not in allowed:
+            sel.rejected.append((a.asset_name, f"runtime line {a.runtime_line} is not allowed by driver CUDA {drv}"))
+        elif a.runtime_line not in lines:
+            sel.rejected.append((a.asset_name, f"the host has no {a.runtime_line} runtime libraries"))
+    blackwell = bool(host.sms) and max(host.sms) >= 100
+    if blackwell and host.os == "linux":
+        fits = [l for l in lines if any(a.runtime_line == l and _fit(a, host) is None for a in cands)]
+        lines = fits + [l for l in lines if l not in fits]
+    attempts: list[str] = []
+    for line in lines:
+        targeted, portable = [], []
+        for a in (a for a in cands if a.runtime_line == line):
+            why = _fit(a, host)
+            if host.os == "windows" and blackwell and a.max_sm is not None and a.max_sm < 100 and why is None:
+                why = f"max_sm {a.max_sm} < 100 on a Blackwell host"
+            if why:
+                sel.rejected.append((a.asset_name, why))
+            elif a.coverage_class == PORTABLE_CLASS:
+                portable.append(a)
+            else:
+                targeted.append(a)
+        targeted.sort(key=lambda a: ((a.max_sm or 0) - (a.min_sm or 0), a.rank, a.max_sm or 0))
+        for a in targeted[1:]:
+            sel.rejected.append((a.asset_name, f"a narrower or lower-rank bundle fits: {targeted[0].asset_name}"))
+        for a in portable[:-1]:
+            sel.rejected.append((a.asset_name, f"another portable bundle is listed later: {portable[-1].asset_name}"))
+        line_attempts = [a.asset_name for a in targeted[:1] + portable[-1:]]
+        attempts += line_attempts
+    return attempts
+
+
+def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> list[str]:
+    cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
+    for a in cands[1:]:
+        sel.rejected.append((a.asset_name, f"higher rank than {cands[0].asset_name}"))
+    return [a.asset_name for a in cands[:1]]
+
+
+def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Selection:
+    """The bundles ``host`` gets from a release (``manifest``; only assets hashed in ``index``
+    when given), in the order an installer tries them, with the reason for each rejection."""
+    arts = list(manifest.artifacts)
+    if index is not None:
+        hashed = [a for a in arts if a.asset_name in index.artifacts]
+        unhashed = [a for a in arts if a.asset_name not in index.artifacts]
+        arts = hashed
+    else:
+        unhashed = []
+    cpu_kind = kind_for(host.os, host.arch, "cpu")
+    cuda_kind = kind_for(host.os, host.arch, "cuda")
+    asked: list[str]
+    if not host.nvidia:
+        asked = [cpu_kind]
+    elif host.os == "windows" and host.arch == "x64" and host.driver_cuda < MIN_DRIVER:
+        asked = [cpu_kind]  # Vulkan first, then CPU: this release has no Vulkan bundles
+    elif host.os == "windows" and host.arch == "arm64":
+        asked = [cuda_kind, cpu_kind]
+    else:
+        asked = [cuda_kind]
+    sel = Selection(host, asked)
+    sel.rejected += [(a.asset_name, "not hashed in the SHA index") for a in unhashed]
+    for kind in asked:
+        got = _cuda_attempts(sel, kind, arts, host) if kind == cuda_kind else _cpu_attempts(sel, kind, arts)
+        if got:
+            sel.attempts = got
+            sel.install_kind = kind
+            break
+    kinds = set(asked)
+    sel.rejected += [(a.asset_name, f"install_kind {a.install_kind} is not asked for") for a in arts
+                     if a.install_kind not in kinds]
+    return sel
+
+
+# -- coverage -----------------------------------------------------------------------------------
+
+def driver_for(line: str) -> tuple[int, int]:
+    """A driver of runtime line ``cudaM``: CUDA ``M.0``."""
+    return int(line.removeprefix("cuda")), 0
+
+
+def host_classes(manifest: Manifest) -> list[Host]:
+    """The host classes a release is asked about: for every CPU install kind a host without an
+    NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch table that the newest toolkit
+    of the release's bundles supports, with a driver of each runtime line the release ships
+    (plus the line below, to show what an older driver gets)."""
+    from .schemas.installer import INSTALL_KINDS
+
+    lines = sorted({a.runtime_line for a in manifest.artifacts if a.runtime_line})
+    versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
+    sms = known_sms(max(versions)) if versions else []
+    drivers = sorted({driver_for(l) for l in lines} | ({(driver_for(lines[0])[0] - 1, 8)} if lines else set()))
+    out: list[Host] = []
+    for k in INSTALL_KINDS.values():
+        if k.backend == "cpu":
+            out.append(Host(k.os, k.arch))
+        else:
+            out += [Host(k.os, k.arch, (sm,), d) for d in drivers for sm in sms]
+    return out
+
+
+def coverage(manifest: Manifest, index: ShaIndex | None) -> list[Selection]:
+    """:func:`select` for every host class of :func:`host_classes`."""
+    return [select(h, manifest, index) for h in host_classes(manifest)]
+
+
+def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
+    """``(host, install_kind, leg)`` for every host class a promised leg claims: a CPU leg, a
+    host of its os/arch without an NVIDIA GPU; a CUDA leg, a host of each SM its spec's archs
+    name (``120a`` -> 120) with a driver of its runtime line."""
+    out = []
+    for leg in matrix.promised:
+        s = matrix.legs[leg]
+        if s.cuda is None:
+            out.append((Host(s.os, s.arch), s.install_kind, leg))
+            continue
+        drv = driver_for(s.profile.line or f"cuda{s.cuda.version_tuple[0]}")
+        for sm in sorted({fatbin_sm(a) for a in s.cuda.parsed_archs if a.sass}):
+            out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
+    return out
+
+
+def coverage_problems(matrix: Matrix, manifest: Manifest, index: ShaIndex | None) -> list[str]:
+    """One line per claimed host class (:func:`claimed`) that the release, as its manifest
+    describes the built files, serves with nothing or with a bundle of another install kind."""
+    probs = []
+    for host, kind, leg in claimed(matrix):
+        sel = select(host, manifest, index)
+        if sel.choice is None:
+            why = "; ".join(f"{a}: {r}" for a, r in sel.rejected) or "no candidate bundle"
+            probs.append(f"{host.describe()}: gets no bundle, though {leg} claims it ({why})")
+        elif sel.install_kind != kind:
+            probs.append(f"{host.describe()}: gets {sel.choice} ({sel.install_kind}), though {leg} claims it "
+                         f"as {kind}")
+    return probs
+
+
+__all__ = ["Host", "Selection", "select", "coverage", "host_classes", "claimed", "coverage_problems"]

@@ -1,0 +1,249 @@
+"""The installer's own code against a release we build: for every host row of
+``bundlegraph coverage --json`` Unsloth's installer (``unsloth==2026.10.9``,
+``studio/install_llama_prebuilt.py``, fetched at test time by :mod:`installerkit`) must choose
+the same bundle, in the same attempt order, as bundlegraph says it will; every chosen bundle and
+the source archive must pass the installer's sha256 verification against our index.
+
+The release is the stand-in of ``tests/data/incbundles`` (``tests/data/minillama`` built by its
+three legs through the real graph: aarch64 CPU, aarch64 CUDA 13 Blackwell merged into it,
+x86_64 CPU), built once per module. It is served on 127.0.0.1 as the GitHub release
+``unslothai/llama.cpp@<tag>``; the installer's downloads are redirected there, and its host
+probes answer from each row (see :mod:`installerkit`).
+
+Row shape (``bundlegraph coverage --json DIST`` -> ``{"rows": [...]}``)::
+
+    {"install_kind": "linux-arm64-cuda", "os": "linux"|"windows", "arch": "x64"|"arm64",
+     "sms": [121], "driver_cuda": "13.0"|null, "runtime_lines": ["cuda13"]|null,
+     "choice": "app-b42-linux-arm64-cuda13-blackwell.tar.gz"|null, "attempts": [asset, ...]}
+
+``runtime_lines`` null: every CUDA line the driver allows is on the host's disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pytest
+
+import graphrun
+import installerkit
+from conftest import linux_only, require_input, require_tools
+from bundlegraph.fsutil import sha256_file
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+GB10 = {"os": "linux", "arch": "arm64", "sms": [121], "driver_cuda": "13.0", "runtime_lines": None}
+"""A DGX Spark / GB10: Linux aarch64, sm_121, a CUDA 13.0 driver, CUDA 13 runtime on disk."""
+
+# the legs build on a Linux x86_64 host with Debian's cross compiler
+pytestmark = linux_only
+
+
+@dataclass
+class Release:
+    """The built stand-in: ``bundles/`` (specs, locks), ``work/`` (``BUNDLEGRAPH_WORKDIR``),
+    ``work/dist`` (bundles, manifest, SHA index, source archive)."""
+
+    root: Path
+
+    @property
+    def bundles(self) -> Path:
+        return self.root / "bundles"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def dist(self) -> Path:
+        return self.work / "dist"
+
+    @cached_property
+    def index(self) -> dict:
+        return json.loads((self.dist / installerkit.INDEX_NAME).read_text())
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return graphrun.cli(list(args), bundles=self.bundles, workdir=self.work)
+
+    def cli_json(self, *args: str) -> dict:
+        r = self.cli(*args)
+        assert r.returncode == 0, f"bundlegraph {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+        return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Release:
+    """The stand-in release, built once through the real graph (doit, dodo.py)."""
+    require_input("cuda-13.5-sbsa-cross")
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    rel = Release(tmp_path_factory.mktemp("installer-contract"))
+    shutil.copytree(DATA / "minillama", rel.root / "minillama")
+    shutil.copytree(DATA / "incbundles", rel.bundles)
+    shutil.copytree(ROOT / "bundles" / "locks", rel.bundles / "locks", dirs_exist_ok=True)
+    rel.work.mkdir()
+    r = graphrun.doit([], bundles=rel.bundles, workdir=rel.work, timeout=900)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    names = sorted(p.name for p in rel.dist.iterdir())
+    assert len([n for n in names if n.startswith("app-")]) == 3, names
+    assert {installerkit.MANIFEST_NAME, installerkit.INDEX_NAME} <= set(names), names
+    return rel
+
+
+@pytest.fixture(scope="module")
+def ilp():
+    """The installer module (fetched and verified on a cold cache)."""
+    return installerkit.installer()
+
+
+@pytest.fixture(scope="module")
+def rows(release) -> list[dict]:
+    """bundlegraph's coverage rows for the built dist (``bundlegraph coverage --json DIST``)."""
+    out = release.cli_json("coverage", "--json", str(release.dist))["rows"]
+    assert out, "bundlegraph coverage listed no host rows"
+    return out
+
+
+@contextlib.contextmanager
+def serving(ilp, release: Release, env: dict | None = None):
+    """The dist served as ``unslothai/llama.cpp@<index release_tag>``, the installer patched to
+    it; afterwards, no request left that release and no URL left github.com."""
+    with installerkit.released(ilp, release.dist, env=env) as srv:
+        yield srv
+        assert srv.unexpected == [], srv.unexpected
+        assert srv.opener.stray() == [], srv.opener.stray()
+
+
+@pytest.fixture
+def served(ilp, release):
+    """:func:`serving` for one test."""
+    with serving(ilp, release) as srv:
+        yield srv
+
+
+# how the installer finds the release: the download host with the tag pinned (what we ask for),
+# "latest" through github.com's /releases/latest redirect (a plain install), the REST API (its
+# fallback when the download host fails)
+PATHS = {"pinned": ({}, True), "latest": ({}, False),
+         "rest-api": ({"UNSLOTH_LLAMA_DISABLE_DOWNLOAD_HOST_RESOLVE": "1"}, True)}
+
+
+def _host(row: dict) -> str:
+    sms = ",".join(f"sm_{s}" for s in row.get("sms") or []) or "no GPU"
+    return (f"{row['os']}/{row['arch']} {sms} driver={row.get('driver_cuda')} "
+            f"lines={row.get('runtime_lines')} [{row.get('install_kind')}]")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_installer_chooses_what_coverage_says_for_every_row(ilp, release, rows, path):
+    """Every coverage row: the installer's first choice and its attempt order equal the row's
+    (the release found by each of the installer's paths to it)."""
+    env, pinned = PATHS[path]
+    disagree = []
+    with serving(ilp, release, env) as srv:
+        for row in rows:
+            got = installerkit.installer_choice(ilp, row, srv.release_tag if pinned else "")
+            if (got["choice"], got["attempts"]) != (row["choice"], row["attempts"]):
+                disagree.append(f"{_host(row)}\n    bundlegraph: {row['choice']} {row['attempts']}\n"
+                                f"    installer:   {got['choice']} {got['attempts']}"
+                                + (f" ({got['reason']})" if got.get("reason") else ""))
+    assert not disagree, f"{len(disagree)} of {len(rows)} rows disagree:\n" + "\n".join(disagree)
+
+
+def test_every_bundle_is_chosen_for_some_host(rows, release):
+    """No bundle in the dist is dead weight: some coverage row's host gets it."""
+    bundles = {p.name for p in release.dist.glob("app-*")}
+    chosen = {r["choice"] for r in rows} | {a for r in rows for a in r["attempts"]}
+    assert bundles <= chosen, f"no host row gets {sorted(bundles - chosen)}"
+
+
+def test_chosen_bundles_pass_and_tampered_fail_the_installers_hash_check(ilp, rows, release, served, tmp_path):
+    """Each distinct chosen asset, downloaded through the installer's ``download_file_verified``
+    with the sha256 the installer took from our index: accepted as published, refused when the
+    served bytes differ."""
+    choices = {}
+    for row in rows:
+        _sel, attempts, _why = installerkit.installer_selection(ilp, row, served.release_tag)
+        for a in attempts[:1]:
+            choices.setdefault(a.name, a)
+    assert choices, "no row chose a bundle"
+    for name, a in sorted(choices.items()):
+        published = sha256_file(release.dist / name)
+        assert a.expected_sha256 == release.index["artifacts"][name]["sha256"] == published, name
+        assert a.url == served.download_url(name), a.url
+        assert installerkit.verify_download(ilp, a.url, a.expected_sha256, tmp_path / "ok" / name) == published
+        served.overrides[name] = (release.dist / name).read_bytes() + b"tampered"
+        with pytest.raises(ilp.PrebuiltFallback, match="checksum mismatch"):
+            installerkit.verify_download(ilp, a.url, a.expected_sha256, tmp_path / "bad" / name)
+        del served.overrides[name]
+
+
+def test_chosen_bundles_install_and_pass_the_installers_health_check(ilp, rows, served, tmp_path):
+    """Each distinct chosen bundle, installed by the installer's ``install_from_archives`` (it
+    refuses a bundle without ``llama-server`` and ``llama-quantize``), passes its
+    ``runtime_payload_is_healthy`` (the shared libraries of the install kind's health groups)."""
+    done = set()
+    for row in rows:
+        _sel, attempts, _why = installerkit.installer_selection(ilp, row, served.release_tag)
+        if not attempts or attempts[0].name in done:
+            continue
+        choice, host = attempts[0], installerkit.make_host(ilp, row)
+        done.add(choice.name)
+        stage, work = tmp_path / choice.name / "stage", tmp_path / choice.name / "work"
+        work.mkdir(parents=True)
+        ilp.install_from_archives(choice, host, stage, work)
+        assert ilp.runtime_payload_is_healthy(stage, host, choice), \
+            f"{choice.name}: the installer finds a required runtime file missing: " \
+            f"{sorted(p.name for p in stage.rglob('*') if p.is_file())}"
+    assert done, "no row chose a bundle"
+
+
+def test_installer_finds_and_verifies_our_source_archive(ilp, release, served, tmp_path):
+    """The installer's source lookup (``preferred_source_archive``) takes the exact-commit
+    archive ``llama.cpp-source-commit-<commit>.tar.gz`` from our release (not a codeload tarball
+    of the upstream tag) and its hash check accepts it (and refuses a tampered copy)."""
+    commit = release.index.get("source_commit") or ""
+    assert re.fullmatch(r"[0-9a-f]{40}", commit), f"index source_commit {commit!r}"
+    name = f"llama.cpp-source-commit-{commit}.tar.gz"
+    host = {"os": "linux", "arch": "x64", "sms": [], "driver_cuda": None, "runtime_lines": None}
+    sel, attempts, why = installerkit.installer_selection(ilp, host, served.release_tag)
+    assert attempts, f"the installer refused the release for {_host(host)}: {why}"
+    src = installerkit.source_archive(ilp, sel.release_plans[0])
+    assert src["exact"] and src["asset"] == name, src
+    assert src["ref"] == commit, src
+    assert src["url"] == served.download_url(name), src
+    published = sha256_file(release.dist / name)
+    assert src["sha256"] == release.index["artifacts"][name]["sha256"] == published
+    assert installerkit.verify_download(ilp, src["url"], src["sha256"], tmp_path / "ok" / name) == published
+    served.overrides[name] = b"not the source"
+    with pytest.raises(ilp.PrebuiltFallback, match="checksum mismatch"):
+        installerkit.verify_download(ilp, src["url"], src["sha256"], tmp_path / "bad" / name)
+
+
+def test_gb10_gets_the_blackwell_bundle_through_the_installer(ilp, release, served):
+    """Linux arm64, sm_121, driver 13.0: the installer's first choice is the Blackwell bundle."""
+    got = installerkit.installer_choice(ilp, GB10, served.release_tag)
+    tag = release.index["release_tag"]
+    assert got["choice"] == f"app-{tag}-linux-arm64-cuda13-blackwell.tar.gz", got
+    assert got["install_kind"] == "linux-arm64-cuda", got
+    assert (release.dist / got["choice"]).is_file()
+
+
+def test_select_cli_agrees_with_the_installer_for_gb10(ilp, release, served):
+    """``bundlegraph select --os linux --arch arm64 --sm 121 --driver-cuda 13.0 --json DIST``
+    -> ``{"choice", "install_kind", "attempts", "rejected": [{"asset", "reason"}]}``: the same
+    choice, install kind and attempts as the installer."""
+    ours = release.cli_json("select", "--os", "linux", "--arch", "arm64", "--sm", "121",
+                            "--driver-cuda", "13.0", "--json", str(release.dist))
+    got = installerkit.installer_choice(ilp, GB10, served.release_tag)
+    assert (ours["choice"], ours["install_kind"], ours["attempts"]) == \
+        (got["choice"], got["install_kind"], got["attempts"]), (ours, got)
+    assert isinstance(ours["rejected"], list)
+    assert all({"asset", "reason"} <= set(r) for r in ours["rejected"]), ours["rejected"]
