@@ -190,8 +190,9 @@ def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Sel
 # -- coverage -----------------------------------------------------------------------------------
 
 def driver_for(line: str) -> tuple[int, int]:
-    """A driver of runtime line ``cudaM``: CUDA ``M.0``."""
-    return int(line.removeprefix("cuda")), 0
+    """The oldest driver an installer serves runtime line ``cudaM`` to: CUDA ``M.0``, at least
+    :data:`MIN_DRIVER`."""
+    return max((int(line.removeprefix("cuda")), 0), MIN_DRIVER)
 
 
 def host_classes(manifest: Manifest) -> list[Host]:
@@ -242,7 +243,8 @@ def coverage_problems(matrix: Matrix, manifest: Manifest, index: ShaIndex | None
     for host, kind, leg in claimed(matrix):
         sel = select(host, manifest, index)
         if sel.choice is None:
-            why = "; ".join(f"{a}: {r}" for a, r in sel.rejected) or "no candidate bundle"
+            why = "; ".join(f"{a}: {r}" for a, r in sel.rejected if "is not asked for" not in r) or \
+                f"no bundle of {' or '.join(sel.asked)} in the release"
             probs.append(f"{host.describe()}: gets no bundle, though {leg} claims it ({why})")
         elif sel.install_kind != kind:
             probs.append(f"{host.describe()}: gets {sel.choice} ({sel.install_kind}), though {leg} claims it "

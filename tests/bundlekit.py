@@ -84,10 +84,12 @@ def compile_cuda_backend(out: Path, cc: str, sass: list[int], ptx: list[int]) ->
 
 
 def linux_cpu_tree(tmp: Path) -> Path:
-    """A tiny real aarch64 build of the files linux-arm64-cpu requires, plus a .so symlink."""
-    d = compile_linux(tmp, "aarch64-linux-gnu-gcc",
-                      {"libggml-base.so": 1, "libggml.so": 2, "libllama.so": 3, "libggml-cpu.so": 4},
-                      {"llama-server": 5, "llama-cli": 6})
+    """A tiny real aarch64 build of the files linux-arm64-cpu requires (the installer's set),
+    plus a .so symlink."""
+    libs = ["libggml-base.so", "libggml.so", "libllama.so", "libggml-cpu.so", "libllama-common.so", "libmtmd.so",
+            "libllama-server-impl.so", "libllama-quantize-impl.so"]
+    d = compile_linux(tmp, "aarch64-linux-gnu-gcc", {n: i for i, n in enumerate(libs, 1)},
+                      {"llama-server": 20, "llama-cli": 21, "llama-quantize": 22})
     link = d / "libllama.so.0"
     if not link.exists():
         link.symlink_to("libllama.so")

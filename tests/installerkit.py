@@ -4,8 +4,8 @@ The installer is ``studio/install_llama_prebuilt.py`` of the PyPI wheel ``unslot
 (AGPL-3.0). None of its code is in this repository: :func:`installer` fetches the wheel at test
 time with pip (pinned by sha256, cached under ``<cache>/test-inputs/unsloth``), unpacks only its
 ``studio/`` package and imports it with importlib. Everything here is ours; the contract it
-exercises is described in the installer research report (``select_backend_install``, the
-download-host and REST paths, ``download_file_verified``, ``preferred_source_archive``).
+exercises (``select_backend_install``, the download-host and REST paths to a release,
+``download_file_verified``, ``preferred_source_archive``) is stated in ``docs/installer-contract.md``.
 
 Use::
 
@@ -80,7 +80,7 @@ def fetch_wheel() -> Path:
                             f"{(r.stderr.strip().splitlines() or ['no output'])[-1]}\nOn a machine that "
                             f"reaches PyPI run that command, or copy the wheel into {d}.", pytrace=False)
         got = sha256_file(wheel)
-    assert got == WHEEL_SHA256, f"{wheel}: sha256 {got}, pinned {WHEEL_SHA256}"
+    assert got == WHEEL_SHA256, f"{wheel}: sha256 {got}, pinned {WHEEL_SHA256} (remove it to fetch again)"
     return wheel
 
 
@@ -189,7 +189,7 @@ class ReleaseServer:
         self.unexpected: list[tuple[str, str]] = []
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -237,8 +237,8 @@ class RedirectingOpener:
         self.seen.append(request.full_url)
         u = urllib.parse.urlsplit(request.full_url)
         headers = {k: v for k, v in request.header_items() if k.lower() != "authorization"}
-        local = urllib.request.Request(urllib.parse.urlunsplit((self.base.scheme, self.base.netloc, u.path, u.query, "")),
-                                       data=request.data, headers=headers, method=request.get_method())
+        url = urllib.parse.urlunsplit((self.base.scheme, self.base.netloc, u.path, u.query, ""))
+        local = urllib.request.Request(url, data=request.data, headers=headers, method=request.get_method())
         return self.inner.open(local, timeout=timeout)
 
     def stray(self) -> list[str]:
@@ -378,14 +378,12 @@ def installer_selection(ilp: Any, row: dict[str, Any], release_tag: str) -> tupl
 def installer_choice(ilp: Any, row: dict[str, Any], release_tag: str) -> dict[str, Any]:
     """What the installer picks for host ``row`` from the release being served:
     ``{"choice": asset name | None, "install_kind": str | None, "attempts": [asset names]}``
-    (None/[] when it falls back to a source build; ``reason`` then says why)."""
-    sel, attempts, reason = installer_selection(ilp, row, release_tag)
-    out = {"choice": attempts[0].name if attempts else None,
-           "install_kind": attempts[0].install_kind if attempts else None,
-           "attempts": [a.name for a in attempts]}
-    if reason:
-        out["reason"] = reason
-    return out
+    (None/None/[] when it finds no prebuilt and would build from source;
+    :func:`installer_selection` says why)."""
+    _sel, attempts, _why = installer_selection(ilp, row, release_tag)
+    return {"choice": attempts[0].name if attempts else None,
+            "install_kind": attempts[0].install_kind if attempts else None,
+            "attempts": [a.name for a in attempts]}
 
 
 # -- the installer's verification -----------------------------------------------------------------

@@ -25,18 +25,23 @@ from ..schemas.archs import fatbin_sm, parse_arch
 from . import Failure
 
 
+def required_matches(name: str, pattern: str, *, fold: bool) -> bool:
+    """Whether bundle path or file name ``name`` satisfies required entry ``pattern`` (a name,
+    a path with ``/``, or a glob); ``fold``: case-insensitive (Windows)."""
+    if fold:
+        name, pattern = name.lower(), pattern.lower()
+    if "/" not in pattern:
+        name = name.rsplit("/", 1)[-1]
+    return fnmatch.fnmatchcase(name, pattern) if any(c in pattern for c in "*?[") else name == pattern
+
+
 def missing_required(names: Iterable[str], required: Iterable[str], *, fold: bool) -> list[Failure]:
     """One failure per required file (name, path or glob) that nothing in ``names`` (bundle
     paths) matches."""
-    norm = (lambda s: s.lower()) if fold else (lambda s: s)
-    paths = {norm(n) for n in names}
-    bases = {norm(n.rsplit("/", 1)[-1]) for n in names}
+    names = list(names)
     out = []
     for r in required:
-        key = norm(r)
-        pool = paths if "/" in r else bases
-        present = key in pool or (any(c in r for c in "*?[") and bool(fnmatch.filter(pool, key)))
-        if not present:
+        if not any(required_matches(n, r, fold=fold) for n in names):
             out.append(Failure(r, "content", "required file is missing from the bundle"))
     return out
 

@@ -88,7 +88,7 @@ def run_coverage(args) -> int:
     if args.json:
         print(json.dumps({"release_tag": manifest.release_tag, "rows": rows}, indent=2))
         return 0
-    print(f"| host | SM | driver | asks for | gets |\n|---|---|---|---|---|")
+    print("| host | SM | driver | asks for | gets |\n|---|---|---|---|---|")
     for r in rows:
         host = f"{r['os']} {r['arch']}"
         sm = ",".join(map(str, r["sms"])) or "-"

@@ -29,9 +29,10 @@ import json
 import os
 import shutil
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from ..archive import member_names, read_member
+from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
 from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, sha256_file
@@ -112,10 +113,14 @@ def load_base(archive: Path, info_file: str) -> BaseBundle:
 
 
 def _built_names(spec: BundleSpec) -> set[str]:
-    names: set[str] = set(spec.required)
+    names: set[str] = set()
     for t in spec.build.targets:
         names |= {f"{t}.dll", f"{t}.exe", f"{t}.node"} if spec.os == "windows" else {f"lib{t}.so", t}
     return names
+
+
+def _is_required(name: str, spec: BundleSpec) -> bool:
+    return any(required_matches(name, r, fold=spec.os == "windows") for r in spec.required)
 
 
 def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
@@ -127,10 +132,10 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
         raise BundleGraphError(f"{spec.id}: build output directory {bin_dir} does not exist; run build:{spec.id}")
     names = _built_names(spec)
     out = sorted(p for p in bin_dir.iterdir()
-                 if (p.is_file() or p.is_symlink()) and (p.name in names or any(
+                 if (p.is_file() or p.is_symlink()) and (p.name in names or _is_required(p.name, spec) or any(
                      p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)))
     have = {p.name for p in out}
-    missing = [r for r in spec.required if r not in have]
+    missing = [f.file for f in missing_required(have, spec.required, fold=spec.os == "windows")]
     for t in spec.build.targets:
         if not have & ({f"{t}.dll", f"{t}.exe"} if spec.os == "windows" else {f"lib{t}.so", t}):
             missing.append(f"output of build target {t}")
@@ -152,10 +157,8 @@ def check_base(base: BaseBundle, base_spec: BundleSpec, commit: str | None, dige
     if i.source_digest != digest:
         probs.append(f"{name}: built from source tree digest {i.source_digest[:16]}…, the backend from {digest[:16]}…")
     members = member_names(base.archive)
-    basenames = {PurePosixPath(m).name for m in members} | set(members)
-    for r in base_spec.required:
-        if r not in basenames:
-            probs.append(f"{name}: lacks {r!r}, which {base_spec.id} requires")
+    for f in missing_required(members, base_spec.required, fold=base_spec.os == "windows"):
+        probs.append(f"{name}: lacks {f.file!r}, which {base_spec.id} requires")
     return probs
 
 

@@ -19,8 +19,6 @@ verifies the finished archive with :func:`policy_from_spec` + :func:`verify_path
 
 from __future__ import annotations
 
-import fnmatch
-
 import os
 from dataclasses import dataclass, field
 from typing import Literal
@@ -133,7 +131,7 @@ def policy_from_spec(
         shipped = [s.name for s in spec.runtime.ships]
         external += [n for n in shipped if n not in external]
         # runtimes are added by package: not expected in the build output
-        required = [r for r in spec.required if not any(fnmatch.fnmatch(n.lower(), r.lower()) for n in shipped)]
+        required = [r for r in spec.required if not any(content.required_matches(n, r, fold=True) for n in shipped)]
     expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile.name)]
     if spec.cuda is not None:
         expect.append(("archs", tuple(spec.cuda.archs)))

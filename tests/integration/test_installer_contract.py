@@ -12,11 +12,12 @@ probes answer from each row (see :mod:`installerkit`).
 
 Row shape (``bundlegraph coverage --json DIST`` -> ``{"rows": [...]}``)::
 
-    {"install_kind": "linux-arm64-cuda", "os": "linux"|"windows", "arch": "x64"|"arm64",
-     "sms": [121], "driver_cuda": "13.0"|null, "runtime_lines": ["cuda13"]|null,
-     "choice": "app-b42-linux-arm64-cuda13-blackwell.tar.gz"|null, "attempts": [asset, ...]}
+    {"os": "linux"|"windows", "arch": "x64"|"arm64", "sms": [121], "driver_cuda": "13.0"|null,
+     "runtime_lines": ["cuda13"]|null, "choice": "app-b42-linux-arm64-cuda13-blackwell.tar.gz"|null,
+     "install_kind": "linux-arm64-cuda"|null (the choice's), "attempts": [asset, ...], ...}
 
-``runtime_lines`` null: every CUDA line the driver allows is on the host's disk.
+``runtime_lines`` null: every CUDA line the driver allows is on the host's disk. A host without
+an NVIDIA GPU has ``sms`` [] and ``driver_cuda`` null.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class Release:
 
     def cli_json(self, *args: str) -> dict:
         r = self.cli(*args)
-        assert r.returncode == 0, f"bundlegraph {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+        assert r.returncode == 0, \
+            f"bundlegraph {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
         return json.loads(r.stdout)
 
 
@@ -143,17 +145,23 @@ def _host(row: dict) -> str:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_installer_chooses_what_coverage_says_for_every_row(ilp, release, rows, path):
-    """Every coverage row: the installer's first choice and its attempt order equal the row's
-    (the release found by each of the installer's paths to it)."""
+    """Every coverage row: the installer's first choice, its install kind and its attempt order
+    equal the row's (the release found by each of the installer's paths to it)."""
     env, pinned = PATHS[path]
     disagree = []
     with serving(ilp, release, env) as srv:
         for row in rows:
-            got = installerkit.installer_choice(ilp, row, srv.release_tag if pinned else "")
-            if (got["choice"], got["attempts"]) != (row["choice"], row["attempts"]):
+            tag = srv.release_tag if pinned else ""
+            got = installerkit.installer_choice(ilp, row, tag)
+            keys = ("choice", "install_kind", "attempts")
+            if [got[k] for k in keys] != [row[k] for k in keys]:
+                why = installerkit.installer_selection(ilp, row, tag)[2]
                 disagree.append(f"{_host(row)}\n    bundlegraph: {row['choice']} {row['attempts']}\n"
-                                f"    installer:   {got['choice']} {got['attempts']}"
-                                + (f" ({got['reason']})" if got.get("reason") else ""))
+                                f"    installer:   {got['choice']} {got['attempts']} {got['install_kind']}"
+                                + (f" ({why})" if why else ""))
+        asked = {p for _method, p in srv.requests}
+    assert any(q.startswith("/repos/") for q in asked) == (path == "rest-api"), sorted(asked)
+    assert any(q.endswith("/releases/latest") for q in asked) == (path == "latest"), sorted(asked)
     assert not disagree, f"{len(disagree)} of {len(rows)} rows disagree:\n" + "\n".join(disagree)
 
 
@@ -216,7 +224,9 @@ def test_installer_finds_and_verifies_our_source_archive(ilp, release, served, t
     sel, attempts, why = installerkit.installer_selection(ilp, host, served.release_tag)
     assert attempts, f"the installer refused the release for {_host(host)}: {why}"
     src = installerkit.source_archive(ilp, sel.release_plans[0])
-    assert src["exact"] and src["asset"] == name, src
+    assert src["exact"] and src["asset"] == name, (
+        f"the installer's source lookup does not take {name} from our release but {src} (it needs "
+        f"that name in the index and source_repo + source_commit in the index header)")
     assert src["ref"] == commit, src
     assert src["url"] == served.download_url(name), src
     published = sha256_file(release.dist / name)
@@ -236,13 +246,37 @@ def test_gb10_gets_the_blackwell_bundle_through_the_installer(ilp, release, serv
     assert (release.dist / got["choice"]).is_file()
 
 
-def test_select_cli_agrees_with_the_installer_for_gb10(ilp, release, served):
-    """``bundlegraph select --os linux --arch arm64 --sm 121 --driver-cuda 13.0 --json DIST``
-    -> ``{"choice", "install_kind", "attempts", "rejected": [{"asset", "reason"}]}``: the same
-    choice, install kind and attempts as the installer."""
-    ours = release.cli_json("select", "--os", "linux", "--arch", "arm64", "--sm", "121",
-                            "--driver-cuda", "13.0", "--json", str(release.dist))
-    got = installerkit.installer_choice(ilp, GB10, served.release_tag)
+# hosts beyond coverage's one-GPU rows: several GPUs, a mixed pair, SMs unknown, a newer driver,
+# only the older runtime line on disk
+HOSTS = {
+    "gb10": GB10,
+    "two-blackwell-gpus": {"os": "linux", "arch": "arm64", "sms": [120, 121], "driver_cuda": "13.1",
+                           "runtime_lines": None},
+    "gh200+gb10": {"os": "linux", "arch": "arm64", "sms": [90, 121], "driver_cuda": "13.0", "runtime_lines": None},
+    "sms-unknown": {"os": "linux", "arch": "arm64", "sms": [], "driver_cuda": "13.0", "runtime_lines": None},
+    "gb10-cuda12-libs-only": {"os": "linux", "arch": "arm64", "sms": [121], "driver_cuda": "13.0",
+                              "runtime_lines": ["cuda12"]},
+    "x64-rtx5090": {"os": "linux", "arch": "x64", "sms": [120], "driver_cuda": "13.0", "runtime_lines": None},
+    "windows-arm64-gb10": {"os": "windows", "arch": "arm64", "sms": [121], "driver_cuda": "13.0",
+                           "runtime_lines": None},
+}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_select_cli_agrees_with_the_installer(ilp, release, served, host):
+    """``bundlegraph select --os .. --arch .. [--sm N]... [--driver-cuda M.m] [--runtime-line L]...
+    --json DIST`` -> ``{"choice", "install_kind", "attempts", "rejected": [{"asset", "reason"}]}``:
+    the same choice, install kind and attempts as the installer (for ``gb10``: ``bundlegraph
+    select --os linux --arch arm64 --sm 121 --driver-cuda 13.0 --json DIST``)."""
+    row = HOSTS[host]
+    args = ["select", "--os", row["os"], "--arch", row["arch"]]
+    args += [a for sm in row["sms"] for a in ("--sm", str(sm))]
+    args += ["--driver-cuda", row["driver_cuda"]] if row["driver_cuda"] else []
+    args += [a for line in row["runtime_lines"] or [] for a in ("--runtime-line", line)]
+    r = release.cli(*args, "--json", str(release.dist))
+    got = installerkit.installer_choice(ilp, row, served.release_tag)
+    assert r.returncode == (0 if got["choice"] else 1), r.stdout[-3000:] + r.stderr[-3000:]  # 1: no bundle
+    ours = json.loads(r.stdout)
     assert (ours["choice"], ours["install_kind"], ours["attempts"]) == \
         (got["choice"], got["install_kind"], got["attempts"]), (ours, got)
     assert isinstance(ours["rejected"], list)

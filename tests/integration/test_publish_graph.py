@@ -46,9 +46,19 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
     # a paired runtime is hashed with its bundle: the Windows bundles are not here
     assert "cudart-llama-bin-win-cuda-13.4-arm64.zip" not in idx["artifacts"]
     missing = [l for l in m.promised if l not in ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell")]
-    assert f"refused, {len(missing)} item(s)" in out
     for leg in missing:
         assert f"bundle of promised leg {leg} is missing" in out
+    # ... and every host class those legs claim gets nothing (the coverage gate, by the
+    # installer's rules on the manifest written from the built files); the built legs' hosts do
+    coverage = [l for l in out.splitlines() if l.startswith("  - coverage: ")]
+    assert f"refused, {len(missing) + len(coverage)} item(s)" in out
+    for line in ("windows arm64 (sm 121, driver CUDA 13.0): gets no bundle, though windows-arm64-cuda13-portable",
+                 "windows arm64 (no NVIDIA GPU): gets no bundle, though windows-arm64-cpu claims it",
+                 "linux arm64 (sm 90, driver CUDA 13.0): gets no bundle, though linux-arm64-cuda13-portable",
+                 "linux x64 (sm 86, driver CUDA 13.0): gets no bundle, though linux-x64-cuda13-portable"):
+        assert any(line in c for c in coverage), (line, coverage)
+    # the hosts the built bundles serve are not listed: GB10 gets the blackwell bundle
+    assert not any("linux arm64 (sm 121," in c or "linux arm64 (no NVIDIA GPU)" in c for c in coverage), coverage
     assert not (workdir / "dist" / "release-assets.txt").exists()
     # a filtered run refuses too, whatever it holds
     r = doit([f"artifacts={artifacts}", "only_leg=linux-arm64-cpu", "publish"], workdir=workdir)

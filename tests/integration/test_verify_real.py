@@ -258,3 +258,26 @@ def test_no_backend_in_a_cuda_bundle(kit, tmp_path):
 
 def test_fatbin_inventory_type_is_json_ready():
     assert Inventory().to_json() == {"sass": {}, "ptx": {}, "containers": 0, "compressed": 0}
+
+
+def test_fatbin_flags_tell_arch_specific_sass_from_plain(tmp_path):
+    """nvcc's own objects: ``sm_100a`` SASS carries the arch-specific flag, ``sm_90`` and
+    ``sm_100f`` do not (family-specific); supported SMs follow (100a -> 100 only, 90 -> 90)."""
+    from bundlegraph.checks.bundle import mapped
+    from bundlegraph.checks.inspect import inspect_file
+    from bundlegraph.schemas.archs import supported_sms_of
+
+    nvcc = Path("/usr/local/cuda/bin/nvcc")
+    if not nvcc.exists():
+        pytest.skip("this host has no CUDA toolkit at /usr/local/cuda")
+    (tmp_path / "k.cu").write_text("__global__ void bg_k(float *x) { x[threadIdx.x] *= 2; }\n")
+    so = tmp_path / "libggml-cuda.so"
+    binkit._run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90",
+                 "-gencode", "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_100f,code=sm_103f",
+                 "-o", so, tmp_path / "k.cu"], tmp_path)
+    with mapped(so) as data:
+        inv = inspect_file(so.name, data).fatbin
+    assert inv is not None and inv.sass_archs() == ["90", "100a", "103f"], inv.sass_features
+    assert supported_sms_of(inv.sass_archs(), (13, 0)) == [90, 100, 103]
+    r = cli.main(["fatbin", "--json", str(so)])
+    assert r == 0

@@ -1,0 +1,124 @@
+"""Selection and coverage by the installer's rules (bundlegraph.selection), on manifests built
+as data: which bundle a host gets, why the others are rejected, which claimed host classes a
+release fails. The same rules are checked against the installer's own code in
+tests/integration/test_installer_contract.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from bundlegraph.schemas.archs import supported_sms_of
+from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
+from bundlegraph.selection import Host, claimed, coverage, coverage_problems, select
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+HEAD = dict(source_repo="ggml-org/llama.cpp", source_commit=COMMIT, upstream_tag="b11642",
+            release_tag="b11642-mix-0c1e570")
+
+
+def art(name, kind, os, arch, klass="cpu", line=None, sass=(), rank=10, cuda=(13, 5)):
+    sms = supported_sms_of(list(sass), cuda) if sass else []
+    return ManifestArtifact(asset_name=name, install_kind=kind, os=os, arch=arch, bundle_profile=name,
+                            runtime_line=line, coverage_class=klass, supported_sms=sms,
+                            min_sm=min(sms) if sms else None, max_sm=max(sms) if sms else None, rank=rank,
+                            toolkit_version=f"{cuda[0]}.{cuda[1]}" if line else None, ggml_backend_dl=True)
+
+
+RELEASE = [
+    art("la-cpu", "linux-arm64", "linux", "arm64"),
+    art("la-bw", "linux-arm64-cuda", "linux", "arm64", "blackwell", "cuda13", ["120a", "121a"], 55),
+    art("la-port", "linux-arm64-cuda", "linux", "arm64", "portable", "cuda13", ["90", "100", "120"], 60),
+    art("lx-cpu", "linux-cpu", "linux", "x64"),
+    art("lx-port", "linux-cuda", "linux", "x64", "portable", "cuda13", ["75", "80", "86", "89", "90", "100", "120"], 60),
+    art("wa-cpu", "windows-arm64", "windows", "arm64"),
+    art("wa-port", "windows-arm64-cuda", "windows", "arm64", "portable", "cuda13", ["120a", "121a"], 60, (13, 4)),
+    art("wx-cpu", "windows-cpu", "windows", "x64"),
+]
+
+
+def release(arts=RELEASE, hashed=None) -> tuple[Manifest, ShaIndex]:
+    m = Manifest(**HEAD, artifacts=arts)
+    names = hashed if hashed is not None else [a.asset_name for a in arts]
+    idx = ShaIndex(**HEAD, artifacts={n: IndexEntry(kind="bundle", sha256="0" * 64, source_commit=COMMIT) for n in names})
+    return m, idx
+
+
+def test_supported_sms_follow_nvidia_binary_compatibility():
+    assert supported_sms_of(["120a", "121a"], (13, 5)) == [120, 121]  # arch-specific: exactly these
+    assert supported_sms_of(["100"], (13, 0)) == [100, 103]  # plain sm_100 also runs on B300
+    assert supported_sms_of(["100a"], (13, 0)) == [100]
+    assert supported_sms_of(["86"], (13, 0)) == [86, 87, 88, 89]
+    assert supported_sms_of(["61"], (12, 9)) == [61, 62]
+
+
+def test_gb10_gets_the_blackwell_bundle_then_portable():
+    s = select(Host("linux", "arm64", (121,), (13, 0)), *release())
+    assert (s.choice, s.attempts, s.install_kind) == ("la-bw", ["la-bw", "la-port"], "linux-arm64-cuda")
+    assert ("lx-port", "install_kind linux-cuda is not asked for") in s.rejected
+
+
+def test_a_host_outside_every_bundle_gets_nothing_with_the_reasons():
+    s = select(Host("linux", "arm64", (87,), (13, 0)), *release())
+    assert s.choice is None and s.install_kind is None
+    assert ("la-bw", "sm 87 not in supported_sms [120, 121]") in s.rejected
+    assert ("la-port", "sm 87 not in supported_sms [90, 100, 103, 120, 121]") in s.rejected
+
+
+def test_b300_is_served_by_a_plain_sm100_cubin():
+    assert select(Host("linux", "x64", (103,), (13, 0)), *release()).choice == "lx-port"
+
+
+def test_old_driver_gets_no_cuda_bundle_and_no_cpu_fallback_on_linux():
+    s = select(Host("linux", "x64", (86,), (12, 8)), *release())
+    assert s.choice is None
+    assert ("lx-port", "runtime line cuda13 is not allowed by driver CUDA 12.8") in s.rejected
+    s = select(Host("linux", "x64", (86,), (13, 0), runtime_lines=("cuda12",)), *release())
+    assert s.choice is None and ("lx-port", "the host has no cuda13 runtime libraries") in s.rejected
+
+
+def test_windows_arm64_falls_back_to_cpu_and_old_windows_x64_driver_asks_for_cpu():
+    s = select(Host("windows", "arm64", (90,), (13, 0)), *release())
+    assert (s.asked, s.choice, s.install_kind) == (["windows-arm64-cuda", "windows-arm64"], "wa-cpu", "windows-arm64")
+    assert select(Host("windows", "arm64", (121,), (13, 0)), *release()).choice == "wa-port"
+    assert select(Host("windows", "x64", (86,), (12, 2)), *release()).choice == "wx-cpu"
+    assert select(Host("windows", "x64", (86,), (13, 0)), *release()).choice is None  # no windows-cuda bundle
+
+
+def test_unhashed_bundles_are_never_candidates():
+    m, idx = release(hashed=[a.asset_name for a in RELEASE if a.asset_name != "la-bw"])
+    s = select(Host("linux", "arm64", (121,), (13, 0)), m, idx)
+    assert s.choice == "la-port" and ("la-bw", "not hashed in the SHA index") in s.rejected
+
+
+def test_lower_rank_wins_a_tie_of_equal_span():
+    arts = [*RELEASE, art("la-bw2", "linux-arm64-cuda", "linux", "arm64", "newer", "cuda13", ["120a", "121a"], 50)]
+    s = select(Host("linux", "arm64", (120,), (13, 0)), *release(arts))
+    assert s.attempts == ["la-bw2", "la-port"]
+
+
+def test_coverage_rows_cover_every_kind_sm_and_driver():
+    rows = coverage(*release())
+    gb10 = [r for r in rows if r.host == Host("linux", "arm64", (121,), (13, 0))]
+    assert len(gb10) == 1 and gb10[0].choice == "la-bw"
+    assert {r.host.driver_cuda for r in rows if r.host.nvidia} == {(12, 8), (13, 0)}
+    assert {r.host.sms[0] for r in rows if r.host.nvidia} >= {75, 86, 100, 103, 110, 120, 121}
+
+
+def test_coverage_gate_catches_a_lost_sm_and_a_dropped_leg():
+    m = load_matrix(ROOT / "bundles")
+    mine = {"linux-arm64-cpu", "linux-arm64-cuda13-blackwell"}
+    small = dataclasses.replace(m, legs={k: v for k, v in m.legs.items() if k in mine})
+    assert {(h.sms, k) for h, k, _ in claimed(small)} == {((), "linux-arm64"), ((120,), "linux-arm64-cuda"),
+                                                          ((121,), "linux-arm64-cuda")}
+    ok = [RELEASE[0], RELEASE[1]]
+    assert coverage_problems(small, *release(ok)) == []
+    lost = art("la-bw", "linux-arm64-cuda", "linux", "arm64", "blackwell", "cuda13", ["120a"], 55)
+    probs = coverage_problems(small, *release([RELEASE[0], lost]))
+    assert probs == ["linux arm64 (sm 121, driver CUDA 13.0): gets no bundle, though linux-arm64-cuda13-blackwell "
+                     "claims it (la-bw: sm 121 not in supported_sms [120])"]
+    probs = coverage_problems(small, *release([RELEASE[1]]))
+    assert probs == ["linux arm64 (no NVIDIA GPU): gets no bundle, though linux-arm64-cpu claims it "
+                     "(no bundle of linux-arm64 in the release)"]
