@@ -40,6 +40,8 @@ fi
 if [ "$what" = main ]; then
   exec .venv/bin/doit "$@"
 fi
+# the import layers (pyproject.toml [tool.importlinter]) before the tests
+.venv/bin/lint-imports --no-cache
 set +e
 .venv/bin/python -m pytest "$@"
 rc=$?

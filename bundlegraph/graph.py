@@ -19,157 +19,41 @@ no stamp, so it is never up to date and is evaluated again on the next run.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import paths, state
+from . import overrides, paths, state
 from .errors import BundleGraphError, SpecError, TaskSkipped
-from .schemas.loader import Matrix, load_matrix
-from .schemas.spec import BundleSpec
+from .pipeline import build, configure, releasegraph, smoke, source, toolkit, verify
+from .pipeline.base import (
+    OPT_IN_STAGES,
+    STAGE_ORDER,
+    Context,
+    Filters,
+    Planner,
+    TaskPlan,
+    select,
+    upstream_digest,
+)
+from .schemas.loader import load_matrix
 
-STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
-               "publish"]
-OPT_IN_STAGES = ("smoke",)  # never part of a bare `doit`
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
-    is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
-    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.overrides`)."""
-
-    only_profile: str | None = None
-    only_leg: str | None = None
-    artifacts: Path | None = None
-    archs: str | None = None
-    toolkit_source: str | None = None
-
-    @classmethod
-    def from_env(cls, **overrides: str | None) -> "Filters":
-        """Values from ``overrides`` (doit ``key=value`` vars, CLI flags) else the environment
-        (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
-        ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
-
-        def pick(name: str, env: str) -> str | None:
-            v = overrides.get(name)
-            if v is None:
-                v = os.environ.get(env)
-            return v or None
-
-        art = pick("artifacts", "BUNDLEGRAPH_ARTIFACTS")
-        return cls(
-            only_profile=pick("only_profile", "BUNDLEGRAPH_ONLY_PROFILE"),
-            only_leg=pick("only_leg", "BUNDLEGRAPH_ONLY_LEG"),
-            artifacts=Path(art).resolve() if art else None,
-            archs=pick("archs", "BUNDLEGRAPH_ARCHS"),
-            toolkit_source=pick("toolkit_source", "BUNDLEGRAPH_TOOLKIT_SOURCE"),
-        )
-
-    @property
-    def active(self) -> bool:
-        """True when the run is filtered (a filtered run can never publish)."""
-        return bool(self.only_profile or self.only_leg)
-
-
-def select(matrix: Matrix, filters: Filters) -> list[str]:
-    """The leg ids the filters keep, in matrix order. A filter that matches no leg is an error
-    naming the valid values."""
-    legs = list(matrix.legs)
-    if filters.only_leg:
-        if filters.only_leg not in matrix.legs:
-            raise BundleGraphError(
-                f"only_leg={filters.only_leg}: no such leg; legs: {', '.join(matrix.legs)}"
-            )
-        legs = [filters.only_leg]
-    if filters.only_profile:
-        profiles = sorted({s.profile.name for s in matrix.legs.values()})
-        if filters.only_profile not in profiles:
-            raise BundleGraphError(
-                f"only_profile={filters.only_profile}: no leg has this profile; profiles: {', '.join(profiles)}"
-            )
-        legs = [l for l in legs if matrix.legs[l].profile.name == filters.only_profile]
-    return legs
-
-
-@dataclass
-class TaskPlan:
-    """One graph task before it becomes a doit dict.
-
-    - ``stage``/``name``: the task is ``<stage>:<name>``; ``leg`` the leg it belongs to (None
-      for shared tasks such as toolkits and the manifest).
-    - ``inputs``: returns the action-key inputs; called lazily (after upstream tasks ran), so
-      it may read upstream stamps via :func:`upstream_digest`.
-    - ``run``: does the work and returns the output files to fingerprint.
-    - ``deps``: full names of tasks that must run first.
-    - ``details``: returns what ``bundlegraph plan`` prints (commands, paths), no side effects.
-    """
-
-    stage: str
-    name: str
-    doc: str
-    inputs: Callable[[], dict]
-    run: Callable[[], list[Path]]
-    deps: list[str] = field(default_factory=list)
-    leg: str | None = None
-    details: Callable[[], dict] = lambda: {}
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.stage}:{self.name}" if self.name else self.stage
-
-
-def upstream_digest(task: str) -> str:
-    """The output digest recorded by ``task``'s stamp (what a downstream key consumes), or
-    ``"missing"`` when the task has not completed."""
-    st = state.load(task)
-    return st.output_digest() if st else "missing"
-
-
-@dataclass
-class Context:
-    """What stage planners get: the validated ``matrix``, the ``legs`` kept by the filters,
-    the ``filters`` and the directory of ``bundles/``."""
-
-    matrix: Matrix
-    legs: list[str]
-    filters: Filters
-
-    @property
-    def release(self):
-        return self.matrix.release
-
-    def spec(self, leg: str) -> BundleSpec:
-        return self.matrix.legs[leg]
-
-    def log(self, leg: str, stage: str) -> Path:
-        """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""
-        return paths.build_dir(leg) / "logs" / f"{stage}.log"
-
-
-Planner = Callable[[Context], list[TaskPlan]]
-
-
-def _planners() -> list[tuple[str, Planner]]:
-    """Every implemented stage's planner, in stage order."""
-    from .pipeline import build, configure, source, toolkit, verify
-
-    return [
-        ("source", source.plans),
-        ("toolkit", toolkit.plans),
-        ("configure", configure.plans),
-        ("build", build.plans),
-        ("verify", verify.plans),
-        ("merge", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).merge_plans),
-        ("package", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).package_plans),
-        ("smoke", __import__(f"{__package__}.pipeline.smoke", fromlist=["x"]).plans),
-        ("manifest", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).manifest_plans),
-        ("publish", __import__(f"{__package__}.pipeline.releasegraph", fromlist=["x"]).publish_plans),
-    ]
+PLANNERS: list[tuple[str, Planner]] = [
+    ("source", source.plans),
+    ("toolkit", toolkit.plans),
+    ("configure", configure.plans),
+    ("build", build.plans),
+    ("verify", verify.plans),
+    ("merge", releasegraph.merge_plans),
+    ("package", releasegraph.package_plans),
+    ("smoke", smoke.plans),
+    ("manifest", releasegraph.manifest_plans),
+    ("publish", releasegraph.publish_plans),
+]
+"""Every stage's planner, in stage order."""
 
 
 @dataclass
@@ -288,17 +172,16 @@ def _execute(plan: TaskPlan):
 def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
     """Validate ``bundles`` (raises :class:`SpecError` listing every problem), apply the
     filters and build every implemented stage's plans."""
-    from . import overrides
-
     matrix = load_matrix(bundles)
     filters = filters or Filters()
     legs = select(matrix, filters)
     matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
     ctx = Context(matrix, legs, filters)
     plans: list[TaskPlan] = []
-    for _stage, planner in _planners():
+    for _stage, planner in PLANNERS:
         plans += planner(ctx)
     return Graph(ctx, plans)
 
 
-__all__ = ["Filters", "Graph", "TaskPlan", "Context", "load_graph", "select", "upstream_digest", "SpecError"]
+__all__ = ["Filters", "Graph", "TaskPlan", "Context", "load_graph", "select", "upstream_digest", "SpecError",
+           "STAGE_ORDER", "OPT_IN_STAGES", "PLANNERS"]

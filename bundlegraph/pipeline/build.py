@@ -36,6 +36,7 @@ from ..fsutil import atomic_write_json, sha256_file
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
 from .source import SourceRecord
+from .base import Context, TaskPlan, upstream_digest
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 
@@ -76,7 +77,7 @@ class BuildPlan:
         return proc.quote([*self.argv, "-j", str(n)])
 
 
-def plan_build(ctx, leg: str) -> BuildPlan:
+def plan_build(ctx: Context, leg: str) -> BuildPlan:
     """The build plan of ``leg`` (pure: no process)."""
     spec = ctx.spec(leg)
     flt = target_filter()
@@ -94,9 +95,8 @@ def plan_build(ctx, leg: str) -> BuildPlan:
                      ctx.log(leg, "build"), len(spec.cuda.archs) if spec.cuda else 0, spec.os == "windows")
 
 
-def key_inputs(ctx, leg: str) -> dict:
+def key_inputs(ctx: Context, leg: str) -> dict:
     """configure's output digest, the source digest, the targets, the tool versions."""
-    from ..graph import upstream_digest
 
     plan = plan_build(ctx, leg)
     src = paths.build_dir(leg) / "source.json"
@@ -147,7 +147,7 @@ class _Progress:
             self.failed.append(line)  # ninja prints the failing command right after FAILED:
 
 
-def run_build(ctx, leg: str) -> list[Path]:
+def run_build(ctx: Context, leg: str) -> list[Path]:
     """Build ``leg``; returns the stamp outputs (``build.json`` first). Raises
     :class:`ToolFailed` with the failing command and the log tail."""
     plan = plan_build(ctx, leg)
@@ -192,9 +192,8 @@ def _rel(p: Path, wd: Path) -> str:
         return p.resolve().as_posix()
 
 
-def plans(ctx) -> list:
+def plans(ctx: Context) -> list:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>``."""
-    from ..graph import TaskPlan
 
     out = []
     for leg in ctx.legs:

@@ -37,7 +37,8 @@ from ..toolchains.tools import BuildTools, build_tools
 from .cmake_cache import cache_entries
 from .launcher import compiler_launcher
 from .source import SourceRecord, plan_source
-from .toolkit_link import toolkit_layout
+from .toolkit import toolkit_layout
+from .base import Context, TaskPlan, upstream_digest
 
 UNKNOWN = "<known after source:{leg}>"
 
@@ -70,7 +71,7 @@ class ConfigurePlan:
         return proc.quote(self.argv)
 
 
-def _source(ctx, leg: str) -> tuple[Path, str, str | None]:
+def _source(ctx: Context, leg: str) -> tuple[Path, str, str | None]:
     rec_path = paths.build_dir(leg) / "source.json"
     if rec_path.is_file():
         rec = SourceRecord.read(rec_path)
@@ -79,7 +80,7 @@ def _source(ctx, leg: str) -> tuple[Path, str, str | None]:
     return sp.tree, UNKNOWN.format(leg=leg), None
 
 
-def plan_configure(ctx, leg: str, tools: BuildTools | None = None, binaries: dict[str, str] | None = None
+def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, binaries: dict[str, str] | None = None
                    ) -> ConfigurePlan:
     """The configure plan of ``leg``. ``tools``/``binaries``: resolved tools and compilers
     (run time); when absent the pinned wheels and the compilers found on PATH (or their bare
@@ -122,7 +123,7 @@ def plan_configure(ctx, leg: str, tools: BuildTools | None = None, binaries: dic
     )
 
 
-def check_host(ctx, leg: str):
+def check_host(ctx: Context, leg: str):
     """Raise :class:`HostMismatch` when this host cannot build ``leg`` (names the host it needs)."""
     spec = ctx.spec(leg)
     tc = get_toolchain(spec.toolchain)
@@ -133,7 +134,7 @@ def check_host(ctx, leg: str):
     return tc
 
 
-def resolved_plan(ctx, leg: str) -> tuple[ConfigurePlan, dict]:
+def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict]:
     """Check the host, resolve tools and compilers, and return the run-time plan plus the
     action-key inputs. Starts processes only for tool versions (cached) and MSVC capture."""
     tc = check_host(ctx, leg)
@@ -143,7 +144,6 @@ def resolved_plan(ctx, leg: str) -> tuple[ConfigurePlan, dict]:
     plan = plan_configure(ctx, leg, tools, resolved.binaries)
     if UNKNOWN.format(leg=leg) in (plan.source_digest, plan.cache.get("LLAMA_BUILD_COMMIT")):
         raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
-    from ..graph import upstream_digest
 
     inputs = {
         "toolchain": tc.id,
@@ -160,7 +160,7 @@ def resolved_plan(ctx, leg: str) -> tuple[ConfigurePlan, dict]:
     return plan, inputs
 
 
-def run_configure(ctx, leg: str) -> list[Path | Present]:
+def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
     """Run the configure of ``leg``; returns the stamp's outputs. Raises
     :class:`HostMismatch`, :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
     plan, inputs = resolved_plan(ctx, leg)
@@ -232,9 +232,8 @@ def post_checks(plan: ConfigurePlan, tc) -> dict:
     return out
 
 
-def plans(ctx) -> list:
+def plans(ctx: Context) -> list:
     """``configure:<leg>`` for every selected leg, after ``source:<leg>`` and its toolkit task."""
-    from ..graph import TaskPlan
 
     out = []
     for leg in ctx.legs:

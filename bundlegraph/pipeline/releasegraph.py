@@ -27,12 +27,11 @@ from pathlib import Path
 from .. import paths
 from ..errors import BundleGraphError
 from ..fsutil import atomic_write_json, sha256_file
+from .base import Context, TaskPlan, upstream_digest
 
 
 def _after_build(leg: str) -> str:
-    from ..graph import _planners
-
-    return f"verify:{leg}" if any(s == "verify" for s, _ in _planners()) else f"build:{leg}"
+    return f"verify:{leg}"
 
 
 def _tree_files(tree: Path) -> list[Path]:
@@ -50,19 +49,18 @@ def _source(leg: str):
     return SourceRecord.read(f)
 
 
-def _asset(ctx, leg: str) -> str:
+def _asset(ctx: Context, leg: str) -> str:
     return ctx.spec(leg).bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
 
 
-def _base_archive(ctx, leg: str) -> Path:
+def _base_archive(ctx: Context, leg: str) -> Path:
     from .merge import locate_base
 
     base = ctx.spec(leg).merge.base
     return locate_base(_asset(ctx, base), paths.dist_dir(), ctx.filters.artifacts)
 
 
-def merge_plans(ctx) -> list:
-    from ..graph import TaskPlan, upstream_digest
+def merge_plans(ctx: Context) -> list:
     from .archivecheck import archive_verifier
     from .build import plan_build
     from .merge import backend_outputs, load_base, run_collect, run_merge
@@ -120,8 +118,7 @@ def merge_plans(ctx) -> list:
     return out
 
 
-def _collect_plan(ctx, leg: str, run_collect):
-    from ..graph import TaskPlan, upstream_digest
+def _collect_plan(ctx: Context, leg: str, run_collect):
     from .build import plan_build
     from .runtimes import resolve_shipped
     from .toolkit import toolkit_for_leg
@@ -143,8 +140,7 @@ def _collect_plan(ctx, leg: str, run_collect):
                     doc=f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)")
 
 
-def package_plans(ctx) -> list:
-    from ..graph import TaskPlan, upstream_digest
+def package_plans(ctx: Context) -> list:
     from .archivecheck import archive_verifier
     from .manifest import record_verified
     from ..schemas.manifest import RuntimeFileInfo
@@ -200,8 +196,7 @@ def package_plans(ctx) -> list:
     return out
 
 
-def manifest_plans(ctx) -> list:
-    from ..graph import TaskPlan, upstream_digest
+def manifest_plans(ctx: Context) -> list:
     from .archivecheck import archive_verifier
     from .manifest import run_manifest
     from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, source_archive_name
@@ -241,8 +236,7 @@ def manifest_plans(ctx) -> list:
                      doc="write the release manifest, SHA index and source archive for the bundles that exist")]
 
 
-def publish_plans(ctx) -> list:
-    from ..graph import TaskPlan, upstream_digest
+def publish_plans(ctx: Context) -> list:
     from .publish import run_publish
 
     f = ctx.filters

@@ -55,6 +55,7 @@ from pathlib import Path
 from .. import paths, proc
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
+from .base import Context, TaskPlan, upstream_digest
 
 OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
@@ -106,7 +107,7 @@ def host_platform() -> tuple[str, str]:
     return ("windows" if sysname.startswith("win") else sysname), arch
 
 
-def _source_tree(leg: str, ctx) -> Path:
+def _source_tree(leg: str, ctx: Context) -> Path:
     from .source import SourceRecord, plan_source
 
     rec = paths.build_dir(leg) / "source.json"
@@ -115,7 +116,7 @@ def _source_tree(leg: str, ctx) -> Path:
     return plan_source(ctx.release, ctx.matrix.root).tree
 
 
-def plan_smoke(ctx, leg: str) -> SmokePlan:
+def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     """The smoke plan of CUDA leg ``leg`` (pure: no process, nothing written)."""
     from .toolkit import toolkit_for_leg
 
@@ -201,7 +202,7 @@ def _inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
     return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
 
 
-def tools_argv(ctx, plan: SmokePlan, tools, binaries: dict[str, str], commit: str | None) -> tuple[list[str], str]:
+def tools_argv(ctx: Context, plan: SmokePlan, tools, binaries: dict[str, str], commit: str | None) -> tuple[list[str], str]:
     """``(configure argv, toolchain text)`` of the test-backend-ops build: the merge base's (else
     the leg's own) configure plan retargeted at ``plan.tools_dir`` with :data:`TOOLS_CACHE`."""
     from .configure import plan_configure
@@ -220,7 +221,7 @@ def tools_argv(ctx, plan: SmokePlan, tools, binaries: dict[str, str], commit: st
     return argv, bp.toolchain_text
 
 
-def _build_tools(ctx, plan: SmokePlan, commit: str | None) -> Path:
+def _build_tools(ctx: Context, plan: SmokePlan, commit: str | None) -> Path:
     """Configure (when its command changed) and build ``test-backend-ops``; returns the program."""
     from ..fsutil import atomic_write_bytes
     from ..state import key_of
@@ -254,7 +255,7 @@ def tools_program(plan: SmokePlan) -> Path:
     return plan.tools_dir / "cmake" / "bin" / f"test-backend-ops{plan.exe}"
 
 
-def run_tools(ctx, leg: str) -> list[Path]:
+def run_tools(ctx: Context, leg: str) -> list[Path]:
     """``smoke:tools-<leg>``: build test-backend-ops, or skip (no build) where the smoke test
     will be skipped anyway (other os/arch, no GPU)."""
     from ..gpus import probe
@@ -313,7 +314,7 @@ def judge_generate(out: str, rc: int) -> tuple[str | None, dict]:
     return None, facts
 
 
-def run_smoke(ctx, leg: str) -> list[Path]:
+def run_smoke(ctx: Context, leg: str) -> list[Path]:
     """Decide, then run every check (module docstring). Returns ``[smoke.json]`` when every
     check passed; raises :class:`TaskSkipped` (recorded) or :class:`BundleGraphError` naming the
     failing checks (recorded)."""
@@ -446,9 +447,8 @@ def run_smoke(ctx, leg: str) -> list[Path]:
     return [plan.record]
 
 
-def plans(ctx) -> list:
+def plans(ctx: Context) -> list:
     """``smoke:<leg>`` for every selected CUDA leg, after ``package:<leg>``."""
-    from ..graph import TaskPlan, upstream_digest
     from ..gpus import probe
 
     out = []

@@ -24,6 +24,7 @@ from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file, tree_digest
 from ..gitmeta import read_commit
 from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, TarballPin
+from .base import Context, TaskPlan
 
 RECEIPT = "receipt.json"
 
@@ -220,9 +221,8 @@ def _populate(plan: SourcePlan, pin, log: Path) -> None:
         )
 
 
-def plans(ctx) -> list:
+def plans(ctx: Context) -> list:
     """``source:<leg>`` for every selected leg (all share one content-addressed cache entry)."""
-    from ..graph import TaskPlan
 
     release = ctx.release
     plan = plan_source(release, ctx.matrix.root)

@@ -44,9 +44,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
-
+from ..toolchains.base import Toolchain
+from ..toolchains.cuda import CudaLayout
 from ..toolkit.components import is_windows, target_dir
 from ..toolkit.identity import ComponentSet, component_set, host_toolkit_path
+from .base import Context, TaskPlan
 
 RECEIPT = "bundlegraph-toolkit.json"
 
@@ -154,20 +156,33 @@ def ref_for_set(cs: ComponentSet) -> ToolkitRef:
                       host_target_dir=target_dir(cs.host_platform))
 
 
-def _set_of(ctx, leg: str) -> ComponentSet:
+def _set_of(ctx: Context, leg: str) -> ComponentSet:
     spec = ctx.spec(leg)
     f = ctx.matrix.files.get(leg)
     return component_set(spec, ctx.matrix.root, str(f) if f else "")
 
 
-def toolkit_for_leg(ctx, leg: str) -> ToolkitRef:
+def toolkit_for_leg(ctx: Context, leg: str) -> ToolkitRef:
     """The toolkit of ``leg`` (see the module docstring). Raises :class:`ToolkitError`."""
     return ref_for_set(_set_of(ctx, leg))
 
 
-def plans(ctx) -> list:
+def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaLayout | None, str | None]:
+    """How configure sees ``leg``'s CUDA toolkit: ``(layout, toolkit task)`` — the
+    :class:`~bundlegraph.toolchains.cuda.CudaLayout` its toolchain file is rendered from and the
+    ``toolkit:`` task configure waits for; ``(None, None)`` for a leg without ``[cuda]``. Pure (no
+    process, no network). Raises :class:`ToolkitError` for an unusable toolkit spec."""
+    spec = ctx.spec(leg)
+    if spec.cuda is None:
+        return None, None
+    ref = toolkit_for_leg(ctx, leg)
+    layout = CudaLayout(prefix=ref.prefix, target_os=spec.os, target_dir=ref.target_dir,
+                        host_os=tc.info.build_os, version=ref.version)
+    return layout, ref.task
+
+
+def plans(ctx: Context) -> list:
     """One ``toolkit:<set name>`` task per distinct component set among the selected CUDA legs."""
-    from ..graph import TaskPlan
     from ..toolkit.install import install, key_inputs
 
     groups: dict[str, tuple[ComponentSet, list[str]]] = {}

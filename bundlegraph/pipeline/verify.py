@@ -12,7 +12,7 @@ GPU backend's fatbin against the promised archs; PE and ELF import closure (file
 level); glibc floors; required files; the info JSON.
 
 Graph: :func:`plans` yields ``verify:<leg>`` (the built tree, after ``build:<leg>``, report in
-``build/<leg>/verify.json``); the graph owner adds it to ``graph._planners``. The package stage
+``build/<leg>/verify.json``); the graph lists it in ``graph.PLANNERS``. The package stage
 verifies the finished archive with :func:`policy_from_spec` + :func:`verify_path` and turns
 ``Report.failures`` into ``VerifyError`` (:meth:`Report.raise_for_failures`).
 """
@@ -32,6 +32,7 @@ from ..errors import BundleGraphError, VerifyError
 from ..schemas.archs import parse_arch
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
+from .base import Context, TaskPlan, upstream_digest
 
 BACKENDS = {"windows": ("ggml-cuda.dll",), "linux": ("libggml-cuda.so",)}
 """The CUDA backend's file name per os: the file whose fatbin must match the promised archs."""
@@ -253,14 +254,14 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
 
 # ---------------------------------------------------------------- graph stage (built tree)
 
-def built_tree_policy(ctx, leg: str) -> VerifyPolicy:
+def built_tree_policy(ctx: Context, leg: str) -> VerifyPolicy:
     """``policy_from_spec(..., built_tree=True)`` for ``leg`` of a graph context (pure)."""
     spec = ctx.spec(leg)
     base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
     return policy_from_spec(spec, ctx.release, base=base, built_tree=True)
 
 
-def run_verify_built(ctx, leg: str) -> list:
+def run_verify_built(ctx: Context, leg: str) -> list:
     """``verify:<leg>``: verify the build stage's artifacts directory, write
     ``build/<leg>/verify.json`` (the report) and raise :class:`VerifyError` on any failure."""
     from .. import paths
@@ -278,13 +279,12 @@ def run_verify_built(ctx, leg: str) -> list:
     return [out]
 
 
-def plans(ctx) -> list:
+def plans(ctx: Context) -> list:
     """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
     again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
     import json as _json
 
-    from ..graph import TaskPlan, upstream_digest
 
     out = []
     for leg in ctx.legs:

@@ -1,0 +1,148 @@
+"""What every stage module and the graph share, and nothing else: the load-time
+:class:`Filters`, the typed :class:`Context` a planner gets, the :class:`TaskPlan` it returns,
+:func:`upstream_digest` (what a task's key reads of an upstream task) and the stage order.
+
+Layering (checked by import-linter in CI, ``[tool.importlinter]`` in pyproject.toml):
+``bundlegraph.graph`` imports the stage modules, the stage modules import this module, and no
+stage imports ``bundlegraph.graph``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import paths, state
+from ..errors import BundleGraphError
+from ..schemas.loader import Matrix
+from ..schemas.release import Release
+from ..schemas.spec import BundleSpec
+
+STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
+               "publish"]
+"""Every stage, in the order its tasks run for one leg."""
+OPT_IN_STAGES = ("smoke",)
+"""Stages never part of a bare ``doit``."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
+    is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
+    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.overrides`)."""
+
+    only_profile: str | None = None
+    only_leg: str | None = None
+    artifacts: Path | None = None
+    archs: str | None = None
+    toolkit_source: str | None = None
+
+    @classmethod
+    def from_env(cls, **overrides: str | None) -> "Filters":
+        """Values from ``overrides`` (doit ``key=value`` vars, CLI flags) else the environment
+        (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
+        ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
+
+        def pick(name: str, env: str) -> str | None:
+            v = overrides.get(name)
+            if v is None:
+                v = os.environ.get(env)
+            return v or None
+
+        art = pick("artifacts", "BUNDLEGRAPH_ARTIFACTS")
+        return cls(
+            only_profile=pick("only_profile", "BUNDLEGRAPH_ONLY_PROFILE"),
+            only_leg=pick("only_leg", "BUNDLEGRAPH_ONLY_LEG"),
+            artifacts=Path(art).resolve() if art else None,
+            archs=pick("archs", "BUNDLEGRAPH_ARCHS"),
+            toolkit_source=pick("toolkit_source", "BUNDLEGRAPH_TOOLKIT_SOURCE"),
+        )
+
+    @property
+    def active(self) -> bool:
+        """True when the run is filtered (a filtered run can never publish)."""
+        return bool(self.only_profile or self.only_leg)
+
+
+def select(matrix: Matrix, filters: Filters) -> list[str]:
+    """The leg ids the filters keep, in matrix order. A filter that matches no leg is an error
+    naming the valid values."""
+    legs = list(matrix.legs)
+    if filters.only_leg:
+        if filters.only_leg not in matrix.legs:
+            raise BundleGraphError(
+                f"only_leg={filters.only_leg}: no such leg; legs: {', '.join(matrix.legs)}"
+            )
+        legs = [filters.only_leg]
+    if filters.only_profile:
+        profiles = sorted({s.profile.name for s in matrix.legs.values()})
+        if filters.only_profile not in profiles:
+            raise BundleGraphError(
+                f"only_profile={filters.only_profile}: no leg has this profile; profiles: {', '.join(profiles)}"
+            )
+        legs = [leg for leg in legs if matrix.legs[leg].profile.name == filters.only_profile]
+    return legs
+
+
+@dataclass
+class Context:
+    """What stage planners get: the validated ``matrix``, the ``legs`` kept by the filters,
+    the ``filters``; ``workdir`` (``build/``, ``dist/``, ``.bundlegraph/``) and ``cache`` (the
+    download and toolkit cache) as resolved when the graph loaded."""
+
+    matrix: Matrix
+    legs: list[str]
+    filters: Filters
+    workdir: Path = field(default_factory=paths.workdir)
+    cache: Path = field(default_factory=paths.cache_root)
+
+    @property
+    def release(self) -> Release:
+        return self.matrix.release
+
+    def spec(self, leg: str) -> BundleSpec:
+        return self.matrix.legs[leg]
+
+    def log(self, leg: str, stage: str) -> Path:
+        """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""
+        return paths.build_dir(leg) / "logs" / f"{stage}.log"
+
+
+@dataclass
+class TaskPlan:
+    """One graph task before it becomes a doit dict.
+
+    - ``stage``/``name``: the task is ``<stage>:<name>``; ``leg`` the leg it belongs to (None
+      for shared tasks such as toolkits and the manifest).
+    - ``inputs``: returns the action-key inputs; called lazily (after upstream tasks ran), so
+      it may read upstream stamps via :func:`upstream_digest`.
+    - ``run``: does the work and returns the output files to fingerprint.
+    - ``deps``: full names of tasks that must run first.
+    - ``details``: returns what ``bundlegraph plan`` prints (commands, paths), no side effects.
+    """
+
+    stage: str
+    name: str
+    doc: str
+    inputs: Callable[[], dict]
+    run: Callable[[], list]
+    deps: list[str] = field(default_factory=list)
+    leg: str | None = None
+    details: Callable[[], dict] = lambda: {}
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.stage}:{self.name}" if self.name else self.stage
+
+
+def upstream_digest(task: str) -> str:
+    """The output digest recorded by ``task``'s stamp (what a downstream key consumes), or
+    ``"missing"`` when the task has not completed."""
+    st = state.load(task)
+    return st.output_digest() if st else "missing"
+
+
+Planner = Callable[[Context], list[TaskPlan]]
+"""A stage module's ``plans(ctx)``."""
