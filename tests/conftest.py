@@ -75,7 +75,8 @@ def require_input(name: str, unpack: bool = False):
     try:
         return realinputs.unpacked(name) if unpack else realinputs.get(name)
     except realinputs.MissingInput as e:
-        pytest.fail(str(e), pytrace=False)
+        missing = str(e)
+    pytest.fail(missing, pytrace=False)
 
 
 @pytest.fixture

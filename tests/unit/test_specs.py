@@ -185,3 +185,67 @@ def test_a_key_typo_does_not_hide_an_impossible_arch_or_confuse_references(bundl
     # release.toml's default_legs names this (broken) file's leg: not reported a second time
     assert not any("default_legs" in p for p in ps), ps
     assert not any("Value error" in p for p in ps), ps
+
+
+# -- the installer contract (bundlegraph.schemas.installer) --------------------------------------
+
+def test_an_install_kind_the_installer_never_asks_for_is_refused(bundles_copy):
+    f = bundles_copy / "windows-x64-cpu.toml"
+    edit(f, 'install_kind = "windows-cpu"', 'install_kind = "windows-x64-cpu"')
+    ps = problems(bundles_copy)
+    assert any(p.startswith(f"{f}: install_kind: 'windows-x64-cpu' is not a kind the installer asks for "
+                            f"(did you mean 'windows-cpu'?)") and "unsloth==2026.10.9" in p for p in ps), ps
+
+
+def test_an_install_kind_of_another_host_is_refused(bundles_copy):
+    f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
+    edit(f, 'install_kind = "linux-arm64-cuda"', 'install_kind = "linux-cuda"')
+    ps = problems(bundles_copy)
+    assert f"{f}: install_kind: 'linux-cuda' serves linux-x64 cuda hosts; the leg is linux-arm64 backend 'cuda'" in ps
+
+
+def test_required_must_cover_what_the_installer_requires(bundles_copy):
+    f = bundles_copy / "linux-arm64-cpu.toml"
+    edit(f, '"libmtmd.so*", ', "")
+    ps = problems(bundles_copy)
+    # the CPU leg and both CUDA legs merged into it (the base's list counts for them)
+    for leg in ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-portable"):
+        assert any(p.startswith(f"{bundles_copy / (leg + '.toml')}: required: lacks 'libmtmd.so*'") for p in ps), (leg, ps)
+    w = bundles_copy / "windows-arm64-cuda13-portable.toml"
+    edit(w, '"cublasLt64_*.dll"', '"cublasLt64_13.dll"')
+    assert any(p.startswith(f"{w}: required: lacks 'cublasLt64_*.dll' (with base 'windows-arm64-cpu')")
+               for p in problems(bundles_copy))
+
+
+def test_the_impl_libraries_are_required_from_the_split_build_on(bundles_copy):
+    from bundlegraph.schemas.installer import required_patterns
+
+    assert "libllama-server-impl.so*" in required_patterns("linux-arm64", 9283)
+    assert "libllama-server-impl.so*" not in required_patterns("linux-arm64", 9282)
+    assert "llama-quantize-impl.dll" in required_patterns("windows-arm64-cuda", None)  # unknown: required
+
+
+def test_tag_must_start_with_the_upstream_build(bundles_copy):
+    rel = bundles_copy / "release.toml"
+    edit(rel, 'upstream_tag = "b11642"', 'upstream_tag = "b11643"')
+    ps = problems(bundles_copy)
+    assert any("tag 'b11642-mix-0c1e570' must start with the upstream build 'b11643'" in p for p in ps), ps
+
+
+def test_source_stage_refuses_an_upstream_tag_below_the_tool_split(tmp_path):
+    """The pinned tree builds llama-server-impl (upstream b9283 on): a release stating an older
+    upstream build is refused by the source stage, naming the key."""
+    from bundlegraph.errors import BundleGraphError
+    from bundlegraph.pipeline.source import check_upstream_tag
+
+    rel = load_matrix(ROOT / "bundles").release
+    tree = tmp_path / "llama.cpp"
+    (tree / "tools" / "server").mkdir(parents=True)
+    (tree / "tools" / "server" / "CMakeLists.txt").write_text("set(TARGET llama-server-impl)\nadd_library(${TARGET})\n")
+    check_upstream_tag(tree, rel)  # b11642: fine
+    old = rel.model_copy(update={"upstream_tag": "b6990", "tag": "b6990-mix-0c1e570"})
+    with pytest.raises(BundleGraphError, match=r"release.toml: upstream_tag: b6990 is below b9283, but the source "
+                                               r"tree already builds llama-server-impl"):
+        check_upstream_tag(tree, old)
+    (tree / "tools" / "server" / "CMakeLists.txt").write_text("add_executable(llama-server server.cpp)\n")
+    check_upstream_tag(tree, old)  # a tree before the split: an old build number is right
