@@ -28,7 +28,7 @@ from typing import Any
 
 from . import overrides, paths, state
 from .errors import BundleGraphError, SpecError, TaskSkipped
-from .pipeline import build, configure, releasegraph, smoke, source, toolkit, verify
+from .pipeline import build, configure, manifest, merge, package, publish, smoke, source, toolkit, verify
 from .pipeline.base import (
     OPT_IN_STAGES,
     STAGE_ORDER,
@@ -47,11 +47,11 @@ PLANNERS: list[tuple[str, Planner]] = [
     ("configure", configure.plans),
     ("build", build.plans),
     ("verify", verify.plans),
-    ("merge", releasegraph.merge_plans),
-    ("package", releasegraph.package_plans),
+    ("merge", merge.plans),
+    ("package", package.plans),
     ("smoke", smoke.plans),
-    ("manifest", releasegraph.manifest_plans),
-    ("publish", releasegraph.publish_plans),
+    ("manifest", manifest.plans),
+    ("publish", publish.plans),
 ]
 """Every stage's planner, in stage order."""
 

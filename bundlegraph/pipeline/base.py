@@ -105,6 +105,10 @@ class Context:
     def spec(self, leg: str) -> BundleSpec:
         return self.matrix.legs[leg]
 
+    def bundle_name(self, leg: str) -> str:
+        """The bundle file name of ``leg`` in this release (``app-<tag>-<os>-<arch>-<profile>...``)."""
+        return self.spec(leg).bundle_name(self.release.tag, self.release.bundle_prefix)
+
     def log(self, leg: str, stage: str) -> Path:
         """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""
         return paths.build_dir(leg) / "logs" / f"{stage}.log"

@@ -1,6 +1,7 @@
 """The CMake cache entries of a leg: the spec's ``[cmake]`` table plus what every bundle needs.
 
-Forced for every leg (a spec asking otherwise is refused, naming its file and key):
+Forced for every leg (a spec asking otherwise is refused when the specs load, naming its file
+and key: :mod:`bundlegraph.schemas.cmake_rules`):
 
 - ``GGML_NATIVE=OFF``: a bundle runs on machines other than the builder;
 - nothing downloads during configure or build: ``FETCHCONTENT_FULLY_DISCONNECTED=ON`` and the
@@ -19,16 +20,10 @@ tag's number).
 from __future__ import annotations
 
 from ..errors import SpecError
+from ..schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
 from ..schemas.spec import BundleSpec, CMakeValue
 
-FORCED_OFF = (
-    "GGML_NATIVE", "LLAMA_BUILD_BORINGSSL", "LLAMA_BUILD_LIBRESSL", "LLAMA_USE_PREBUILT_UI",
-    "LLAMA_LLGUIDANCE", "GGML_OPENMP_FETCH", "GGML_CPU_KLEIDIAI", "GGML_CUDA_CUB_3DOT2",
-)
-DERIVED = ("CMAKE_BUILD_TYPE", "CMAKE_CUDA_ARCHITECTURES", "CMAKE_INSTALL_RPATH", "CMAKE_BUILD_WITH_INSTALL_RPATH",
-           "LLAMA_BUILD_COMMIT", "LLAMA_BUILD_NUMBER", "CMAKE_TOOLCHAIN_FILE", "CMAKE_MAKE_PROGRAM",
-           "FETCHCONTENT_FULLY_DISCONNECTED", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_PROJECT_TOP_LEVEL_INCLUDES")
-
+__all__ = ["DERIVED", "FORCED_OFF", "cache_entries", "render_value"]
 
 def render_value(v: CMakeValue) -> str:
     """A spec value as a ``-D`` value: bools ON/OFF, lists ``;``-joined."""
@@ -42,18 +37,10 @@ def render_value(v: CMakeValue) -> str:
 def cache_entries(spec: BundleSpec, spec_file: str, *, commit: str | None, build_number: int) -> dict[str, str]:
     """``{name: value}`` sorted by name. Raises :class:`SpecError` (``<file>: cmake.<KEY>: ...``)
     when the spec turns on a forced-off option or sets a derived entry itself."""
-    problems = []
-    out: dict[str, str] = {}
-    for k, v in spec.cmake.items():
-        if k in FORCED_OFF and spec.cmake_bool(k, False) is not False:
-            why = "a bundle must run on other machines" if k == "GGML_NATIVE" else "it downloads during the build"
-            problems.append(f"{spec_file}: cmake.{k}: must be OFF ({why})")
-        elif k in DERIVED:
-            problems.append(f"{spec_file}: cmake.{k}: set by bundlegraph (from the spec/toolchain), remove it")
-        else:
-            out[k] = render_value(v)
+    problems = cmake_problems(spec, spec_file)  # checked at load too; here for callers that skip it
     if problems:
         raise SpecError(problems)
+    out = {k: render_value(v) for k, v in spec.cmake.items()}
     for k in FORCED_OFF:
         out[k] = "OFF"
     out["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"

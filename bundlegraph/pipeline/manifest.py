@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
+from .. import ci, paths
 from ..archive import archive_epoch, entries_from_tree, read_member, write_tar_gz
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
@@ -37,6 +37,9 @@ from ..releaseassets import hash_paired
 from ..schemas.loader import Matrix
 from ..schemas.manifest import (INDEX_NAME, MANIFEST_NAME, BundleInfo, IndexEntry, Manifest, ManifestArtifact,
                                 ShaIndex, source_archive_name)
+from .archivecheck import archive_verifier
+from .base import Context, TaskPlan, upstream_digest
+from .source import source_record
 
 VerifierFor = Callable[[str], Callable[[Path], object]]
 """``verifier_for(leg)(archive)``: verify a bundle of ``leg``; raises :class:`VerifyError`."""
@@ -172,4 +175,42 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
     return ManifestResult(manifest, index, bundles)
 
 
-__all__ = ["run_manifest", "write_source_archive", "record_verified", "read_verified", "bundle_info", "VerifyError"]
+# ---------------------------------------------------------------- graph stage
+
+def plans(ctx: Context) -> list[TaskPlan]:
+    """``manifest``: after the source; describes the bundles that exist (never makes doit build
+    a leg: a bare ``doit`` runs the default legs' package tasks first)."""
+    first = ctx.legs[0]
+
+    def verifier_for(leg: str):
+        spec = ctx.spec(leg)
+        return archive_verifier(spec, ctx.release, base=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None)
+
+    def inputs() -> dict:
+        art = ctx.filters.artifacts
+        listing = sorted((p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                         for p in art.rglob("*") if p.is_file()) if art and art.is_dir() else []
+        dist = paths.dist_dir()
+        bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
+                         (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
+        return {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
+                "bundles": bundles, "source": upstream_digest(f"source:{first}"), "artifacts": listing,
+                "release": ctx.release}
+
+    def run() -> list[Path]:
+        src = source_record(first)
+        dist = paths.dist_dir()
+        run_manifest(ctx.matrix, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
+                     commit_epoch=src.epoch, artifacts=ctx.filters.artifacts, verifier_for=verifier_for)
+        ci.write_summary(dist, dist / INDEX_NAME, ctx.release.info_file)
+        return [dist / MANIFEST_NAME, dist / INDEX_NAME, dist / source_archive_name(src.commit)]
+
+    return [TaskPlan(stage="manifest", name="", leg=None, inputs=inputs, run=run,
+                     # The manifest describes the bundles that exist (in dist/ or the artifacts dir); it
+                     # never makes doit build a leg. A bare `doit` runs the default legs' package tasks
+                     # first (Graph.default_tasks lists them before the manifest).
+                     deps=[f"source:{first}"],
+                     doc="write the release manifest, SHA index and source archive for the bundles that exist")]
+
+
+__all__ = ["plans", "run_manifest", "write_source_archive", "record_verified", "read_verified", "bundle_info", "VerifyError"]

@@ -38,7 +38,13 @@ from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, sha256_file
 from ..schemas.manifest import BundleInfo, VerifyFindings
 from ..schemas.spec import BundleSpec
-from .runtimes import RuntimeFile
+from .. import paths
+from .archivecheck import archive_verifier
+from .base import Context, TaskPlan, upstream_digest
+from .build import plan_build
+from .runtimes import RuntimeFile, resolve_shipped
+from .source import source_record
+from .toolkit import toolkit_for_leg
 
 LICENSES_FILE = "THIRD_PARTY_LICENSES.txt"
 
@@ -254,3 +260,97 @@ def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: 
         )
     atomic_write_json(record_path, asdict(rec))
     return rec
+
+
+# ---------------------------------------------------------------- graph stage
+# merge:<leg> (legs with [merge]): base = dist/<base bundle> after package:<base> (same run), or
+# the bundle of that name in the artifacts directory (artifacts=DIR): then it is an input keyed
+# by its sha256 and no base task is a dependency. Backend files come from the build's artifacts
+# dir; shipped runtime from toolkit_for_leg. merge:<leg> of a leg without [merge]: its build's
+# artifacts dir plus shipped toolkit runtime, collected into the same build/<leg>/merged tree
+# (run_collect). Both run after verify:<leg> but key on build:<leg>'s output digest (the files
+# they copy): verify's report holds findings, not content, so a rebuilt library with the same
+# findings must still be merged again. Their outputs are merge.json and every file of the merged
+# tree (fingerprinted), which is what package:<leg> keys on.
+
+def _tree_files(tree: Path) -> list[Path]:
+    """Every regular file of a merged tree: merge's outputs besides its record, so their
+    content reaches the package key (``merge.json`` names files, it does not hash them)."""
+    return sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _base_archive(ctx: Context, leg: str) -> Path:
+    base = ctx.spec(leg).merge.base
+    return locate_base(ctx.bundle_name(base), paths.dist_dir(), ctx.filters.artifacts)
+
+
+def plans(ctx: Context) -> list[TaskPlan]:
+    """``merge:<leg>`` for every selected leg: a backend merged into its base's bundle (legs with
+    ``[merge]``), else the built files and shipped runtime collected into the bundle tree."""
+    out = []
+    for leg in ctx.legs:
+        spec = ctx.spec(leg)
+        if spec.merge is None:
+            out.append(_collect_plan(ctx, leg))
+            continue
+        base = spec.merge.base
+        imported = ctx.filters.artifacts is not None
+        # a filtered run without artifacts=DIR that leaves the base out finds dist/<base bundle>
+        # from an earlier run, or fails in run() naming it (filters must not change the graph's legs)
+        same_run = not imported and base in ctx.legs
+        deps = [f"verify:{leg}", f"source:{leg}"] + ([f"package:{base}"] if same_run else [])
+        if spec.backend == "cuda":
+            deps.append(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
+
+        def inputs(leg=leg, base=base, imported=imported) -> dict:
+            if imported or base not in ctx.legs:
+                try:
+                    b = sha256_file(_base_archive(ctx, leg))
+                except BundleGraphError:
+                    b = "missing"
+            else:
+                b = upstream_digest(f"package:{base}")
+            keys = {"spec": ctx.spec(leg), "base": b, "built": upstream_digest(f"build:{leg}"),
+                    "source": upstream_digest(f"source:{leg}")}
+            if any(r.from_ == "toolkit" for r in ctx.spec(leg).runtime.ships):
+                # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
+                # with identical built binaries must still refresh them
+                keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
+            return keys
+
+        def run(leg=leg, spec=spec, base=base, imported=imported) -> list[Path]:
+            src = source_record(leg)
+            ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+            rt = resolve_shipped(spec, origin="toolkit", toolkit_prefix=ref.prefix if ref else None,
+                                 toolkit_version=ref.version if ref else None)
+            rec = paths.build_dir(leg) / "merge.json"
+            run_merge(spec=spec, base_spec=ctx.spec(base), info_file=ctx.release.info_file,
+                      base=load_base(_base_archive(ctx, leg), ctx.release.info_file),
+                      backend_files=backend_outputs(plan_build(ctx, leg).artifacts_dir, spec), runtime=rt,
+                      source_commit=src.commit, source_digest=src.digest,
+                      dest_tree=paths.build_dir(leg) / "merged", record_path=rec,
+                      verifier=archive_verifier(ctx.spec(base), ctx.release) if imported else None)
+            return [rec, *_tree_files(paths.build_dir(leg) / "merged")]
+
+        out.append(TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, inputs=inputs, run=run,
+                            doc=f"merge {leg}'s backend into the {base} bundle"
+                                + (" (imported from artifacts)" if imported else "")))
+    return out
+
+
+def _collect_plan(ctx: Context, leg: str) -> TaskPlan:
+    spec = ctx.spec(leg)
+    deps = [f"verify:{leg}"] + ([f"toolkit:{toolkit_for_leg(ctx, leg).name}"] if spec.backend == "cuda" else [])
+
+    def run() -> list[Path]:
+        ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+        rt = resolve_shipped(spec, origin="toolkit", toolkit_prefix=ref.prefix if ref else None,
+                             toolkit_version=ref.version if ref else None)
+        rec = paths.build_dir(leg) / "merge.json"
+        run_collect(spec=spec, built_dir=plan_build(ctx, leg).artifacts_dir, runtime=rt,
+                    dest_tree=paths.build_dir(leg) / "merged", record_path=rec)
+        return [rec, *_tree_files(paths.build_dir(leg) / "merged")]
+
+    return TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, run=run,
+                    inputs=lambda: {"spec": ctx.spec(leg), "built": upstream_digest(f"build:{leg}")},
+                    doc=f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)")

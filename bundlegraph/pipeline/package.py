@@ -26,14 +26,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import os
+
+from .. import ci, paths
 from ..archive import Entry, archive_epoch, write_archive
 from ..errors import BundleGraphError, VerifyError
+from ..fsutil import atomic_write_json, sha256_file
 from ..schemas.archs import supported_sms_of
 from ..schemas.manifest import BundleInfo, RuntimeFileInfo, VerifyFindings
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
-from .merge import LICENSES_FILE
-from .runtimes import RuntimeFile, third_party_text
+from .archivecheck import archive_verifier
+from .base import Context, TaskPlan, upstream_digest
+from .manifest import record_verified
+from .merge import LICENSES_FILE, MergeRecord
+from .runtimes import RuntimeFile, msvc_redist_root, resolve_shipped, third_party_text
+from .source import source_record
+from .toolkit import toolkit_for_leg
 from .sign import is_pe, sign_files
 
 Verifier = Callable[[Path], VerifyFindings]
@@ -218,3 +227,52 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
             probe.unlink(missing_ok=True)
             staged.unlink(missing_ok=True)
     return info
+
+
+# ---------------------------------------------------------------- graph stage
+
+def plans(ctx: Context) -> list[TaskPlan]:
+    """``package:<leg>``: pack ``build/<leg>/merged`` into ``dist/<bundle>``, sign, verify the
+    archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
+    out = []
+    for leg in ctx.legs:
+        spec = ctx.spec(leg)
+        up = f"merge:{leg}"
+        deps = [up, f"source:{leg}"]
+
+        def inputs(leg=leg, up=up) -> dict:
+            return {"spec": ctx.spec(leg), "release": ctx.release, "tree": upstream_digest(up),
+                    "source": upstream_digest(f"source:{leg}"), "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
+                    "signer": bool(os.environ.get("BUNDLEGRAPH_SIGN_COMMAND"))}
+
+        def run(leg=leg, spec=spec) -> list[Path]:
+            src = source_record(leg)
+            ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+            dest = paths.dist_dir() / ctx.bundle_name(leg)
+            runtime = resolve_shipped(spec, origin="toolchain", redist_root=msvc_redist_root()) \
+                if any(s.from_ == "toolchain" for s in spec.runtime.ships) else []
+            rec = MergeRecord.read(paths.build_dir(leg) / "merge.json")
+            kw = dict(tree=paths.build_dir(leg) / "merged", own_files=rec.backend_files,
+                      merged_from=rec.base_asset or None,
+                      prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime])
+            inp = PackageInputs(spec=spec, release=ctx.release, dest=dest, source_tree=Path(src.tree),
+                                source_commit=src.commit, source_digest=src.digest, commit_epoch=src.epoch,
+                                runtime=runtime, toolkit_prefix=ref.prefix if ref else None,
+                                toolkit_version=ref.version if ref else None, **kw)
+            base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
+            try:
+                info = run_package(inp, archive_verifier(spec, ctx.release, base=base), log=ctx.log(leg, "package"))
+            except VerifyError as e:
+                ci.annotate(e.failures, dest.name)
+                raise
+            sha = sha256_file(dest)
+            record_verified(dest.name, sha, leg)
+            receipt = paths.build_dir(leg) / "package.json"
+            atomic_write_json(receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
+                                        "info": info.model_dump(mode="json")})
+            print(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}", flush=True)
+            return [dest, receipt]
+
+        out.append(TaskPlan(stage="package", name=leg, leg=leg, deps=deps, inputs=inputs, run=run,
+                            doc=f"pack, sign, verify {ctx.bundle_name(leg)}"))
+    return out

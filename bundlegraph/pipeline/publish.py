@@ -30,7 +30,10 @@ from ..fsutil import atomic_write_bytes, sha256_file
 from ..overrides import is_local
 from ..schemas.loader import Matrix
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
+from .. import paths
+from .base import Context, TaskPlan, upstream_digest
 from .manifest import read_verified
+from .source import source_record
 
 ASSET_LIST = "release-assets.txt"
 
@@ -131,3 +134,21 @@ def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_comm
     out = dist / ASSET_LIST
     atomic_write_bytes(out, ("\n".join(assets) + "\n").encode())
     return out
+
+
+# ---------------------------------------------------------------- graph stage
+
+def plans(ctx: Context) -> list[TaskPlan]:
+    """``publish``: the gate after the manifest; refused in a filtered run."""
+    f = ctx.filters
+    filtered = ", ".join(x for x in (f"only_profile={f.only_profile}" if f.only_profile else "",
+                                     f"only_leg={f.only_leg}" if f.only_leg else "") if x) or None
+
+    def run() -> list[Path]:
+        return [run_publish(ctx.matrix, paths.dist_dir(), filtered=filtered,
+                            source_commit=source_record(ctx.legs[0]).commit)]
+
+    return [TaskPlan(stage="publish", name="", leg=None, deps=["manifest"], run=run,
+                     inputs=lambda: {"manifest": upstream_digest("manifest"), "filtered": filtered},
+                     doc="coverage gate: refuse unless every promised bundle and paired runtime is present, "
+                         "verified and hashed; then list the assets to upload")]

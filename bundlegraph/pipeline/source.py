@@ -129,6 +129,15 @@ def _receipt(cache_dir: Path) -> dict | None:
         return None
 
 
+def source_record(leg: str) -> SourceRecord:
+    """The :class:`SourceRecord` ``source:<leg>`` wrote (``build/<leg>/source.json``): the one
+    reader of that file for later stages. Raises :class:`BundleGraphError` when it is missing."""
+    f = paths.build_dir(leg) / "source.json"
+    if not f.is_file():
+        raise BundleGraphError(f"{leg}: {f} is missing; run source:{leg}")
+    return SourceRecord.read(f)
+
+
 def check_upstream_tag(tree: Path, release: Release) -> None:
     """Refuse a stated ``upstream_tag`` below the tool split for a tree that has it: a tree
     whose ``tools/server/CMakeLists.txt`` builds ``llama-server-impl`` is upstream build

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import SpecError
 from ..toolchains.registry import TOOLCHAINS
 from .archs import arch_supported
+from .cmake_rules import cmake_problems
 from .release import Release
 from .spec import BundleSpec, CudaSpec
 
@@ -288,6 +289,7 @@ def cross_field_problems(
         if s.cuda is not None:
             out += cuda_problems(f, s.os, s.arch, s.cuda)
         out += installer_problems(s, f, legs, release)
+        out += cmake_problems(s, str(f))
         key = (s.install_kind, s.profile.name)
         if key in seen_kind:
             out.append(

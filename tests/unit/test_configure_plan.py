@@ -86,13 +86,23 @@ def test_linux_cross_cache_entries(workdir):
     assert "aarch64-linux-gnu-g++" in p.toolchain_text.split("CMAKE_CUDA_HOST_COMPILER", 1)[1].splitlines()[0]
 
 
-def test_download_option_refused(workdir, bundles_copy):
+def test_download_option_refused_when_the_specs_load(workdir, bundles_copy):
+    """Refused by the loader (so `bundlegraph matrix` fails before CI fans out and no task
+    runs), and again by the configure plan for a caller that built a spec by hand."""
+    from bundlegraph.pipeline.cmake_cache import cache_entries
+    from bundlegraph.schemas.loader import load_matrix
+
     f = bundles_copy / "linux-arm64-cpu.toml"
+    good = load_matrix(bundles_copy).legs["linux-arm64-cpu"]
     text = f.read_text().replace("GGML_NATIVE = false", "GGML_NATIVE = true")
     f.write_text(text.replace("[cmake]\n", "[cmake]\nLLAMA_BUILD_BORINGSSL = true\n"))
     with pytest.raises(SpecError) as e:
-        plan_configure(_ctx(bundles_copy), "linux-arm64-cpu")
+        load_matrix(bundles_copy)
     msg = str(e.value)
+    assert "linux-arm64-cpu.toml: cmake.LLAMA_BUILD_BORINGSSL: must be OFF (it downloads" in msg
+    bad = good.model_copy(update={"cmake": {**good.cmake, "LLAMA_BUILD_BORINGSSL": True}})
+    with pytest.raises(SpecError, match="cmake.LLAMA_BUILD_BORINGSSL: must be OFF"):
+        cache_entries(bad, "x.toml", commit=None, build_number=1)
     assert "linux-arm64-cpu.toml: cmake.LLAMA_BUILD_BORINGSSL: must be OFF (it downloads" in msg
     assert "linux-arm64-cpu.toml: cmake.GGML_NATIVE: must be OFF" in msg
 
