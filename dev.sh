@@ -40,7 +40,8 @@ fi
 if [ "$what" = main ]; then
   exec .venv/bin/doit "$@"
 fi
-# the import layers (pyproject.toml [tool.importlinter]) before the tests
+# lint and the import layers (pyproject.toml [tool.ruff], [tool.importlinter]) before the tests
+.venv/bin/ruff check --quiet bundlegraph tests bench dodo.py
 .venv/bin/lint-imports --no-cache
 set +e
 .venv/bin/python -m pytest "$@"

@@ -22,7 +22,7 @@ from ..toolkit.wheels import lock_wheels
 def run(args) -> int:
     matrix = load_matrix(args.bundles)
     wanted: dict[Path, tuple[str, list[tuple[str, str]]]] = {}
-    for leg, spec in matrix.legs.items():
+    for spec in matrix.legs.values():
         if spec.cuda is None or spec.cuda.toolkit.source != "wheels":
             continue
         tk = spec.cuda.toolkit

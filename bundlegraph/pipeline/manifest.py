@@ -152,7 +152,7 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
     mbytes = (manifest.model_dump_json(indent=2) + "\n").encode()
     src_archive = write_source_archive(source_tree, source_commit, dist, commit_epoch)
     entries: dict[str, IndexEntry] = {}
-    for leg, p in bundles.items():
+    for p in bundles.values():
         entries[p.name] = IndexEntry(kind="bundle", sha256=sha256_file(p), source_commit=source_commit,
                                      size=p.stat().st_size)
     entries[src_archive.name] = IndexEntry(kind="upstream-source", sha256=sha256_file(src_archive),

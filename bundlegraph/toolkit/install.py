@@ -109,7 +109,7 @@ def install(cs: ComponentSet, ref, bundles: Path) -> Path:
             origin, mpath, arts = resolve(cs, bundles)
             extra["manifest"] = {"origin": origin, "sha256": sha256_file(mpath)}
             blobs = download_many([(a.url, a.sha256, a.size) for a in arts])
-            pairs = list(zip(arts, blobs))
+            pairs = list(zip(arts, blobs, strict=True))
         else:
             lock_path = (bundles / cs.pins["lock"]).resolve()
             extra["lock"] = {"path": cs.pins["lock"], "sha256": sha256_file(lock_path)}
