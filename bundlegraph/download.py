@@ -18,7 +18,7 @@ the pin. Nothing unverified is ever returned.
 - **Only https**, except loopback hosts (tests), ``allow_insecure=True`` or
   ``BUNDLEGRAPH_ALLOW_HTTP=1``.
 - **Parallel**: :func:`download_many` runs a few downloads at once (``jobs``, env
-  ``BUNDLEGRAPH_JOBS``, default 3) with one progress display (:mod:`bundlegraph.progress`).
+  ``BUNDLEGRAPH_DOWNLOAD_JOBS``, default 3; build parallelism is ``BUNDLEGRAPH_JOBS``) with one progress display (:mod:`bundlegraph.progress`).
 - **Locks**: one inter-process lock per hash, so two runs never write the same blob.
 """
 
@@ -56,14 +56,14 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> "Settings":
-        e = os.environ
-        d = cls()
+        from . import settings
+
         return cls(
-            connect_timeout=float(e.get("BUNDLEGRAPH_CONNECT_TIMEOUT", d.connect_timeout)),
-            read_timeout=float(e.get("BUNDLEGRAPH_READ_TIMEOUT", d.read_timeout)),
-            retries=int(e.get("BUNDLEGRAPH_RETRIES", d.retries)),
-            backoff=float(e.get("BUNDLEGRAPH_BACKOFF", d.backoff)),
-            jobs=max(1, int(e.get("BUNDLEGRAPH_JOBS", d.jobs))),
+            connect_timeout=settings.get("CONNECT_TIMEOUT"),
+            read_timeout=settings.get("READ_TIMEOUT"),
+            retries=settings.get("RETRIES"),
+            backoff=settings.get("BACKOFF"),
+            jobs=settings.get("DOWNLOAD_JOBS"),
         )
 
     def timeout(self) -> httpx.Timeout:
@@ -89,13 +89,19 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _allow_http() -> bool:
+    from . import settings
+
+    return bool(settings.get("ALLOW_HTTP"))
+
+
 def check_url(url: str, *, allow_insecure: bool = False) -> None:
     """Refuse anything but https (loopback http allowed for tests)."""
     parts = urlsplit(url)
     if parts.scheme == "https":
         return
     if parts.scheme == "http" and (
-        _is_loopback(parts.hostname or "") or allow_insecure or os.environ.get("BUNDLEGRAPH_ALLOW_HTTP") == "1"
+        _is_loopback(parts.hostname or "") or allow_insecure or _allow_http()
     ):
         return
     raise DownloadError(

@@ -68,6 +68,10 @@ class VerifyError(BundleGraphError):
         super().__init__("\n".join([head, *("  " + f for f in self.failures)]))
 
 
+class SettingError(BundleGraphError):
+    """A ``BUNDLEGRAPH_*`` variable has a value of the wrong form (:mod:`bundlegraph.settings`)."""
+
+
 class StateError(BundleGraphError):
     """The bundlegraph state (stamps, locks) is unusable or held by another run."""
 

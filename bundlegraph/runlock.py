@@ -16,7 +16,7 @@ import time
 
 from filelock import FileLock, Timeout
 
-from . import paths
+from . import paths, settings
 from .errors import StateError
 
 READ_ONLY_COMMANDS = {"list", "info", "help", "dumpdb", "tabcompletion", "strace"}
@@ -80,7 +80,7 @@ def acquire(command: str) -> None:
     sd = paths.state_dir()
     sd.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(sd / "run.lock"))
-    wait = float(os.environ.get("BUNDLEGRAPH_LOCK_WAIT", "0") or 0)
+    wait = settings.get("LOCK_WAIT")
     info = sd / "run.owner.json"
     try:
         lock.acquire(timeout=wait)

@@ -18,7 +18,7 @@ import ctypes
 import os
 from dataclasses import dataclass
 
-from ..errors import BundleGraphError
+from .. import settings
 
 PER_JOB_MB = {"cuda_linux_2arch": 904, "cuda_extra_arch": 200, "cuda_windows": 3072, "cpu": 512}
 
@@ -74,12 +74,9 @@ def cores() -> int:
 
 def decide(cuda_archs: int, windows: bool, env: dict[str, str] | None = None) -> Jobs:
     """The job count (see module docstring). ``BUNDLEGRAPH_JOBS`` must be a positive integer."""
-    env = dict(os.environ if env is None else env)
-    if env.get("BUNDLEGRAPH_JOBS"):
-        v = env["BUNDLEGRAPH_JOBS"]
-        if not v.isdigit() or int(v) < 1:
-            raise BundleGraphError(f"BUNDLEGRAPH_JOBS={v!r}: must be a positive integer")
-        return Jobs(int(v), f"BUNDLEGRAPH_JOBS={v}")
+    n = settings.get("JOBS", env)
+    if n is not None:
+        return Jobs(n, f"BUNDLEGRAPH_JOBS={n}")
     c = cores()
     mem = available_memory_mb()
     per = per_job_mb(cuda_archs, windows)

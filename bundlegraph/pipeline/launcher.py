@@ -8,12 +8,11 @@ warning says why. A cache must never fail a build, so any error here only disabl
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc
+from .. import proc, settings
 from ..errors import BundleGraphError
 
 
@@ -49,7 +48,7 @@ def _works(exe: str, cc: str, env: dict[str, str], scratch: Path) -> str:
 def compiler_launcher(cc: str | None, env: dict[str, str], scratch: Path, langs: list[str]) -> Launcher:
     """Pick a working launcher for compiler ``cc`` (an absolute path), or none with a warning.
     MSVC's ``cl.exe`` takes ``/c``-style flags: no launcher is probed for it."""
-    choice = env.get("BUNDLEGRAPH_LAUNCHER") or os.environ.get("BUNDLEGRAPH_LAUNCHER", "")
+    choice = settings.get("LAUNCHER", env) or settings.get("LAUNCHER") or ""
     if choice == "none":
         return Launcher(None, why="BUNDLEGRAPH_LAUNCHER=none")
     if not cc or Path(cc).name.lower() == "cl.exe":

@@ -4,7 +4,7 @@ Default: the PyPI wheels installed in bundlegraph's own environment (``pip insta
 bundlegraph[tools]`` pins ``cmake==4.4.5`` and ``ninja==1.13.2``); their executables sit beside
 the interpreter (``<venv>/bin`` or ``<venv>\\Scripts``). ``BUNDLEGRAPH_TOOLS=system`` uses the
 ``cmake``/``ninja`` on PATH instead, and ``BUNDLEGRAPH_CMAKE`` / ``BUNDLEGRAPH_NINJA`` name
-explicit executables. The version of each (read from the wheel's metadata without starting a
+explicit executables (:mod:`bundlegraph.settings`). The version of each (read from the wheel's metadata without starting a
 process, else from ``<tool> --version``) is part of configure's action key.
 
 Errors: :class:`ToolMissing` naming the tool and how to install it; :class:`BundleGraphError`
@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths, proc
+from .. import paths, proc, settings
 from ..errors import BundleGraphError, ToolMissing
 from ..fsutil import atomic_write_json
 
@@ -92,7 +92,7 @@ def find_tool(name: str, env: dict[str, str] | None = None) -> Tool:
             raise ToolMissing(f"{var}={env[var]}: no such executable")
         path = Path(p).resolve()
         return Tool(name, path, _version_by_run(path, name), f"env:{var}")
-    if env.get("BUNDLEGRAPH_TOOLS", "wheel") == "system":
+    if settings.get("TOOLS", env) == "system":
         p = proc.which(name, env)
         if p is None:
             raise ToolMissing(f"BUNDLEGRAPH_TOOLS=system: '{name}' is not on PATH; install {name} or unset it")

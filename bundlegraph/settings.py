@@ -1,0 +1,145 @@
+"""Every ``BUNDLEGRAPH_*`` environment variable, documented once and parsed in one place.
+
+:data:`SETTINGS` is the table (name, form, default, what it does); :func:`get` reads one
+variable, checks its form and returns a typed value. A bad value is a
+:class:`~bundlegraph.errors.SettingError` of one line naming the variable, the value and the
+expected form (``BUNDLEGRAPH_LOCK_WAIT='abc': expected a number of seconds >= 0, e.g. 30``),
+never a traceback. The README's "Settings" table is :func:`markdown_table` (a test keeps the
+two equal).
+
+Plain standard library on purpose: read on every ``doit`` no-op, before anything heavy loads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import SettingError
+
+PREFIX = "BUNDLEGRAPH_"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One variable: ``name`` (after the prefix), ``form`` (``path``, ``text``, ``int``,
+    ``seconds``, ``flag`` (``1``/``0``), ``choice``, ``list`` (comma-separated)), ``default``
+    (as text; None: unset), ``doc`` (one sentence), ``minimum`` for numbers, ``choices``."""
+
+    name: str
+    form: str
+    default: str | None
+    doc: str
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def var(self) -> str:
+        return PREFIX + self.name
+
+    def expected(self) -> str:
+        if self.form == "int":
+            return f"an integer >= {int(self.minimum or 0)}, e.g. 4"
+        if self.form == "seconds":
+            return f"a number of seconds >= {self.minimum or 0:g}, e.g. 30"
+        if self.form == "flag":
+            return "1 or 0"
+        if self.form == "choice":
+            return "one of " + ", ".join(self.choices)
+        return {"path": "a directory or file path", "list": "comma-separated names", "text": "text"}[self.form]
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("WORKDIR", "path", None, "work directory (`build/`, `dist/`, `.bundlegraph/`); default: the checkout"),
+    Setting("CACHE", "path", None, "download, source and toolkit cache; default: the platform's user cache dir "
+                                   "(`~/.cache/bundlegraph` on Linux)"),
+    Setting("BUNDLES", "path", None, "the bundles directory `doit` and `bundlegraph` read; default: `bundles/` "
+                                     "of the checkout"),
+    Setting("ONLY_PROFILE", "text", None, "load-time filter: keep the legs of this profile (doit `only_profile=`)"),
+    Setting("ONLY_LEG", "text", None, "load-time filter: keep this leg (doit `only_leg=`)"),
+    Setting("ARTIFACTS", "path", None, "a directory of bundles built on other runners (doit `artifacts=`)"),
+    Setting("ARCHS", "text", None, "local build for these CUDA archs, or `native` (doit `archs=`); never published"),
+    Setting("TOOLKIT_SOURCE", "text", None, "local build with a CUDA toolkit already installed: `host[:PATH]` "
+                                            "(doit `toolkit_source=`); never published"),
+    Setting("BUILD_TARGETS", "list", None, "compile only these ninja targets or outputs (doit `build_targets=`)"),
+    Setting("JOBS", "int", None, "build parallelism; default: min(cores, 0.9 x available memory / measured memory "
+                                 "of one job)", minimum=1),
+    Setting("DOWNLOAD_JOBS", "int", "3", "downloads run at once", minimum=1),
+    Setting("LAUNCHER", "choice", None, "compiler cache: `ccache`, `sccache`, or `none`; default: whichever is "
+                                        "installed and works", choices=("ccache", "sccache", "none")),
+    Setting("LOCK_WAIT", "seconds", "0", "how long a second `doit` run in one work directory waits for the first",
+            minimum=0),
+    Setting("CONNECT_TIMEOUT", "seconds", "15", "download connect timeout", minimum=0.1),
+    Setting("READ_TIMEOUT", "seconds", "60", "download read timeout (between bytes)", minimum=0.1),
+    Setting("RETRIES", "int", "4", "extra download attempts after a network error, 5xx or 429", minimum=0),
+    Setting("BACKOFF", "seconds", "1", "seconds before the first retry, doubled each time", minimum=0),
+    Setting("ALLOW_HTTP", "flag", "0", "allow plain-http download URLs (loopback is always allowed)"),
+    Setting("REDIST_URL", "text", None, "NVIDIA redist pool (`redistrib_<ver>.json` and the component archives); "
+                                        "default: NVIDIA's"),
+    Setting("GITHUB_API", "text", None, "GitHub API base for the paired runtime assets; default: api.github.com"),
+    Setting("SIGN_COMMAND", "text", None, "signing hook: the signer's argv as a JSON list, run on each of the leg's "
+                                          "own PE files (`{file}` is replaced)"),
+    Setting("SIGN_SECRETS", "list", None, "names of variables the signing hook needs, masked in logs"),
+    Setting("MSVC_REDIST", "path", None, "where MSVC's redistributable DLLs are (libomp140 and friends)"),
+    Setting("CLANG", "path", None, "the clang to use for Windows ARM64 CPU legs"),
+    Setting("CMAKE", "path", None, "use this cmake executable instead of the pinned wheel"),
+    Setting("NINJA", "path", None, "use this ninja executable instead of the pinned wheel"),
+    Setting("TOOLS", "choice", "wheel", "`wheel`: the pinned cmake/ninja wheels of the environment; `system`: "
+                                       "the cmake/ninja on PATH", choices=("wheel", "system")),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def setting(name: str) -> Setting:
+    """The :class:`Setting` of ``name`` (with or without the prefix). KeyError for an unknown one."""
+    return _BY_NAME[name.removeprefix(PREFIX)]
+
+
+def get(name: str, env: Mapping[str, str] | None = None):
+    """The typed value of variable ``name`` in ``env`` (default: this process's environment),
+    else its default (None when it has none). ``int`` -> int, ``seconds`` -> float, ``flag`` ->
+    bool, ``list`` -> list[str], others -> str. Raises :class:`SettingError`."""
+    s = setting(name)
+    raw = (os.environ if env is None else env).get(s.var)
+    if raw is None or raw.strip() == "":
+        raw = s.default
+        if raw is None:
+            return None
+    raw = raw.strip()
+    bad = SettingError(f"{s.var}={raw!r}: expected {s.expected()} ({s.doc})")
+    if s.form == "int":
+        if not raw.isdigit() or (s.minimum is not None and int(raw) < s.minimum):
+            raise bad
+        return int(raw)
+    if s.form == "seconds":
+        try:
+            v = float(raw)
+        except ValueError:
+            raise bad from None
+        if v != v or (s.minimum is not None and v < s.minimum):
+            raise bad
+        return v
+    if s.form == "flag":
+        if raw not in ("0", "1"):
+            raise bad
+        return raw == "1"
+    if s.form == "choice":
+        if raw not in s.choices:
+            raise bad
+        return raw
+    if s.form == "list":
+        return [x.strip() for x in raw.replace(";", ",").split(",") if x.strip()]
+    return raw
+
+
+def markdown_table() -> str:
+    """The README's settings table: variable, form, default, what it does."""
+    rows = ["| variable | value | default | what it does |", "|---|---|---|---|"]
+    for s in SETTINGS:
+        rows.append(f"| `{s.var}` | {s.expected()} | {f'`{s.default}`' if s.default is not None else '-'} | {s.doc} |")
+    return "\n".join(rows)
+
+
+__all__ = ["SETTINGS", "Setting", "get", "setting", "markdown_table", "PREFIX"]

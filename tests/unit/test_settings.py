@@ -1,0 +1,55 @@
+"""Settings: every BUNDLEGRAPH_* variable the code reads is in bundlegraph/settings.py, the
+README's table is generated from it, and a bad value is one line naming the variable."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bundlegraph import settings
+from bundlegraph.errors import SettingError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_table_is_the_generated_one():
+    text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\r\n", "\n")
+    start = text.index("<!-- settings table:")
+    table = text[text.index("\n", start) + 1:text.index("<!-- end of settings table -->")].strip()
+    assert table == settings.markdown_table(), "regenerate the README table from settings.markdown_table()"
+
+
+def test_every_variable_the_code_names_is_a_setting():
+    named = set()
+    for f in (ROOT / "bundlegraph").rglob("*.py"):
+        named |= set(re.findall(r"BUNDLEGRAPH_([A-Z][A-Z_]*[A-Z])", f.read_text(encoding="utf-8")))
+    named -= {"UPDATE_GOLDEN"}  # tests only
+    known = {s.name for s in settings.SETTINGS}
+    assert named <= known, f"undocumented: {sorted(named - known)}"
+    assert known <= named | {"DOWNLOAD_JOBS"}, f"documented but never read: {sorted(known - named)}"
+
+
+@pytest.mark.parametrize("var,value,expected", [
+    ("LOCK_WAIT", "abc", "BUNDLEGRAPH_LOCK_WAIT='abc': expected a number of seconds >= 0"),
+    ("RETRIES", "x", "BUNDLEGRAPH_RETRIES='x': expected an integer >= 0"),
+    ("CONNECT_TIMEOUT", "x", "BUNDLEGRAPH_CONNECT_TIMEOUT='x': expected a number of seconds >= 0.1"),
+    ("JOBS", "0", "BUNDLEGRAPH_JOBS='0': expected an integer >= 1"),
+    ("LAUNCHER", "distcc", "BUNDLEGRAPH_LAUNCHER='distcc': expected one of ccache, sccache, none"),
+    ("ALLOW_HTTP", "yes", "BUNDLEGRAPH_ALLOW_HTTP='yes': expected 1 or 0"),
+])
+def test_a_bad_value_is_one_line_naming_the_variable(var, value, expected):
+    with pytest.raises(SettingError) as e:
+        settings.get(var, {f"BUNDLEGRAPH_{var}": value})
+    assert str(e.value).startswith(expected) and "\n" not in str(e.value)
+
+
+def test_typed_values_and_defaults():
+    env = {"BUNDLEGRAPH_LOCK_WAIT": "2.5", "BUNDLEGRAPH_JOBS": "3", "BUNDLEGRAPH_BUILD_TARGETS": "a, b;c"}
+    assert settings.get("LOCK_WAIT", env) == 2.5 and settings.get("JOBS", env) == 3
+    assert settings.get("BUILD_TARGETS", env) == ["a", "b", "c"]
+    assert settings.get("RETRIES", {}) == 4 and settings.get("DOWNLOAD_JOBS", {}) == 3
+    assert settings.get("JOBS", {}) is None and settings.get("ALLOW_HTTP", {}) is False
+    # build jobs and download parallelism are separate
+    assert settings.get("DOWNLOAD_JOBS", {"BUNDLEGRAPH_JOBS": "1"}) == 3
