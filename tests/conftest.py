@@ -31,7 +31,7 @@ HOST_SKIP = "this host"
 """The prefix of every allowed skip reason (a real absence on this host)."""
 
 CI_HANDOFF = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH",
-              "GITHUB_STATE")
+              "GITHUB_STATE", "GITHUB_REF", "GITHUB_REF_NAME")
 for _v in CI_HANDOFF:  # before any fixture or subprocess: module and session fixtures too
     os.environ.pop(_v, None)
 

@@ -50,17 +50,30 @@ def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
 
 
 def _driver(text: str | None) -> tuple[int, int] | None:
+    """``13.0`` -> (13, 0); ``13`` -> (13, 0)."""
     if not text:
         return None
     parts = text.split(".")
+    if len(parts) == 1:
+        parts.append("0")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise BundleGraphError(f"--driver-cuda {text!r}: expected MAJOR.MINOR, e.g. 13.0")
+        raise BundleGraphError(f"--driver-cuda {text!r}: expected the driver's CUDA version MAJOR.MINOR, e.g. 13.0")
     return int(parts[0]), int(parts[1])
+
+
+def _sms(values: list[int] | None) -> tuple[int, ...]:
+    from ..schemas.archs import known_sms
+
+    for sm in values or ():
+        if sm not in known_sms():
+            raise BundleGraphError(f"--sm {sm}: not an SM of NVIDIA's arch table; known: "
+                                   f"{', '.join(map(str, known_sms()))}")
+    return tuple(values or ())
 
 
 def run_select(args) -> int:
     manifest, index = read_release(args.release)
-    host = Host(args.os, args.arch, tuple(args.sm or ()), _driver(args.driver_cuda),
+    host = Host(args.os, args.arch, _sms(args.sm), _driver(args.driver_cuda),
                 tuple(args.runtime_line) if args.runtime_line else None)
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
@@ -78,13 +91,22 @@ def run_select(args) -> int:
     return 0 if sel.choice else 1
 
 
+def _why_none(sel) -> str | None:
+    """For a host that gets nothing: the first reason a bundle of an asked kind was rejected, or
+    that the release has none of that kind."""
+    if sel.choice:
+        return None
+    reasons = [f"{r}" for _a, r in sel.rejected if "is not asked for" not in r]
+    return reasons[0] if reasons else f"no {' or '.join(sel.asked)} bundle"
+
+
 def run_coverage(args) -> int:
     manifest, index = read_release(args.release)
     rows = []
     for sel in coverage(manifest, index):
         h = sel.host.to_json()
         rows.append({**h, "asked": sel.asked, "install_kind": sel.install_kind, "choice": sel.choice,
-                     "attempts": sel.attempts})
+                     "attempts": sel.attempts, "why_none": _why_none(sel)})
     if args.json:
         print(json.dumps({"release_tag": manifest.release_tag, "rows": rows}, indent=2))
         return 0
@@ -93,7 +115,7 @@ def run_coverage(args) -> int:
         host = f"{r['os']} {r['arch']}"
         sm = ",".join(map(str, r["sms"])) or "-"
         got = f"`{r['choice']}`" + (f" (then {', '.join(r['attempts'][1:])})" if len(r["attempts"]) > 1 else "") \
-            if r["choice"] else "none"
+            if r["choice"] else f"none: {r['why_none']}"
         print(f"| {host} | {sm} | {r['driver_cuda'] or 'no GPU'} | {', '.join(r['asked'])} | {got} |")
     return 0
 

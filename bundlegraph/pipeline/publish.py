@@ -23,6 +23,7 @@ name per line, sorted — by temp file + rename. Checks:
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from ..errors import BundleGraphError
@@ -112,10 +113,17 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
                 assets.append(pa.name)
     if manifest is not None:
         # every host class a promised leg claims gets a bundle of that leg's install kind, by
-        # the installer's rules, from the manifest written from the built files
+        # the installer's rules, from the manifest written from the built files (claims of a leg
+        # whose bundle is missing are that missing bundle, listed above)
         from ..selection import coverage_problems
 
-        probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index)]
+        present = {leg for leg in matrix.promised if (dist / matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix)).is_file()}
+        probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index, legs=present)]
+    ref = os.environ.get("GITHUB_REF", "")
+    if ref.startswith("refs/tags/") and ref.removeprefix("refs/tags/") != rel.tag:
+        probs.append(f"release.toml: tag: '{rel.tag}' is not the git tag being released "
+                     f"('{ref.removeprefix('refs/tags/')}'): installers void a SHA index whose release_tag is not "
+                     f"the GitHub release's tag; set tag (and upstream_tag) in release.toml, or push the tag it names")
     src = source_archive_name(source_commit or (index.source_commit if index else "unknown"))
     se = arts.get(src)
     if not (dist / src).is_file():
@@ -145,8 +153,12 @@ def plans(ctx: Context) -> list[TaskPlan]:
                                      f"only_leg={f.only_leg}" if f.only_leg else "") if x) or None
 
     def run() -> list[Path]:
-        return [run_publish(ctx.matrix, paths.dist_dir(), filtered=filtered,
-                            source_commit=source_record(ctx.legs[0]).commit)]
+        out = run_publish(ctx.matrix, paths.dist_dir(), filtered=filtered,
+                          source_commit=source_record(ctx.legs[0]).commit)
+        n = len(out.read_text(encoding="utf-8").split())
+        print(f"publish {ctx.release.tag}: every promised bundle, runtime and host class is covered; "
+              f"{n} assets to upload are listed in {out}", flush=True)
+        return [out]
 
     return [TaskPlan(stage="publish", name="", leg=None, deps=["manifest"], run=run,
                      inputs=lambda: {"manifest": upstream_digest("manifest"), "filtered": filtered},

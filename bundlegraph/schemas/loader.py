@@ -29,7 +29,7 @@ from ..errors import SpecError
 from ..toolchains.registry import TOOLCHAINS
 from .archs import arch_supported
 from .cmake_rules import cmake_problems
-from .release import Release
+from .release import Release, build_number_of
 from .spec import BundleSpec, CudaSpec
 
 RELEASE_FILE = "release.toml"
@@ -206,19 +206,24 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     ``install_kind`` is one the installer asks for and describes this leg's os/arch/backend;
     its ``required`` list (with its merge base's) covers every file the installer requires of
     that kind, so verify refuses a bundle the installer would refuse."""
-    from .installer import CHECKED_AGAINST, INSTALL_KINDS, required_patterns
+    from .installer import CHECKED_AGAINST, INSTALL_KINDS, kind_for, required_patterns
 
+    try:
+        want = kind_for(s.os, s.arch, s.backend)
+    except KeyError:
+        want = None
     kind = INSTALL_KINDS.get(s.install_kind)
     if kind is None:
-        close = difflib.get_close_matches(s.install_kind, list(INSTALL_KINDS), n=1)
-        return [f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
-                + f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"]
+        hint = f" (a {s.os}-{s.arch} {s.backend} leg is '{want}')" if want else ""
+        return [f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for{hint}"
+                f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"]
     if (kind.os, kind.arch, kind.backend) != (s.os, s.arch, s.backend):
         return [f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
-                f"the leg is {s.os}-{s.arch} backend '{s.backend}'"]
+                f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")]
     have = list(s.required)
     base = legs.get(s.merge.base) if s.merge else None
+    if s.merge is not None and base is None:
+        return []  # the base spec is invalid or missing: reported on its own, the union is unknown
     if base is not None:
         have += base.required
     fold = s.os == "windows"
@@ -299,6 +304,10 @@ def cross_field_problems(
         else:
             seen_kind[key] = lid
     if release is not None:
+        if build_number_of(release.tag) != build_number_of(release.upstream_tag):
+            out.append(f"{rel_path}: tag: '{release.tag}' must start with upstream_tag's build "
+                       f"'{release.upstream_tag}' (installers read the build number from either); state the "
+                       f"upstream build of the pinned commit in upstream_tag and begin tag with it")
         for i, leg in enumerate(release.default_legs):
             if leg not in legs and leg not in invalid:
                 close = difflib.get_close_matches(leg, list(legs), n=1)

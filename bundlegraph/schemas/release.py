@@ -21,7 +21,7 @@ import datetime as _dt
 import re
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from .base import Strict
 
@@ -110,13 +110,6 @@ class Release(Strict):
         n = build_number_of(self.upstream_tag)
         assert n is not None
         return n
-
-    @model_validator(mode="after")
-    def _tag_matches_upstream(self) -> "Release":
-        if build_number_of(self.tag) != build_number_of(self.upstream_tag):
-            raise ValueError(f"tag {self.tag!r} must start with the upstream build {self.upstream_tag!r} "
-                             f"(installers read the build number from both)")
-        return self
 
     @property
     def is_mix(self) -> bool:

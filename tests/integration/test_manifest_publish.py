@@ -152,7 +152,7 @@ def test_gate_refuses_a_release_missing_bundles_naming_each(bundles_copy, tmp_pa
         run_publish(m, dist, filtered=None, source_commit=src.commit)
     missing = [leg for leg in m.promised if leg not in KEEP]
     assert len([x for x in e.value.missing if not x.startswith("coverage: ")]) == len(missing)
-    assert "coverage: windows arm64 (sm 121, driver CUDA 13.0): gets no bundle" in str(e.value)
+    assert "coverage:" not in str(e.value)  # the missing legs' host classes are those missing bundles
     for leg in missing:
         assert f"{m.legs[leg].bundle_name(m.release.tag)}: bundle of promised leg {leg} is missing" in str(e.value)
     assert not (dist / ASSET_LIST).exists()

@@ -103,7 +103,9 @@ def test_coverage_rows_cover_every_kind_sm_and_driver():
     rows = coverage(*release())
     gb10 = [r for r in rows if r.host == Host("linux", "arm64", (121,), (13, 0))]
     assert len(gb10) == 1 and gb10[0].choice == "la-bw"
-    assert {r.host.driver_cuda for r in rows if r.host.nvidia} == {(12, 8), (13, 0)}
+    assert {r.host.driver_cuda for r in rows if r.host.nvidia} == {(12, 2), (12, 8), (13, 0)}
+    old = [r for r in rows if r.host.os == "windows" and r.host.arch == "x64" and r.host.driver_cuda == (12, 2)]
+    assert old and all(r.choice == "wx-cpu" for r in old)  # below the CUDA floor: the CPU bundle
     assert {r.host.sms[0] for r in rows if r.host.nvidia} >= {75, 86, 100, 103, 110, 120, 121}
 
 
