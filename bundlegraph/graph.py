@@ -19,14 +19,13 @@ no stamp, so it is never up to date and is evaluated again on the next run.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import overrides, paths, state
+from . import overrides, paths, report, state
 from .errors import BundleGraphError, SpecError, TaskSkipped
 from .pipeline import build, configure, manifest, merge, package, publish, smoke, source, toolkit, verify
 from .pipeline.base import (
@@ -154,18 +153,18 @@ def _execute(plan: TaskPlan):
 
     name = plan.full_name
     t0 = time.monotonic()
-    try:
-        inputs = plan.inputs()
-        state.forget(name)
-        outputs = plan.run()
-        state.record(name, inputs, outputs, seconds=time.monotonic() - t0)
-    except TaskSkipped as e:
-        print(f"[{name}] SKIPPED after {time.monotonic() - t0:.1f}s: {e}", flush=True)
-        return None
-    except BundleGraphError as e:
-        print(f"[{name}] FAILED after {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
-        return TaskFailed(str(e))
-    print(f"[{name}] done in {time.monotonic() - t0:.1f}s", flush=True)
+    with report.task(name) as outcome:
+        try:
+            inputs = plan.inputs()
+            state.forget(name)
+            outputs = plan.run()
+            state.record(name, inputs, outputs, seconds=time.monotonic() - t0)
+        except TaskSkipped as e:
+            outcome.update(outcome="skipped", why=str(e))
+            return None
+        except BundleGraphError as e:
+            return TaskFailed(str(e))
+        outcome["outcome"] = "done"
     return None
 
 

@@ -146,7 +146,9 @@ def run(
         if s:
             shown = shown.replace(s, "***")
     if echo:
-        print(f"$ {shown}", flush=True)
+        from . import report
+
+        report.command(f"$ {shown}")
     logf = None
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOWNLOAD_JOBS", "int", "3", "downloads run at once", minimum=1),
     Setting("LAUNCHER", "choice", None, "compiler cache: `ccache`, `sccache`, or `none`; default: whichever is "
                                         "installed and works", choices=("ccache", "sccache", "none")),
+    Setting("VERBOSITY", "choice", "normal", "how much the graph prints: `quiet` (warnings and errors), `normal` "
+                                           "(progress, results, the commands it runs), `verbose`",
+            choices=("quiet", "normal", "verbose")),
     Setting("LOCK_WAIT", "seconds", "0", "how long a second `doit` run in one work directory waits for the first",
             minimum=0),
     Setting("CONNECT_TIMEOUT", "seconds", "15", "download connect timeout", minimum=0.1),

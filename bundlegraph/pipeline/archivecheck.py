@@ -19,6 +19,7 @@ from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .verify import policy_from_spec, verify_path
 
+
 def findings_of(report, arch: str) -> VerifyFindings:
     """Reduce a verify ``Report`` to :class:`VerifyFindings`: the machines of its binaries
     (``arch`` when all agree) and the SMs with SASS in any fatbin (sorted)."""

@@ -33,10 +33,11 @@ from pathlib import Path
 from .. import paths, proc
 from ..errors import BundleGraphError, ToolFailed
 from ..fsutil import atomic_write_json, sha256_file
+from ..report import say
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
-from .source import SourceRecord
 from .base import Context, TaskPlan, upstream_digest
+from .source import SourceRecord
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 
@@ -138,7 +139,7 @@ class _Progress:
             n, total, what = m.groups()
             el = time.monotonic() - self.t0
             pct = 100 * int(n) // max(1, int(total))
-            print(f"[build:{self.leg}] {pct:3d}% [{n}/{total}] {el:7.1f}s {what[:140]}", flush=True)
+            say(f"[build:{self.leg}] {pct:3d}% [{n}/{total}] {el:7.1f}s {what[:140]}")
             return
         if line.startswith("FAILED:"):
             self.failed = [line]
@@ -155,8 +156,8 @@ def run_build(ctx: Context, leg: str) -> list[Path]:
         raise BundleGraphError(f"build:{leg}: {plan.cmake_dir} is not configured; run configure:{leg}")
     j = jobs_mod.decide(plan.cuda_archs, plan.windows)
     argv = [*plan.argv, "-j", str(j.n)]
-    print(f"build:{leg}: targets {' '.join(plan.targets) or '(all)'}{' (filtered)' if plan.filtered else ''}, "
-          f"-j {j.n} [{j.why}]", flush=True)
+    say(f"build:{leg}: targets {' '.join(plan.targets) or '(all)'}{' (filtered)' if plan.filtered else ''}, "
+          f"-j {j.n} [{j.why}]")
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     prog = _Progress(leg)
@@ -181,7 +182,7 @@ def run_build(ctx: Context, leg: str) -> list[Path]:
         "cmake_dir": plan.cmake_dir.as_posix(),
         "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
     })
-    print(f"build:{leg}: {proc.quote(argv)} finished in {time.monotonic() - t0:.1f}s", flush=True)
+    say(f"build:{leg}: {proc.quote(argv)} finished in {time.monotonic() - t0:.1f}s")
     return [plan.record, *outs]
 
 

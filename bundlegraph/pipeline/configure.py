@@ -28,17 +28,18 @@ from pathlib import Path
 from .. import paths, proc
 from ..errors import BundleGraphError, HostMismatch, ToolkitError
 from ..fsutil import atomic_write_bytes, atomic_write_json
+from ..report import say
 from ..state import Present, key_of
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.cuda import CudaLayout
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.tools import BuildTools, build_tools
+from .base import Context, TaskPlan, upstream_digest
 from .cmake_cache import cache_entries
 from .launcher import compiler_launcher
 from .source import SourceRecord, plan_source
 from .toolkit import toolkit_layout
-from .base import Context, TaskPlan, upstream_digest
 
 UNKNOWN = "<known after source:{leg}>"
 
@@ -179,10 +180,10 @@ def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
     launcher = compiler_launcher(plan.binaries.get("c"), env, plan.build_dir / "launcher-check",
                                  ["C", "CXX"] + (["CUDA"] if plan.cuda else []))
     argv += launcher.args
-    print(f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
+    say(f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
           f"toolkit {plan.cuda.root if plan.cuda else '-'} ({plan.cuda.target_dir if plan.cuda else 'cpu'}), "
           f"cmake {inputs['tools']['cmake']['version']}, ninja {inputs['tools']['ninja']['version']}, "
-          f"launcher {launcher.name or 'none'}", flush=True)
+          f"launcher {launcher.name or 'none'}")
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     proc.run(argv, env=env, log=plan.log, what=f"configure:{leg}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import proc, settings
 from ..errors import BundleGraphError
+from ..report import warn
 
 
 @dataclass(frozen=True)
@@ -65,5 +66,5 @@ def compiler_launcher(cc: str | None, env: dict[str, str], scratch: Path, langs:
             reasons.append(f"{name} does not work: {why}")
             continue
         return Launcher(name, exe, [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={Path(exe).as_posix()}" for lang in langs])
-    print(f"warning: building without a compiler cache ({'; '.join(reasons)})", flush=True)
+    warn(f"building without a compiler cache ({'; '.join(reasons)})")
     return Launcher(None, why="; ".join(reasons))

@@ -35,8 +35,16 @@ from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..releaseassets import hash_paired
 from ..schemas.loader import Matrix
-from ..schemas.manifest import (INDEX_NAME, MANIFEST_NAME, BundleInfo, IndexEntry, Manifest, ManifestArtifact,
-                                ShaIndex, source_archive_name)
+from ..schemas.manifest import (
+    INDEX_NAME,
+    MANIFEST_NAME,
+    BundleInfo,
+    IndexEntry,
+    Manifest,
+    ManifestArtifact,
+    ShaIndex,
+    source_archive_name,
+)
 from .archivecheck import archive_verifier
 from .base import Context, TaskPlan, upstream_digest
 from .source import source_record

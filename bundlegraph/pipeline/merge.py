@@ -31,6 +31,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import paths
 from ..archive import member_names, read_member
 from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
@@ -38,7 +39,6 @@ from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, sha256_file
 from ..schemas.manifest import BundleInfo, VerifyFindings
 from ..schemas.spec import BundleSpec
-from .. import paths
 from .archivecheck import archive_verifier
 from .base import Context, TaskPlan, upstream_digest
 from .build import plan_build

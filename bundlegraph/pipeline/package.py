@@ -19,6 +19,7 @@ removed first and temp files are deleted. Archive timestamps: :func:`archive_epo
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -26,12 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import os
-
 from .. import ci, paths
 from ..archive import Entry, archive_epoch, write_archive
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_json, sha256_file
+from ..report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.manifest import BundleInfo, RuntimeFileInfo, VerifyFindings
 from ..schemas.release import Release
@@ -41,9 +41,9 @@ from .base import Context, TaskPlan, upstream_digest
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .runtimes import RuntimeFile, msvc_redist_root, resolve_shipped, third_party_text
+from .sign import is_pe, sign_files
 from .source import source_record
 from .toolkit import toolkit_for_leg
-from .sign import is_pe, sign_files
 
 Verifier = Callable[[Path], VerifyFindings]
 """``verifier(archive) -> findings``; raises :class:`VerifyError` listing failures."""
@@ -270,7 +270,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
             receipt = paths.build_dir(leg) / "package.json"
             atomic_write_json(receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
                                         "info": info.model_dump(mode="json")})
-            print(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}", flush=True)
+            say(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}")
             return [dest, receipt]
 
         out.append(TaskPlan(stage="package", name=leg, leg=leg, deps=deps, inputs=inputs, run=run,

@@ -26,12 +26,13 @@ import hashlib
 import os
 from pathlib import Path
 
+from .. import paths
 from ..errors import BundleGraphError
 from ..fsutil import atomic_write_bytes, sha256_file
 from ..overrides import is_local
+from ..report import say
 from ..schemas.loader import Matrix
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
-from .. import paths
 from .base import Context, TaskPlan, upstream_digest
 from .manifest import read_verified
 from .source import source_record
@@ -156,8 +157,8 @@ def plans(ctx: Context) -> list[TaskPlan]:
         out = run_publish(ctx.matrix, paths.dist_dir(), filtered=filtered,
                           source_commit=source_record(ctx.legs[0]).commit)
         n = len(out.read_text(encoding="utf-8").split())
-        print(f"publish {ctx.release.tag}: every promised bundle, runtime and host class is covered; "
-              f"{n} assets to upload are listed in {out}", flush=True)
+        say(f"publish {ctx.release.tag}: every promised bundle, runtime and host class is covered; "
+              f"{n} assets to upload are listed in {out}")
         return [out]
 
     return [TaskPlan(stage="publish", name="", leg=None, deps=["manifest"], run=run,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Literal
 
 from .. import proc
 from ..errors import BundleGraphError
+from ..report import warn
 
 SignOutcome = Literal["not-required", "signed", "unsigned"]
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -100,7 +100,7 @@ def sign_files(files: list[Path], *, leg: str, signing: str, env: Mapping[str, s
         msg = f"sign:{leg}: signing is {signing} but {', '.join(missing)} is not set"
         if signing == "required":
             raise SigningError(msg + "; provide the signer command and credentials (CI secrets)")
-        print(f"warning: {msg}; the bundle is marked unsigned", file=sys.stderr, flush=True)
+        warn(f"{msg}; the bundle is marked unsigned")
         return "unsigned"
     assert cfg is not None
     secrets = [env[n] for n in cfg.secret_vars if env.get(n)]

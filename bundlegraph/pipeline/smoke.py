@@ -55,6 +55,7 @@ from pathlib import Path
 from .. import paths, proc
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
+from ..report import say
 from .base import Context, TaskPlan, upstream_digest
 
 OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
@@ -183,7 +184,7 @@ def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe, sass=
 def _skip(plan: SmokePlan, d: Decision) -> None:
     atomic_write_json(plan.record, {"leg": plan.leg, "status": "skipped", "reason": d.reason,
                                     "bundle": plan.bundle.name, "probe": d.probe})
-    print(f"smoke:{plan.leg}: SKIPPED (not a pass): {d.reason}", flush=True)
+    say(f"smoke:{plan.leg}: SKIPPED (not a pass): {d.reason}")
     raise TaskSkipped(f"smoke:{plan.leg}: {d.reason}")
 
 
@@ -264,14 +265,14 @@ def run_tools(ctx: Context, leg: str) -> list[Path]:
     plan = plan_smoke(ctx, leg)
     d = decide(plan.os, plan.arch, host_platform(), probe())
     if not d.run:
-        print(f"smoke:tools-{leg}: SKIPPED (nothing built): {d.reason}", flush=True)
+        say(f"smoke:tools-{leg}: SKIPPED (nothing built): {d.reason}")
         raise TaskSkipped(f"smoke:tools-{leg}: {d.reason}")
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     srec = paths.build_dir(leg) / "source.json"
     commit = SourceRecord.read(srec).commit if srec.is_file() else None
     t0 = time.monotonic()
     prog = _build_tools(ctx, plan, commit)
-    print(f"smoke:tools-{leg}: {prog} built in {time.monotonic() - t0:.1f}s", flush=True)
+    say(f"smoke:tools-{leg}: {prog} built in {time.monotonic() - t0:.1f}s")
     return [prog]
 
 
@@ -348,8 +349,8 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
         if not d.run:
             _skip(plan, d)
         dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
-        print(f"smoke:{leg}: {plan.bundle.name} ({summary}) on GPU {d.gpu['index']} {d.gpu['name']} "
-              f"(sm_{d.gpu['sm']}) via {d.coverage}", flush=True)
+        say(f"smoke:{leg}: {plan.bundle.name} ({summary}) on GPU {d.gpu['index']} {d.gpu['name']} "
+              f"(sm_{d.gpu['sm']}) via {d.coverage}")
         env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(d.gpu["index"]))
         if plan.runtime_dir is not None:
             var = "PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"
@@ -374,7 +375,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
             results.append(r)
             atomic_write_json(plan.record, {"leg": leg, "status": "running", "bundle": plan.bundle.name,
                                             "gpu": d.gpu, "coverage": d.coverage, "checks": results})
-            print(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)", flush=True)
+            say(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)")
             return not problem
 
         def run_prog(argv: list[str], what: str):
@@ -443,7 +444,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
         raise BundleGraphError(f"smoke:{leg}: {len(failed)} check(s) failed: "
                                + "; ".join(f"{r['check']}: {r.get('problem', r['status'])}" for r in failed)
                                + f" (details: {plan.record}, log: {plan.log})")
-    print(f"smoke:{leg}: all {len(results)} checks passed on {d.gpu['name']}", flush=True)
+    say(f"smoke:{leg}: all {len(results)} checks passed on {d.gpu['name']}")
     return [plan.record]
 
 

@@ -23,6 +23,7 @@ from ..errors import BundleGraphError, HashMismatch
 from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file, tree_digest
 from ..gitmeta import read_commit
+from ..report import say
 from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, TarballPin
 from .base import Context, TaskPlan
 
@@ -243,8 +244,8 @@ def plans(ctx: Context) -> list:
         def run(plan=plan, record=record, log=log) -> list[Path]:
             rec = run_source(plan, release, record, log)
             outputs = [record] + ([plan.receipt] if plan.receipt else [])
-            print(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
-                  f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}", flush=True)
+            say(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
+                  f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}")
             return outputs
 
         out.append(

@@ -23,12 +23,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..checks import Failure
-from ..checks import closure, content, glibc
+from ..checks import Failure, closure, content, glibc
 from ..checks.bundle import read_bundle
 from ..checks.fatbin import check_archs
 from ..checks.inspect import FileResult, inspect_file
 from ..errors import BundleGraphError, VerifyError
+from ..report import say
 from ..schemas.archs import parse_arch
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
@@ -274,7 +274,7 @@ def run_verify_built(ctx: Context, leg: str) -> list:
     report = verify_path(tree, built_tree_policy(ctx, leg))
     out = paths.build_dir(leg) / "verify.json"
     atomic_write_json(out, report.to_json())
-    print(f"verify:{leg}: {len(report.files)} binaries, {len(report.failures)} failure(s); report {out}", flush=True)
+    say(f"verify:{leg}: {len(report.files)} binaries, {len(report.failures)} failure(s); report {out}")
     report.raise_for_failures()
     return [out]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import ToolkitError
 from ..fsutil import atomic_write_json, sha256_file
+from ..report import say
 from . import validate
 from .components import required_files, target_dir
 from .identity import ComponentSet
@@ -104,5 +105,5 @@ def describe(cs: ComponentSet, ref) -> Path:
         "version": version, "cuda": cs.cuda_version, "host_platform": cs.host_platform,
         "target_platform": cs.target_platform, "target_dir": target_dir(cs.target_platform),
         "files": files, "files_digest": digest, "components": [], "generated": []})
-    print(f"toolkit {cs.name}: host toolkit {root} (CUDA {version}), {len(files)} files checked", flush=True)
+    say(f"toolkit {cs.name}: host toolkit {root} (CUDA {version}), {len(files)} files checked")
     return ref.receipt

@@ -29,6 +29,7 @@ from ..download import download_many
 from ..errors import ToolkitError, UnsafeArchive
 from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file
+from ..report import say
 from . import layout, validate
 from .components import is_windows, target_dir
 from .identity import ComponentSet
@@ -101,7 +102,7 @@ def install(cs: ComponentSet, ref, bundles: Path) -> Path:
     with locked(prefix.parent / f".{prefix.name}.lock", what=f"toolkit {cs.name}"):
         receipt = prefix / ref.receipt.name
         if _reusable(receipt, cs) and not validate.problems(prefix, cs, driver_stub_from=stub_from):
-            print(f"toolkit {cs.name}: already installed at {prefix}", flush=True)
+            say(f"toolkit {cs.name}: already installed at {prefix}")
             return receipt
         t0 = time.monotonic()
         extra: dict = {}
@@ -119,8 +120,8 @@ def install(cs: ComponentSet, ref, bundles: Path) -> Path:
             rmtree(prefix)  # a stale or changed entry: rebuilt whole
         with atomic_dir(prefix) as tmp:
             _assemble(cs, tmp, pairs, extra, stub_from)
-        print(f"toolkit {cs.name}: installed {len(pairs)} components at {prefix} "
-              f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)", flush=True)
+        say(f"toolkit {cs.name}: installed {len(pairs)} components at {prefix} "
+              f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)")
         return receipt
 
 
