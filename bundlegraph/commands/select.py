@@ -5,9 +5,10 @@
 bundles in, and why every other bundle was rejected (:mod:`bundlegraph.selection`). Exit 0 when
 the host gets a bundle, 1 when it gets none.
 
-``coverage [DIST|URL] [--json]``: :func:`~bundlegraph.selection.select` for every host class
-(install kind x SM of NVIDIA's arch table x driver line), as a table or
-``{"rows": [{host fields..., "install_kind", "choice", "attempts"}]}``.
+``coverage [DIST|URL] [--json|--summary]``: :func:`~bundlegraph.selection.select` for every
+host class (install kind x SM of NVIDIA's arch table x driver line), as a table,
+``{"rows": [{host fields..., "asked", "install_kind", "choice", "attempts", "why_none"}]}``, or
+grouped by the bundle each class gets (``--summary``).
 
 DIST is a directory holding ``llama-prebuilt-manifest.json`` and ``llama-prebuilt-sha256.json``
 (default ``dist/`` of the work directory); a URL is a release download base (both files are
@@ -110,6 +111,9 @@ def run_coverage(args) -> int:
     if args.json:
         print(json.dumps({"release_tag": manifest.release_tag, "rows": rows}, indent=2))
         return 0
+    if args.summary:
+        _summary(rows)
+        return 0
     print("| host | SM | driver | asks for | gets |\n|---|---|---|---|---|")
     for r in rows:
         host = f"{r['os']} {r['arch']}"
@@ -118,6 +122,23 @@ def run_coverage(args) -> int:
             if r["choice"] else f"none: {r['why_none']}"
         print(f"| {host} | {sm} | {r['driver_cuda'] or 'no GPU'} | {', '.join(r['asked'])} | {got} |")
     return 0
+
+
+def _summary(rows: list[dict]) -> None:
+    """Which bundle serves which install kind, driver and SMs (rows grouped by what they get),
+    then the host classes that get nothing, counted per kind and driver."""
+    served: dict[tuple, list[int]] = {}
+    none: dict[tuple, list[int]] = {}
+    for r in rows:
+        key = (r["asked"][0], r["driver_cuda"] or "no GPU", r["choice"], tuple(r["attempts"][1:]))
+        (served if r["choice"] else none).setdefault(key, []).extend(r["sms"])
+    print("| installer asks for | driver | SMs | gets | then |\n|---|---|---|---|---|")
+    for (kind, drv, choice, then), sms in sorted(served.items()):
+        print(f"| {kind} | {drv} | {','.join(map(str, sorted(set(sms)))) or '-'} | `{choice}` | "
+              f"{', '.join(f'`{t}`' for t in then) or '-'} |")
+    if none:
+        print("\nHost classes that get nothing: " + "; ".join(
+            f"{kind} (driver {drv}): {len(sms) or 1}" for (kind, drv, _c, _t), sms in sorted(none.items())))
 
 
 def register(sub) -> None:
@@ -134,4 +155,6 @@ def register(sub) -> None:
     c = sub.add_parser("coverage", help="which bundle every host class gets from a release")
     c.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--summary", action="store_true",
+                   help="group the rows by the bundle they get: which bundle serves which kind, driver and SMs")
     c.set_defaults(func=run_coverage)
