@@ -156,3 +156,13 @@ def test_bundlegraph_reads_BUNDLEGRAPH_BUNDLES_as_doit_does(tmp_path):
                        capture_output=True, text=True, env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)}, cwd=run_dir)
     assert d.returncode == 0, d.stdout + d.stderr
     assert "up to date" in bg("explain", "source:mini-linux-x64-cpu")
+
+
+def test_plan_command_prints_configure_and_toolchain(workdir):
+    r = cli(["plan", "windows-arm64-cuda13-portable"], workdir=workdir)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "configure: " in out and "-DCMAKE_TOOLCHAIN_FILE=" in out and "'-DCMAKE_CUDA_ARCHITECTURES=120;121'" in out
+    assert '| set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64" )' in out
+    assert "build: " in out and "--target ggml-cuda -j " in out
+    assert "build_host: windows x64" in out
