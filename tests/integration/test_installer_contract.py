@@ -226,14 +226,14 @@ def test_chosen_bundles_install_and_pass_the_installers_health_check(ilp, rows, 
     assert done, "no row chose a bundle"
 
 
-def test_installer_finds_and_verifies_our_source_archive(ilp, release, served, tmp_path):
+def test_installer_finds_and_verifies_our_source_archive(ilp, release, rows, served, tmp_path):
     """The installer's source lookup (``preferred_source_archive``) takes the exact-commit
     archive ``llama.cpp-source-commit-<commit>.tar.gz`` from our release (not a codeload tarball
     of the upstream tag) and its hash check accepts it (and refuses a tampered copy)."""
     commit = release.index.get("source_commit") or ""
     assert re.fullmatch(r"[0-9a-f]{40}", commit), f"index source_commit {commit!r}"
     name = f"llama.cpp-source-commit-{commit}.tar.gz"
-    host = {"os": "linux", "arch": "x64", "sms": [], "driver_cuda": None, "runtime_lines": None}
+    host = next(r for r in rows if r["choice"])  # any host the release serves
     sel, attempts, why = installerkit.installer_selection(ilp, host, served.release_tag)
     assert attempts, f"the installer refused the release for {_host(host)}: {why}"
     src = installerkit.source_archive(ilp, sel.release_plans[0])
