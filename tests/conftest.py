@@ -47,6 +47,27 @@ def _no_ci_handoff(monkeypatch):
         monkeypatch.delenv(v, raising=False)
 
 
+def _forbidden(what: str):
+    def refuse(*a, **kw):
+        raise AssertionError(f"a unit test may not {what}; move it to tests/integration")
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process_and_open_no_connection(request, monkeypatch):
+    """Under tests/unit: starting a process or opening a network connection fails loudly (a
+    test that needs them belongs in tests/integration). One conftest for the whole suite: a
+    second ``conftest.py`` would shadow this module's helpers for ``from conftest import``."""
+    if "unit" not in Path(str(request.node.path)).relative_to(ROOT / "tests").parts[:1]:
+        return
+    import socket
+    import subprocess
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", _forbidden("start a process"))
+    monkeypatch.setattr(socket.socket, "connect", _forbidden("open a network connection"))
+    monkeypatch.setattr(socket, "create_connection", _forbidden("open a network connection"))
+
+
 @pytest.fixture
 def workdir(tmp_path, monkeypatch) -> Path:
     """A fresh work directory (build/, dist/, .bundlegraph/) for one test."""

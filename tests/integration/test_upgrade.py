@@ -1,0 +1,59 @@
+"""Upgrading bundlegraph never forces a rebuild: the stand-in release built by the code as it
+was before the pipeline renovation (issue 14; commit 801811ce78cd, taken from this repository's
+git history, with the stand-in data of that commit) is up to date for today's code -- a plain
+`doit` over its work directory executes nothing. Action keys keep their form across
+refactorings; a change that alters one must say so and change this commit."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+import graphrun
+from conftest import linux_only, require_input, require_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+BEFORE = "801811ce78cda53fd0ae247b02238874339abfe1"
+"""The last commit before the renovation (its stamps are the ones users have)."""
+
+pytestmark = linux_only
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, timeout=120)
+
+
+def test_a_release_built_before_the_renovation_is_up_to_date_after_it(tmp_path):
+    require_tools("git", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    require_input("cuda-13.5-sbsa-cross")
+    if _git("cat-file", "-e", f"{BEFORE}^{{commit}}").returncode != 0:
+        pytest.fail(f"needs this repository's git history (commit {BEFORE[:12]}): run from a full clone",
+                    pytrace=False)
+    old = tmp_path / "old"
+    arch = _git("archive", "--format=tar", BEFORE, "bundlegraph", "dodo.py", "tests/data", "bundles/locks")
+    assert arch.returncode == 0, arch.stderr
+    with tarfile.open(fileobj=io.BytesIO(arch.stdout)) as t:
+        t.extractall(old, filter="data")
+    tree = tmp_path / "tree"
+    (tree / "bundles").parent.mkdir(parents=True)
+    (old / "tests/data/minillama").rename(tree / "minillama")
+    (old / "tests/data/incbundles").rename(tree / "bundles")
+    for lock in (old / "bundles/locks").iterdir():
+        lock.rename(tree / "bundles/locks" / lock.name)
+    work = tree / "work"
+    work.mkdir()
+    env = graphrun.env_for(tree / "bundles", work, PYTHONPATH=str(old), PYTHONUNBUFFERED="1")
+    before = subprocess.run([str(graphrun.BIN / "doit"), "-f", str(old / "dodo.py")], capture_output=True,
+                            text=True, env=env, timeout=900, cwd=tmp_path)
+    assert before.returncode == 0, before.stdout[-4000:] + before.stderr[-3000:]
+    ran = graphrun.executed(before.stdout)
+    assert "build:mini-linux-arm64-cuda" in ran and "manifest" in ran, ran
+    # today's code, same work directory: nothing to do
+    after = graphrun.doit([], bundles=tree / "bundles", workdir=work, PYTHONUNBUFFERED="1")
+    assert after.returncode == 0, after.stdout[-4000:] + after.stderr[-3000:]
+    assert graphrun.executed(after.stdout) == [], after.stdout[-4000:]
+    assert sorted(l[3:] for l in after.stdout.splitlines() if l.startswith("-- ")) == sorted(ran)
