@@ -115,13 +115,13 @@ LINGER = textwrap.dedent("""
 """)
 
 
-def test_run_returns_only_when_a_lingering_grandchild_in_its_own_group_is_gone(tmp_path):
-    """An interrupted proc.run (what doit does on SIGTERM/SIGINT) waits for every descendant,
-    also one in a process group of its own that traps SIGTERM and lingers 3 s: when the
-    caller exits, nothing it started is left (before the supervisor became a subreaper, the
-    job was orphaned and outlived the run)."""
+def _interrupt_a_run_of(tool: str, tmp_path) -> tuple[int, float, list[str]]:
+    """Run ``tool`` (a script of :data:`LINGER`'s shape) through proc.run in a parent that
+    turns SIGTERM into KeyboardInterrupt (as doit does), wait until the grandchild is ready,
+    SIGTERM the parent and wait for it. Returns (grandchild pid, seconds until the parent
+    exited, marker lines)."""
     script = tmp_path / "tool.py"
-    script.write_text(LINGER)
+    script.write_text(tool)
     marker = tmp_path / "marker"
     code = textwrap.dedent(f"""
         import signal, sys
@@ -142,8 +142,15 @@ def test_run_returns_only_when_a_lingering_grandchild_in_its_own_group_is_gone(t
     t0 = time.monotonic()
     parent.send_signal(signal.SIGTERM)
     assert parent.wait(30) == 130
-    took = time.monotonic() - t0
-    lines = marker.read_text().split("\n")
+    return grandchild, time.monotonic() - t0, marker.read_text().split("\n")
+
+
+def test_run_returns_only_when_a_lingering_grandchild_in_its_own_group_is_gone(tmp_path):
+    """An interrupted proc.run (what doit does on SIGTERM/SIGINT) waits for every descendant,
+    also one in a process group of its own that traps SIGTERM and lingers 3 s: when the
+    caller exits, nothing it started is left (before the supervisor became a subreaper, the
+    job was orphaned and outlived the run)."""
+    grandchild, took, lines = _interrupt_a_run_of(LINGER, tmp_path)
     assert f"{grandchild} term" in lines and f"{grandchild} done" in lines, lines
     assert not os.path.exists(f"/proc/{grandchild}"), "the job outlived the interrupted run"
     assert 2.5 <= took < 15, took
@@ -154,28 +161,7 @@ def test_a_lingering_grandchild_is_killed_after_the_grace_period(tmp_path):
     and the caller still returns only when it is gone."""
     from bundlegraph import _supervise
 
-    script = tmp_path / "tool.py"
-    script.write_text(LINGER.replace("signal.signal(signal.SIGTERM, term)", "signal.signal(signal.SIGTERM, signal.SIG_IGN)"))
-    marker = tmp_path / "marker"
-    code = textwrap.dedent(f"""
-        import signal, sys
-        def stop(*_):
-            raise KeyboardInterrupt
-        signal.signal(signal.SIGTERM, stop)
-        from bundlegraph import proc
-        try:
-            proc.run([sys.executable, {str(script)!r}, {str(marker)!r}], echo=False)
-        except KeyboardInterrupt:
-            sys.exit(130)
-    """)
-    parent = subprocess.Popen([sys.executable, "-c", code])
-    deadline = time.time() + 30
-    while "ready" not in (marker.read_text() if marker.exists() else "") and time.time() < deadline:
-        time.sleep(0.05)
-    grandchild = int(marker.read_text().split()[0])
-    t0 = time.monotonic()
-    parent.send_signal(signal.SIGTERM)
-    assert parent.wait(30) == 130
-    took = time.monotonic() - t0
+    ignoring = LINGER.replace("signal.signal(signal.SIGTERM, term)", "signal.signal(signal.SIGTERM, signal.SIG_IGN)")
+    grandchild, took, _lines = _interrupt_a_run_of(ignoring, tmp_path)
     assert not os.path.exists(f"/proc/{grandchild}"), "the job outlived the interrupted run"
     assert _supervise.KILL_AFTER_S - 0.5 <= took < _supervise.KILL_AFTER_S + 8, took
