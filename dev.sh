@@ -42,8 +42,10 @@ fi
 if [ "$what" = main ]; then
   exec .venv/bin/doit "$@"
 fi
-# lint and the import layers (pyproject.toml [tool.ruff], [tool.importlinter]) before the tests
+# lint, types and the import layers (pyproject.toml [tool.ruff], [tool.mypy],
+# [tool.importlinter]) before the tests
 .venv/bin/ruff check --quiet bundlegraph tests bench dodo.py
+.venv/bin/mypy
 .venv/bin/lint-imports --no-cache
 set +e
 .venv/bin/python -m pytest "$@"

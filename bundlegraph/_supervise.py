@@ -99,10 +99,10 @@ def main(argv: list[str]) -> int:
     child = subprocess.Popen(argv, start_new_session=True)
     stopping = False
 
-    def on_alarm(_signum, _frame):  # the tree outlived the grace period
+    def on_alarm(_signum: int, _frame: object) -> None:  # the tree outlived the grace period
         _signal_tree(child.pid, signal.SIGKILL)
 
-    def on_signal(_signum, _frame):
+    def on_signal(_signum: int, _frame: object) -> None:
         nonlocal stopping
         _signal_tree(child.pid, signal.SIGTERM)
         if not stopping:

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from .archive import read_member
 
@@ -23,7 +24,7 @@ def _escape(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def annotate(failures: list[str], file: str | os.PathLike, *, out=None) -> int:
+def annotate(failures: list[str], file: str | os.PathLike, *, out: TextIO | None = None) -> int:
     """Print one ``::error file=...::`` line per failure (only on GitHub Actions). Returns the count."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return 0

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
@@ -23,11 +24,11 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
     if other:
         bundles = Path(str(other)).resolve()
     filters = Filters.from_env(
-        only_profile=get_var("only_profile", None),  # type: ignore[arg-type]
-        only_leg=get_var("only_leg", None),  # type: ignore[arg-type]
-        artifacts=get_var("artifacts", None),  # type: ignore[arg-type]
-        archs=get_var("archs", None),  # type: ignore[arg-type]
-        toolkit_source=get_var("toolkit_source", None),  # type: ignore[arg-type]
+        only_profile=_text(get_var("only_profile", None)),
+        only_leg=_text(get_var("only_leg", None)),
+        artifacts=_text(get_var("artifacts", None)),
+        archs=_text(get_var("archs", None)),
+        toolkit_source=_text(get_var("toolkit_source", None)),
     )
     _graceful_sigterm()
     try:
@@ -38,6 +39,11 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         raise SystemExit(2) from None
 
 
+def _text(v: object) -> str | None:
+    """A doit variable (``key=value`` on the command line) as text, None when unset."""
+    return None if v is None else str(v)
+
+
 def _graceful_sigterm() -> None:
     """SIGINT and SIGTERM stop the run the same way: doit stops, running programs' process
     groups are ended, no stamp is written for the interrupted task, and one line (not a
@@ -45,7 +51,7 @@ def _graceful_sigterm() -> None:
     ignored (a backgrounded job)."""
     import signal
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     for name in ("SIGTERM", "SIGINT"):
@@ -53,7 +59,7 @@ def _graceful_sigterm() -> None:
             signal.signal(getattr(signal, name), handler)
     previous = sys.excepthook
 
-    def hook(kind, value, tb):
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if issubclass(kind, KeyboardInterrupt):
             print("\nbundlegraph: interrupted; finished tasks are recorded, run the same command again "
                   "to resume (`bundlegraph explain TASK` says why a task would run)", file=sys.stderr)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import paths
@@ -121,7 +121,7 @@ def _retry_after(r: httpx.Response) -> float | None:
     return min(float(v), 30.0) if v.strip().isdigit() else None
 
 
-def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Reporter, task,
+def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Reporter, task: Any,
              allow_insecure: bool) -> None:
     import httpx
     have = part.stat().st_size if part.exists() else 0
@@ -158,7 +158,7 @@ def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Repor
 
 
 def _fetch(c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter,
-           task, allow_insecure: bool) -> None:
+           task: Any, allow_insecure: bool) -> None:
     last = ""
     for attempt in range(s.retries + 1):
         try:
@@ -259,6 +259,7 @@ def download_many(items: Sequence[tuple[str, str, int | None]], *, allow_insecur
                 first = errors[0]
                 if len(errors) > 1 and isinstance(first, DownloadError | HashMismatch):
                     raise type(first)("\n".join(str(e) for e in errors)) from first
+                assert isinstance(first, BaseException)
                 raise first
             return [f.result() for f in futs]
     finally:

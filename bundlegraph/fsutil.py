@@ -13,7 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -68,7 +68,7 @@ def atomic_write_json(path: str | os.PathLike, obj: object) -> None:
 def rmtree(path: str | os.PathLike) -> None:
     """Remove a tree, clearing read-only bits (Windows refuses to delete read-only files)."""
 
-    def onerror(func, p, exc):  # pragma: no cover - Windows path
+    def onerror(func: Callable[[str], object], p: str, exc: object) -> None:  # pragma: no cover - Windows path
         os.chmod(p, stat.S_IWRITE)
         func(p)
 

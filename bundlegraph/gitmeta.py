@@ -81,7 +81,7 @@ def read_commit(tree: str | Path) -> CommitInfo | None:
         ["git", "--git-dir", str(gitdir), "log", "-1", "--format=%H %ct", commit],
         capture=True, echo=False, check=False,
     ).output.strip()
-    m = re.fullmatch(r"([0-9a-f]{40}) (\d+)", out)
-    if not m:
+    mt = re.fullmatch(r"([0-9a-f]{40}) (\d+)", out)
+    if not mt:
         return None
-    return CommitInfo(m.group(1), _dt.datetime.fromtimestamp(int(m.group(2)), _dt.timezone.utc))
+    return CommitInfo(mt.group(1), _dt.datetime.fromtimestamp(int(mt.group(2)), _dt.timezone.utc))

@@ -146,7 +146,7 @@ def _uptodate(plan: TaskPlan) -> bool:
         return False
 
 
-def _execute(plan: TaskPlan):
+def _execute(plan: TaskPlan) -> object:
     """Run one plan inside doit: stamp forgotten first, recorded only on success. Expected
     failures become a TaskFailed (no traceback); anything else is a bug and propagates."""
     from doit.exceptions import TaskFailed

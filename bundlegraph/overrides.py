@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
+from .schemas.loader import Matrix
 
 LOCAL_MARK = "-local"
 
@@ -105,7 +106,7 @@ def parse(archs: str | None, toolkit_source: str | None) -> LocalOverrides:
     return LocalOverrides(a, root, version, origin)
 
 
-def apply(matrix, legs: list[str], ov: LocalOverrides):
+def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
     """A copy of ``matrix`` whose selected CUDA legs carry the overrides (see module docstring).
     Raises :class:`BundleGraphError` naming the leg, spec file and override when an arch is not
     buildable with the leg's (possibly overridden) CUDA version."""
@@ -120,6 +121,7 @@ def apply(matrix, legs: list[str], ov: LocalOverrides):
         where = matrix.files.get(leg, f"{leg}.toml")
         cuda = spec.cuda
         if ov.host_toolkit is not None:
+            assert ov.toolkit_version is not None  # read from the host toolkit with its path
             major = parse_version(ov.toolkit_version)[0]
             if spec.profile.line and spec.profile.line != f"cuda{major}":
                 problems.append(f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "

@@ -83,7 +83,7 @@ def _kill_group(proc: subprocess.Popen, supervised: bool) -> None:
     grace = KILL_AFTER_S + STOP_WAIT_S if supervised else STOP_WAIT_S
     try:
         if IS_WINDOWS:
-            proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
+            proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]  # Windows only
             try:
                 proc.wait(grace)
             except subprocess.TimeoutExpired:
@@ -159,7 +159,7 @@ def run(
     spawn = args
     supervised = False
     if IS_WINDOWS:
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]  # Windows only
     elif IS_LINUX and supervise:
         # a supervisor owns the child's process group and ends it if we die (even SIGKILL)
         spawn = [sys.executable, "-m", "bundlegraph._supervise", "--", *args]

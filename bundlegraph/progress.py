@@ -11,14 +11,14 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, TextIO
 
 
 class Reporter:
     """Plain-line reporter (also the interface): ``start`` returns a handle for ``advance``,
     ``update``, ``finish``; ``note`` prints a message; ``close`` ends the display."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None) -> None:
         self._s = stream or sys.stderr
         self._lock = threading.Lock()
         self._t: dict[int, tuple[str, float, int]] = {}
@@ -63,10 +63,16 @@ class Reporter:
 class RichReporter(Reporter):
     """A rich progress bar per download (terminal only)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                                   TimeRemainingColumn, TransferSpeedColumn)
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         self._p = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                            TransferSpeedColumn(), TimeRemainingColumn(), transient=False)

@@ -119,7 +119,7 @@ def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Pat
         digest = (meta or {}).get("digest") or ""
         if digest.startswith("sha256:") and len(digest) == 71:
             return AssetHash(asset.name, digest[7:].lower(), "published-digest", (meta or {}).get("size"))
-        url = asset.url or meta["browser_download_url"]  # type: ignore[index]
+        url = asset.url or meta["browser_download_url"]  # type: ignore[index]  # meta is the listing's asset object (a dict) whenever url is unset
         sha, n = stream_sha256(url, c)
         return AssetHash(asset.name, sha, f"streamed:{url}", n)
     finally:

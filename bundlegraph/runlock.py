@@ -13,6 +13,7 @@ import datetime as _dt
 import json
 import os
 import time
+from pathlib import Path
 
 from filelock import FileLock, Timeout
 
@@ -57,7 +58,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _holder(info) -> str:
+def _holder(info: Path) -> str:
     """``pid N, started T`` of the live process named by the owner record ``info``, waiting up
     to :data:`OWNER_WAIT_S` for it (a record left by an earlier, finished run is not it)."""
     deadline = time.monotonic() + OWNER_WAIT_S

@@ -167,7 +167,7 @@ def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Sel
     asked: list[str]
     if not host.nvidia:
         asked = [cpu_kind]
-    elif host.os == "windows" and host.arch == "x64" and host.driver_cuda < MIN_DRIVER:
+    elif host.os == "windows" and host.arch == "x64" and host.driver_cuda is not None and host.driver_cuda < MIN_DRIVER:
         asked = [cpu_kind]  # Vulkan first, then CPU: this release has no Vulkan bundles
     elif host.os == "windows" and host.arch == "arm64":
         asked = [cuda_kind, cpu_kind]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import SettingError
 
@@ -100,7 +101,7 @@ def setting(name: str) -> Setting:
     return _BY_NAME[name.removeprefix(PREFIX)]
 
 
-def get(name: str, env: Mapping[str, str] | None = None):
+def get(name: str, env: Mapping[str, str] | None = None) -> Any:
     """The typed value of variable ``name`` in ``env`` (default: this process's environment),
     else its default (None when it has none). ``int`` -> int, ``seconds`` -> float, ``flag`` ->
     bool, ``list`` -> list[str], others -> str. Raises :class:`SettingError`."""

@@ -16,17 +16,18 @@ On Windows and macOS oscrypto uses the OS crypto libraries and this never trigge
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 
 _BROKEN = "Error detecting the version of libcrypto"
 
 
-def _patched_source(name: str) -> tuple[object, str]:
+def _patched_source(name: str) -> tuple[importlib.machinery.ModuleSpec, str]:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         raise ImportError(f"{name} not found")
-    source = spec.loader.get_source(name)  # type: ignore[union-attr]
+    source = spec.loader.get_source(name)  # type: ignore[attr-defined]  # SourceLoader method; Loader's stub lacks it
     old = "'\\\\b(\\\\d\\\\.\\\\d\\\\.\\\\d[a-z]*)\\\\b'"
     new = "'\\\\b(\\\\d+\\\\.\\\\d+\\\\.\\\\d+[a-z]*)\\\\b'"
     if source is None or old not in source:
@@ -47,10 +48,10 @@ def ensure_oscrypto() -> None:
 
     name = "oscrypto._openssl._libcrypto_cffi" if ffi() == "cffi" else "oscrypto._openssl._libcrypto_ctypes"
     spec, source = _patched_source(name)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        exec(compile(source, spec.origin or name, "exec"), module.__dict__)  # type: ignore[union-attr]
+        exec(compile(source, spec.origin or name, "exec"), module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

@@ -26,7 +26,6 @@ Failures name the importing file and carry the chain from a top-level file, e.g.
 from __future__ import annotations
 
 import fnmatch
-
 import posixpath
 from collections.abc import Iterable, Mapping
 
@@ -145,7 +144,7 @@ def pe_closure(
     return out
 
 
-def _pe_unresolved(path: str, dll: str, idx: _Names, ext: set[str], cuda: bool) -> str | None:
+def _pe_unresolved(path: str, dll: str, idx: _Names, ext: _Externals, cuda: bool) -> str | None:
     low = dll.lower()
     if (_dir(path), low) in idx.by_dir or is_windows_dll(low) or low in ext:
         return None
@@ -240,7 +239,7 @@ def _search(path: str, soname: str, info: ELFInfo, idx: _Names) -> str | None:
     return None
 
 
-def _elf_unresolved(soname: str, idx: _Names, ext: set[str], cuda: bool, info: ELFInfo) -> str | None:
+def _elf_unresolved(soname: str, idx: _Names, ext: _Externals, cuda: bool, info: ELFInfo) -> str | None:
     if soname in LINUX_BASELINE or soname in ext:
         return None
     if soname == LINUX_DRIVER:

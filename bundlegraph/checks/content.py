@@ -83,7 +83,7 @@ def check_info(path: str, data: bytes, expect: Mapping[str, object]) -> list[Fai
             got = got.get("name")
         if key == "archs":
             try:
-                ok = isinstance(got, list) and sms_of(got) == sms_of(want)  # type: ignore[arg-type]
+                ok = isinstance(got, list) and sms_of(got) == sms_of(want)  # type: ignore[arg-type]  # `want` is a list of arch spellings here
             except ValueError as e:
                 out.append(Failure(path, "content", f"info file key 'archs': {e}"))
                 continue

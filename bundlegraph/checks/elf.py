@@ -58,20 +58,20 @@ class ELFInfo:
 
 def is_elf(data: BytesLike) -> bool:
     """True when ``data`` starts with the ELF magic ``\\x7fELF``."""
-    return bytes(data[:4]) == b"\x7fELF"  # type: ignore[index]
+    return bytes(data[:4]) == b"\x7fELF"
 
 
 def read_elf(data: BytesLike, name: str = "") -> ELFInfo:
     """Parse ``data`` (the whole file) as ELF. Raises :class:`NotParsable` when it is not ELF
     or is damaged/truncated."""
     if not is_elf(data):
-        raise NotParsable(f"not an ELF file: magic \\x7fELF not found ({len(data)} bytes)")  # type: ignore[arg-type]
+        raise NotParsable(f"not an ELF file: magic \\x7fELF not found ({len(data)} bytes)")
     from elftools.common.exceptions import ELFError, ELFParseError
     from elftools.elf.elffile import ELFFile
 
-    stream = data if hasattr(data, "seek") else io.BytesIO(data)  # type: ignore[arg-type]
+    stream = data if hasattr(data, "seek") else io.BytesIO(data)
     try:
-        return _read(ELFFile(stream), len(data))  # type: ignore[arg-type]
+        return _read(ELFFile(stream), len(data))  # type: ignore[arg-type]  # ELFFile reads any seekable binary stream
     except (ELFError, ELFParseError, struct.error, ValueError, KeyError, IndexError) as e:
         raise NotParsable(f"damaged or truncated ELF file: {e}") from None
 
@@ -95,18 +95,18 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
             for tag in sec.iter_tags():
                 t = tag.entry.d_tag
                 if t == "DT_NEEDED":
-                    needed.append(tag.needed)
+                    needed.append(tag.needed)  # type: ignore[attr-defined]  # pyelftools sets these per d_tag
                 elif t == "DT_SONAME":
-                    soname = tag.soname
+                    soname = tag.soname  # type: ignore[attr-defined]  # pyelftools sets these per d_tag
                 elif t == "DT_RPATH":
-                    rpath += [p for p in tag.rpath.split(":") if p]
+                    rpath += [p for p in tag.rpath.split(":") if p]  # type: ignore[attr-defined]  # pyelftools sets these per d_tag
                 elif t == "DT_RUNPATH":
-                    runpath += [p for p in tag.runpath.split(":") if p]
+                    runpath += [p for p in tag.runpath.split(":") if p]  # type: ignore[attr-defined]  # pyelftools sets these per d_tag
         elif isinstance(sec, GNUVerNeedSection):
             for vn, auxes in sec.iter_versions():
                 for aux in auxes:
-                    verneed.setdefault(vn.name, set()).add(aux.name)
-                    idx_to_need[aux["vna_other"]] = (vn.name, aux.name)
+                    verneed.setdefault(str(vn.name), set()).add(aux.name)
+                    idx_to_need[aux["vna_other"]] = (str(vn.name), aux.name)
         elif isinstance(sec, GNUVerDefSection):
             for vd, auxes in sec.iter_versions():
                 if vd["vd_flags"] & 0x1:  # VER_FLG_BASE: the file's own name
@@ -121,7 +121,7 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
     symbols: dict[tuple[str, str], str] = {}
     dynsym = elf.get_section_by_name(".dynsym")
     if versym is not None and dynsym is not None and idx_to_need:
-        for i, sym in enumerate(dynsym.iter_symbols()):
+        for i, sym in enumerate(dynsym.iter_symbols()):  # type: ignore[attr-defined]  # a SymbolTableSection
             if sym["st_shndx"] != "SHN_UNDEF" or not sym.name:
                 continue
             ndx = versym.get_symbol(i)["ndx"]

@@ -139,8 +139,8 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
     inv = Inventory()
     pos = start
     while pos < end:
-        if bytes(data[pos : pos + 4]) not in _MAGICS:  # type: ignore[index]
-            chunk = bytes(data[pos : min(end, pos + 4096)])  # type: ignore[index]
+        if bytes(data[pos : pos + 4]) not in _MAGICS:
+            chunk = bytes(data[pos : min(end, pos + 4096)])
             skipped = len(chunk) - len(chunk.lstrip(b"\0"))
             if skipped == 0:
                 raise NotParsable(f"fatbin: bytes at section offset 0x{pos - start:x} are neither padding nor a fatbin header")
@@ -148,7 +148,7 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
             continue
         if end - pos < _HDR.size:
             raise NotParsable(f"fatbin: container header at section offset 0x{pos - start:x} is cut off")
-        magic, _ver, hsize, payload = _HDR.unpack_from(data, pos)  # type: ignore[arg-type]
+        magic, _ver, hsize, payload = _HDR.unpack_from(data, pos)
         cend = pos + hsize + payload
         if hsize < _HDR.size or cend > end:
             raise NotParsable(f"fatbin: container at section offset 0x{pos - start:x} runs past the section end")
@@ -157,7 +157,7 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
         while e < cend:
             if cend - e < _ENTRY.size + 8:
                 raise NotParsable(f"fatbin: entry at section offset 0x{e - start:x} is cut off")
-            kind, _v, ehsize, padded, _size, _minor, _major, sm, flags = _ENTRY.unpack_from(data, e)  # type: ignore[arg-type]
+            kind, _v, ehsize, padded, _size, _minor, _major, sm, flags = _ENTRY.unpack_from(data, e)
             if ehsize < 64 or e + ehsize + padded > cend:
                 raise NotParsable(f"fatbin: entry at section offset 0x{e - start:x} has a bad size")
             if kind == KIND_PTX:

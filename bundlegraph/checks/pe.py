@@ -15,6 +15,7 @@ only the headers and tables are touched.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pefile
 
@@ -74,7 +75,7 @@ def _text(b: bytes | None) -> str:
     return (b or b"").decode("latin-1")
 
 
-def _imports(entries, delay: bool) -> list[PEImport]:
+def _imports(entries: list[Any] | None, delay: bool) -> list[PEImport]:
     out = []
     for e in entries or []:
         names, ords = [], []
@@ -92,8 +93,8 @@ def read_pe(data: BytesLike, name: str = "") -> PEInfo:
 
     Raises :class:`NotParsable` when it is not a PE file, when a section or table lies beyond
     the end of the data (a truncated file) or when pefile could only parse it partially."""
-    size = len(data)  # type: ignore[arg-type]
-    if size < 2 or bytes(data[:2]) != b"MZ":  # type: ignore[index]
+    size = len(data)
+    if size < 2 or bytes(data[:2]) != b"MZ":
         raise NotParsable(f"not a PE file: DOS header magic 'MZ' not found ({size} bytes)")
     try:
         pe = pefile.PE(data=data, fast_load=True, max_symbol_exports=1 << 20, max_repeated_symbol=1 << 20)

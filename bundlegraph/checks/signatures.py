@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from . import BytesLike
 
@@ -54,7 +55,7 @@ class SignatureStatus:
 
 
 @lru_cache(maxsize=8)
-def _store(trust_roots: tuple[str, ...]):
+def _store(trust_roots: tuple[str, ...]) -> Any:
     from signify.authenticode import TRUSTED_CERTIFICATE_STORE
     from signify.x509 import Certificate, CertificateStore
 
@@ -74,12 +75,13 @@ def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike]
     ensure_oscrypto()
     import io
 
-    from signify.authenticode import AuthenticodeFile, AuthenticodeVerificationResult as R
+    from signify.authenticode import AuthenticodeFile
+    from signify.authenticode import AuthenticodeVerificationResult as R
 
-    stream = data if hasattr(data, "seek") else io.BytesIO(data)  # type: ignore[arg-type]
-    stream.seek(0)  # type: ignore[union-attr]
+    stream = data if hasattr(data, "seek") else io.BytesIO(data)
+    stream.seek(0)
     try:
-        af = AuthenticodeFile.from_stream(stream)  # type: ignore[arg-type]
+        af = AuthenticodeFile.from_stream(stream)  # type: ignore[arg-type]  # signify accepts any binary stream; its stub says BinaryIO
     except Exception as e:  # signify raises ParseError for files it cannot open as PE
         return SignatureStatus(INVALID, f"signify cannot read the file: {e}")
     store = _store(tuple(os.fspath(p) for p in trust_roots))

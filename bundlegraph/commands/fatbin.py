@@ -6,15 +6,17 @@ lists (``SASS: 86, 89, 120, 121`` / ``PTX: 75, 80, 90``). Exit 1 when the file h
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from ..checks.bundle import mapped
 from ..checks.inspect import inspect_file
 from ..errors import BundleGraphError
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise BundleGraphError(f"{path}: no such file")
@@ -44,7 +46,7 @@ def run(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("fatbin", help="list the CUDA fatbin entries (SASS/PTX per SM) of a DLL or .so")
     p.add_argument("file")
     p.add_argument("--json", action="store_true")

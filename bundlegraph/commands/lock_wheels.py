@@ -10,7 +10,9 @@ lock; builds only read it.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+from typing import Any
 
 from ..errors import BundleGraphError
 from ..schemas.loader import load_matrix
@@ -19,13 +21,14 @@ from ..toolkit.lockfile import load_lock, write_lock
 from ..toolkit.wheels import lock_wheels
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.bundles)
     wanted: dict[Path, tuple[str, list[tuple[str, str]]]] = {}
     for spec in matrix.legs.values():
         if spec.cuda is None or spec.cuda.toolkit.source != "wheels":
             continue
         tk = spec.cuda.toolkit
+        assert tk.lock is not None  # the spec schema requires it for source "wheels"
         path = (matrix.root / tk.lock).resolve()
         host = tk.host_platform or TOOLCHAINS[spec.toolchain].redist_host
         cuda, pairs = wanted.setdefault(path, (spec.cuda.version, []))
@@ -56,7 +59,7 @@ def run(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("lock-wheels", help="pin NVIDIA's CUDA wheels (sha256) into the specs' lock files")
     p.add_argument("--lock", help="only this lock file (default: every lock a spec names)")
     p.add_argument("--require", action="append", metavar="COMPONENT=REQ",

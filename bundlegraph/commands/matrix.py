@@ -9,14 +9,16 @@ build alone; ``merge_base`` is null). CI splits its jobs on ``role``, never on p
 
 from __future__ import annotations
 
+import argparse
 import json
+from typing import Any
 
 from ..graph import select
 from ..schemas.loader import load_matrix
 from . import add_filter_args, filters_from
 
 
-def matrix_rows(args) -> list[dict]:
+def matrix_rows(args: argparse.Namespace) -> list[dict]:
     m = load_matrix(args.bundles)
     rows = []
     for leg in select(m, filters_from(args)):
@@ -27,12 +29,12 @@ def matrix_rows(args) -> list[dict]:
     return rows
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     print(json.dumps({"include": matrix_rows(args)}, indent=None if args.compact else 2))
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("matrix", help="print the leg matrix as JSON for a CI matrix")
     add_filter_args(p)
     p.add_argument("--compact", action="store_true", help="one line (for $GITHUB_OUTPUT)")

@@ -7,14 +7,16 @@ runner runs it (the merge base then comes from ``dist/`` or ``artifacts=``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from typing import Any
 
 from ..graph import STAGE_ORDER, load_graph
 from . import add_filter_args, filters_from
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     g = load_graph(args.bundles, filters_from(args))
     legs = list(g.ctx.legs)
     if args.leg:
@@ -23,7 +25,7 @@ def run(args) -> int:
                   f"{', '.join(legs) or '(none)'}", file=sys.stderr)
             return 2
         legs = [args.leg]
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for leg in legs:
         spec = g.ctx.spec(leg)
         stages = []
@@ -59,7 +61,7 @@ def run(args) -> int:
     return 0
 
 
-def _print_value(k: str, v, indent: str = "      ") -> None:
+def _print_value(k: str, v: object, indent: str = "      ") -> None:
     if isinstance(v, str) and "\n" in v:
         print(f"{indent}{k}:")
         for line in v.splitlines():
@@ -70,7 +72,7 @@ def _print_value(k: str, v, indent: str = "      ") -> None:
         print(f"{indent}{k}: {v}")
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("plan", help="print each leg's stages and inputs (runs nothing)")
     p.add_argument("leg", nargs="?", help="one leg (default: all selected legs)")
     add_filter_args(p)

@@ -6,13 +6,17 @@ The committed copies live in ``bundlegraph/schemas/json/`` (``bundle-spec.schema
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
 
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 
-SCHEMAS = {"bundle-spec": BundleSpec, "release": Release}
+SCHEMAS: dict[str, type[BaseModel]] = {"bundle-spec": BundleSpec, "release": Release}
 
 
 def render(name: str) -> str:
@@ -23,7 +27,7 @@ def render(name: str) -> str:
     return json.dumps(s, indent=2, sort_keys=True) + "\n"
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.write:
         out = Path(args.write)
         out.mkdir(parents=True, exist_ok=True)
@@ -35,7 +39,7 @@ def run(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of the spec format")
     p.add_argument("which", nargs="?", choices=sorted(SCHEMAS), default="bundle-spec")
     p.add_argument("--write", metavar="DIR", help="write every schema into DIR")

@@ -17,19 +17,21 @@ fetched from it).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from .. import paths
 from ..errors import BundleGraphError
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex
-from ..selection import Host, coverage, select
+from ..selection import Host, Selection, coverage, select
 
 
 def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
     """The manifest and SHA index of a dist directory or a release URL. Raises
     :class:`BundleGraphError` naming the file and what is wrong."""
-    def parse(name: str, raw: bytes, model):
+    def parse(name: str, raw: bytes, model: Any) -> Any:
         try:
             return model.model_validate_json(raw)
         except ValueError as e:
@@ -72,7 +74,7 @@ def _sms(values: list[int] | None) -> tuple[int, ...]:
     return tuple(values or ())
 
 
-def run_select(args) -> int:
+def run_select(args: argparse.Namespace) -> int:
     manifest, index = read_release(args.release)
     host = Host(args.os, args.arch, _sms(args.sm), _driver(args.driver_cuda),
                 tuple(args.runtime_line) if args.runtime_line else None)
@@ -92,7 +94,7 @@ def run_select(args) -> int:
     return 0 if sel.choice else 1
 
 
-def _why_none(sel) -> str | None:
+def _why_none(sel: Selection) -> str | None:
     """For a host that gets nothing: the first reason a bundle of an asked kind was rejected, or
     that the release has none of that kind."""
     if sel.choice:
@@ -101,7 +103,7 @@ def _why_none(sel) -> str | None:
     return reasons[0] if reasons else f"no {' or '.join(sel.asked)} bundle"
 
 
-def run_coverage(args) -> int:
+def run_coverage(args: argparse.Namespace) -> int:
     manifest, index = read_release(args.release)
     rows = []
     for sel in coverage(manifest, index):
@@ -141,7 +143,7 @@ def _summary(rows: list[dict]) -> None:
             f"{kind} (driver {drv}): {len(sms) or 1}" for (kind, drv, _c, _t), sms in sorted(none.items())))
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("select", help="the bundle a host of a given description gets from a release")
     p.add_argument("--os", required=True, choices=["linux", "windows"])
     p.add_argument("--arch", required=True, choices=["x64", "arm64"])

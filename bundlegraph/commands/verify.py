@@ -7,8 +7,10 @@ leg's spec in ``--bundles``; the other options set or override single fields.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
+from typing import Any
 
 from ..errors import BundleGraphError
 from ..pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
@@ -21,7 +23,7 @@ def _csv(values: list[str] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def policy_from_args(args) -> VerifyPolicy:
+def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
     """The policy the options describe (``--leg`` first, then each option that was given)."""
     policy = VerifyPolicy()
     if args.leg:
@@ -60,7 +62,7 @@ def policy_from_args(args) -> VerifyPolicy:
     return dataclasses.replace(policy, **changes)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     report = verify_path(args.path, policy_from_args(args))
     if args.json:
         print(json.dumps(report.to_json(), indent=2, sort_keys=True, default=list))
@@ -76,7 +78,7 @@ def run(args) -> int:
     return 0 if report.ok else 1
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("verify", help="check a bundle directory or archive (machine, GPU code, imports, glibc, signatures)")
     p.add_argument("path", help="a bundle directory, .zip or .tar.gz")
     p.add_argument("--leg", help="take the policy from this leg's spec (in --bundles)")

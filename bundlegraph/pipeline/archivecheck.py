@@ -11,19 +11,20 @@ targets become the findings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import VerifyError
 from ..schemas.manifest import VerifyFindings
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
-from .verify import policy_from_spec, verify_path
+from .verify import Report, policy_from_spec, verify_path
 
 
-def findings_of(report, arch: str) -> VerifyFindings:
+def findings_of(report: Report, arch: str) -> VerifyFindings:
     """Reduce a verify ``Report`` to :class:`VerifyFindings`: the machines of its binaries
     (``arch`` when all agree) and the SMs with SASS in any fatbin (sorted)."""
-    machines = {f.get("machine") for f in report.files.values() if f.get("machine")}
+    machines = {str(f["machine"]) for f in report.files.values() if f.get("machine")}
     sms = sorted({int(k) for f in report.files.values() for k in (f.get("fatbin") or {}).get("sass", {})})
     sass = sorted({a for f in report.files.values() for a in (f.get("fatbin") or {}).get("sass_archs", [])},
                   key=lambda a: (int(a.rstrip("af")), a))
@@ -32,7 +33,7 @@ def findings_of(report, arch: str) -> VerifyFindings:
 
 
 def archive_verifier(spec: BundleSpec, release: Release, *, base: BundleSpec | None = None,
-                     trust_roots: tuple[str, ...] = ()):
+                     trust_roots: tuple[str, ...] = ()) -> Callable[[Path], VerifyFindings]:
     """``verifier(archive) -> VerifyFindings`` for ``spec``'s finished bundles: verify's
     :func:`verify_path` on the archive itself with ``policy_from_spec(spec, release, base=base)``
     (``base``: the merge base's spec for a merged leg; ``trust_roots``: extra PEM roots for the

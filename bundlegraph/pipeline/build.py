@@ -23,14 +23,15 @@ the stamp, not here, so a record holds only what describes the outputs). The sta
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from .. import paths, proc
+from .. import paths, proc, settings
 from ..errors import BundleGraphError, ToolFailed
 from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
@@ -42,20 +43,18 @@ from .source import SourceRecord
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 
 
-def target_filter(get_var=None) -> list[str] | None:
+def target_filter(get_var: Callable[[str, object], object] | None = None) -> list[str] | None:
     """The target filter: doit ``build_targets=`` else ``BUNDLEGRAPH_BUILD_TARGETS``; None when unset."""
     raw = None
     if get_var is None:
-        try:
-            from doit import get_var as get_var  # noqa: PLW0127
-        except ImportError:  # pragma: no cover
-            get_var = None
+        from doit import get_var as doit_var
+
+        get_var = doit_var
     if get_var is not None:
         raw = get_var("build_targets", None)
-    raw = raw or os.environ.get("BUNDLEGRAPH_BUILD_TARGETS")
-    if not raw:
-        return None
-    return [t.strip() for t in re.split(r"[,;]", raw) if t.strip()]
+    if raw:
+        return [t.strip() for t in re.split(r"[,;]", str(raw)) if t.strip()]
+    return settings.get("BUILD_TARGETS")
 
 
 @dataclass(frozen=True)
@@ -198,7 +197,7 @@ def plans(ctx: Context) -> list:
 
     out = []
     for leg in ctx.legs:
-        def details(leg=leg) -> dict:
+        def details(leg: str = leg) -> dict:
             p = plan_build(ctx, leg)
             j = jobs_mod.decide(p.cuda_archs, p.windows)
             return {"build": p.command(j.n), "jobs": j.why, "artifacts_dir": p.artifacts_dir.as_posix(),
@@ -206,8 +205,8 @@ def plans(ctx: Context) -> list:
 
         out.append(TaskPlan(
             stage="build", name=leg, leg=leg, doc=f"cmake --build of {leg}",
-            inputs=lambda leg=leg: key_inputs(ctx, leg),
-            run=lambda leg=leg: run_build(ctx, leg),
+            inputs=partial(key_inputs, ctx, leg),
+            run=partial(run_build, ctx, leg),
             deps=[f"configure:{leg}"], details=details,
         ))
     return out

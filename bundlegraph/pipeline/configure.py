@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 from .. import paths, proc
@@ -32,6 +33,7 @@ from ..report import say
 from ..state import Present, key_of
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
+from ..toolchains.base import Toolchain
 from ..toolchains.cuda import CudaLayout
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.tools import BuildTools, build_tools
@@ -124,7 +126,7 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
     )
 
 
-def check_host(ctx: Context, leg: str):
+def check_host(ctx: Context, leg: str) -> Toolchain:
     """Raise :class:`HostMismatch` when this host cannot build ``leg`` (names the host it needs)."""
     spec = ctx.spec(leg)
     tc = get_toolchain(spec.toolchain)
@@ -161,13 +163,19 @@ def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict]:
     return plan, inputs
 
 
+def key_inputs(ctx: Context, leg: str) -> dict:
+    """The action-key inputs of ``configure:<leg>`` (:func:`resolved_plan`'s second value)."""
+    return resolved_plan(ctx, leg)[1]
+
+
 def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
     """Run the configure of ``leg``; returns the stamp's outputs. Raises
     :class:`HostMismatch`, :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
     plan, inputs = resolved_plan(ctx, leg)
     tc = get_toolchain(plan.toolchain)
     if plan.cuda is not None:
-        missing = plan.cuda.missing(with_cublas="libcublas" in ctx.spec(leg).cuda.toolkit.target)
+        cuda_spec = ctx.spec(leg).cuda
+        missing = plan.cuda.missing(with_cublas=cuda_spec is not None and "libcublas" in cuda_spec.toolkit.target)
         if missing:
             raise ToolkitError(
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
@@ -210,7 +218,7 @@ def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
     return out
 
 
-def post_checks(plan: ConfigurePlan, tc) -> dict:
+def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict:
     """After cmake: the CUDA library pins are in effect (cross builds) and, for MSVC + CUDA,
     every nvcc compile passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
     out: dict = {}
@@ -241,7 +249,7 @@ def plans(ctx: Context) -> list:
         spec = ctx.spec(leg)
         _cuda, task = toolkit_layout(ctx, leg, get_toolchain(spec.toolchain))
 
-        def details(leg=leg) -> dict:
+        def details(leg: str = leg) -> dict:
             p = plan_configure(ctx, leg)
             tc = get_toolchain(p.toolchain)
             d = {"build_host": f"{tc.info.build_os} {tc.info.build_arch}",
@@ -254,8 +262,8 @@ def plans(ctx: Context) -> list:
         out.append(TaskPlan(
             stage="configure", name=leg, leg=leg,
             doc=f"cmake configure of {leg} ({spec.toolchain})",
-            inputs=lambda leg=leg: resolved_plan(ctx, leg)[1],
-            run=lambda leg=leg: run_configure(ctx, leg),
+            inputs=partial(key_inputs, ctx, leg),
+            run=partial(run_configure, ctx, leg),
             deps=[f"source:{leg}"] + ([task] if task else []),
             details=details,
         ))

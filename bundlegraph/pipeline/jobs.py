@@ -42,7 +42,7 @@ def available_memory_mb() -> int | None:
                         ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
         st = MS()
         st.dwLength = ctypes.sizeof(MS)
-        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(st)):  # type: ignore[attr-defined]
+        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(st)):  # type: ignore[attr-defined]  # Windows only: ctypes.windll exists there
             return int(st.ullAvailPhys // (1 << 20))
         return None
     try:
@@ -67,7 +67,7 @@ def per_job_mb(cuda_archs: int, windows: bool) -> int:
 def cores() -> int:
     """CPU cores this process may use."""
     try:
-        return len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 

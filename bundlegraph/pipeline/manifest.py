@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import ci, paths
 from ..archive import archive_epoch, entries_from_tree, read_member, write_tar_gz
@@ -113,7 +114,7 @@ class ManifestResult:
 
 def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit: str, commit_epoch: int | None,
                  artifacts: Path | None = None, verifier_for: VerifierFor | None = None,
-                 local_dirs: list[Path] | None = None, client=None) -> ManifestResult:
+                 local_dirs: list[Path] | None = None, client: Any = None) -> ManifestResult:
     """Write the source archive, manifest and index into ``dist`` (see module docstring).
 
     Raises :class:`BundleGraphError` for a bundle whose info JSON disagrees with its leg or the
@@ -190,7 +191,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
     a leg: a bare ``doit`` runs the default legs' package tasks first)."""
     first = ctx.legs[0]
 
-    def verifier_for(leg: str):
+    def verifier_for(leg: str) -> Callable[[Path], object]:
         spec = ctx.spec(leg)
         return archive_verifier(spec, ctx.release, base=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None)
 
@@ -208,6 +209,8 @@ def plans(ctx: Context) -> list[TaskPlan]:
     def run() -> list[Path]:
         src = source_record(first)
         dist = paths.dist_dir()
+        if src.commit is None:
+            raise BundleGraphError(f"manifest: the source of {first} has no commit (set [source] commit in release.toml)")
         run_manifest(ctx.matrix, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
                      commit_epoch=src.epoch, artifacts=ctx.filters.artifacts, verifier_for=verifier_for)
         ci.write_summary(dist, dist / INDEX_NAME, ctx.release.info_file)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -223,7 +224,7 @@ def run_collect(*, spec: BundleSpec, built_dir: Path, runtime: list[RuntimeFile]
 def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: BaseBundle,
               backend_files: list[Path], runtime: list[RuntimeFile], source_commit: str | None,
               source_digest: str, dest_tree: Path, record_path: Path,
-              verifier=None) -> MergeRecord:
+              verifier: Callable[[Path], VerifyFindings] | None = None) -> MergeRecord:
     """Merge and write ``dest_tree`` + ``record_path`` atomically. ``verifier(archive) ->
     VerifyFindings`` (raises :class:`VerifyError`) is run on a base imported from an artifacts
     directory. Raises :class:`MergeError` listing every problem; nothing is written then."""
@@ -280,7 +281,9 @@ def _tree_files(tree: Path) -> list[Path]:
 
 
 def _base_archive(ctx: Context, leg: str) -> Path:
-    base = ctx.spec(leg).merge.base
+    merge = ctx.spec(leg).merge
+    assert merge is not None  # only legs with [merge] have a base archive
+    base = merge.base
     return locate_base(ctx.bundle_name(base), paths.dist_dir(), ctx.filters.artifacts)
 
 
@@ -302,7 +305,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
         if spec.backend == "cuda":
             deps.append(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
 
-        def inputs(leg=leg, base=base, imported=imported) -> dict:
+        def inputs(leg: str = leg, base: str = base, imported: bool = imported) -> dict:
             if imported or base not in ctx.legs:
                 try:
                     b = sha256_file(_base_archive(ctx, leg))
@@ -318,7 +321,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
                 keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
             return keys
 
-        def run(leg=leg, spec=spec, base=base, imported=imported) -> list[Path]:
+        def run(leg: str = leg, spec: BundleSpec = spec, base: str = base, imported: bool = imported) -> list[Path]:
             src = source_record(leg)
             ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
             rt = resolve_shipped(spec, origin="toolkit", toolkit_prefix=ref.prefix if ref else None,

@@ -138,7 +138,7 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         supported_sms=sms, min_sm=min(sms) if sms else None, max_sm=max(sms) if sms else None,
         ggml_backend_dl=bool(s.cmake_bool("GGML_BACKEND_DL", False)), merged_from=inp.merged_from,
         runtime_files=runtime, external_runtime=list(s.runtime.external),
-        paired_assets=[p.name for p in s.runtime.paired], signing=signing, verify=found,  # type: ignore[arg-type]
+        paired_assets=[p.name for p in s.runtime.paired], signing=signing, verify=found,
     )
 
 
@@ -196,7 +196,8 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
                                f"(needed for NVIDIA's license)")
     from .runtimes import nvidia_license
 
-    licenses = third_party_text(inp.source_tree, nvidia_license(inp.toolkit_prefix) if cuda_shipped else None)
+    licenses = third_party_text(inp.source_tree, nvidia_license(inp.toolkit_prefix)
+                                if cuda_shipped and inp.toolkit_prefix is not None else None)
     runtime = sorted([*inp.prior_runtime, *(rf.info for rf in inp.runtime)], key=lambda r: r.name)
     with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent) as sd:
         to_sign = [k for k in files if k in own and not links[k] and is_pe(files[k])]
@@ -240,25 +241,26 @@ def plans(ctx: Context) -> list[TaskPlan]:
         up = f"merge:{leg}"
         deps = [up, f"source:{leg}"]
 
-        def inputs(leg=leg, up=up) -> dict:
+        def inputs(leg: str = leg, up: str = up) -> dict:
             return {"spec": ctx.spec(leg), "release": ctx.release, "tree": upstream_digest(up),
                     "source": upstream_digest(f"source:{leg}"), "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
                     "signer": bool(os.environ.get("BUNDLEGRAPH_SIGN_COMMAND"))}
 
-        def run(leg=leg, spec=spec) -> list[Path]:
+        def run(leg: str = leg, spec: BundleSpec = spec) -> list[Path]:
             src = source_record(leg)
             ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
             dest = paths.dist_dir() / ctx.bundle_name(leg)
             runtime = resolve_shipped(spec, origin="toolchain", redist_root=msvc_redist_root()) \
                 if any(s.from_ == "toolchain" for s in spec.runtime.ships) else []
             rec = MergeRecord.read(paths.build_dir(leg) / "merge.json")
-            kw = dict(tree=paths.build_dir(leg) / "merged", own_files=rec.backend_files,
-                      merged_from=rec.base_asset or None,
-                      prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime])
+            if src.commit is None:
+                raise BundleGraphError(f"package:{leg}: the source has no commit (set [source] commit in release.toml)")
             inp = PackageInputs(spec=spec, release=ctx.release, dest=dest, source_tree=Path(src.tree),
                                 source_commit=src.commit, source_digest=src.digest, commit_epoch=src.epoch,
                                 runtime=runtime, toolkit_prefix=ref.prefix if ref else None,
-                                toolkit_version=ref.version if ref else None, **kw)
+                                toolkit_version=ref.version if ref else None, tree=paths.build_dir(leg) / "merged",
+                                own_files=rec.backend_files, merged_from=rec.base_asset or None,
+                                prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime])
             base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
             try:
                 info = run_package(inp, archive_verifier(spec, ctx.release, base=base), log=ctx.log(leg, "package"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from .. import paths
 from ..errors import BundleGraphError
@@ -49,7 +50,7 @@ class PublishRefused(BundleGraphError):
                                     *("  - " + m for m in missing)]))
 
 
-def _load(path: Path, model):
+def _load(path: Path, model: Any) -> Any:
     try:
         return model.model_validate_json(path.read_bytes())
     except FileNotFoundError:

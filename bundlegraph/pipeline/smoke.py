@@ -49,13 +49,17 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 from ..report import say
+from ..toolchains.tools import BuildTools
 from .base import Context, TaskPlan, upstream_digest
 
 OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
@@ -159,7 +163,8 @@ class Decision:
     probe: dict = field(default_factory=dict)
 
 
-def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe, sass=None, ptx=None) -> Decision:
+def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any,
+           sass: Collection[int] | None = None, ptx: Collection[int] | None = None) -> Decision:
     """Whether a bundle can be smoke-tested here (pure; see module docstring). ``sass``/``ptx``
     None = the inventory is not read yet (only the host and the driver are judged)."""
     from ..gpus import covered
@@ -203,7 +208,7 @@ def _inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
     return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
 
 
-def tools_argv(ctx: Context, plan: SmokePlan, tools, binaries: dict[str, str], commit: str | None) -> tuple[list[str], str]:
+def tools_argv(ctx: Context, plan: SmokePlan, tools: BuildTools, binaries: dict[str, str], commit: str | None) -> tuple[list[str], str]:
     """``(configure argv, toolchain text)`` of the test-backend-ops build: the merge base's (else
     the leg's own) configure plan retargeted at ``plan.tools_dir`` with :data:`TOOLS_CACHE`."""
     from .configure import plan_configure
@@ -346,12 +351,13 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
         extract(plan.bundle, bundle_dir)
         sass, ptx, summary = _inventory(bundle_dir, info.os)
         d = decide(info.os, info.arch, host_platform(), pr, sass, ptx)
-        if not d.run:
+        if not d.run or d.gpu is None:
             _skip(plan, d)
+        gpu: dict = d.gpu or {}
         dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
-        say(f"smoke:{leg}: {plan.bundle.name} ({summary}) on GPU {d.gpu['index']} {d.gpu['name']} "
-              f"(sm_{d.gpu['sm']}) via {d.coverage}")
-        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(d.gpu["index"]))
+        say(f"smoke:{leg}: {plan.bundle.name} ({summary}) on GPU {gpu['index']} {gpu['name']} "
+              f"(sm_{gpu['sm']}) via {d.coverage}")
+        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(gpu["index"]))
         if plan.runtime_dir is not None:
             var = "PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"
             env[var] = os.pathsep.join(x for x in (plan.runtime_dir.as_posix(), env.get(var, "")) if x)
@@ -362,7 +368,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
             return [a.replace("{bundle}", bundle_dir.as_posix()).replace("{model}", model.as_posix())
                     .replace("{dev}", dev).replace("{jobs}", jobs) for a in argv]
 
-        def step(name: str, fn) -> bool:
+        def step(name: str, fn: Callable[[], tuple[Any, dict, str | None]]) -> bool:
             t0 = time.monotonic()
             try:
                 problem, facts, cmd = fn()
@@ -378,28 +384,28 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
             say(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)")
             return not problem
 
-        def run_prog(argv: list[str], what: str):
+        def run_prog(argv: list[str], what: str) -> tuple[str, int, str]:
             a = fill(argv)
             r = proc.run(a, env=env, log=plan.log, capture=True, check=False, what=f"smoke:{leg}: {what}", cwd=tmp)
             return r.output, r.returncode, proc.quote(a)
 
         by = {c.name: c for c in plan.checks}
 
-        def devices():
+        def devices() -> tuple[Any, dict, str | None]:
             out, rc, cmd = run_prog(by["devices"].argv, "devices")
             p = judge_devices(out) if rc == 0 else f"exit code {rc}"
             return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
 
         step("devices", devices)
 
-        def tools():
+        def tools() -> tuple[Any, dict, str | None]:
             prog = tools_program(plan)
             if not prog.is_file():
                 raise BundleGraphError(f"{prog} is missing; run smoke:tools-{leg}")
             shutil.copy2(prog, bundle_dir / prog.name)
             return None, {"program": prog.as_posix()}, None
 
-        def make_model():
+        def make_model() -> tuple[Any, dict, str | None]:
             vocab = next((plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None)
             if vocab is None:
                 raise BundleGraphError(f"the source has none of models/{', models/'.join(VOCABS)}")
@@ -412,7 +418,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
 
         have_model = step("model", make_model)
         if have_model:
-            def gen():
+            def gen() -> tuple[Any, dict, str | None]:
                 out, rc, cmd = run_prog(by["generate"].argv, "generate")
                 p, facts = judge_generate(out, rc)
                 return p, facts, cmd
@@ -426,7 +432,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
                 results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
                 continue
 
-            def one(op=op):
+            def one(op: str = op) -> tuple[Any, dict, str | None]:
                 out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}")
                 p, facts = judge_op(out, rc, dev)
                 return p, facts, cmd
@@ -444,7 +450,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
         raise BundleGraphError(f"smoke:{leg}: {len(failed)} check(s) failed: "
                                + "; ".join(f"{r['check']}: {r.get('problem', r['status'])}" for r in failed)
                                + f" (details: {plan.record}, log: {plan.log})")
-    say(f"smoke:{leg}: all {len(results)} checks passed on {d.gpu['name']}")
+    say(f"smoke:{leg}: all {len(results)} checks passed on {gpu['name']}")
     return [plan.record]
 
 
@@ -457,17 +463,17 @@ def plans(ctx: Context) -> list:
         if ctx.spec(leg).cuda is None:
             continue
 
-        def inputs(leg=leg) -> dict:
+        def inputs(leg: str = leg) -> dict:
             return {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
                     "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
                     "host": list(host_platform()), "gpus": probe().key(), "ops": list(OPS), "tools": TOOLS_CACHE}
 
-        def details(leg=leg) -> dict:
+        def details(leg: str = leg) -> dict:
             p = plan_smoke(ctx, leg)
             return {"bundle": p.bundle.as_posix(), "record": p.record.as_posix(), "tools_dir": p.tools_dir.as_posix(),
                     "checks": {c.name: proc.quote(c.argv) for c in p.checks}, "model": proc.quote(p.model_argv)}
 
-        def tools_inputs(leg=leg) -> dict:
+        def tools_inputs(leg: str = leg) -> dict:
             from .configure import plan_configure
 
             spec = ctx.spec(leg)
@@ -477,11 +483,11 @@ def plans(ctx: Context) -> list:
                     "gpus": probe().key()}
 
         out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
-                            inputs=tools_inputs, run=lambda leg=leg: run_tools(ctx, leg),
+                            inputs=tools_inputs, run=partial(run_tools, ctx, leg),
                             doc=f"build test-backend-ops for smoke:{leg} (skipped without a GPU)"))
         out.append(TaskPlan(stage="smoke", name=leg, leg=leg,
                             deps=[f"package:{leg}", f"source:{leg}", f"smoke:tools-{leg}"],
-                            inputs=inputs, run=lambda leg=leg: run_smoke(ctx, leg), details=details,
+                            inputs=inputs, run=partial(run_smoke, ctx, leg), details=details,
                             doc=f"run {leg}'s bundle on an NVIDIA GPU (skipped without one)"))
     return out
 

@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from .. import paths, proc
@@ -24,7 +25,7 @@ from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file, tree_digest
 from ..gitmeta import read_commit
 from ..report import say
-from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, TarballPin
+from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, TaskPlan
 
 RECEIPT = "receipt.json"
@@ -197,7 +198,7 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
     return rec
 
 
-def _populate(plan: SourcePlan, pin, log: Path) -> None:
+def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
     assert plan.cache_dir is not None
     if plan.cache_dir.exists():
         rmtree(plan.cache_dir)  # a stale, receipt-less entry from an interrupted run
@@ -231,6 +232,10 @@ def _populate(plan: SourcePlan, pin, log: Path) -> None:
         )
 
 
+def _details(plan: SourcePlan, record: Path) -> dict:
+    return {"pin": plan.pin, "tree": str(plan.tree), "record": str(record)}
+
+
 def plans(ctx: Context) -> list:
     """``source:<leg>`` for every selected leg (all share one content-addressed cache entry)."""
 
@@ -241,7 +246,7 @@ def plans(ctx: Context) -> list:
         record = paths.build_dir(leg) / "source.json"
         log = ctx.log(leg, "source")
 
-        def run(plan=plan, record=record, log=log) -> list[Path]:
+        def run(plan: SourcePlan = plan, record: Path = record, log: Path = log) -> list[Path]:
             rec = run_source(plan, release, record, log)
             outputs = [record] + ([plan.receipt] if plan.receipt else [])
             say(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
@@ -256,8 +261,7 @@ def plans(ctx: Context) -> list:
                 doc=f"fetch, verify and unpack the llama.cpp source ({plan.kind}) for {leg}",
                 inputs=plan.key_inputs,
                 run=run,
-                details=lambda plan=plan, record=record: {
-                    "pin": plan.pin, "tree": str(plan.tree), "record": str(record)},
+                details=partial(_details, plan, record),
             )
         )
     return out

@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 HPARAMS = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 2, "n_ff": 128, "n_ctx": 256}
 ARCH = "llama"
@@ -42,7 +43,7 @@ def tensor_shapes(n_vocab: int, hp: dict = HPARAMS) -> dict[str, tuple[int, ...]
     return out
 
 
-def write_tiny_model(gguf, vocab: Path, out: Path, seed: int = 0) -> dict:
+def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict:
     """Write the model to ``out`` (atomically) using the imported ``gguf`` package; returns a
     summary ``{"n_vocab", "tensors", "bytes"}``. Raises ``ValueError`` naming ``vocab`` when it
     holds no token list."""

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .. import paths
@@ -181,6 +182,11 @@ def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaLayout | 
     return layout, ref.task
 
 
+def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict:
+    return {"legs": legs, "prefix": str(ref.prefix), "receipt": str(ref.receipt), "target_dir": ref.target_dir,
+            **cs.identity()}
+
+
 def plans(ctx: Context) -> list:
     """One ``toolkit:<set name>`` task per distinct component set among the selected CUDA legs."""
     from ..toolkit.install import install, key_inputs
@@ -196,18 +202,16 @@ def plans(ctx: Context) -> list:
         ref = ref_for_set(cs)
         bundles = ctx.matrix.root
 
-        def run(cs=cs, ref=ref, bundles=bundles) -> list[Path]:
+        def run(cs: ComponentSet = cs, ref: ToolkitRef = ref, bundles: Path = bundles) -> list[Path]:
             return [install(cs, ref, bundles)]
 
         out.append(TaskPlan(
             stage="toolkit", name=name, leg=None,
             doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
                 f"{cs.target_platform} target for {', '.join(legs)}",
-            inputs=lambda cs=cs, bundles=bundles: key_inputs(cs, bundles),
+            inputs=partial(key_inputs, cs, bundles),
             run=run,
-            details=lambda cs=cs, ref=ref, legs=legs: {
-                "legs": legs, "prefix": str(ref.prefix), "receipt": str(ref.receipt),
-                "target_dir": ref.target_dir, **cs.identity()},
+            details=partial(_details, cs, ref, legs),
         ))
     return out
 

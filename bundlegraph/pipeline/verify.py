@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from ..checks import Failure, closure, content, glibc
@@ -288,11 +289,11 @@ def plans(ctx: Context) -> list:
 
     out = []
     for leg in ctx.legs:
-        def inputs(leg=leg) -> dict:
+        def inputs(leg: str = leg) -> dict:
             return {"build": upstream_digest(f"build:{leg}"),
                     "policy": _json.loads(_json.dumps(built_tree_policy(ctx, leg).to_json(), default=list))}
 
-        def details(leg=leg) -> dict:
+        def details(leg: str = leg) -> dict:
             from .build import plan_build
 
             return {"tree": plan_build(ctx, leg).artifacts_dir.as_posix(),
@@ -300,7 +301,7 @@ def plans(ctx: Context) -> list:
 
         out.append(TaskPlan(
             stage="verify", name=leg, leg=leg, doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
-            inputs=inputs, run=lambda leg=leg: run_verify_built(ctx, leg),
+            inputs=inputs, run=partial(run_verify_built, ctx, leg),
             deps=[f"build:{leg}"], details=details,
         ))
     return out

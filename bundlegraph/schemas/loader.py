@@ -90,7 +90,7 @@ def format_validation(path: Path, err: ValidationError, model: type[BaseModel]) 
     for e in err.errors():
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
-        clean = []
+        clean: list[object] = []
         for p in loc:
             if isinstance(p, str) and p in ("tarball", "git", "path", "pip-sdist") and clean and clean[-1] == "source":
                 continue
@@ -241,7 +241,7 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
 
 def cross_field_problems(
     legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path,
-    invalid: set[str] = frozenset(),
+    invalid: frozenset[str] | set[str] = frozenset(),
 ) -> list[str]:
     """The rules that need more than one table or file; one line per problem. They run on the
     specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ToolkitError
 from ..fsutil import atomic_write_json, sha256_file
@@ -24,6 +25,9 @@ from ..report import say
 from . import validate
 from .components import required_files, target_dir
 from .identity import ComponentSet
+
+if TYPE_CHECKING:  # the toolkit stage's view of an installed toolkit
+    from ..pipeline.toolkit import ToolkitRef
 
 
 def _root(cs: ComponentSet) -> Path:
@@ -84,7 +88,7 @@ def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
     return out
 
 
-def describe(cs: ComponentSet, ref) -> Path:
+def describe(cs: ComponentSet, ref: ToolkitRef) -> Path:
     """Check the host toolkit and write its receipt; returns the receipt path."""
     root = _root(cs)
     if not root.is_dir():

@@ -24,6 +24,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..download import download_many
 from ..errors import ToolkitError, UnsafeArchive
@@ -33,10 +34,13 @@ from ..report import say
 from . import layout, validate
 from .components import is_windows, target_dir
 from .identity import ComponentSet
-from .lockfile import load_lock
+from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
 from .stub import SONAME, write_stub
 from .wheels import fetch_wheel
+
+if TYPE_CHECKING:  # the toolkit stage's view of an installed toolkit
+    from ..pipeline.toolkit import ToolkitRef
 
 LAYOUT_VERSION = 1
 
@@ -65,7 +69,7 @@ def refuse_windows_wheels(cs: ComponentSet) -> None:
             f"cublas.lib/cublasLt.lib import libraries, so nothing could link; use source = \"redist\"")
 
 
-def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, object]]:
+def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, WheelRow]]:
     lock_path = (bundles / cs.pins["lock"]).resolve()
     lock = load_lock(lock_path)
     out = []
@@ -87,7 +91,7 @@ def _wheel_root(stage: Path, filename: str) -> Path:
     return roots[0]
 
 
-def install(cs: ComponentSet, ref, bundles: Path) -> Path:
+def install(cs: ComponentSet, ref: ToolkitRef, bundles: Path) -> Path:
     """Install (or reuse) the toolkit of ``cs`` at ``ref.prefix``; returns the receipt path.
 
     Raises :class:`ToolkitError` (unresolvable set, refused combination, validation failure),

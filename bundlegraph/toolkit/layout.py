@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from ..errors import ToolkitError
@@ -61,13 +62,13 @@ def _dest(rel: PurePosixPath, role: str, platform: str, component: str) -> PureP
     if top == "include":
         return tdir / rel
     if top in ("lib", "lib64"):
-        return tdir / "lib" / rest
+        return tdir / "lib" / rest if rest is not None else None
     if top == "cccl" and len(parts) > 2 and parts[1] == "lib":  # wheel: cccl/lib/cmake/...
         return tdir / "lib" / PurePosixPath(*parts[2:])
     return PurePosixPath("share", component, rel)
 
 
-def _files(root: Path):
+def _files(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         d = Path(dirpath)
