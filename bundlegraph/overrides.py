@@ -30,6 +30,7 @@ from pathlib import Path
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
 from .schemas.loader import Matrix
+from .schemas.spec import CudaSpec, ToolkitSpec
 
 LOCAL_MARK = "-local"
 
@@ -127,18 +128,20 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 problems.append(f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "
                                 f"{ov.toolkit_version} ({ov.host_toolkit})")
                 continue
-            tk = cuda.toolkit.model_copy(update={"source": "host", "path": ov.host_toolkit.as_posix(),
-                                                 "lock": None, "manifest": None})
+            tk = ToolkitSpec.model_validate({**cuda.toolkit.model_dump(by_alias=True), "source": "host",
+                                             "path": ov.host_toolkit.as_posix(), "lock": None, "manifest": None})
             mm = ".".join(ov.toolkit_version.split(".")[:2])
-            cuda = cuda.model_copy(update={"toolkit": tk, "version": mm})
+            cuda = CudaSpec.model_validate({**cuda.model_dump(by_alias=True), "toolkit": tk.model_dump(by_alias=True),
+                                            "version": mm})
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
             # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
             # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
             spec = spec.model_copy(update={"cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}})
         if ov.archs is not None:
-            cuda = cuda.model_copy(update={"archs": list(ov.archs)})
+            # re-validated like a spec (typed archs, duplicates), not copied unchecked
+            cuda = CudaSpec.model_validate({**cuda.model_dump(by_alias=True), "archs": list(ov.archs)})
         for a in cuda.archs:
-            why = arch_supported(parse_arch(a), cuda.version_tuple)
+            why = arch_supported(a, cuda.version_tuple)
             if why:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
         profile = spec.profile.model_copy(update={"name": f"{spec.profile.name}+{ov.tag()}"})

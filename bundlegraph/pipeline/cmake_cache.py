@@ -46,7 +46,7 @@ def cache_entries(spec: BundleSpec, spec_file: str, *, commit: str | None, build
     out["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
     out["CMAKE_BUILD_TYPE"] = "Release"
     if spec.cuda is not None:
-        out["CMAKE_CUDA_ARCHITECTURES"] = ";".join(spec.cuda.archs)
+        out["CMAKE_CUDA_ARCHITECTURES"] = ";".join(spec.cuda.cmake_archs)
     if spec.os == "linux":
         out["CMAKE_INSTALL_RPATH"] = "$ORIGIN"
         out["CMAKE_BUILD_WITH_INSTALL_RPATH"] = "ON"

@@ -136,11 +136,11 @@ def policy_from_spec(
         required = [r for r in spec.required if not any(content.required_matches(n, r, fold=True) for n in shipped)]
     expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile.name)]
     if spec.cuda is not None:
-        expect.append(("archs", tuple(spec.cuda.archs)))
+        expect.append(("archs", tuple(spec.cuda.cmake_archs)))
     return VerifyPolicy(
         os=spec.os,
         arch=spec.arch,
-        archs=tuple(spec.cuda.archs) if spec.cuda else (),
+        archs=tuple(spec.cuda.cmake_archs) if spec.cuda else (),
         cuda=spec.backend == "cuda",
         external=tuple(external),
         signing_required=spec.signing == "required" and not built_tree,

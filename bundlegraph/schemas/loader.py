@@ -179,7 +179,7 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
     for i, a in enumerate(cuda.parsed_archs):
         why = arch_supported(a, v)
         if why:
-            out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i]}': {why}")
+            out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i].cmake}': {why}")
     if os_ == "windows" and arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
         out.append(
             f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "

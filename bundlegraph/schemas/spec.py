@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .archs import Arch, parse_arch, parse_version
+from .archs import Arch, ArchField, parse_version
 from .base import Strict
 
 OS = Literal["windows", "linux"]
@@ -69,10 +69,11 @@ class ToolkitSpec(Strict):
 
 
 class CudaSpec(Strict):
-    """CUDA settings of a GPU leg: ``version`` (``"13.4"``), ``archs`` in CMake form, toolkit."""
+    """CUDA settings of a GPU leg: ``version`` (``"13.4"``), ``archs`` (written in CMake form,
+    held as typed :class:`~bundlegraph.schemas.archs.Arch` values), toolkit."""
 
     version: str
-    archs: Annotated[list[str], Field(min_length=1)]
+    archs: Annotated[list[ArchField], Field(min_length=1)]
     toolkit: ToolkitSpec
 
     @field_validator("version")
@@ -83,9 +84,7 @@ class CudaSpec(Strict):
 
     @field_validator("archs")
     @classmethod
-    def _archs(cls, v: list[str]) -> list[str]:
-        for a in v:
-            parse_arch(a)
+    def _archs(cls, v: list[Arch]) -> list[Arch]:
         if len(set(v)) != len(v):
             raise ValueError("archs holds duplicates")
         return v
@@ -96,7 +95,13 @@ class CudaSpec(Strict):
 
     @property
     def parsed_archs(self) -> list[Arch]:
-        return [parse_arch(a) for a in self.archs]
+        """The archs (already parsed when the spec loaded)."""
+        return list(self.archs)
+
+    @property
+    def cmake_archs(self) -> list[str]:
+        """The archs in CMake's spelling (``["120", "121"]``)."""
+        return [a.cmake for a in self.archs]
 
 
 class BuildSpec(Strict):

@@ -31,7 +31,7 @@ def _bundle(dist: Path) -> Path:
     info = BundleInfo(asset_name=name, leg=LEG, os="linux", arch="x64", install_kind=s.install_kind,
                       source_repo=r.source_repo, source_commit=COMMIT, source_digest="0" * 64,
                       upstream_tag=r.upstream_tag, release_tag=r.tag, platform="linux-x64", profile=s.profile.name,
-                      archs=s.cuda.archs, bundle_profile=s.profile.name, runtime_line="cuda13", coverage_class="portable",
+                      archs=s.cuda.cmake_archs, bundle_profile=s.profile.name, runtime_line="cuda13", coverage_class="portable",
                       bundle_rank=60, toolkit_version="13.5", supported_sms=[75, 80, 86, 89, 90, 100, 120], min_sm=75,
                       max_sm=120, ggml_backend_dl=True, signing="not-required",
                       verify=VerifyFindings(machine="x64", fatbin_sms=[75, 80, 86, 89, 90, 100, 120], passed=True))

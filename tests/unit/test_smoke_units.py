@@ -104,7 +104,7 @@ def test_arch_override_is_a_distinct_local_build():
     tag, prefix = rel.ctx.release.tag, rel.ctx.release.bundle_prefix
     assert ls.bundle_name(tag, prefix) == f"app-{tag}-linux-x64-cuda13-portable+sm90-local.tar.gz"
     assert rs.bundle_name(tag, prefix) == f"app-{tag}-linux-x64-cuda13-portable.tar.gz"
-    assert ls.cuda.archs == ["90"] and rs.cuda.archs == ["75", "80", "86", "89", "90", "100", "120"]
+    assert ls.cuda.cmake_archs == ["90"] and rs.cuda.cmake_archs == ["75", "80", "86", "89", "90", "100", "120"]
     assert is_local(ls.profile.name) and not is_local(rs.profile.name)
     from bundlegraph.pipeline.configure import plan_configure
     from bundlegraph.state import key_of

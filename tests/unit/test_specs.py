@@ -37,13 +37,14 @@ def test_real_matrix_loads_and_everything_is_promised():
     assert m.promised == list(m.legs)
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
     w = m.legs["windows-arm64-cuda13-portable"]
-    assert (w.cuda.archs, w.merge.base, w.install_kind, w.signing) == (
+    assert (w.cuda.cmake_archs, w.merge.base, w.install_kind, w.signing) == (
         ["120", "121"], "windows-arm64-cpu", "windows-arm64-cuda", "required")
     assert (w.profile.line, w.profile.klass, w.profile.rank) == ("cuda13", "portable", 60)
     assert [r.name for r in w.runtime.ships] == ["cudart64_13.dll", "cublas64_13.dll", "cublasLt64_13.dll"]
     assert [p.name for p in w.runtime.paired] == ["cudart-llama-bin-win-cuda-13.4-arm64.zip"]
     b = m.legs["linux-arm64-cuda13-blackwell"]
-    assert (b.cuda.archs, b.profile.klass, b.profile.rank) == (["120", "121"], "blackwell", 55)
+    assert (b.cuda.cmake_archs, b.profile.klass, b.profile.rank) == (["120", "121"], "blackwell", 55)
+    assert [(a.sm, a.feature, a.sass, a.ptx) for a in b.cuda.archs] == [(120, "", True, True), (121, "", True, True)]
 
 
 def test_bundle_name_is_derived_per_os():
