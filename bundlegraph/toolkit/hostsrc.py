@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import ToolkitError
 from ..fsutil import atomic_write_json, sha256_file
@@ -25,9 +24,7 @@ from ..report import say
 from . import validate
 from .components import required_files, target_dir
 from .identity import ComponentSet
-
-if TYPE_CHECKING:  # the toolkit stage's view of an installed toolkit
-    from ..pipeline.toolkit import ToolkitRef
+from .ref import ToolkitRef
 
 
 def _root(cs: ComponentSet) -> Path:

@@ -24,7 +24,6 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..download import download_many
 from ..errors import ToolkitError, UnsafeArchive
@@ -36,11 +35,9 @@ from .components import is_windows, target_dir
 from .identity import ComponentSet
 from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
+from .ref import ToolkitRef
 from .stub import SONAME, write_stub
 from .wheels import fetch_wheel
-
-if TYPE_CHECKING:  # the toolkit stage's view of an installed toolkit
-    from ..pipeline.toolkit import ToolkitRef
 
 LAYOUT_VERSION = 1
 
