@@ -34,6 +34,7 @@ from .pipeline.base import (
     Context,
     Filters,
     Planner,
+    Prepared,
     TaskPlan,
     select,
     upstream_digest,
@@ -139,11 +140,18 @@ def to_doit(plan: TaskPlan) -> dict:
     return d
 
 
+_PREPARED: dict[str, Prepared] = {}
+"""Each task's plan value, computed by its up-to-date check and handed to its run (doit checks
+a task right before it runs it, in the same process)."""
+
+
 def _uptodate(plan: TaskPlan) -> bool:
     try:
-        return state.is_current(plan.full_name, plan.inputs())
+        p = _PREPARED[plan.full_name] = plan.prepared()
     except BundleGraphError:
+        _PREPARED.pop(plan.full_name, None)
         return False
+    return state.is_current(plan.full_name, p.key)
 
 
 def _execute(plan: TaskPlan) -> object:
@@ -155,10 +163,11 @@ def _execute(plan: TaskPlan) -> object:
     t0 = time.monotonic()
     with report.task(name) as outcome:
         try:
-            inputs = plan.inputs()
+            prepared = _PREPARED.pop(name, None) or plan.prepared()
             state.forget(name)
-            outputs = plan.run()
-            state.record(name, inputs, outputs, seconds=time.monotonic() - t0)
+            assert plan.apply is not None
+            outputs = plan.apply(prepared)
+            state.record(name, prepared.key, outputs, seconds=time.monotonic() - t0)
         except TaskSkipped as e:
             outcome.update(outcome="skipped", why=str(e))
             return None

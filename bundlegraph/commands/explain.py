@@ -14,14 +14,14 @@ from . import add_filter_args, filters_from
 def run(args: argparse.Namespace) -> int:
     g = load_graph(args.bundles, filters_from(args))
     plan = g.find(args.task)
-    reasons = state.explain(plan.full_name, plan.inputs())
+    reasons = state.explain(plan.full_name, plan.key())
     stale_deps = []
     for dep in plan.deps:
         try:
             d = g.find(dep)
         except Exception:
             continue
-        if state.explain(d.full_name, d.inputs()):
+        if state.explain(d.full_name, d.key()):
             stale_deps.append(d.full_name)
     if not reasons and not stale_deps:
         print(f"{plan.full_name}: up to date")

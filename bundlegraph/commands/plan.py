@@ -12,7 +12,9 @@ import json
 import sys
 from typing import Any
 
-from ..graph import STAGE_ORDER, load_graph
+from ..errors import BundleGraphError
+from ..graph import STAGE_ORDER, TaskPlan, load_graph
+from ..state import canonical, key_of
 from . import add_filter_args, filters_from
 
 
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         spec = g.ctx.spec(leg)
         stages = []
         for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):
-            stages.append({"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details()})
+            stages.append({"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **_key(p)})
         out[leg] = {
             "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
             "promised": spec.promised,
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
             "toolchain": spec.toolchain,
             "stages": stages,
         }
-    shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details()} for p in g.plans if p.leg is None]
+    shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **_key(p)}
+              for p in g.plans if p.leg is None]
     if args.json:
         print(json.dumps({"legs": out, "shared": shared}, indent=2, default=str))
         return 0
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             if st["deps"]:
                 print(f"      after: {', '.join(st['deps'])}")
             for k, v in st.items():
-                if k in ("task", "doc", "deps"):
+                if k in ("task", "doc", "deps", "key"):
                     continue
                 _print_value(k, v)
     for st in shared:
@@ -59,6 +62,16 @@ def run(args: argparse.Namespace) -> int:
         if st["deps"]:
             print(f"      after: {', '.join(st['deps'])}")
     return 0
+
+
+def _key(p: TaskPlan) -> dict:
+    """The task's action key as its plan value computes it now (``key``, and ``key_digest``
+    as the stamp records it), or why it cannot be computed on this host (``key_unavailable``)."""
+    try:
+        k = p.key()
+    except BundleGraphError as e:
+        return {"key_unavailable": str(e).splitlines()[0]}
+    return {"key": json.loads(canonical(k)), "key_digest": key_of(k)}
 
 
 def _print_value(k: str, v: object, indent: str = "      ") -> None:

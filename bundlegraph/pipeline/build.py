@@ -37,7 +37,7 @@ from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import SourceRecord
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
@@ -95,10 +95,10 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
                      ctx.log(leg, "build"), len(spec.cuda.archs) if spec.cuda else 0, spec.os == "windows")
 
 
-def key_inputs(ctx: Context, leg: str) -> dict:
+def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict:
     """configure's output digest, the source digest, the targets, the tool versions."""
 
-    plan = plan_build(ctx, leg)
+    plan = plan or plan_build(ctx, leg)
     src = paths.build_dir(leg) / "source.json"
     return {
         "configure": upstream_digest(f"configure:{leg}"),
@@ -147,10 +147,17 @@ class _Progress:
             self.failed.append(line)  # ninja prints the failing command right after FAILED:
 
 
-def run_build(ctx: Context, leg: str) -> list[Path]:
-    """Build ``leg``; returns the stamp outputs (``build.json`` first). Raises
-    :class:`ToolFailed` with the failing command and the log tail."""
+def prepare(ctx: Context, leg: str) -> Prepared:
+    """``build:<leg>``'s plan value: the :class:`BuildPlan` and the key computed from it."""
     plan = plan_build(ctx, leg)
+    return Prepared(key_inputs(ctx, leg, plan), plan)
+
+
+def run_build(ctx: Context, leg: str, plan: BuildPlan | None = None) -> list[Path]:
+    """Build ``leg`` by ``plan`` (the one its key was computed from; planned now when None);
+    returns the stamp outputs (``build.json`` first). Raises :class:`ToolFailed` with the
+    failing command and the log tail."""
+    plan = plan or plan_build(ctx, leg)
     if not (plan.cmake_dir / "CMakeCache.txt").is_file():
         raise BundleGraphError(f"build:{leg}: {plan.cmake_dir} is not configured; run configure:{leg}")
     j = jobs_mod.decide(plan.cuda_archs, plan.windows)
@@ -192,6 +199,11 @@ def _rel(p: Path, wd: Path) -> str:
         return p.resolve().as_posix()
 
 
+def _apply(ctx: Context, leg: str, p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, BuildPlan)
+    return run_build(ctx, leg, p.plan)
+
+
 def plans(ctx: Context) -> list:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>``."""
 
@@ -205,8 +217,8 @@ def plans(ctx: Context) -> list:
 
         out.append(TaskPlan(
             stage="build", name=leg, leg=leg, doc=f"cmake --build of {leg}",
-            inputs=partial(key_inputs, ctx, leg),
-            run=partial(run_build, ctx, leg),
+            prepare=partial(prepare, ctx, leg),
+            apply=partial(_apply, ctx, leg),
             deps=[f"configure:{leg}"], details=details,
         ))
     return out

@@ -37,7 +37,7 @@ from ..toolchains.base import Toolchain
 from ..toolchains.cuda import CudaLayout
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.tools import BuildTools, build_tools
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 from .cmake_cache import cache_entries
 from .launcher import compiler_launcher
 from .source import SourceRecord, plan_source
@@ -168,10 +168,19 @@ def key_inputs(ctx: Context, leg: str) -> dict:
     return resolved_plan(ctx, leg)[1]
 
 
-def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
-    """Run the configure of ``leg``; returns the stamp's outputs. Raises
-    :class:`HostMismatch`, :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
+def prepare(ctx: Context, leg: str) -> Prepared:
+    """``configure:<leg>``'s plan value: the resolved :class:`ConfigurePlan` and its key."""
     plan, inputs = resolved_plan(ctx, leg)
+    return Prepared(inputs, plan)
+
+
+def run_configure(ctx: Context, leg: str, prepared: Prepared | None = None) -> list[Path | Present]:
+    """Run the configure of ``leg`` from ``prepared`` (the value its key came from; resolved
+    now when None); returns the stamp's outputs. Raises :class:`HostMismatch`,
+    :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
+    prepared = prepared or prepare(ctx, leg)
+    plan, inputs = prepared.plan, prepared.key
+    assert isinstance(plan, ConfigurePlan)
     tc = get_toolchain(plan.toolchain)
     if plan.cuda is not None:
         cuda_spec = ctx.spec(leg).cuda
@@ -262,8 +271,8 @@ def plans(ctx: Context) -> list:
         out.append(TaskPlan(
             stage="configure", name=leg, leg=leg,
             doc=f"cmake configure of {leg} ({spec.toolchain})",
-            inputs=partial(key_inputs, ctx, leg),
-            run=partial(run_configure, ctx, leg),
+            prepare=partial(prepare, ctx, leg),
+            apply=partial(run_configure, ctx, leg),
             deps=[f"source:{leg}"] + ([task] if task else []),
             details=details,
         ))

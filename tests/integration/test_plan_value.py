@@ -1,0 +1,80 @@
+"""One plan value per task: what ``bundlegraph plan --json`` shows as a task's key is exactly
+what its stamp records (for every task of the stand-in graph), and a task's run receives the very
+value whose key the up-to-date check compared and the stamp records (configure and build keep
+their resolved plan instead of planning again)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import graphrun
+from conftest import linux_only, require_input, require_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+X64 = "mini-linux-x64-cpu"
+
+pytestmark = linux_only
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    require_input("cuda-13.5-sbsa-cross")
+    root = tmp_path_factory.mktemp("plan-value")
+    shutil.copytree(DATA / "minillama", root / "minillama")
+    shutil.copytree(DATA / "incbundles", root / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
+    (root / "work").mkdir()
+    r = graphrun.doit([], bundles=root / "bundles", workdir=root / "work")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    return root
+
+
+def _stamp(work: Path, task: str) -> dict | None:
+    f = work / ".bundlegraph" / "stamps" / (task.replace(":", "__") + ".json")
+    return json.loads(f.read_text()) if f.is_file() else None
+
+
+def test_the_key_plan_shows_is_the_key_each_stamp_records(built):
+    r = graphrun.cli(["plan", "--json"], bundles=built / "bundles", workdir=built / "work")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    tasks = [st for leg in doc["legs"].values() for st in leg["stages"]] + doc["shared"]
+    checked = []
+    for st in tasks:
+        stamp = _stamp(built / "work", st["task"])
+        if stamp is None:  # opt-in smoke tasks, publish: never run by a bare doit
+            assert st["task"].startswith(("smoke:", "publish")), st["task"]
+            continue
+        assert st["key_digest"] == stamp["key"], st["task"]
+        assert st["key"] == stamp["inputs"], st["task"]
+        checked.append(st["task"])
+    assert len(checked) == 20 and "configure:mini-linux-arm64-cuda" in checked and "manifest" in checked
+
+
+def test_a_run_receives_the_value_its_key_came_from(built, monkeypatch):
+    """In-process, as doit drives it: the up-to-date check prepares configure:<leg> once; the run
+    gets that same object; the stamp records its key."""
+    from bundlegraph import graph, state
+
+    monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(built / "work"))
+    g = graph.load_graph(built / "bundles")
+    for name in (f"configure:{X64}", f"build:{X64}"):
+        plan = g.find(name)
+        state.forget(name)  # make it due
+        got = []
+        real = plan.apply
+        assert real is not None
+        monkeypatch.setattr(plan, "apply", lambda p, real=real: got.append(p) or real(p))
+        assert graph._uptodate(plan) is False
+        prepared = graph._PREPARED[name]
+        assert graph._execute(plan) is None, name
+        assert got == [prepared] and got[0] is prepared, name  # the very object
+        assert type(prepared.plan).__name__ in ("ConfigurePlan", "BuildPlan")
+        assert state.load(name).inputs == json.loads(state.canonical(prepared.key))
+        assert graph._uptodate(plan) is True
