@@ -32,11 +32,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .checks import claims_pe
 from .errors import BundleGraphError
 from .fsutil import atomic_writer
 
 ZIP_MIN_EPOCH = 315532800  # 1980-01-01T00:00:00Z: the earliest time a zip entry can hold
-_WIN_EXEC = (".exe", ".dll", ".node")
 
 
 class ArchiveError(BundleGraphError):
@@ -147,7 +147,7 @@ def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> 
             info = zipfile.ZipInfo(e.name, date_time=date_time)
             info.create_system = 3  # "Unix": mode bits in external_attr mean the same on every host
             info.compress_type = zipfile.ZIP_DEFLATED
-            exe = e.executable if e.executable is not None else e.name.lower().endswith(_WIN_EXEC)
+            exe = e.executable if e.executable is not None else claims_pe(e.name)
             info.external_attr = (0o100755 if exe else 0o100644) << 16
             if e.path is not None:
                 with open(e.path, "rb") as src, zf.open(info, "w", force_zip64=e.path.stat().st_size > 2**31) as out:

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Literal
 
 from .. import proc
+from ..checks import claims_pe
 from ..errors import BundleGraphError
 from ..report import warn
 
 SignOutcome = Literal["not-required", "signed", "unsigned"]
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-PE_SUFFIXES = (".exe", ".dll", ".node")
 
 
 class SigningError(BundleGraphError):
@@ -73,7 +73,7 @@ class SignerConfig:
 
 def is_pe(path: Path) -> bool:
     """A PE file by name (``.exe``/``.dll``/``.node``) and magic (``MZ``)."""
-    if not path.name.lower().endswith(PE_SUFFIXES) or not path.is_file():
+    if not claims_pe(path.name) or not path.is_file():
         return False
     with open(path, "rb") as f:
         return f.read(2) == b"MZ"
