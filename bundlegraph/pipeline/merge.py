@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import paths
-from ..archive import member_names, read_member
+from ..archive import member_names
 from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
 from ..extract import extract
@@ -109,14 +109,7 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
 
 def load_base(archive: Path, info_file: str) -> BaseBundle:
     """Read ``info_file`` out of ``archive`` and parse it (errors name the archive and file)."""
-    raw = read_member(archive, info_file)
-    if raw is None:
-        raise BundleGraphError(f"{archive}: no {info_file} inside; not a bundle packaged by bundlegraph")
-    try:
-        info = BundleInfo.model_validate_json(raw)
-    except ValueError as e:
-        raise BundleGraphError(f"{archive}: {info_file} is invalid: {e}") from None
-    return BaseBundle(archive, sha256_file(archive), info)
+    return BaseBundle(archive, sha256_file(archive), BundleInfo.read(archive, info_file))
 
 
 def _built_names(spec: BundleSpec) -> set[str]:

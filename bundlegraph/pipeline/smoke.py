@@ -324,7 +324,6 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
     """Decide, then run every check (module docstring). Returns ``[smoke.json]`` when every
     check passed; raises :class:`TaskSkipped` (recorded) or :class:`BundleGraphError` naming the
     failing checks (recorded)."""
-    from ..archive import read_member
     from ..extract import extract
     from ..gpus import probe
     from ..schemas.manifest import BundleInfo
@@ -333,10 +332,7 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
     plan = plan_smoke(ctx, leg)
     if not plan.bundle.is_file():
         raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
-    raw = read_member(plan.bundle, ctx.release.info_file)
-    if raw is None:
-        raise BundleGraphError(f"smoke:{leg}: {plan.bundle.name} has no {ctx.release.info_file}")
-    info = BundleInfo.model_validate_json(raw)
+    info = BundleInfo.read(plan.bundle, ctx.release.info_file)
     pr = probe()
     d = decide(info.os, info.arch, host_platform(), pr)
     if not d.run:
