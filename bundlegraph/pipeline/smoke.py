@@ -44,7 +44,6 @@ output in ``build/<leg>/logs/smoke.log``.
 from __future__ import annotations
 
 import os
-import platform
 import re
 import shutil
 import tempfile
@@ -59,6 +58,7 @@ from .. import paths, proc
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 from ..report import say
+from ..toolchains.base import this_host
 from ..toolchains.tools import BuildTools
 from .base import Context, TaskPlan, upstream_digest
 
@@ -105,11 +105,8 @@ class SmokePlan:
 
 
 def host_platform() -> tuple[str, str]:
-    """``(os, arch)`` of this host in spec terms (``linux``/``windows``, ``x64``/``arm64``)."""
-    sysname = platform.system().lower()
-    m = platform.machine().lower()
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(m, m)
-    return ("windows" if sysname.startswith("win") else sysname), arch
+    """``(os, arch)`` of this host in spec terms (:func:`bundlegraph.toolchains.base.this_host`)."""
+    return this_host()
 
 
 def _source_tree(leg: str, ctx: Context) -> Path:
