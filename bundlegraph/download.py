@@ -27,11 +27,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from . import paths
@@ -72,7 +72,7 @@ class Settings:
                              write=self.read_timeout, pool=self.connect_timeout)
 
 
-class _Retryable(Exception):
+class Retryable(Exception):
     """An attempt failed in a way worth retrying (network, 5xx, 429)."""
 
     def __init__(self, msg: str, wait: float | None = None):
@@ -116,7 +116,8 @@ def _partial_dir() -> Path:
     return d
 
 
-def _retry_after(r: httpx.Response) -> float | None:
+def retry_after(r: httpx.Response) -> float | None:
+    """Seconds a 429/503 response asks to wait (``Retry-After``, at most 30), or None."""
     v = r.headers.get("retry-after", "")
     return min(float(v), 30.0) if v.strip().isdigit() else None
 
@@ -138,15 +139,15 @@ def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Repor
             check_url(str(r.url), allow_insecure=allow_insecure)
             if r.status_code == 416 and have:
                 part.unlink()  # the server cannot resume: start again
-                raise _Retryable(f"HTTP 416 for a resume from byte {have}", 0)
+                raise Retryable(f"HTTP 416 for a resume from byte {have}", 0)
             if r.status_code == 429 or r.status_code >= 500:
-                raise _Retryable(f"HTTP {r.status_code}", _retry_after(r))
+                raise Retryable(f"HTTP {r.status_code}", retry_after(r))
             if r.status_code not in (200, 206):
                 raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason_phrase}; not retried "
                                     f"(only network errors, 5xx and 429 are)")
             if r.status_code == 206 and not r.headers.get("content-range", "").startswith(f"bytes {have}-"):
                 part.unlink(missing_ok=True)
-                raise _Retryable(f"unexpected Content-Range {r.headers.get('content-range')!r}", 0)
+                raise Retryable(f"unexpected Content-Range {r.headers.get('content-range')!r}", 0)
             mode = "ab" if r.status_code == 206 else "wb"
             rep.update(task, completed=have if mode == "ab" else 0)
             with open(part, mode) as f:
@@ -154,24 +155,36 @@ def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Repor
                     f.write(chunk)
                     rep.advance(task, len(chunk))
     except httpx.TransportError as e:
-        raise _Retryable(f"{type(e).__name__}: {e or 'no detail'}") from e
+        raise Retryable(f"{type(e).__name__}: {e or 'no detail'}") from e
 
 
-def _fetch(c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter,
-           task: Any, allow_insecure: bool) -> None:
+T = TypeVar("T")
+
+
+def with_retries(url: str, once: Callable[[], T], s: Settings, note: Callable[[str], None] | None = None) -> T:
+    """The one retry loop: call ``once`` up to ``s.retries + 1`` times. A :class:`Retryable`
+    (network error, HTTP 5xx or 429, a resume the server refused) waits its ``Retry-After`` or
+    ``s.backoff`` doubled per attempt (at most 30 s), tells ``note``, and tries again; any other
+    error propagates at once. Raises :class:`DownloadError` naming ``url`` and the last reason
+    when every attempt failed."""
     last = ""
     for attempt in range(s.retries + 1):
         try:
-            _attempt(c, url, part, size, rep, task, allow_insecure)
-            return
-        except _Retryable as e:
+            return once()
+        except Retryable as e:
             last = str(e)
             if attempt == s.retries:
                 break
             delay = e.wait if e.wait is not None else min(s.backoff * (2 ** attempt), 30.0)
-            rep.note(f"{url}: {last}; retry {attempt + 1}/{s.retries} in {delay:.1f}s")
+            if note is not None:
+                note(f"{url}: {last}; retry {attempt + 1}/{s.retries} in {delay:.1f}s")
             time.sleep(delay)
     raise DownloadError(f"{url}: failed after {s.retries + 1} attempt(s): {last}")
+
+
+def _fetch(c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter,
+           task: Any, allow_insecure: bool) -> None:
+    with_retries(url, lambda: _attempt(c, url, part, size, rep, task, allow_insecure), s, rep.note)
 
 
 def download(
@@ -273,23 +286,22 @@ def fetch_small(url: str, *, allow_insecure: bool = False, settings: Settings | 
     import httpx
     check_url(url, allow_insecure=allow_insecure)
     s = settings or Settings.from_env()
-    last = ""
+
+    def once() -> bytes:
+        try:
+            r = c.get(url, headers=headers)
+        except httpx.TransportError as e:
+            raise Retryable(f"{type(e).__name__}: {e}") from e
+        if r.status_code == 200:
+            if len(r.content) > max_bytes:
+                raise DownloadError(f"{url}: {len(r.content)} bytes, more than the {max_bytes} allowed")
+            return r.content
+        if r.status_code == 429 or r.status_code >= 500:
+            raise Retryable(f"HTTP {r.status_code}", retry_after(r))
+        raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason_phrase}")
+
     with httpx.Client(timeout=s.timeout(), follow_redirects=True) as c:
-        for attempt in range(s.retries + 1):
-            try:
-                r = c.get(url, headers=headers)
-                if r.status_code == 200:
-                    if len(r.content) > max_bytes:
-                        raise DownloadError(f"{url}: {len(r.content)} bytes, more than the {max_bytes} allowed")
-                    return r.content
-                if r.status_code != 429 and r.status_code < 500:
-                    raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason_phrase}")
-                last = f"HTTP {r.status_code}"
-            except httpx.TransportError as e:
-                last = f"{type(e).__name__}: {e}"
-            if attempt < s.retries:
-                time.sleep(min(s.backoff * (2 ** attempt), 30.0))
-    raise DownloadError(f"{url}: failed after {s.retries + 1} attempt(s): {last}")
+        return with_retries(url, once, s)
 
 
 def adopt(file: str | os.PathLike, sha256: str, *, what: str) -> Path:

@@ -64,20 +64,32 @@ def _headers() -> dict[str, str]:
 
 
 def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
-    """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (nothing stored)."""
+    """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (nothing stored),
+    with the download module's retries (:func:`bundlegraph.download.with_retries`)."""
     import httpx
+
+    from .download import retry_after, Retryable, with_retries
+
     check_url(url)
-    h, n = hashlib.sha256(), 0
-    try:
-        with client.stream("GET", url) as r:
-            if r.status_code != 200:
-                raise DownloadError(f"{url}: HTTP {r.status_code}")
-            for chunk in r.iter_bytes(CHUNK):
-                h.update(chunk)
-                n += len(chunk)
-    except httpx.HTTPError as e:
-        raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
-    return h.hexdigest(), n
+
+    def once() -> tuple[str, int]:
+        h, n = hashlib.sha256(), 0
+        try:
+            with client.stream("GET", url) as r:
+                if r.status_code == 429 or r.status_code >= 500:
+                    raise Retryable(f"HTTP {r.status_code}", retry_after(r))
+                if r.status_code != 200:
+                    raise DownloadError(f"{url}: HTTP {r.status_code}")
+                for chunk in r.iter_bytes(CHUNK):
+                    h.update(chunk)
+                    n += len(chunk)
+        except httpx.TransportError as e:
+            raise Retryable(f"{type(e).__name__}: {e}") from e
+        except httpx.HTTPError as e:
+            raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
+        return h.hexdigest(), n
+
+    return with_retries(url, once, Settings.from_env())
 
 
 def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dict]:
