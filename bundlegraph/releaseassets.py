@@ -68,7 +68,7 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
     with the download module's retries (:func:`bundlegraph.download.with_retries`)."""
     import httpx
 
-    from .download import retry_after, Retryable, with_retries
+    from .download import Retryable, retry_after, with_retries
 
     check_url(url)
 

@@ -19,9 +19,11 @@ verifies the finished archive with :func:`policy_from_spec` + :func:`verify_path
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Literal
 
 from ..checks import Failure, closure, content, glibc
@@ -33,7 +35,7 @@ from ..report import say
 from ..schemas.archs import parse_arch
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 
 BACKENDS = {"windows": ("ggml-cuda.dll",), "linux": ("libggml-cuda.so",)}
 """The CUDA backend's file name per os: the file whose fatbin must match the promised archs."""
@@ -262,46 +264,66 @@ def built_tree_policy(ctx: Context, leg: str) -> VerifyPolicy:
     return policy_from_spec(spec, ctx.release, base=base, built_tree=True)
 
 
-def run_verify_built(ctx: Context, leg: str) -> list:
-    """``verify:<leg>``: verify the build stage's artifacts directory, write
-    ``build/<leg>/verify.json`` (the report) and raise :class:`VerifyError` on any failure."""
+@dataclass(frozen=True)
+class VerifyTreePlan:
+    """``verify:<leg>``'s plan value: the built ``tree`` (``build/<leg>/cmake/bin``), the
+    ``policy`` it is checked against and the ``report`` path (``build/<leg>/verify.json``)."""
+
+    leg: str
+    tree: Path
+    policy: VerifyPolicy
+    report: Path
+
+
+def _policy_json(policy: VerifyPolicy) -> dict:
+    return json.loads(json.dumps(policy.to_json(), default=list))
+
+
+def prepare(ctx: Context, leg: str) -> Prepared:
+    """The plan value of ``verify:<leg>`` and its key (the build's output digest, the policy)."""
     from .. import paths
-    from ..fsutil import atomic_write_json
     from .build import plan_build
 
-    tree = plan_build(ctx, leg).artifacts_dir
-    if not tree.is_dir():
-        raise BundleGraphError(f"verify:{leg}: {tree} does not exist; run build:{leg}")
-    report = verify_path(tree, built_tree_policy(ctx, leg))
-    out = paths.build_dir(leg) / "verify.json"
-    atomic_write_json(out, report.to_json())
-    say(f"verify:{leg}: {len(report.files)} binaries, {len(report.failures)} failure(s); report {out}")
+    plan = VerifyTreePlan(leg, plan_build(ctx, leg).artifacts_dir, built_tree_policy(ctx, leg),
+                          paths.build_dir(leg) / "verify.json")
+    return Prepared({"build": upstream_digest(f"build:{leg}"), "policy": _policy_json(plan.policy)}, plan)
+
+
+def run_verify_built(plan: VerifyTreePlan) -> list:
+    """``verify:<leg>``: verify the build stage's artifacts directory, write the report and
+    raise :class:`VerifyError` on any failure."""
+    from ..fsutil import atomic_write_json
+
+    if not plan.tree.is_dir():
+        raise BundleGraphError(f"verify:{plan.leg}: {plan.tree} does not exist; run build:{plan.leg}")
+    report = verify_path(plan.tree, plan.policy)
+    atomic_write_json(plan.report, report.to_json())
+    say(f"verify:{plan.leg}: {len(report.files)} binaries, {len(report.failures)} failure(s); report {plan.report}")
     report.raise_for_failures()
-    return [out]
+    return [plan.report]
+
+
+def _apply(p: Prepared) -> list:
+    assert isinstance(p.plan, VerifyTreePlan)
+    return run_verify_built(p.plan)
 
 
 def plans(ctx: Context) -> list:
     """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
     again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
-    import json as _json
-
 
     out = []
     for leg in ctx.legs:
-        def inputs(leg: str = leg) -> dict:
-            return {"build": upstream_digest(f"build:{leg}"),
-                    "policy": _json.loads(_json.dumps(built_tree_policy(ctx, leg).to_json(), default=list))}
-
         def details(leg: str = leg) -> dict:
             from .build import plan_build
 
             return {"tree": plan_build(ctx, leg).artifacts_dir.as_posix(),
-                    "policy": _json.loads(_json.dumps(built_tree_policy(ctx, leg).to_json(), default=list))}
+                    "policy": _policy_json(built_tree_policy(ctx, leg))}
 
         out.append(TaskPlan(
             stage="verify", name=leg, leg=leg, doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
-            inputs=inputs, run=partial(run_verify_built, ctx, leg),
+            prepare=partial(prepare, ctx, leg), apply=_apply,
             deps=[f"build:{leg}"], details=details,
         ))
     return out

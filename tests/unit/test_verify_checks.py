@@ -297,16 +297,16 @@ def test_verify_stage_plans_and_runs_on_the_built_tree(workdir):
     plans = {p.full_name: p for p in vstage.plans(ctx)}
     p = plans["verify:windows-arm64-cuda13-portable"]
     assert p.deps == ["build:windows-arm64-cuda13-portable"] and p.leg == "windows-arm64-cuda13-portable"
-    pol = p.inputs()["policy"]
+    pol = p.key()["policy"]
     assert pol["archs"] == ["120", "121"] and pol["signing_required"] is False and "ggml-base.dll" in pol["external"]
     assert p.details()["tree"].endswith("windows-arm64-cuda13-portable/cmake/bin")
     tree = paths.build_dir("windows-arm64-cuda13-portable") / "cmake" / "bin"
     with pytest.raises(BundleGraphError, match="does not exist; run build:windows-arm64-cuda13-portable"):
-        p.run()
+        p.apply(p.prepared())
     tree.mkdir(parents=True)
     (tree / "ggml-cuda.dll").write_text("not a DLL")
     with pytest.raises(VerifyError) as e:
-        p.run()
+        p.apply(p.prepared())
     assert e.value.failures == [
         "ggml-cuda.dll: parse: named like a Windows PE binary but not a PE file: DOS header magic 'MZ' not found (9 bytes)"]
     report = json.loads((paths.build_dir("windows-arm64-cuda13-portable") / "verify.json").read_text())
