@@ -31,10 +31,14 @@ import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from .checks import claims_pe
 from .errors import BundleGraphError
 from .fsutil import atomic_writer
+
+if TYPE_CHECKING:
+    from .schemas.manifest import BundleInfo
 
 ZIP_MIN_EPOCH = 315532800  # 1980-01-01T00:00:00Z: the earliest time a zip entry can hold
 
@@ -229,3 +233,18 @@ def read_member(archive: str | os.PathLike, name: str) -> bytes | None:
             return f.read() if f is not None else None
     except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as e:
         raise ArchiveError(f"{archive}: not a readable bundle archive ({e})") from e
+
+
+def read_bundle_info(archive: Path, info_file: str) -> "BundleInfo":
+    """The info JSON ``info_file`` inside bundle ``archive``, parsed: the one reader for every
+    stage. Raises :class:`BundleGraphError` naming the archive and file when it is missing or
+    invalid."""
+    from .schemas.manifest import BundleInfo
+
+    raw = read_member(archive, info_file)
+    if raw is None:
+        raise BundleGraphError(f"{archive.name}: has no {info_file}; not a bundle packaged by bundlegraph")
+    try:
+        return BundleInfo.model_validate_json(raw)
+    except ValueError as e:
+        raise BundleGraphError(f"{archive.name}: {info_file} is invalid: {e}") from None

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import ci, paths
-from ..archive import archive_epoch, entries_from_tree, write_tar_gz
+from ..archive import archive_epoch, entries_from_tree, read_bundle_info, write_tar_gz
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..releaseassets import hash_paired
@@ -83,7 +83,7 @@ def write_source_archive(tree: Path, commit: str, dist: Path, commit_epoch: int 
 
 def bundle_info(archive: Path, info_file: str) -> BundleInfo:
     """The parsed info JSON of ``archive`` (:meth:`BundleInfo.read`)."""
-    return BundleInfo.read(archive, info_file)
+    return read_bundle_info(archive, info_file)
 
 
 def locate(name: str, dist: Path, artifacts: Path | None) -> tuple[Path | None, bool]:

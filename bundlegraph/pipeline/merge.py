@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import paths
-from ..archive import member_names
+from ..archive import member_names, read_bundle_info
 from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
 from ..extract import extract
@@ -109,7 +109,7 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
 
 def load_base(archive: Path, info_file: str) -> BaseBundle:
     """Read ``info_file`` out of ``archive`` and parse it (errors name the archive and file)."""
-    return BaseBundle(archive, sha256_file(archive), BundleInfo.read(archive, info_file))
+    return BaseBundle(archive, sha256_file(archive), read_bundle_info(archive, info_file))
 
 
 def _built_names(spec: BundleSpec) -> set[str]:

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths, proc
+from ..archive import read_bundle_info
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 from ..report import say
@@ -323,13 +324,12 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
     failing checks (recorded)."""
     from ..extract import extract
     from ..gpus import probe
-    from ..schemas.manifest import BundleInfo
     from . import jobs as jobs_mod
 
     plan = plan_smoke(ctx, leg)
     if not plan.bundle.is_file():
         raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
-    info = BundleInfo.read(plan.bundle, ctx.release.info_file)
+    info = read_bundle_info(plan.bundle, ctx.release.info_file)
     pr = probe()
     d = decide(info.os, info.arch, host_platform(), pr)
     if not d.run:

@@ -24,7 +24,6 @@ lower-case hex sha256.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -105,22 +104,6 @@ class BundleInfo(Strict):
     paired_assets: list[str] = []
     signing: Literal["not-required", "signed", "unsigned"]
     verify: VerifyFindings
-
-    @classmethod
-    def read(cls, archive: Path, info_file: str) -> "BundleInfo":
-        """The info JSON ``info_file`` inside bundle ``archive``, parsed: the one reader for every
-        stage. Raises :class:`~bundlegraph.errors.BundleGraphError` naming the archive and file
-        when it is missing or invalid."""
-        from ..archive import read_member
-        from ..errors import BundleGraphError
-
-        raw = read_member(archive, info_file)
-        if raw is None:
-            raise BundleGraphError(f"{archive.name}: has no {info_file}; not a bundle packaged by bundlegraph")
-        try:
-            return cls.model_validate_json(raw)
-        except ValueError as e:
-            raise BundleGraphError(f"{archive.name}: {info_file} is invalid: {e}") from None
 
     @model_validator(mode="after")
     def _sm_ends(self) -> "BundleInfo":
