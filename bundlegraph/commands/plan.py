@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
         spec = g.ctx.spec(leg)
         stages = []
         for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):
-            stages.append({"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **_key(p)})
+            stages.append({"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(),
+                           **(_key(p) if args.keys else {})})
         out[leg] = {
             "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
             "promised": spec.promised,
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             "toolchain": spec.toolchain,
             "stages": stages,
         }
-    shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **_key(p)}
+    shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
               for p in g.plans if p.leg is None]
     if args.json:
         print(json.dumps({"legs": out, "shared": shared}, indent=2, default=str))
@@ -90,4 +91,7 @@ def register(sub: Any) -> None:
     p.add_argument("leg", nargs="?", help="one leg (default: all selected legs)")
     add_filter_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--keys", action="store_true",
+                   help="also each task's action key as it stands now (what its stamp records when it runs; "
+                        "resolving it may start compilers and fetch NVIDIA's redist manifest)")
     p.set_defaults(func=run)

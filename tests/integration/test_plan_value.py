@@ -1,4 +1,4 @@
-"""One plan value per task: what ``bundlegraph plan --json`` shows as a task's key is exactly
+"""One plan value per task: what ``bundlegraph plan --json --keys`` shows as a task's key is exactly
 what its stamp records (for every task of the stand-in graph), and a task's run receives the very
 value whose key the up-to-date check compared and the stamp records (configure and build keep
 their resolved plan instead of planning again)."""
@@ -41,7 +41,7 @@ def _stamp(work: Path, task: str) -> dict | None:
 
 
 def test_the_key_plan_shows_is_the_key_each_stamp_records(built):
-    r = graphrun.cli(["plan", "--json"], bundles=built / "bundles", workdir=built / "work")
+    r = graphrun.cli(["plan", "--json", "--keys"], bundles=built / "bundles", workdir=built / "work")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     tasks = [st for leg in doc["legs"].values() for st in leg["stages"]] + doc["shared"]
