@@ -105,12 +105,9 @@ def _fit(a: ManifestArtifact, host: Host) -> str | None:
 def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
     """The installer's per-line choice for a CUDA host (see the module docstring)."""
     allowed = host.allowed_lines()
-    if host.os == "linux":
-        present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
-        lines = present
-    else:  # Windows: lines with runtimes on disk first, then the rest the driver allows
-        present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
-        lines = present + [l for l in allowed if l not in present]
+    present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
+    # Linux: only lines whose runtime libraries are on disk; Windows: those first, then the rest
+    lines = present if host.os == "linux" else present + [l for l in allowed if l not in present]
     cands = [a for a in arts if a.install_kind == kind]
     drv = f"{host.driver_cuda[0]}.{host.driver_cuda[1]}" if host.driver_cuda else "none"
     for a in cands:

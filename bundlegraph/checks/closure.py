@@ -25,11 +25,11 @@ Failures name the importing file and carry the chain from a top-level file, e.g.
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from collections.abc import Iterable, Mapping
 
 from . import Failure
+from .content import required_matches
 from .elf import ELFInfo
 from .pe import PEInfo
 from .systemdlls import CUDA_DRIVER_DLLS, host_process, is_vc_runtime, is_windows_dll
@@ -93,14 +93,14 @@ class _Externals:
 
     def __init__(self, names: Iterable[str], *, fold: bool) -> None:
         self.fold = fold
-        norm = [n.lower() if fold else n for n in names]
-        self.exact = {n for n in norm if not any(c in n for c in "*?[")}
-        self.globs = [n for n in norm if n not in self.exact]
+        self.names = list(names)
+        self.exact = {n.lower() if fold else n for n in self.names}
 
     def __contains__(self, name: object) -> bool:
-        n = str(name).lower() if self.fold else str(name)
-        return n in self.exact or any(fnmatch.fnmatchcase(n, g) for g in self.globs)
-
+        n = str(name)
+        # exact names by set lookup; globs by the one required-file matcher (content.required_matches)
+        return (n.lower() if self.fold else n) in self.exact or any(
+            required_matches(n, g, fold=self.fold) for g in self.names if any(c in g for c in "*?["))
 
 def pe_closure(
     files: Mapping[str, PEInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
