@@ -165,7 +165,6 @@ def _execute(plan: TaskPlan) -> object:
         try:
             prepared = _PREPARED.pop(name, None) or plan.prepared()
             state.forget(name)
-            assert plan.apply is not None
             outputs = plan.apply(prepared)
             state.record(name, prepared.key, outputs, seconds=time.monotonic() - t0)
         except TaskSkipped as e:

@@ -118,11 +118,10 @@ class Context:
 class Prepared:
     """One task's plan value for one run, computed once after its upstream tasks ran: ``key``
     (the action-key inputs the stamp records and ``bundlegraph plan``/``explain`` show) and
-    ``plan`` (the frozen stage plan the run receives, e.g. a ``ConfigurePlan``; None for a
-    stage whose run needs nothing beyond its key)."""
+    ``plan`` (the frozen ``<Stage>Plan`` the run receives, e.g. a ``ConfigurePlan``)."""
 
     key: dict
-    plan: object = None
+    plan: object
 
 
 @dataclass
@@ -132,41 +131,27 @@ class TaskPlan:
     - ``stage``/``name``: the task is ``<stage>:<name>``; ``leg`` the leg it belongs to (None
       for shared tasks such as toolkits and the manifest).
     - ``prepare``: returns the task's :class:`Prepared` value; called lazily (after upstream
-      tasks ran), so it may read upstream stamps via :func:`upstream_digest`. The graph calls
-      it once per run: the up-to-date check compares its ``key``, and ``apply`` receives the
-      same object, so what is recorded, shown and run cannot disagree.
-    - ``apply``: does the work from that value and returns the output files to fingerprint.
-    - A stage whose run re-derives nothing may give ``inputs``/``run`` instead (``prepare``
-      becomes ``Prepared(inputs())``, ``apply`` calls ``run()``).
+      tasks ran), so it may read upstream records and stamps (:func:`upstream_digest`). The
+      graph calls it once per run: the up-to-date check compares its ``key``, and ``apply``
+      receives the same object, so what is recorded, shown and run cannot disagree.
+    - ``apply``: runs the stage from that value's ``plan`` alone and returns the output files
+      to fingerprint.
     - ``deps``: full names of tasks that must run first.
     - ``details``: what ``bundlegraph plan`` prints besides the key (commands, paths; works on
-      any host), no side effects.
+      any host, before any task ran), no side effects.
     """
 
     stage: str
     name: str
     doc: str
-    inputs: Callable[[], dict] | None = None
-    run: Callable[[], list] | None = None
+    prepare: Callable[[], Prepared]
+    apply: Callable[[Prepared], list]
     deps: list[str] = field(default_factory=list)
     leg: str | None = None
     details: Callable[[], dict] = lambda: {}
-    prepare: Callable[[], Prepared] | None = None
-    apply: Callable[[Prepared], list] | None = None
-
-    def __post_init__(self) -> None:
-        if self.prepare is None:
-            if self.inputs is None or self.run is None:
-                raise TypeError(f"{self.full_name}: give prepare/apply or inputs/run")
-            inputs, run = self.inputs, self.run
-            self.prepare = lambda: Prepared(inputs())
-            self.apply = lambda _p: run()
-        elif self.apply is None:
-            raise TypeError(f"{self.full_name}: prepare needs apply")
 
     def prepared(self) -> Prepared:
         """The task's plan value now (what ``plan``/``explain`` show)."""
-        assert self.prepare is not None
         return self.prepare()
 
     def key(self) -> dict:

@@ -153,11 +153,10 @@ def prepare(ctx: Context, leg: str) -> Prepared:
     return Prepared(key_inputs(ctx, leg, plan), plan)
 
 
-def run_build(ctx: Context, leg: str, plan: BuildPlan | None = None) -> list[Path]:
-    """Build ``leg`` by ``plan`` (the one its key was computed from; planned now when None);
-    returns the stamp outputs (``build.json`` first). Raises :class:`ToolFailed` with the
-    failing command and the log tail."""
-    plan = plan or plan_build(ctx, leg)
+def run_build(plan: BuildPlan) -> list[Path]:
+    """Build by ``plan`` alone (the one its key was computed from); returns the stamp outputs
+    (``build.json`` first). Raises :class:`ToolFailed` with the failing command and the log tail."""
+    leg = plan.leg
     if not (plan.cmake_dir / "CMakeCache.txt").is_file():
         raise BundleGraphError(f"build:{leg}: {plan.cmake_dir} is not configured; run configure:{leg}")
     j = jobs_mod.decide(plan.cuda_archs, plan.windows)
@@ -199,9 +198,9 @@ def _rel(p: Path, wd: Path) -> str:
         return p.resolve().as_posix()
 
 
-def _apply(ctx: Context, leg: str, p: Prepared) -> list[Path]:
+def _apply(p: Prepared) -> list[Path]:
     assert isinstance(p.plan, BuildPlan)
-    return run_build(ctx, leg, p.plan)
+    return run_build(p.plan)
 
 
 def plans(ctx: Context) -> list:
@@ -218,7 +217,7 @@ def plans(ctx: Context) -> list:
         out.append(TaskPlan(
             stage="build", name=leg, leg=leg, doc=f"cmake --build of {leg}",
             prepare=partial(prepare, ctx, leg),
-            apply=partial(_apply, ctx, leg),
+            apply=_apply,
             deps=[f"configure:{leg}"], details=details,
         ))
     return out

@@ -50,7 +50,8 @@ UNKNOWN = "<known after source:{leg}>"
 class ConfigurePlan:
     """Everything configure will do for one leg. ``argv`` is the full cmake command;
     ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the toolkit
-    layout (None for CPU legs); ``toolkit_task`` the toolkit task configure waits for."""
+    layout (None for CPU legs); ``toolkit_task`` the toolkit task configure waits for;
+    ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS."""
 
     leg: str
     toolchain: str
@@ -69,6 +70,7 @@ class ConfigurePlan:
     record: Path
     log: Path
     binaries: dict[str, str] = field(default_factory=dict)
+    with_cublas: bool = False
 
     def command(self) -> str:
         return proc.quote(self.argv)
@@ -123,6 +125,7 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
         hooks_file=hfile, hooks_text=hooks, source_tree=tree, source_digest=digest, cache=cache, argv=argv,
         cuda=cuda, toolkit_task=toolkit_task, record=bdir / "configure.json", log=ctx.log(leg, "configure"),
         binaries=dict(binaries),
+        with_cublas=spec.cuda is not None and "libcublas" in spec.cuda.toolkit.target,
     )
 
 
@@ -174,17 +177,24 @@ def prepare(ctx: Context, leg: str) -> Prepared:
     return Prepared(inputs, plan)
 
 
-def run_configure(ctx: Context, leg: str, prepared: Prepared | None = None) -> list[Path | Present]:
-    """Run the configure of ``leg`` from ``prepared`` (the value its key came from; resolved
-    now when None); returns the stamp's outputs. Raises :class:`HostMismatch`,
-    :class:`ToolMissing`, :class:`ToolkitError`, :class:`ToolFailed`."""
-    prepared = prepared or prepare(ctx, leg)
-    plan, inputs = prepared.plan, prepared.key
-    assert isinstance(plan, ConfigurePlan)
+def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
+    """Prepare and run the configure of ``leg`` now (:func:`prepare` then :func:`run`)."""
+    return _apply(prepare(ctx, leg))
+
+
+def _apply(p: Prepared) -> list[Path | Present]:
+    assert isinstance(p.plan, ConfigurePlan)
+    return run(p.plan, p.key)
+
+
+def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
+    """Run the configure from ``plan`` alone (``inputs``: its action key, recorded in
+    ``configure.json``); returns the stamp's outputs. Raises :class:`ToolkitError` (the toolkit
+    lacks a file), :class:`ToolFailed`."""
+    leg = plan.leg
     tc = get_toolchain(plan.toolchain)
     if plan.cuda is not None:
-        cuda_spec = ctx.spec(leg).cuda
-        missing = plan.cuda.missing(with_cublas=cuda_spec is not None and "libcublas" in cuda_spec.toolkit.target)
+        missing = plan.cuda.missing(with_cublas=plan.with_cublas)
         if missing:
             raise ToolkitError(
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
@@ -272,7 +282,7 @@ def plans(ctx: Context) -> list:
             stage="configure", name=leg, leg=leg,
             doc=f"cmake configure of {leg} ({spec.toolchain})",
             prepare=partial(prepare, ctx, leg),
-            apply=partial(run_configure, ctx, leg),
+            apply=_apply,
             deps=[f"source:{leg}"] + ([task] if task else []),
             details=details,
         ))

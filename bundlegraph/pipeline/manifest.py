@@ -27,6 +27,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from ..schemas.manifest import (
     source_archive_name,
 )
 from .archivecheck import archive_verifier
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record
 
 VerifierFor = Callable[[str], Callable[[Path], object]]
@@ -180,41 +181,77 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
 
 # ---------------------------------------------------------------- graph stage
 
-def plans(ctx: Context) -> list[TaskPlan]:
-    """``manifest``: after the source; describes the bundles that exist (never makes doit build
-    a leg: a bare ``doit`` runs the default legs' package tasks first)."""
+@dataclass(frozen=True)
+class ManifestPlan:
+    """What ``manifest`` does, resolved once before it runs: the whole ``matrix`` (every leg's
+    bundle that exists is described); ``dist``; ``artifacts`` (bundles built elsewhere, or
+    None); the source ``source_tree``/``source_commit``/``commit_epoch`` from the first selected
+    leg's ``source:`` record."""
+
+    matrix: Matrix
+    dist: Path
+    artifacts: Path | None
+    source_tree: Path
+    source_commit: str
+    commit_epoch: int | None
+
+
+def plan_manifest(ctx: Context) -> ManifestPlan:
+    """The :class:`ManifestPlan` now. Raises :class:`BundleGraphError` when the first leg's source
+    record is missing or names no commit."""
     first = ctx.legs[0]
+    src = source_record(first)
+    if src.commit is None:
+        raise BundleGraphError(f"manifest: the source of {first} has no commit (set [source] commit in release.toml)")
+    return ManifestPlan(matrix=ctx.matrix, dist=paths.dist_dir(), artifacts=ctx.filters.artifacts,
+                        source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
+
+
+def key_inputs(ctx: Context) -> dict:
+    """The action-key inputs of ``manifest``: every selected leg's package digest, the bundles in
+    ``dist/`` and the artifacts directory (name, size, mtime), the source and the release."""
+    art = ctx.filters.artifacts
+    listing = sorted((p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                     for p in art.rglob("*") if p.is_file()) if art and art.is_dir() else []
+    dist = paths.dist_dir()
+    bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
+                     (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
+    return {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
+            "bundles": bundles, "source": upstream_digest(f"source:{ctx.legs[0]}"), "artifacts": listing,
+            "release": ctx.release}
+
+
+def prepare(ctx: Context) -> Prepared:
+    """``manifest``'s plan value: its key and its :class:`ManifestPlan`."""
+    return Prepared(key_inputs(ctx), plan_manifest(ctx))
+
+
+def run(plan: ManifestPlan) -> list[Path]:
+    """Write the manifest, SHA index and source archive from ``plan`` alone (:func:`run_manifest`)
+    and the job summary; returns the three files."""
+    m = plan.matrix
 
     def verifier_for(leg: str) -> Callable[[Path], object]:
-        spec = ctx.spec(leg)
-        return archive_verifier(spec, ctx.release, base=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None)
+        spec = m.legs[leg]
+        return archive_verifier(spec, m.release, base=m.legs.get(spec.merge.base) if spec.merge else None)
 
-    def inputs() -> dict:
-        art = ctx.filters.artifacts
-        listing = sorted((p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-                         for p in art.rglob("*") if p.is_file()) if art and art.is_dir() else []
-        dist = paths.dist_dir()
-        bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
-                         (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
-        return {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-                "bundles": bundles, "source": upstream_digest(f"source:{first}"), "artifacts": listing,
-                "release": ctx.release}
+    run_manifest(m, dist=plan.dist, source_tree=plan.source_tree, source_commit=plan.source_commit,
+                 commit_epoch=plan.commit_epoch, artifacts=plan.artifacts, verifier_for=verifier_for)
+    ci.write_summary(plan.dist, plan.dist / INDEX_NAME, m.release.info_file)
+    return [plan.dist / MANIFEST_NAME, plan.dist / INDEX_NAME, plan.dist / source_archive_name(plan.source_commit)]
 
-    def run() -> list[Path]:
-        src = source_record(first)
-        dist = paths.dist_dir()
-        if src.commit is None:
-            raise BundleGraphError(f"manifest: the source of {first} has no commit (set [source] commit in release.toml)")
-        run_manifest(ctx.matrix, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
-                     commit_epoch=src.epoch, artifacts=ctx.filters.artifacts, verifier_for=verifier_for)
-        ci.write_summary(dist, dist / INDEX_NAME, ctx.release.info_file)
-        return [dist / MANIFEST_NAME, dist / INDEX_NAME, dist / source_archive_name(src.commit)]
 
-    return [TaskPlan(stage="manifest", name="", leg=None, inputs=inputs, run=run,
-                     # The manifest describes the bundles that exist (in dist/ or the artifacts dir); it
-                     # never makes doit build a leg. A bare `doit` runs the default legs' package tasks
-                     # first (Graph.default_tasks lists them before the manifest).
-                     deps=[f"source:{first}"],
+def _apply(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, ManifestPlan)
+    return run(p.plan)
+
+
+def plans(ctx: Context) -> list[TaskPlan]:
+    """``manifest``: after the source; describes the bundles that exist (never makes doit build
+    a leg: a bare ``doit`` runs the default legs' package tasks first, ``Graph.default_tasks``
+    lists them before the manifest)."""
+    return [TaskPlan(stage="manifest", name="", leg=None, deps=[f"source:{ctx.legs[0]}"],
+                     prepare=partial(prepare, ctx), apply=_apply,
                      doc="write the release manifest, SHA index and source archive for the bundles that exist")]
 
 

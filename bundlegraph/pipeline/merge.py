@@ -29,7 +29,8 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from .. import paths
@@ -39,9 +40,10 @@ from ..errors import BundleGraphError
 from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, sha256_file
 from ..schemas.manifest import BundleInfo, VerifyFindings
+from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .archivecheck import archive_verifier
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 from .build import plan_build
 from .runtimes import RuntimeFile, resolve_shipped
 from .source import source_record
@@ -280,73 +282,121 @@ def _base_archive(ctx: Context, leg: str) -> Path:
     return locate_base(ctx.bundle_name(base), paths.dist_dir(), ctx.filters.artifacts)
 
 
+@dataclass(frozen=True)
+class MergePlan:
+    """What ``merge:<leg>`` does, resolved once before it runs (the run reads nothing else of
+    the graph): ``spec``; ``base_spec``/``base_archive`` (None for a leg without ``[merge]``:
+    then the built files are only collected); ``imported`` (the base came from the artifacts
+    directory: verify it); ``release``; ``built_dir`` (the build's output directory) and
+    ``backend_files`` (the files of it a merge adds);
+    ``toolkit_prefix``/``toolkit_version``: the target toolkit the spec's shipped runtime files
+    come from (resolved and hashed by the run, not on every up-to-date check); ``source_commit``/``source_digest`` (from
+    ``source:<leg>``'s record; None/"" when collecting); ``dest_tree``/``record``."""
+
+    leg: str
+    spec: BundleSpec
+    release: Release
+    built_dir: Path
+    toolkit_prefix: Path | None
+    toolkit_version: str | None
+    dest_tree: Path
+    record: Path
+    backend_files: tuple[Path, ...] = ()
+    base_spec: BundleSpec | None = None
+    base_archive: Path | None = None
+    imported: bool = False
+    source_commit: str | None = None
+    source_digest: str = ""
+
+
+def plan_merge(ctx: Context, leg: str) -> MergePlan:
+    """The :class:`MergePlan` of ``leg`` now: reads ``source:<leg>``'s record and locates the base
+    bundle (both exist once the task's dependencies ran). Raises :class:`BundleGraphError`
+    naming the missing record or base bundle."""
+    spec = ctx.spec(leg)
+    ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+    bdir = paths.build_dir(leg)
+    built = plan_build(ctx, leg).artifacts_dir
+    plan = MergePlan(leg=leg, spec=spec, release=ctx.release, built_dir=built,
+                     toolkit_prefix=ref.prefix if ref else None, toolkit_version=ref.version if ref else None,
+                     dest_tree=bdir / "merged", record=bdir / "merge.json")
+    if spec.merge is None:
+        return plan
+    src = source_record(leg)
+    return replace(plan, backend_files=tuple(backend_outputs(built, spec)), base_spec=ctx.spec(spec.merge.base),
+                   base_archive=_base_archive(ctx, leg), imported=ctx.filters.artifacts is not None,
+                   source_commit=src.commit, source_digest=src.digest)
+
+
+def key_inputs(ctx: Context, leg: str) -> dict:
+    """The action-key inputs of ``merge:<leg>``: the spec, the built files (``build:<leg>``'s
+    output digest), and for a merge the base bundle (``package:<base>``'s digest, or the sha256
+    of an imported one), the source and, when runtime files come from it, the toolkit."""
+    spec = ctx.spec(leg)
+    if spec.merge is None:
+        return {"spec": spec, "built": upstream_digest(f"build:{leg}")}
+    base = spec.merge.base
+    if ctx.filters.artifacts is not None or base not in ctx.legs:
+        try:
+            b = sha256_file(_base_archive(ctx, leg))
+        except BundleGraphError:
+            b = "missing"
+    else:
+        b = upstream_digest(f"package:{base}")
+    keys = {"spec": spec, "base": b, "built": upstream_digest(f"build:{leg}"),
+            "source": upstream_digest(f"source:{leg}")}
+    if any(r.from_ == "toolkit" for r in spec.runtime.ships):
+        # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
+        # with identical built binaries must still refresh them
+        keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
+    return keys
+
+
+def prepare(ctx: Context, leg: str) -> Prepared:
+    """``merge:<leg>``'s plan value: its key and its :class:`MergePlan`."""
+    return Prepared(key_inputs(ctx, leg), plan_merge(ctx, leg))
+
+
+def run(plan: MergePlan) -> list[Path]:
+    """Merge (or collect) from ``plan`` alone; returns ``merge.json`` and every file of the tree."""
+    runtime = resolve_shipped(plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix,
+                              toolkit_version=plan.toolkit_version)
+    if plan.base_spec is None:
+        run_collect(spec=plan.spec, built_dir=plan.built_dir, runtime=runtime,
+                    dest_tree=plan.dest_tree, record_path=plan.record)
+    else:
+        assert plan.base_archive is not None
+        run_merge(spec=plan.spec, base_spec=plan.base_spec, info_file=plan.release.info_file,
+                  base=load_base(plan.base_archive, plan.release.info_file), backend_files=list(plan.backend_files),
+                  runtime=runtime, source_commit=plan.source_commit, source_digest=plan.source_digest,
+                  dest_tree=plan.dest_tree, record_path=plan.record,
+                  verifier=archive_verifier(plan.base_spec, plan.release) if plan.imported else None)
+    return [plan.record, *_tree_files(plan.dest_tree)]
+
+
+def _apply(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, MergePlan)
+    return run(p.plan)
+
+
 def plans(ctx: Context) -> list[TaskPlan]:
     """``merge:<leg>`` for every selected leg: a backend merged into its base's bundle (legs with
     ``[merge]``), else the built files and shipped runtime collected into the bundle tree."""
     out = []
     for leg in ctx.legs:
         spec = ctx.spec(leg)
+        cuda = [f"toolkit:{toolkit_for_leg(ctx, leg).name}"] if spec.backend == "cuda" else []
         if spec.merge is None:
-            out.append(_collect_plan(ctx, leg))
-            continue
-        base = spec.merge.base
-        imported = ctx.filters.artifacts is not None
-        # a filtered run without artifacts=DIR that leaves the base out finds dist/<base bundle>
-        # from an earlier run, or fails in run() naming it (filters must not change the graph's legs)
-        same_run = not imported and base in ctx.legs
-        deps = [f"verify:{leg}", f"source:{leg}"] + ([f"package:{base}"] if same_run else [])
-        if spec.backend == "cuda":
-            deps.append(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
-
-        def inputs(leg: str = leg, base: str = base, imported: bool = imported) -> dict:
-            if imported or base not in ctx.legs:
-                try:
-                    b = sha256_file(_base_archive(ctx, leg))
-                except BundleGraphError:
-                    b = "missing"
-            else:
-                b = upstream_digest(f"package:{base}")
-            keys = {"spec": ctx.spec(leg), "base": b, "built": upstream_digest(f"build:{leg}"),
-                    "source": upstream_digest(f"source:{leg}")}
-            if any(r.from_ == "toolkit" for r in ctx.spec(leg).runtime.ships):
-                # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
-                # with identical built binaries must still refresh them
-                keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
-            return keys
-
-        def run(leg: str = leg, spec: BundleSpec = spec, base: str = base, imported: bool = imported) -> list[Path]:
-            src = source_record(leg)
-            ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
-            rt = resolve_shipped(spec, origin="toolkit", toolkit_prefix=ref.prefix if ref else None,
-                                 toolkit_version=ref.version if ref else None)
-            rec = paths.build_dir(leg) / "merge.json"
-            run_merge(spec=spec, base_spec=ctx.spec(base), info_file=ctx.release.info_file,
-                      base=load_base(_base_archive(ctx, leg), ctx.release.info_file),
-                      backend_files=backend_outputs(plan_build(ctx, leg).artifacts_dir, spec), runtime=rt,
-                      source_commit=src.commit, source_digest=src.digest,
-                      dest_tree=paths.build_dir(leg) / "merged", record_path=rec,
-                      verifier=archive_verifier(ctx.spec(base), ctx.release) if imported else None)
-            return [rec, *_tree_files(paths.build_dir(leg) / "merged")]
-
-        out.append(TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, inputs=inputs, run=run,
-                            doc=f"merge {leg}'s backend into the {base} bundle"
-                                + (" (imported from artifacts)" if imported else "")))
+            deps, doc = [f"verify:{leg}", *cuda], \
+                f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)"
+        else:
+            base = spec.merge.base
+            imported = ctx.filters.artifacts is not None
+            # a filtered run without artifacts=DIR that leaves the base out finds dist/<base bundle>
+            # from an earlier run, or fails naming it (filters must not change the graph's legs)
+            same_run = not imported and base in ctx.legs
+            deps = [f"verify:{leg}", f"source:{leg}"] + ([f"package:{base}"] if same_run else []) + cuda
+            doc = f"merge {leg}'s backend into the {base} bundle" + (" (imported from artifacts)" if imported else "")
+        out.append(TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, doc=doc,
+                            prepare=partial(prepare, ctx, leg), apply=_apply))
     return out
-
-
-def _collect_plan(ctx: Context, leg: str) -> TaskPlan:
-    spec = ctx.spec(leg)
-    deps = [f"verify:{leg}"] + ([f"toolkit:{toolkit_for_leg(ctx, leg).name}"] if spec.backend == "cuda" else [])
-
-    def run() -> list[Path]:
-        ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
-        rt = resolve_shipped(spec, origin="toolkit", toolkit_prefix=ref.prefix if ref else None,
-                             toolkit_version=ref.version if ref else None)
-        rec = paths.build_dir(leg) / "merge.json"
-        run_collect(spec=spec, built_dir=plan_build(ctx, leg).artifacts_dir, runtime=rt,
-                    dest_tree=paths.build_dir(leg) / "merged", record_path=rec)
-        return [rec, *_tree_files(paths.build_dir(leg) / "merged")]
-
-    return TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, run=run,
-                    inputs=lambda: {"spec": ctx.spec(leg), "built": upstream_digest(f"build:{leg}")},
-                    doc=f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)")

@@ -24,7 +24,8 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from .. import ci, paths
@@ -37,7 +38,7 @@ from ..schemas.manifest import BundleInfo, RuntimeFileInfo, VerifyFindings
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .archivecheck import archive_verifier
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .runtimes import RuntimeFile, msvc_redist_root, resolve_shipped, third_party_text
@@ -232,49 +233,86 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
 
 # ---------------------------------------------------------------- graph stage
 
+@dataclass(frozen=True)
+class PackagePlan:
+    """What ``package:<leg>`` does, resolved once before it runs: ``inputs`` (the
+    :class:`PackageInputs`, from the spec, ``source:<leg>``'s record and ``merge:<leg>``'s
+    ``merge.json``) without the toolchain runtime files, which the run resolves (and hashes)
+    under ``redist_root`` when ``toolchain_runtime`` is set; ``base_spec`` (the merge base's spec,
+    for the archive verifier); ``log``; ``receipt`` (``build/<leg>/package.json``)."""
+
+    inputs: PackageInputs
+    base_spec: BundleSpec | None
+    toolchain_runtime: bool
+    redist_root: Path | None
+    log: Path
+    receipt: Path
+
+
+def plan_package(ctx: Context, leg: str) -> PackagePlan:
+    """The :class:`PackagePlan` of ``leg`` now: reads ``source:<leg>``'s record and
+    ``merge:<leg>``'s ``merge.json``. Raises :class:`BundleGraphError` when one is missing or the
+    source has no commit."""
+    spec = ctx.spec(leg)
+    src = source_record(leg)
+    if src.commit is None:
+        raise BundleGraphError(f"package:{leg}: the source has no commit (set [source] commit in release.toml)")
+    ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+    bdir = paths.build_dir(leg)
+    rec = MergeRecord.read(bdir / "merge.json")
+    inp = PackageInputs(spec=spec, release=ctx.release, dest=paths.dist_dir() / ctx.bundle_name(leg),
+                        source_tree=Path(src.tree), source_commit=src.commit, source_digest=src.digest,
+                        commit_epoch=src.epoch, toolkit_prefix=ref.prefix if ref else None,
+                        toolkit_version=ref.version if ref else None, tree=bdir / "merged",
+                        own_files=rec.backend_files, merged_from=rec.base_asset or None,
+                        prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime])
+    toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
+    return PackagePlan(inputs=inp, base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
+                       toolchain_runtime=toolchain, redist_root=msvc_redist_root() if toolchain else None,
+                       log=ctx.log(leg, "package"), receipt=bdir / "package.json")
+
+
+def key_inputs(ctx: Context, leg: str) -> dict:
+    """The action-key inputs of ``package:<leg>``: spec, release, the merged tree's digest, the
+    source, ``SOURCE_DATE_EPOCH`` and whether a signing command is set."""
+    return {"spec": ctx.spec(leg), "release": ctx.release, "tree": upstream_digest(f"merge:{leg}"),
+            "source": upstream_digest(f"source:{leg}"), "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
+            "signer": bool(os.environ.get("BUNDLEGRAPH_SIGN_COMMAND"))}
+
+
+def prepare(ctx: Context, leg: str) -> Prepared:
+    """``package:<leg>``'s plan value: its key and its :class:`PackagePlan`."""
+    return Prepared(key_inputs(ctx, leg), plan_package(ctx, leg))
+
+
+def run(plan: PackagePlan) -> list[Path]:
+    """Pack, sign and verify from ``plan`` alone; record the verified sha256; returns the bundle
+    and ``package.json``."""
+    inp = plan.inputs
+    if plan.toolchain_runtime:
+        inp = replace(inp, runtime=resolve_shipped(inp.spec, origin="toolchain", redist_root=plan.redist_root))
+    dest, leg = inp.dest, inp.spec.id
+    try:
+        info = run_package(inp, archive_verifier(inp.spec, inp.release, base=plan.base_spec), log=plan.log)
+    except VerifyError as e:
+        ci.annotate(e.failures, dest.name)
+        raise
+    sha = sha256_file(dest)
+    record_verified(dest.name, sha, leg)
+    atomic_write_json(plan.receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
+                                     "info": info.model_dump(mode="json")})
+    say(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}")
+    return [dest, plan.receipt]
+
+
+def _apply(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, PackagePlan)
+    return run(p.plan)
+
+
 def plans(ctx: Context) -> list[TaskPlan]:
     """``package:<leg>``: pack ``build/<leg>/merged`` into ``dist/<bundle>``, sign, verify the
     archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
-    out = []
-    for leg in ctx.legs:
-        spec = ctx.spec(leg)
-        up = f"merge:{leg}"
-        deps = [up, f"source:{leg}"]
-
-        def inputs(leg: str = leg, up: str = up) -> dict:
-            return {"spec": ctx.spec(leg), "release": ctx.release, "tree": upstream_digest(up),
-                    "source": upstream_digest(f"source:{leg}"), "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
-                    "signer": bool(os.environ.get("BUNDLEGRAPH_SIGN_COMMAND"))}
-
-        def run(leg: str = leg, spec: BundleSpec = spec) -> list[Path]:
-            src = source_record(leg)
-            ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
-            dest = paths.dist_dir() / ctx.bundle_name(leg)
-            runtime = resolve_shipped(spec, origin="toolchain", redist_root=msvc_redist_root()) \
-                if any(s.from_ == "toolchain" for s in spec.runtime.ships) else []
-            rec = MergeRecord.read(paths.build_dir(leg) / "merge.json")
-            if src.commit is None:
-                raise BundleGraphError(f"package:{leg}: the source has no commit (set [source] commit in release.toml)")
-            inp = PackageInputs(spec=spec, release=ctx.release, dest=dest, source_tree=Path(src.tree),
-                                source_commit=src.commit, source_digest=src.digest, commit_epoch=src.epoch,
-                                runtime=runtime, toolkit_prefix=ref.prefix if ref else None,
-                                toolkit_version=ref.version if ref else None, tree=paths.build_dir(leg) / "merged",
-                                own_files=rec.backend_files, merged_from=rec.base_asset or None,
-                                prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime])
-            base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
-            try:
-                info = run_package(inp, archive_verifier(spec, ctx.release, base=base), log=ctx.log(leg, "package"))
-            except VerifyError as e:
-                ci.annotate(e.failures, dest.name)
-                raise
-            sha = sha256_file(dest)
-            record_verified(dest.name, sha, leg)
-            receipt = paths.build_dir(leg) / "package.json"
-            atomic_write_json(receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
-                                        "info": info.model_dump(mode="json")})
-            say(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}")
-            return [dest, receipt]
-
-        out.append(TaskPlan(stage="package", name=leg, leg=leg, deps=deps, inputs=inputs, run=run,
-                            doc=f"pack, sign, verify {ctx.bundle_name(leg)}"))
-    return out
+    return [TaskPlan(stage="package", name=leg, leg=leg, deps=[f"merge:{leg}", f"source:{leg}"],
+                     prepare=partial(prepare, ctx, leg), apply=_apply, doc=f"pack, sign, verify {ctx.bundle_name(leg)}")
+            for leg in ctx.legs]

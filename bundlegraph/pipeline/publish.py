@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ from ..overrides import is_local
 from ..report import say
 from ..schemas.loader import Matrix
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
-from .base import Context, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, upstream_digest
 from .manifest import read_verified
 from .source import source_record
 
@@ -59,7 +61,8 @@ def _load(path: Path, model: Any) -> Any:
         raise PublishRefused("?", [f"{path.name} is invalid: {e}"]) from None
 
 
-def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None) -> tuple[list[str], list[str]]:
+def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None,
+         git_ref: str = "") -> tuple[list[str], list[str]]:
     """``(problems, assets)``: every reason to refuse, and the asset names to upload."""
     rel = matrix.release
     probs: list[str] = []
@@ -121,7 +124,7 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
 
         present = {leg for leg in matrix.promised if (dist / matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix)).is_file()}
         probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index, legs=present)]
-    ref = os.environ.get("GITHUB_REF", "")
+    ref = git_ref
     if ref.startswith("refs/tags/") and ref.removeprefix("refs/tags/") != rel.tag:
         probs.append(f"release.toml: tag: '{rel.tag}' is not the git tag being released "
                      f"('{ref.removeprefix('refs/tags/')}'): installers void a SHA index whose release_tag is not "
@@ -136,9 +139,10 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
     return probs, sorted(set(assets))
 
 
-def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None) -> Path:
+def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None,
+                git_ref: str = "") -> Path:
     """Apply :func:`gate`; on success write ``dist/release-assets.txt`` and return it."""
-    probs, assets = gate(matrix, dist, filtered=filtered, source_commit=source_commit)
+    probs, assets = gate(matrix, dist, filtered=filtered, source_commit=source_commit, git_ref=git_ref)
     if probs:
         raise PublishRefused(matrix.release.tag, probs)
     out = dist / ASSET_LIST
@@ -148,21 +152,55 @@ def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_comm
 
 # ---------------------------------------------------------------- graph stage
 
+@dataclass(frozen=True)
+class PublishPlan:
+    """What ``publish`` checks, resolved once before it runs: the whole ``matrix``, ``dist``,
+    ``filtered`` (the active load-time filters as text, or None), ``source_commit`` (from the
+    first leg's ``source:`` record) and ``git_ref`` (``GITHUB_REF`` of the CI run, "" elsewhere:
+    a tag being released must be the release's tag)."""
+
+    matrix: Matrix
+    dist: Path
+    filtered: str | None
+    source_commit: str | None
+    git_ref: str
+
+
+def _filtered(ctx: Context) -> str | None:
+    f = ctx.filters
+    return ", ".join(x for x in (f"only_profile={f.only_profile}" if f.only_profile else "",
+                                 f"only_leg={f.only_leg}" if f.only_leg else "") if x) or None
+
+
+def plan_publish(ctx: Context) -> PublishPlan:
+    """The :class:`PublishPlan` now (reads the first leg's source record; raises when missing)."""
+    return PublishPlan(matrix=ctx.matrix, dist=paths.dist_dir(), filtered=_filtered(ctx),
+                       source_commit=source_record(ctx.legs[0]).commit, git_ref=os.environ.get("GITHUB_REF", ""))
+
+
+def prepare(ctx: Context) -> Prepared:
+    """``publish``'s plan value: its key (the manifest's digest, the filters) and its plan."""
+    return Prepared({"manifest": upstream_digest("manifest"), "filtered": _filtered(ctx)}, plan_publish(ctx))
+
+
+def run(plan: PublishPlan) -> list[Path]:
+    """Apply the gate from ``plan`` alone (:func:`run_publish`); returns the asset list."""
+    out = run_publish(plan.matrix, plan.dist, filtered=plan.filtered, source_commit=plan.source_commit,
+                      git_ref=plan.git_ref)
+    n = len(out.read_text(encoding="utf-8").split())
+    say(f"publish {plan.matrix.release.tag}: every promised bundle, runtime and host class is covered; "
+        f"{n} assets to upload are listed in {out}")
+    return [out]
+
+
+def _apply(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, PublishPlan)
+    return run(p.plan)
+
+
 def plans(ctx: Context) -> list[TaskPlan]:
     """``publish``: the gate after the manifest; refused in a filtered run."""
-    f = ctx.filters
-    filtered = ", ".join(x for x in (f"only_profile={f.only_profile}" if f.only_profile else "",
-                                     f"only_leg={f.only_leg}" if f.only_leg else "") if x) or None
-
-    def run() -> list[Path]:
-        out = run_publish(ctx.matrix, paths.dist_dir(), filtered=filtered,
-                          source_commit=source_record(ctx.legs[0]).commit)
-        n = len(out.read_text(encoding="utf-8").split())
-        say(f"publish {ctx.release.tag}: every promised bundle, runtime and host class is covered; "
-              f"{n} assets to upload are listed in {out}")
-        return [out]
-
-    return [TaskPlan(stage="publish", name="", leg=None, deps=["manifest"], run=run,
-                     inputs=lambda: {"manifest": upstream_digest("manifest"), "filtered": filtered},
+    return [TaskPlan(stage="publish", name="", leg=None, deps=["manifest"], prepare=partial(prepare, ctx),
+                     apply=_apply,
                      doc="coverage gate: refuse unless every promised bundle and paired runtime is present, "
                          "verified and hashed; then list the assets to upload")]

@@ -60,8 +60,11 @@ from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 from ..report import say
 from ..toolchains.base import this_host
-from ..toolchains.tools import BuildTools
-from .base import Context, TaskPlan, upstream_digest
+from ..toolchains.base import Resolved
+from ..toolchains.tools import build_tools
+from .base import Context, Prepared, TaskPlan, upstream_digest
+from .configure import ConfigurePlan, check_host, plan_configure
+from .source import SourceRecord
 
 OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
@@ -85,7 +88,8 @@ class Check:
 class SmokePlan:
     """What ``smoke:<leg>`` would do (pure). ``bundle``: the archive; ``record``/``log``;
     ``tools_dir``: the test-backend-ops build; ``checks`` in order; ``model_argv`` writes the tiny
-    model; ``runtime_dir``: the toolkit directory holding the external CUDA runtime."""
+    model; ``runtime_dir``: the toolkit directory holding the external CUDA runtime; ``info_file``:
+    the release's info JSON name inside the bundle."""
 
     leg: str
     base: str | None
@@ -100,6 +104,7 @@ class SmokePlan:
     model_argv: list[str]
     runtime_dir: Path | None
     exe: str = ""
+    info_file: str = "BUNDLE_INFO.json"
 
     def program(self, name: str) -> str:
         return f"{{bundle}}/{name}{self.exe}"
@@ -146,7 +151,43 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     return SmokePlan(leg=leg, base=spec.merge.base if spec.merge else None, os=spec.os, arch=spec.arch,
                      bundle=bundle, record=bdir / "smoke.json", log=ctx.log(leg, "smoke"),
                      tools_dir=bdir / "smoke-tools", source_tree=tree, checks=checks, model_argv=model_argv,
-                     runtime_dir=rdir, exe=exe)
+                     runtime_dir=rdir, exe=exe, info_file=ctx.release.info_file)
+
+
+@dataclass(frozen=True)
+class SmokeToolsPlan:
+    """What ``smoke:tools-<leg>`` does: ``smoke`` (the leg's :class:`SmokePlan`), ``decision``
+    (host and driver judged; nothing is built when it says no), and when it says yes the merge
+    base's (else the leg's own) ``configure`` plan with this host's resolved tools
+    (``cmake``/``ninja``) and compilers (``resolved``), and the source ``commit``."""
+
+    smoke: SmokePlan
+    decision: Decision
+    configure: ConfigurePlan | None = None
+    resolved: Resolved | None = None
+    cmake: str = "cmake"
+    ninja: str = "ninja"
+    commit: str | None = None
+
+
+def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
+    """The :class:`SmokeToolsPlan` of ``leg`` now: probes the GPUs; when the smoke test can run
+    here, checks the host and resolves tools and compilers (:class:`HostMismatch`,
+    :class:`ToolMissing` otherwise)."""
+    from ..gpus import probe
+
+    smoke = plan_smoke(ctx, leg)
+    d = decide(smoke.os, smoke.arch, host_platform(), probe())
+    if not d.run:
+        return SmokeToolsPlan(smoke, d)
+    base = smoke.base or leg
+    tc = check_host(ctx, base)
+    tools = build_tools()
+    resolved = tc.resolve(None)
+    srec = paths.build_dir(leg) / "source.json"
+    return SmokeToolsPlan(smoke, d, plan_configure(ctx, base, tools, resolved.binaries), resolved,
+                          cmake=str(tools.cmake.path), ninja=str(tools.ninja.path),
+                          commit=SourceRecord.read(srec).commit if srec.is_file() else None)
 
 
 @dataclass
@@ -206,51 +247,49 @@ def _inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
     return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
 
 
-def tools_argv(ctx: Context, plan: SmokePlan, tools: BuildTools, binaries: dict[str, str], commit: str | None) -> tuple[list[str], str]:
+def tools_argv(plan: SmokeToolsPlan) -> tuple[list[str], str]:
     """``(configure argv, toolchain text)`` of the test-backend-ops build: the merge base's (else
-    the leg's own) configure plan retargeted at ``plan.tools_dir`` with :data:`TOOLS_CACHE`."""
-    from .configure import plan_configure
-
-    bp = plan_configure(ctx, plan.base or plan.leg, tools, binaries)
+    the leg's own) configure plan retargeted at ``tools_dir`` with :data:`TOOLS_CACHE`."""
+    bp = plan.configure
+    assert bp is not None  # only planned when the smoke test can run here
     cache = dict(bp.cache)
     for k in [k for k in cache if k.startswith("GGML_CUDA")]:
         del cache[k]
     cache.update(TOOLS_CACHE)
-    if commit:
-        cache["LLAMA_BUILD_COMMIT"] = commit[:7]
-    tfile = plan.tools_dir / "toolchain.cmake"
-    argv = [str(tools.cmake.path), "-S", plan.source_tree.as_posix(), "-B", (plan.tools_dir / "cmake").as_posix(),
-            "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={Path(tools.ninja.path).as_posix()}",
-            f"-DCMAKE_TOOLCHAIN_FILE={tfile.as_posix()}"] + [f"-D{k}={v}" for k, v in sorted(cache.items())]
+    if plan.commit:
+        cache["LLAMA_BUILD_COMMIT"] = plan.commit[:7]
+    tdir = plan.smoke.tools_dir
+    argv = [plan.cmake, "-S", plan.smoke.source_tree.as_posix(), "-B", (tdir / "cmake").as_posix(),
+            "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={Path(plan.ninja).as_posix()}",
+            f"-DCMAKE_TOOLCHAIN_FILE={(tdir / 'toolchain.cmake').as_posix()}"] \
+        + [f"-D{k}={v}" for k, v in sorted(cache.items())]
     return argv, bp.toolchain_text
 
 
-def _build_tools(ctx: Context, plan: SmokePlan, commit: str | None) -> Path:
+def _build_tools(plan: SmokeToolsPlan) -> Path:
     """Configure (when its command changed) and build ``test-backend-ops``; returns the program."""
     from ..fsutil import atomic_write_bytes
     from ..state import key_of
-    from ..toolchains.tools import build_tools
     from . import jobs as jobs_mod
-    from .configure import check_host
 
-    tc = check_host(ctx, plan.base or plan.leg)
-    tools = build_tools()
-    resolved = tc.resolve(None)
-    argv, text = tools_argv(ctx, plan, tools, resolved.binaries, commit)
-    stamp = plan.tools_dir / "configure-key.txt"
+    sp = plan.smoke
+    assert plan.resolved is not None
+    env = plan.resolved.env
+    argv, text = tools_argv(plan)
+    stamp = sp.tools_dir / "configure-key.txt"
     key = key_of({"argv": argv, "toolchain": text})
-    cmake_dir = plan.tools_dir / "cmake"
+    cmake_dir = sp.tools_dir / "cmake"
     if not (stamp.is_file() and stamp.read_text(encoding="utf-8") == key and (cmake_dir / "CMakeCache.txt").is_file()):
         stamp.unlink(missing_ok=True)
-        atomic_write_bytes(plan.tools_dir / "toolchain.cmake", text.encode())
-        proc.run([argv[0], "--fresh", *argv[1:]], env=resolved.env, log=plan.log, what=f"smoke:{plan.leg}: configure test-backend-ops")
+        atomic_write_bytes(sp.tools_dir / "toolchain.cmake", text.encode())
+        proc.run([argv[0], "--fresh", *argv[1:]], env=env, log=sp.log, what=f"smoke:{sp.leg}: configure test-backend-ops")
         atomic_write_bytes(stamp, key.encode())
-    j = jobs_mod.decide(0, plan.os == "windows")
+    j = jobs_mod.decide(0, sp.os == "windows")
     proc.run([argv[0], "--build", cmake_dir.as_posix(), "--target", "test-backend-ops", "-j", str(j.n)],
-             env=resolved.env, log=plan.log, what=f"smoke:{plan.leg}: build test-backend-ops")
-    prog = tools_program(plan)
+             env=env, log=sp.log, what=f"smoke:{sp.leg}: build test-backend-ops")
+    prog = tools_program(sp)
     if not prog.is_file():
-        raise BundleGraphError(f"smoke:{plan.leg}: the build produced no {prog}")
+        raise BundleGraphError(f"smoke:{sp.leg}: the build produced no {prog}")
     return prog
 
 
@@ -259,22 +298,16 @@ def tools_program(plan: SmokePlan) -> Path:
     return plan.tools_dir / "cmake" / "bin" / f"test-backend-ops{plan.exe}"
 
 
-def run_tools(ctx: Context, leg: str) -> list[Path]:
+def run_tools(plan: SmokeToolsPlan) -> list[Path]:
     """``smoke:tools-<leg>``: build test-backend-ops, or skip (no build) where the smoke test
     will be skipped anyway (other os/arch, no GPU)."""
-    from ..gpus import probe
-    from .source import SourceRecord
-
-    plan = plan_smoke(ctx, leg)
-    d = decide(plan.os, plan.arch, host_platform(), probe())
-    if not d.run:
-        say(f"smoke:tools-{leg}: SKIPPED (nothing built): {d.reason}")
-        raise TaskSkipped(f"smoke:tools-{leg}: {d.reason}")
-    plan.log.parent.mkdir(parents=True, exist_ok=True)
-    srec = paths.build_dir(leg) / "source.json"
-    commit = SourceRecord.read(srec).commit if srec.is_file() else None
+    leg = plan.smoke.leg
+    if not plan.decision.run:
+        say(f"smoke:tools-{leg}: SKIPPED (nothing built): {plan.decision.reason}")
+        raise TaskSkipped(f"smoke:tools-{leg}: {plan.decision.reason}")
+    plan.smoke.log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    prog = _build_tools(ctx, plan, commit)
+    prog = _build_tools(plan)
     say(f"smoke:tools-{leg}: {prog} built in {time.monotonic() - t0:.1f}s")
     return [prog]
 
@@ -318,7 +351,7 @@ def judge_generate(out: str, rc: int) -> tuple[str | None, dict]:
     return None, facts
 
 
-def run_smoke(ctx: Context, leg: str) -> list[Path]:
+def run_smoke(plan: SmokePlan) -> list[Path]:
     """Decide, then run every check (module docstring). Returns ``[smoke.json]`` when every
     check passed; raises :class:`TaskSkipped` (recorded) or :class:`BundleGraphError` naming the
     failing checks (recorded)."""
@@ -326,10 +359,10 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
     from ..gpus import probe
     from . import jobs as jobs_mod
 
-    plan = plan_smoke(ctx, leg)
+    leg = plan.leg
     if not plan.bundle.is_file():
         raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
-    info = read_bundle_info(plan.bundle, ctx.release.info_file)
+    info = read_bundle_info(plan.bundle, plan.info_file)
     pr = probe()
     d = decide(info.os, info.arch, host_platform(), pr)
     if not d.run:
@@ -447,43 +480,67 @@ def run_smoke(ctx: Context, leg: str) -> list[Path]:
     return [plan.record]
 
 
-def plans(ctx: Context) -> list:
-    """``smoke:<leg>`` for every selected CUDA leg, after ``package:<leg>``."""
+def smoke_inputs(ctx: Context, leg: str) -> dict:
+    """The action-key inputs of ``smoke:<leg>``: the bundle, source and test-backend-ops digests,
+    this host, its GPUs (probe key), the ops and the tools' cache entries."""
     from ..gpus import probe
 
+    return {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
+            "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
+            "host": list(host_platform()), "gpus": probe().key(), "ops": list(OPS), "tools": TOOLS_CACHE}
+
+
+def tools_inputs(ctx: Context, leg: str) -> dict:
+    """The action-key inputs of ``smoke:tools-<leg>``: the source, the base's cache entries and
+    toolchain text (as planned, before compilers resolve), the tools' cache, host and GPUs."""
+    from ..gpus import probe
+
+    spec = ctx.spec(leg)
+    base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
+    return {"source": upstream_digest(f"source:{leg}"), "base_cache": base.cache,
+            "toolchain": base.toolchain_text, "tools": TOOLS_CACHE, "host": list(host_platform()),
+            "gpus": probe().key()}
+
+
+def _prepare_smoke(ctx: Context, leg: str) -> Prepared:
+    return Prepared(smoke_inputs(ctx, leg), plan_smoke(ctx, leg))
+
+
+def _prepare_tools(ctx: Context, leg: str) -> Prepared:
+    return Prepared(tools_inputs(ctx, leg), plan_tools(ctx, leg))
+
+
+def _apply_smoke(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, SmokePlan)
+    return run_smoke(p.plan)
+
+
+def _apply_tools(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, SmokeToolsPlan)
+    return run_tools(p.plan)
+
+
+def plans(ctx: Context) -> list:
+    """``smoke:tools-<leg>`` and ``smoke:<leg>`` for every selected CUDA leg, after ``package:<leg>``."""
     out = []
     for leg in ctx.legs:
         if ctx.spec(leg).cuda is None:
             continue
-
-        def inputs(leg: str = leg) -> dict:
-            return {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
-                    "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
-                    "host": list(host_platform()), "gpus": probe().key(), "ops": list(OPS), "tools": TOOLS_CACHE}
 
         def details(leg: str = leg) -> dict:
             p = plan_smoke(ctx, leg)
             return {"bundle": p.bundle.as_posix(), "record": p.record.as_posix(), "tools_dir": p.tools_dir.as_posix(),
                     "checks": {c.name: proc.quote(c.argv) for c in p.checks}, "model": proc.quote(p.model_argv)}
 
-        def tools_inputs(leg: str = leg) -> dict:
-            from .configure import plan_configure
-
-            spec = ctx.spec(leg)
-            base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
-            return {"source": upstream_digest(f"source:{leg}"), "base_cache": base.cache,
-                    "toolchain": base.toolchain_text, "tools": TOOLS_CACHE, "host": list(host_platform()),
-                    "gpus": probe().key()}
-
         out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
-                            inputs=tools_inputs, run=partial(run_tools, ctx, leg),
+                            prepare=partial(_prepare_tools, ctx, leg), apply=_apply_tools,
                             doc=f"build test-backend-ops for smoke:{leg} (skipped without a GPU)"))
         out.append(TaskPlan(stage="smoke", name=leg, leg=leg,
                             deps=[f"package:{leg}", f"source:{leg}", f"smoke:tools-{leg}"],
-                            inputs=inputs, run=partial(run_smoke, ctx, leg), details=details,
+                            prepare=partial(_prepare_smoke, ctx, leg), apply=_apply_smoke, details=details,
                             doc=f"run {leg}'s bundle on an NVIDIA GPU (skipped without one)"))
     return out
 
 
 __all__ = ["OPS", "SmokePlan", "Check", "plan_smoke", "decide", "run_smoke", "plans", "judge_op",
-           "judge_devices", "judge_generate", "host_platform", "tools_argv"]
+           "judge_devices", "judge_generate", "host_platform", "tools_argv", "SmokeToolsPlan", "plan_tools"]

@@ -26,7 +26,7 @@ from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file,
 from ..gitmeta import read_commit
 from ..report import say
 from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
-from .base import Context, TaskPlan
+from .base import Context, Prepared, TaskPlan
 
 RECEIPT = "receipt.json"
 
@@ -232,36 +232,49 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class SourceTaskPlan:
+    """What ``source:<leg>`` does: ``fetch`` (the release's :class:`SourcePlan`, shared by every
+    leg: one content-addressed cache entry), ``release``, and the leg's ``record``
+    (``build/<leg>/source.json``) and ``log``."""
+
+    leg: str
+    fetch: SourcePlan
+    release: Release
+    record: Path
+    log: Path
+
+
+def run(plan: SourceTaskPlan) -> list[Path]:
+    """Fetch (or reuse) the source and write the leg's record from ``plan`` alone; returns the
+    record and the cache entry's receipt."""
+    rec = run_source(plan.fetch, plan.release, plan.record, plan.log)
+    say(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
+        f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}")
+    return [plan.record] + ([plan.fetch.receipt] if plan.fetch.receipt else [])
+
+
+def _apply(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, SourceTaskPlan)
+    return run(p.plan)
+
+
+def _prepare(plan: SourceTaskPlan) -> Prepared:
+    return Prepared(plan.fetch.key_inputs(), plan)
+
+
 def _details(plan: SourcePlan, record: Path) -> dict:
     return {"pin": plan.pin, "tree": str(plan.tree), "record": str(record)}
 
 
 def plans(ctx: Context) -> list:
     """``source:<leg>`` for every selected leg (all share one content-addressed cache entry)."""
-
-    release = ctx.release
-    plan = plan_source(release, ctx.matrix.root)
+    fetch = plan_source(ctx.release, ctx.matrix.root)
     out = []
     for leg in ctx.legs:
-        record = paths.build_dir(leg) / "source.json"
-        log = ctx.log(leg, "source")
-
-        def run(plan: SourcePlan = plan, record: Path = record, log: Path = log) -> list[Path]:
-            rec = run_source(plan, release, record, log)
-            outputs = [record] + ([plan.receipt] if plan.receipt else [])
-            say(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
-                  f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}")
-            return outputs
-
-        out.append(
-            TaskPlan(
-                stage="source",
-                name=leg,
-                leg=leg,
-                doc=f"fetch, verify and unpack the llama.cpp source ({plan.kind}) for {leg}",
-                inputs=plan.key_inputs,
-                run=run,
-                details=partial(_details, plan, record),
-            )
-        )
+        tp = SourceTaskPlan(leg=leg, fetch=fetch, release=ctx.release, record=paths.build_dir(leg) / "source.json",
+                            log=ctx.log(leg, "source"))
+        out.append(TaskPlan(stage="source", name=leg, leg=leg,
+                            doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
+                            prepare=partial(_prepare, tp), apply=_apply, details=partial(_details, fetch, tp.record)))
     return out

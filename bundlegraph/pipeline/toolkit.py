@@ -39,6 +39,7 @@ spec (message names the spec file and key).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -46,7 +47,7 @@ from ..toolchains.base import Toolchain
 from ..toolchains.cuda import CudaLayout
 from ..toolkit.identity import ComponentSet, component_set
 from ..toolkit.ref import RECEIPT, ToolkitRef, ref_for_set, toolkits_root
-from .base import Context, TaskPlan
+from .base import Context, Prepared, TaskPlan
 
 
 def _set_of(ctx: Context, leg: str) -> ComponentSet:
@@ -79,10 +80,38 @@ def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict:
             **cs.identity()}
 
 
+@dataclass(frozen=True)
+class ToolkitPlan:
+    """What ``toolkit:<set name>`` does: install ``components`` (the resolved
+    :class:`~bundlegraph.toolkit.identity.ComponentSet`) at ``ref`` (the
+    :class:`ToolkitRef` later stages read); ``bundles`` resolves the spec's lock files."""
+
+    components: ComponentSet
+    ref: ToolkitRef
+    bundles: Path
+    legs: tuple[str, ...]
+
+
+def _prepare(plan: ToolkitPlan) -> Prepared:
+    from ..toolkit.install import key_inputs
+
+    return Prepared(key_inputs(plan.components, plan.bundles), plan)
+
+
+def run(plan: ToolkitPlan) -> list[Path]:
+    """Install (or verify the installed) toolkit from ``plan`` alone; returns its receipt."""
+    from ..toolkit.install import install
+
+    return [install(plan.components, plan.ref, plan.bundles)]
+
+
+def _apply(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, ToolkitPlan)
+    return run(p.plan)
+
+
 def plans(ctx: Context) -> list:
     """One ``toolkit:<set name>`` task per distinct component set among the selected CUDA legs."""
-    from ..toolkit.install import install, key_inputs
-
     groups: dict[str, tuple[ComponentSet, list[str]]] = {}
     for leg in ctx.legs:
         if ctx.spec(leg).backend != "cuda":
@@ -91,21 +120,15 @@ def plans(ctx: Context) -> list:
         groups.setdefault(cs.name, (cs, []))[1].append(leg)
     out = []
     for name, (cs, legs) in sorted(groups.items()):
-        ref = ref_for_set(cs)
-        bundles = ctx.matrix.root
-
-        def run(cs: ComponentSet = cs, ref: ToolkitRef = ref, bundles: Path = bundles) -> list[Path]:
-            return [install(cs, ref, bundles)]
-
+        tp = ToolkitPlan(components=cs, ref=ref_for_set(cs), bundles=ctx.matrix.root, legs=tuple(legs))
         out.append(TaskPlan(
             stage="toolkit", name=name, leg=None,
             doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
                 f"{cs.target_platform} target for {', '.join(legs)}",
-            inputs=partial(key_inputs, cs, bundles),
-            run=run,
-            details=partial(_details, cs, ref, legs),
+            prepare=partial(_prepare, tp), apply=_apply,
+            details=partial(_details, cs, tp.ref, legs),
         ))
     return out
 
 
-__all__ = ["ToolkitRef", "toolkit_for_leg", "ref_for_set", "plans", "toolkits_root", "RECEIPT"]
+__all__ = ["ToolkitPlan", "ToolkitRef", "toolkit_for_leg", "ref_for_set", "plans", "toolkits_root", "RECEIPT"]

@@ -57,6 +57,51 @@ def test_the_key_plan_shows_is_the_key_each_stamp_records(built):
     assert len(checked) == 20 and "configure:mini-linux-arm64-cuda" in checked and "manifest" in checked
 
 
+def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch):
+    """In-process, as doit drives it, for every task of the stand-in graph in stage order: the
+    up-to-date check prepares the task once; its run gets that very object, whose ``plan`` is
+    the stage's frozen ``<Stage>Plan``; the stamp records its key; afterwards it is up to date."""
+    import dataclasses
+
+    from bundlegraph import graph, state
+    from bundlegraph.errors import TaskSkipped
+
+    monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(built / "work"))
+    g = graph.load_graph(built / "bundles")
+    seen: dict[str, str] = {}
+    for plan in g.plans:
+        name = plan.full_name
+        had_stamp = state.load(name) is not None
+        state.forget(name)  # make it due
+        got = []
+        real = plan.apply
+
+        def spy(p, real=real, got=got):
+            got.append(p)
+            return real(p)
+
+        monkeypatch.setattr(plan, "apply", spy)
+        assert graph._uptodate(plan) is False, name
+        prepared = graph._PREPARED[name]
+        res = graph._execute(plan)
+        assert got and got[0] is prepared, name  # the very object the key came from
+        value = prepared.plan
+        assert dataclasses.is_dataclass(value) and type(value).__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+        assert type(value).__name__.endswith("Plan"), (name, type(value))
+        seen[name] = type(value).__name__
+        if name.startswith("smoke:") or name == "publish":
+            continue  # skipped here (no GPU) / refused (the stand-in promises legs it lacks): no stamp
+        assert res is None and had_stamp, name
+        assert state.load(name).inputs == json.loads(state.canonical(prepared.key)), name
+        assert graph._uptodate(plan) is True, name
+    stages = {n.split(":")[0]: t for n, t in seen.items()}
+    assert stages == {"source": "SourceTaskPlan", "toolkit": "ToolkitPlan", "configure": "ConfigurePlan",
+                      "build": "BuildPlan", "verify": "VerifyTreePlan", "merge": "MergePlan",
+                      "package": "PackagePlan", "smoke": stages.get("smoke"), "manifest": "ManifestPlan",
+                      "publish": "PublishPlan"}, stages
+    assert {seen[n] for n in seen if n.startswith("smoke:")} == {"SmokePlan", "SmokeToolsPlan"}
+
+
 def test_a_run_receives_the_value_its_key_came_from(built, monkeypatch):
     """In-process, as doit drives it: the up-to-date check prepares configure:<leg> once; the run
     gets that same object; the stamp records its key."""
