@@ -30,7 +30,7 @@ from pathlib import Path
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
 from .schemas.loader import Matrix
-from .schemas.spec import CudaSpec, ToolkitSpec
+from .schemas.spec import BundleSpec, CudaSpec, ToolkitSpec
 
 LOCAL_MARK = "-local"
 
@@ -136,7 +136,8 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
             # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
             # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
-            spec = spec.model_copy(update={"cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}})
+            spec = BundleSpec.model_validate({**spec.model_dump(by_alias=True),
+                                              "cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}})
         if ov.archs is not None:
             # re-validated like a spec (typed archs, duplicates), not copied unchecked
             cuda = CudaSpec.model_validate({**cuda.model_dump(by_alias=True), "archs": list(ov.archs)})
@@ -144,13 +145,15 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
             why = arch_supported(a, cuda.version_tuple)
             if why:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
-        profile = spec.profile.model_copy(update={"name": f"{spec.profile.name}+{ov.tag()}"})
-        new[leg] = spec.model_copy(update={"cuda": cuda, "profile": profile})
+        # re-validated like a spec file (the cross-field shape); the bundle's profile becomes
+        # profile.name + "+" + the local tag (BundleSpec.profile_name)
+        new[leg] = BundleSpec.model_validate({**spec.model_dump(by_alias=True), "cuda": cuda.model_dump(by_alias=True),
+                                              "local": {"tag": ov.tag(), "origin": ov.origin}})
     if problems:
         raise BundleGraphError("local overrides: " + "; ".join(problems))
     return dataclasses.replace(matrix, legs=new)
 
 
-def is_local(profile_name: str) -> bool:
-    """True for a profile name carrying a local suffix (``cuda13-portable+sm90-local``)."""
-    return "+" in profile_name and profile_name.endswith(LOCAL_MARK)
+def is_local(spec: BundleSpec) -> bool:
+    """True for a leg the overrides made a local build (its typed ``local`` field)."""
+    return spec.local is not None

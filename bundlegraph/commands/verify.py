@@ -14,6 +14,15 @@ from typing import Any
 
 from ..errors import BundleGraphError
 from ..pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
+from ..schemas.archs import Arch, parse_arch
+
+
+def _archs(items: tuple[str, ...]) -> tuple[Arch, ...]:
+    """``--archs`` values parsed once, here at the CLI's edge (a bad one is a one-line error)."""
+    try:
+        return tuple(parse_arch(a) for a in items)
+    except ValueError as e:
+        raise BundleGraphError(f"--archs: {e}") from None
 
 
 def _csv(values: list[str] | None) -> tuple[str, ...]:
@@ -41,7 +50,7 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
     if args.arch:
         changes["arch"] = args.arch
     if args.archs:
-        changes["archs"] = _csv(args.archs)
+        changes["archs"] = _archs(_csv(args.archs))
         changes["cuda"] = True
     if args.cuda:
         changes["cuda"] = True

@@ -89,7 +89,7 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
     for leg in matrix.promised:
         spec = matrix.legs[leg]
         name = spec.bundle_name(rel.tag, rel.bundle_prefix)
-        if is_local(spec.profile.name):
+        if is_local(spec):
             probs.append(f"{name}: a local build of {leg} (archs=/toolkit_source= override) is never published; "
                          f"run without BUNDLEGRAPH_ARCHS / BUNDLEGRAPH_TOOLKIT_SOURCE")
         p = dist / name

@@ -32,7 +32,7 @@ from ..checks.fatbin import check_archs
 from ..checks.inspect import FileResult, inspect_file
 from ..errors import BundleGraphError, VerifyError
 from ..report import say
-from ..schemas.archs import parse_arch
+from ..schemas.archs import Arch
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .base import Context, Prepared, TaskPlan, upstream_digest
@@ -64,7 +64,7 @@ class VerifyPolicy:
 
     os: Literal["windows", "linux"] | None = None
     arch: Literal["x64", "arm64"] | None = None
-    archs: tuple[str, ...] = ()
+    archs: tuple[Arch, ...] = ()
     cuda: bool = False
     external: tuple[str, ...] = ()
     signing_required: bool = False
@@ -82,10 +82,8 @@ class VerifyPolicy:
         if self.arch not in (None, "x64", "arm64"):
             raise BundleGraphError(f"verify policy: arch {self.arch!r}: expected 'x64' or 'arm64'")
         for a in self.archs:
-            try:
-                parse_arch(a)
-            except ValueError as e:
-                raise BundleGraphError(f"verify policy: archs: {e}") from None
+            if not isinstance(a, Arch):
+                raise BundleGraphError(f"verify policy: archs: {a!r} is not a parsed arch (parse_arch)")
         for name, v in (("glibc_floor", self.glibc_floor), ("glibcxx_floor", self.glibcxx_floor)):
             if v is not None:
                 try:
@@ -101,9 +99,16 @@ class VerifyPolicy:
         return BACKENDS[self.os] if self.os else BACKENDS["windows"] + BACKENDS["linux"]
 
     def to_json(self) -> dict:
+        """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["info_expect"] = dict(self.info_expect)
+        d["archs"] = self.cmake_archs
         return d
+
+    @property
+    def cmake_archs(self) -> list[str]:
+        """``archs`` in CMake spelling."""
+        return [a.cmake for a in self.archs]
 
 
 def policy_from_spec(
@@ -136,13 +141,13 @@ def policy_from_spec(
         external += [n for n in shipped if n not in external]
         # runtimes are added by package: not expected in the build output
         required = [r for r in spec.required if not any(content.required_matches(n, r, fold=True) for n in shipped)]
-    expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile.name)]
+    expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile_name)]
     if spec.cuda is not None:
         expect.append(("archs", tuple(spec.cuda.cmake_archs)))
     return VerifyPolicy(
         os=spec.os,
         arch=spec.arch,
-        archs=tuple(spec.cuda.cmake_archs) if spec.cuda else (),
+        archs=tuple(spec.cuda.archs) if spec.cuda else (),
         cuda=spec.backend == "cuda",
         external=tuple(external),
         signing_required=spec.signing == "required" and not built_tree,
@@ -242,17 +247,17 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
         return
     if not found:
         names = " or ".join(policy.backends)
-        report.failures.append(Failure(names, "gpu-code", f"the leg promises CUDA archs {','.join(policy.archs)} but the bundle has no {names}"))
+        report.failures.append(Failure(names, "gpu-code", f"the leg promises CUDA archs {','.join(policy.cmake_archs)} but the bundle has no {names}"))
         return
-    archs = [parse_arch(a) for a in policy.archs]
+    archs = list(policy.archs)
     for r in found:
         if r.failures and r.fatbin is None and any(f.check in ("parse", "gpu-code") for f in r.failures):
             continue
         if r.fatbin is None:
-            report.failures.append(Failure(r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {','.join(policy.archs)}"))
+            report.failures.append(Failure(r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {','.join(policy.cmake_archs)}"))
             continue
         for problem in check_archs(r.fatbin, archs):
-            report.failures.append(Failure(r.path, "gpu-code", f"{problem} (promised {','.join(policy.archs)}; found {r.fatbin.summary()})"))
+            report.failures.append(Failure(r.path, "gpu-code", f"{problem} (promised {','.join(policy.cmake_archs)}; found {r.fatbin.summary()})"))
 
 
 # ---------------------------------------------------------------- graph stage (built tree)

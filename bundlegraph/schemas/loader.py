@@ -152,6 +152,10 @@ def load_matrix(root: str | Path) -> Matrix:
         data = _read_toml(path, problems)
         if data is None:
             continue
+        if "local" in data:
+            problems.append(f"{path}: local: is set by the archs=/toolkit_source= overrides at load time, "
+                            f"never in a spec file; remove it")
+            continue
         try:
             spec = BundleSpec.model_validate(data)
         except ValidationError as e:

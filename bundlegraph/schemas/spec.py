@@ -9,9 +9,10 @@ index) is derived from these specs. Cross-field rules that need several specs at
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from .archs import Arch, ArchField, parse_version
 from .base import Strict
@@ -163,6 +164,15 @@ class LinuxSpec(Strict):
     glibcxx_floor: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
 
 
+class LocalBuild(Strict):
+    """What makes a leg a local build (:mod:`bundlegraph.overrides`; never written in a spec
+    file): ``tag`` is the profile suffix after ``+`` (``sm90-local``, ``host13.0-local``) and
+    ``origin`` the overrides that made it (``archs=90``)."""
+
+    tag: str
+    origin: str
+
+
 class BundleSpec(Strict):
     """One leg: a bundle's build. See ``bundles/*.toml`` and ``schemas/bundle-spec.schema.json``."""
 
@@ -184,6 +194,22 @@ class BundleSpec(Strict):
     package: PackageSpec = PackageSpec()
     runtime: RuntimeSpec = RuntimeSpec()
     linux: LinuxSpec | None = None
+    local: SkipJsonSchema[LocalBuild | None] = None
+    """Set by the load-time overrides only (the loader refuses it in a spec file). Dumped only
+    when set, so a release leg's action keys keep their form and a local build's differ."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        d: dict[str, Any] = handler(self)
+        if self.local is None:
+            d.pop("local", None)
+        return d
+
+    @property
+    def profile_name(self) -> str:
+        """The bundle's profile: ``profile.name``, plus ``+<local tag>`` for a local build
+        (``cuda13-portable+sm90-local``)."""
+        return f"{self.profile.name}+{self.local.tag}" if self.local else self.profile.name
 
     @model_validator(mode="after")
     def _shape(self) -> "BundleSpec":
@@ -220,7 +246,7 @@ class BundleSpec(Strict):
 
     def bundle_name(self, tag: str, prefix: str = "app") -> str:
         """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""
-        return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile.name}{self.archive_suffix}"
+        return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile_name}{self.archive_suffix}"
 
 
 _TAG_RE = re.compile(r"^b\d+(-mix-[0-9a-f]{7})?$")

@@ -64,7 +64,6 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
     import dataclasses
 
     from bundlegraph import graph, state
-    from bundlegraph.errors import TaskSkipped
 
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(built / "work"))
     g = graph.load_graph(built / "bundles")

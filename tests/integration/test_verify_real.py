@@ -206,6 +206,13 @@ def test_fatbin_command_lists_the_real_x64_backend(x64_cuda_dll, capsys):
     assert out[0] == "ggml-cuda.dll: PE x64, 143 fatbin containers, 1001 entries (1001 compressed)"
 
 
+
+def _archs(*forms: str) -> tuple:
+    from bundlegraph.schemas.archs import parse_arch
+
+    return tuple(parse_arch(a) for a in forms)
+
+
 @pytest.mark.network
 def test_real_x64_backend_against_promised_archs(x64_cuda_dll, tmp_path):
     b = tmp_path / "b"
@@ -213,11 +220,11 @@ def test_real_x64_backend_against_promised_archs(x64_cuda_dll, tmp_path):
     shutil.copy2(x64_cuda_dll, b / "ggml-cuda.dll")
     ext = (*VC, "cublas64_13.dll", "ggml-base.dll")
     exact = ("75-virtual", "80-virtual", "86-real", "89-real", "90-virtual", "120a-real", "121a-real")
-    r = verify_path(b, VerifyPolicy(os="windows", arch="x64", archs=exact, cuda=True, external=ext))
+    r = verify_path(b, VerifyPolicy(os="windows", arch="x64", archs=_archs(*exact), cuda=True, external=ext))
     assert r.lines() == []
     assert r.bundle["fatbin"] == {"ggml-cuda.dll": "SASS 86,89,120,121; PTX 75,80,90"}
     found = "(promised 100,120,121; found SASS 86,89,120,121; PTX 75,80,90)"
-    lines = verify_path(b, VerifyPolicy(os="windows", arch="x64", archs=("100", "120", "121"), cuda=True, external=ext)).lines()
+    lines = verify_path(b, VerifyPolicy(os="windows", arch="x64", archs=_archs("100", "120", "121"), cuda=True, external=ext)).lines()
     assert lines[:2] == [f"ggml-cuda.dll: gpu-code: missing SASS for sm_100 {found}",
                          f"ggml-cuda.dll: gpu-code: unexpected SASS for sm_86 {found}"]
 
@@ -241,18 +248,18 @@ def test_linux_backend_without_promised_sm_121(sm90_so, tmp_path):
     b.mkdir()
     shutil.copy2(sm90_so, b / "libggml-cuda.so")
     linux = dict(os="linux", arch="x64", cuda=True, glibc_floor="2.36", glibcxx_floor="3.4.30")
-    ok = verify_path(b, VerifyPolicy(archs=("90",), **linux))
+    ok = verify_path(b, VerifyPolicy(archs=_archs("90"), **linux))
     assert ok.lines() == [] and ok.files["libggml-cuda.so"]["machine"] == "x64"
     assert ok.bundle["fatbin"] == {"libggml-cuda.so": "SASS 90; PTX 90"}
-    assert verify_path(b, VerifyPolicy(archs=("90", "121"), **linux)).lines() == [
+    assert verify_path(b, VerifyPolicy(archs=_archs("90", "121"), **linux)).lines() == [
         "libggml-cuda.so: gpu-code: missing SASS for sm_121 (promised 90,121; found SASS 90; PTX 90)"]
-    assert verify_path(b, VerifyPolicy(archs=("90",), **{**linux, "arch": "arm64"})).lines() == [
+    assert verify_path(b, VerifyPolicy(archs=_archs("90"), **{**linux, "arch": "arm64"})).lines() == [
         "libggml-cuda.so: machine: ELF e_machine is EM_X86_64 (x64), the leg needs EM_AARCH64 (arm64)"]
 
 
 def test_no_backend_in_a_cuda_bundle(kit, tmp_path):
     b = bundle(tmp_path, kit, "prov.dll")
-    assert verify_path(b, VerifyPolicy(os="windows", arch="arm64", archs=("120",), cuda=True)).lines() == [
+    assert verify_path(b, VerifyPolicy(os="windows", arch="arm64", archs=_archs("120"), cuda=True)).lines() == [
         "ggml-cuda.dll: gpu-code: the leg promises CUDA archs 120 but the bundle has no ggml-cuda.dll"]
 
 

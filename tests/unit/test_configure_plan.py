@@ -14,6 +14,7 @@ from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.build import plan_build, target_filter
 from bundlegraph.pipeline.configure import plan_configure, run_configure
 from bundlegraph.schemas.spec import BundleSpec
+from bundlegraph.schemas.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -90,7 +91,7 @@ def test_download_option_refused_when_the_specs_load(workdir, bundles_copy):
     """Refused by the loader (so `bundlegraph matrix` fails before CI fans out and no task
     runs), and again by the configure plan for a caller that built a spec by hand."""
     from bundlegraph.pipeline.cmake_cache import cache_entries
-    from bundlegraph.schemas.loader import load_matrix
+
 
     f = bundles_copy / "linux-arm64-cpu.toml"
     good = load_matrix(bundles_copy).legs["linux-arm64-cpu"]
@@ -127,3 +128,14 @@ def test_spec_sets_derived_entry_refused(workdir):
 
     with pytest.raises(SpecError, match=r"x.toml: cmake.CMAKE_CUDA_ARCHITECTURES: set by bundlegraph"):
         cache_entries(spec, "x.toml", commit=None, build_number=1)
+
+
+def test_local_is_never_written_in_a_spec_file(bundles_copy):
+    """``local`` is the overrides' typed mark; a spec file that sets it is refused at load, and a
+    release leg's dump (its action keys) has no ``local`` key at all."""
+    f = bundles_copy / "linux-arm64-cpu.toml"
+    good = load_matrix(bundles_copy).legs["linux-arm64-cpu"]
+    assert good.local is None and "local" not in good.model_dump() and good.profile_name == good.profile.name
+    f.write_text('local = { tag = "sm90-local", origin = "archs=90" }\n' + f.read_text())
+    with pytest.raises(SpecError, match=r"linux-arm64-cpu.toml: local: is set by the archs=/toolkit_source= overrides"):
+        load_matrix(bundles_copy)

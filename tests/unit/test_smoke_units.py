@@ -105,7 +105,8 @@ def test_arch_override_is_a_distinct_local_build():
     assert ls.bundle_name(tag, prefix) == f"app-{tag}-linux-x64-cuda13-portable+sm90-local.tar.gz"
     assert rs.bundle_name(tag, prefix) == f"app-{tag}-linux-x64-cuda13-portable.tar.gz"
     assert ls.cuda.cmake_archs == ["90"] and rs.cuda.cmake_archs == ["75", "80", "86", "89", "90", "100", "120"]
-    assert is_local(ls.profile.name) and not is_local(rs.profile.name)
+    assert is_local(ls) and not is_local(rs)
+    assert ls.local is not None and ls.local.tag == "sm90-local" and ls.local.origin == "archs=90"
     from bundlegraph.pipeline.configure import plan_configure
     from bundlegraph.state import key_of
 
@@ -117,7 +118,7 @@ def test_arch_override_is_a_distinct_local_build():
     # the merge base (a CPU leg) is not touched
     both = load_graph(ROOT / "bundles", Filters(archs="90"))
     assert both.ctx.spec("linux-x64-cpu") == rel.ctx.matrix.legs["linux-x64-cpu"]
-    assert both.ctx.spec("linux-arm64-cuda13-blackwell").profile.name == "cuda13-blackwell+sm90-local"
+    assert both.ctx.spec("linux-arm64-cuda13-blackwell").profile_name == "cuda13-blackwell+sm90-local"
 
 
 def test_publish_gate_refuses_a_local_build(tmp_path):
@@ -167,7 +168,7 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
     loc = load_graph(bundles, Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))
     s = loc.ctx.spec(LEG)
     assert (s.cuda.toolkit.source, s.cuda.toolkit.path, s.cuda.version) == ("host", tk.resolve().as_posix(), "13.0")
-    assert s.profile.name == "cuda13-portable+host13.0-local"
+    assert s.profile_name == "cuda13-portable+host13.0-local"
     assert s.cmake["GGML_CUDA_NCCL"] is False and "GGML_CUDA_NCCL" not in rel.ctx.spec(LEG).cmake
     ref = toolkit_for_leg(loc.ctx, LEG)
     assert ref.source == "host" and ref.prefix == tk.resolve() and ref.version == "13.0"

@@ -222,8 +222,13 @@ def test_required_files_and_info_json():
 # ---------------------------------------------------------------- policy
 
 def test_policy_validation_names_the_field():
-    with pytest.raises(BundleGraphError, match=r"verify policy: archs: 'sm120' is not a CUDA arch"):
-        VerifyPolicy(archs=("sm120",))
+    from bundlegraph.commands.verify import _archs
+
+    with pytest.raises(BundleGraphError, match=r"--archs: 'sm120' is not a CUDA arch"):
+        _archs(("sm120",))  # parsed once, at the CLI's edge
+    assert [a.cmake for a in _archs(("120a", "86-real"))] == ["120a", "86-real"]
+    with pytest.raises(BundleGraphError, match=r"verify policy: archs: '120' is not a parsed arch"):
+        VerifyPolicy(archs=("120",))  # type: ignore[arg-type]
     with pytest.raises(BundleGraphError, match="verify policy: glibc_floor"):
         VerifyPolicy(glibc_floor="two")
 
@@ -232,7 +237,7 @@ def test_policy_from_real_specs():
     m = load_matrix(ROOT / "bundles")
     cuda, cpu = m.legs["windows-arm64-cuda13-portable"], m.legs["windows-arm64-cpu"]
     p = policy_from_spec(cuda, m.release, base=cpu)
-    assert (p.os, p.arch, p.archs, p.cuda, p.signing_required) == ("windows", "arm64", ("120", "121"), True, True)
+    assert (p.os, p.arch, tuple(p.cmake_archs), p.cuda, p.signing_required) == ("windows", "arm64", ("120", "121"), True, True)
     assert "ggml-base.dll" in p.required and "ggml-cuda.dll" in p.required and "MSVCP140.dll" in p.external
     assert dict(p.info_expect) == {"install_kind": "windows-arm64-cuda", "profile": "cuda13-portable", "archs": ("120", "121")}
     assert p.info_file == m.release.info_file
