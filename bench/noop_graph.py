@@ -6,7 +6,7 @@ Three figures, each the median of ``--runs`` wall-clock runs of a fresh ``doit``
 1. ``doit list --all`` of the real release graph (every leg in ``bundles/``): loading and
    validating the specs and building every task. A no-op *run* of that graph cannot happen on
    one host (the Windows legs need an MSVC host; the real Linux legs take an hour to build), so:
-2. a no-op ``doit`` of the stand-in graph (``tests/data/incbundles``: three legs of
+2. a no-op ``doit`` of the stand-in graph (``tests/data/bundles``: three legs of
    ``tests/data/minillama`` through source .. package plus toolkit and manifest, the same
    pipeline modules), built once first; every task's up-to-date check reads its stamp,
    recomputes its action key and checks its outputs' fingerprints;
@@ -138,7 +138,7 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
         base.mkdir(parents=True)
         shutil.copytree(ROOT / "tests" / "data" / "minillama", base / "minillama")
-        shutil.copytree(ROOT / "tests" / "data" / "incbundles", bundles)
+        shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
         shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
         work.mkdir()
     env = env_for(bundles, work)

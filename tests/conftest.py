@@ -121,9 +121,70 @@ def require_tools(*programs: str, linux_only: bool = True) -> None:
 
 
 HOST_NVCC = Path("/usr/local/cuda/bin/nvcc")
-needs_host_cuda = pytest.mark.skipif(not HOST_NVCC.is_file(),
-                                     reason=f"{HOST_SKIP} has no CUDA toolkit at /usr/local/cuda")
+needs_host_cuda = pytest.mark.cuda
+"""A test that runs the host's nvcc (skipped where /usr/local/cuda has none: see the hook below)."""
 linux_only = pytest.mark.skipif(not IS_LINUX, reason=f"{HOST_SKIP} is not Linux")
+
+
+# -- markers derived from what a test uses ------------------------------------------------------
+#
+# Nobody writes `network` or `cuda` by hand (hand-written marks drifted: most tests that fetch
+# real inputs had none). A test gets `network` when it, one of its fixtures, or a helper of the
+# test modules they call reaches a fetch of a real input, and `cuda` when it reaches the host's
+# nvcc. `-m "not network"` then really selects the tests that need no registry.
+
+_FETCHERS = ("require_input", "real_input", "fetch_wheel")
+"""Names whose use means a real input is fetched (tests/realinputs.py, tests/installerkit.py)."""
+_HOST_CUDA = ("HOST_NVCC", "needs_host_cuda")
+TESTS = Path(__file__).resolve().parent
+
+
+def _reaches(fn, seen: set, within: Path) -> set[str]:
+    """The global names ``fn`` uses, following the functions under ``within`` it calls (any depth)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or fn in seen:
+        return set()
+    seen.add(fn)
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names |= set(c.co_names)
+        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    for n in list(names):
+        g = getattr(fn, "__globals__", {}).get(n)
+        src = getattr(getattr(g, "__code__", None), "co_filename", "")
+        if src and Path(src).resolve().is_relative_to(within):
+            names |= _reaches(g, seen, within)
+    return names
+
+
+def derived_marks(item, within: Path = TESTS) -> set[str]:
+    """``network``/``cuda`` for one collected test, from its function, its fixtures' functions and
+    the names they reach through functions defined under ``within`` (see above)."""
+    seen: set = set()
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        funcs += [d.func for d in defs]
+    names: set[str] = set(getattr(item, "fixturenames", ()))
+    for f in funcs:
+        names |= _reaches(f, seen, within)
+    marks = set()
+    if names & set(_FETCHERS):
+        marks.add("network")
+    if names & set(_HOST_CUDA) or item.get_closest_marker("cuda"):
+        marks.add("cuda")
+    return marks
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for m in sorted(derived_marks(item)):
+            if not item.get_closest_marker(m):
+                item.add_marker(m)
+        if item.get_closest_marker("cuda") and not HOST_NVCC.is_file():
+            item.add_marker(pytest.mark.skip(reason=f"{HOST_SKIP} has no CUDA toolkit at /usr/local/cuda"))
 
 
 # -- skip policy --------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from bundlegraph.fsutil import atomic_dir, locked, sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "bundles" / "locks" / "cuda-13.5-wheels.toml"
-ALT_LOCK = ROOT / "tests" / "data" / "incbundles" / "locks" / "cuda-13.5-wheels-cudart-13.4.toml"
+ALT_LOCK = ROOT / "tests" / "data" / "bundles" / "locks" / "cuda-13.5-wheels-cudart-13.4.toml"
 
 
 @dataclass(frozen=True)

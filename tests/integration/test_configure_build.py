@@ -49,10 +49,16 @@ def machine(path: Path) -> str:
 
 @pytest.fixture
 def mini(tmp_path):
-    """A private copy of the stand-in source and its bundles (+ the real wheels lock)."""
+    """A private copy of the stand-in source and its bundles (+ the real wheels lock). The aarch64
+    CUDA leg here also links cuBLAS (as the real blackwell leg does), so the cross build's
+    library pins are checked for both NVIDIA libraries."""
     shutil.copytree(DATA / "minillama", tmp_path / "minillama")
-    shutil.copytree(DATA / "minibundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks")
+    shutil.copytree(DATA / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    spec = tmp_path / "bundles" / "mini-linux-arm64-cuda.toml"
+    text = spec.read_text()
+    assert 'target = ["cuda_cudart"]' in text
+    spec.write_text(text.replace('target = ["cuda_cudart"]', 'target = ["cuda_cudart", "libcublas"]'))
     wd = tmp_path / "work"
     wd.mkdir()
     return tmp_path / "bundles", wd

@@ -130,7 +130,7 @@ def test_bundlegraph_reads_BUNDLEGRAPH_BUNDLES_as_doit_does(tmp_path):
     from graphrun import BIN, env_for
 
     bundles = tmp_path / "stand-in"
-    shutil.copytree(ROOT / "tests" / "data" / "incbundles", bundles)
+    shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
     shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
     shutil.copytree(ROOT / "tests" / "data" / "minillama", tmp_path / "minillama")
     run_dir = tmp_path / "checkout"

@@ -1,6 +1,6 @@
 """Rebuild only what changed, proven on the real graph (dodo.py and the same pipeline modules;
 only the source pin differs): the stand-in project ``tests/data/minillama`` built by the three
-legs of ``tests/data/incbundles`` through every stage -- an aarch64 CPU leg, an aarch64 CUDA leg
+legs of ``tests/data/bundles`` through every stage -- an aarch64 CPU leg, an aarch64 CUDA leg
 (NVIDIA's 13.5 wheels, x86_64 nvcc) merged into it, and an unrelated native x86_64 CPU leg --
 plus the shared manifest.
 
@@ -139,7 +139,7 @@ def built(tmp_path_factory):
     live = Tree(base / "live")
     live.root.mkdir()
     shutil.copytree(DATA / "minillama", live.src)
-    shutil.copytree(DATA / "incbundles", live.bundles)
+    shutil.copytree(DATA / "bundles", live.bundles)
     shutil.copytree(ROOT / "bundles" / "locks", live.bundles / "locks", dirs_exist_ok=True)
     live.work.mkdir()
     ran = live.run()
@@ -237,7 +237,7 @@ def test_changing_archs_reconfigures_and_rebuilds_that_leg_only(tree):
 
 # 5 -------------------------------------------------------------------------------------------
 
-ALT_LOCK = DATA / "incbundles" / "locks" / "cuda-13.5-wheels-cudart-13.4.toml"
+ALT_LOCK = DATA / "bundles" / "locks" / "cuda-13.5-wheels-cudart-13.4.toml"
 
 
 def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(tree):

@@ -4,7 +4,7 @@
 the same bundle, in the same attempt order, as bundlegraph says it will; every chosen bundle and
 the source archive must pass the installer's sha256 verification against our index.
 
-The release is the stand-in of ``tests/data/incbundles`` (``tests/data/minillama`` built by its
+The release is the stand-in of ``tests/data/bundles`` (``tests/data/minillama`` built by its
 three legs through the real graph: aarch64 CPU, aarch64 CUDA 13 Blackwell merged into it,
 x86_64 CPU), built once per module. It is served on 127.0.0.1 as the GitHub release
 ``unslothai/llama.cpp@<tag>``; the installer's downloads are redirected there, and its host
@@ -101,7 +101,7 @@ def release(tmp_path_factory) -> Release:
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
     rel = Release(tmp_path_factory.mktemp("installer-contract"))
     shutil.copytree(DATA / "minillama", rel.root / "minillama")
-    shutil.copytree(DATA / "incbundles", rel.bundles)
+    shutil.copytree(DATA / "bundles", rel.bundles)
     shutil.copytree(ROOT / "bundles" / "locks", rel.bundles / "locks", dirs_exist_ok=True)
     rel.work.mkdir()
     r = graphrun.doit([], bundles=rel.bundles, workdir=rel.work, timeout=900)

@@ -27,7 +27,7 @@ def built(tmp_path_factory) -> Path:
     require_input("cuda-13.5-sbsa-cross")
     root = tmp_path_factory.mktemp("plan-value")
     shutil.copytree(DATA / "minillama", root / "minillama")
-    shutil.copytree(DATA / "incbundles", root / "bundles")
+    shutil.copytree(DATA / "bundles", root / "bundles")
     shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
     (root / "work").mkdir()
     r = graphrun.doit([], bundles=root / "bundles", workdir=root / "work")

@@ -74,7 +74,6 @@ def bundle(tmp_path: Path, kit: Path, *names: str) -> Path:
 
 # ------------------------------------------------------------------ the real ARM64 set
 
-@pytest.mark.network
 def test_real_arm64_set_passes_with_runtimes_declared(arm64_set, capsys):
     r = verify_path(arm64_set, ARM64)
     assert r.failures == []
@@ -87,7 +86,6 @@ def test_real_arm64_set_passes_with_runtimes_declared(arm64_set, capsys):
     assert rc == 0 and out.strip().endswith("(directory; 6 PE, 0 ELF files): OK")
 
 
-@pytest.mark.network
 def test_vc_runtime_counts_only_when_declared(arm64_set, capsys):
     rc = cli.main(["verify", str(arm64_set), "--os", "windows", "--arch", "arm64"])
     lines = capsys.readouterr().out.splitlines()
@@ -97,7 +95,6 @@ def test_vc_runtime_counts_only_when_declared(arm64_set, capsys):
     assert len([l for l in lines if ": imports: " in l]) == 12  # 6 files x (MSVCP140, VCRUNTIME140)
 
 
-@pytest.mark.network
 def test_x64_ggml_cuda_dropped_into_arm64_set(arm64_set, x64_cuda_dll, tmp_path):
     b = binkit.copy_tree(arm64_set, tmp_path / "set")
     shutil.copy2(x64_cuda_dll, b / "ggml-cuda.dll")
@@ -106,7 +103,6 @@ def test_x64_ggml_cuda_dropped_into_arm64_set(arm64_set, x64_cuda_dll, tmp_path)
     assert any(l.startswith("ggml-cuda.dll: imports: cublas64_13.dll: missing") for l in lines)
 
 
-@pytest.mark.network
 def test_ggml_base_removed(arm64_set, tmp_path):
     b = binkit.copy_tree(arm64_set, tmp_path / "set")
     (b / "ggml-base.dll").unlink()
@@ -117,7 +113,6 @@ def test_ggml_base_removed(arm64_set, tmp_path):
     assert "ggml-base.dll: content: required file is missing from the bundle" in lines
 
 
-@pytest.mark.network
 def test_unmet_libomp_import_ordinary_and_delay_load(arm64_set, kit, tmp_path):
     b = binkit.copy_tree(arm64_set, tmp_path / "set")
     shutil.copy2(kit / "omp-user.dll", b)
@@ -156,7 +151,6 @@ def test_nvcuda_only_for_cuda_legs(kit, tmp_path):
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64", cuda=True)).lines() == []
 
 
-@pytest.mark.network
 def test_truncated_pe_and_text_named_dll(arm64_set, tmp_path):
     b = tmp_path / "b"
     b.mkdir()
@@ -179,7 +173,6 @@ def _section_end(data: bytes, name: bytes) -> int:
     return s.PointerToRawData + s.SizeOfRawData
 
 
-@pytest.mark.network
 def test_archives_are_inspected_in_place(arm64_set, tmp_path):
     z = tmp_path / "app.zip"
     t = tmp_path / "app.tar.gz"
@@ -198,7 +191,6 @@ def test_archives_are_inspected_in_place(arm64_set, tmp_path):
 
 # ------------------------------------------------------------------ GPU code
 
-@pytest.mark.network
 def test_fatbin_command_lists_the_real_x64_backend(x64_cuda_dll, capsys):
     assert cli.main(["fatbin", str(x64_cuda_dll)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -213,7 +205,6 @@ def _archs(*forms: str) -> tuple:
     return tuple(parse_arch(a) for a in forms)
 
 
-@pytest.mark.network
 def test_real_x64_backend_against_promised_archs(x64_cuda_dll, tmp_path):
     b = tmp_path / "b"
     b.mkdir()

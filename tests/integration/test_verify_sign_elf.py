@@ -52,7 +52,6 @@ def test_signature_outcomes_are_told_apart(signed, tmp_path):
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64")).lines() == []
 
 
-@pytest.mark.network
 def test_real_nvidia_signature(tmp_path, real_input):
     cudart = real_input("cudart-win-arm64", unpack=True) / "nvidia" / "cu13" / "bin" / "arm64" / "cudart64_13.dll"
     with mapped(cudart) as data:
