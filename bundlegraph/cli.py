@@ -24,6 +24,7 @@ COMMANDS = [
     "bundlegraph.commands.explain",
     "bundlegraph.commands.lock_wheels",
     "bundlegraph.commands.select",
+    "bundlegraph.commands.upload",
 ]
 
 

@@ -81,7 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ALLOW_HTTP", "flag", "0", "allow plain-http download URLs (loopback is always allowed)"),
     Setting("REDIST_URL", "text", None, "NVIDIA redist pool (`redistrib_<ver>.json` and the component archives); "
                                         "default: NVIDIA's"),
-    Setting("GITHUB_API", "text", None, "GitHub API base for the paired runtime assets; default: api.github.com"),
+    Setting("GITHUB_API", "text", None, "GitHub API base (paired runtime assets, `upload-release`); default: api.github.com"),
     Setting("SIGN_COMMAND", "text", None, "signing hook: the signer's argv as a JSON list, run on each of the leg's "
                                           "own PE files (`{file}` is replaced)"),
     Setting("SIGN_SECRETS", "list", None, "names of variables the signing hook needs, masked in logs"),

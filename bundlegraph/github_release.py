@@ -1,0 +1,233 @@
+"""Upload a release that passed the coverage gate to GitHub, so installers never see half of it.
+
+Input: ``dist/`` after ``doit manifest publish``: ``release-assets.txt`` (the gate's list of files
+to upload) and the SHA index (``llama.cpp-prebuilt-sha256.json``, every asset's sha256).
+
+Order of calls (GitHub's REST API, ``/repos/{repo}/releases...``; the subset used is what
+``tests/githubkit.py`` serves on 127.0.0.1):
+
+1. Check locally, before any call: every listed file exists; its sha256 equals the index's (the
+   index itself is the root of trust and is not in it); the index's ``release_tag`` is the tag
+   being released and, on CI, ``GITHUB_REF`` is ``refs/tags/<that tag>`` (installers void an
+   index whose ``release_tag`` is not the GitHub release's tag).
+2. ``GET /releases/tags/{tag}``: a *published* release of that tag is never changed. When it
+   already holds exactly these assets with these digests the upload is done (a rerun); anything
+   else is refused.
+3. Else find our draft (``GET /releases``, ``draft`` and ``tag_name``) or create one
+   (``POST /releases`` with ``draft: true``). A draft is invisible to installers.
+4. For each asset, in the order of ``release-assets.txt`` with the SHA index last: an asset of
+   that name with the same ``digest`` (``sha256:<hex>``, computed by GitHub) is kept; one not
+   fully uploaded (``state`` other than ``uploaded``) is deleted and uploaded again; one with
+   other bytes is **refused** (never overwritten: ``gh release upload --clobber`` did that);
+   missing ones are uploaded (``POST {upload_url}?name=...``, ``application/octet-stream``).
+5. ``GET /releases/{id}/assets``: the listing must equal the local set, name for name and
+   sha256 for sha256 (no missing, no extra asset).
+6. ``PATCH /releases/{id}`` with ``draft: false``: the release appears, whole.
+
+The API base is ``BUNDLEGRAPH_GITHUB_API`` (default ``https://api.github.com``); the token is
+``GITHUB_TOKEN`` (sent as a bearer token, never printed). URLs pass the download module's https
+rule (loopback http for tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .download import Settings, check_url
+from .errors import BundleGraphError
+from .fsutil import sha256_file
+from .pipeline.publish import ASSET_LIST
+from .report import say
+from .schemas.manifest import INDEX_NAME, ShaIndex
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_API = "https://api.github.com"
+
+
+class UploadRefused(BundleGraphError):
+    """The release cannot be uploaded as it is; ``problems`` holds one line each."""
+
+    def __init__(self, tag: str, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join([f"upload {tag}: refused, {len(problems)} problem(s):",
+                                    *("  - " + p for p in problems)]))
+
+
+@dataclass
+class UploadResult:
+    """What :func:`upload_release` did: the release ``id`` and ``url``; ``uploaded``/``kept``
+    asset names; ``already_published`` for a rerun on a complete published release."""
+
+    id: int
+    url: str
+    uploaded: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    already_published: bool = False
+
+
+def local_assets(dist: Path, tag: str, git_ref: str = "") -> dict[str, str]:
+    """``{name: sha256}`` of the files to upload, in upload order (the SHA index last), after
+    the local checks of step 1. Raises :class:`UploadRefused` listing every problem."""
+    problems: list[str] = []
+    listing = dist / ASSET_LIST
+    if not listing.is_file():
+        raise UploadRefused(tag, [f"{listing} is missing: run `doit manifest publish` first (the coverage gate "
+                                  f"writes it)"])
+    names = [n.strip() for n in listing.read_text(encoding="utf-8").splitlines() if n.strip()]
+    if INDEX_NAME not in names:
+        problems.append(f"{ASSET_LIST}: does not list the SHA index {INDEX_NAME}")
+    try:
+        index = ShaIndex.model_validate_json((dist / INDEX_NAME).read_bytes())
+    except FileNotFoundError:
+        raise UploadRefused(tag, [f"{dist / INDEX_NAME} is missing"]) from None
+    except ValueError as e:
+        raise UploadRefused(tag, [f"{INDEX_NAME} is not a valid SHA index: {str(e).splitlines()[0]}"]) from None
+    if index.release_tag != tag:
+        problems.append(f"{INDEX_NAME}: release_tag is '{index.release_tag}', the release being uploaded is "
+                        f"'{tag}' (installers void an index whose release_tag is not the release's tag)")
+    if git_ref and git_ref != f"refs/tags/{tag}":
+        problems.append(f"GITHUB_REF is '{git_ref}', not refs/tags/{tag}: push the tag release.toml names")
+    out: dict[str, str] = {}
+    for n in [n for n in names if n != INDEX_NAME] + [INDEX_NAME]:
+        p = dist / n
+        if not p.is_file():
+            problems.append(f"{n}: listed in {ASSET_LIST} but not in {dist}")
+            continue
+        sha = sha256_file(p)
+        if n != INDEX_NAME:
+            entry = index.artifacts.get(n)
+            if entry is None:
+                problems.append(f"{n}: not in {INDEX_NAME}")
+            elif entry.sha256 != sha:
+                problems.append(f"{n}: sha256 {sha} differs from the index's {entry.sha256}")
+        out[n] = sha
+    if problems:
+        raise UploadRefused(tag, problems)
+    return out
+
+
+class GitHub:
+    """The few release endpoints used, over one ``httpx.Client``. Every non-2xx answer is a
+    :class:`BundleGraphError` naming the call and GitHub's message."""
+
+    def __init__(self, api: str, repo: str, client: httpx.Client, token: str | None):
+        check_url(api)
+        self.api, self.repo, self.c = api.rstrip("/"), repo, client
+        self.h = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                  "User-Agent": "bundlegraph"}
+        if token:
+            self.h["Authorization"] = f"Bearer {token}"
+
+    def call(self, method: str, path_or_url: str, *, ok: tuple[int, ...] = (200,), **kw: Any) -> Any:
+        url = path_or_url if "://" in path_or_url else f"{self.api}/repos/{self.repo}{path_or_url}"
+        check_url(url)
+        headers = {**self.h, **kw.pop("headers", {})}
+        r = self.c.request(method, url, headers=headers, **kw)
+        if r.status_code not in ok:
+            try:
+                msg = r.json().get("message", "")
+            except ValueError:
+                msg = r.text[:200]
+            raise BundleGraphError(f"GitHub {method} {url.split('?')[0]}: HTTP {r.status_code} {msg}".rstrip())
+        return r.json() if r.content else None
+
+    def paged(self, path: str) -> list[dict]:
+        out: list[dict] = []
+        page = 1
+        while True:
+            got = self.call("GET", path, params={"per_page": 100, "page": page})
+            out += got
+            if len(got) < 100:
+                return out
+            page += 1
+
+
+def _digest(asset: dict) -> str | None:
+    d = asset.get("digest") or ""
+    return d.removeprefix("sha256:") if d.startswith("sha256:") else None
+
+
+def upload_release(dist: Path, *, repo: str, tag: str, git_ref: str = "", api: str | None = None,
+                   token: str | None = None, client: httpx.Client | None = None, notes: str = "") -> UploadResult:
+    """Upload ``dist``'s release assets as release ``tag`` of ``repo`` (see the module docstring
+    for the order of calls). Raises :class:`UploadRefused` (local checks, an asset with other
+    bytes, a published release that differs, a listing that disagrees) or
+    :class:`BundleGraphError` for an API error; a refused upload leaves at most a draft."""
+    import httpx
+
+    want = local_assets(dist, tag, git_ref)
+    own = client is None
+    c = client or httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True)
+    try:
+        gh = GitHub(api or DEFAULT_API, repo, c, token)
+        published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
+        if published and "id" in published and not published.get("draft"):
+            have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
+            if have == want:
+                say(f"upload {tag}: already published with these {len(want)} assets; nothing to do")
+                return UploadResult(published["id"], published.get("html_url", ""), kept=list(want),
+                                    already_published=True)
+            raise UploadRefused(tag, [f"release {tag} of {repo} is already published and differs from {dist} "
+                                      f"({_diff(want, have)}); a published release is never changed"])
+        drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
+        if len(drafts) > 1:
+            raise UploadRefused(tag, [f"{len(drafts)} draft releases of {repo} have tag {tag}; delete all but one"])
+        rel = drafts[0] if drafts else gh.call(
+            "POST", "/releases", ok=(201,),
+            json={"tag_name": tag, "name": tag, "body": notes, "draft": True, "prerelease": False})
+        result = UploadResult(rel["id"], rel.get("html_url", ""))
+        existing = {a["name"]: a for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        changed = [f"{n}: the draft holds other bytes (sha256 {_digest(a)}) than {dist / n} ({want[n]}); "
+                   f"delete that asset or the draft if the new bytes are right"
+                   for n, a in existing.items() if n in want and a.get("state") == "uploaded"
+                   and _digest(a) != want[n]]
+        if changed:
+            raise UploadRefused(tag, changed)
+        upload = rel["upload_url"].split("{", 1)[0]
+        for name, sha in want.items():
+            a = existing.get(name)
+            if a is not None and a.get("state") == "uploaded" and _digest(a) == sha:
+                result.kept.append(name)
+                continue
+            if a is not None:  # a partial upload from an interrupted run
+                gh.call("DELETE", f"/releases/assets/{a['id']}", ok=(204,))
+            p = dist / name
+            with open(p, "rb") as f:
+                got = gh.call("POST", upload, ok=(201,), params={"name": name}, content=f,
+                              headers={"Content-Type": "application/octet-stream",
+                                       "Content-Length": str(p.stat().st_size)})
+            if _digest(got) not in (None, sha):
+                raise UploadRefused(tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, "
+                                          f"the file has {sha}"])
+            result.uploaded.append(name)
+            say(f"upload {tag}: {name} ({p.stat().st_size} bytes)")
+        have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        if have != want:
+            raise UploadRefused(tag, [f"the draft's assets do not equal the release ({_diff(want, have)}); "
+                                      f"it stays a draft"])
+        done = gh.call("PATCH", f"/releases/{rel['id']}", json={"draft": False, "tag_name": tag})
+        if done.get("draft"):
+            raise BundleGraphError(f"GitHub PATCH /releases/{rel['id']}: the release is still a draft")
+        result.url = done.get("html_url", result.url)
+        say(f"upload {tag}: published {result.url or rel['id']} with {len(want)} assets "
+            f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)")
+        return result
+    finally:
+        if own:
+            c.close()
+
+
+def _diff(want: dict[str, str], have: dict[str, str | None]) -> str:
+    missing = sorted(set(want) - set(have))
+    extra = sorted(set(have) - set(want))
+    other = sorted(n for n in set(want) & set(have) if have[n] != want[n])
+    parts = [f"missing {', '.join(missing)}" if missing else "", f"extra {', '.join(extra)}" if extra else "",
+             f"other bytes {', '.join(other)}" if other else ""]
+    return "; ".join(p for p in parts if p) or "equal"
+
+
+__all__ = ["upload_release", "local_assets", "UploadRefused", "UploadResult", "GitHub"]

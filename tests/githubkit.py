@@ -1,0 +1,174 @@
+"""A GitHub releases API on 127.0.0.1, in memory: the part ``bundlegraph upload-release`` uses,
+written from GitHub's REST documentation (``/repos/{owner}/{repo}/releases...``), and the download
+host for what it holds.
+
+Behaviour kept from GitHub: a draft release is not found by ``GET /releases/tags/{tag}`` (only
+listed, to its authors, by ``GET /releases``); an upload's asset gets ``state: "uploaded"`` and a
+``digest`` of ``sha256:<hex>`` computed by the server; an upload of a name the release already
+has is ``422`` (``already_exists``); ``PATCH`` with ``draft: false`` publishes. Every request is
+recorded in ``calls`` as ``"METHOD /path"`` (query dropped, ``{id}`` kept numeric) for assertions
+on the order of calls; ``token`` when set is required as ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Asset:
+    id: int
+    name: str
+    data: bytes
+    state: str = "uploaded"
+
+    def json(self, base: str, repo: str, tag: str) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "size": len(self.data), "state": self.state,
+                "content_type": "application/octet-stream",
+                "digest": "sha256:" + hashlib.sha256(self.data).hexdigest() if self.state == "uploaded" else None,
+                "browser_download_url": f"{base}/{repo}/releases/download/{tag}/{urllib.parse.quote(self.name)}"}
+
+
+@dataclass
+class Release:
+    id: int
+    tag_name: str
+    draft: bool
+    name: str = ""
+    body: str = ""
+    assets: list[Asset] = field(default_factory=list)
+
+
+class FakeGitHub:
+    """``with FakeGitHub("owner/repo") as gh:`` serves ``gh.api`` (the API base) until exit.
+    ``releases`` is the state (tests may seed it); ``calls`` the requests in order."""
+
+    def __init__(self, repo: str, token: str | None = None):
+        self.repo, self.token = repo, token
+        self.releases: list[Release] = []
+        self.calls: list[str] = []
+        self._ids = iter(range(1, 10**6))
+        self._lock = threading.Lock()
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def api(self) -> str:
+        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+
+    def new_id(self) -> int:
+        return next(self._ids)
+
+    def release(self, tag: str) -> Release | None:
+        return next((r for r in self.releases if r.tag_name == tag), None)
+
+    def release_json(self, r: Release) -> dict[str, Any]:
+        return {"id": r.id, "tag_name": r.tag_name, "name": r.name, "body": r.body, "draft": r.draft,
+                "prerelease": False, "html_url": f"{self.api}/{self.repo}/releases/tag/{r.tag_name}",
+                "upload_url": f"{self.api}/uploads/repos/{self.repo}/releases/{r.id}/assets{{?name,label}}",
+                "assets": [a.json(self.api, self.repo, r.tag_name) for a in r.assets]}
+
+    def __enter__(self) -> "FakeGitHub":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a: Any) -> None:
+        pass
+
+    def _send(self, code: int, obj: Any = None) -> None:
+        body = b"" if obj is None else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _route(self) -> None:
+        gh: FakeGitHub = self.server.owner  # type: ignore[attr-defined]
+        url = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(url.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        gh.calls.append(f"{self.command} {path}")
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        public = path.startswith(f"/{gh.repo}/releases/download/")  # the download host needs no token
+        if gh.token and not public and self.headers.get("Authorization") != f"Bearer {gh.token}":
+            return self._send(401, {"message": "Bad credentials"})
+        prefix = f"/repos/{gh.repo}/releases"
+        upload = f"/uploads/repos/{gh.repo}/releases/"
+        with gh._lock:
+            if path.startswith(upload) and path.endswith("/assets") and self.command == "POST":
+                rid = int(path[len(upload):].split("/")[0])
+                r = next((x for x in gh.releases if x.id == rid), None)
+                if r is None:
+                    return self._send(404, {"message": "Not Found"})
+                name = query.get("name", "")
+                if any(a.name == name for a in r.assets):
+                    return self._send(422, {"message": "Validation Failed",
+                                            "errors": [{"resource": "ReleaseAsset", "code": "already_exists",
+                                                        "field": "name"}]})
+                a = Asset(gh.new_id(), name, body)
+                r.assets.append(a)
+                return self._send(201, a.json(gh.api, gh.repo, r.tag_name))
+            if path.startswith(f"/{gh.repo}/releases/download/") and self.command == "GET":
+                tag, name = path.split("/")[-2:]
+                r = gh.release(tag)
+                a = next((a for a in r.assets if a.name == name), None) if r and not r.draft else None
+                if a is None:
+                    return self._send(404, {"message": "Not Found"})
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(a.data)))
+                self.end_headers()
+                self.wfile.write(a.data)
+                return None
+            if not path.startswith(prefix):
+                return self._send(404, {"message": "Not Found"})
+            rest = path[len(prefix):].strip("/").split("/") if path != prefix else []
+            if not rest and self.command == "GET":
+                return self._send(200, [gh.release_json(r) for r in gh.releases])
+            if not rest and self.command == "POST":
+                d = json.loads(body)
+                if gh.release(d["tag_name"]) is not None:
+                    return self._send(422, {"message": "Validation Failed",
+                                            "errors": [{"resource": "Release", "code": "already_exists"}]})
+                r = Release(gh.new_id(), d["tag_name"], bool(d.get("draft")), d.get("name", ""), d.get("body", ""))
+                gh.releases.append(r)
+                return self._send(201, gh.release_json(r))
+            if len(rest) == 2 and rest[0] == "tags" and self.command == "GET":
+                r = gh.release(rest[1])
+                if r is None or r.draft:
+                    return self._send(404, {"message": "Not Found"})
+                return self._send(200, gh.release_json(r))
+            if len(rest) == 2 and rest[0] == "assets" and self.command == "DELETE":
+                for r in gh.releases:
+                    r.assets = [a for a in r.assets if a.id != int(rest[1])]
+                return self._send(204)
+            if rest and rest[0].isdigit():
+                r = next((x for x in gh.releases if x.id == int(rest[0])), None)
+                if r is None:
+                    return self._send(404, {"message": "Not Found"})
+                if len(rest) == 1 and self.command == "PATCH":
+                    d = json.loads(body)
+                    r.draft = bool(d.get("draft", r.draft))
+                    r.tag_name = d.get("tag_name", r.tag_name)
+                    return self._send(200, gh.release_json(r))
+                if rest[1:] == ["assets"] and self.command == "GET":
+                    page, per = int(query.get("page", 1)), int(query.get("per_page", 30))
+                    items = [a.json(gh.api, gh.repo, r.tag_name) for a in r.assets]
+                    return self._send(200, items[(page - 1) * per: page * per])
+            return self._send(404, {"message": "Not Found"})
+
+    do_GET = do_POST = do_PATCH = do_DELETE = _route

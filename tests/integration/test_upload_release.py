@@ -1,0 +1,138 @@
+"""``bundlegraph upload-release`` against a GitHub releases API on 127.0.0.1 (``githubkit``), with
+the stand-in release built by the real graph and passed by the coverage gate (``doit publish``):
+a draft first, every asset, the listing checked against the SHA index, published last; a rerun
+changes nothing; changed bytes are refused, never overwritten; a half-uploaded asset is replaced;
+a tag that is not the release's is refused before any call. Then the installer's own download
+check accepts what was published."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import graphrun
+from conftest import linux_only, require_input, require_tools
+from githubkit import Asset, FakeGitHub, Release
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+REPO = "example-org/llama-prebuilt"
+INDEX = "llama-prebuilt-sha256.json"
+
+pytestmark = linux_only
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory) -> tuple[Path, Path, str]:
+    """(bundles, work) of the stand-in release after `doit` and `doit publish`, and its tag."""
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    require_input("cuda-13.5-sbsa-cross")
+    root = tmp_path_factory.mktemp("upload")
+    shutil.copytree(DATA / "minillama", root / "minillama")
+    shutil.copytree(DATA / "bundles", root / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
+    (root / "work").mkdir()
+    for args in ([], ["publish"]):  # the default legs and the manifest, then the coverage gate
+        r = graphrun.doit(args, bundles=root / "bundles", workdir=root / "work", timeout=900)
+        assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    tag = json.loads((root / "work" / "dist" / INDEX).read_text())["release_tag"]
+    return root / "bundles", root / "work", tag
+
+
+def _upload(gated, gh: FakeGitHub, *extra: str, **env: str):
+    bundles, work, _tag = gated
+    return graphrun.cli(["upload-release", "--repo", REPO, *extra], bundles=bundles, workdir=work,
+                        BUNDLEGRAPH_GITHUB_API=gh.api, GITHUB_TOKEN="t0ken", **env)
+
+
+def _want(work: Path) -> dict[str, str]:
+    import hashlib
+
+    names = (work / "dist" / "release-assets.txt").read_text().split()
+    return {n: hashlib.sha256((work / "dist" / n).read_bytes()).hexdigest() for n in names}
+
+
+def test_upload_is_a_draft_until_every_asset_is_there(gated):
+    _b, work, tag = gated
+    want = _want(work)
+    idx = json.loads((work / "dist" / INDEX).read_text())["artifacts"]
+    assert {n for n in want if n != INDEX} == set(idx)  # every indexed asset, and the index
+    with FakeGitHub(REPO, token="t0ken") as gh:
+        r = _upload(gated, gh, GITHUB_REF=f"refs/tags/{tag}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        rel = gh.release(tag)
+        assert rel is not None and not rel.draft
+        got = {a.name: a.json(gh.api, REPO, tag)["digest"] for a in rel.assets}
+        assert got == {n: f"sha256:{s}" for n, s in want.items()}
+        # the order of calls: nothing visible before the last one
+        base = f"/repos/{REPO}/releases"
+        up = f"/uploads/repos/{REPO}/releases/{rel.id}/assets"
+        assert gh.calls == [f"GET {base}/tags/{tag}", f"GET {base}", f"POST {base}", f"GET {base}/{rel.id}/assets",
+                            *[f"POST {up}"] * len(want), f"GET {base}/{rel.id}/assets", f"PATCH {base}/{rel.id}"]
+        assert [a.name for a in rel.assets][-1] == INDEX  # the index goes last
+        # a rerun: already published, identical -> nothing uploaded, nothing changed
+        gh.calls.clear()
+        r = _upload(gated, gh)
+        assert r.returncode == 0 and "already published" in r.stdout, r.stdout + r.stderr
+        assert [c.split()[0] for c in gh.calls] == ["GET", "GET"]
+
+        # the installer's own check on what was published (its download, our index's sha256)
+        import hashlib
+        import urllib.request
+
+        name = next(n for n in want if n.startswith("app-"))
+        with urllib.request.urlopen(f"{gh.api}/{REPO}/releases/download/{tag}/{name}") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == idx[name]["sha256"] == want[name]
+
+
+def test_changed_bytes_are_refused_and_nothing_is_published(gated):
+    _b, work, tag = gated
+    want = _want(work)
+    bundle = next(n for n in want if n.startswith("app-"))
+    with FakeGitHub(REPO) as gh:
+        draft = Release(gh.new_id(), tag, draft=True, assets=[Asset(gh.new_id(), bundle, b"other bytes")])
+        gh.releases.append(draft)
+        r = _upload(gated, gh)
+        assert r.returncode != 0
+        err = r.stdout + r.stderr
+        assert f"{bundle}: the draft holds other bytes" in err and "refused" in err, err
+        assert draft.draft and [a.data for a in draft.assets] == [b"other bytes"]  # untouched, unpublished
+        assert not any(c.startswith(("POST /uploads", "PATCH", "DELETE")) for c in gh.calls), gh.calls
+
+
+def test_a_half_uploaded_asset_is_replaced(gated):
+    _b, work, tag = gated
+    want = _want(work)
+    with FakeGitHub(REPO) as gh:
+        part = Asset(gh.new_id(), INDEX, b"{", state="starter")
+        draft = Release(gh.new_id(), tag, draft=True, assets=[part])
+        gh.releases.append(draft)
+        r = _upload(gated, gh)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"DELETE /repos/{REPO}/releases/assets/{part.id}" in gh.calls
+        assert not draft.draft and len(draft.assets) == len(want)
+
+
+def test_a_published_release_that_differs_is_never_changed(gated):
+    _b, work, tag = gated
+    with FakeGitHub(REPO) as gh:
+        old = Release(gh.new_id(), tag, draft=False, assets=[Asset(gh.new_id(), "app-old.tar.gz", b"x")])
+        gh.releases.append(old)
+        r = _upload(gated, gh)
+        assert r.returncode != 0 and "already published and differs" in r.stdout + r.stderr
+        assert [a.name for a in old.assets] == ["app-old.tar.gz"]
+        assert all(c.startswith("GET ") for c in gh.calls), gh.calls
+
+
+def test_a_tag_that_is_not_the_release_is_refused_before_any_call(gated):
+    _b, _work, tag = gated
+    with FakeGitHub(REPO) as gh:
+        r = _upload(gated, gh, GITHUB_REF="refs/tags/b1-mix-0000000")
+        assert r.returncode != 0
+        assert f"GITHUB_REF is 'refs/tags/b1-mix-0000000', not refs/tags/{tag}" in r.stdout + r.stderr
+        r = _upload(gated, gh, "--tag", "b1-mix-0000000")
+        assert r.returncode != 0 and f"release_tag is '{tag}'" in r.stdout + r.stderr
+        assert gh.calls == []
