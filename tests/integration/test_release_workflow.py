@@ -1,0 +1,112 @@
+""".github/workflows/release.yml, run for real under act on the stand-in release: plan -> the two
+base legs on their own "runners" -> the CUDA leg built on its own runner and merged into the base
+bundle it downloads as an artifact -> manifest + coverage gate -> the release artifact -> the
+upload to a GitHub releases API on 127.0.0.1 (a tag push). The workflow file is used as it is;
+actions that cannot be fetched here are the stand-ins of ``tests/act/`` (:mod:`actkit`)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import actkit
+from conftest import linux_only, require_input, require_tools
+from githubkit import FakeGitHub
+
+INDEX = "llama-prebuilt-sha256.json"
+MANIFEST = "llama-prebuilt-manifest.json"
+
+pytestmark = linux_only
+
+
+def _artifact_files(store: Path, name: str) -> dict[str, bytes]:
+    """The files of artifact ``name`` in act's artifact store (one zip per v4 artifact)."""
+    zips = sorted(p for p in store.rglob("*") if p.is_file() and name in p.relative_to(store).parts[:3]
+                  or p.name in (f"{name}.zip",))
+    assert zips, f"no artifact {name} in {store}: {[str(p.relative_to(store)) for p in store.rglob('*')]}"
+    out: dict[str, bytes] = {}
+    for z in zips:
+        with zipfile.ZipFile(z) as f:
+            out |= {i.filename: f.read(i) for i in f.infolist() if not i.is_dir()}
+    return out
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++", "npm", "git", "jq", "flock")
+    require_input("cuda-13.5-sbsa-cross")  # warms the toolkit blobs the CUDA leg's job installs
+    root = tmp_path_factory.mktemp("act-release")
+    repo = actkit.standin_repo(root / "repo")
+    tag = tomllib.loads((repo / "bundles" / "release.toml").read_text())["tag"]
+    store = root / "artifacts"
+    with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+        r, seconds = actkit.run_act(
+            repo, ".github/workflows/release.yml", event="push",
+            event_json={"ref": f"refs/tags/{tag}", "ref_name": tag, "repository": {"full_name": actkit.REPO}},
+            artifacts=store, secrets={"GITHUB_TOKEN": "act-t0ken"},
+            env={"BUNDLEGRAPH_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_ACT_WHEELS": str(actkit.wheelhouse()),
+                 "BUNDLEGRAPH_GITHUB_API": gh.api, "BUNDLEGRAPH_CACHE": str(actkit.shared_cache())})
+        log = root / "act.log"
+        log.write_text(r.stdout + r.stderr)
+        assert r.returncode == 0, f"act failed after {seconds:.0f} s (log {log}):\n" + (r.stdout + r.stderr)[-8000:]
+        published = gh.release(tag)
+        calls = list(gh.calls)
+    return {"repo": repo, "store": store, "tag": tag, "out": r.stdout + r.stderr, "seconds": seconds,
+            "published": published, "calls": calls}
+
+
+def test_every_job_ran_in_order_on_its_own_runner(run):
+    out = run["out"]
+    for job in ("plan", "base", "backend", "manifest"):
+        assert f"[release/{job}" in out, job
+    assert "Job succeeded" in out and "Job failed" not in out
+    print(f"act ran release.yml in {run['seconds']:.0f} s")
+
+
+def test_release_artifact_is_the_whole_verified_release(run):
+    files = _artifact_files(run["store"], "release")
+    index = json.loads(files[INDEX])
+    manifest = json.loads(files[MANIFEST])
+    bundles = sorted(n for n in files if n.startswith("app-"))
+    assert len(bundles) == 3, sorted(files)
+    assert index["release_tag"] == manifest["release_tag"] == run["tag"]
+    # the SHA index is the bytes: every listed asset present with that sha256 and size
+    for name, e in index["artifacts"].items():
+        if e["kind"] == "manifest":
+            assert hashlib.sha256(files[MANIFEST]).hexdigest() == e["sha256"]
+            continue
+        assert name in files, name
+        assert hashlib.sha256(files[name]).hexdigest() == e["sha256"] and len(files[name]) == e["size"], name
+    assert {a["asset_name"] for a in manifest["artifacts"]} == set(bundles)
+    assert sorted(files["release-assets.txt"].decode().split()) == sorted(index["artifacts"]) + [INDEX] \
+        or set(files["release-assets.txt"].decode().split()) == {*index["artifacts"], INDEX}
+    # the CUDA bundle (built and merged on its own runner) holds every file of its base
+    def members(name: str) -> set[str]:
+        with tarfile.open(fileobj=io.BytesIO(files[name])) as t:
+            return {m.name.split("/", 1)[-1] for m in t.getmembers() if m.isfile()}
+
+    cuda = next(b for b in bundles if "cuda" in b)
+    base = next(b for b in bundles if "arm64-cpu" in b)
+    own = {"BUNDLE_INFO.json", "THIRD_PARTY_LICENSES.txt"}
+    assert members(base) - own <= members(cuda), members(base) - members(cuda)
+    assert any("libggml-cuda.so" in m for m in members(cuda))
+
+
+def test_the_tag_push_published_the_release_as_a_draft_first(run):
+    rel = run["published"]
+    assert rel is not None and not rel.draft
+    files = _artifact_files(run["store"], "release")
+    index = json.loads(files[INDEX])
+    assert {a.name for a in rel.assets} == {*index["artifacts"], INDEX}
+    for a in rel.assets:
+        want = hashlib.sha256(files[a.name]).hexdigest() if a.name in files else None
+        assert hashlib.sha256(a.data).hexdigest() == want, a.name
+    posts = [c for c in run["calls"] if c.startswith("POST /uploads/")]
+    assert len(posts) == len(rel.assets) and run["calls"][-1].startswith("PATCH ")
