@@ -1,8 +1,13 @@
-""".github/workflows/release.yml, run for real under act on the stand-in release: plan -> the two
+"""The workflows, run for real under act.
+
+.github/workflows/release.yml on the stand-in release: plan -> the two
 base legs on their own "runners" -> the CUDA leg built on its own runner and merged into the base
 bundle it downloads as an artifact -> manifest + coverage gate -> the release artifact -> the
 upload to a GitHub releases API on 127.0.0.1 (a tag push). The workflow file is used as it is;
-actions that cannot be fetched here are the stand-ins of ``tests/act/`` (:mod:`actkit`)."""
+actions that cannot be fetched here are the stand-ins of ``tests/act/`` (:mod:`actkit`).
+
+.github/workflows/tests.yml, its Linux job, dispatched with ``pytest-args`` selecting the unit
+tests (never these act tests: no recursion)."""
 
 from __future__ import annotations
 
@@ -110,3 +115,24 @@ def test_the_tag_push_published_the_release_as_a_draft_first(run):
         assert hashlib.sha256(a.data).hexdigest() == want, a.name
     posts = [c for c in run["calls"] if c.startswith("POST /uploads/")]
     assert len(posts) == len(rel.assets) and run["calls"][-1].startswith("PATCH ")
+
+
+def test_the_tests_workflow_linux_job_runs_a_selected_part(tmp_path):
+    require_tools("npm", "git", "flock")
+    repo = actkit.standin_repo(tmp_path / "repo", standin_release=False)
+    r, seconds = actkit.run_act(
+        repo, ".github/workflows/tests.yml", event="workflow_dispatch",
+        event_json={"inputs": {"pytest-args": "tests/unit -q -p no:cacheprovider"}},
+        artifacts=tmp_path / "artifacts", labels=("ubuntu-latest",), matrix=("os:ubuntu-latest",),
+        env={"BUNDLEGRAPH_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_ACT_WHEELS": str(actkit.wheelhouse())})
+    out = r.stdout + r.stderr
+    (tmp_path / "act.log").write_text(out)
+    assert r.returncode == 0, f"act failed after {seconds:.0f} s:\n" + out[-8000:]
+    for step in ("ruff check", "mypy", "lint-imports", "python -m pytest -ra tests/unit"):
+        assert f"Success - Main {step}" in out, step
+    import re
+
+    m = re.search(r"(\d+) passed", out)
+    assert m and int(m.group(1)) >= 100, out[-3000:]
+    assert "windows" not in " ".join(l for l in out.splitlines() if "Set up job" in l).lower()
+    print(f"act ran tests.yml (Linux, tests/unit) in {seconds:.0f} s: {m.group(0)}")
