@@ -27,6 +27,7 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         only_profile=_text(get_var("only_profile", None)),
         only_leg=_text(get_var("only_leg", None)),
         artifacts=_text(get_var("artifacts", None)),
+        built=_text(get_var("built", None)),
         archs=_text(get_var("archs", None)),
         toolkit_source=_text(get_var("toolkit_source", None)),
     )

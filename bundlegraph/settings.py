@@ -60,6 +60,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ONLY_PROFILE", "text", None, "load-time filter: keep the legs of this profile (doit `only_profile=`)"),
     Setting("ONLY_LEG", "text", None, "load-time filter: keep this leg (doit `only_leg=`)"),
     Setting("ARTIFACTS", "path", None, "a directory of bundles built on other runners (doit `artifacts=`)"),
+    Setting("BUILT", "path", None, "a directory of build outputs made on other runners, `<leg>/` or `built-<leg>/` "
+                                   "each (doit `built=`): those legs' build tasks import instead of compiling"),
     Setting("ARCHS", "text", None, "local build for these CUDA archs, or `native` (doit `archs=`); never published"),
     Setting("TOOLKIT_SOURCE", "text", None, "local build with a CUDA toolkit already installed: `host[:PATH]` "
                                             "(doit `toolkit_source=`); never published"),

@@ -31,11 +31,13 @@ OPT_IN_STAGES = ("smoke",)
 class Filters:
     """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
     is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
+    ``built``: a directory of build outputs made elsewhere (:func:`imported_build`).
     ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.overrides`)."""
 
     only_profile: str | None = None
     only_leg: str | None = None
     artifacts: Path | None = None
+    built: Path | None = None
     archs: str | None = None
     toolkit_source: str | None = None
 
@@ -43,7 +45,7 @@ class Filters:
     def from_env(cls, **overrides: str | None) -> "Filters":
         """Values from ``overrides`` (doit ``key=value`` vars, CLI flags) else the environment
         (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
-        ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
+        ``BUNDLEGRAPH_BUILT``, ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
 
         def pick(name: str, env: str) -> str | None:
             v = overrides.get(name)
@@ -52,10 +54,12 @@ class Filters:
             return v or None
 
         art = pick("artifacts", "BUNDLEGRAPH_ARTIFACTS")
+        built = pick("built", "BUNDLEGRAPH_BUILT")
         return cls(
             only_profile=pick("only_profile", "BUNDLEGRAPH_ONLY_PROFILE"),
             only_leg=pick("only_leg", "BUNDLEGRAPH_ONLY_LEG"),
             artifacts=Path(art).resolve() if art else None,
+            built=Path(built).resolve() if built else None,
             archs=pick("archs", "BUNDLEGRAPH_ARCHS"),
             toolkit_source=pick("toolkit_source", "BUNDLEGRAPH_TOOLKIT_SOURCE"),
         )
@@ -108,6 +112,37 @@ class Context:
     def bundle_name(self, leg: str) -> str:
         """The bundle file name of ``leg`` in this release (``app-<tag>-<os>-<arch>-<profile>...``)."""
         return self.spec(leg).bundle_name(self.release.tag, self.release.bundle_prefix)
+
+    def imported_build(self, leg: str) -> Path | None:
+        """Where ``leg``'s build output comes from when it was made on another runner:
+        ``<built>/<leg>/`` or ``<built>/built-<leg>/`` (the folder ``actions/download-artifact``
+        makes for an artifact ``built-<leg>``); None when ``built`` is unset or holds nothing for
+        ``leg`` (then the leg compiles here). Raises when ``built`` is not a directory."""
+        b = self.filters.built
+        if b is None:
+            return None
+        if not b.is_dir():
+            raise BundleGraphError(f"built={b}: not a directory (the build outputs of other runners)")
+        for d in (b / leg, b / f"built-{leg}"):
+            if d.is_dir():
+                return d
+        return None
+
+    def host_problem(self, leg: str) -> str | None:
+        """Why ``leg`` cannot be compiled on this host (one line naming the host it needs and how
+        to bring its build output instead), or None: it compiles here, or its output is imported
+        (:meth:`imported_build`). Its source and toolkit tasks refuse with it before downloading."""
+        from ..toolchains import get as get_toolchain
+
+        if self.imported_build(leg) is not None:
+            return None
+        spec = self.spec(leg)
+        tc = get_toolchain(spec.toolchain)
+        problems = tc.host_problems()
+        if not problems:
+            return None
+        return (f"{leg} compiles on a {tc.info.build_os} {tc.info.build_arch} host (runner '{spec.runner}'): "
+                f"{problems[0]}; run it there, or bring its build output from that runner with built=DIR")
 
     def log(self, leg: str, stage: str) -> Path:
         """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""

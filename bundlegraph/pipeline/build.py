@@ -23,7 +23,9 @@ the stamp, not here, so a record holds only what describes the outputs). The sta
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from .. import paths, proc, settings
 from ..errors import BundleGraphError, ToolFailed
-from ..fsutil import atomic_write_json, sha256_file
+from ..fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..report import say
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
@@ -203,11 +205,100 @@ def _apply(p: Prepared) -> list[Path]:
     return run_build(p.plan)
 
 
+@dataclass(frozen=True)
+class ImportPlan:
+    """``build:<leg>`` of a leg whose build ran on another runner (doit ``built=DIR``): copy the
+    output folder ``source`` (``DIR/<leg>/`` or ``DIR/built-<leg>/``) into ``artifacts_dir`` (where
+    a local build leaves it) and record its provenance in ``record`` (``build.json``:
+    ``imported.from`` and the sha256 of every file). Verify, merge and package then treat it
+    exactly as a local build."""
+
+    leg: str
+    source: Path
+    artifacts_dir: Path
+    record: Path
+
+
+def plan_import(ctx: Context, leg: str) -> ImportPlan:
+    """The :class:`ImportPlan` of ``leg`` (its ``built=`` folder must exist)."""
+    src = ctx.imported_build(leg)
+    if src is None:
+        raise BundleGraphError(f"build:{leg}: no build output for {leg} in built={ctx.filters.built}")
+    bp = plan_build(ctx, leg)
+    return ImportPlan(leg, src, bp.artifacts_dir, bp.record)
+
+
+def _listing(d: Path) -> list[tuple[str, int, int]]:
+    return sorted((p.relative_to(d).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                  for p in d.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def prepare_import(ctx: Context, leg: str) -> Prepared:
+    """``build:<leg>`` (imported)'s plan value: keyed by the imported files (name, size, mtime)."""
+    plan = plan_import(ctx, leg)
+    return Prepared({"imported": _listing(plan.source)}, plan)
+
+
+def run_import(plan: ImportPlan) -> list[Path]:
+    """Copy the imported output into place (atomic: a fresh folder renamed over the old one) and
+    write ``build.json`` with its provenance. Raises when the folder is empty or holds a link."""
+    files = sorted(p for p in plan.source.rglob("*") if not p.is_dir())
+    links = [p for p in files if p.is_symlink()]
+    if links or not files:
+        raise BundleGraphError(f"build:{plan.leg}: the imported output {plan.source} "
+                               + (f"holds links ({links[0].name}): copy real files" if links else "is empty"))
+    if plan.artifacts_dir.exists():
+        rmtree(plan.artifacts_dir)
+    plan.artifacts_dir.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_dir(plan.artifacts_dir) as tmp:
+        for f in files:
+            dest = tmp / f.relative_to(plan.source)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
+    outs = sorted(p for p in plan.artifacts_dir.rglob("*") if p.is_file())
+    digests = {p.relative_to(plan.artifacts_dir).as_posix(): sha256_file(p) for p in outs}
+    wd = paths.workdir()
+    atomic_write_json(plan.record, {
+        "leg": plan.leg, "targets": [], "filtered": False, "artifacts_dir": plan.artifacts_dir.as_posix(),
+        "imported": {"from": plan.source.as_posix(), "files": digests},
+        "outputs": {_rel(p, wd): digests[p.relative_to(plan.artifacts_dir).as_posix()] for p in outs},
+    })
+    say(f"build:{plan.leg}: imported {len(outs)} files built elsewhere from {plan.source}")
+    return [plan.record, *outs]
+
+
+def _apply_import(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, ImportPlan)
+    return run_import(p.plan)
+
+
+def imported_provenance(leg: str) -> dict | None:
+    """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output (read from
+    ``build.json``), else None."""
+    f = paths.build_dir(leg) / "build.json"
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise BundleGraphError(f"{f}: unreadable ({e}); run build:{leg} again") from None
+    imp = data.get("imported")
+    return imp if isinstance(imp, dict) else None
+
+
 def plans(ctx: Context) -> list:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>``."""
 
     out = []
     for leg in ctx.legs:
+        src = ctx.imported_build(leg)
+        if src is not None:
+            out.append(TaskPlan(stage="build", name=leg, leg=leg, deps=[f"source:{leg}"],
+                                doc=f"import {leg}'s build output made on another runner ({src})",
+                                prepare=partial(prepare_import, ctx, leg), apply=_apply_import,
+                                details=partial(dict, imported_from=src.as_posix())))
+            continue
+
         def details(leg: str = leg) -> dict:
             p = plan_build(ctx, leg)
             j = jobs_mod.decide(p.cuda_archs, p.windows)

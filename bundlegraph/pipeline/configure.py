@@ -129,6 +129,21 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
     )
 
 
+def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
+    """The nvcc flags bundlegraph adds to every CUDA compile of ``plan`` and where each comes
+    from: ``-target-dir`` (the toolchain file's ``CMAKE_CUDA_FLAGS_INIT``: the target's
+    libraries) and, for MSVC hosts, ``-Xcompiler=/Zc:preprocessor`` (the project-include hook:
+    CCCL needs MSVC's conforming preprocessor; added only to CUDA targets that lack it)."""
+    out = {f: "toolchain file: CMAKE_CUDA_FLAGS_INIT (nvcc finds the target's headers and libraries)"
+           for f in tc.nvcc_flags()}
+    if plan.hooks_file:
+        out[f"-Xcompiler={msvc.ZC}"] = (f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
+                                        f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "
+                                        f"MSVC's conforming preprocessor; checked once per nvcc command after "
+                                        f"configure")
+    return out
+
+
 def check_host(ctx: Context, leg: str) -> Toolchain:
     """Raise :class:`HostMismatch` when this host cannot build ``leg`` (names the host it needs)."""
     spec = ctx.spec(leg)
@@ -265,17 +280,24 @@ def plans(ctx: Context) -> list:
 
     out = []
     for leg in ctx.legs:
+        if ctx.imported_build(leg) is not None:
+            continue  # built on another runner (built=DIR): nothing to configure here
         spec = ctx.spec(leg)
         _cuda, task = toolkit_layout(ctx, leg, get_toolchain(spec.toolchain))
 
         def details(leg: str = leg) -> dict:
             p = plan_configure(ctx, leg)
             tc = get_toolchain(p.toolchain)
-            d = {"build_host": f"{tc.info.build_os} {tc.info.build_arch}",
+            d: dict[str, object] = {"build_host": f"{tc.info.build_os} {tc.info.build_arch}",
                  "toolchain_file_path": p.toolchain_file.as_posix(), "configure": p.command(),
                  "toolchain_file": p.toolchain_text}
             if p.hooks_file:
                 d["hooks_file"] = p.hooks_file.as_posix()
+            if p.cuda is not None:
+                d["cuda_host_flags"] = cuda_flag_origins(p, tc)
+            problem = ctx.host_problem(leg)
+            if problem:
+                d["on_this_host"] = f"refused before any download: {problem}"
             return d
 
         out.append(TaskPlan(

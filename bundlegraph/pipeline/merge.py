@@ -74,7 +74,8 @@ class MergeRecord:
     """``build/<leg>/merge.json``: ``base_asset``/``base_sha256``/``base_leg``; ``files`` maps each
     merged file (POSIX relpath) to ``base``/``backend``/``runtime``; ``backend_files`` the
     files this leg built (the only ones signing touches); ``runtime`` the shipped runtime
-    records (``RuntimeFileInfo`` JSON); ``resolved`` clashes settled by ``prefer``."""
+    records (``RuntimeFileInfo`` JSON); ``resolved`` clashes settled by ``prefer``;
+    ``base_imported`` the base bundle's ``imported_builds`` (provenance carried into this bundle)."""
 
     leg: str
     base_leg: str
@@ -84,6 +85,7 @@ class MergeRecord:
     backend_files: list[str]
     runtime: list[dict]
     resolved: list[str] = field(default_factory=list)
+    base_imported: list[dict] = field(default_factory=list)
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "MergeRecord":
@@ -253,6 +255,7 @@ def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: 
             files=dict(sorted(files.items())),
             backend_files=sorted(p.name for p in backend_files if files.get(p.name) == "backend"),
             runtime=[rf.info.model_dump(mode="json") for rf in runtime], resolved=resolved,
+            base_imported=[b.model_dump(mode="json") for b in base.info.imported_builds],
         )
     atomic_write_json(record_path, asdict(rec))
     return rec

@@ -34,14 +34,15 @@ from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
 from ..schemas.archs import supported_sms_of
-from ..schemas.manifest import BundleInfo, RuntimeFileInfo, VerifyFindings
+from ..schemas.manifest import BundleInfo, ImportedBuild, RuntimeFileInfo, VerifyFindings
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .archivecheck import archive_verifier
 from .base import Context, Prepared, TaskPlan, upstream_digest
+from .build import imported_provenance
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
-from .runtimes import RuntimeFile, msvc_redist_root, resolve_shipped, third_party_text
+from .runtimes import RuntimeFile, msvc_redist_root, resolve_shipped, third_party_text, toolkit_licenses
 from .sign import is_pe, sign_files
 from .source import source_record
 from .toolkit import toolkit_for_leg
@@ -98,7 +99,8 @@ class PackageInputs:
     as runtime); ``runtime``: runtime files to add (toolchain ones, and toolkit ones for a leg
     without merge); ``prior_runtime``: runtime records of files already in ``tree`` (merge);
     ``toolkit_prefix``/``toolkit_version``: the target toolkit (NVIDIA license, info JSON);
-    ``merged_from``: the base asset."""
+    ``merged_from``: the base asset; ``imported``: provenance of build output made on other
+    runners (this leg's and its base's), written into the info JSON."""
 
     spec: BundleSpec
     release: Release
@@ -114,6 +116,7 @@ class PackageInputs:
     toolkit_prefix: Path | None = None
     toolkit_version: str | None = None
     merged_from: str | None = None
+    imported: list[ImportedBuild] = field(default_factory=list)
 
 
 def supported_sms(spec: BundleSpec, found: VerifyFindings) -> list[int]:
@@ -140,6 +143,7 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         ggml_backend_dl=bool(s.cmake_bool("GGML_BACKEND_DL", False)), merged_from=inp.merged_from,
         runtime_files=runtime, external_runtime=list(s.runtime.external),
         paired_assets=[p.name for p in s.runtime.paired], signing=signing, verify=found,
+        imported_builds=list(inp.imported),
     )
 
 
@@ -195,10 +199,9 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
     if cuda_shipped and inp.toolkit_prefix is None:
         raise BundleGraphError(f"package:{s.id}: ships CUDA runtime files but no toolkit prefix was given "
                                f"(needed for NVIDIA's license)")
-    from .runtimes import nvidia_license
-
-    licenses = third_party_text(inp.source_tree, nvidia_license(inp.toolkit_prefix)
-                                if cuda_shipped and inp.toolkit_prefix is not None else None)
+    nvidia = toolkit_licenses(inp.toolkit_prefix, [*(rf.info for rf in inp.runtime), *inp.prior_runtime]) \
+        if cuda_shipped and inp.toolkit_prefix is not None else []
+    licenses = third_party_text(inp.source_tree, nvidia)
     runtime = sorted([*inp.prior_runtime, *(rf.info for rf in inp.runtime)], key=lambda r: r.name)
     with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent) as sd:
         to_sign = [k for k in files if k in own and not links[k] and is_pe(files[k])]
@@ -265,11 +268,21 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
                         commit_epoch=src.epoch, toolkit_prefix=ref.prefix if ref else None,
                         toolkit_version=ref.version if ref else None, tree=bdir / "merged",
                         own_files=rec.backend_files, merged_from=rec.base_asset or None,
-                        prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime])
+                        prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
+                        imported=_provenance(leg, rec))
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
     return PackagePlan(inputs=inp, base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
                        toolchain_runtime=toolchain, redist_root=msvc_redist_root() if toolchain else None,
                        log=ctx.log(leg, "package"), receipt=bdir / "package.json")
+
+
+def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
+    """The base's imported builds (from the merge record), then this leg's own (``build.json``)."""
+    out = [ImportedBuild.model_validate(b) for b in rec.base_imported]
+    own = imported_provenance(leg)
+    if own is not None:
+        out.append(ImportedBuild(leg=leg, source=own["from"], files=own["files"]))
+    return out
 
 
 def key_inputs(ctx: Context, leg: str) -> dict:

@@ -9,9 +9,9 @@
   bundle of a release. Inside that directory a non-debug path wins over ``debug_nonredist``,
   then the lexically first path. The chosen version is recorded.
 
-NVIDIA's license for a shipped CUDA runtime file comes from the toolkit: the redist archives'
-``LICENSE`` at the component root, or a wheel's ``*.dist-info/licenses/*`` (both are NVIDIA's
-CUDA Toolkit EULA text).
+NVIDIA's license for a shipped CUDA runtime file comes from the toolkit, per component: the
+redist archive's ``LICENSE`` or the wheel's ``*.dist-info/licenses/*``, kept by the toolkit
+install under ``share/<component>/`` (:func:`toolkit_licenses`).
 """
 
 from __future__ import annotations
@@ -113,21 +113,20 @@ def resolve_shipped(spec: BundleSpec, *, origin: str, toolkit_prefix: Path | Non
     return out
 
 
-def nvidia_license(prefix: Path) -> Path:
-    """NVIDIA's license text for a toolkit at ``prefix``: ``LICENSE``/``EULA.txt`` at the prefix
-    or up to two levels above (redist component roots, wheel roots), else a ``*.dist-info``
-    license beside the wheel's ``nvidia/`` directory. Raises when none is found (a shipped
-    CUDA runtime without its license is refused)."""
-    cands: list[Path] = []
-    for d in (prefix, prefix.parent, prefix.parent.parent):
-        cands += [d / "LICENSE", d / "LICENSE.txt", d / "EULA.txt"]
-        cands += sorted(d.glob("*.dist-info/licenses/*")) + sorted(d.glob("*.dist-info/License.txt"))
-    for c in cands:
-        if c.is_file():
-            return c
-    raise BundleGraphError(
-        f"no NVIDIA license file found for the toolkit at {prefix} (looked for LICENSE, EULA.txt and "
-        f"*.dist-info/licenses/*); a CUDA runtime cannot be shipped without it")
+def toolkit_licenses(prefix: Path, shipped: list[RuntimeFileInfo]) -> list[tuple[str, Path]]:
+    """``[(title, license file)]`` for the runtime files in ``shipped`` that come from the toolkit
+    at ``prefix``: each component's own license, as NVIDIA put it beside the component
+    (:func:`bundlegraph.toolkit.install.license_of`), once per component, titled with the files it
+    covers. Raises :class:`~bundlegraph.errors.ToolkitError` naming a file that has none."""
+    from ..toolkit.install import license_of
+
+    by: dict[str, tuple[Path, list[str]]] = {}
+    for r in sorted(shipped, key=lambda r: r.name):
+        if r.origin != "toolkit" or r.source is None:
+            continue
+        comp, lic = license_of(prefix, r.source)
+        by.setdefault(comp, (lic, []))[1].append(r.name)
+    return [(f"NVIDIA {comp} (shipped: {', '.join(names)})", lic) for comp, (lic, names) in sorted(by.items())]
 
 
 def source_licenses(tree: Path) -> list[Path]:
@@ -141,15 +140,15 @@ def source_licenses(tree: Path) -> list[Path]:
     return [main, *extra]
 
 
-def third_party_text(tree: Path, nvidia: Path | None) -> bytes:
-    """``THIRD_PARTY_LICENSES.txt``: each license under a ``==== <title> ====`` heading, LF
-    newlines (CRLF in inputs normalised), UTF-8."""
+def third_party_text(tree: Path, nvidia: list[tuple[str, Path]] | None = None) -> bytes:
+    """``THIRD_PARTY_LICENSES.txt``: the source's licenses, then ``nvidia`` (``(title, file)``
+    from :func:`toolkit_licenses`), each under a ``==== <title> ====`` heading, LF newlines
+    (CRLF in inputs normalised), UTF-8."""
     parts: list[tuple[str, Path]] = []
     for p in source_licenses(tree):
         rel = p.relative_to(tree).as_posix()
         parts.append(("llama.cpp (LICENSE)" if rel == "LICENSE" else f"llama.cpp {rel}", p))
-    if nvidia is not None:
-        parts.append(("NVIDIA CUDA runtime (shipped CUDA libraries)", nvidia))
+    parts += nvidia or []
     out = []
     for title, p in parts:
         text = p.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n").rstrip("\n")

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from ..errors import HostMismatch
 from ..toolchains.base import Toolchain
 from ..toolchains.cuda import CudaLayout
 from ..toolkit.identity import ComponentSet, component_set
@@ -84,12 +85,15 @@ def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict:
 class ToolkitPlan:
     """What ``toolkit:<set name>`` does: install ``components`` (the resolved
     :class:`~bundlegraph.toolkit.identity.ComponentSet`) at ``ref`` (the
-    :class:`ToolkitRef` later stages read); ``bundles`` resolves the spec's lock files."""
+    :class:`ToolkitRef` later stages read); ``bundles`` resolves the spec's lock files;
+    ``legs`` use it; ``host_problem``: set when none of them can compile on this host (and none
+    imports its build output), so nothing is downloaded for them."""
 
     components: ComponentSet
     ref: ToolkitRef
     bundles: Path
     legs: tuple[str, ...]
+    host_problem: str | None = None
 
 
 def _prepare(plan: ToolkitPlan) -> Prepared:
@@ -99,8 +103,12 @@ def _prepare(plan: ToolkitPlan) -> Prepared:
 
 
 def run(plan: ToolkitPlan) -> list[Path]:
-    """Install (or verify the installed) toolkit from ``plan`` alone; returns its receipt."""
+    """Install (or verify the installed) toolkit from ``plan`` alone; returns its receipt.
+    Refuses (:class:`HostMismatch`) before any download when no leg of it can use it here."""
     from ..toolkit.install import install
+
+    if plan.host_problem:
+        raise HostMismatch(f"toolkit:{plan.components.name}: {plan.host_problem}")
 
     return [install(plan.components, plan.ref, plan.bundles)]
 
@@ -120,7 +128,9 @@ def plans(ctx: Context) -> list:
         groups.setdefault(cs.name, (cs, []))[1].append(leg)
     out = []
     for name, (cs, legs) in sorted(groups.items()):
-        tp = ToolkitPlan(components=cs, ref=ref_for_set(cs), bundles=ctx.matrix.root, legs=tuple(legs))
+        probs = [ctx.host_problem(leg) for leg in legs]
+        tp = ToolkitPlan(components=cs, ref=ref_for_set(cs), bundles=ctx.matrix.root, legs=tuple(legs),
+                         host_problem=probs[0] if all(probs) else None)
         out.append(TaskPlan(
             stage="toolkit", name=name, leg=None,
             doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "

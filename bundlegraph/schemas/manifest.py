@@ -24,9 +24,9 @@ lower-case hex sha256.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from .base import Strict
 
@@ -70,6 +70,15 @@ class VerifyFindings(Strict):
     passed: bool
 
 
+class ImportedBuild(Strict):
+    """A leg's build output made on another runner and imported (doit ``built=DIR``): ``leg``,
+    ``source`` (the folder it was imported from), ``files`` (name -> sha256 of each file)."""
+
+    leg: str
+    source: str
+    files: dict[str, SHA256]
+
+
 class BundleInfo(Strict):
     """The info JSON inside a bundle. ``schema_version`` 1. ``profile`` (= ``bundle_profile``)
     and ``archs`` (the spec's CUDA archs in CMake form) are what verify's info check reads."""
@@ -104,6 +113,16 @@ class BundleInfo(Strict):
     paired_assets: list[str] = []
     signing: Literal["not-required", "signed", "unsigned"]
     verify: VerifyFindings
+    imported_builds: list[ImportedBuild] = []
+    """Provenance of build output compiled on other runners (this leg's, and its merge base's);
+    written only when there is some, so a bundle built here keeps its bytes."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        d: dict[str, Any] = handler(self)
+        if not self.imported_builds:
+            d.pop("imported_builds", None)
+        return d
 
     @model_validator(mode="after")
     def _sm_ends(self) -> "BundleInfo":

@@ -8,11 +8,18 @@ target (:mod:`bundlegraph.toolkit.layout`), add unversioned links, the standard 
 a link-only driver stub (wheels), write ``version.json`` and the receipt, validate every
 required file, then rename into place. A failure leaves the previous prefix (or none) untouched.
 
+NVIDIA's license files are kept from both layouts under ``share/<component>/``: a redist
+archive's ``LICENSE`` at its root (NVIDIA's redist layout) and a wheel's
+``*.dist-info/licenses/*`` (NVIDIA's wheels). Each component's receipt entry names its
+``license`` (prefix-relative path, None when the archive had none) and, for target components,
+the ``files`` it placed, so ``package`` ships each runtime file with the license NVIDIA put beside
+it (:func:`license_of`).
+
 Receipt (``bundlegraph-toolkit.json`` in the prefix)::
 
     {"name", "set_digest", "source", "cuda", "host_platform", "target_platform", "target_dir",
      "components": [{"component", "role", "platform", "version", "sha256", "size", "source",
-                     "origin", "filename"}],
+                     "origin", "filename", "license", "files"}],
      "generated": [{"path", "what", "soname", "sha256", "ship": false}],
      "profile": {"path", "sha256", "form"} | null, "manifest"|"lock": {...}, "layout": 1}
 """
@@ -131,7 +138,67 @@ def _reusable(receipt: Path, cs: ComponentSet) -> bool:
         data = json.loads(receipt.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return data.get("set_digest") == cs.digest and data.get("layout") == LAYOUT_VERSION
+    # a toolkit installed before NVIDIA's licenses were kept per component is laid out again
+    # (from the verified blob cache: nothing is downloaded)
+    kept = all("license" in c for c in data.get("components", []))
+    return data.get("set_digest") == cs.digest and data.get("layout") == LAYOUT_VERSION and kept
+
+
+LICENSE_NAMES = ("LICENSE", "LICENSE.txt", "License.txt", "EULA.txt")
+"""File names NVIDIA gives its license: redist archives ``LICENSE``; wheels
+``*.dist-info/licenses/License.txt``; full installers ``EULA.txt``."""
+
+
+def _keep_wheel_license(stage: Path, tmp: Path, component: str) -> None:
+    """A wheel's license files (``*.dist-info/licenses/*``, or ``*.dist-info/License.txt``) into
+    ``share/<component>/`` of the prefix (the layout drops ``dist-info``)."""
+    found = sorted(stage.glob("*.dist-info/licenses/*")) + sorted(stage.glob("*.dist-info/License.txt"))
+    for f in found:
+        if f.is_file():
+            dest = tmp / "share" / component / f.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if not dest.exists():
+                os.replace(f, dest)
+
+
+def _license_path(tmp: Path, component: str) -> str | None:
+    d = tmp / "share" / component
+    hit = next((d / n for n in LICENSE_NAMES if (d / n).is_file()), None)
+    return hit.relative_to(tmp).as_posix() if hit else None
+
+
+def license_of(prefix: Path, rel: str) -> tuple[str, Path]:
+    """``(component, license file)`` of the toolkit file ``rel`` (prefix-relative, e.g.
+    ``bin/arm64/cudart64_13.dll``): the component whose receipt entry lists it and the license
+    NVIDIA put beside that component. A ``host`` toolkit (no per-component receipt) answers with
+    its own ``EULA.txt``/``LICENSE``. Raises :class:`ToolkitError` naming the file when it cannot
+    be shipped with its license (unknown component, no license in its archive, or a toolkit
+    installed before licenses were kept: delete that toolkit directory to reinstall it)."""
+    receipt = prefix / "bundlegraph-toolkit.json"
+    try:
+        data = json.loads(receipt.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = None
+    except (OSError, ValueError) as e:
+        raise ToolkitError(f"{receipt}: unreadable ({e}); cannot tell which license goes with {rel}") from None
+    if data is None or data.get("source") == "host":
+        for n in ("EULA.txt", "LICENSE", "LICENSE.txt"):
+            if (prefix / n).is_file():
+                return "CUDA Toolkit", prefix / n
+        raise ToolkitError(f"{rel}: the toolkit at {prefix} has no EULA.txt or LICENSE; a CUDA runtime file "
+                           f"is never shipped without NVIDIA's license")
+    for c in data.get("components", []):
+        if rel in c.get("files", []):
+            lic = c.get("license")
+            if not lic or not (prefix / lic).is_file():
+                raise ToolkitError(f"{rel}: its component {c['component']} ({c.get('filename')}) came without a "
+                                   f"license file in {prefix}; it cannot be shipped")
+            return c["component"], prefix / lic
+    if not any("files" in c for c in data.get("components", [])):
+        raise ToolkitError(f"{rel}: the toolkit at {prefix} was installed before bundlegraph kept NVIDIA's "
+                           f"license per component; delete {prefix} so the toolkit task reinstalls it")
+    raise ToolkitError(f"{rel}: no component of the toolkit at {prefix} placed this file; it cannot be shipped "
+                       f"with a license")
 
 
 def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: str) -> None:
@@ -149,9 +216,15 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: 
                 raise UnsafeArchive(f"{art.filename} ({art.component} for {art.platform}, {art.url}): "
                                     f"refused, nothing installed: {e}") from None
             root = _wheel_root(stage, art.filename) if art.source == "wheels" else stage
-            layout.place(root, tmp, component=art.component, role=art.role, platform=art.platform, owners=owners)
-        comps.append({**{k: v for k, v in art.as_json().items() if k not in ("url", "key")},
-                      "origin": art.url, "manifest_key": art.key})
+            placed = layout.place(root, tmp, component=art.component, role=art.role, platform=art.platform,
+                                  owners=owners)
+            if art.source == "wheels":
+                _keep_wheel_license(stage, tmp, art.component)
+        entry = {**{k: v for k, v in art.as_json().items() if k not in ("url", "key")},
+                 "origin": art.url, "manifest_key": art.key, "license": _license_path(tmp, art.component)}
+        if art.role == "target":
+            entry["files"] = sorted(k for k in placed if not k.startswith("include/") and "/include/" not in k)
+        comps.append(entry)
     plats = [cs.host_platform, cs.target_platform]
     layout.fill_headers(tmp, plats)
     for p in set(plats):

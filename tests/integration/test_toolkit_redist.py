@@ -120,6 +120,37 @@ def test_windows_arm64_layout(env, tmp_path):
         assert (p / "include/cccl/cuda/std/version").is_file() and not (p / "targets").exists()
 
 
+def test_each_shipped_runtime_gets_the_license_nvidia_put_beside_its_component(env, tmp_path):
+    """A redist archive's LICENSE (at its root) is kept under share/<component>/ and named by the
+    receipt; package takes each shipped file's license from its own component, and refuses a file
+    whose component came without one, naming it."""
+    from bundlegraph.errors import ToolkitError
+    from bundlegraph.pipeline.runtimes import toolkit_licenses
+    from bundlegraph.schemas.manifest import RuntimeFileInfo
+
+    comps = windows_components()
+    comps[("cuda_cudart", "windows-arm64")]["LICENSE"] = b"NVIDIA cudart license text"
+    with RedistServer() as s:
+        serve(s, comps)
+        cs = make_set(s, host="windows-x86_64", target="windows-arm64")
+        ref = ref_for_set(cs)
+        install(cs, ref, tmp_path)
+    p = ref.prefix
+    assert (p / "share/cuda_cudart/LICENSE").read_bytes() == b"NVIDIA cudart license text"
+    by = {c["component"]: c for c in json.loads(ref.receipt.read_text())["components"]}
+    assert by["cuda_cudart"]["license"] == "share/cuda_cudart/LICENSE"
+    assert "bin/arm64/cudart64_13.dll" in by["cuda_cudart"]["files"] and by["libcublas"]["license"] is None
+
+    def info(name: str, rel: str) -> RuntimeFileInfo:
+        return RuntimeFileInfo(name=name, origin="toolkit", version="13.9", source=rel, sha256="0" * 64)
+
+    got = toolkit_licenses(p, [info("cudart64_13.dll", "bin/arm64/cudart64_13.dll")])
+    assert got == [("NVIDIA cuda_cudart (shipped: cudart64_13.dll)", p / "share/cuda_cudart/LICENSE")]
+    with pytest.raises(ToolkitError, match=r"bin/arm64/cublas64_13.dll: its component libcublas .* came without a "
+                                           r"license file"):
+        toolkit_licenses(p, [info("cublas64_13.dll", "bin/arm64/cublas64_13.dll")])
+
+
 def test_wrong_sha256(env, tmp_path):
     with RedistServer() as s:
         files, manifest = serve(s, linux_components())

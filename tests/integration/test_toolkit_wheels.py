@@ -64,6 +64,14 @@ def test_wheels_sbsa_toolkit_cross_compiles(bundles_copy, workdir, tmp_path):
     assert "release 13.5" in out
     vj = json.loads((p / "version.json").read_text())
     assert vj["cuda"]["version"] == "13.5.37"
+    # NVIDIA's license of each wheel (its dist-info, which the layout drops) is kept per component,
+    # and a shipped runtime file finds its own component's license
+    from bundlegraph.toolkit.install import license_of
+
+    rt = comps[("cuda_cudart", "linux-sbsa")]
+    assert rt["license"] and (p / rt["license"]).is_file() and rt["license"].startswith("share/cuda_cudart/")
+    assert "NVIDIA" in (p / rt["license"]).read_text(errors="replace")
+    assert license_of(p, "targets/sbsa-linux/lib/libcudart.so.13") == ("cuda_cudart", p / rt["license"])
 
     require_tools("aarch64-linux-gnu-g++")
     src = tmp_path / "t.cu"
