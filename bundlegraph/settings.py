@@ -87,6 +87,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SIGN_COMMAND", "text", None, "signing hook: the signer's argv as a JSON list, run on each of the leg's "
                                           "own PE files (`{file}` is replaced)"),
     Setting("SIGN_SECRETS", "list", None, "names of variables the signing hook needs, masked in logs"),
+    Setting("TRUST_ROOTS", "list", None, "extra root certificates (PEM files) Authenticode verification trusts, "
+                                         "e.g. a private signing CA"),
     Setting("MSVC_REDIST", "path", None, "where MSVC's redistributable DLLs are (libomp140 and friends)"),
     Setting("CLANG", "path", None, "the clang to use for Windows ARM64 CPU legs"),
     Setting("CMAKE", "path", None, "use this cmake executable instead of the pinned wheel"),

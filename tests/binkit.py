@@ -32,7 +32,9 @@ def _run(argv: list, cwd: Path) -> str:
 class Dll:
     """A DLL to build: ``name`` (``ggml-cpu.dll``), ``arch``, ``exports`` (functions it
     defines), ``forwards`` (export name -> ``other.Function``), ``imports`` (DLL -> functions
-    imported by name; ``#N`` imports ordinal N), ``delay`` (DLLs to delay-load)."""
+    imported by name; ``#N`` imports ordinal N), ``delay`` (DLLs to delay-load); ``extra_c``
+    (more C source, e.g. a fatbin array in its own section); ``exe``: link a program
+    (``name`` ends in ``.exe``, entry ``mainCRTStartup``) instead of a DLL."""
 
     name: str
     arch: str
@@ -40,6 +42,8 @@ class Dll:
     forwards: tuple[tuple[str, str], ...] = ()
     imports: tuple[tuple[str, tuple[str, ...]], ...] = ()
     delay: tuple[str, ...] = ()
+    extra_c: str = ""
+    exe: bool = False
 
 
 def build_dll(spec: Dll, out_dir: Path) -> Path:
@@ -64,19 +68,22 @@ def build_dll(spec: Dll, out_dir: Path) -> Path:
         lib = work / f"imp{i}.lib"
         _run(["llvm-dlltool", "-m", DLLTOOL_MACHINE[spec.arch], "-d", work / f"imp{i}.def", "-l", lib], work)
         libs.append(lib)
-    body = [*decls, "void *__delayLoadHelper2(void *d, void *f) { return 0; }"]
+    body = [*decls, "void *__delayLoadHelper2(void *d, void *f) { return 0; }", spec.extra_c]
     for k, e in enumerate(spec.exports):
         inner = " ".join(calls) if k == 0 else ""
         body.append(f"int {e}(int x) {{ {inner} return x + {k}; }}")
+    if spec.exe:
+        body.append(f"int mainCRTStartup(void) {{ return {spec.exports[0]}(0); }}")
     (work / "src.c").write_text("\n".join(body) + "\n")
     exports = [f"  {e}" for e in spec.exports] + [f"  {n} = {t}" for n, t in spec.forwards]
     (work / "exports.def").write_text(f"LIBRARY {spec.name}\nEXPORTS\n" + "\n".join(exports) + "\n")
     _run(["clang", f"--target={CLANG_TARGET[spec.arch]}", "-c", "src.c", "-o", "src.obj",
           "-ffreestanding", "-fno-stack-protector", "-O1"], work)
     out = out_dir / spec.name
-    _run(["lld-link", "/dll", "/noentry", "/nodefaultlib", f"/machine:{spec.arch}", "/def:exports.def",
+    kind = ["/entry:mainCRTStartup", "/subsystem:console"] if spec.exe else ["/dll", "/noentry", "/def:exports.def"]
+    _run(["lld-link", *kind, "/nodefaultlib", f"/machine:{spec.arch}",
           "src.obj", *libs, *[f"/delayload:{d}" for d in spec.delay], f"/out:{out}",
-          f"/implib:{work / 'out.lib'}"], work)
+          *([] if spec.exe else [f"/implib:{work / 'out.lib'}"])], work)
     return out
 
 

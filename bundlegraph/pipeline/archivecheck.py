@@ -37,7 +37,12 @@ def archive_verifier(spec: BundleSpec, release: Release, *, base: BundleSpec | N
     """``verifier(archive) -> VerifyFindings`` for ``spec``'s finished bundles: verify's
     :func:`verify_path` on the archive itself with ``policy_from_spec(spec, release, base=base)``
     (``base``: the merge base's spec for a merged leg; ``trust_roots``: extra PEM roots for the
-    signature check). Raises :class:`VerifyError` listing every failure."""
+    signature check, default ``BUNDLEGRAPH_TRUST_ROOTS``). Raises :class:`VerifyError` listing
+    every failure."""
+    if not trust_roots:
+        from .. import settings
+
+        trust_roots = tuple(settings.get("TRUST_ROOTS") or ())
 
     def verify(archive: Path) -> VerifyFindings:
         report = verify_path(archive, policy_from_spec(spec, release, base=base, trust_roots=trust_roots))
