@@ -196,10 +196,17 @@ class ManifestPlan:
     commit_epoch: int | None
 
 
+def source_leg(ctx: Context) -> str:
+    """The leg whose ``source:`` task the manifest (and publish) read the source from: the first
+    selected leg that can fetch it on this host (a leg that compiles elsewhere refuses its source
+    here unless its build is imported), else the first selected leg."""
+    return next((leg for leg in ctx.legs if ctx.host_problem(leg) is None), ctx.legs[0])
+
+
 def plan_manifest(ctx: Context) -> ManifestPlan:
-    """The :class:`ManifestPlan` now. Raises :class:`BundleGraphError` when the first leg's source
-    record is missing or names no commit."""
-    first = ctx.legs[0]
+    """The :class:`ManifestPlan` now. Raises :class:`BundleGraphError` when the source record of
+    :func:`source_leg` is missing or names no commit."""
+    first = source_leg(ctx)
     src = source_record(first)
     if src.commit is None:
         raise BundleGraphError(f"manifest: the source of {first} has no commit (set [source] commit in release.toml)")
@@ -217,7 +224,7 @@ def key_inputs(ctx: Context) -> dict:
     bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
                      (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
     return {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-            "bundles": bundles, "source": upstream_digest(f"source:{ctx.legs[0]}"), "artifacts": listing,
+            "bundles": bundles, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
             "release": ctx.release}
 
 
@@ -250,7 +257,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
     """``manifest``: after the source; describes the bundles that exist (never makes doit build
     a leg: a bare ``doit`` runs the default legs' package tasks first, ``Graph.default_tasks``
     lists them before the manifest)."""
-    return [TaskPlan(stage="manifest", name="", leg=None, deps=[f"source:{ctx.legs[0]}"],
+    return [TaskPlan(stage="manifest", name="", leg=None, deps=[f"source:{source_leg(ctx)}"],
                      prepare=partial(prepare, ctx), apply=_apply,
                      doc="write the release manifest, SHA index and source archive for the bundles that exist")]
 

@@ -37,7 +37,7 @@ from ..report import say
 from ..schemas.loader import Matrix
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
 from .base import Context, Prepared, TaskPlan, upstream_digest
-from .manifest import read_verified
+from .manifest import read_verified, source_leg
 from .source import source_record
 
 ASSET_LIST = "release-assets.txt"
@@ -175,7 +175,7 @@ def _filtered(ctx: Context) -> str | None:
 def plan_publish(ctx: Context) -> PublishPlan:
     """The :class:`PublishPlan` now (reads the first leg's source record; raises when missing)."""
     return PublishPlan(matrix=ctx.matrix, dist=paths.dist_dir(), filtered=_filtered(ctx),
-                       source_commit=source_record(ctx.legs[0]).commit, git_ref=os.environ.get("GITHUB_REF", ""))
+                       source_commit=source_record(source_leg(ctx)).commit, git_ref=os.environ.get("GITHUB_REF", ""))
 
 
 def prepare(ctx: Context) -> Prepared:
