@@ -123,7 +123,12 @@ def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Pat
     own = client is None
     c = client or httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True)
     try:
-        listed = release_assets(repo, tag)
+        try:
+            listed = release_assets(repo, tag)
+        except DownloadError as e:
+            looked = ", ".join(str(d) for d in local_dirs) or "no local directory"
+            raise DownloadError(f"{asset.name}: paired runtime asset not found locally ({looked}) and not "
+                                f"fetchable from {repo} release {tag}: {e}") from None
         meta = listed.get(asset.name)
         if meta is None and not asset.url:
             raise DownloadError(f"{asset.name}: not an asset of {repo} release {tag} "

@@ -23,10 +23,15 @@ from .verify import Report, policy_from_spec, verify_path
 
 def findings_of(report: Report, arch: str) -> VerifyFindings:
     """Reduce a verify ``Report`` to :class:`VerifyFindings`: the machines of its binaries
-    (``arch`` when all agree) and the SMs with SASS in any fatbin (sorted)."""
+    (``arch`` when all agree) and the SMs with SASS in the fatbins of the GPU backend
+    (``ggml-cuda.dll`` / ``libggml-cuda.so``: what the bundle runs its own GPU code with), sorted.
+    Fatbins of shipped libraries (cuBLAS carries SASS for every SM NVIDIA supports) say nothing
+    about which GPUs the bundle's backend runs on."""
     machines = {str(f["machine"]) for f in report.files.values() if f.get("machine")}
-    sms = sorted({int(k) for f in report.files.values() for k in (f.get("fatbin") or {}).get("sass", {})})
-    sass = sorted({a for f in report.files.values() for a in (f.get("fatbin") or {}).get("sass_archs", [])},
+    backends = {b.lower() for b in report.policy.backends}
+    gpu = [f for path, f in report.files.items() if path.rsplit("/", 1)[-1].lower() in backends]
+    sms = sorted({int(k) for f in gpu for k in (f.get("fatbin") or {}).get("sass", {})})
+    sass = sorted({a for f in gpu for a in (f.get("fatbin") or {}).get("sass_archs", [])},
                   key=lambda a: (int(a.rstrip("af")), a))
     machine = arch if machines == {arch} else (",".join(sorted(machines)) or None)
     return VerifyFindings(machine=machine, fatbin_sms=sms, fatbin_sass=sass, passed=report.ok)

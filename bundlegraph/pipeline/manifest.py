@@ -223,9 +223,14 @@ def key_inputs(ctx: Context) -> dict:
     dist = paths.dist_dir()
     bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
                      (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
-    return {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-            "bundles": bundles, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
-            "release": ctx.release}
+    key = {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
+           "bundles": bundles, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
+           "release": ctx.release}
+    paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
+    if paired:  # local copies of paired runtime assets are hashed from dist/ (a removed one must be seen)
+        key["paired"] = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                               for p in (dist / n for n in paired) if p.is_file())
+    return key
 
 
 def prepare(ctx: Context) -> Prepared:

@@ -130,16 +130,20 @@ def _is_required(name: str, spec: BundleSpec) -> bool:
 def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     """The files this backend leg built, from its CMake output directory (``cmake/bin``): for
     each build target ``T``: ``T.dll``/``T.exe`` (Windows) or ``libT.so``, ``libT.so.*`` (links
-    kept), ``T`` (Linux); plus the spec's ``required`` names. Raises when a required file or a
-    target's output is missing."""
+    kept), ``T`` (Linux); plus the spec's ``required`` names, except those the leg ships as runtime
+    files (``cudart64_*.dll`` comes from the toolkit, not the build). Raises when a required file or
+    a target's output is missing."""
     if not bin_dir.is_dir():
         raise BundleGraphError(f"{spec.id}: build output directory {bin_dir} does not exist; run build:{spec.id}")
+    fold = spec.os == "windows"
+    shipped = [s.name for s in spec.runtime.ships]
+    required = [r for r in spec.required if not any(required_matches(n, r, fold=fold) for n in shipped)]
     names = _built_names(spec)
     out = sorted(p for p in bin_dir.iterdir()
                  if (p.is_file() or p.is_symlink()) and (p.name in names or _is_required(p.name, spec) or any(
                      p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)))
     have = {p.name for p in out}
-    missing = [f.file for f in missing_required(have, spec.required, fold=spec.os == "windows")]
+    missing = [f.file for f in missing_required(have, required, fold=fold)]
     for t in spec.build.targets:
         if not have & ({f"{t}.dll", f"{t}.exe"} if spec.os == "windows" else {f"lib{t}.so", t}):
             missing.append(f"output of build target {t}")

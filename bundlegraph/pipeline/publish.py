@@ -179,8 +179,13 @@ def plan_publish(ctx: Context) -> PublishPlan:
 
 
 def prepare(ctx: Context) -> Prepared:
-    """``publish``'s plan value: its key (the manifest's digest, the filters) and its plan."""
-    return Prepared({"manifest": upstream_digest("manifest"), "filtered": _filtered(ctx)}, plan_publish(ctx))
+    """``publish``'s plan value: its key (the manifest's digest, the filters, the files in dist/)
+    and its plan."""
+    plan = plan_publish(ctx)
+    # the gate judges what is in dist/ now: any file added, removed or rewritten there runs it again
+    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in plan.dist.iterdir()
+                     if p.is_file() and p.name != ASSET_LIST) if plan.dist.is_dir() else []
+    return Prepared({"manifest": upstream_digest("manifest"), "filtered": _filtered(ctx), "dist": listing}, plan)
 
 
 def run(plan: PublishPlan) -> list[Path]:

@@ -1,0 +1,158 @@
+"""The reason bundlegraph exists, everything after the compiler, on real files and the real specs:
+``windows-arm64-cpu`` + ``windows-arm64-cuda13-portable`` through the real graph on Linux.
+
+- toolkit: CUDA 13.4 for an x64 Windows host and ARM64 target, from a redist pool of NVIDIA's own
+  wheels repacked in NVIDIA's redist layout and served on 127.0.0.1 (:mod:`winredist`);
+- build output imported as a Windows runner hands it over (``built=DIR``, :mod:`winbuild`): the
+  real ARM64 ggml DLLs of npm ``@node-llama-cpp/win-arm64``, small real ARM64 PE files for the
+  required names no package has, and an ARM64 ``ggml-cuda.dll`` with a real sm_120/sm_121 fatbin;
+- verify (built tree) -> merge into the base -> package with the toolkit's runtimes and each one's
+  NVIDIA license -> signing through ``BUNDLEGRAPH_SIGN_COMMAND`` (osslsigncode, a throwaway CA
+  trusted through ``BUNDLEGRAPH_TRUST_ROOTS``) -> archive verify -> manifest -> SHA index with the
+  paired ``cudart-llama-bin-win-cuda-13.4-arm64.zip`` (built from the same wheels) -> ``doit publish``.
+
+The test copy of ``bundles/`` differs from the real one only in what is not reachable here: the
+release's ``default_legs`` are the pair, and ``windows-arm64-cpu`` does not ship
+``libomp140.aarch64.dll`` (MSVC's redist; the npm DLLs do not import it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import binkit
+import graphrun
+import winbuild
+import winredist
+from bundlekit import npm_bins
+from conftest import linux_only, needs_host_cuda, require_input, require_tools
+from redistserver import RedistServer
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU, CUDA = "windows-arm64-cpu", "windows-arm64-cuda13-portable"
+PAIRED = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
+INDEX, MANIFEST = "llama-prebuilt-sha256.json", "llama-prebuilt-manifest.json"
+
+pytestmark = [linux_only, needs_host_cuda]
+
+
+def _bundles(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    shutil.copytree(ROOT / "bundles" / "locks", dest / "locks")
+    for n in (f"{CPU}.toml", f"{CUDA}.toml"):
+        shutil.copyfile(ROOT / "bundles" / n, dest / n)
+    rel = (ROOT / "bundles" / "release.toml").read_text()
+    rel, n = re.subn(r"(?ms)^default_legs = \[.*?\]", f'default_legs = ["{CPU}", "{CUDA}"]', rel)
+    assert n == 1
+    (dest / "release.toml").write_text(rel)
+    cpu = (dest / f"{CPU}.toml").read_text()
+    line = 'ships = [{ name = "libomp140.aarch64.dll", from = "toolchain" }]\n'
+    assert line in cpu
+    (dest / f"{CPU}.toml").write_text(cpu.replace(line, ""))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    require_tools("clang", "lld-link", "llvm-dlltool", "osslsigncode", "openssl")
+    require_input("llama-sdist")
+    root = tmp_path_factory.mktemp("win-arm64-pair")
+    bundles, work, built = _bundles(root / "bundles"), root / "work", root / "built"
+    winbuild.cpu_tree(built / CPU, npm_bins(require_input))
+    x64 = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir()) / "ggml-cuda.dll"
+    winbuild.cuda_tree(built / f"built-{CUDA}", x64)  # the folder actions/download-artifact makes
+    ca = binkit.make_ca(root / "ca")
+    (work / "dist").mkdir(parents=True)
+    winredist.paired_runtime_zip(work / "dist", "arm64")  # the upstream asset the SHA index pairs
+    sign = ["osslsigncode", "sign", "-certs", str(ca.leaf_pem), "-key", str(ca.leaf_key), "-h", "sha256",
+            "-in", "{file}", "-out", "{out}"]
+    with RedistServer() as server:
+        server.files.update(winredist.windows_pool())
+        env = {"BUNDLEGRAPH_REDIST_URL": server.url("/"), "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign),
+               "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)}
+
+        def doit(*args: str, **extra: str):
+            return graphrun.doit([f"built={built}", *args], bundles=bundles, workdir=work, timeout=1200,
+                                 **env, **extra)
+
+        first = doit()
+        gate = doit("publish")
+        again = doit()
+        yield {"work": work, "first": first, "gate": gate, "again": again, "doit": doit, "bundles": bundles}
+
+
+def _info(archive: Path) -> dict:
+    with zipfile.ZipFile(archive) as z:
+        return json.loads(z.read("BUNDLE_INFO.json"))
+
+
+def test_the_pair_goes_from_imported_builds_to_a_published_release(pair):
+    first = pair["first"]
+    assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]
+    ran = graphrun.executed(first.stdout)
+    for leg in (CPU, CUDA):
+        for stage in ("source", "build", "verify", "merge", "package"):
+            assert f"{stage}:{leg}" in ran, (stage, leg, ran)
+        assert f"configure:{leg}" not in ran  # compiled on the Windows runner, not here
+    assert any(t.startswith("toolkit:cuda13.4-windows-x86_64+windows-arm64") for t in ran) and "manifest" in ran
+    gate = pair["gate"]
+    assert gate.returncode == 0, gate.stdout[-4000:] + gate.stderr[-3000:]
+    assert "every promised bundle, runtime and host class is covered" in gate.stdout
+    assert graphrun.executed(pair["again"].stdout) == [], pair["again"].stdout[-3000:]  # a second run: nothing
+
+
+def test_the_cuda_bundle_is_arm64_signed_with_the_promised_sass_and_its_runtimes_licensed(pair):
+    dist = pair["work"] / "dist"
+    cuda = next(dist.glob(f"app-*-{CUDA}.zip"))
+    info = _info(cuda)
+    assert info["install_kind"] == "windows-arm64-cuda" and info["toolkit_version"] == "13.4"
+    assert info["supported_sms"] == [120, 121] and (info["min_sm"], info["max_sm"]) == (120, 121)
+    assert info["signing"] == "signed" and info["merged_from"].endswith(f"-{CPU}.zip")
+    assert [i["leg"] for i in info["imported_builds"]] == [CPU, CUDA]  # the base's, then its own
+    assert {r["name"] for r in info["runtime_files"]} == {"cudart64_13.dll", "cublas64_13.dll", "cublasLt64_13.dll"}
+    with zipfile.ZipFile(cuda) as z:
+        names = set(z.namelist())
+        lic = z.read("THIRD_PARTY_LICENSES.txt").decode()
+    assert {"ggml-cuda.dll", "ggml-base.dll", "llama-server.exe", "cudart64_13.dll"} <= names
+    assert "==== NVIDIA cuda_cudart (shipped: cudart64_13.dll) ====" in lic
+    assert "==== NVIDIA libcublas (shipped: cublas64_13.dll, cublasLt64_13.dll) ====" in lic
+    # verify's findings recorded in the info file: every PE ARM64, SASS exactly the promised archs
+    v = info["verify"]
+    print(json.dumps(v, indent=1)[:1500])
+    assert v["fatbin_sass"] == ["120", "121"] or v.get("fatbin_sass") in (["120a", "121a"], [120, 121])
+
+
+def test_manifest_and_sha_index_hold_the_pair_and_its_paired_runtime(pair):
+    dist = pair["work"] / "dist"
+    m = json.loads((dist / MANIFEST).read_text())
+    idx = json.loads((dist / INDEX).read_text())["artifacts"]
+    kinds = {a["install_kind"]: a for a in m["artifacts"]}
+    assert set(kinds) == {"windows-arm64", "windows-arm64-cuda"}
+    assert kinds["windows-arm64-cuda"]["supported_sms"] == [120, 121]
+    assert idx[PAIRED]["kind"] == "runtime"
+    import hashlib
+
+    assert idx[PAIRED]["sha256"] == hashlib.sha256((dist / PAIRED).read_bytes()).hexdigest()
+    for a in m["artifacts"]:
+        assert idx[a["asset_name"]]["sha256"] == hashlib.sha256((dist / a["asset_name"]).read_bytes()).hexdigest()
+
+
+def test_publish_refuses_naming_a_missing_item(pair, tmp_path):
+    dist = pair["work"] / "dist"
+    from githubkit import FakeGitHub
+
+    keep = tmp_path / PAIRED
+    shutil.move(dist / PAIRED, keep)
+    try:  # nowhere to hash it from: the upstream release (on 127.0.0.1 here) lacks it too
+        with FakeGitHub("ggml-org/llama.cpp") as gh:
+            r = pair["doit"]("manifest", "publish", BUNDLEGRAPH_GITHUB_API=gh.api)
+        assert r.returncode != 0
+        assert PAIRED in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+    finally:
+        shutil.move(keep, dist / PAIRED)
+    assert pair["doit"]("manifest", "publish").returncode == 0
