@@ -26,24 +26,30 @@ CUDART_IMPORTS = ROOT / "tests" / "data" / "windows" / "ggml-cuda-cudart-imports
 NPM_ARM64 = ("ggml-base.dll", "ggml-cpu.dll", "ggml.v0.4.0.dll", "llama.v0.4.0.dll", "llama-common.dll")
 """The real ARM64 files taken from npm @node-llama-cpp/win-arm64 (its versioned names kept: its
 ``llama-common.dll`` imports ``llama.v0.4.0.dll``)."""
+NPM_X64 = ("ggml-base.dll", "ggml.cuda.v0.4.0.dll", "llama.cuda.v0.4.0.dll", "llama-common.dll",
+           *(f"ggml-cpu-{v}.dll" for v in ("alderlake", "cannonlake", "cascadelake", "haswell", "icelake",
+                                            "sandybridge", "skylakex", "sse42", "x64")))
+"""The real x64 CPU-side files of npm @node-llama-cpp/win-x64-cuda (every ggml-cpu variant, as
+``GGML_CPU_ALL_VARIANTS`` builds them)."""
 SMALL_DLLS = ("llama.dll", "ggml.dll", "mtmd.dll", "llama-server-impl.dll", "llama-quantize-impl.dll")
 SMALL_EXES = ("llama-server.exe", "llama-quantize.exe", "llama-cli.exe")
 
 
-def cpu_tree(dest: Path, npm_bins: Path) -> Path:
-    """``dest`` holding windows-arm64-cpu's build output: the real npm DLLs, and small real ARM64
-    PE files for the required names npm lacks (each importing a real ``ggml-base.dll`` export, so
-    the import closure is checked against the real library)."""
+def cpu_tree(dest: Path, npm_bins: Path, arch: str = "arm64") -> Path:
+    """``dest`` holding windows-<arch>-cpu's build output: the real npm DLLs (:data:`NPM_ARM64` /
+    :data:`NPM_X64`), and small real PE files of that machine for the required names npm lacks
+    (each importing a real ``ggml-base.dll`` export, so the import closure is checked against the
+    real library)."""
     dest.mkdir(parents=True, exist_ok=True)
-    for n in NPM_ARM64:
+    for n in NPM_ARM64 if arch == "arm64" else NPM_X64:
         shutil.copyfile(npm_bins / n, dest / n)
     base_export = next(n for n in _exports(npm_bins / "ggml-base.dll") if n.startswith("ggml_") and n.isidentifier())
     work = dest.parent / f".{dest.name}-pe"
     for n in SMALL_DLLS:
-        _move(build_dll(Dll(n, "arm64", exports=("bg_" + n.split(".")[0].replace("-", "_"),),
+        _move(build_dll(Dll(n, arch, exports=("bg_" + n.split(".")[0].replace("-", "_"),),
                             imports=(("ggml-base.dll", (base_export,)),)), work), dest)
     for n in SMALL_EXES:
-        _move(build_dll(Dll(n, "arm64", exports=("bg_main",), imports=(("ggml-base.dll", (base_export,)),),
+        _move(build_dll(Dll(n, arch, exports=("bg_main",), imports=(("ggml-base.dll", (base_export,)),),
                             exe=True), work), dest)
     shutil.rmtree(work)
     return dest

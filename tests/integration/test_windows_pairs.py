@@ -1,5 +1,6 @@
 """The reason bundlegraph exists, everything after the compiler, on real files and the real specs:
-``windows-arm64-cpu`` + ``windows-arm64-cuda13-portable`` through the real graph on Linux.
+``windows-arm64-cpu`` + ``windows-arm64-cuda13-portable`` (and the x64 pair, ``windows-x64-cpu`` +
+``windows-x64-cuda13-portable``) through the real graph on Linux.
 
 - toolkit: CUDA 13.4 for an x64 Windows host and ARM64 target, from a redist pool of NVIDIA's own
   wheels repacked in NVIDIA's redist layout and served on 127.0.0.1 (:mod:`winredist`);
@@ -11,9 +12,15 @@
   trusted through ``BUNDLEGRAPH_TRUST_ROOTS``) -> archive verify -> manifest -> SHA index with the
   paired ``cudart-llama-bin-win-cuda-13.4-arm64.zip`` (built from the same wheels) -> ``doit publish``.
 
+x64: the CPU side is the real x64 files of npm ``@node-llama-cpp/win-x64-cuda`` (every ggml-cpu
+variant) and its real ``ggml-cuda.dll`` (SASS 86/89/120a/121a, PTX 75/80/90; cuBLAS imported, cudart
+linked statically); the toolkit and paired runtime come from the x64 wheels.
+
 The test copy of ``bundles/`` differs from the real one only in what is not reachable here: the
-release's ``default_legs`` are the pair, and ``windows-arm64-cpu`` does not ship
-``libomp140.aarch64.dll`` (MSVC's redist; the npm DLLs do not import it)."""
+release's ``default_legs`` are the pair; ``windows-arm64-cpu`` does not ship
+``libomp140.aarch64.dll`` (MSVC's redist; the npm DLLs do not import it); ``windows-x64-cuda13-portable``
+promises the archs the real x64 DLL holds (``75-virtual, 80-virtual, 86-real, 89-real, 90-virtual,
+120a-real, 121a-real`` instead of ``75, 80, 86, 89, 90, 100, 120``)."""
 
 from __future__ import annotations
 
@@ -34,45 +41,59 @@ from conftest import linux_only, needs_host_cuda, require_input, require_tools
 from redistserver import RedistServer
 
 ROOT = Path(__file__).resolve().parents[2]
-CPU, CUDA = "windows-arm64-cpu", "windows-arm64-cuda13-portable"
-PAIRED = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
 INDEX, MANIFEST = "llama-prebuilt-sha256.json", "llama-prebuilt-manifest.json"
+X64_ARCHS = ["75-virtual", "80-virtual", "86-real", "89-real", "90-virtual", "120a-real", "121a-real"]
+"""What the real x64 ggml-cuda.dll of npm @node-llama-cpp/win-x64-cuda@3.21.1 holds."""
 
 pytestmark = [linux_only, needs_host_cuda]
 
 
-def _bundles(dest: Path) -> Path:
+def _bundles(dest: Path, arch: str) -> Path:
+    cpu, cuda = f"windows-{arch}-cpu", f"windows-{arch}-cuda13-portable"
     dest.mkdir(parents=True)
     shutil.copytree(ROOT / "bundles" / "locks", dest / "locks")
-    for n in (f"{CPU}.toml", f"{CUDA}.toml"):
+    for n in (f"{cpu}.toml", f"{cuda}.toml"):
         shutil.copyfile(ROOT / "bundles" / n, dest / n)
     rel = (ROOT / "bundles" / "release.toml").read_text()
-    rel, n = re.subn(r"(?ms)^default_legs = \[.*?\]", f'default_legs = ["{CPU}", "{CUDA}"]', rel)
+    rel, n = re.subn(r"(?ms)^default_legs = \[.*?\]", f'default_legs = ["{cpu}", "{cuda}"]', rel)
     assert n == 1
     (dest / "release.toml").write_text(rel)
-    cpu = (dest / f"{CPU}.toml").read_text()
-    line = 'ships = [{ name = "libomp140.aarch64.dll", from = "toolchain" }]\n'
-    assert line in cpu
-    (dest / f"{CPU}.toml").write_text(cpu.replace(line, ""))
+    if arch == "arm64":
+        text = (dest / f"{cpu}.toml").read_text()
+        line = 'ships = [{ name = "libomp140.aarch64.dll", from = "toolchain" }]\n'
+        assert line in text
+        (dest / f"{cpu}.toml").write_text(text.replace(line, ""))
+    else:
+        text = (dest / f"{cuda}.toml").read_text()
+        line = 'archs = ["75", "80", "86", "89", "90", "100", "120"]'
+        assert line in text
+        (dest / f"{cuda}.toml").write_text(text.replace(line, f"archs = {json.dumps(X64_ARCHS)}"))
     return dest
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+@pytest.fixture(scope="module", params=["arm64", pytest.param("x64", marks=pytest.mark.slow)])
+def pair(request, tmp_path_factory):
+    arch = request.param
     require_tools("clang", "lld-link", "llvm-dlltool", "osslsigncode", "openssl")
     require_input("llama-sdist")
-    root = tmp_path_factory.mktemp("win-arm64-pair")
-    bundles, work, built = _bundles(root / "bundles"), root / "work", root / "built"
-    winbuild.cpu_tree(built / CPU, npm_bins(require_input))
-    x64 = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir()) / "ggml-cuda.dll"
-    winbuild.cuda_tree(built / f"built-{CUDA}", x64)  # the folder actions/download-artifact makes
+    root = tmp_path_factory.mktemp(f"win-{arch}-pair")
+    bundles, work, built = _bundles(root / "bundles", arch), root / "work", root / "built"
+    cpu, cuda = f"windows-{arch}-cpu", f"windows-{arch}-cuda13-portable"
+    x64_bins = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir())
+    if arch == "arm64":
+        winbuild.cpu_tree(built / cpu, npm_bins(require_input))
+        winbuild.cuda_tree(built / f"built-{cuda}", x64_bins / "ggml-cuda.dll")  # as download-artifact lays it
+    else:
+        winbuild.cpu_tree(built / cpu, x64_bins, "x64")
+        (built / f"built-{cuda}").mkdir(parents=True)
+        shutil.copyfile(x64_bins / "ggml-cuda.dll", built / f"built-{cuda}" / "ggml-cuda.dll")
     ca = binkit.make_ca(root / "ca")
     (work / "dist").mkdir(parents=True)
-    winredist.paired_runtime_zip(work / "dist", "arm64")  # the upstream asset the SHA index pairs
+    paired = winredist.paired_runtime_zip(work / "dist", arch)  # the upstream asset the SHA index pairs
     sign = ["osslsigncode", "sign", "-certs", str(ca.leaf_pem), "-key", str(ca.leaf_key), "-h", "sha256",
             "-in", "{file}", "-out", "{out}"]
     with RedistServer() as server:
-        server.files.update(winredist.windows_pool())
+        server.files.update(winredist.windows_pool((f"windows-{'arm64' if arch == 'arm64' else 'x86_64'}",)))
         env = {"BUNDLEGRAPH_REDIST_URL": server.url("/"), "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign),
                "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)}
 
@@ -83,7 +104,8 @@ def pair(tmp_path_factory):
         first = doit()
         gate = doit("publish")
         again = doit()
-        yield {"work": work, "first": first, "gate": gate, "again": again, "doit": doit, "bundles": bundles}
+        yield {"arch": arch, "cpu": cpu, "cuda": cuda, "paired": paired.name, "work": work, "first": first,
+               "gate": gate, "again": again, "doit": doit, "bundles": bundles}
 
 
 def _info(archive: Path) -> dict:
@@ -92,6 +114,7 @@ def _info(archive: Path) -> dict:
 
 
 def test_the_pair_goes_from_imported_builds_to_a_published_release(pair):
+    CPU, CUDA, arch = pair["cpu"], pair["cuda"], pair["arch"]
     first = pair["first"]
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]
     ran = graphrun.executed(first.stdout)
@@ -99,19 +122,26 @@ def test_the_pair_goes_from_imported_builds_to_a_published_release(pair):
         for stage in ("source", "build", "verify", "merge", "package"):
             assert f"{stage}:{leg}" in ran, (stage, leg, ran)
         assert f"configure:{leg}" not in ran  # compiled on the Windows runner, not here
-    assert any(t.startswith("toolkit:cuda13.4-windows-x86_64+windows-arm64") for t in ran) and "manifest" in ran
+    target = "windows-arm64" if arch == "arm64" else "windows-x86_64"
+    assert any(t.startswith(f"toolkit:cuda13.4-windows-x86_64+{target}") for t in ran) and "manifest" in ran
     gate = pair["gate"]
     assert gate.returncode == 0, gate.stdout[-4000:] + gate.stderr[-3000:]
     assert "every promised bundle, runtime and host class is covered" in gate.stdout
     assert graphrun.executed(pair["again"].stdout) == [], pair["again"].stdout[-3000:]  # a second run: nothing
 
 
-def test_the_cuda_bundle_is_arm64_signed_with_the_promised_sass_and_its_runtimes_licensed(pair):
+def test_the_cuda_bundle_is_signed_with_the_promised_sass_and_its_runtimes_licensed(pair):
+    CPU, CUDA, arch = pair["cpu"], pair["cuda"], pair["arch"]
     dist = pair["work"] / "dist"
     cuda = next(dist.glob(f"app-*-{CUDA}.zip"))
     info = _info(cuda)
-    assert info["install_kind"] == "windows-arm64-cuda" and info["toolkit_version"] == "13.4"
-    assert info["supported_sms"] == [120, 121] and (info["min_sm"], info["max_sm"]) == (120, 121)
+    assert info["install_kind"] == ("windows-arm64-cuda" if arch == "arm64" else "windows-cuda")
+    assert info["toolkit_version"] == "13.4"
+    sms = info["supported_sms"]
+    if arch == "arm64":
+        assert sms == [120, 121] and (info["min_sm"], info["max_sm"]) == (120, 121)
+    else:  # SASS 86, 89, 120a, 121a by NVIDIA's compatibility rule (no sm_75/80/90 SASS: PTX only)
+        assert {86, 89, 120, 121} <= set(sms) and 75 not in sms and 90 not in sms, sms
     assert info["signing"] == "signed" and info["merged_from"].endswith(f"-{CPU}.zip")
     assert [i["leg"] for i in info["imported_builds"]] == [CPU, CUDA]  # the base's, then its own
     assert {r["name"] for r in info["runtime_files"]} == {"cudart64_13.dll", "cublas64_13.dll", "cublasLt64_13.dll"}
@@ -123,17 +153,19 @@ def test_the_cuda_bundle_is_arm64_signed_with_the_promised_sass_and_its_runtimes
     assert "==== NVIDIA libcublas (shipped: cublas64_13.dll, cublasLt64_13.dll) ====" in lic
     # verify's findings recorded in the info file: every PE ARM64, SASS exactly the promised archs
     v = info["verify"]
-    print(json.dumps(v, indent=1)[:1500])
-    assert v["fatbin_sass"] == ["120", "121"] or v.get("fatbin_sass") in (["120a", "121a"], [120, 121])
+    assert v["passed"] and v["machine"] == arch
+    assert v["fatbin_sass"] == (["120", "121"] if arch == "arm64" else ["86", "89", "120a", "121a"]), v
 
 
 def test_manifest_and_sha_index_hold_the_pair_and_its_paired_runtime(pair):
+    arch, PAIRED = pair["arch"], pair["paired"]
     dist = pair["work"] / "dist"
     m = json.loads((dist / MANIFEST).read_text())
     idx = json.loads((dist / INDEX).read_text())["artifacts"]
     kinds = {a["install_kind"]: a for a in m["artifacts"]}
-    assert set(kinds) == {"windows-arm64", "windows-arm64-cuda"}
-    assert kinds["windows-arm64-cuda"]["supported_sms"] == [120, 121]
+    cuda_kind = "windows-arm64-cuda" if arch == "arm64" else "windows-cuda"
+    assert set(kinds) == ({"windows-arm64", cuda_kind} if arch == "arm64" else {"windows-cpu", cuda_kind})
+    assert kinds[cuda_kind]["supported_sms"] == _info(next(dist.glob(f"app-*-{pair['cuda']}.zip")))["supported_sms"]
     assert idx[PAIRED]["kind"] == "runtime"
     import hashlib
 
@@ -143,6 +175,7 @@ def test_manifest_and_sha_index_hold_the_pair_and_its_paired_runtime(pair):
 
 
 def test_publish_refuses_naming_a_missing_item(pair, tmp_path):
+    PAIRED = pair["paired"]
     dist = pair["work"] / "dist"
     from githubkit import FakeGitHub
 
