@@ -15,11 +15,37 @@ from .graph import Filters, Graph, load_graph
 from .runlock import acquire, doit_command
 
 
+DOIT_VARS = ("bundles", "only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source", "build_targets")
+"""Every ``key=value`` doit variable bundlegraph reads (README "Everyday commands")."""
+
+
+def unknown_vars(argv: list[str]) -> list[str]:
+    """The ``key=value`` arguments of a doit command line whose key bundlegraph does not know, each
+    as a one-line problem with the closest known name (``only-leg=X`` would otherwise be ignored
+    and start the whole main job)."""
+    import difflib
+
+    out = []
+    for a in argv:
+        if a.startswith("-") or "=" not in a:
+            continue
+        key = a.split("=", 1)[0]
+        if key not in DOIT_VARS:
+            close = difflib.get_close_matches(key.replace("-", "_"), DOIT_VARS, n=1, cutoff=0.6)
+            out.append(f"{a}: unknown doit variable '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                       + f"; known: {', '.join(DOIT_VARS)}")
+    return out
+
+
 def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
     """Load the graph for doit. The work directory defaults to the project root; the bundles
     directory to ``bundles`` beside dodo.py (``doit bundles=DIR`` or ``BUNDLEGRAPH_BUNDLES``
     choose another, e.g. a copy with one more leg)."""
     os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(bundles.parent.resolve()))
+    bad = unknown_vars(sys.argv[1:])
+    if bad:
+        print("bundlegraph: " + "\n".join(bad), file=sys.stderr)
+        raise SystemExit(2)
     other = get_var("bundles", None) or os.environ.get("BUNDLEGRAPH_BUNDLES")
     if other:
         bundles = Path(str(other)).resolve()

@@ -87,6 +87,11 @@ def select(matrix: Matrix, filters: Filters) -> list[str]:
                 f"only_profile={filters.only_profile}: no leg has this profile; profiles: {', '.join(profiles)}"
             )
         legs = [leg for leg in legs if matrix.legs[leg].profile.name == filters.only_profile]
+        if not legs:  # only with only_leg too: the profile exists, the leg is not of it
+            assert filters.only_leg is not None
+            raise BundleGraphError(
+                f"only_profile={filters.only_profile} only_leg={filters.only_leg}: together they select no leg "
+                f"(the profile of {filters.only_leg} is {matrix.legs[filters.only_leg].profile.name})")
     return legs
 
 

@@ -252,6 +252,7 @@ def cross_field_problems(
     reported again."""
     out: list[str] = []
     seen_kind: dict[tuple[str, str], str] = {}
+    seen_bundle: dict[str, str] = {}
     for lid, s in legs.items():
         f = files[lid]
         tc = TOOLCHAINS.get(s.toolchain)
@@ -280,7 +281,9 @@ def cross_field_problems(
             base = legs.get(s.merge.base)
             if base is None:
                 if s.merge.base not in invalid:  # a broken base spec is reported on its own
-                    out.append(f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory")
+                    close = difflib.get_close_matches(s.merge.base, [l for l in legs if l != lid], n=1)
+                    out.append(f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
+                               + (f" (did you mean '{close[0]}'?)" if close else ""))
             else:
                 if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
                     out.append(
@@ -303,10 +306,32 @@ def cross_field_problems(
         if key in seen_kind:
             out.append(
                 f"{f}: install_kind: ('{s.install_kind}', profile '{s.profile.name}') is also used by "
-                f"'{seen_kind[key]}'; each pair must be unique"
+                f"{files[seen_kind[key]]}; each pair must be unique"
             )
         else:
             seen_kind[key] = lid
+        if release is not None:
+            name = s.bundle_name(release.tag, release.bundle_prefix)
+            if name in seen_bundle:
+                out.append(f"{f}: produces the bundle {name}, as {files[seen_bundle[name]]} does: two legs would "
+                           f"write one file (and one would satisfy the publish gate for both); give one of them "
+                           f"another os, arch or profile.name")
+            else:
+                seen_bundle[name] = lid
+        if s.cuda is not None:
+            major = s.cuda.version_tuple[0]
+            tk = s.cuda.toolkit
+            if tk.source == "redist" and tk.manifest and ".".join(tk.manifest.split(".")[:2]) != s.cuda.version:
+                out.append(f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
+                           f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
+                           f"make them agree")
+            if s.profile.line is not None and s.profile.line != f"cuda{major}":
+                out.append(f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
+                           f"installers choose the runtime line by it: set profile.line = 'cuda{major}'")
+        if (s.os, s.arch, s.toolchain) == ("windows", "arm64", "msvc-amd64_arm64-cuda") \
+                and s.cmake_bool("GGML_CPU", True) is not False:
+            out.append(f"{f}: cmake.GGML_CPU: must be OFF for toolchain msvc-amd64_arm64-cuda (MSVC cannot build "
+                       f"ggml-cpu for ARM64); the CPU backend comes from the merge base, built with clang")
     if release is not None:
         if build_number_of(release.tag) != build_number_of(release.upstream_tag):
             out.append(f"{rel_path}: tag: '{release.tag}' must start with upstream_tag's build "

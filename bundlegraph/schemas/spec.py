@@ -36,7 +36,7 @@ class Profile(Strict):
     name: Annotated[str, Field(pattern=_ID_RE)]
     line: Literal["cuda12", "cuda13"] | None = None
     klass: Annotated[str, Field(pattern=_ID_RE)]
-    rank: Annotated[int, Field(ge=0, le=1000)]
+    rank: Annotated[int, Field(ge=0, le=1000, strict=True)]
 
 
 class ToolkitSpec(Strict):
