@@ -96,9 +96,11 @@ class Graph:
     def doit_config(self) -> dict[str, Any]:
         sd = paths.state_dir()
         sd.mkdir(parents=True, exist_ok=True)
+        db = sd / "doit.sqlite3"
+        _usable_db(db)
         return {
             "backend": "sqlite3",
-            "dep_file": str(sd / "doit.sqlite3"),
+            "dep_file": str(db),
             "subtasks": True,  # plain `doit list` shows every <stage>:<leg> task
             "verbosity": 2,
             "default_tasks": self.default_tasks(),
@@ -110,6 +112,27 @@ class Graph:
         for stage, plans in self.by_stage().items():
             out[f"task_{stage.replace('-', '_')}"] = _creator(stage, plans)
         return out
+
+
+def _usable_db(db: Path) -> None:
+    """doit's own state file is a cache beside the stamps (which alone decide what is up to
+    date): when it is unreadable, say so, move it aside and let doit start a new one, instead of
+    doit's ``DatabaseException`` traceback."""
+    import sqlite3
+
+    if not db.is_file():
+        return
+    try:
+        con = sqlite3.connect(f"file:{db.as_posix()}?mode=ro", uri=True)
+        try:
+            con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        aside = db.with_name(f"{db.name}.unreadable-{int(time.time())}")
+        db.replace(aside)
+        report.warn(f"{db}: unreadable ({e}); moved to {aside.name}, doit starts a new one "
+                    f"(the stamps in {db.parent / 'stamps'} still say what is up to date)")
 
 
 def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict]]:

@@ -93,6 +93,12 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
             probs.append(f"{name}: a local build of {leg} (archs=/toolkit_source= override) is never published; "
                          f"run without BUNDLEGRAPH_ARCHS / BUNDLEGRAPH_TOOLKIT_SOURCE")
         p = dist / name
+        for pa in spec.runtime.paired:  # listed whether or not the bundle is there: every item at once
+            pe = arts.get(pa.name)
+            if pe is None or pe.kind != "runtime":
+                probs.append(f"{pa.name}: paired runtime of {leg} is not hashed in {INDEX_NAME}")
+            elif (dist / pa.name).is_file():
+                assets.append(pa.name)
         if not p.is_file():
             probs.append(f"{name}: bundle of promised leg {leg} is missing")
             continue
@@ -110,12 +116,6 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
         if manifest is not None and name not in in_manifest:
             probs.append(f"{name}: bundle of promised leg {leg} is not in {MANIFEST_NAME}")
         assets.append(name)
-        for pa in spec.runtime.paired:
-            pe = arts.get(pa.name)
-            if pe is None or pe.kind != "runtime":
-                probs.append(f"{pa.name}: paired runtime of {leg} is not hashed in {INDEX_NAME}")
-            elif (dist / pa.name).is_file():
-                assets.append(pa.name)
     if manifest is not None:
         # every host class a promised leg claims gets a bundle of that leg's install kind, by
         # the installer's rules, from the manifest written from the built files (claims of a leg

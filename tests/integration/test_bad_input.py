@@ -1,11 +1,12 @@
-"""Bad input on the command line stops at once with one line and exit 2, nothing started (issue
-17, running): an unknown doit variable, filters that select no leg."""
+"""Bad input stops at once with one line, nothing started (issue 17): an unknown doit variable,
+filters that select no leg (exit 2); graph state that is unreadable is said and rebuilt."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import graphrun
+from conftest import require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,3 +29,27 @@ def test_filters_that_select_no_leg_are_refused_everywhere(tmp_path):
     m = graphrun.cli(["matrix", "--only-profile", "cpu", "--only-leg", "windows-arm64-cuda13-portable"],
                      workdir=tmp_path)
     assert m.returncode != 0 and want in m.stderr and '"include": []' not in m.stdout, (m.stdout, m.stderr)
+
+
+def test_a_garbage_doit_database_is_set_aside_not_a_traceback(tmp_path):
+    """Graph state is a cache: doit's sqlite file overwritten with garbage is reported, moved
+    aside and rebuilt; the stamps still say what is up to date."""
+    import shutil
+
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    leg = "mini-linux-arm64-cpu"
+    r = graphrun.doit([f"build:{leg}"], bundles=tmp_path / "bundles", workdir=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    db = work / ".bundlegraph" / "doit.sqlite3"
+    db.write_bytes(b"this is not a database" * 100)
+    r = graphrun.doit([f"build:{leg}"], bundles=tmp_path / "bundles", workdir=work)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert f"{db}: unreadable" in r.stdout + r.stderr and "doit starts a new one" in r.stdout + r.stderr
+    assert graphrun.executed(r.stdout) == []  # the stamps: nothing to rebuild
+    assert list(db.parent.glob("doit.sqlite3.unreadable-*"))

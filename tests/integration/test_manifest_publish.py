@@ -151,7 +151,10 @@ def test_gate_refuses_a_release_missing_bundles_naming_each(bundles_copy, tmp_pa
     with pytest.raises(PublishRefused) as e:
         run_publish(m, dist, filtered=None, source_commit=src.commit)
     missing = [leg for leg in m.promised if leg not in KEEP]
-    assert len([x for x in e.value.missing if not x.startswith("coverage: ")]) == len(missing)
+    paired = [pa.name for leg in missing for pa in m.legs[leg].runtime.paired]  # listed too: every item at once
+    assert len([x for x in e.value.missing if not x.startswith("coverage: ")]) == len(missing) + len(paired)
+    for name in paired:
+        assert f"{name}: paired runtime of " in str(e.value)
     assert "coverage:" not in str(e.value)  # the missing legs' host classes are those missing bundles
     for leg in missing:
         assert f"{m.legs[leg].bundle_name(m.release.tag)}: bundle of promised leg {leg} is missing" in str(e.value)

@@ -50,7 +50,10 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
         assert f"bundle of promised leg {leg} is missing" in out
     # the host classes those legs claim are those missing bundles: not listed twice; the built
     # legs' classes (GB10 and the other aarch64 SMs, aarch64 CPU) are all served
-    assert f"refused, {len(missing)} item(s)" in out
+    # every item at once: the paired runtimes of the missing legs are listed too
+    paired = [pa.name for leg in missing for pa in m.legs[leg].runtime.paired]
+    assert paired and all(f"{n}: paired runtime of " in out for n in paired)
+    assert f"refused, {len(missing) + len(paired)} item(s)" in out
     assert "coverage:" not in out
     assert not (workdir / "dist" / "release-assets.txt").exists()
     # a filtered run refuses too, whatever it holds
