@@ -44,6 +44,7 @@ from functools import partial
 from pathlib import Path
 
 from ..errors import HostMismatch
+from ..state import Present
 from ..toolchains.base import Toolchain
 from ..toolchains.cuda import CudaLayout
 from ..toolkit.identity import ComponentSet, component_set
@@ -102,18 +103,24 @@ def _prepare(plan: ToolkitPlan) -> Prepared:
     return Prepared(key_inputs(plan.components, plan.bundles), plan)
 
 
-def run(plan: ToolkitPlan) -> list[Path]:
+def run(plan: ToolkitPlan) -> list[Path | Present]:
     """Install (or verify the installed) toolkit from ``plan`` alone; returns its receipt.
     Refuses (:class:`HostMismatch`) before any download when no leg of it can use it here."""
     from ..toolkit.install import install
 
     if plan.host_problem:
         raise HostMismatch(f"toolkit:{plan.components.name}: {plan.host_problem}")
+    receipt = install(plan.components, plan.ref, plan.bundles)
+    if plan.components.source == "host":
+        return [receipt]
+    from ..toolkit.validate import required_paths
 
-    return [install(plan.components, plan.ref, plan.bundles)]
+    # every required file by presence (not hashed: the receipt holds the archives' sha256), so a
+    # toolkit whose files were deleted after install is not up to date
+    return [receipt, *(Present(p) for p in required_paths(plan.ref.prefix, plan.components))]
 
 
-def _apply(p: Prepared) -> list[Path]:
+def _apply(p: Prepared) -> list[Path | Present]:
     assert isinstance(p.plan, ToolkitPlan)
     return run(p.plan)
 

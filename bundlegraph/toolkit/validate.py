@@ -29,6 +29,16 @@ def problems(prefix: Path, cs: ComponentSet, *, driver_stub_from: str = "cuda_cu
     return out
 
 
+def required_paths(prefix: Path, cs: ComponentSet) -> list[Path]:
+    """Every required file of ``prefix`` for ``cs`` (redist or wheels source): what the toolkit
+    task's stamp records by presence, so a toolkit whose files were deleted after install is
+    not up to date."""
+    major = int(cs.cuda_version.split(".")[0])
+    stub = "generated stub" if cs.source == "wheels" else "cuda_cudart"
+    return [prefix / r.path for r in required_files(cs.host_platform, cs.target_platform, major,
+                                                     driver_stub_from=stub, cublas="libcublas" in cs.target)]
+
+
 def check(prefix: Path, cs: ComponentSet, *, what: str, driver_stub_from: str = "cuda_cudart") -> None:
     """Raise :class:`ToolkitError` listing every missing file of ``prefix``."""
     miss = problems(prefix, cs, driver_stub_from=driver_stub_from)

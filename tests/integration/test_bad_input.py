@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import graphrun
-from conftest import require_tools
+from conftest import require_input, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,3 +53,30 @@ def test_a_garbage_doit_database_is_set_aside_not_a_traceback(tmp_path):
     assert f"{db}: unreadable" in r.stdout + r.stderr and "doit starts a new one" in r.stdout + r.stderr
     assert graphrun.executed(r.stdout) == []  # the stamps: nothing to rebuild
     assert list(db.parent.glob("doit.sqlite3.unreadable-*"))
+
+
+def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
+    """The toolkit task's stamp covers its required files (by presence), not only the receipt:
+    remove ``bin/nvcc`` after install and the task runs again and puts it back."""
+    import json
+    import shutil
+
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    require_input("cuda-13.5-sbsa-cross")
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    work = tmp_path / "work"
+    work.mkdir()
+    plan = json.loads(graphrun.cli(["plan", "--json"], bundles=tmp_path / "bundles", workdir=work).stdout)
+    task = next(t for t in plan["shared"] if t["task"].startswith("toolkit:"))
+    r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    nvcc = Path(task["prefix"]) / "bin" / "nvcc"
+    assert nvcc.is_file()
+    nvcc.unlink()
+    r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work)
+    assert r.returncode == 0 and graphrun.executed(r.stdout) == [task["task"]], r.stdout[-3000:]
+    assert nvcc.is_file()
+    assert graphrun.executed(graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work).stdout) == []
