@@ -122,8 +122,18 @@ def load(task: str) -> Stamp | None:
             return None
         return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"),
                      tuple(d.get("present", ())))
-    except (OSError, ValueError, KeyError):
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        if f not in _SAID_UNREADABLE:  # a cache: say it once, then the task simply runs again
+            _SAID_UNREADABLE.add(f)
+            from .report import warn
+
+            warn(f"{f}: unreadable stamp ({type(e).__name__}); {task} will run again")
+        return None
+
+
+_SAID_UNREADABLE: set[Path] = set()
 
 
 def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike | Present],

@@ -74,6 +74,10 @@ def select(matrix: Matrix, filters: Filters) -> list[str]:
     """The leg ids the filters keep, in matrix order. A filter that matches no leg is an error
     naming the valid values."""
     legs = list(matrix.legs)
+    if filters.artifacts is not None and not filters.artifacts.is_dir():
+        raise BundleGraphError(f"artifacts={filters.artifacts}: not a directory (the bundles other runners built)")
+    if filters.built is not None and not filters.built.is_dir():
+        raise BundleGraphError(f"built={filters.built}: not a directory (the build outputs other runners made)")
     if filters.only_leg:
         if filters.only_leg not in matrix.legs:
             raise BundleGraphError(

@@ -74,7 +74,14 @@ class SourceRecord:
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "SourceRecord":
-        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+        """The record at ``path``. Raises :class:`BundleGraphError` (one line naming the file)
+        when it is unreadable or not a source record."""
+        try:
+            return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as e:
+            leg = Path(path).parent.name
+            raise BundleGraphError(f"{path}: not a source record ({str(e).splitlines()[0]}); delete it and run "
+                                   f"source:{leg} again") from None
 
     @property
     def epoch(self) -> int | None:

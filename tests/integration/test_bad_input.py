@@ -80,3 +80,36 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     assert r.returncode == 0 and graphrun.executed(r.stdout) == [task["task"]], r.stdout[-3000:]
     assert nvcc.is_file()
     assert graphrun.executed(graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work).stdout) == []
+
+
+def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
+    """A stamp overwritten with garbage: one line naming it, and its task runs again; a damaged
+    ``source.json``: the source task sees its output changed and writes it again. ``artifacts=``
+    naming a missing directory is refused at load."""
+    import shutil
+
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    leg = "mini-linux-arm64-cpu"
+
+    def run(*args: str):
+        return graphrun.doit([*args, f"build:{leg}"], bundles=tmp_path / "bundles", workdir=work)
+
+    assert run().returncode == 0
+    stamp = work / ".bundlegraph" / "stamps" / f"configure__{leg}.json"
+    stamp.write_text("{not json")
+    r = run()
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+    assert f"{stamp}: unreadable stamp" in r.stdout + r.stderr and f"configure:{leg}" in graphrun.executed(r.stdout)
+    src = work / "build" / leg / "source.json"
+    src.write_text('{"tree": 1}')
+    r = run()
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert f"source:{leg}" in graphrun.executed(r.stdout) and '"digest"' in src.read_text()
+    r = run(f"artifacts={tmp_path / 'nowhere'}")
+    assert r.returncode == 2 and f"artifacts={tmp_path / 'nowhere'}: not a directory" in r.stderr, r.stderr
