@@ -40,7 +40,8 @@ class ELFInfo:
     - ``verneed``: library file name -> versions this file needs from it;
       ``verneed_symbols``: ``(library, version)`` -> one symbol that needs it (for messages);
     - ``verdef``: versions this file defines (without the base entry that repeats the soname);
-    - ``fatbin``: ``(file offset, size)`` of ``.nv_fatbin``, or None.
+    - ``fatbin``: ``(file offset, size)`` of ``.nv_fatbin``, or None;
+    - ``exports``: the names of the global/weak symbols it defines in ``.dynsym``.
     """
 
     machine: str
@@ -54,6 +55,7 @@ class ELFInfo:
     verneed_symbols: dict[tuple[str, str], str] = field(default_factory=dict)
     verdef: frozenset[str] = frozenset()
     fatbin: tuple[int, int] | None = None
+    exports: frozenset[str] = frozenset()
 
 
 def is_elf(data: BytesLike) -> bool:
@@ -120,6 +122,9 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
             fat = (int(sec["sh_offset"]), int(sec["sh_size"]))
     symbols: dict[tuple[str, str], str] = {}
     dynsym = elf.get_section_by_name(".dynsym")
+    exports = frozenset(
+        sym.name for sym in (dynsym.iter_symbols() if dynsym is not None else ())  # type: ignore[attr-defined]  # a SymbolTableSection
+        if sym.name and sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK"))
     if versym is not None and dynsym is not None and idx_to_need:
         for i, sym in enumerate(dynsym.iter_symbols()):  # type: ignore[attr-defined]  # a SymbolTableSection
             if sym["st_shndx"] != "SHN_UNDEF" or not sym.name:
@@ -138,6 +143,7 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
         rpath=tuple(rpath),
         runpath=tuple(runpath),
         verneed={k: frozenset(v) for k, v in verneed.items()},
+        exports=exports,
         verneed_symbols=symbols,
         verdef=frozenset(verdef),
         fatbin=fat,

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from ..checks import Failure, closure, content, glibc
+from ..checks import Failure, backends, closure, content, glibc
 from ..checks.bundle import read_bundle
 from ..checks.fatbin import check_archs
 from ..checks.inspect import FileResult, inspect_file
@@ -56,6 +56,8 @@ class VerifyPolicy:
     - ``signing_required``: every PE must carry a valid, trusted Authenticode signature;
       ``trust_roots``: extra trusted root certificates (PEM paths; tests only);
     - ``glibc_floor`` (``"2.36"``) / ``glibcxx_floor`` (``"3.4.30"``);
+    - ``backend_dl``: ``GGML_BACKEND_DL=ON``: every ggml backend library exports
+      ``ggml_backend_init`` (:mod:`bundlegraph.checks.backends`);
     - ``required``: file names that must be present; ``info_file``: the info JSON's name and
       ``info_expect``: ``(key, value)`` pairs it must agree with.
 
@@ -75,6 +77,7 @@ class VerifyPolicy:
     info_file: str | None = None
     info_expect: tuple[tuple[str, object], ...] = ()
     gpu_backends: tuple[str, ...] = ()
+    backend_dl: bool = False
 
     def __post_init__(self) -> None:
         if self.os not in (None, "windows", "linux"):
@@ -99,8 +102,10 @@ class VerifyPolicy:
         return BACKENDS[self.os] if self.os else BACKENDS["windows"] + BACKENDS["linux"]
 
     def to_json(self) -> dict:
-        """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``)."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``).
+        ``backend_dl`` is left out: it follows the spec's ``GGML_BACKEND_DL``, which changes the
+        build (and so the verify key) anyway, and verify keys keep their form."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "backend_dl"}
         d["info_expect"] = dict(self.info_expect)
         d["archs"] = self.cmake_archs
         return d
@@ -157,6 +162,7 @@ def policy_from_spec(
         required=tuple(required),
         info_file=None if built_tree or release is None else release.info_file,
         info_expect=() if built_tree else tuple(expect),
+        backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
     )
 
 
@@ -234,6 +240,8 @@ def verify_path(path: str | os.PathLike, policy: VerifyPolicy) -> Report:
         report.failures += fails
         report.bundle["glibc"] = highest
     report.failures += content.missing_required(names, policy.required, fold=policy.os != "linux")
+    if policy.backend_dl:
+        report.failures += backends.missing_entry_points(pe, elf)
     if info_doc is not None:
         report.failures += content.check_info(info_doc[0], info_doc[1], dict(policy.info_expect))
     return report

@@ -113,3 +113,30 @@ def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
     assert f"source:{leg}" in graphrun.executed(r.stdout) and '"digest"' in src.read_text()
     r = run(f"artifacts={tmp_path / 'nowhere'}")
     assert r.returncode == 2 and f"artifacts={tmp_path / 'nowhere'}: not a directory" in r.stderr, r.stderr
+
+
+def test_a_backend_without_its_entry_point_is_refused(tmp_path):
+    """GGML_BACKEND_DL=ON: a ggml backend library that does not export ggml_backend_init would be
+    loaded and ignored on the user's machine; verify refuses the build naming it."""
+    import shutil
+    import subprocess
+
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    leg = "mini-linux-arm64-cpu"
+    assert graphrun.doit([f"build:{leg}"], bundles=tmp_path / "bundles", workdir=work).returncode == 0
+    built = tmp_path / "built" / leg
+    shutil.copytree(work / "build" / leg / "cmake" / "bin", built)
+    src = tmp_path / "cpu.c"
+    src.write_text("int ggml_backend_cpu_init(void) { return 1; }\n")  # the entry point is missing
+    (built / "libggml-cpu.so").unlink()
+    subprocess.run(["aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-o", str(built / "libggml-cpu.so"), str(src)],
+                   check=True)
+    r = graphrun.doit([f"built={built.parent}", f"verify:{leg}"], bundles=tmp_path / "bundles", workdir=tmp_path / "w2")
+    assert r.returncode != 0
+    assert "libggml-cpu.so: backend: exports no ggml_backend_init" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
