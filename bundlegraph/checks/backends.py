@@ -1,8 +1,15 @@
-"""Under ``GGML_BACKEND_DL=ON`` ggml finds its backends at run time by file name
+"""Two checks on how a bundle's backends will load on the user's machine.
+
+Under ``GGML_BACKEND_DL=ON`` ggml finds its backends at run time by file name
 (``ggml-<name>.dll`` / ``libggml-<name>.so``) and calls each one's ``ggml_backend_init``; a backend
 library without that export is loaded and silently ignored (the field case: a CUDA host whose
 ``llama-cli --list-devices`` lists no device). Source of the rule: ggml's
 ``src/ggml-backend-reg.cpp`` (``ggml_backend_load_best``: ``dl_get_sym(handle, "ggml_backend_init")``).
+
+A CUDA leg of runtime line ``cudaN`` must not import a CUDA library of another major
+(``cublas64_12.dll`` in a cuda13 bundle), even one its spec declares external: installers pair the
+bundle with the runtime of its line only (NVIDIA's names carry the major: ``cudart64_13.dll``,
+``libcublas.so.13``).
 """
 
 from __future__ import annotations
@@ -33,4 +40,27 @@ def missing_entry_points(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo]) -
         if _ELF_BACKEND.match(path.rsplit("/", 1)[-1]) and ENTRY not in einfo.exports:
             out.append(Failure(path, "backend", f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this "
                                                 f"backend and ignores it"))
+    return out
+
+
+_CUDA_LIBS = r"(?:cudart|cublas|cublasLt|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink|npp\w*|nvjpeg)"
+_PE_CUDA = re.compile(rf"^{_CUDA_LIBS}64_(\d+)(?:_\d+)?\.dll$", re.IGNORECASE)
+_ELF_CUDA = re.compile(rf"^lib{_CUDA_LIBS}\.so\.(\d+)(?:\.\d+)*$")
+
+
+def foreign_cuda_imports(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo], major: int) -> list[Failure]:
+    """One failure per import of a CUDA library whose major is not ``major`` (the leg's line)."""
+    out = []
+    for path, info in sorted(pe.items()):
+        for imp in info.imports:
+            m = _PE_CUDA.match(imp.dll)
+            if m and int(m.group(1)) != major:
+                out.append(Failure(path, "imports", f"imports {imp.dll}, CUDA {m.group(1)}; the leg is CUDA {major} "
+                                                    f"and installers pair it with the CUDA {major} runtime only"))
+    for path, einfo in sorted(elf.items()):
+        for lib in einfo.needed:
+            m = _ELF_CUDA.match(lib)
+            if m and int(m.group(1)) != major:
+                out.append(Failure(path, "imports", f"needs {lib}, CUDA {m.group(1)}; the leg is CUDA {major} "
+                                                    f"and installers pair it with the CUDA {major} runtime only"))
     return out

@@ -57,7 +57,8 @@ class VerifyPolicy:
       ``trust_roots``: extra trusted root certificates (PEM paths; tests only);
     - ``glibc_floor`` (``"2.36"``) / ``glibcxx_floor`` (``"3.4.30"``);
     - ``backend_dl``: ``GGML_BACKEND_DL=ON``: every ggml backend library exports
-      ``ggml_backend_init`` (:mod:`bundlegraph.checks.backends`);
+      ``ggml_backend_init``; ``cuda_major``: no file imports a CUDA library of another major
+      (:mod:`bundlegraph.checks.backends`);
     - ``required``: file names that must be present; ``info_file``: the info JSON's name and
       ``info_expect``: ``(key, value)`` pairs it must agree with.
 
@@ -78,6 +79,7 @@ class VerifyPolicy:
     info_expect: tuple[tuple[str, object], ...] = ()
     gpu_backends: tuple[str, ...] = ()
     backend_dl: bool = False
+    cuda_major: int | None = None
 
     def __post_init__(self) -> None:
         if self.os not in (None, "windows", "linux"):
@@ -103,9 +105,10 @@ class VerifyPolicy:
 
     def to_json(self) -> dict:
         """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``).
-        ``backend_dl`` is left out: it follows the spec's ``GGML_BACKEND_DL``, which changes the
-        build (and so the verify key) anyway, and verify keys keep their form."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "backend_dl"}
+        ``backend_dl`` and ``cuda_major`` are left out: they follow the spec's ``GGML_BACKEND_DL``
+        and CUDA version, which change the build (and so the verify key) anyway, and verify keys
+        keep their form."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major")}
         d["info_expect"] = dict(self.info_expect)
         d["archs"] = self.cmake_archs
         return d
@@ -163,6 +166,7 @@ def policy_from_spec(
         info_file=None if built_tree or release is None else release.info_file,
         info_expect=() if built_tree else tuple(expect),
         backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
+        cuda_major=spec.cuda.version_tuple[0] if spec.cuda else None,
     )
 
 
@@ -242,6 +246,8 @@ def verify_path(path: str | os.PathLike, policy: VerifyPolicy) -> Report:
     report.failures += content.missing_required(names, policy.required, fold=policy.os != "linux")
     if policy.backend_dl:
         report.failures += backends.missing_entry_points(pe, elf)
+    if policy.cuda_major is not None:
+        report.failures += backends.foreign_cuda_imports(pe, elf, policy.cuda_major)
     if info_doc is not None:
         report.failures += content.check_info(info_doc[0], info_doc[1], dict(policy.info_expect))
     return report
