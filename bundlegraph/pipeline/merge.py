@@ -324,6 +324,7 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
     bdir = paths.build_dir(leg)
     built = plan_build(ctx, leg).artifacts_dir
+    _refuse_filtered_build(leg, bdir / "build.json")
     plan = MergePlan(leg=leg, spec=spec, release=ctx.release, built_dir=built,
                      toolkit_prefix=ref.prefix if ref else None, toolkit_version=ref.version if ref else None,
                      dest_tree=bdir / "merged", record=bdir / "merge.json")
@@ -333,6 +334,21 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     return replace(plan, backend_files=tuple(backend_outputs(built, spec)), base_spec=ctx.spec(spec.merge.base),
                    base_archive=_base_archive(ctx, leg), imported=ctx.filters.artifacts is not None,
                    source_commit=src.commit, source_digest=src.digest)
+
+
+def _refuse_filtered_build(leg: str, record: Path) -> None:
+    """A bundle is made only from a complete build of its leg: after ``build_targets=`` the
+    output directory may hold stale files of targets that were not rebuilt."""
+    try:
+        rec = json.loads(record.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleGraphError(f"merge:{leg}: {record} is missing; run build:{leg}") from None
+    except (OSError, ValueError) as e:
+        raise BundleGraphError(f"merge:{leg}: {record} is unreadable ({e}); run build:{leg} again") from None
+    if rec.get("filtered"):
+        raise BundleGraphError(f"merge:{leg}: the last build:{leg} built only {', '.join(rec.get('targets', []))} "
+                               f"(build_targets=); a bundle is made from a complete build: run build:{leg} "
+                               f"without build_targets")
 
 
 def key_inputs(ctx: Context, leg: str) -> dict:

@@ -140,3 +140,29 @@ def test_a_backend_without_its_entry_point_is_refused(tmp_path):
     r = graphrun.doit([f"built={built.parent}", f"verify:{leg}"], bundles=tmp_path / "bundles", workdir=tmp_path / "w2")
     assert r.returncode != 0
     assert "libggml-cpu.so: backend: exports no ggml_backend_init" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+
+
+def test_a_filtered_build_is_never_packaged(tmp_path):
+    """`doit build_targets=ggml-base package:L` after a source edit used to package the old
+    libggml-cpu.so and record it verified: a bundle is made only from a complete build."""
+    import shutil
+
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    leg = "mini-linux-arm64-cpu"
+    bundles = tmp_path / "bundles"
+    assert graphrun.doit([f"package:{leg}"], bundles=bundles, workdir=work).returncode == 0
+    bundle = next((work / "dist").glob("app-*.tar.gz"))
+    before = bundle.read_bytes()
+    r = graphrun.doit(["build_targets=ggml-base", f"package:{leg}"], bundles=bundles, workdir=work)
+    assert r.returncode != 0
+    assert (f"merge:{leg}: the last build:{leg} built only ggml-base (build_targets=); a bundle is made from a "
+            f"complete build") in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+    assert bundle.read_bytes() == before  # nothing packaged from the partial build
+    r = graphrun.doit([f"package:{leg}"], bundles=bundles, workdir=work)
+    assert r.returncode == 0 and f"build:{leg}" in graphrun.executed(r.stdout)
