@@ -42,7 +42,10 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
     directory to ``bundles`` beside dodo.py (``doit bundles=DIR`` or ``BUNDLEGRAPH_BUNDLES``
     choose another, e.g. a copy with one more leg)."""
     os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(bundles.parent.resolve()))
-    bad = unknown_vars(sys.argv[1:])
+    bad = unknown_vars(sys.argv[1:]) + [
+        f"{a}: bundlegraph's tasks are up to date by their action-key stamps, not by doit's file checker; "
+        f"changing the checker would only make doit rerun every task (and again when it changes back): drop it"
+        for a in sys.argv[1:] if a.startswith("--check_file_uptodate")]
     if bad:
         print("bundlegraph: " + "\n".join(bad), file=sys.stderr)
         raise SystemExit(2)

@@ -166,3 +166,9 @@ def test_a_filtered_build_is_never_packaged(tmp_path):
     assert bundle.read_bytes() == before  # nothing packaged from the partial build
     r = graphrun.doit([f"package:{leg}"], bundles=bundles, workdir=work)
     assert r.returncode == 0 and f"build:{leg}" in graphrun.executed(r.stdout)
+
+
+def test_doits_file_checker_option_is_refused(tmp_path):
+    r = graphrun.doit(["--check_file_uptodate=timestamp", "list"], bundles=ROOT / "bundles", workdir=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--check_file_uptodate=timestamp: bundlegraph's tasks are up to date by their action-key stamps" in r.stderr
