@@ -51,7 +51,9 @@ class ConfigurePlan:
     """Everything configure will do for one leg. ``argv`` is the full cmake command;
     ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the toolkit
     layout (None for CPU legs); ``toolkit_task`` the toolkit task configure waits for;
-    ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS."""
+    ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS;
+    ``spec_keys``/``spec_file``: the ``[cmake]`` keys the spec sets and its file (a key the project
+    does not use fails the configure, :func:`unused_spec_keys`)."""
 
     leg: str
     toolchain: str
@@ -71,6 +73,8 @@ class ConfigurePlan:
     log: Path
     binaries: dict[str, str] = field(default_factory=dict)
     with_cublas: bool = False
+    spec_keys: tuple[str, ...] = ()
+    spec_file: str = ""
 
     def command(self) -> str:
         return proc.quote(self.argv)
@@ -126,6 +130,7 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
         cuda=cuda, toolkit_task=toolkit_task, record=bdir / "configure.json", log=ctx.log(leg, "configure"),
         binaries=dict(binaries),
         with_cublas=spec.cuda is not None and "libcublas" in spec.cuda.toolkit.target,
+        spec_keys=tuple(spec.cmake), spec_file=str(ctx.matrix.files.get(leg, f"{leg}.toml")),
     )
 
 
@@ -229,6 +234,9 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     proc.run(argv, env=env, log=plan.log, what=f"configure:{leg}")
+    unused = unused_spec_keys(plan, plan.log.read_text(encoding="utf-8", errors="replace"))
+    if unused:
+        raise BundleGraphError("; ".join(unused))
     checks = post_checks(plan, tc)
     atomic_write_json(plan.record, {
         "leg": leg, "argv": argv, "command": proc.quote(argv), "toolchain": plan.toolchain,
@@ -239,6 +247,44 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
     })
     return [plan.record, plan.toolchain_file, Present(plan.cmake_dir / "CMakeCache.txt"),
             Present(plan.cmake_dir / "build.ninja")]
+
+
+_UNUSED_HEAD = "Manually-specified variables were not used by the project:"
+
+
+def unused_spec_keys(plan: ConfigurePlan, log: str) -> list[str]:
+    """The spec's ``[cmake]`` keys CMake reported as "Manually-specified variables were not used
+    by the project" in the configure ``log``, one line each naming the spec file, the key and the
+    closest option of the configured tree's own cache (``CMakeCache.txt``); bundlegraph's own
+    cache entries are not the spec's and are never reported."""
+    import difflib
+
+    unused: list[str] = []
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if _UNUSED_HEAD not in line:
+            continue
+        for nxt in lines[i + 1:]:
+            if not nxt.strip():
+                if unused:
+                    break
+                continue
+            if not nxt.startswith("    "):
+                break
+            unused.append(nxt.strip())
+    mine = [k for k in unused if k in plan.spec_keys]
+    if not mine:
+        return []
+    try:
+        known = [k for k in read_cmake_cache(plan.cmake_dir) if k not in plan.spec_keys]
+    except OSError:
+        known = []
+    out = []
+    for k in mine:
+        close = difflib.get_close_matches(k, known, n=1, cutoff=0.6)
+        out.append(f"{plan.spec_file}: cmake.{k}: the project does not use it (CMake: \"{_UNUSED_HEAD[:-1]}\")"
+                   + (f"; did you mean {close[0]}?" if close else "; no option of this tree's cache is close"))
+    return out
 
 
 def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:

@@ -172,3 +172,24 @@ def test_doits_file_checker_option_is_refused(tmp_path):
     r = graphrun.doit(["--check_file_uptodate=timestamp", "list"], bundles=ROOT / "bundles", workdir=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "--check_file_uptodate=timestamp: bundlegraph's tasks are up to date by their action-key stamps" in r.stderr
+
+
+def test_a_cmake_key_the_project_does_not_use_fails_the_configure(tmp_path):
+    """A misspelt [cmake] key: CMake only warns ("Manually-specified variables were not used"),
+    buried in the log; configure fails naming the spec file, the key and the closest option of the
+    configured tree's own cache."""
+    import shutil
+
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    leg = "mini-linux-arm64-cpu"
+    spec = tmp_path / "bundles" / f"{leg}.toml"
+    spec.write_text(spec.read_text().replace("LLAMA_BUILD_TESTS = false", "LLAMA_BUILD_TESTZ = false"))
+    r = graphrun.doit([f"configure:{leg}"], bundles=tmp_path / "bundles", workdir=tmp_path / "work")
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert f"{spec}: cmake.LLAMA_BUILD_TESTZ: the project does not use it" in out, out[-3000:]
+    assert "did you mean LLAMA_BUILD_TESTS?" in out
