@@ -153,6 +153,19 @@ class Context:
         return (f"{leg} compiles on a {tc.info.build_os} {tc.info.build_arch} host (runner '{spec.runner}'): "
                 f"{problems[0]}; run it there, or bring its build output from that runner with built=DIR")
 
+    def merge_base_problem(self, leg: str) -> str | None:
+        """Why ``leg``'s merge base bundle cannot be had, when its base leg is not built in this
+        run (filtered out, or ``artifacts=`` given): checked by the leg's first task, before the
+        hours of a CUDA build; None when the base is built here or its bundle is found."""
+        spec = self.spec(leg)
+        if spec.merge is None or (self.filters.artifacts is None and spec.merge.base in self.legs):
+            return None
+        try:
+            locate_base(self.bundle_name(spec.merge.base), paths.dist_dir(), self.filters.artifacts)
+        except BundleGraphError as e:
+            return f"{leg} merges into {spec.merge.base}, which this run does not build: {e}"
+        return None
+
     def log(self, leg: str, stage: str) -> Path:
         """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""
         return paths.build_dir(leg) / "logs" / f"{stage}.log"
@@ -205,6 +218,32 @@ class TaskPlan:
     @property
     def full_name(self) -> str:
         return f"{self.stage}:{self.name}" if self.name else self.stage
+
+
+def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
+    """The base bundle ``asset``: under ``artifacts`` (searched recursively, as CI artifact
+    downloads nest it one directory deep) when given, else ``dist/asset``. Raises naming where
+    it looked; two different files of that name under ``artifacts`` are an error."""
+    if artifacts is not None:
+        hits = sorted(p for p in artifacts.rglob(asset) if p.is_file())
+        if len({_sha256(p) for p in hits}) > 1:
+            raise BundleGraphError(f"{asset}: {len(hits)} different files in {artifacts}: "
+                                   + ", ".join(str(h) for h in hits))
+        if hits:
+            return hits[0]
+        raise BundleGraphError(f"{asset}: the merge base bundle is not in the artifacts directory {artifacts}")
+    p = dist / asset
+    if not p.is_file():
+        raise BundleGraphError(f"{asset}: the merge base bundle is not in {dist}; build it in this run (select its "
+                               f"leg) or load the graph with artifacts=DIR holding it")
+    return p
+
+
+
+def _sha256(p: Path) -> str:
+    from ..fsutil import sha256_file
+
+    return sha256_file(p)
 
 
 def upstream_digest(task: str) -> str:

@@ -43,7 +43,7 @@ from ..schemas.manifest import BundleInfo, VerifyFindings
 from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .archivecheck import archive_verifier
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
 from .build import plan_build
 from .runtimes import RuntimeFile, resolve_shipped
 from .source import source_record
@@ -90,25 +90,6 @@ class MergeRecord:
     @classmethod
     def read(cls, path: str | os.PathLike) -> "MergeRecord":
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
-
-
-def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
-    """The base bundle ``asset``: under ``artifacts`` (searched recursively, as CI artifact
-    downloads nest it one directory deep) when given, else ``dist/asset``. Raises naming where
-    it looked; two different files of that name under ``artifacts`` are an error."""
-    if artifacts is not None:
-        hits = sorted(p for p in artifacts.rglob(asset) if p.is_file())
-        if len({sha256_file(p) for p in hits}) > 1:
-            raise BundleGraphError(f"{asset}: {len(hits)} different files in {artifacts}: "
-                                   + ", ".join(str(h) for h in hits))
-        if hits:
-            return hits[0]
-        raise BundleGraphError(f"{asset}: the merge base bundle is not in the artifacts directory {artifacts}")
-    p = dist / asset
-    if not p.is_file():
-        raise BundleGraphError(f"{asset}: the merge base bundle is not in {dist}; build it in this run (select its "
-                               f"leg) or load the graph with artifacts=DIR holding it")
-    return p
 
 
 def load_base(archive: Path, info_file: str) -> BaseBundle:

@@ -250,15 +250,15 @@ class SourceTaskPlan:
     release: Release
     record: Path
     log: Path
-    host_problem: str | None = None
+    refusal: str | None = None
 
 
 def run(plan: SourceTaskPlan) -> list[Path]:
     """Fetch (or reuse) the source and write the leg's record from ``plan`` alone; returns the
-    record and the cache entry's receipt. A leg that cannot compile here (``host_problem``) is
-    refused first (:class:`HostMismatch`): nothing is downloaded for it."""
-    if plan.host_problem:
-        raise HostMismatch(f"source:{plan.leg}: {plan.host_problem}")
+    record and the cache entry's receipt. A leg that cannot start here (``refusal``: it compiles on
+    another host, or its merge base bundle is nowhere) is refused first: nothing is downloaded."""
+    if plan.refusal:
+        raise HostMismatch(f"source:{plan.leg}: {plan.refusal}")
     rec = run_source(plan.fetch, plan.release, plan.record, plan.log)
     say(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
         f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}")
@@ -284,7 +284,8 @@ def plans(ctx: Context) -> list:
     out = []
     for leg in ctx.legs:
         tp = SourceTaskPlan(leg=leg, fetch=fetch, release=ctx.release, record=paths.build_dir(leg) / "source.json",
-                            log=ctx.log(leg, "source"), host_problem=ctx.host_problem(leg))
+                            log=ctx.log(leg, "source"),
+                            refusal=ctx.host_problem(leg) or ctx.merge_base_problem(leg))
         out.append(TaskPlan(stage="source", name=leg, leg=leg,
                             doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
                             prepare=partial(_prepare, tp), apply=_apply, details=partial(_details, fetch, tp.record)))

@@ -193,3 +193,21 @@ def test_a_cmake_key_the_project_does_not_use_fails_the_configure(tmp_path):
     out = r.stdout + r.stderr
     assert f"{spec}: cmake.LLAMA_BUILD_TESTZ: the project does not use it" in out, out[-3000:]
     assert "did you mean LLAMA_BUILD_TESTS?" in out
+
+
+def test_a_merge_base_that_is_nowhere_stops_the_leg_before_it_builds(tmp_path):
+    """The stand-in CUDA leg alone (only_leg=), its base neither built in this run nor in dist/:
+    refused by its first task, naming the base bundle and where it looked, not after the build."""
+    import shutil
+
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    shutil.copytree(data / "bundles", tmp_path / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    leg = "mini-linux-arm64-cuda"
+    r = graphrun.doit([f"only_leg={leg}", f"package:{leg}"], bundles=tmp_path / "bundles", workdir=tmp_path / "work")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert f"source:{leg}: {leg} merges into mini-linux-arm64-cpu, which this run does not build" in out, out[-3000:]
+    assert "the merge base bundle is not in" in out
+    assert graphrun.executed(r.stdout) == [f"source:{leg}"] or f"configure:{leg}" not in graphrun.executed(r.stdout)
