@@ -211,3 +211,19 @@ def test_a_merge_base_that_is_nowhere_stops_the_leg_before_it_builds(tmp_path):
     assert f"source:{leg}: {leg} merges into mini-linux-arm64-cpu, which this run does not build" in out, out[-3000:]
     assert "the merge base bundle is not in" in out
     assert graphrun.executed(r.stdout) == [f"source:{leg}"] or f"configure:{leg}" not in graphrun.executed(r.stdout)
+
+
+def test_explain_answers_on_a_fresh_clone_for_groups_and_for_legs_of_another_host(tmp_path):
+    def explain(task: str) -> str:
+        r = graphrun.cli(["explain", task], workdir=tmp_path)
+        assert r.returncode == 0, (task, r.stderr)
+        return r.stdout
+
+    out = explain("configure:linux-arm64-cpu")
+    assert "configure:linux-arm64-cpu: would run\n  - never completed (no stamp)" in out
+    assert "depends on source:linux-arm64-cpu, which would run first" in out
+    lines = explain("build").splitlines()
+    assert "build:linux-arm64-cpu: would run: never completed (no stamp), or its last run failed or was interrupted" in lines
+    assert len(lines) == 9
+    out = explain("configure:windows-arm64-cuda13-portable")
+    assert "on this host it is refused before any download: windows-arm64-cuda13-portable compiles on a windows" in out

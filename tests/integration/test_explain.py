@@ -17,7 +17,8 @@ def test_explain_source_task_through_its_life(workdir, bundles_copy, tmp_path):
     r = cli(["explain", task], bundles=bundles_copy, workdir=workdir)
     assert r.returncode == 0 and r.stdout.splitlines() == [
         f"{task}: would run",
-        "  - never completed (no stamp), or its last run failed or was interrupted"]
+        "  - never completed (no stamp), or its last run failed or was interrupted",
+        "  - it would consume: pin, tree"]
     assert doit([task], bundles=bundles_copy, workdir=workdir).returncode == 0
     assert cli(["explain", task], bundles=bundles_copy, workdir=workdir).stdout.strip() == f"{task}: up to date"
     other = tmp_path / "src2"
