@@ -168,13 +168,22 @@ _PREPARED: dict[str, Prepared] = {}
 a task right before it runs it, in the same process)."""
 
 
+_WHY: dict[str, list[str]] = {}
+"""Why each task that is due runs (the words ``bundlegraph explain`` would have said), printed
+when it starts."""
+
+
 def _uptodate(plan: TaskPlan) -> bool:
     try:
         p = _PREPARED[plan.full_name] = plan.prepared()
-    except BundleGraphError:
+    except BundleGraphError as e:
         _PREPARED.pop(plan.full_name, None)
+        _WHY[plan.full_name] = [f"its inputs cannot be computed now: {str(e).splitlines()[0]}"]
         return False
-    return state.is_current(plan.full_name, p.key)
+    reasons = state.explain(plan.full_name, p.key)
+    if reasons:
+        _WHY[plan.full_name] = reasons
+    return not reasons
 
 
 def _execute(plan: TaskPlan) -> object:
@@ -186,6 +195,9 @@ def _execute(plan: TaskPlan) -> object:
     t0 = time.monotonic()
     with report.task(name) as outcome:
         try:
+            why = _WHY.pop(name, None)
+            if why:
+                report.say(f"{name}: runs because " + "; ".join(why[:3]) + (" ..." if len(why) > 3 else ""))
             prepared = _PREPARED.pop(name, None) or plan.prepared()
             state.forget(name)
             outputs = plan.apply(prepared)

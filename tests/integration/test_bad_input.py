@@ -106,6 +106,8 @@ def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
     r = run()
     assert r.returncode == 0 and "Traceback" not in r.stderr
     assert f"{stamp}: unreadable stamp" in r.stdout + r.stderr and f"configure:{leg}" in graphrun.executed(r.stdout)
+    # doit's output says why each task ran, in explain's words
+    assert f"configure:{leg}: runs because never completed (no stamp)" in r.stdout
     src = work / "build" / leg / "source.json"
     src.write_text('{"tree": 1}')
     r = run()
