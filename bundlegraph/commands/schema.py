@@ -21,9 +21,15 @@ SCHEMAS: dict[str, type[BaseModel]] = {"bundle-spec": BundleSpec, "release": Rel
 
 def render(name: str) -> str:
     """The schema text of ``name`` (sorted keys, 2-space indent, trailing newline)."""
+    from ..schemas.field_docs import add_descriptions
+    from ..toolchains.registry import TOOLCHAINS
+
     model = SCHEMAS[name]
-    s = model.model_json_schema(by_alias=True)
+    s = add_descriptions(model.model_json_schema(by_alias=True), model.__name__)
     s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    s["$id"] = f"urn:bundlegraph:schema:{name}"
+    if name == "bundle-spec":  # what the loader refuses, where a schema can say it
+        s["properties"]["toolchain"]["enum"] = sorted(TOOLCHAINS)
     return json.dumps(s, indent=2, sort_keys=True) + "\n"
 
 
