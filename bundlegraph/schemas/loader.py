@@ -243,6 +243,23 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     return []
 
 
+def _lock_problems(f: Path, version: str, lock_path: Path) -> list[str]:
+    """A wheels lock of another CUDA version than the leg's (its ``cuda`` key); an unreadable
+    lock is named."""
+    import tomllib
+
+    try:
+        cuda = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("cuda")
+    except FileNotFoundError:
+        return [f"{f}: cuda.toolkit.lock: {lock_path} does not exist; write it with `bundlegraph lock-wheels`"]
+    except (OSError, ValueError) as e:
+        return [f"{f}: cuda.toolkit.lock: {lock_path} is not a lock file ({e})"]
+    if cuda != version:
+        return [f"{f}: cuda.version: '{version}', but the wheels lock {lock_path.name} is CUDA {cuda}; make them agree "
+                f"(or write a lock for {version} with `bundlegraph lock-wheels`)"]
+    return []
+
+
 def cross_field_problems(
     legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path,
     invalid: frozenset[str] | set[str] = frozenset(),
@@ -251,6 +268,7 @@ def cross_field_problems(
     specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not
     reported again."""
     out: list[str] = []
+    root = rel_path.parent  # the bundles directory (lock paths are relative to it)
     seen_kind: dict[tuple[str, str], str] = {}
     seen_bundle: dict[str, str] = {}
     for lid, s in legs.items():
@@ -325,6 +343,8 @@ def cross_field_problems(
                 out.append(f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
                            f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
                            f"make them agree")
+            if tk.source == "wheels" and tk.lock:
+                out += _lock_problems(f, s.cuda.version, root / tk.lock)
             if s.profile.line is not None and s.profile.line != f"cuda{major}":
                 out.append(f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
                            f"installers choose the runtime line by it: set profile.line = 'cuda{major}'")

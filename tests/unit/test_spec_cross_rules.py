@@ -82,3 +82,11 @@ def test_a_rank_written_as_text_is_refused(bundles):
     line = next(l for l in text.splitlines() if l.startswith("rank = '"))
     f.write_text(text.replace(line, line + "'"))
     assert f"{f}: profile.rank:" in _problems(bundles)
+
+
+def test_a_cuda_version_other_than_the_wheels_locks_is_refused(bundles):
+    f = bundles / "linux-arm64-cuda13-blackwell.toml"
+    text = f.read_text()
+    assert 'version = "13.5"' in text and "lock = " in text
+    f.write_text(text.replace('version = "13.5"', 'version = "13.4"'))
+    assert f"{f}: cuda.version: '13.4', but the wheels lock cuda-13.5-wheels.toml is CUDA 13.5" in _problems(bundles)

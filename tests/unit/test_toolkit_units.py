@@ -93,6 +93,7 @@ def test_windows_target_from_wheels_refused_with_reason(bundles_copy):
     spec = bundles_copy / "windows-arm64-cuda13-portable.toml"
     t = spec.read_text().replace('source = "redist"\nmanifest = "13.4.2"',
                                  'source = "wheels"\nlock = "locks/cuda-13.5-wheels.toml"')
+    t = t.replace('version = "13.4"', 'version = "13.5"')  # the lock's version (refused at load otherwise)
     spec.write_text(t)
     m = load_matrix(bundles_copy)
     leg = "windows-arm64-cuda13-portable"
