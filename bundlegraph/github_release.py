@@ -1,7 +1,7 @@
 """Upload a release that passed the coverage gate to GitHub, so installers never see half of it.
 
 Input: ``dist/`` after ``doit manifest publish``: ``release-assets.txt`` (the gate's list of files
-to upload) and the SHA index (``llama.cpp-prebuilt-sha256.json``, every asset's sha256).
+to upload) and the SHA index (``llama-prebuilt-sha256.json``, every asset's sha256).
 
 Order of calls (GitHub's REST API, ``/repos/{repo}/releases...``; the subset used is what
 ``tests/githubkit.py`` serves on 127.0.0.1):

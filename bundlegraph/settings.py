@@ -87,7 +87,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SIGN_COMMAND", "text", None, "signing hook: the signer's argv as a JSON list, run on each of the leg's "
                                           "own PE files (`{file}` is replaced)"),
     Setting("SIGN_SECRETS", "list", None, "names of variables the signing hook needs, masked in logs"),
-    Setting("TRUST_ROOTS", "list", None, "extra root certificates (PEM files) Authenticode verification trusts, "
+    Setting("TRUST_ROOTS", "list", None, "comma-separated PEM file paths: extra root certificates the archive check of `package` trusts for Authenticode, "
                                          "e.g. a private signing CA"),
     Setting("MSVC_REDIST", "path", None, "where MSVC's redistributable DLLs are (libomp140 and friends)"),
     Setting("CLANG", "path", None, "the clang to use for Windows ARM64 CPU legs"),
