@@ -41,3 +41,17 @@ def cli(args: list[str], *, bundles: Path | None = None, workdir: Path, timeout:
 def executed(stdout: str) -> list[str]:
     """Task names doit executed (lines starting with '.  '), not the up-to-date ones ('-- ')."""
     return [l[3:].strip() for l in stdout.splitlines() if l.startswith(".  ")]
+
+
+def standin_tree(root: Path) -> tuple[Path, Path]:
+    """The stand-in release under ``root``: ``minillama/`` (the source its path pin names),
+    ``bundles/`` (``tests/data/bundles`` plus the project's wheel locks) and an empty ``work/``.
+    Returns ``(bundles, work)``."""
+    import shutil
+
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "minillama", root / "minillama")
+    shutil.copytree(data / "bundles", root / "bundles")
+    shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
+    (root / "work").mkdir()
+    return root / "bundles", root / "work"

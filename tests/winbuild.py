@@ -15,10 +15,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pefile
-
 from binkit import Dll, build_dll
 from bundlegraph import proc
+from bundlegraph.checks.pe import read_pe
 
 ROOT = Path(__file__).resolve().parents[1]
 NVCC = Path("/usr/local/cuda/bin/nvcc")
@@ -88,19 +87,11 @@ def cuda_tree(dest: Path, x64_cuda_dll: Path, sms: tuple[int, ...] = (120, 121))
 
 
 def _exports(dll: Path) -> list[str]:
-    pe = pefile.PE(str(dll), fast_load=True)
-    pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]])
-    names = [e.name.decode() for e in pe.DIRECTORY_ENTRY_EXPORT.symbols if e.name]
-    pe.close()
-    return names
+    return sorted(read_pe(dll.read_bytes(), dll.name).exports)
 
 
 def _imports(dll: Path) -> dict[str, tuple[str, ...]]:
-    pe = pefile.PE(str(dll), fast_load=True)
-    pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]])
-    out = {e.dll.decode(): tuple(i.name.decode() for i in e.imports if i.name) for e in pe.DIRECTORY_ENTRY_IMPORT}
-    pe.close()
-    return out
+    return {i.dll: i.names for i in read_pe(dll.read_bytes(), dll.name).imports if not i.delay}
 
 
 def _move(built: Path, dest: Path) -> None:

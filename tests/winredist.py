@@ -224,13 +224,9 @@ def _map(component: str, platform: str, rel: PurePosixPath) -> PurePosixPath | N
 
 
 def _exports(dll: Path) -> list[str]:
-    import pefile
+    from bundlegraph.checks.pe import read_pe
 
-    pe = pefile.PE(str(dll), fast_load=True)
-    pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]])
-    names = [e.name.decode() for e in pe.DIRECTORY_ENTRY_EXPORT.symbols if e.name]
-    pe.close()
-    return names
+    return sorted(read_pe(dll.read_bytes(), dll.name).exports)
 
 
 def _import_lib(dll: Path, platform: str, out: Path) -> None:

@@ -34,15 +34,10 @@ def test_filters_that_select_no_leg_are_refused_everywhere(tmp_path):
 def test_a_garbage_doit_database_is_set_aside_not_a_traceback(tmp_path):
     """Graph state is a cache: doit's sqlite file overwritten with garbage is reported, moved
     aside and rebuilt; the stamps still say what is up to date."""
-    import shutil
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    graphrun.standin_tree(tmp_path)
     work = tmp_path / "work"
-    work.mkdir()
     leg = "mini-linux-arm64-cpu"
     r = graphrun.doit([f"build:{leg}"], bundles=tmp_path / "bundles", workdir=work)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -59,16 +54,11 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     """The toolkit task's stamp covers its required files (by presence), not only the receipt:
     remove ``bin/nvcc`` after install and the task runs again and puts it back."""
     import json
-    import shutil
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
     require_input("cuda-13.5-sbsa-cross")
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
+    graphrun.standin_tree(tmp_path)
     work = tmp_path / "work"
-    work.mkdir()
     plan = json.loads(graphrun.cli(["plan", "--json"], bundles=tmp_path / "bundles", workdir=work).stdout)
     task = next(t for t in plan["shared"] if t["task"].startswith("toolkit:"))
     r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work)
@@ -86,15 +76,10 @@ def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
     """A stamp overwritten with garbage: one line naming it, and its task runs again; a damaged
     ``source.json``: the source task sees its output changed and writes it again. ``artifacts=``
     naming a missing directory is refused at load."""
-    import shutil
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    graphrun.standin_tree(tmp_path)
     work = tmp_path / "work"
-    work.mkdir()
     leg = "mini-linux-arm64-cpu"
 
     def run(*args: str):
@@ -124,12 +109,8 @@ def test_a_backend_without_its_entry_point_is_refused(tmp_path):
     import subprocess
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    graphrun.standin_tree(tmp_path)
     work = tmp_path / "work"
-    work.mkdir()
     leg = "mini-linux-arm64-cpu"
     assert graphrun.doit([f"build:{leg}"], bundles=tmp_path / "bundles", workdir=work).returncode == 0
     built = tmp_path / "built" / leg
@@ -147,15 +128,10 @@ def test_a_backend_without_its_entry_point_is_refused(tmp_path):
 def test_a_filtered_build_is_never_packaged(tmp_path):
     """`doit build_targets=ggml-base package:L` after a source edit used to package the old
     libggml-cpu.so and record it verified: a bundle is made only from a complete build."""
-    import shutil
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    graphrun.standin_tree(tmp_path)
     work = tmp_path / "work"
-    work.mkdir()
     leg = "mini-linux-arm64-cpu"
     bundles = tmp_path / "bundles"
     assert graphrun.doit([f"package:{leg}"], bundles=bundles, workdir=work).returncode == 0
@@ -180,13 +156,9 @@ def test_a_cmake_key_the_project_does_not_use_fails_the_configure(tmp_path):
     """A misspelt [cmake] key: CMake only warns ("Manually-specified variables were not used"),
     buried in the log; configure fails naming the spec file, the key and the closest option of the
     configured tree's own cache."""
-    import shutil
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    graphrun.standin_tree(tmp_path)
     leg = "mini-linux-arm64-cpu"
     spec = tmp_path / "bundles" / f"{leg}.toml"
     spec.write_text(spec.read_text().replace("LLAMA_BUILD_TESTS = false", "LLAMA_BUILD_TESTZ = false"))
@@ -200,12 +172,8 @@ def test_a_cmake_key_the_project_does_not_use_fails_the_configure(tmp_path):
 def test_a_merge_base_that_is_nowhere_stops_the_leg_before_it_builds(tmp_path):
     """The stand-in CUDA leg alone (only_leg=), its base neither built in this run nor in dist/:
     refused by its first task, naming the base bundle and where it looked, not after the build."""
-    import shutil
 
-    data = ROOT / "tests" / "data"
-    shutil.copytree(data / "minillama", tmp_path / "minillama")
-    shutil.copytree(data / "bundles", tmp_path / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", tmp_path / "bundles" / "locks", dirs_exist_ok=True)
+    graphrun.standin_tree(tmp_path)
     leg = "mini-linux-arm64-cuda"
     r = graphrun.doit([f"only_leg={leg}", f"package:{leg}"], bundles=tmp_path / "bundles", workdir=tmp_path / "work")
     out = r.stdout + r.stderr

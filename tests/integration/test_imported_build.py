@@ -26,11 +26,7 @@ pytestmark = linux_only
 
 
 def _tree(root: Path) -> tuple[Path, Path]:
-    shutil.copytree(DATA / "minillama", root / "minillama")
-    shutil.copytree(DATA / "bundles", root / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
-    (root / "work").mkdir()
-    return root / "bundles", root / "work"
+    return graphrun.standin_tree(root)
 
 
 def _members(archive: Path) -> dict[str, str]:

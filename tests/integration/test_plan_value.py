@@ -6,7 +6,6 @@ their resolved plan instead of planning again)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -26,10 +25,7 @@ def built(tmp_path_factory) -> Path:
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
     require_input("cuda-13.5-sbsa-cross")
     root = tmp_path_factory.mktemp("plan-value")
-    shutil.copytree(DATA / "minillama", root / "minillama")
-    shutil.copytree(DATA / "bundles", root / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
-    (root / "work").mkdir()
+    graphrun.standin_tree(root)
     r = graphrun.doit([], bundles=root / "bundles", workdir=root / "work")
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     return root

@@ -8,7 +8,6 @@ check accepts what was published."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -31,10 +30,7 @@ def gated(tmp_path_factory) -> tuple[Path, Path, str]:
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
     require_input("cuda-13.5-sbsa-cross")
     root = tmp_path_factory.mktemp("upload")
-    shutil.copytree(DATA / "minillama", root / "minillama")
-    shutil.copytree(DATA / "bundles", root / "bundles")
-    shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
-    (root / "work").mkdir()
+    graphrun.standin_tree(root)
     for args in ([], ["publish"]):  # the default legs and the manifest, then the coverage gate
         r = graphrun.doit(args, bundles=root / "bundles", workdir=root / "work", timeout=900)
         assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
