@@ -272,9 +272,10 @@ def _apply_import(p: Prepared) -> list[Path]:
     return run_import(p.plan)
 
 
-def imported_provenance(leg: str) -> dict | None:
-    """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output (read from
-    ``build.json``), else None."""
+def build_record(leg: str) -> dict | None:
+    """``build/<leg>/build.json`` as written by ``build:<leg>`` (the one reader of that file for
+    later stages), or None when the leg was never built. Raises :class:`BundleGraphError` naming
+    the file when it is unreadable."""
     f = paths.build_dir(leg) / "build.json"
     try:
         data = json.loads(f.read_text(encoding="utf-8"))
@@ -282,7 +283,12 @@ def imported_provenance(leg: str) -> dict | None:
         return None
     except (OSError, ValueError) as e:
         raise BundleGraphError(f"{f}: unreadable ({e}); run build:{leg} again") from None
-    imp = data.get("imported")
+    return data if isinstance(data, dict) else None
+
+
+def imported_provenance(leg: str) -> dict | None:
+    """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output, else None."""
+    imp = (build_record(leg) or {}).get("imported")
     return imp if isinstance(imp, dict) else None
 
 

@@ -44,7 +44,7 @@ from ..schemas.release import Release
 from ..schemas.spec import BundleSpec
 from .archivecheck import archive_verifier
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
-from .build import plan_build
+from .build import build_record, plan_build
 from .runtimes import RuntimeFile, resolve_shipped
 from .source import source_record
 from .toolkit import toolkit_for_leg
@@ -305,7 +305,7 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
     bdir = paths.build_dir(leg)
     built = plan_build(ctx, leg).artifacts_dir
-    _refuse_filtered_build(leg, bdir / "build.json")
+    _refuse_filtered_build(leg)
     plan = MergePlan(leg=leg, spec=spec, release=ctx.release, built_dir=built,
                      toolkit_prefix=ref.prefix if ref else None, toolkit_version=ref.version if ref else None,
                      dest_tree=bdir / "merged", record=bdir / "merge.json")
@@ -317,15 +317,12 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
                    source_commit=src.commit, source_digest=src.digest)
 
 
-def _refuse_filtered_build(leg: str, record: Path) -> None:
+def _refuse_filtered_build(leg: str) -> None:
     """A bundle is made only from a complete build of its leg: after ``build_targets=`` the
     output directory may hold stale files of targets that were not rebuilt."""
-    try:
-        rec = json.loads(record.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BundleGraphError(f"merge:{leg}: {record} is missing; run build:{leg}") from None
-    except (OSError, ValueError) as e:
-        raise BundleGraphError(f"merge:{leg}: {record} is unreadable ({e}); run build:{leg} again") from None
+    rec = build_record(leg)
+    if rec is None:
+        raise BundleGraphError(f"merge:{leg}: {paths.build_dir(leg) / 'build.json'} is missing; run build:{leg}")
     if rec.get("filtered"):
         raise BundleGraphError(f"merge:{leg}: the last build:{leg} built only {', '.join(rec.get('targets', []))} "
                                f"(build_targets=); a bundle is made from a complete build: run build:{leg} "
