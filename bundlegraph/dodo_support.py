@@ -4,6 +4,7 @@ spec is invalid)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -12,11 +13,14 @@ from types import TracebackType
 
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
-from .runlock import acquire, doit_command
+from .runlock import acquire, doit_command, doit_targets
 
 
 DOIT_VARS = ("bundles", "only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source", "build_targets")
 """Every ``key=value`` doit variable bundlegraph reads (README "Everyday commands")."""
+COMPILE_STAGES = ("source", "toolkit", "configure", "build")
+"""Stages a compile runner's job asks for (``doit build:L``): a run naming only tasks of these
+stages needs no merge base (:attr:`Filters.compile_only`)."""
 
 
 def unknown_vars(argv: list[str]) -> list[str]:
@@ -60,6 +64,9 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         archs=_text(get_var("archs", None)),
         toolkit_source=_text(get_var("toolkit_source", None)),
     )
+    targets = doit_targets(sys.argv[1:])
+    if targets and all(t.split(":", 1)[0] in COMPILE_STAGES for t in targets):
+        filters = dataclasses.replace(filters, compile_only=True)
     _graceful_sigterm()
     try:
         acquire(doit_command(sys.argv[1:]))

@@ -21,12 +21,13 @@ from . import paths, settings
 from .errors import StateError
 
 READ_ONLY_COMMANDS = {"list", "info", "help", "dumpdb", "tabcompletion", "strace"}
+_COMMANDS = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
 _held: list[FileLock] = []
 
 
 def doit_command(argv: list[str]) -> str:
     """The doit sub-command in ``argv`` (``run`` when none is named)."""
-    known = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
+    known = _COMMANDS
     skip_next = False
     for a in argv:
         if skip_next:
@@ -39,6 +40,25 @@ def doit_command(argv: list[str]) -> str:
             continue
         return a if a in known else "run"
     return "run"
+
+
+def doit_targets(argv: list[str]) -> list[str]:
+    """The task names a ``doit run`` in ``argv`` was asked for (``build:L``; empty: the default
+    tasks); ``key=value`` vars and options are not targets."""
+    out: list[str] = []
+    skip_next = False
+    for a in argv:
+        if skip_next:
+            skip_next = False
+            continue
+        if a in ("-f", "--file", "-d", "--dir", "--db-file", "--backend", "-n", "--process", "-P",
+                 "--parallel-type", "--reporter", "-r", "--output-file", "-o"):
+            skip_next = True
+            continue
+        if a.startswith("-") or "=" in a or (not out and a in _COMMANDS):
+            continue
+        out.append(a)
+    return out
 
 
 OWNER_WAIT_S = 3.0

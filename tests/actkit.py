@@ -102,10 +102,16 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=120)
 
 
-def standin_repo(dest: Path, *, standin_release: bool = True) -> Path:
+WINDOWS_LEGS = ROOT / "tests" / "data" / "windows-legs"
+"""The stand-in's Windows legs (compiled on a Windows runner, packaged on Linux): added to the
+stand-in release by :func:`standin_repo` when asked."""
+
+
+def standin_repo(dest: Path, *, standin_release: bool = True, windows_legs: bool = False) -> Path:
     """A git repository at ``dest`` holding this checkout (tracked and untracked-not-ignored
     files, as they are now), with ``bundles/`` replaced by the stand-in release unless
-    ``standin_release`` is False."""
+    ``standin_release`` is False; ``windows_legs`` adds :data:`WINDOWS_LEGS` to it (spec files
+    and ``default_legs``)."""
     files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z"],
                            capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
     for f in filter(None, files):
@@ -120,6 +126,15 @@ def standin_repo(dest: Path, *, standin_release: bool = True) -> Path:
         shutil.rmtree(dest / "bundles")
         standin.rename(dest / "bundles")
         shutil.copytree(dest / "tests" / "data" / "minillama", dest / "minillama")
+        if windows_legs:
+            legs = sorted(WINDOWS_LEGS.glob("*.toml"))
+            for f in legs:
+                shutil.copyfile(f, dest / "bundles" / f.name)
+            rel = dest / "bundles" / "release.toml"
+            text = rel.read_text()
+            head, sep, rest = text.partition("default_legs = [")
+            assert sep, f"{rel}: no default_legs"
+            rel.write_text(head + sep + "".join(f'"{f.stem}", ' for f in legs) + rest)
     _git(dest, "init", "-q", "-b", "main")
     _git(dest, "config", "user.email", "tests@example.invalid")
     _git(dest, "config", "user.name", "bundlegraph tests")
@@ -127,6 +142,20 @@ def standin_repo(dest: Path, *, standin_release: bool = True) -> Path:
     _git(dest, "add", "-A")
     _git(dest, "commit", "-q", "-m", "stand-in release")
     return dest
+
+
+def seed_artifact(store: Path, name: str, folder: Path) -> Path:
+    """Put artifact ``name`` holding ``folder``'s files into act's artifact store for run 1, as
+    another runner's job would have uploaded it (``<store>/1/<name>/<name>.zip``, the layout of
+    act's v4 artifact server): e.g. ``built-<leg>`` from a Windows compile runner act cannot run."""
+    import zipfile
+
+    z = store / "1" / name / f"{name}.zip"
+    z.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as out:
+        for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+            out.write(f, f.relative_to(folder).as_posix())
+    return z
 
 
 def sudo_shim(dest: Path) -> Path:
@@ -143,9 +172,12 @@ def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifact
             secrets: dict[str, str] | None = None, labels: tuple[str, ...] = ("ubuntu-24.04",),
             matrix: tuple[str, ...] = (), timeout: float = 1500) -> tuple[subprocess.CompletedProcess, float]:
     """``act <event> -W <workflow>`` in ``repo`` on the host, our stand-in actions mapped, an
-    artifact server on 127.0.0.1 storing in ``artifacts`` (must be empty). Returns the finished
-    process (text output) and its wall seconds."""
-    assert not artifacts.exists() or not any(artifacts.iterdir()), f"{artifacts} must be empty (act's run id is 1)"
+    artifact server on 127.0.0.1 storing in ``artifacts`` (empty, or holding only what
+    :func:`seed_artifact` put there: act's run id is always 1). Jobs whose ``runs-on`` is not in
+    ``labels`` (a Windows runner) are skipped by act. Returns the finished process (text output)
+    and its wall seconds."""
+    assert not artifacts.exists() or all(p.suffix == ".zip" for p in artifacts.rglob("*") if p.is_file()), \
+        f"{artifacts} must hold only seeded artifacts (act's run id is 1)"
     artifacts.mkdir(parents=True, exist_ok=True)
     actions = standin_actions()
     ev = repo.parent / f"{event}-event.json"

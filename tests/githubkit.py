@@ -52,6 +52,9 @@ class FakeGitHub:
     def __init__(self, repo: str, token: str | None = None):
         self.repo, self.token = repo, token
         self.releases: list[Release] = []
+        self.upstream: dict[str, list[Release]] = {}
+        """Published releases of other repositories (``owner/name`` -> releases), served read-only
+        on the same API: what the release's ``source_repo`` publishes (paired runtime assets)."""
         self.calls: list[str] = []
         self._ids = iter(range(1, 10**6))
         self._lock = threading.Lock()
@@ -69,11 +72,18 @@ class FakeGitHub:
     def release(self, tag: str) -> Release | None:
         return next((r for r in self.releases if r.tag_name == tag), None)
 
-    def release_json(self, r: Release) -> dict[str, Any]:
+    def release_json(self, r: Release, repo: str | None = None) -> dict[str, Any]:
+        repo = repo or self.repo
         return {"id": r.id, "tag_name": r.tag_name, "name": r.name, "body": r.body, "draft": r.draft,
-                "prerelease": False, "html_url": f"{self.api}/{self.repo}/releases/tag/{r.tag_name}",
-                "upload_url": f"{self.api}/uploads/repos/{self.repo}/releases/{r.id}/assets{{?name,label}}",
-                "assets": [a.json(self.api, self.repo, r.tag_name) for a in r.assets]}
+                "prerelease": False, "html_url": f"{self.api}/{repo}/releases/tag/{r.tag_name}",
+                "upload_url": f"{self.api}/uploads/repos/{repo}/releases/{r.id}/assets{{?name,label}}",
+                "assets": [a.json(self.api, repo, r.tag_name) for a in r.assets]}
+
+    def publish_upstream(self, repo: str, tag: str, files: dict[str, bytes]) -> None:
+        """Seed a published release ``tag`` of ``repo`` holding ``files`` (name -> bytes)."""
+        rel = Release(self.new_id(), tag, False, tag)
+        rel.assets = [Asset(self.new_id(), n, d) for n, d in files.items()]
+        self.upstream.setdefault(repo, []).append(rel)
 
     def __enter__(self) -> "FakeGitHub":
         self._thread.start()
@@ -104,6 +114,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         gh.calls.append(f"{self.command} {path}")
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
+        for other, releases in gh.upstream.items():  # read-only: a published release and its files
+            if path.startswith((f"/repos/{other}/releases/tags/", f"/{other}/releases/download/")) \
+                    and self.command == "GET":
+                tag = path.split("/")[-1] if "/tags/" in path else path.split("/")[-2]
+                r = next((x for x in releases if x.tag_name == tag), None)
+                if r is None:
+                    return self._send(404, {"message": "Not Found"})
+                if "/tags/" in path:
+                    return self._send(200, gh.release_json(r, other))
+                a = next((a for a in r.assets if a.name == path.split("/")[-1]), None)
+                if a is None:
+                    return self._send(404, {"message": "Not Found"})
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(a.data)))
+                self.end_headers()
+                self.wfile.write(a.data)
+                return None
         public = path.startswith(f"/{gh.repo}/releases/download/")  # the download host needs no token
         if gh.token and not public and self.headers.get("Authorization") != f"Bearer {gh.token}":
             return self._send(401, {"message": "Bad credentials"})

@@ -1,7 +1,10 @@
 """``bundlegraph matrix``: pure JSON for a GitHub Actions matrix (``fromJSON``).
 
-Output: ``{"include": [{"id", "os", "arch", "profile", "runner", "role", "merge_base"}, ...]}``
-— one object per leg kept by the filters. ``role`` is ``"backend"`` for a leg whose spec has
+Output: ``{"include": [{"id", "os", "arch", "profile", "runner", "compile_runner", "role",
+"merge_base"}, ...]}`` — one object per leg kept by the filters. ``compile_runner`` is null unless
+the leg compiles on another runner than ``runner`` (its spec's ``compile_runner``): CI then runs
+``build:<id>`` there, uploads ``build/<id>/cmake/bin`` as artifact ``built-<id>``, and the leg's
+job on ``runner`` imports it with ``built=DIR``. ``role`` is ``"backend"`` for a leg whose spec has
 ``[merge] base = ...`` (its GPU backend is merged into that leg's bundle, so its job needs the
 base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg (built from its own
 build alone; ``merge_base`` is null). CI splits its jobs on ``role``, never on profile names.
@@ -25,7 +28,7 @@ def matrix_rows(args: argparse.Namespace) -> list[dict]:
         spec = m.legs[leg]
         base = spec.merge.base if spec.merge else None
         rows.append({"id": leg, "os": spec.os, "arch": spec.arch, "profile": spec.profile.name,
-                     "runner": spec.runner, "role": "backend" if base else "base", "merge_base": base})
+                     "runner": spec.runner, "compile_runner": spec.compile_runner, "role": "backend" if base else "base", "merge_base": base})
     return rows
 
 

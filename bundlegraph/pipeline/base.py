@@ -40,6 +40,9 @@ class Filters:
     built: Path | None = None
     archs: str | None = None
     toolkit_source: str | None = None
+    compile_only: bool = False
+    """The run was asked only for compile-side tasks (``doit build:L``, as a compile runner's job
+    runs): a merge base bundle is not needed, so its absence refuses nothing."""
 
     @classmethod
     def from_env(cls, **overrides: str | None) -> "Filters":
@@ -158,6 +161,8 @@ class Context:
         run (filtered out, or ``artifacts=`` given): checked by the leg's first task, before the
         hours of a CUDA build; None when the base is built here or its bundle is found."""
         spec = self.spec(leg)
+        if self.filters.compile_only:
+            return None
         if spec.merge is None or (self.filters.artifacts is None and spec.merge.base in self.legs):
             return None
         try:

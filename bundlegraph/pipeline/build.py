@@ -263,7 +263,7 @@ def run_import(plan: ImportPlan) -> list[Path]:
         "imported": {"from": plan.source.as_posix(), "files": digests},
         "outputs": {_rel(p, wd): digests[p.relative_to(plan.artifacts_dir).as_posix()] for p in outs},
     })
-    say(f"build:{plan.leg}: imported {len(outs)} files built elsewhere from {plan.source}")
+    say(f"build:{plan.leg}: imported {len(outs)} file{'' if len(outs) == 1 else 's'} built elsewhere from {plan.source}")
     return [plan.record, *outs]
 
 

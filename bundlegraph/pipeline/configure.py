@@ -156,7 +156,8 @@ def check_host(ctx: Context, leg: str) -> Toolchain:
     problems = tc.host_problems()
     if problems:
         raise HostMismatch(f"configure:{leg}: {problems[0]}; run this leg on a {tc.info.build_os} "
-                           f"{tc.info.build_arch} machine (runner '{spec.runner}')")
+                           f"{tc.info.build_arch} machine (runner '{spec.runner}'), or bring its build "
+                           f"output from that runner with built=DIR")
     return tc
 
 
@@ -343,7 +344,8 @@ def plans(ctx: Context) -> list:
                 d["cuda_host_flags"] = cuda_flag_origins(p, tc)
             problem = ctx.host_problem(leg)
             if problem:
-                d["on_this_host"] = f"refused before any download: {problem}"
+                d["on_this_host"] = (f"refused before any download (by source:{leg}, the leg's first task): "
+                                     f"{problem}")
             return d
 
         out.append(TaskPlan(

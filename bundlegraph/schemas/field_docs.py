@@ -19,6 +19,8 @@ FIELD_DOCS: dict[str, str] = {
     "BundleSpec.install_kind": "what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows",
     "BundleSpec.promised": "the publish gate requires this leg's bundle (default true)",
     "BundleSpec.runner": "the CI runner label the leg's job runs on (windows-2022, ubuntu-24.04)",
+    "BundleSpec.compile_runner": ("the CI runner label the leg compiles on when that is not runner: its build "
+                                  "output is handed over as artifact built-<id> and imported on runner (doit built=DIR)"),
     "BundleSpec.signing": "Authenticode signing: none, optional (unsigned if no signer is set) or required",
     "BundleSpec.toolchain": "the toolchain that compiles the leg (see bundlegraph/toolchains)",
     "BundleSpec.profile": "what an installer chooses by: name, line, klass, rank",

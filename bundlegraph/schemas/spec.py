@@ -183,6 +183,10 @@ class BundleSpec(Strict):
     install_kind: Annotated[str, Field(pattern=_ID_RE)]
     promised: bool = True
     runner: str
+    compile_runner: str | None = None
+    """Where the leg compiles when that is not ``runner``: CI compiles there, hands the build
+    output over as artifact ``built-<id>`` and ``runner`` imports it (doit ``built=DIR``) for
+    verify, merge and package. Dumped only when set (release keys keep their form)."""
     signing: Literal["none", "optional", "required"] = "none"
     toolchain: str
     profile: Profile
@@ -201,8 +205,9 @@ class BundleSpec(Strict):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         d: dict[str, Any] = handler(self)
-        if self.local is None:
-            d.pop("local", None)
+        for optional in ("local", "compile_runner"):
+            if getattr(self, optional) is None:
+                d.pop(optional, None)
         return d
 
     @property
@@ -223,6 +228,9 @@ class BundleSpec(Strict):
             raise ValueError("a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
         if self.os == "windows" and self.linux is not None:
             raise ValueError("[linux] is only for Linux legs")
+        if self.compile_runner is not None and self.compile_runner == self.runner:
+            raise ValueError(f"compile_runner '{self.compile_runner}' is runner: leave it out (set it only "
+                             "when the leg compiles on another runner than the one that packages it)")
         return self
 
     def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:

@@ -37,7 +37,8 @@ def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
     assert m.returncode == 0, m.stderr
     rows = json.loads(m.stdout)["include"]  # pure JSON on stdout
     assert [r["id"] for r in rows] == want
-    assert all(set(r) == {"id", "os", "arch", "profile", "runner", "role", "merge_base"} for r in rows)
+    assert all(set(r) == {"id", "os", "arch", "profile", "runner", "compile_runner", "role", "merge_base"}
+               for r in rows)
     assert {r["id"]: (r["role"], r["merge_base"]) for r in rows} == {
         "linux-arm64-cuda13-portable": ("backend", "linux-arm64-cpu"),
         "linux-x64-cuda13-portable": ("backend", "linux-x64-cpu"),

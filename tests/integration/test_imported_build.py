@@ -100,4 +100,28 @@ def test_plan_shows_the_cuda_host_flags_and_where_they_come_from(tmp_path):
     flags = st["cuda_host_flags"]
     assert flags["-target-dir=arm64"].startswith("toolchain file: CMAKE_CUDA_FLAGS_INIT")
     assert flags["-Xcompiler=/Zc:preprocessor"].startswith("bundlegraph-hooks.cmake (CMAKE_PROJECT_TOP_LEVEL_INCLUDES)")
-    assert st["on_this_host"].startswith(f"refused before any download: {leg} compiles on a windows x64 host")
+    assert st["on_this_host"].startswith(f"refused before any download (by source:{leg}, the leg's first task): "
+                                         f"{leg} compiles on a windows x64 host")
+
+
+def test_a_compile_runner_job_needs_no_merge_base(tmp_path):
+    """The release workflow's compile job runs ``doit only_leg=L build:L`` on the compile runner,
+    where L's merge base bundle is nowhere; a run asking for more refuses before any download."""
+    bundles, work = _tree(tmp_path)
+    cuda = "mini-linux-arm64-cuda"
+    r = graphrun.doit([f"only_leg={cuda}", f"package:{cuda}"], bundles=bundles, workdir=work)
+    assert r.returncode != 0 and "merges into mini-linux-arm64-cpu" in r.stdout + r.stderr, r.stdout[-3000:]
+    r = graphrun.doit([f"only_leg={cuda}", f"source:{cuda}"], bundles=bundles, workdir=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert graphrun.executed(r.stdout) == [f"source:{cuda}"]
+
+
+def test_doit_targets_are_the_task_names_only():
+    from bundlegraph.dodo_support import COMPILE_STAGES
+    from bundlegraph.runlock import doit_targets
+
+    argv = ["-n", "2", "run", "only_leg=x", "--continue", "build:x", "toolkit:cuda13.4-a+b-1"]
+    assert doit_targets(argv) == ["build:x", "toolkit:cuda13.4-a+b-1"]
+    assert all(t.split(":")[0] in COMPILE_STAGES for t in doit_targets(argv))
+    assert doit_targets(["list", "--all"]) == []  # a command, not a target
+    assert doit_targets(["only_leg=x"]) == []

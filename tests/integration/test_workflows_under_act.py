@@ -6,6 +6,15 @@ bundle it downloads as an artifact -> manifest + coverage gate -> the release ar
 upload to a GitHub releases API on 127.0.0.1 (a tag push). The workflow file is used as it is;
 actions that cannot be fetched here are the stand-ins of ``tests/act/`` (:mod:`actkit`).
 
+The stand-in's Windows legs (``tests/data/windows-legs``: ARM64 CPU + CUDA, ``compile_runner =
+"windows-2022"``) ride along: act cannot run the workflow's ``compile`` job on a Windows runner,
+so the test puts what that job uploads (artifacts ``built-<leg>``: :mod:`winbuild`'s real ARM64
+files) into act's artifact store, and the legs' own jobs import it (``built=built``), install
+the CUDA 13.4 toolkit from a Windows redist pool on 127.0.0.1 (:mod:`winredist`), sign with
+osslsigncode (a throwaway CA, the workflow's ``BUNDLEGRAPH_SIGN_COMMAND`` secret), merge and
+package; the SHA index hashes the paired runtime from the upstream release (served on
+127.0.0.1 too).
+
 .github/workflows/tests.yml, its Linux job, dispatched with ``pytest-args`` selecting the unit
 tests (never these act tests: no recursion)."""
 
@@ -14,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import tarfile
 import tomllib
 import zipfile
@@ -22,8 +32,13 @@ from pathlib import Path
 import pytest
 
 import actkit
+import binkit
+import winbuild
+import winredist
+from bundlekit import npm_bins
 from conftest import linux_only, require_input, require_tools
 from githubkit import FakeGitHub
+from redistserver import RedistServer
 
 INDEX = "llama-prebuilt-sha256.json"
 MANIFEST = "llama-prebuilt-manifest.json"
@@ -46,25 +61,42 @@ def _artifact_files(store: Path, name: str) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++", "npm", "git", "jq", "flock")
+    require_tools("clang", "lld-link", "llvm-dlltool", "osslsigncode", "openssl")
     require_input("cuda-13.5-sbsa-cross")  # warms the toolkit blobs the CUDA leg's job installs
     root = tmp_path_factory.mktemp("act-release")
-    repo = actkit.standin_repo(root / "repo")
-    tag = tomllib.loads((repo / "bundles" / "release.toml").read_text())["tag"]
+    repo = actkit.standin_repo(root / "repo", windows_legs=True)
+    rel = tomllib.loads((repo / "bundles" / "release.toml").read_text())
+    tag = rel["tag"]
     store = root / "artifacts"
-    with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+    # what the Windows compile runner would upload (the workflow's compile job; act skips it)
+    built = root / "built"
+    x64_bins = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir())
+    actkit.seed_artifact(store, "built-mini-windows-arm64-cpu",
+                         winbuild.cpu_tree(built / "cpu", npm_bins(require_input)))
+    actkit.seed_artifact(store, "built-mini-windows-arm64-cuda",
+                         winbuild.cuda_tree(built / "cuda", x64_bins / "ggml-cuda.dll"))
+    (root / "upstream").mkdir()
+    paired = winredist.paired_runtime_zip(root / "upstream", "arm64")
+    ca = binkit.make_ca(root / "ca")
+    sign = ["osslsigncode", "sign", "-certs", str(ca.leaf_pem), "-key", str(ca.leaf_key), "-h", "sha256",
+            "-in", "{file}", "-out", "{out}"]
+    with FakeGitHub(actkit.REPO, token="act-t0ken") as gh, RedistServer() as pool:
+        pool.files.update(winredist.windows_pool(("windows-arm64",)))
+        gh.publish_upstream(rel["source_repo"], rel["paired_runtime_tag"], {paired.name: paired.read_bytes()})
         r, seconds = actkit.run_act(
             repo, ".github/workflows/release.yml", event="push",
             event_json={"ref": f"refs/tags/{tag}", "ref_name": tag, "repository": {"full_name": actkit.REPO}},
-            artifacts=store, secrets={"GITHUB_TOKEN": "act-t0ken"},
+            artifacts=store, secrets={"GITHUB_TOKEN": "act-t0ken", "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign)},
             env={"BUNDLEGRAPH_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_ACT_WHEELS": str(actkit.wheelhouse()),
-                 "BUNDLEGRAPH_GITHUB_API": gh.api, "BUNDLEGRAPH_CACHE": str(actkit.shared_cache())})
+                 "BUNDLEGRAPH_GITHUB_API": gh.api, "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
+                 "BUNDLEGRAPH_REDIST_URL": pool.url("/"), "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)})
         log = root / "act.log"
         log.write_text(r.stdout + r.stderr)
         assert r.returncode == 0, f"act failed after {seconds:.0f} s (log {log}):\n" + (r.stdout + r.stderr)[-8000:]
         published = gh.release(tag)
         calls = list(gh.calls)
     return {"repo": repo, "store": store, "tag": tag, "out": r.stdout + r.stderr, "seconds": seconds,
-            "published": published, "calls": calls}
+            "published": published, "calls": calls, "paired": paired}
 
 
 def test_every_job_ran_in_order_on_its_own_runner(run):
@@ -72,6 +104,8 @@ def test_every_job_ran_in_order_on_its_own_runner(run):
     for job in ("plan", "base", "backend", "manifest"):
         assert f"[release/{job}" in out, job
     assert "Job succeeded" in out and "Job failed" not in out
+    # the Windows legs' compile job is a Windows runner's: act skips it, their jobs import its output
+    assert "Skipping unsupported platform" in out and "windows-2022" in out
     print(f"act ran release.yml in {run['seconds']:.0f} s")
 
 
@@ -80,28 +114,55 @@ def test_release_artifact_is_the_whole_verified_release(run):
     index = json.loads(files[INDEX])
     manifest = json.loads(files[MANIFEST])
     bundles = sorted(n for n in files if n.startswith("app-"))
-    assert len(bundles) == 3, sorted(files)
+    assert len(bundles) == 5, sorted(files)
     assert index["release_tag"] == manifest["release_tag"] == run["tag"]
     # the SHA index is the bytes: every listed asset present with that sha256 and size
     for name, e in index["artifacts"].items():
         if e["kind"] == "manifest":
             assert hashlib.sha256(files[MANIFEST]).hexdigest() == e["sha256"]
             continue
+        if e["kind"] == "runtime":  # the upstream release's asset, hashed from there
+            assert name == run["paired"].name and name not in files
+            assert e["sha256"] == hashlib.sha256(run["paired"].read_bytes()).hexdigest()
+            continue
         assert name in files, name
         assert hashlib.sha256(files[name]).hexdigest() == e["sha256"] and len(files[name]) == e["size"], name
     assert {a["asset_name"] for a in manifest["artifacts"]} == set(bundles)
-    assert sorted(files["release-assets.txt"].decode().split()) == sorted(index["artifacts"]) + [INDEX] \
-        or set(files["release-assets.txt"].decode().split()) == {*index["artifacts"], INDEX}
+    # what the upload step publishes: every asset of ours and the SHA index; the paired runtime
+    # is the upstream release's asset, hashed but never uploaded again
+    ours = [n for n, e in index["artifacts"].items() if e["kind"] != "runtime"]
+    listed = files["release-assets.txt"].decode().split()
+    assert sorted(listed) == sorted([*ours, INDEX]), listed
     # the CUDA bundle (built and merged on its own runner) holds every file of its base
     def members(name: str) -> set[str]:
         with tarfile.open(fileobj=io.BytesIO(files[name])) as t:
             return {m.name.split("/", 1)[-1] for m in t.getmembers() if m.isfile()}
 
-    cuda = next(b for b in bundles if "cuda" in b)
-    base = next(b for b in bundles if "arm64-cpu" in b)
+    cuda = next(b for b in bundles if "linux" in b and "cuda" in b)
+    base = next(b for b in bundles if "linux-arm64-cpu" in b)
     own = {"BUNDLE_INFO.json", "THIRD_PARTY_LICENSES.txt"}
     assert members(base) - own <= members(cuda), members(base) - members(cuda)
     assert any("libggml-cuda.so" in m for m in members(cuda))
+
+
+def test_the_windows_legs_were_imported_signed_and_merged_on_linux(run):
+    files = _artifact_files(run["store"], "release")
+    cuda = next(n for n in files if n.startswith("app-") and n.endswith("-windows-arm64-cuda13-portable.zip"))
+    with zipfile.ZipFile(io.BytesIO(files[cuda])) as z:
+        info = json.loads(z.read("BUNDLE_INFO.json"))
+        names = set(z.namelist())
+    assert [i["leg"] for i in info["imported_builds"]] == ["mini-windows-arm64-cpu", "mini-windows-arm64-cuda"]
+    seeded = _artifact_files(run["store"], "built-mini-windows-arm64-cuda")
+    own = info["imported_builds"][1]
+    assert own["files"]["ggml-cuda.dll"] == hashlib.sha256(seeded["ggml-cuda.dll"]).hexdigest()
+    assert info["signing"] == "signed" and info["supported_sms"] == [120, 121] and info["toolkit_version"] == "13.4"
+    assert info["verify"]["passed"] and info["verify"]["machine"] == "arm64"
+    assert {"ggml-cuda.dll", "ggml-base.dll", "llama-server.exe", "cudart64_13.dll"} <= names
+    manifest = json.loads(files[MANIFEST])
+    assert {"windows-arm64", "windows-arm64-cuda"} <= {a["install_kind"] for a in manifest["artifacts"]}
+    out = run["out"]  # the legs' own jobs imported what the compile runner uploaded (built=built)
+    assert re.search(r"build:mini-windows-arm64-cpu: imported \d+ files built elsewhere from \S+/built/mini-windows-arm64-cpu", out)
+    assert re.search(r"build:mini-windows-arm64-cuda: imported 1 file built elsewhere from \S+/built/mini-windows-arm64-cuda", out)
 
 
 def test_the_tag_push_published_the_release_as_a_draft_first(run):
@@ -109,7 +170,8 @@ def test_the_tag_push_published_the_release_as_a_draft_first(run):
     assert rel is not None and not rel.draft
     files = _artifact_files(run["store"], "release")
     index = json.loads(files[INDEX])
-    assert {a.name for a in rel.assets} == {*index["artifacts"], INDEX}
+    ours = {n for n, e in index["artifacts"].items() if e["kind"] != "runtime"}  # paired: upstream's asset
+    assert {a.name for a in rel.assets} == {*ours, INDEX}
     for a in rel.assets:
         want = hashlib.sha256(files[a.name]).hexdigest() if a.name in files else None
         assert hashlib.sha256(a.data).hexdigest() == want, a.name
