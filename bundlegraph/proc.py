@@ -44,6 +44,17 @@ class Completed:
     output: str
 
 
+def env_get(env: Mapping[str, str], name: str, *, windows: bool = IS_WINDOWS) -> str | None:
+    """``env[name]``, by Windows' rule where ``windows``: names are case-insensitive there
+    (``set`` prints ``Path=``, and ``dict(os.environ)`` holds upper-case names: ``VCTOOLSINSTALLDIR``)."""
+    if name in env:
+        return env[name]
+    if windows:
+        up = name.upper()
+        return next((v for k, v in env.items() if k.upper() == up), None)
+    return None
+
+
 def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
     """Resolve ``program`` on ``env['PATH']`` (or this process's PATH). Absolute or
     relative paths with a directory part are returned as-is when the file exists."""
@@ -54,8 +65,8 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
         if IS_WINDOWS and Path(program + ".exe").is_file():
             return program + ".exe"
         return None
-    path = (env or os.environ).get("PATH", os.defpath)
-    return shutil.which(program, path=path)
+    path = env_get(env or os.environ, "PATH")
+    return shutil.which(program, path=os.defpath if path is None else path)
 
 
 def quote(argv: Sequence[str]) -> str:

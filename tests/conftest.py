@@ -38,7 +38,7 @@ for _v in CI_HANDOFF:  # before any fixture or subprocess: module and session fi
 # Debian packages ./dev.sh test installs, by program
 DEBIAN = {"aarch64-linux-gnu-gcc": "g++-aarch64-linux-gnu", "aarch64-linux-gnu-g++": "g++-aarch64-linux-gnu",
           "gcc": "gcc", "cc": "gcc", "clang": "clang", "lld-link": "lld", "llvm-dlltool": "llvm",
-          "osslsigncode": "osslsigncode", "openssl": "openssl", "npm": "npm"}
+          "osslsigncode": "osslsigncode", "openssl": "openssl", "npm": "npm", "wine": "wine64"}
 
 
 @pytest.fixture(autouse=True)

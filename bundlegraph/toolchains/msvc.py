@@ -18,8 +18,10 @@ command passes MSVC's conforming preprocessor switch exactly once (CUDA 13's CCC
 from __future__ import annotations
 
 import functools
+import json
 import os
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PureWindowsPath
 
 from .. import proc
 from ..errors import BundleGraphError, HostMismatch, ToolMissing
@@ -34,14 +36,49 @@ _VS_COMPONENT = {"arm64": "Microsoft.VisualStudio.Component.VC.Tools.ARM64",
 ZC = "/Zc:preprocessor"
 
 
-def _is_ready(env: dict[str, str], vcvars_arch: str) -> bool:
+CANONICAL = ("VCToolsInstallDir", "VCToolsVersion", "VCINSTALLDIR", "VSCMD_ARG_HOST_ARCH", "VSCMD_ARG_TGT_ARCH",
+             "VSCMD_VER", "WindowsSDKVersion", "WindowsSdkDir", "INCLUDE", "LIB", "LIBPATH", "PATH", "BUNDLEGRAPH_CLANG")
+"""Variables bundlegraph reads from a developer environment, in the spelling it reads them."""
+
+
+def canonical(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the :data:`CANONICAL` names spelled as bundlegraph reads them. Windows names
+    are case-insensitive, and both sources differ in case: ``dict(os.environ)`` holds upper-case
+    names (``VCTOOLSINSTALLDIR``), ``set`` prints ``Path=``."""
+    canon = {n.upper(): n for n in CANONICAL}
+    return {canon.get(k.upper(), k): v for k, v in env.items()}
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    """A variable of a Windows environment: names are case-insensitive there."""
+    return proc.env_get(env, name, windows=True)
+
+
+def shell_problems(env: Mapping[str, str], vcvars_arch: str) -> list[str]:
+    """Why ``env`` is not the developer shell ``vcvarsall.bat <vcvars_arch>`` makes (empty: it
+    is). Read from the variables vcvarsall sets: ``VCToolsInstallDir``, ``VSCMD_ARG_HOST_ARCH`` /
+    ``VSCMD_ARG_TGT_ARCH`` (``x64``/``arm64``), ``VCToolsVersion`` (needed for nvcc's
+    ``_MSC_VER`` check; Visual Studio 2017 15.0 does not set it)."""
     host, tgt = _ARCH_PAIRS[vcvars_arch]
-    return bool(env.get("VCToolsInstallDir")) and env.get("VSCMD_ARG_HOST_ARCH", "").lower() == host \
-        and env.get("VSCMD_ARG_TGT_ARCH", "").lower() == tgt
+    if not _get(env, "VCToolsInstallDir"):
+        return ["VCToolsInstallDir is not set: no MSVC developer shell"]
+    probs = []
+    got = ((_get(env, "VSCMD_ARG_HOST_ARCH") or "?").lower(), (_get(env, "VSCMD_ARG_TGT_ARCH") or "?").lower())
+    if got != (host, tgt):
+        probs.append(f"this developer shell targets {got[0]}->{got[1]}; the leg needs {host}->{tgt} "
+                     f"('vcvarsall.bat {vcvars_arch}')")
+    if not _get(env, "VCToolsVersion"):
+        probs.append(f"VCToolsVersion is not set (Visual Studio {_get(env, 'VSCMD_VER') or '?'}): nvcc's supported "
+                     "MSVC range cannot be checked; use Visual Studio 2022")
+    return probs
+
+
+def _is_ready(env: Mapping[str, str], vcvars_arch: str) -> bool:
+    return not shell_problems(env, vcvars_arch)
 
 
 def parse_set_output(text: str) -> dict[str, str]:
-    """``set``'s ``KEY=VALUE`` lines -> dict (lines without ``=`` are skipped)."""
+    """``set``'s ``KEY=VALUE`` lines -> dict (lines without ``=`` are skipped; CRLF or LF)."""
     out = {}
     for line in text.splitlines():
         k, sep, v = line.partition("=")
@@ -50,8 +87,43 @@ def parse_set_output(text: str) -> dict[str, str]:
     return out
 
 
-def _vswhere(env: dict[str, str]) -> Path:
-    base = env.get("ProgramFiles(x86)") or env.get("ProgramFiles") or r"C:\Program Files (x86)"
+def vswhere_argv(vswhere: str, target_arch: str) -> list[str]:
+    """The vswhere command that finds the newest Visual Studio with the VC tools for
+    ``target_arch`` (``x64``/``arm64``), as JSON (vswhere's ``-format json -utf8``)."""
+    return [vswhere, "-latest", "-products", "*", "-requires", _VS_COMPONENT[target_arch], "-format", "json", "-utf8"]
+
+
+def pick_installation(vswhere_json: str, target_arch: str) -> str:
+    """``installationPath`` of the instance ``vswhere -format json`` printed (a JSON array of
+    instances: https://github.com/microsoft/vswhere/wiki/Find-MSVC). Raises :class:`ToolMissing`
+    when the array is empty (no Visual Studio has the target's VC tools) and
+    :class:`BundleGraphError` when the output is not that JSON or the instance is incomplete."""
+    comp = _VS_COMPONENT[target_arch]
+    try:
+        found = json.loads(vswhere_json or "[]")
+    except ValueError as e:
+        first = (vswhere_json.strip().splitlines() or ["(nothing)"])[0][:200]
+        raise BundleGraphError(f"MSVC: vswhere -format json printed no JSON ({e}): {first}") from None
+    if not isinstance(found, list) or not all(isinstance(i, dict) for i in found):
+        raise BundleGraphError("MSVC: vswhere -format json printed no array of instances")
+    if not found:
+        raise ToolMissing(f"MSVC: vswhere found no Visual Studio with {comp}; add 'MSVC ... {target_arch} build "
+                          "tools' in the Visual Studio Installer")
+    inst = found[0]
+    if inst.get("isComplete") is False or not inst.get("installationPath"):
+        raise BundleGraphError(f"MSVC: {inst.get('displayName', 'Visual Studio')} {inst.get('installationVersion', '')} "
+                               "is not completely installed (vswhere: isComplete false); repair it in the Visual "
+                               "Studio Installer")
+    return str(inst["installationPath"])
+
+
+def vcvarsall_of(installation_path: str) -> str:
+    """``<installationPath>\\VC\\Auxiliary\\Build\\vcvarsall.bat`` (a Windows path, whatever the host)."""
+    return str(PureWindowsPath(installation_path) / "VC" / "Auxiliary" / "Build" / "vcvarsall.bat")
+
+
+def _vswhere(env: Mapping[str, str]) -> Path:
+    base = _get(env, "ProgramFiles(x86)") or _get(env, "ProgramFiles") or r"C:\Program Files (x86)"
     p = Path(base) / "Microsoft Visual Studio" / "Installer" / "vswhere.exe"
     if not p.is_file():
         raise ToolMissing(
@@ -65,47 +137,46 @@ def _vswhere(env: dict[str, str]) -> Path:
 def _capture(vcvars_arch: str, env_items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     env = dict(env_items)
     tgt = _ARCH_PAIRS[vcvars_arch][1]
-    out = proc.run([str(_vswhere(env)), "-latest", "-products", "*", "-requires", _VS_COMPONENT[tgt],
-                    "-property", "installationPath"], env=env, capture=True, echo=False,
-                   what="vswhere").output.strip().splitlines()
-    if not out:
-        raise ToolMissing(
-            f"MSVC: vswhere found no Visual Studio with {_VS_COMPONENT[tgt]}; add 'MSVC ... {tgt} build tools' "
-            "in the Visual Studio Installer"
-        )
-    vcvarsall = Path(out[0].strip()) / "VC" / "Auxiliary" / "Build" / "vcvarsall.bat"
+    out = proc.run(vswhere_argv(str(_vswhere(env)), tgt), env=env, capture=True, echo=False, what="vswhere").output
+    vcvarsall = Path(vcvarsall_of(pick_installation(out, tgt)))
     if not vcvarsall.is_file():
         raise ToolMissing(f"MSVC: {vcvarsall} does not exist; repair the Visual Studio installation")
-    text = proc.run(["cmd.exe", "/d", "/c", "call", str(vcvarsall), vcvars_arch, ">nul", "&&", "set"],
+    text = proc.run(set_argv(str(vcvarsall), vcvars_arch),
                     env=env, capture=True, echo=True, what=f"vcvarsall.bat {vcvars_arch}").output
     return tuple(sorted(parse_set_output(text).items()))
+
+
+def set_argv(vcvarsall: str, vcvars_arch: str) -> list[str]:
+    """``cmd /d /c call vcvarsall.bat <arch> >nul && set``: the developer shell's environment as
+    ``set`` prints it (:func:`parse_set_output`)."""
+    return ["cmd.exe", "/d", "/c", "call", vcvarsall, vcvars_arch, ">nul", "&&", "set"]
 
 
 def developer_env(vcvars_arch: str, base: dict[str, str] | None = None) -> dict[str, str]:
     """The complete environment of an MSVC ``vcvars_arch`` developer shell (see module doc).
 
-    Raises :class:`HostMismatch` off Windows, :class:`ToolMissing` when Visual Studio or the
-    target's VC tools are absent, :class:`BundleGraphError` when capture yields no
-    ``VCToolsInstallDir``."""
-    env = dict(os.environ if base is None else base)
+    Raises :class:`HostMismatch` off Windows or in a developer shell of another host/target
+    pair, :class:`ToolMissing` when Visual Studio or the target's VC tools are absent,
+    :class:`BundleGraphError` when the captured environment is not that shell
+    (:func:`shell_problems`)."""
+    env = canonical(os.environ if base is None else base)
     if os.name != "nt":
         raise HostMismatch(f"MSVC {vcvars_arch} needs a Windows x64 host")
     if _is_ready(env, vcvars_arch):
         return env
-    if env.get("VCToolsInstallDir"):
-        raise HostMismatch(
-            f"this developer shell targets {env.get('VSCMD_ARG_HOST_ARCH')}->{env.get('VSCMD_ARG_TGT_ARCH')}; "
-            f"the leg needs 'vcvarsall.bat {vcvars_arch}' (or start from a plain shell and bundlegraph captures it)"
-        )
-    got = dict(_capture(vcvars_arch, tuple(sorted(env.items()))))
-    if not got.get("VCToolsInstallDir"):
-        raise BundleGraphError(f"MSVC: 'vcvarsall.bat {vcvars_arch} && set' did not set VCToolsInstallDir")
+    if _get(env, "VCToolsInstallDir"):
+        raise HostMismatch(f"{'; '.join(shell_problems(env, vcvars_arch))} (or start from a plain shell and "
+                           "bundlegraph captures it)")
+    got = canonical(dict(_capture(vcvars_arch, tuple(sorted(env.items())))))
+    probs = shell_problems(got, vcvars_arch)
+    if probs:
+        raise BundleGraphError(f"MSVC: 'vcvarsall.bat {vcvars_arch} && set': {'; '.join(probs)}")
     return got
 
 
-def key_env(env: dict[str, str]) -> dict[str, str]:
+def key_env(env: Mapping[str, str]) -> dict[str, str]:
     """The MSVC variables that go into the action key."""
-    return {k: env.get(k, "") for k in KEY_VARS}
+    return {k: _get(env, k) or "" for k in KEY_VARS}
 
 
 def check_nvcc_supports(cuda: CudaLayout, env: dict[str, str]) -> int:
