@@ -22,10 +22,11 @@ if [ "$(cat .venv/.bundlegraph-installed 2>/dev/null)" != "$want" ]; then
   echo "$want" > .venv/.bundlegraph-installed
 fi
 
-# Debian packages: the aarch64 cross compiler (main job and tests); clang/lld/llvm and
-# osslsigncode build and sign small real PE DLLs in the verify tests; wine64 runs a Windows
-# CPython for the tests of the Windows code paths (tests/winekit.py).
-debs=(g++-aarch64-linux-gnu)
+# Debian packages: the aarch64 cross compiler and qemu-user (which runs the aarch64 bundles in
+# their smoke: main job and tests); clang/lld/llvm and osslsigncode build and sign small real PE
+# DLLs in the verify tests; wine64 runs a Windows CPython for the tests of the Windows code paths
+# (tests/winekit.py).
+debs=(g++-aarch64-linux-gnu qemu-user)
 [ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done

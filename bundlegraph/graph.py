@@ -12,7 +12,9 @@ exist, identically for the graph, ``bundlegraph matrix`` and ``bundlegraph plan`
 local-build overrides (``archs``, ``toolkit_source``; :mod:`bundlegraph.overrides`), which turn
 the selected CUDA legs into local builds that can never be published.
 
-``smoke:<leg>`` is opt-in (never a default task). A task may end as *skipped*
+``smoke:<leg>`` is a default task of the legs whose bundle this host can start
+(:func:`bundlegraph.pipeline.smoke.runs_here`), opt-in for the others; ``smoke:tools-<leg>`` is
+always opt-in (it serves the GPU checks). A task may end as *skipped*
 (:class:`~bundlegraph.errors.TaskSkipped`): it succeeds for doit, prints the reason and records
 no stamp, so it is never up to date and is evaluated again on the next run.
 """
@@ -78,8 +80,9 @@ class Graph:
         )
 
     def default_tasks(self) -> list[str]:
-        """What a bare ``doit`` runs: the last implemented stage of each default leg (and the
-        shared tasks that have no leg, e.g. the manifest), limited to the selected legs."""
+        """What a bare ``doit`` runs: the last implemented stage of each default leg, then its
+        smoke where this host can start its bundle, and the shared tasks that have no leg (the
+        manifest, after them), limited to the selected legs."""
         wanted = [l for l in self.ctx.release.default_legs if l in self.ctx.legs]
         out: list[str] = []
         for leg in wanted:
@@ -87,6 +90,8 @@ class Graph:
             if leg_plans:
                 last = max(leg_plans, key=lambda p: STAGE_ORDER.index(p.stage))
                 out.append(last.full_name)
+            if smoke.runs_here(self.ctx, leg) and any(p.full_name == f"smoke:{leg}" for p in self.plans):
+                out.append(f"smoke:{leg}")
         for p in self.plans:
             if p.leg is None and p.stage in ("manifest",):
                 out.append(p.full_name)

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import ToolFailed, ToolMissing
 
@@ -230,6 +231,51 @@ def run(
             log=os.fspath(log) if log else None,
         )
     return Completed(tuple(args), rc, "".join(captured))
+
+
+class Background:
+    """A program left running (a server under test): ``with Background(argv, env=..., log=...) as b:``
+    starts it in its own process group (Linux: it gets SIGTERM when this process dies), its
+    output appended to ``log``; :meth:`stop` asks it to end (SIGTERM; CTRL_BREAK on Windows) and
+    returns its exit code, or None when it had to be killed after ``timeout`` seconds. Leaving
+    the block ends the whole group in any case."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                 log: str | os.PathLike, cwd: str | os.PathLike | None = None):
+        self.argv, self.env, self.log, self.cwd = list(argv), env, log, cwd
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Background":
+        kwargs: dict[str, Any] = {"start_new_session": True}
+        if IS_WINDOWS:
+            kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
+        elif IS_LINUX:
+            kwargs["preexec_fn"] = _pdeathsig
+        self._logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(self.argv, env=dict(self.env) if self.env is not None else None,
+                                     cwd=os.fspath(self.cwd) if self.cwd is not None else None,
+                                     stdin=subprocess.DEVNULL, stdout=self._logf, stderr=subprocess.STDOUT, **kwargs)
+        return self
+
+    def poll(self) -> int | None:
+        assert self.proc is not None
+        return self.proc.poll()
+
+    def stop(self, timeout: float) -> int | None:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.CTRL_BREAK_EVENT if IS_WINDOWS else signal.SIGTERM)  # type: ignore[attr-defined]
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(self.proc, False)
+                return None
+        return self.proc.returncode
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            _kill_group(self.proc, False)
+        self._logf.close()
 
 
 def python_exe() -> str:

@@ -37,6 +37,7 @@ from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..releaseassets import hash_paired
 from ..schemas.loader import Matrix
+from ..smokestatus import read_status, sidecar
 from ..schemas.manifest import (
     INDEX_NAME,
     MANIFEST_NAME,
@@ -120,6 +121,7 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
     verified = read_verified()
     bundles: dict[str, Path] = {}
     infos: list[BundleInfo] = []
+    smoke: dict[str, str | None] = {}
     problems: list[str] = []
     for leg, spec in matrix.legs.items():
         name = spec.bundle_name(rel.tag, rel.bundle_prefix)
@@ -133,6 +135,10 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
             problems.append(f"{name}: built from {info.source_commit} for {info.release_tag}, "
                             f"the release is {rel.tag} at {source_commit}")
         sha = sha256_file(path)
+        smoked = read_status(path, sha)
+        if smoked is not None and smoked.status != "passed":
+            problems.append(f"{name}: its smoke {smoked.status} ({sidecar(path).name}); it is not published")
+            continue
         if imported or verified.get(name, {}).get("sha256") != sha:
             if verifier_for is None:
                 problems.append(f"{name}: not verified (no package record with this sha256) and no verifier given")
@@ -143,16 +149,19 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
                     tmp = Path(t.name)
                 shutil.copyfile(path, tmp)
                 os.replace(tmp, dist / name)
+                if smoked is not None:  # its smoke result travels with it
+                    atomic_write_bytes(sidecar(dist / name), sidecar(path).read_bytes())
                 path = dist / name
             record_verified(name, sha, leg)
         bundles[leg] = path
         infos.append(info)
+        smoke[name] = smoked.summary() if smoked else None
     if problems:
         raise BundleGraphError("manifest: " + "; ".join(problems))
     header = dict(source_repo=rel.source_repo, source_commit=source_commit, upstream_tag=rel.upstream_tag,
                   release_tag=rel.tag)
-    manifest = Manifest(**header, artifacts=sorted((ManifestArtifact.from_info(i) for i in infos),
-                                                   key=lambda a: a.asset_name))
+    manifest = Manifest(**header, artifacts=sorted((ManifestArtifact.from_info(i, smoke=smoke.get(i.asset_name))
+                                                    for i in infos), key=lambda a: a.asset_name))
     mbytes = (manifest.model_dump_json(indent=2) + "\n").encode()
     src_archive = write_source_archive(source_tree, source_commit, dist, commit_epoch)
     entries: dict[str, IndexEntry] = {}
@@ -223,8 +232,10 @@ def key_inputs(ctx: Context) -> dict:
     dist = paths.dist_dir()
     bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
                      (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
+    smoked = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
+                    (sidecar(dist / ctx.bundle_name(l)) for l in ctx.matrix.legs) if p.is_file())
     key = {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-           "bundles": bundles, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
+           "bundles": bundles, "smoke": smoked, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
            "release": ctx.release}
     paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
     if paired:  # local copies of paired runtime assets are hashed from dist/ (a removed one must be seen)

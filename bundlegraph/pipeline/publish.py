@@ -32,6 +32,7 @@ from typing import Any
 from .. import paths
 from ..errors import BundleGraphError
 from ..fsutil import atomic_write_bytes, sha256_file
+from ..smokestatus import read_status, sidecar
 from ..overrides import is_local
 from ..report import say
 from ..schemas.loader import Matrix
@@ -106,6 +107,11 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
             probs.append(f"{name}: bundle of promised leg {leg} is empty")
             continue
         sha = sha256_file(p)
+        smoked = read_status(p, sha)
+        if (smoked is None or smoked.status != "passed") and spec.smoke is None:
+            probs.append(f"{name}: bundle of promised leg {leg} has no passed smoke for these bytes "
+                         f"({sidecar(p).name} {'says ' + smoked.status if smoked else 'missing'}): run smoke:{leg} "
+                         f"where its bundle can start, or say why none can in its spec ([smoke] waived = ...)")
         if verified.get(name, {}).get("sha256") != sha:
             probs.append(f"{name}: bundle of promised leg {leg} is not verified (no verify record for sha256 {sha[:12]}…)")
         e = arts.get(name)

@@ -1,6 +1,32 @@
-"""Stage ``smoke:<leg>`` (CUDA legs, opt-in): run the finished bundle on a real NVIDIA GPU.
+"""Stage ``smoke:<leg>``: run the finished bundle before it is published.
 
-Decision first (:func:`decide`; no bundle is unpacked on a host that cannot run it):
+**On every host that can start the bundle's programs** (natively, or a Linux bundle of another
+CPU through qemu-user with the target's sysroot: :mod:`bundlegraph.emulation`) the host checks
+run (:mod:`.smokechecks`), cheap first:
+
+- ``version``: ``llama-cli --version``: its build number is the release's upstream build and
+  its commit the source's;
+- ``libraries`` (Linux): glibc's loader traces every ELF file of the bundle (``ldd``: the loader
+  with ``LD_TRACE_LOADED_OBJECTS=1``): every dependency resolves (bundle, the toolkit's CUDA
+  runtime, the target's system), except the driver (``libcuda.so.1``) for the CUDA backend;
+- with a llama.cpp source (its ``gguf-py`` and vocab models): ``model`` (a tiny random-weight
+  GGUF, :mod:`.tinygguf`); ``backends``: ``llama-simple -n 1``, judged from ggml's own
+  ``load_backend`` messages: a CPU backend loads, and a CUDA backend (named by
+  ``GGML_BACKEND_PATH``, so ggml says why it did not load) loads or lacks nothing but the
+  driver, with the CUDA runtime the leg declares taken from its toolkit's target libraries (never
+  the link-only stub); ``generate`` (``llama-simple``, N tokens, greedy) run twice, the same text
+  both times; ``serve`` (``llama-server`` on a free loopback port: ``/health``, one
+  ``/completion`` that must give llama-simple's text, clean exit on SIGTERM). With another source
+  (the tests' stand-in) ``list-devices`` (``llama-cli --list-devices``, the stand-in logs its
+  backend loading there) judges the backends, and model, generate and serve are recorded as not
+  applicable.
+
+A host that cannot start the bundle skips the task with the reason (a skip is never a pass, see
+below). ``smoke:<leg>`` is a default task of every leg whose bundle this host can start, so the
+main job smoke-tests its bundles before the manifest; for the others it is opt-in.
+
+**On a host with an NVIDIA GPU, for a CUDA leg**, the GPU checks follow. Decision first
+(:func:`decide`):
 
 1. the bundle's os/arch (its info JSON) must be this host's;
 2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.gpus`);
@@ -8,10 +34,13 @@ Decision first (:func:`decide`; no bundle is unpacked on a host that cannot run 
    per SM, :mod:`bundlegraph.checks.fatbin`, read from the unpacked ``libggml-cuda.so`` /
    ``ggml-cuda.dll``) against the GPU's compute capability (:func:`bundlegraph.gpus.covered`).
 
-Otherwise the task is **skipped**: ``build/<leg>/smoke.json`` records ``status: "skipped"`` and
-the reason, the reason is printed, and :class:`~bundlegraph.errors.TaskSkipped` ends the task
-without a stamp, so it is never shown as up to date and runs again on the next ``doit`` (and the
-probe result is part of the action key, so a GPU appearing is noticed). A skip is never a pass.
+Otherwise the GPU checks are recorded as not applicable, with the reason (the probe result is
+part of the action key, so a GPU appearing is noticed). A task whose bundle cannot start here at
+all is **skipped**: ``build/<leg>/smoke.json`` records ``status: "skipped"`` and the reason, the
+reason is printed, and :class:`~bundlegraph.errors.TaskSkipped` ends the task without a stamp, so
+it is never shown as up to date and runs again on the next ``doit``. A skip is never a pass.
+
+The GPU checks:
 
 Checks, run in this order (cheap first), each recorded with its command, seconds and result (a
 failure names the step or op):
@@ -37,8 +66,11 @@ failure names the step or op):
 
 The external CUDA runtime (``runtime.external``: ``libcudart.so.13``, cuBLAS) is taken from the
 leg's toolkit (its target ``lib`` directory is put first on ``LD_LIBRARY_PATH``; ``PATH`` on
-Windows), as an installer pairs it. Output: ``build/<leg>/smoke.json`` (atomic), full program
-output in ``build/<leg>/logs/smoke.log``.
+Windows), as an installer pairs it. Output: ``build/<leg>/smoke.json`` (atomic; one format for
+both kinds of host: ``status``, ``how`` it ran, and per check its command, seconds, result and
+what it printed that matters), copied beside the bundle as ``dist/<bundle>.smoke.json`` (it
+travels with the bundle to the manifest job); full program output in
+``build/<leg>/logs/smoke.log``.
 """
 
 from __future__ import annotations
@@ -59,6 +91,7 @@ from ..archive import read_bundle_info
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 from ..report import say
+from ..smokestatus import sidecar
 from ..toolchains.base import this_host
 from ..toolchains.base import Resolved
 from ..toolchains.tools import build_tools
@@ -105,6 +138,12 @@ class SmokePlan:
     runtime_dir: Path | None
     exe: str = ""
     info_file: str = "BUNDLE_INFO.json"
+    work_dir: Path = Path("build")
+    """The leg's build directory: the unpacked bundle goes under it while the smoke runs, and a
+    bundle that fails is moved to ``<work_dir>/smoke-failed/`` (out of ``dist/``)."""
+    cuda: bool = False
+    build_number: int = 0
+    commit: str | None = None
 
     def program(self, name: str) -> str:
         return f"{{bundle}}/{name}{self.exe}"
@@ -124,34 +163,49 @@ def _source_tree(leg: str, ctx: Context) -> Path:
     return plan_source(ctx.release, ctx.matrix.root).tree
 
 
+def _source_commit(leg: str) -> str | None:
+    rec = paths.build_dir(leg) / "source.json"
+    return SourceRecord.read(rec).commit if rec.is_file() else None
+
+
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
-    """The smoke plan of CUDA leg ``leg`` (pure: no process, nothing written)."""
+    """The smoke plan of ``leg`` (pure: no process, nothing written)."""
     from .toolkit import toolkit_for_leg
 
     spec = ctx.spec(leg)
-    if spec.cuda is None:
-        raise BundleGraphError(f"smoke:{leg}: {leg} has no CUDA backend to smoke-test")
     bdir = paths.build_dir(leg)
     exe = ".exe" if spec.os == "windows" else ""
     tree = _source_tree(leg, ctx)
     py = proc.python_exe()
     bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
     tbo = f"{{bundle}}/test-backend-ops{exe}"
-    checks = [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
-              Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),
-                                 "-ngl", "99", "Hello"])]
-    checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
-    try:
-        runtime_dir = toolkit_for_leg(ctx, leg)
-        rdir: Path | None = runtime_dir.bin_dir
-    except BundleGraphError:
-        rdir = None
+    checks = [Check("version", [f"{{bundle}}/llama-cli{exe}", "--version"]),
+              # ggml logs each backend it loads (or why not) when a program starts loading them:
+              # llama-simple does, with a model; llama-cli --list-devices of a real llama.cpp
+              # prints no log, so it is the check only where no model can be made (the stand-in)
+              Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "Hello"]),
+              Check("list-devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+              Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "Hello"]),
+              Check("serve", [f"{{bundle}}/llama-server{exe}", "-m", "{model}", "--host", "127.0.0.1", "--port",
+                              "{port}", "-c", "256", "-t", "2"])]
+    if spec.cuda is not None:
+        checks += [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+                   Check("generate-gpu", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),
+                                          "-ngl", "99", "Hello"])]
+        checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
+    rdir: Path | None = None
+    if spec.cuda is not None:
+        try:
+            rdir = toolkit_for_leg(ctx, leg).bin_dir
+        except BundleGraphError:
+            rdir = None
     model_argv = [py, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", (tree / "gguf-py").as_posix(),
                   "--vocab", "{vocab}", "--out", "{model}"]
     return SmokePlan(leg=leg, base=spec.merge.base if spec.merge else None, os=spec.os, arch=spec.arch,
                      bundle=bundle, record=bdir / "smoke.json", log=ctx.log(leg, "smoke"),
                      tools_dir=bdir / "smoke-tools", source_tree=tree, checks=checks, model_argv=model_argv,
-                     runtime_dir=rdir, exe=exe, info_file=ctx.release.info_file)
+                     runtime_dir=rdir, exe=exe, info_file=ctx.release.info_file, work_dir=bdir, cuda=spec.cuda is not None,
+                     build_number=ctx.release.build_number, commit=_source_commit(leg))
 
 
 @dataclass(frozen=True)
@@ -299,12 +353,17 @@ def tools_program(plan: SmokePlan) -> Path:
 
 
 def run_tools(plan: SmokeToolsPlan) -> list[Path]:
-    """``smoke:tools-<leg>``: build test-backend-ops, or skip (no build) where the smoke test
-    will be skipped anyway (other os/arch, no GPU)."""
+    """``smoke:tools-<leg>``: build test-backend-ops, or, where the GPU checks cannot run (another
+    os/arch, no GPU the bundle covers), build nothing and record why in
+    ``<tools_dir>/not-built.json``. That is an up-to-date result for this host: the action key
+    holds the host and its GPU probe, so a GPU that appears builds the tools. (The smoke's own
+    verdict is never so: its GPU checks are recorded as not applicable, with this reason.)"""
     leg = plan.smoke.leg
     if not plan.decision.run:
-        say(f"smoke:tools-{leg}: SKIPPED (nothing built): {plan.decision.reason}")
-        raise TaskSkipped(f"smoke:tools-{leg}: {plan.decision.reason}")
+        note = plan.smoke.tools_dir / "not-built.json"
+        atomic_write_json(note, {"leg": leg, "built": False, "reason": plan.decision.reason})
+        say(f"smoke:tools-{leg}: nothing to build here: {plan.decision.reason}")
+        return [note]
     plan.smoke.log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     prog = _build_tools(plan)
@@ -351,48 +410,65 @@ def judge_generate(out: str, rc: int) -> tuple[str | None, dict]:
     return None, facts
 
 
+def _elf_files(bundle_dir: Path) -> list[Path]:
+    return sorted(p for p in bundle_dir.rglob("*") if p.is_file() and p.open("rb").read(4) == b"\x7fELF")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def run_smoke(plan: SmokePlan) -> list[Path]:
-    """Decide, then run every check (module docstring). Returns ``[smoke.json]`` when every
-    check passed; raises :class:`TaskSkipped` (recorded) or :class:`BundleGraphError` naming the
-    failing checks (recorded)."""
+    """Run the host checks, then (CUDA leg, GPU here) the GPU checks (module docstring). Returns
+    ``[smoke.json, sidecar]`` when every check that applies passed; raises :class:`TaskSkipped`
+    (recorded) when the bundle cannot start here, or :class:`BundleGraphError` naming the failing
+    checks (recorded)."""
+    from ..emulation import launcher_for
     from ..extract import extract
     from ..gpus import probe
     from . import jobs as jobs_mod
+    from . import smokechecks as sc
 
     leg = plan.leg
     if not plan.bundle.is_file():
         raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
     info = read_bundle_info(plan.bundle, plan.info_file)
-    pr = probe()
-    d = decide(info.os, info.arch, host_platform(), pr)
-    if not d.run:
-        _skip(plan, d)
+    launcher = launcher_for(info.os, info.arch)
+    if isinstance(launcher, str):
+        _skip(plan, Decision(False, launcher))
+    assert not isinstance(launcher, str)
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     results: list[dict] = []
     t_all = time.monotonic()
-    tmp = Path(tempfile.mkdtemp(prefix="smoke-", dir=paths.build_dir(leg)))
+    plan.work_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="smoke-", dir=plan.work_dir))
+    d = Decision(False, "not a CUDA leg")
+    summary: str | None = None
     try:
         bundle_dir = tmp / "bundle"
         extract(plan.bundle, bundle_dir)
-        sass, ptx, summary = _inventory(bundle_dir, info.os)
-        d = decide(info.os, info.arch, host_platform(), pr, sass, ptx)
-        if not d.run or d.gpu is None:
-            _skip(plan, d)
-        gpu: dict = d.gpu or {}
-        dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
-        say(f"smoke:{leg}: {plan.bundle.name} ({summary}) on GPU {gpu['index']} {gpu['name']} "
-              f"(sm_{gpu['sm']}) via {d.coverage}")
-        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(gpu["index"]))
-        if plan.runtime_dir is not None:
-            var = "PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"
-            env[var] = os.pathsep.join(x for x in (plan.runtime_dir.as_posix(), env.get(var, "")) if x)
         model = tmp / "tiny.gguf"
         jobs = str(jobs_mod.cores())
+        prog_env: dict[str, str] = {}
+        if plan.runtime_dir is not None:  # the CUDA runtime the leg declares, from its toolkit
+            stubs = sorted(p.name for p in plan.runtime_dir.glob("libcuda.so*"))
+            if stubs:  # the link-only driver stub crashes a process that loads it
+                raise BundleGraphError(f"smoke:{leg}: {plan.runtime_dir} holds {', '.join(stubs)}: the driver "
+                                       "(or its link-only stub) must never be on a bundle's runtime path")
+            var = "PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"
+            prog_env[var] = plan.runtime_dir.as_posix()
+        cuda_lib = ("ggml-cuda.dll" if plan.os == "windows" else "libggml-cuda.so") if plan.cuda else None
+        port = {"value": 0}
 
-        def fill(argv: list[str]) -> list[str]:
+        def fill(argv: list[str], dev: str = "") -> list[str]:
             return [a.replace("{bundle}", bundle_dir.as_posix()).replace("{model}", model.as_posix())
-                    .replace("{dev}", dev).replace("{jobs}", jobs) for a in argv]
+                    .replace("{dev}", dev).replace("{jobs}", jobs).replace("{port}", str(port["value"]))
+                    for a in argv]
 
         def step(name: str, fn: Callable[[], tuple[Any, dict, str | None]]) -> bool:
             t0 = time.monotonic()
@@ -406,88 +482,207 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                 r["problem"] = problem
             results.append(r)
             atomic_write_json(plan.record, {"leg": leg, "status": "running", "bundle": plan.bundle.name,
-                                            "gpu": d.gpu, "coverage": d.coverage, "checks": results})
+                                            "how": launcher.describe(), "checks": results})
             say(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)")
             return not problem
 
-        def run_prog(argv: list[str], what: str) -> tuple[str, int, str]:
-            a = fill(argv)
-            r = proc.run(a, env=env, log=plan.log, capture=True, check=False, what=f"smoke:{leg}: {what}", cwd=tmp)
-            return r.output, r.returncode, proc.quote(a)
+        def not_applicable(name: str, why: str) -> None:
+            results.append({"check": name, "status": "not applicable", "reason": why})
+            say(f"smoke:{leg}: {name}: not applicable: {why}")
+
+        def run_prog(argv: list[str], what: str, env: dict[str, str], dev: str = "") -> tuple[str, int, str]:
+            a = fill(argv, dev)
+            full = launcher.argv(a[0], a[1:], env)
+            r = proc.run(full, env=launcher.process_env(env), log=plan.log, capture=True, check=False,
+                         what=f"smoke:{leg}: {what}", cwd=tmp)
+            return r.output, r.returncode, proc.quote(full)
 
         by = {c.name: c for c in plan.checks}
 
-        def devices() -> tuple[Any, dict, str | None]:
-            out, rc, cmd = run_prog(by["devices"].argv, "devices")
-            p = judge_devices(out) if rc == 0 else f"exit code {rc}"
-            return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
+        def version() -> tuple[Any, dict, str | None]:
+            out, rc, cmd = run_prog(by["version"].argv, "version", prog_env)
+            p, facts = sc.judge_version(out, rc, build_number=plan.build_number, commit=plan.commit)
+            return p, facts, cmd
 
-        step("devices", devices)
+        def backends(name: str) -> Callable[[], tuple[Any, dict, str | None]]:
+            def one() -> tuple[Any, dict, str | None]:
+                env = dict(prog_env)
+                if cuda_lib:  # ggml then says why the CUDA backend did not load, if it did not
+                    env["GGML_BACKEND_PATH"] = (bundle_dir / cuda_lib).as_posix()
+                out, rc, cmd = run_prog(by[name].argv, name, env)
+                p, facts = sc.judge_backends(out, rc, cuda_library=cuda_lib, os_name=plan.os)
+                return p, facts, cmd
+            return one
 
-        def tools() -> tuple[Any, dict, str | None]:
-            prog = tools_program(plan)
-            if not prog.is_file():
-                raise BundleGraphError(f"{prog} is missing; run smoke:tools-{leg}")
-            shutil.copy2(prog, bundle_dir / prog.name)
-            return None, {"program": prog.as_posix()}, None
+        def libraries() -> tuple[Any, dict, str | None]:
+            lib_path = [bundle_dir] + ([plan.runtime_dir] if plan.runtime_dir else [])
+            probs, listed = [], {}
+            for f in _elf_files(bundle_dir):
+                argv, env = launcher.list_deps(f, lib_path)
+                r = proc.run(argv, env=env, log=plan.log, capture=True, check=False,
+                             what=f"smoke:{leg}: ldd {f.name}", cwd=tmp)
+                allowed = frozenset({sc.DRIVER}) if f.name == cuda_lib else frozenset()
+                p, facts = sc.judge_deps(r.output, r.returncode, f.name, allowed_missing=allowed)
+                listed[f.name] = facts.get("missing", [])
+                if p:
+                    probs.append(p)
+            return ("; ".join(probs) or None), {"files": len(listed),
+                                                "missing": {k: v for k, v in listed.items() if v}}, None
+
+        step("version", version)
+        if plan.os == "linux":
+            step("libraries", libraries)
+        vocab = next((plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None)
+        llama = (plan.source_tree / "gguf-py").is_dir() and vocab is not None
 
         def make_model() -> tuple[Any, dict, str | None]:
-            vocab = next((plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None)
-            if vocab is None:
-                raise BundleGraphError(f"the source has none of models/{', models/'.join(VOCABS)}")
+            assert vocab is not None
             a = [x.replace("{vocab}", vocab.as_posix()).replace("{model}", model.as_posix()) for x in plan.model_argv]
-            penv = dict(env)
+            penv = dict(os.environ)
             root = Path(__file__).resolve().parents[2]
-            penv["PYTHONPATH"] = os.pathsep.join(x for x in (root.as_posix(), env.get("PYTHONPATH", "")) if x)
+            penv["PYTHONPATH"] = os.pathsep.join(x for x in (root.as_posix(), penv.get("PYTHONPATH", "")) if x)
             proc.run(a, env=penv, log=plan.log, what=f"smoke:{leg}: tiny model")
             return None, {"vocab": vocab.name, "bytes": model.stat().st_size}, proc.quote(a)
 
-        have_model = step("model", make_model)
-        if have_model:
-            def gen() -> tuple[Any, dict, str | None]:
-                out, rc, cmd = run_prog(by["generate"].argv, "generate")
-                p, facts = judge_generate(out, rc)
-                return p, facts, cmd
-
-            step("generate", gen)
+        have_model = False
+        if not llama:
+            why = f"the source ({plan.source_tree.name}) has no gguf-py and vocab models: not llama.cpp"
+            not_applicable("model", why)
+            step("list-devices", backends("list-devices"))
+            for name in ("generate", "serve"):
+                not_applicable(name, why)
         else:
-            results.append({"check": "generate", "status": "not run", "problem": "no model"})
-        have_tools = step("test-backend-ops build", tools)
-        for op in OPS:
-            if not have_tools:
-                results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
-                continue
+            have_model = step("model", make_model)
+            if have_model:
+                step("backends", backends("backends"))
+            texts: list[str] = []
 
-            def one(op: str = op) -> tuple[Any, dict, str | None]:
-                out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}")
-                p, facts = judge_op(out, rc, dev)
-                return p, facts, cmd
+            def gen(i: int) -> Callable[[], tuple[Any, dict, str | None]]:
+                def one() -> tuple[Any, dict, str | None]:
+                    out, rc, cmd = run_prog(by["generate"].argv, f"generate #{i}", prog_env)
+                    p, facts = sc.judge_generate(out, rc)
+                    text = sc.generated_text(out)
+                    facts["text"] = text
+                    if p is None and text is None:
+                        p = "llama-simple printed no generated text after the prompt"
+                    texts.append(text or "")
+                    if p is None and i == 2 and texts[0] != texts[1]:
+                        p = (f"the repeat run generated {texts[1]!r}, the first {texts[0]!r} (greedy decoding of one "
+                             "model must repeat)")
+                    return p, facts, cmd
+                return one
 
-            step(f"op:{op}", one)
+            if have_model:
+                generated = step("generate", gen(1)) and step("generate again", gen(2))
+
+                def serving() -> tuple[Any, dict, str | None]:
+                    port["value"] = _free_port()
+                    a = fill(by["serve"].argv)
+                    full = launcher.argv(a[0], a[1:], prog_env)
+                    timeout = 240.0 if launcher.qemu else 60.0
+                    p, facts = sc.serve(full, launcher.process_env(prog_env), port["value"], plan.log, timeout=timeout,
+                                        n_predict=N_PREDICT, expect=texts[0] if generated else None)
+                    return p, facts, proc.quote(full)
+
+                step("serve", serving)
+        if plan.cuda:
+            pr = probe()
+            sass, ptx, summary = _inventory(bundle_dir, info.os)
+            d = decide(info.os, info.arch, host_platform(), pr, sass, ptx)
+            if not d.run or d.gpu is None:
+                not_applicable("gpu", d.reason)
+            else:
+                _gpu_checks(plan, d, by, step, run_prog, prog_env, have_model, bundle_dir, results)
     finally:
         rmtree(tmp)
-    failed = [r for r in results if r["status"] != "passed"]
+    failed = [r for r in results if r["status"] not in ("passed", "not applicable")]
     status = "failed" if failed else "passed"
-    atomic_write_json(plan.record, {
-        "leg": leg, "status": status, "bundle": plan.bundle.name, "fatbin": summary, "gpu": d.gpu,
-        "coverage": d.coverage, "probe": d.probe, "runtime_dir": plan.runtime_dir.as_posix() if plan.runtime_dir else None,
-        "seconds": round(time.monotonic() - t_all, 1), "checks": results})
-    if failed:
+    from ..fsutil import sha256_file
+
+    record = {"leg": leg, "status": status, "bundle": plan.bundle.name, "bundle_sha256": sha256_file(plan.bundle),
+              "how": launcher.describe(),
+              "fatbin": summary, "gpu": d.gpu, "coverage": d.coverage, "probe": d.probe,
+              "runtime_dir": plan.runtime_dir.as_posix() if plan.runtime_dir else None,
+              "seconds": round(time.monotonic() - t_all, 1), "checks": results}
+    atomic_write_json(plan.record, record)
+    if failed:  # the bundle leaves dist/: it never reaches the manifest or the SHA index
+        sidecar(plan.bundle).unlink(missing_ok=True)
+        kept = plan.work_dir / "smoke-failed" / plan.bundle.name
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(plan.bundle, kept)
         raise BundleGraphError(f"smoke:{leg}: {len(failed)} check(s) failed: "
                                + "; ".join(f"{r['check']}: {r.get('problem', r['status'])}" for r in failed)
-                               + f" (details: {plan.record}, log: {plan.log})")
-    say(f"smoke:{leg}: all {len(results)} checks passed on {gpu['name']}")
-    return [plan.record]
+                               + f"; {plan.bundle.name} moved out of dist/ to {kept} (details: {plan.record}, "
+                               f"log: {plan.log})")
+    atomic_write_json(sidecar(plan.bundle), record)
+    ran = [r for r in results if r["status"] == "passed"]
+    say(f"smoke:{leg}: {len(ran)} checks passed ({launcher.describe()}); "
+        f"{len(results) - len(ran)} not applicable here")
+    return [plan.record, sidecar(plan.bundle)]
+
+
+def _gpu_checks(plan: SmokePlan, d: Decision, by: dict[str, Check], step: Callable, run_prog: Callable,
+                prog_env: dict[str, str], have_model: bool, bundle_dir: Path, results: list[dict]) -> None:
+    """The GPU checks of a CUDA leg on a host whose GPU the bundle covers (module docstring)."""
+    gpu: dict = d.gpu or {}
+    dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
+    say(f"smoke:{plan.leg}: on GPU {gpu['index']} {gpu['name']} (sm_{gpu['sm']}) via {d.coverage}")
+    env = dict(prog_env, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(gpu["index"]))
+
+    def devices() -> tuple[Any, dict, str | None]:
+        out, rc, cmd = run_prog(by["devices"].argv, "devices", env)
+        p = judge_devices(out) if rc == 0 else f"exit code {rc}"
+        return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
+
+    step("devices", devices)
+    if have_model:
+        def gen() -> tuple[Any, dict, str | None]:
+            out, rc, cmd = run_prog(by["generate-gpu"].argv, "generate on the GPU", env)
+            p, facts = judge_generate(out, rc)
+            return p, facts, cmd
+
+        step("generate-gpu", gen)
+    else:
+        results.append({"check": "generate-gpu", "status": "not run", "problem": "no model"})
+
+    def tools() -> tuple[Any, dict, str | None]:
+        prog = tools_program(plan)
+        if not prog.is_file():
+            raise BundleGraphError(f"{prog} is missing; run smoke:tools-{plan.leg}")
+        shutil.copy2(prog, bundle_dir / prog.name)
+        return None, {"program": prog.as_posix()}, None
+
+    have_tools = step("test-backend-ops build", tools)
+    for op in OPS:
+        if not have_tools:
+            results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
+            continue
+
+        def one(op: str = op) -> tuple[Any, dict, str | None]:
+            out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}", env, dev)
+            p, facts = judge_op(out, rc, dev)
+            return p, facts, cmd
+
+        step(f"op:{op}", one)
 
 
 def smoke_inputs(ctx: Context, leg: str) -> dict:
-    """The action-key inputs of ``smoke:<leg>``: the bundle, source and test-backend-ops digests,
-    this host, its GPUs (probe key), the ops and the tools' cache entries."""
-    from ..gpus import probe
+    """The action-key inputs of ``smoke:<leg>``: the bundle and source digests, this host and
+    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), the checks; for a CUDA
+    leg also the test-backend-ops digest, the GPUs (probe key), the ops and the tools' cache."""
+    from ..emulation import launcher_for
 
-    return {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
-            "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
-            "host": list(host_platform()), "gpus": probe().key(), "ops": list(OPS), "tools": TOOLS_CACHE}
+    spec = ctx.spec(leg)
+    how = launcher_for(spec.os, spec.arch)
+    key: dict[str, object] = {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
+           "host": list(host_platform()), "how": how if isinstance(how, str) else how.describe(),
+           "checks": [c.name for c in plan_smoke(ctx, leg).checks]}
+    if spec.cuda is not None:
+        from ..gpus import probe
+
+        key |= {"test_backend_ops": upstream_digest(f"smoke:tools-{leg}"), "gpus": probe().key(), "ops": list(OPS),
+                "tools": TOOLS_CACHE}
+    return key
 
 
 def tools_inputs(ctx: Context, leg: str) -> dict:
@@ -520,27 +715,38 @@ def _apply_tools(p: Prepared) -> list[Path]:
     return run_tools(p.plan)
 
 
+def runs_here(ctx: Context, leg: str) -> bool:
+    """Whether this host can start ``leg``'s bundle (then its smoke is a default task)."""
+    from ..emulation import launcher_for
+
+    spec = ctx.spec(leg)
+    return not isinstance(launcher_for(spec.os, spec.arch), str)
+
+
 def plans(ctx: Context) -> list:
-    """``smoke:tools-<leg>`` and ``smoke:<leg>`` for every selected CUDA leg, after ``package:<leg>``."""
+    """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a CUDA leg
+    ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
     out = []
     for leg in ctx.legs:
-        if ctx.spec(leg).cuda is None:
-            continue
+        cuda = ctx.spec(leg).cuda is not None
 
         def details(leg: str = leg) -> dict:
             p = plan_smoke(ctx, leg)
             return {"bundle": p.bundle.as_posix(), "record": p.record.as_posix(), "tools_dir": p.tools_dir.as_posix(),
                     "checks": {c.name: proc.quote(c.argv) for c in p.checks}, "model": proc.quote(p.model_argv)}
 
-        out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
-                            prepare=partial(_prepare_tools, ctx, leg), apply=_apply_tools,
-                            doc=f"build test-backend-ops for smoke:{leg} (skipped without a GPU)"))
+        if cuda:
+            out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
+                                prepare=partial(_prepare_tools, ctx, leg), apply=_apply_tools,
+                                doc=f"build test-backend-ops for smoke:{leg} (skipped without a GPU)"))
         out.append(TaskPlan(stage="smoke", name=leg, leg=leg,
-                            deps=[f"package:{leg}", f"source:{leg}", f"smoke:tools-{leg}"],
+                            deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
                             prepare=partial(_prepare_smoke, ctx, leg), apply=_apply_smoke, details=details,
-                            doc=f"run {leg}'s bundle on an NVIDIA GPU (skipped without one)"))
+                            doc=f"start {leg}'s bundle here (natively or under qemu-user): version, backends, "
+                                f"libraries, generation, serving" + ("; on an NVIDIA GPU its CUDA kernels" if cuda else "")))
     return out
 
 
 __all__ = ["OPS", "SmokePlan", "Check", "plan_smoke", "decide", "run_smoke", "plans", "judge_op",
-           "judge_devices", "judge_generate", "host_platform", "tools_argv", "SmokeToolsPlan", "plan_tools"]
+           "judge_devices", "judge_generate", "host_platform", "tools_argv", "SmokeToolsPlan", "plan_tools",
+           "runs_here", "sidecar"]

@@ -21,6 +21,8 @@ FIELD_DOCS: dict[str, str] = {
     "BundleSpec.runner": "the CI runner label the leg's job runs on (windows-2022, ubuntu-24.04)",
     "BundleSpec.compile_runner": ("the CI runner label the leg compiles on when that is not runner: its build "
                                   "output is handed over as artifact built-<id> and imported on runner (doit built=DIR)"),
+    "BundleSpec.smoke": "[smoke] waived = why the bundle may be published without a passed smoke (no runner starts it)",
+    "SmokeSpec.waived": "why no runner of the release can start this bundle (publish refuses an unsmoked bundle otherwise)",
     "BundleSpec.signing": "Authenticode signing: none, optional (unsigned if no signer is set) or required",
     "BundleSpec.toolchain": "the toolchain that compiles the leg (see bundlegraph/toolchains)",
     "BundleSpec.profile": "what an installer chooses by: name, line, klass, rank",

@@ -163,10 +163,13 @@ class ManifestArtifact(Strict):
     toolkit_version: str | None
     ggml_backend_dl: bool
     paired_assets: list[str] = []
+    smoke: str | None = None
+    """The bundle's smoke before publishing (``passed (qemu-aarch64 -L ...)``); None when it did
+    not run (the spec's ``[smoke] waived`` says why). Installers may ignore it."""
 
     @classmethod
-    def from_info(cls, info: BundleInfo) -> "ManifestArtifact":
-        return cls(
+    def from_info(cls, info: BundleInfo, smoke: str | None = None) -> "ManifestArtifact":
+        return cls(smoke=smoke,
             asset_name=info.asset_name, install_kind=info.install_kind, os=info.os, arch=info.arch,
             bundle_profile=info.bundle_profile, runtime_line=info.runtime_line,
             coverage_class=info.coverage_class, supported_sms=list(info.supported_sms),

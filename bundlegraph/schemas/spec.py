@@ -164,6 +164,14 @@ class LinuxSpec(Strict):
     glibcxx_floor: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
 
 
+class SmokeSpec(Strict):
+    """``[smoke]``: ``waived``, why the leg's bundle may be published without a passed smoke (no
+    runner of the release can start it: a Windows ARM64 bundle on x64 runners). Publish refuses
+    a promised bundle whose smoke did not pass for exactly its bytes unless this says why."""
+
+    waived: Annotated[str, Field(min_length=10)]
+
+
 class LocalBuild(Strict):
     """What makes a leg a local build (:mod:`bundlegraph.overrides`; never written in a spec
     file): ``tag`` is the profile suffix after ``+`` (``sm90-local``, ``host13.0-local``) and
@@ -198,6 +206,7 @@ class BundleSpec(Strict):
     package: PackageSpec = PackageSpec()
     runtime: RuntimeSpec = RuntimeSpec()
     linux: LinuxSpec | None = None
+    smoke: SmokeSpec | None = None
     local: SkipJsonSchema[LocalBuild | None] = None
     """Set by the load-time overrides only (the loader refuses it in a spec file). Dumped only
     when set, so a release leg's action keys keep their form and a local build's differ."""
@@ -205,7 +214,7 @@ class BundleSpec(Strict):
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         d: dict[str, Any] = handler(self)
-        for optional in ("local", "compile_runner"):
+        for optional in ("local", "compile_runner", "smoke"):
             if getattr(self, optional) is None:
                 d.pop(optional, None)
         return d

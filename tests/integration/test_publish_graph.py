@@ -53,7 +53,11 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
     # every item at once: the paired runtimes of the missing legs are listed too
     paired = [pa.name for leg in missing for pa in m.legs[leg].runtime.paired]
     assert paired and all(f"{n}: paired runtime of " in out for n in paired)
-    assert f"refused, {len(missing) + len(paired)} item(s)" in out
+    # the two bundles that are there came without a smoke result (no .smoke.json beside them)
+    built = ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell")
+    for leg in built:
+        assert f"bundle of promised leg {leg} has no passed smoke for these bytes" in out, out[-3000:]
+    assert f"refused, {len(missing) + len(paired) + len(built)} item(s)" in out
     assert "coverage:" not in out
     assert not (workdir / "dist" / "release-assets.txt").exists()
     # a filtered run refuses too, whatever it holds

@@ -80,21 +80,32 @@ def test_smoke_plan_for_a_bundle():
     assert p.bundle.name == "app-b11642-mix-0c1e570-linux-x64-cuda13-portable.tar.gz"
     assert p.base == "linux-x64-cpu" and p.record.name == "smoke.json"
     names = [c.name for c in p.checks]
-    assert names == ["devices", "generate", *(f"op:{op}" for op in OPS)]
+    # the host checks first (every host that can start the bundle), then the GPU checks
+    assert names == ["version", "backends", "generate", "serve", "devices", "generate-gpu", *(f"op:{op}" for op in OPS)]
     assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)
     by = {c.name: c.argv for c in p.checks}
+    assert by["version"] == ["{bundle}/llama-cli", "--version"]
     assert by["devices"] == ["{bundle}/llama-cli", "--list-devices"]
     assert by["op:FLASH_ATTN_EXT"] == ["{bundle}/test-backend-ops", "test", "-b", "{dev}", "-o", "FLASH_ATTN_EXT",
                                       "-j", "{jobs}"]
-    assert by["generate"][by["generate"].index("-ngl") + 1] == "99"
+    assert "-ngl" not in by["generate"]  # the host generation runs on the CPU
+    assert by["generate-gpu"][by["generate-gpu"].index("-ngl") + 1] == "99"
+    assert by["serve"][by["serve"].index("--host") + 1] == "127.0.0.1" and "{port}" in by["serve"]
     assert p.model_argv[1:3] == ["-m", "bundlegraph.pipeline.tinygguf"]
-    # the smoke task exists for CUDA legs only, after package, and never in a bare `doit`
+    assert p.build_number == g.ctx.release.build_number and p.work_dir.name == LEG
     sm = g.find(f"smoke:{LEG}")
     assert f"package:{LEG}" in sm.deps and f"smoke:tools-{LEG}" in sm.deps
     assert g.find(f"smoke:tools-{LEG}").deps == [f"source:{LEG}"]  # builds beside the bundle's own build
-    assert not any(t.startswith("smoke:") for t in load_graph(ROOT / "bundles").default_tasks())
+    # a bare `doit` smoke-tests the default legs this host can start (the main job's aarch64
+    # legs, under qemu-user here), right after their package and before the manifest
+    full = load_graph(ROOT / "bundles")
+    default = full.default_tasks()
+    for leg in full.ctx.release.default_legs:
+        assert default.index(f"smoke:{leg}") == default.index(f"package:{leg}") + 1
+    assert default[-1] == "manifest"
+    # a CPU leg has a smoke too, without the GPU tools
     cpu = load_graph(ROOT / "bundles", Filters(only_leg="linux-x64-cpu"))
-    assert not [p for p in cpu.plans if p.stage == "smoke"]
+    assert [p.full_name for p in cpu.plans if p.stage == "smoke"] == ["smoke:linux-x64-cpu"]
 
 
 def test_arch_override_is_a_distinct_local_build():

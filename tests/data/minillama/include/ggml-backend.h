@@ -29,6 +29,9 @@ typedef ggml_backend_i * (*ggml_backend_init_t)(void);
 /* loads <dir>/<prefix>ggml-<name><suffix> and calls its ggml_backend_init; NULL if absent */
 GGML_API ggml_backend_i * ggml_backend_load(const char * dir, const char * name);
 GGML_API const char * ggml_build_info(void);
+/* llama.cpp's common/build-info.cpp.in */
+GGML_API int llama_build_number(void);
+GGML_API const char * llama_commit(void);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,11 @@ int main(int argc, char ** argv) {
     if (!slash || (bs && bs > slash)) slash = bs;
 #endif
     if (slash) *slash = 0; else strcpy(dir, ".");
+    if (argc > 1 && strcmp(argv[1], "--version") == 0) { /* llama_print_build_info's lines */
+        printf("version: %s (build %d, commit %s)\n", ggml_build_info(), llama_build_number(), llama_commit());
+        printf("built with minillama\n");
+        return 0;
+    }
     printf("build %s\n", ggml_build_info());
     const char * names[] = { "cpu", "cuda" };
     for (int i = 0; i < 2; i++) {

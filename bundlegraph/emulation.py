@@ -1,0 +1,105 @@
+"""How this host runs a bundle's programs: natively, or through qemu-user.
+
+A Linux bundle of this host's CPU runs natively. A Linux bundle of another CPU runs through
+qemu-user (Debian ``qemu-user``: ``qemu-aarch64``, ``qemu-x86_64``), found on ``PATH`` and used
+explicitly (binfmt_misc is neither needed nor relied on) with the target's sysroot: Debian's
+cross C library (``libc6-arm64-cross``, installed with ``g++-aarch64-linux-gnu``) at
+``/usr/aarch64-linux-gnu``, passed as ``qemu-aarch64 -L <sysroot>``; variables for the program
+alone go through ``-E NAME=VALUE`` so they never reach qemu itself. A Windows bundle does not run
+here. When a bundle cannot run, :func:`launcher_for` returns the reason instead (naming what is
+missing and the Debian package that brings it); a smoke that cannot run is a skip, never a pass.
+
+The target's dynamic loader (``ld.so``) is part of the launcher: run on a file with
+``LD_TRACE_LOADED_OBJECTS=1`` (glibc's ``ldd``) it resolves every dependency of a library exactly
+as the program's start would, and prints ``=> not found`` for each one missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+QEMU = {"arm64": "qemu-aarch64", "x64": "qemu-x86_64"}
+"""qemu-user's program per target CPU (Debian ``qemu-user``)."""
+SYSROOT = {"arm64": Path("/usr/aarch64-linux-gnu"), "x64": Path("/usr/x86_64-linux-gnu")}
+"""Debian's cross sysroots (``libc6-arm64-cross``, ``libc6-amd64-cross``)."""
+LOADER = {"arm64": "lib/ld-linux-aarch64.so.1", "x64": "lib64/ld-linux-x86-64.so.2"}
+"""glibc's dynamic loader per CPU, relative to ``/`` natively or to the sysroot under qemu."""
+DEBIAN_CROSS = {"arm64": "g++-aarch64-linux-gnu", "x64": "g++-x86-64-linux-gnu"}
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How to start a program of a bundle here. ``how``: ``native`` or ``qemu-user``;
+    ``qemu``: the qemu-user program (qemu-user only); ``sysroot``: the target's root (``/``
+    natively); ``loader``: the target's ``ld.so`` on this host."""
+
+    how: str
+    arch: str
+    sysroot: Path
+    loader: Path
+    qemu: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def argv(self, program: Path | str, args: list[str], env: dict[str, str] | None = None) -> list[str]:
+        """The command line that runs ``program args`` with ``env`` set for the program alone
+        (natively the caller passes ``env`` to the process instead: see :meth:`process_env`)."""
+        if self.qemu is None:
+            return [str(program), *args]
+        out = [self.qemu, "-L", self.sysroot.as_posix()]
+        for k, v in sorted((env or {}).items()):
+            out += ["-E", f"{k}={v}"]
+        return out + [str(program), *args]
+
+    def process_env(self, env: dict[str, str]) -> dict[str, str]:
+        """The environment of the started process: this one's plus ``env`` natively; under qemu
+        ``env`` travels in :meth:`argv` and qemu gets this process's environment unchanged."""
+        return dict(os.environ, **env) if self.qemu is None else dict(os.environ)
+
+    def list_deps(self, library: Path, library_path: list[Path]) -> tuple[list[str], dict[str, str]]:
+        """``(argv, env)`` that list every dependency of ``library`` as glibc's loader resolves
+        it, searching ``library_path`` first: the loader run on the file with
+        ``LD_TRACE_LOADED_OBJECTS=1`` (what ``ldd`` does). Each missing one is printed as
+        ``<soname> => not found`` (``ld.so --list`` instead stops at the first missing one)."""
+        env = {"LD_TRACE_LOADED_OBJECTS": "1", "LD_LIBRARY_PATH": ":".join(p.as_posix() for p in library_path)}
+        return self.argv(self.loader, [library.as_posix()], env), self.process_env(env)
+
+    def describe(self) -> str:
+        """How the programs start, the same on every machine (no host paths): ``native`` or
+        ``qemu-aarch64 -L /usr/aarch64-linux-gnu``."""
+        return "native" if self.qemu is None else f"{Path(self.qemu).name} -L {self.sysroot.as_posix()}"
+
+
+def launcher_for(bundle_os: str, bundle_arch: str, *, host: tuple[str, str] | None = None,
+                 which: Callable[[str], str | None] = shutil.which) -> Launcher | str:
+    """The :class:`Launcher` for a ``bundle_os``/``bundle_arch`` bundle on this host (``host``:
+    ``(os, arch)`` in spec terms, default this one), or why none can run it (one line naming
+    the missing program or directory and its Debian package)."""
+    from .toolchains.base import this_host
+
+    h_os, h_arch = host or this_host()
+    if bundle_os != h_os:
+        return f"a {bundle_os} bundle does not run on a {h_os} host"
+    if bundle_arch == h_arch:  # (a Windows bundle's libraries are not listed through a loader)
+        return Launcher("native", bundle_arch, Path("/"), Path("/") / LOADER[bundle_arch])
+    if bundle_os != "linux":
+        return f"a {bundle_os} {bundle_arch} bundle runs only on a {bundle_os} {bundle_arch} host"
+    prog = QEMU.get(bundle_arch)
+    if prog is None:
+        return f"no qemu-user program is known for {bundle_arch}"
+    found = which(prog)
+    if not found:
+        return f"{prog} is not on PATH (Debian package qemu-user): the {bundle_arch} bundle cannot run here"
+    root = SYSROOT[bundle_arch]
+    loader = root / LOADER[bundle_arch]
+    if not loader.is_file():
+        return (f"the {bundle_arch} sysroot has no {loader} (Debian package {DEBIAN_CROSS[bundle_arch]} brings "
+                f"its C library)")
+    return Launcher("qemu-user", bundle_arch, root, loader, qemu=found)
+
+
+__all__ = ["Launcher", "launcher_for", "QEMU", "SYSROOT", "LOADER"]

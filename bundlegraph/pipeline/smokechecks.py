@@ -1,0 +1,178 @@
+"""The smoke checks that need no GPU, each a pure judge of a program's output (plus the one that
+serves): what :mod:`.smoke` runs on every bundle this host can start (natively or through
+qemu-user, :mod:`bundlegraph.emulation`).
+
+Formats read (llama.cpp's own; the stand-in ``tests/data/minillama`` prints the same lines):
+
+- ``llama-cli --version``: ``version: <v> (build <N>, commit <sha>)`` (``common/build-info.cpp.in``,
+  ``llama_print_build_info``);
+- backend loading: ``load_backend: loaded <NAME> backend from <path>`` and
+  ``<fn>: failed to load <path>: <dlerror>`` (``ggml/src/ggml-backend-reg.cpp``);
+- the loader with ``LD_TRACE_LOADED_OBJECTS=1``: glibc's ``ldd`` lines, ``<soname> => not found``
+  for what is missing;
+- ``llama-simple``: the prompt and generated text on stdout, ``decoded <N> tokens`` on stderr
+  (``examples/simple/simple.cpp``);
+- ``llama-server``: ``GET /health`` answers 200 once the model is loaded; ``POST /completion``
+  returns JSON with ``content`` and ``tokens_predicted`` (``tools/server/README.md``).
+
+Every judge returns ``(problem or None, facts)``; a problem names the file or program.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+VERSION_RE = re.compile(r"^version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>[0-9A-Za-z]+)\)",
+                        re.MULTILINE)
+LOADED_RE = re.compile(r"^\w+: loaded (?P<name>\S+) backend from (?P<path>.+?)\s*$", re.MULTILINE)
+FAILED_RE = re.compile(r"^\w+: failed to load (?P<path>.+?): (?P<error>.+?)\s*$", re.MULTILINE)
+NOT_FOUND_RE = re.compile(r"^\s*(?P<soname>\S+) => not found", re.MULTILINE)
+DRIVER = "libcuda.so.1"
+"""The NVIDIA driver's library on Linux: the one dependency a CUDA bundle may lack where no
+driver is installed (never shipped, never stubbed: the toolkit's link-only ``stubs/libcuda.so``
+crashes a process that loads it)."""
+DRIVERS = {"linux": DRIVER, "windows": "nvcuda.dll"}
+"""The driver's library per OS (Windows: ``nvcuda.dll``, installed with the display driver)."""
+CPU_BACKENDS = {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
+"""The CPU backend's file names ggml looks for beside the programs (``GGML_BACKEND_DL``)."""
+
+
+def judge_version(out: str, rc: int, *, build_number: int, commit: str | None) -> tuple[str | None, dict]:
+    """``llama-cli --version``: exit 0, the version line, its build number ``build_number`` (the
+    release's upstream build) and its commit a prefix of the source's ``commit``."""
+    m = VERSION_RE.search(out)
+    facts: dict = {"line": m.group(0) if m else None}
+    if rc != 0:
+        return f"llama-cli --version: exit code {rc}: {_last_line(out)}", facts
+    if not m:
+        return "llama-cli --version printed no 'version: <v> (build <N>, commit <sha>)' line", facts
+    facts |= {"version": m.group("version"), "build": int(m.group("build")), "commit": m.group("commit")}
+    if int(m.group("build")) != build_number:
+        return f"llama-cli reports build {m.group('build')}, the release's upstream build is {build_number}", facts
+    c = m.group("commit").lower()
+    if commit and (len(c) < 7 or not commit.lower().startswith(c)):
+        return f"llama-cli reports commit {m.group('commit')}, the release's source commit is {commit}", facts
+    return None, facts
+
+
+def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str = "linux") -> tuple[str | None, dict]:
+    """Backend loading from ggml's own messages: a CPU backend loaded; any other failure is a
+    problem naming the library and the loader's error, except a CUDA backend (``cuda_library``)
+    whose only missing piece is the driver (:data:`DRIVERS` of ``os_name``)."""
+    driver = DRIVERS[os_name]
+    loaded = {m.group("name"): m.group("path") for m in LOADED_RE.finditer(out)}
+    failed = {m.group("path"): m.group("error") for m in FAILED_RE.finditer(out)}
+    facts: dict = {"loaded": loaded, "failed": failed}
+    if rc != 0:
+        return f"exit code {rc}: {_last_line(out)}", facts
+    probs = []
+    for path, err in failed.items():
+        name = Path(path).name
+        if cuda_library and name == cuda_library and driver in err:
+            facts["cuda"] = f"needs the driver ({driver}), as it must where none is installed"
+            continue
+        probs.append(f"{name}: {err}")
+    if not any(n.upper() == "CPU" for n in loaded):
+        probs.append(f"{CPU_BACKENDS[os_name]}: no CPU backend was loaded (none beside the programs, or none that loads)")
+    if cuda_library and "cuda" not in facts:
+        if any(Path(p).name == cuda_library for p in loaded.values()):
+            facts["cuda"] = "loaded"
+        elif not any(Path(p).name == cuda_library for p in failed):
+            probs.append(f"{cuda_library}: ggml neither loaded it nor reported why")
+    return ("; ".join(probs) or None), facts
+
+
+def judge_deps(out: str, rc: int, file: str, *, allowed_missing: frozenset[str] = frozenset()) -> tuple[str | None, dict]:
+    """The loader's trace of FILE (``ldd``): every dependency resolves, except the sonames in
+    ``allowed_missing``."""
+    missing = sorted({m.group("soname") for m in NOT_FOUND_RE.finditer(out)})
+    facts: dict = {"missing": missing} if missing else {}
+    bad = [s for s in missing if s not in allowed_missing]
+    if bad:
+        return f"{file}: {', '.join(bad)} not found", facts
+    if rc != 0 and not missing:
+        return f"{file}: the loader cannot list it (exit code {rc}: {_last_line(out)})", facts
+    return None, facts
+
+
+def judge_generate(out: str, rc: int) -> tuple[str | None, dict]:
+    """One ``llama-simple`` run on the CPU: exit 0 and ``decoded N tokens`` with N > 0; the text
+    is kept to compare with the repeat run."""
+    dec = re.search(r"decoded (\d+) tokens", out)
+    facts = {"decoded": int(dec.group(1)) if dec else None}
+    if rc != 0:
+        return f"llama-simple: exit code {rc}: {_last_line(out)}", facts
+    if not dec or int(dec.group(1)) == 0:
+        return "llama-simple generated no token", facts
+    return None, facts
+
+
+GENERATED_RE = re.compile(r"(?s)Hello(?P<text>.*?)main: decoded (?P<n>\d+) tokens in")
+"""llama-simple's prompt (the smoke's is ``Hello``), the tokens it generated, then its
+``main: decoded N tokens in`` line (stdout and stderr share one pipe, flushed per token)."""
+
+
+def generated_text(out: str) -> str | None:
+    """The text llama-simple generated after the prompt (the last run in ``out``), or None
+    when its output has no such passage."""
+    found = list(GENERATED_RE.finditer(out))
+    return found[-1].group("text") if found else None
+
+
+def serve(argv: list[str], env: dict[str, str], port: int, log: Path, *, timeout: float,
+          n_predict: int = 8, expect: str | None = None) -> tuple[str | None, dict]:
+    """Start ``llama-server`` (``argv``, listening on 127.0.0.1:``port``), wait for ``/health``,
+    ask one ``/completion`` of ``Hello`` (greedy, ``n_predict`` tokens), then stop it with SIGTERM
+    and wait for a clean exit. ``expect``: the text llama-simple generated from the same model
+    and prompt; greedy decoding must give the server the same. Output goes to ``log``. Returns
+    ``(problem or None, facts)`` with the seconds of each step."""
+    import httpx
+
+    from ..proc import Background
+
+    facts: dict = {"port": port}
+    t0 = time.monotonic()
+    base = f"http://127.0.0.1:{port}"
+    # (the server is ended with its process group whatever happens: Background's exit)
+    with Background(argv, env=env, log=log) as server, httpx.Client(timeout=30.0, trust_env=False) as c:
+        while True:
+            if server.poll() is not None:
+                return f"llama-server exited with code {server.poll()} before answering /health", facts
+            try:
+                if c.get(f"{base}/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() - t0 > timeout:
+                return f"llama-server did not answer /health within {timeout:.0f} s", facts
+            time.sleep(0.25)
+        facts["health_s"] = round(time.monotonic() - t0, 1)
+        t1 = time.monotonic()
+        r = c.post(f"{base}/completion", json={"prompt": "Hello", "n_predict": n_predict, "temperature": 0,
+                                              "seed": 1}, timeout=timeout)
+        facts["completion_s"] = round(time.monotonic() - t1, 1)
+        if r.status_code != 200:
+            return f"/completion answered HTTP {r.status_code}: {r.text[:200]}", facts
+        body = r.json()
+        facts |= {"content": body.get("content"), "tokens_predicted": body.get("tokens_predicted")}
+        if not body.get("tokens_predicted"):
+            return "/completion predicted no token", facts
+        if expect is not None and body.get("content") != expect:
+            return (f"/completion gave {body.get('content')!r}, llama-simple generated {expect!r} from the same model "
+                    "and prompt (both greedy)"), facts
+        rc = server.stop(30.0)
+    facts["exit_code"] = rc
+    if rc is None:
+        return "llama-server did not stop within 30 s of SIGTERM", facts
+    return None, facts
+
+
+def _last_line(out: str) -> str:
+    lines = [l.strip() for l in out.strip().splitlines() if l.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+__all__ = ["judge_version", "judge_backends", "judge_deps", "judge_generate", "generated_text", "serve",
+           "DRIVER", "DRIVERS", "CPU_BACKENDS", "VERSION_RE"]
