@@ -235,8 +235,10 @@ def key_inputs(ctx: Context) -> dict:
     smoked = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
                     (sidecar(dist / ctx.bundle_name(l)) for l in ctx.matrix.legs) if p.is_file())
     key = {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-           "bundles": bundles, "smoke": smoked, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
+           "bundles": bundles, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
            "release": ctx.release}
+    if smoked:  # the smoke results beside the bundles (only when there are: keys keep their form)
+        key["smoke"] = smoked
     paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
     if paired:  # local copies of paired runtime assets are hashed from dist/ (a removed one must be seen)
         key["paired"] = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)

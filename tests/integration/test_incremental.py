@@ -36,7 +36,8 @@ IS_LINUX = sys.platform.startswith("linux")
 
 CPU, CUDA, X64 = "mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"
 LEGS = (CPU, CUDA, X64)
-CHAIN = ("source", "configure", "build", "verify", "merge", "package")
+CHAIN = ("source", "configure", "build", "verify", "merge", "package", "smoke")
+TOOLS = f"smoke:tools-{CUDA}"  # test-backend-ops for the GPU checks: nothing built on this host
 BUNDLE = {CPU: "app-b42-linux-arm64-cpu.tar.gz", CUDA: "app-b42-linux-arm64-cuda13-blackwell.tar.gz",
           X64: "app-b42-linux-x64-cpu.tar.gz"}
 SLOW_STEPS = 600_000  # the stand-in's slow translation unit: ~6 s of GCC constexpr work here
@@ -46,7 +47,7 @@ SLOW_STEPS = 600_000  # the stand-in's slow translation unit: ~6 s of GCC conste
 pytestmark = linux_only
 
 
-def chain(leg: str, start: str = "source", stop: str = "package") -> list[str]:
+def chain(leg: str, start: str = "source", stop: str = "smoke") -> list[str]:
     """``<stage>:<leg>`` for the stages ``start`` .. ``stop`` of the leg's chain."""
     return [f"{s}:{leg}" for s in CHAIN[CHAIN.index(start):CHAIN.index(stop) + 1]]
 
@@ -144,7 +145,7 @@ def built(tmp_path_factory):
     live.work.mkdir()
     ran = live.run()
     tk = [t for t in ran if t.startswith("toolkit:")]
-    expected = [t for leg in LEGS for t in chain(leg)] + tk + ["manifest"]
+    expected = [t for leg in LEGS for t in chain(leg)] + tk + [TOOLS, "manifest"]
     assert len(tk) == 1 and sorted(ran) == sorted(expected), ran
     for leg in LEGS:
         assert (live.dist / BUNDLE[leg]).is_file()
@@ -170,7 +171,7 @@ def test_second_run_executes_nothing(tree):
     assert r.returncode == 0, r.stdout + r.stderr
     assert graphrun.executed(r.stdout) == []
     up = [l[3:] for l in r.stdout.splitlines() if l.startswith("-- ")]
-    assert sorted(up) == sorted([t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), "manifest"])
+    assert sorted(up) == sorted([t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), TOOLS, "manifest"])
     assert tree.snapshot(tree.dist) == dist and tree.stamps() == stamps  # not even rewritten
 
 
@@ -191,7 +192,7 @@ def test_editing_the_path_pinned_source_rebuilds_every_leg_but_not_the_toolkit(t
     f = tree.src / "src" / "ggml-base.c"
     f.write_text(f.read_text().replace('"%s/libggml-%s.so"', '"%s/./libggml-%s.so"'))
     ran = tree.run()
-    assert sorted(ran) == sorted([t for leg in LEGS for t in chain(leg)] + ["manifest"])
+    assert sorted(ran) == sorted([t for leg in LEGS for t in chain(leg)] + [TOOLS, "manifest"])
     for leg in LEGS:
         assert b"%s/./libggml-%s.so" in tree.member(leg, "libggml-base.so")
     assert tree.run() == []
@@ -207,7 +208,8 @@ def test_editing_a_spec_reruns_that_leg_and_what_merges_it_only(tree):
     cpu_lib = tree.member(CPU, "libggml-cpu.so")
     tree.edit(CPU, "LLAMA_BUILD_TESTS = false", 'LLAMA_BUILD_TESTS = false\nCMAKE_C_FLAGS = "-fno-tree-vectorize"')
     ran = tree.run()
-    assert ran == chain(CPU, "configure") + [f"merge:{CUDA}", f"package:{CUDA}", "manifest"]
+    # test-backend-ops (GPU checks) is built with the merge base's cmake entries: it follows them
+    assert ran == chain(CPU, "configure") + [f"merge:{CUDA}", f"package:{CUDA}", TOOLS, f"smoke:{CUDA}", "manifest"]
     new_lib = tree.member(CPU, "libggml-cpu.so")
     assert new_lib != cpu_lib and elf.read_elf(new_lib).machine == "EM_AARCH64"
     assert tree.member(CUDA, "libggml-cpu.so") == new_lib  # the merged bundle carries A's new build
@@ -294,7 +296,7 @@ def test_deleting_a_build_directory_configures_and_builds_that_leg_again(tree):
     assert why.returncode == 0 and "CMakeCache.txt is missing" in why.stdout, why.stdout + why.stderr
     ran = tree.run()
     assert ran[:2] == [f"configure:{CPU}", f"build:{CPU}"], ran
-    allowed = set(chain(CPU, "configure")) | {f"merge:{CUDA}", f"package:{CUDA}", "manifest"}
+    allowed = set(chain(CPU, "configure")) | {f"merge:{CUDA}", f"package:{CUDA}", TOOLS, f"smoke:{CUDA}", "manifest"}
     assert set(ran) <= allowed, ran
     assert (tree.work / "build" / CPU / "cmake" / "CMakeCache.txt").is_file()
     assert tree.run() == []
@@ -365,7 +367,7 @@ def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
     assert not slow_obj.exists()
     # the next run resumes at the build; the slow object ships nothing, so the built files are
     # identical and verify (keyed on them) stays done; merge/package rerun for the spec edit
-    assert tree.run() == [f"build:{X64}", f"merge:{X64}", f"package:{X64}", "manifest"]
+    assert tree.run() == [f"build:{X64}", f"merge:{X64}", f"package:{X64}", "manifest"]  # same bundle bytes: no new smoke
     assert slow_obj.is_file() and tree.stamp(f"build:{X64}") is not None
     assert tree.run() == []
 
@@ -442,6 +444,7 @@ def test_two_doit_runs_at_once_one_stops_with_a_message(tree):
     assert "BUNDLEGRAPH_LOCK_WAIT" in outs[lose]
     assert graphrun.executed(outs[lose]) == []
     # the slow object ships nothing: verify (keyed on the built files) has nothing new to check
+    # (nor is the smoke: the bundle came out byte-identical)
     assert graphrun.executed(outs[win]) == [f"configure:{X64}", f"build:{X64}", f"merge:{X64}",
                                             f"package:{X64}", "manifest"]
     assert tree.run() == []  # the state both runs saw is intact

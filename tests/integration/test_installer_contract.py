@@ -107,7 +107,9 @@ def release(tmp_path_factory) -> Release:
     r = graphrun.doit([], bundles=rel.bundles, workdir=rel.work, timeout=900)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     names = sorted(p.name for p in rel.dist.iterdir())
-    assert len([n for n in names if n.startswith("app-")]) == 3, names
+    assert len([n for n in names if n.startswith("app-") and n.endswith(".tar.gz")]) == 3, names
+    # each bundle smoke-tested before the manifest, its result beside it
+    assert len([n for n in names if n.endswith(".smoke.json")]) == 3, names
     assert {installerkit.MANIFEST_NAME, installerkit.INDEX_NAME} <= set(names), names
     return rel
 
@@ -180,7 +182,7 @@ def test_installer_chooses_what_coverage_says_for_every_row(ilp, release, rows, 
 
 def test_every_bundle_is_chosen_for_some_host(rows, release):
     """No bundle in the dist is dead weight: some coverage row's host gets it."""
-    bundles = {p.name for p in release.dist.glob("app-*")}
+    bundles = {p.name for p in release.dist.glob("app-*.tar.gz")}
     chosen = {r["choice"] for r in rows} | {a for r in rows for a in r["attempts"]}
     assert bundles <= chosen, f"no host row gets {sorted(bundles - chosen)}"
 

@@ -44,13 +44,15 @@ def test_the_key_plan_shows_is_the_key_each_stamp_records(built):
     checked = []
     for st in tasks:
         stamp = _stamp(built / "work", st["task"])
-        if stamp is None:  # opt-in smoke tasks, publish: never run by a bare doit
-            assert st["task"].startswith(("smoke:", "publish")), st["task"]
+        if stamp is None:  # publish: never run by a bare doit
+            assert st["task"] == "publish", st["task"]
             continue
         assert st["key_digest"] == stamp["key"], st["task"]
         assert st["key"] == stamp["inputs"], st["task"]
         checked.append(st["task"])
-    assert len(checked) == 20 and "configure:mini-linux-arm64-cuda" in checked and "manifest" in checked
+    # 20 stage tasks + a smoke per leg (3) + the CUDA leg's smoke tools
+    assert len(checked) == 24 and "configure:mini-linux-arm64-cuda" in checked and "manifest" in checked
+    assert {"smoke:mini-linux-arm64-cpu", "smoke:tools-mini-linux-arm64-cuda"} <= set(checked)
 
 
 def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch):
@@ -84,8 +86,8 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
         assert dataclasses.is_dataclass(value) and type(value).__dataclass_params__.frozen, name  # type: ignore[attr-defined]
         assert type(value).__name__.endswith("Plan"), (name, type(value))
         seen[name] = type(value).__name__
-        if name.startswith("smoke:") or name == "publish":
-            continue  # skipped here (no GPU) / refused (the stand-in promises legs it lacks): no stamp
+        if name == "publish":
+            continue  # refused (the stand-in promises legs it lacks): no stamp
         assert res is None and had_stamp, name
         assert state.load(name).inputs == json.loads(state.canonical(prepared.key)), name
         assert graph._uptodate(plan) is True, name

@@ -1,6 +1,7 @@
-"""smoke:<leg> through the real doit on a host without a matching GPU: skipped with the reason,
-recorded as skipped (never a pass), no stamp, evaluated again on the next run. And the tiny GGUF
-writer with the real llama.cpp source's gguf-py and vocabulary."""
+"""smoke:<leg> through the real doit where the bundle cannot start (a Windows bundle on this
+Linux host): skipped with the reason, recorded as skipped (never a pass), no stamp, evaluated
+again on the next run; test-backend-ops not built where the GPU checks cannot run. And the tiny
+GGUF writer with the real llama.cpp source's gguf-py and vocabulary."""
 
 from __future__ import annotations
 
@@ -19,47 +20,57 @@ LEG = "linux-x64-cuda13-portable"
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 
 
-def _bundle(dist: Path) -> Path:
-    """A real .tar.gz bundle (bundlegraph's writer) holding an info JSON of the x64 CUDA leg."""
+def _bundle(dist: Path, leg: str, os_name: str, arch: str) -> Path:
+    """A real bundle archive (bundlegraph's writer) holding only an info JSON of ``leg``."""
     from bundlegraph.archive import Entry, write_archive
     from bundlegraph.graph import Filters, load_graph
     from bundlegraph.schemas.manifest import BundleInfo, VerifyFindings
 
-    g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
-    s, r = g.ctx.spec(LEG), g.ctx.release
+    g = load_graph(ROOT / "bundles", Filters(only_leg=leg))
+    s, r = g.ctx.spec(leg), g.ctx.release
     name = s.bundle_name(r.tag, r.bundle_prefix)
-    info = BundleInfo(asset_name=name, leg=LEG, os="linux", arch="x64", install_kind=s.install_kind,
+    info = BundleInfo(asset_name=name, leg=leg, os=os_name, arch=arch, install_kind=s.install_kind,
                       source_repo=r.source_repo, source_commit=COMMIT, source_digest="0" * 64,
-                      upstream_tag=r.upstream_tag, release_tag=r.tag, platform="linux-x64", profile=s.profile.name,
-                      archs=s.cuda.cmake_archs, bundle_profile=s.profile.name, runtime_line="cuda13", coverage_class="portable",
-                      bundle_rank=60, toolkit_version="13.5", supported_sms=[75, 80, 86, 89, 90, 100, 120], min_sm=75,
-                      max_sm=120, ggml_backend_dl=True, signing="not-required",
-                      verify=VerifyFindings(machine="x64", fatbin_sms=[75, 80, 86, 89, 90, 100, 120], passed=True))
+                      upstream_tag=r.upstream_tag, release_tag=r.tag, platform=f"{os_name}-{arch}", profile=s.profile.name,
+                      archs=[], bundle_profile=s.profile.name, runtime_line=None, coverage_class="cpu",
+                      bundle_rank=10, toolkit_version=None, supported_sms=[], min_sm=None,
+                      max_sm=None, ggml_backend_dl=True, signing="not-required",
+                      verify=VerifyFindings(machine=arch, fatbin_sms=[], passed=True))
     dist.mkdir(parents=True, exist_ok=True)
     write_archive(dist / name, [Entry(r.info_file, data=info.model_dump_json().encode())], 0)
     return dist / name
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has an NVIDIA driver (the no-GPU path is not reachable)")
-def test_smoke_is_skipped_with_the_reason_and_never_passes(workdir):
-    _bundle(workdir / "dist")
+def test_a_bundle_that_cannot_start_here_is_skipped_with_the_reason_and_never_passes(workdir):
+    leg = "windows-x64-cpu"
+    bundle = _bundle(workdir / "dist", leg, "windows", "x64")
     for attempt in range(2):
-        r = doit(["-s", f"smoke:{LEG}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=LEG)
+        r = doit(["-s", f"smoke:{leg}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=leg)
         assert r.returncode == 0, r.stdout + r.stderr
         # executed every time (never "-- smoke:..." up to date), reason printed
-        assert f".  smoke:{LEG}" in r.stdout, r.stdout
-        assert "SKIPPED (not a pass): no NVIDIA GPU: nvidia-smi is not on PATH" in r.stdout
-        assert f"[smoke:{LEG}] SKIPPED" in r.stdout
-        rec = json.loads((workdir / "build" / LEG / "smoke.json").read_text())
-        assert rec["status"] == "skipped" and rec["reason"].startswith("no NVIDIA GPU: nvidia-smi is not on PATH")
+        assert f".  smoke:{leg}" in r.stdout, r.stdout
+        assert "SKIPPED (not a pass): a windows bundle does not run on a linux host" in r.stdout, r.stdout
+        assert f"[smoke:{leg}] SKIPPED" in r.stdout
+        rec = json.loads((workdir / "build" / leg / "smoke.json").read_text())
+        assert rec["status"] == "skipped" and rec["reason"] == "a windows bundle does not run on a linux host"
         assert not list((workdir / ".bundlegraph" / "stamps").glob("smoke__*"))
-    # nothing was unpacked for a host that cannot run it
-    assert not list((workdir / "build" / LEG).glob("smoke-*"))
-    # and test-backend-ops is not built for it either
-    r = doit(["-s", f"smoke:tools-{LEG}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=LEG)
-    assert r.returncode == 0 and "SKIPPED (nothing built): no NVIDIA GPU" in r.stdout, r.stdout + r.stderr
-    assert not (workdir / "build" / LEG / "smoke-tools").exists()
-    assert not list((workdir / ".bundlegraph" / "stamps").glob("smoke__*"))
+    # nothing was unpacked for a host that cannot run it, and no result travels with the bundle
+    assert not list((workdir / "build" / leg).glob("smoke-*"))
+    assert not Path(f"{bundle}.smoke.json").exists()
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has an NVIDIA driver (the no-GPU path is not reachable)")
+def test_test_backend_ops_is_not_built_where_no_gpu_can_run_it(workdir):
+    leg = "linux-x64-cuda13-portable"
+    r = doit(["-s", f"smoke:tools-{leg}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=leg)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"smoke:tools-{leg}: nothing to build here: no NVIDIA GPU: nvidia-smi is not on PATH" in r.stdout, r.stdout
+    note = json.loads((workdir / "build" / leg / "smoke-tools" / "not-built.json").read_text())
+    assert note["built"] is False and note["reason"].startswith("no NVIDIA GPU")
+    assert not (workdir / "build" / leg / "smoke-tools" / "cmake").exists()
+    # an up-to-date result for this host (the key holds its GPU probe): the next run does nothing
+    r = doit(["-s", f"smoke:tools-{leg}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=leg)
+    assert r.returncode == 0 and f"-- smoke:tools-{leg}" in r.stdout, r.stdout
 
 
 def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):

@@ -11,7 +11,8 @@ from bundlegraph.errors import BundleGraphError
 from bundlegraph.gpus import Gpu, GpuProbe, covered, parse_query
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
-from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_generate, judge_op, plan_smoke
+from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_op, plan_smoke
+from bundlegraph.pipeline.smokegpu import judge_gpu_generate as judge_generate
 
 ROOT = Path(__file__).resolve().parents[2]
 LEG = "linux-x64-cuda13-portable"
@@ -81,7 +82,8 @@ def test_smoke_plan_for_a_bundle():
     assert p.base == "linux-x64-cpu" and p.record.name == "smoke.json"
     names = [c.name for c in p.checks]
     # the host checks first (every host that can start the bundle), then the GPU checks
-    assert names == ["version", "backends", "generate", "serve", "devices", "generate-gpu", *(f"op:{op}" for op in OPS)]
+    assert names == ["version", "backends", "list-devices", "generate", "serve", "devices", "generate-gpu",
+                     *(f"op:{op}" for op in OPS)]
     assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)
     by = {c.name: c.argv for c in p.checks}
     assert by["version"] == ["{bundle}/llama-cli", "--version"]
@@ -207,3 +209,56 @@ def test_host_toolkit_version_falls_back_to_cuda_h(tmp_path):
     real = Path("/usr/local/cuda")
     if (real / "include" / "cuda.h").is_file() and not (real / "version.json").is_file():
         assert read_version(real).split(".")[0].isdigit()
+
+
+# -- the host checks' judges, on real output of the main job's aarch64 bundle (tests/data/smoke)
+
+SMOKE_DATA = ROOT / "tests" / "data" / "smoke"
+
+
+def test_version_judge_reads_the_real_llama_cli_line():
+    from bundlegraph.pipeline.smokechecks import judge_version
+
+    out = (SMOKE_DATA / "llama-cli-version-qemu-aarch64.txt").read_text(encoding="utf-8")
+    commit = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+    p, facts = judge_version(out, 0, build_number=11642, commit=commit)
+    assert p is None and facts["build"] == 11642 and facts["commit"] == "0c1e570" and facts["version"] == "0.5.0-dev"
+    assert judge_version(out, 0, build_number=11643, commit=commit)[0] == \
+        "llama-cli reports build 11642, the release's upstream build is 11643"
+    assert judge_version(out, 0, build_number=11642, commit="1" * 40)[0].startswith("llama-cli reports commit 0c1e570")
+    assert judge_version("", 127, build_number=1, commit=None)[0] == "llama-cli --version: exit code 127: (no output)"
+
+
+def test_backend_and_generation_judges_read_real_llama_simple_output():
+    from bundlegraph.pipeline.smokechecks import generated_text, judge_backends, judge_generate
+
+    out = (SMOKE_DATA / "llama-simple-n8-qemu-aarch64.txt").read_text(encoding="utf-8")
+    p, facts = judge_backends(out, 0, cuda_library=None)
+    assert p is None and list(facts["loaded"]) == ["CPU"] and facts["loaded"]["CPU"].endswith("/libggml-cpu.so")
+    assert judge_generate(out, 0) == (None, {"decoded": 8})
+    assert generated_text(out) == "究 Из cryleb Prem maslebшення"
+    # a CUDA leg whose backend ggml reported nothing about is refused, naming the library
+    p, _ = judge_backends(out, 0, cuda_library="libggml-cuda.so")
+    assert p == "libggml-cuda.so: ggml neither loaded it nor reported why"
+    # ggml's own failure line (ggml-backend-reg.cpp): the driver alone may be missing
+    cuda = out + ("load_backend: failed to load /b/libggml-cuda.so: libcuda.so.1: cannot open shared object file: "
+                  "No such file or directory\n")
+    p, facts = judge_backends(cuda, 0, cuda_library="libggml-cuda.so")
+    assert p is None and facts["cuda"].startswith("needs the driver (libcuda.so.1)")
+    runtime = cuda.replace("libcuda.so.1", "libcublas.so.13")
+    assert judge_backends(runtime, 0, cuda_library="libggml-cuda.so")[0] == \
+        "libggml-cuda.so: libcublas.so.13: cannot open shared object file: No such file or directory"
+    no_cpu = out.replace("load_backend: loaded CPU backend", "load_backend: skipped")
+    assert judge_backends(no_cpu, 0, cuda_library=None)[0].startswith("libggml-cpu*.so: no CPU backend was loaded")
+
+
+def test_loader_trace_judge_allows_only_what_it_is_told():
+    from bundlegraph.pipeline.smokechecks import judge_deps
+
+    trace = ("\tlinux-vdso.so.1 (0x0000005502850000)\n\tlibcudart.so.13 => /t/lib/libcudart.so.13 (0x1)\n"
+             "\tlibcuda.so.1 => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x2)\n")
+    assert judge_deps(trace, 0, "libggml-cuda.so", allowed_missing=frozenset({"libcuda.so.1"})) == \
+        (None, {"missing": ["libcuda.so.1"]})
+    assert judge_deps(trace, 0, "libggml-cuda.so")[0] == "libggml-cuda.so: libcuda.so.1 not found"
+    assert judge_deps("not a dynamic executable\n", 1, "x.so")[0] == \
+        "x.so: the loader cannot list it (exit code 1: not a dynamic executable)"
