@@ -1,6 +1,7 @@
 #!/bin/bash
-# Issue 8: prepare .carry/ (ignored) for the GPU machine, which has no package registry:
-#  - .carry/whl: the cp312 manylinux x86_64 wheels bundlegraph needs there (others are installed);
+# Issues 8 and 18: prepare .carry/ (ignored) for the GPU machine, which has no package registry:
+#  - .carry/whl: the cp312 manylinux x86_64 wheels bundlegraph needs there (others are installed;
+#    httpx and its own for the smoke's llama-server check);
 #  - .carry/llama.cpp.tar.xz: the release pin's llama.cpp tree (run `doit source:linux-x64-cpu` first)
 #    without models/ (but the llama-spm vocabulary), docs/, media/, .github/, .git/;
 #  - .carry/bundles: bundles/ with release.toml's [source] as a `path` pin to ../src/llama.cpp;
@@ -23,7 +24,8 @@ rm -rf .carry && mkdir -p .carry/whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .carry/whl \
   doit==0.37.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated_types==0.8.0 typing_inspection==0.4.5 \
-  typing_extensions==4.16.0 pefile==2024.8.26 pyelftools==0.33 platformdirs==4.14.8 filelock==4.3.1
+  typing_extensions==4.16.0 pefile==2024.8.26 pyelftools==0.33 platformdirs==4.14.9 filelock==4.3.1 \
+  httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 anyio==4.16.0 idna==3.20 certifi==2026.10.19.post1
 P=$(dirname "$SRC")
 { tar -C "$P" --exclude='llama.cpp/.git' --exclude='llama.cpp/docs' --exclude='llama.cpp/media' \
       --exclude='llama.cpp/.github' --exclude='llama.cpp/models/*' -cf - llama.cpp

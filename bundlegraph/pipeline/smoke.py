@@ -175,11 +175,14 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
               # ggml logs each backend it loads (or why not) when a program starts loading them:
               # llama-simple does, with a model; llama-cli --list-devices of a real llama.cpp
               # prints no log, so it is the check only where no model can be made (the stand-in)
-              Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "Hello"]),
+              Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "-ngl", "0", "Hello"]),
               Check("list-devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
-              Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "Hello"]),
+              # the host checks compute on the CPU (-ngl 0; llama-simple offloads 99 layers by
+              # default): the same text on every host, and no GPU log lines inside it
+              Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "0",
+                                 "Hello"]),
               Check("serve", [f"{{bundle}}/llama-server{exe}", "-m", "{model}", "--host", "127.0.0.1", "--port",
-                              "{port}", "-c", "256", "-t", "2"])]
+                              "{port}", "-c", "256", "-t", "2", "-ngl", "0"])]
     if spec.cuda is not None:
         checks += [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
                    Check("generate-gpu", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),

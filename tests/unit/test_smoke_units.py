@@ -90,7 +90,8 @@ def test_smoke_plan_for_a_bundle():
     assert by["devices"] == ["{bundle}/llama-cli", "--list-devices"]
     assert by["op:FLASH_ATTN_EXT"] == ["{bundle}/test-backend-ops", "test", "-b", "{dev}", "-o", "FLASH_ATTN_EXT",
                                       "-j", "{jobs}"]
-    assert "-ngl" not in by["generate"]  # the host generation runs on the CPU
+    assert by["generate"][by["generate"].index("-ngl") + 1] == "0"  # the host generation runs on the CPU
+    assert by["serve"][by["serve"].index("-ngl") + 1] == "0"
     assert by["generate-gpu"][by["generate-gpu"].index("-ngl") + 1] == "99"
     assert by["serve"][by["serve"].index("--host") + 1] == "127.0.0.1" and "{port}" in by["serve"]
     assert p.model_argv[1:3] == ["-m", "bundlegraph.pipeline.tinygguf"]
