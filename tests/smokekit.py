@@ -18,8 +18,8 @@ def members(archive: Path) -> list[str]:
 
 
 def mutate(archive: Path, out: Path, *, remove: tuple[str, ...] = (), replace: dict[str, bytes] | None = None) -> Path:
-    """Copy ``archive`` (``.tar.gz``) to ``out`` without the members named (by file name) in
-    ``remove``, and with the members named in ``replace`` holding other bytes. Raises
+    """Copy ``archive`` (``.tar.gz``) to ``out`` without the members named (by file name; files
+    or links) in ``remove``, and with the members named in ``replace`` holding other bytes. Raises
     AssertionError when a named member is not in the archive (the mutation would be a no-op)."""
     replace = replace or {}
     seen: set[str] = set()
@@ -27,7 +27,7 @@ def mutate(archive: Path, out: Path, *, remove: tuple[str, ...] = (), replace: d
     with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
         for m in src.getmembers():
             base = Path(m.name).name
-            if m.isfile() and base in remove:
+            if (m.isfile() or m.issym()) and base in remove:  # (a soname link is one too)
                 seen.add(base)
                 continue
             if m.isfile() and base in replace:

@@ -65,8 +65,6 @@ def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str 
     loaded = {m.group("name"): m.group("path") for m in LOADED_RE.finditer(out)}
     failed = {m.group("path"): m.group("error") for m in FAILED_RE.finditer(out)}
     facts: dict = {"loaded": loaded, "failed": failed}
-    if rc != 0:
-        return f"exit code {rc}: {_last_line(out)}", facts
     probs = []
     for path, err in failed.items():
         name = Path(path).name
@@ -81,6 +79,8 @@ def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str 
             facts["cuda"] = "loaded"
         elif not any(Path(p).name == cuda_library for p in failed):
             probs.append(f"{cuda_library}: ggml neither loaded it nor reported why")
+    if rc != 0:  # after what ggml said of the backends: that names the file
+        probs.append(f"exit code {rc}: {_last_line(out)}")
     return ("; ".join(probs) or None), facts
 
 
