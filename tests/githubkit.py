@@ -98,6 +98,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a: Any) -> None:
         pass
 
+    def _send_asset(self, a: "Asset | None") -> None:
+        """An asset's bytes as the download host serves them (404 when there is none)."""
+        if a is None:
+            return self._send(404, {"message": "Not Found"})
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(a.data)))
+        self.end_headers()
+        self.wfile.write(a.data)
+        return None
+
     def _send(self, code: int, obj: Any = None) -> None:
         body = b"" if obj is None else json.dumps(obj).encode()
         self.send_response(code)
@@ -123,14 +133,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     return self._send(404, {"message": "Not Found"})
                 if "/tags/" in path:
                     return self._send(200, gh.release_json(r, other))
-                a = next((a for a in r.assets if a.name == path.split("/")[-1]), None)
-                if a is None:
-                    return self._send(404, {"message": "Not Found"})
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(a.data)))
-                self.end_headers()
-                self.wfile.write(a.data)
-                return None
+                return self._send_asset(next((a for a in r.assets if a.name == path.split("/")[-1]), None))
         public = path.startswith(f"/{gh.repo}/releases/download/")  # the download host needs no token
         if gh.token and not public and self.headers.get("Authorization") != f"Bearer {gh.token}":
             return self._send(401, {"message": "Bad credentials"})
@@ -153,14 +156,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if path.startswith(f"/{gh.repo}/releases/download/") and self.command == "GET":
                 tag, name = path.split("/")[-2:]
                 r = gh.release(tag)
-                a = next((a for a in r.assets if a.name == name), None) if r and not r.draft else None
-                if a is None:
-                    return self._send(404, {"message": "Not Found"})
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(a.data)))
-                self.end_headers()
-                self.wfile.write(a.data)
-                return None
+                return self._send_asset(next((a for a in r.assets if a.name == name), None) if r and not r.draft else None)
             if not path.startswith(prefix):
                 return self._send(404, {"message": "Not Found"})
             rest = path[len(prefix):].strip("/").split("/") if path != prefix else []
