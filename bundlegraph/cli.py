@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import settings
 from .errors import BundleGraphError
 
 COMMANDS = [
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     resolve_bundles(args)
     try:
+        settings.check_environment()
         return int(args.func(args) or 0)
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)

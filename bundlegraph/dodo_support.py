@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from . import settings
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
 from .runlock import acquire, doit_command, doit_targets
@@ -69,6 +70,7 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         filters = dataclasses.replace(filters, compile_only=True)
     _graceful_sigterm()
     try:
+        settings.check_environment()
         acquire(doit_command(sys.argv[1:]))
         return load_graph(bundles, filters)
     except BundleGraphError as e:

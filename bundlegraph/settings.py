@@ -142,6 +142,22 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
     return raw
 
 
+def check_environment(env: Mapping[str, str] | None = None) -> None:
+    """Refuse a run whose environment sets any ``BUNDLEGRAPH_*`` variable of this table to a
+    value of the wrong form, before anything starts: every bad one at once, in one
+    :class:`SettingError` (what :func:`get` would raise later, where the value is read)."""
+    env = os.environ if env is None else env
+    bad = []
+    for s in SETTINGS:
+        if (env.get(s.var) or "").strip():
+            try:
+                get(s.name, env)
+            except SettingError as e:
+                bad.append(str(e))
+    if bad:
+        raise SettingError("; ".join(bad))
+
+
 def markdown_table() -> str:
     """The README's settings table: variable, form, default, what it does."""
     rows = ["| variable | value | default | what it does |", "|---|---|---|---|"]

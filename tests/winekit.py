@@ -79,8 +79,23 @@ class WinePython:
     def run(self, args: list[str], *, cwd: Path, timeout: float = 180, **extra: str) -> subprocess.CompletedProcess:
         """``python.exe -B ARGS`` under wine (no ``.pyc`` written into the checkout); stdout and
         stderr through pipes (text)."""
-        return subprocess.run(["wine", str(self.exe), "-B", *args], cwd=cwd, env=self.env(**extra), stdin=subprocess.DEVNULL,
+        return subprocess.run([_wine(), str(self.exe), "-B", *args], cwd=cwd, env=self.env(**extra), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=timeout)
+
+
+def _wine() -> str:
+    """wine's 64-bit loader itself (Debian ``wine64``: ``/usr/lib/wine/wine64``) where there is
+    one: Debian's ``wine`` wrapper script prints a 32-bit-support hint on every start."""
+    direct = Path("/usr/lib/wine/wine64")
+    return str(direct) if direct.is_file() else (shutil.which("wine64") or "wine")
+
+
+def stop(wp: WinePython) -> None:
+    """End the prefix's wineserver (and the Windows processes it keeps), output swallowed, so
+    nothing of wine's outlives the tests."""
+    server = shutil.which("wineserver") or "/usr/lib/wine/wineserver64"
+    subprocess.run([server, "-k"], env=wp.env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    subprocess.run([server, "-w"], env=wp.env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
 
 
 def windows_python(dest: Path) -> WinePython:
@@ -116,4 +131,4 @@ def windows_python(dest: Path) -> WinePython:
     return WinePython(py / "python.exe", prefix)
 
 
-__all__ = ["WinePython", "windows_python", "winpath", "REQUIREMENTS"]
+__all__ = ["WinePython", "windows_python", "winpath", "stop", "REQUIREMENTS"]

@@ -498,6 +498,20 @@ def runs_here(ctx: Context, leg: str) -> bool:
     return not isinstance(launcher_for(spec.os, spec.arch), str)
 
 
+def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
+    """What ``doit list`` says of ``smoke:<leg>`` on this host: how the bundle starts here, or
+    why it cannot (then the task is skipped, and the spec's ``[smoke] waived``, if any)."""
+    from ..emulation import launcher_for
+
+    spec = ctx.spec(leg)
+    how = launcher_for(spec.os, spec.arch)
+    if isinstance(how, str):
+        waived = f"; waived: {spec.smoke.waived}" if spec.smoke else "; publish needs a passed smoke from another host"
+        return f"skipped here ({how}){waived}"
+    return (f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving"
+            + ("; on an NVIDIA GPU its CUDA kernels" if cuda else ""))
+
+
 def plans(ctx: Context) -> list:
     """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a CUDA leg
     ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
@@ -513,12 +527,11 @@ def plans(ctx: Context) -> list:
         if cuda:
             out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
                                 prepare=partial(_prepare_tools, ctx, leg), apply=_apply_tools,
-                                doc=f"build test-backend-ops for smoke:{leg} (skipped without a GPU)"))
+                                doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)"))
         out.append(TaskPlan(stage="smoke", name=leg, leg=leg,
                             deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
                             prepare=partial(_prepare_smoke, ctx, leg), apply=_apply_smoke, details=details,
-                            doc=f"start {leg}'s bundle here (natively or under qemu-user): version, backends, "
-                                f"libraries, generation, serving" + ("; on an NVIDIA GPU its CUDA kernels" if cuda else "")))
+                            doc=_smoke_doc(ctx, leg, cuda)))
     return out
 
 

@@ -12,7 +12,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic.json_schema import SkipJsonSchema
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
 
 from .archs import Arch, ArchField, parse_version
 from .base import Strict
@@ -237,10 +237,15 @@ class BundleSpec(Strict):
             raise ValueError("a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
         if self.os == "windows" and self.linux is not None:
             raise ValueError("[linux] is only for Linux legs")
-        if self.compile_runner is not None and self.compile_runner == self.runner:
-            raise ValueError(f"compile_runner '{self.compile_runner}' is runner: leave it out (set it only "
-                             "when the leg compiles on another runner than the one that packages it)")
         return self
+
+    @field_validator("compile_runner")
+    @classmethod
+    def _compile_runner_is_another(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and v == info.data.get("runner"):
+            raise ValueError(f"'{v}' is runner: leave it out (set it only when the leg compiles on another runner "
+                             "than the one that packages it)")
+        return v
 
     def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
         """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/1/0 accepted), else ``default``."""

@@ -26,9 +26,11 @@ def win(tmp_path_factory):
     import realinputs
 
     try:
-        return winekit.windows_python(tmp_path_factory.mktemp("winpy"))
+        wp = winekit.windows_python(tmp_path_factory.mktemp("winpy"))
     except realinputs.MissingInput as e:
         pytest.fail(str(e), pytrace=False)
+    yield wp
+    winekit.stop(wp)
 
 
 def _cli(win, args, tmp_path, **extra):

@@ -53,3 +53,15 @@ def test_typed_values_and_defaults():
     assert settings.get("JOBS", {}) is None and settings.get("ALLOW_HTTP", {}) is False
     # build jobs and download parallelism are separate
     assert settings.get("DOWNLOAD_JOBS", {"BUNDLEGRAPH_JOBS": "1"}) == 3
+
+
+def test_a_run_is_refused_at_once_listing_every_bad_value():
+    from bundlegraph.errors import SettingError
+    from bundlegraph.settings import check_environment
+
+    check_environment({"BUNDLEGRAPH_JOBS": "4", "BUNDLEGRAPH_TOOLS": "system", "BUNDLEGRAPH_UNRELATED": "x"})
+    with pytest.raises(SettingError) as e:
+        check_environment({"BUNDLEGRAPH_JOBS": "0", "BUNDLEGRAPH_TOOLS": "foo", "BUNDLEGRAPH_DOWNLOAD_JOBS": "abc"})
+    msg = str(e.value)
+    assert "BUNDLEGRAPH_JOBS='0': expected an integer >= 1" in msg and "BUNDLEGRAPH_TOOLS='foo': expected one of" in msg
+    assert "BUNDLEGRAPH_DOWNLOAD_JOBS='abc'" in msg
