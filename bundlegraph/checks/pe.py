@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pefile
 
 from . import BytesLike, NotParsable
 
@@ -30,11 +29,8 @@ MACHINE_CODES: dict[str, int] = {"x64": 0x8664, "arm64": 0xAA64}
 FATBIN_SECTION = ".nv_fatb"
 """CUDA's ``.nv_fatbin`` section name (``fatbinary_section.h``) cut to PE's 8 bytes."""
 
-_DIRS = [
-    pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
-    pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
-    pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"],
-]
+_DIRS = ("IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT", "IMAGE_DIRECTORY_ENTRY_EXPORT")
+"""The data directories read (pefile is imported where a file is read, not when the graph loads)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +89,8 @@ def read_pe(data: BytesLike, name: str = "") -> PEInfo:
 
     Raises :class:`NotParsable` when it is not a PE file, when a section or table lies beyond
     the end of the data (a truncated file) or when pefile could only parse it partially."""
+    import pefile
+
     size = len(data)
     if size < 2 or bytes(data[:2]) != b"MZ":
         raise NotParsable(f"not a PE file: DOS header magic 'MZ' not found ({size} bytes)")
@@ -106,7 +104,7 @@ def read_pe(data: BytesLike, name: str = "") -> PEInfo:
             sname = s.Name.rstrip(b"\0").decode("latin-1")
             raise NotParsable(f"truncated: section {sname} ends at byte {end}, the file has {size} bytes")
     try:
-        pe.parse_data_directories(directories=_DIRS)
+        pe.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY[d] for d in _DIRS])
     except pefile.PEFormatError as e:
         raise NotParsable(f"damaged import/export tables: {e}") from None
     bad = [w for w in pe.get_warnings() if "too many" in w.lower() or "assuming corrupt" in w.lower()]
