@@ -443,7 +443,8 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
 
 def smoke_inputs(ctx: Context, leg: str) -> dict:
     """The action-key inputs of ``smoke:<leg>``: the bundle and source digests, this host and
-    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), the checks; for a CUDA
+    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), each check's command
+    (placeholders, no host paths); for a CUDA
     leg also the test-backend-ops digest, the GPUs (probe key), the ops and the tools' cache."""
     from ..emulation import launcher_for
 
@@ -451,7 +452,7 @@ def smoke_inputs(ctx: Context, leg: str) -> dict:
     how = launcher_for(spec.os, spec.arch)
     key: dict[str, object] = {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
            "host": list(host_platform()), "how": how if isinstance(how, str) else how.describe(),
-           "checks": [c.name for c in plan_smoke(ctx, leg).checks]}
+           "checks": {c.name: c.argv for c in plan_smoke(ctx, leg).checks}}  # what each runs: a changed command reruns
     if spec.cuda is not None:
         from ..gpus import probe
 
