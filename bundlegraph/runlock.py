@@ -25,40 +25,38 @@ _COMMANDS = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep
 _held: list[FileLock] = []
 
 
-def doit_command(argv: list[str]) -> str:
-    """The doit sub-command in ``argv`` (``run`` when none is named)."""
-    known = _COMMANDS
-    skip_next = False
-    for a in argv:
-        if skip_next:
-            skip_next = False
-            continue
-        if a in ("-f", "--file", "-d", "--dir", "--db-file", "--backend", "-k", "--seek-file"):
-            skip_next = a not in ("-k", "--seek-file")
-            continue
-        if a.startswith("-"):
-            continue
-        return a if a in known else "run"
-    return "run"
+_VALUED = {"-f", "--file", "-d", "--dir", "--db-file", "--backend", "-n", "--process", "-P", "--parallel-type",
+           "--reporter", "-r", "--output-file", "-o"}
+"""doit options that take the next argument as their value."""
 
 
-def doit_targets(argv: list[str]) -> list[str]:
-    """The task names a ``doit run`` in ``argv`` was asked for (``build:L``; empty: the default
-    tasks); ``key=value`` vars and options are not targets."""
+def _positionals(argv: list[str]) -> list[str]:
+    """``argv`` without options and their values: the sub-command, ``key=value`` vars, tasks."""
     out: list[str] = []
     skip_next = False
     for a in argv:
         if skip_next:
             skip_next = False
-            continue
-        if a in ("-f", "--file", "-d", "--dir", "--db-file", "--backend", "-n", "--process", "-P",
-                 "--parallel-type", "--reporter", "-r", "--output-file", "-o"):
+        elif a in _VALUED:
             skip_next = True
-            continue
-        if a.startswith("-") or "=" in a or (not out and a in _COMMANDS):
-            continue
-        out.append(a)
+        elif not a.startswith("-"):
+            out.append(a)
     return out
+
+
+def doit_command(argv: list[str]) -> str:
+    """The doit sub-command in ``argv`` (``run`` when none is named)."""
+    pos = _positionals(argv)
+    return pos[0] if pos and pos[0] in _COMMANDS else "run"
+
+
+def doit_targets(argv: list[str]) -> list[str]:
+    """The task names a ``doit run`` in ``argv`` was asked for (``build:L``; empty: the default
+    tasks); ``key=value`` vars and options are not targets."""
+    pos = _positionals(argv)
+    if pos and pos[0] in _COMMANDS:
+        pos = pos[1:]
+    return [a for a in pos if "=" not in a]
 
 
 OWNER_WAIT_S = 3.0
