@@ -3,6 +3,8 @@
 - :func:`write_summary`: when ``GITHUB_STEP_SUMMARY`` names a file, append a table with one row
   per bundle in ``dist/``: bundle, size (MiB), sha256, fatbin SMs (from its info JSON's verify
   findings), and time per stage (seconds recorded in each task's stamp, :mod:`bundlegraph.state`).
+- :func:`write_cache_summary`: the same, one table row per build: the leg, the compiler cache and
+  its version, hits (remote/local), misses, uncacheable calls and the build's seconds.
 - :func:`annotate`: when ``GITHUB_ACTIONS=true``, print each verify failure as
   ``::error file=<bundle>::<message>`` (workflow-command syntax; ``%``, CR and LF escaped).
 """
@@ -70,6 +72,22 @@ def write_summary(dist: Path, index_file: Path, info_file: str) -> bool:
     lines = [f"### Bundles of {index.get('release_tag', '?')}", "",
              "| bundle | size | sha256 | SMs | time per stage |", "|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in summary_rows(dist, index, info_file)]
+    with open(target, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n\n")
+    return True
+
+
+def write_cache_summary(stats: dict) -> bool:
+    """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.launcher.build_stats`
+    plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return False
+    lines = [f"### Compiler cache of build:{stats['leg']}", "",
+             "| leg | cache | hits (remote/local) | misses | uncacheable | build |", "|---|---|---|---|---|---|",
+             f"| {stats['leg']} | {stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''} "
+             f"| {stats['hits']} ({stats['remote_hits']}/{stats['local_hits']}) | {stats['misses']} "
+             f"| {stats['uncacheable']} | {stats['seconds']:.0f}s |"]
     with open(target, "a", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n\n")
     return True

@@ -20,12 +20,14 @@ from typing import Any
 from .errors import SettingError
 
 PREFIX = "BUNDLEGRAPH_"
+#: what a ``url`` setting may start with (ccache's remote storage schemes, ccache manual)
+URL_SCHEMES = ("http://", "https://", "redis://", "redis+unix:")
 
 
 @dataclass(frozen=True)
 class Setting:
     """One variable: ``name`` (after the prefix), ``form`` (``path``, ``text``, ``int``,
-    ``seconds``, ``flag`` (``1``/``0``), ``choice``, ``list`` (comma-separated)), ``default``
+    ``seconds``, ``flag`` (``1``/``0``), ``choice``, ``list`` (comma-separated), ``url``), ``default``
     (as text; None: unset), ``doc`` (one sentence), ``minimum`` for numbers, ``choices``."""
 
     name: str
@@ -48,6 +50,8 @@ class Setting:
             return "1 or 0"
         if self.form == "choice":
             return "one of " + ", ".join(self.choices)
+        if self.form == "url":
+            return "a URL starting with " + ", ".join(URL_SCHEMES)
         return {"path": "a directory or file path", "list": "comma-separated names", "text": "text"}[self.form]
 
 
@@ -70,7 +74,12 @@ SETTINGS: tuple[Setting, ...] = (
                                  "of one job)", minimum=1),
     Setting("DOWNLOAD_JOBS", "int", "3", "downloads run at once", minimum=1),
     Setting("LAUNCHER", "choice", None, "compiler cache: `ccache`, `sccache`, or `none`; default: whichever is "
-                                        "installed and works", choices=("ccache", "sccache", "none")),
+                                        "installed and caches the leg's C and CUDA compiles",
+            choices=("ccache", "sccache", "none")),
+    Setting("CACHE_REMOTE", "url", None, "ccache remote storage shared by every runner of a release "
+                                          "(`http://` WebDAV, `https://`, `redis://`; ccache's `remote_storage`)"),
+    Setting("CACHE_REMOTE_MODE", "choice", "read-write", "`read-write`, or `read-only` (hits only, nothing stored)",
+            choices=("read-write", "read-only")),
     Setting("VERBOSITY", "choice", "normal", "how much the graph prints: `quiet` (warnings and errors), `normal` "
                                            "(progress, results, the commands it runs), `verbose`",
             choices=("quiet", "normal", "verbose")),
@@ -135,6 +144,10 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
         return raw == "1"
     if s.form == "choice":
         if raw not in s.choices:
+            raise bad
+        return raw
+    if s.form == "url":
+        if not raw.startswith(URL_SCHEMES):
             raise bad
         return raw
     if s.form == "list":

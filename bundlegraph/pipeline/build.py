@@ -24,6 +24,7 @@ the stamp, not here, so a record holds only what describes the outputs). The sta
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -39,6 +40,7 @@ from ..fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..report import say
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
+from . import launcher as launcher_mod
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import SourceRecord
 
@@ -169,9 +171,14 @@ def run_build(plan: BuildPlan) -> list[Path]:
     plan.log.write_text("", encoding="utf-8")
     prog = _Progress(leg)
     t0 = time.monotonic()
+    chosen = _configured_launcher(plan)
+    stats_log = plan.log.with_name("compiler-cache-stats.log")
+    stats_log.unlink(missing_ok=True)
+    env = launcher_mod.build_env(chosen, dict(os.environ), stats_log, [paths.workdir(), *_source_tree(plan)])
     try:
-        proc.run(argv, log=plan.log, on_line=prog, what=f"build:{leg}")
+        proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")
     except ToolFailed as e:
+        _record_cache_stats(plan, chosen, env, stats_log, time.monotonic() - t0, ok=False)
         tail = plan.log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
         raise ToolFailed(
@@ -189,8 +196,46 @@ def run_build(plan: BuildPlan) -> list[Path]:
         "cmake_dir": plan.cmake_dir.as_posix(),
         "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
     })
-    say(f"build:{leg}: {proc.quote(argv)} finished in {time.monotonic() - t0:.1f}s")
+    took = time.monotonic() - t0
+    _record_cache_stats(plan, chosen, env, stats_log, took, ok=True)
+    say(f"build:{leg}: {proc.quote(argv)} finished in {took:.1f}s")
     return [plan.record, *outs]
+
+
+def _source_tree(plan: BuildPlan) -> list[Path]:
+    """The source tree configure recorded (``configure.json``), as a one-item list; empty when unknown."""
+    try:
+        tree = json.loads((plan.record.parent / "configure.json").read_text(encoding="utf-8")).get("source_tree")
+    except (OSError, ValueError):
+        return []
+    return [Path(tree)] if isinstance(tree, str) and tree else []
+
+
+def _configured_launcher(plan: BuildPlan) -> dict | None:
+    """The ``launcher`` entry configure recorded (``configure.json``), None when none."""
+    try:
+        got = json.loads((plan.record.parent / "configure.json").read_text(encoding="utf-8")).get("launcher")
+    except (OSError, ValueError):
+        return None
+    return got if isinstance(got, dict) and got.get("name") else None
+
+
+def _record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str], stats_log: Path,
+                        seconds: float, *, ok: bool) -> None:
+    """Write ``build/<leg>/compiler-cache.json`` (not a stamp output: hit counts describe the
+    run, not the outputs) and, on GitHub Actions, a line of the step summary."""
+    from .. import ci
+
+    stats = launcher_mod.build_stats(chosen, env, stats_log)
+    record = plan.record.with_name("compiler-cache.json")
+    if stats is None:
+        why = "no compiler cache" if chosen is None else f"{chosen.get('name')}: no statistics"
+        atomic_write_json(record, {"leg": plan.leg, "launcher": None, "why": why, "seconds": round(seconds, 1)})
+        return
+    stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered}
+    atomic_write_json(record, stats)
+    say(f"build:{plan.leg}: {launcher_mod.describe(stats)}")
+    ci.write_cache_summary(stats)
 
 
 def _rel(p: Path, wd: Path) -> str:

@@ -34,12 +34,13 @@ from ..state import Present, key_of
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.base import Toolchain
+from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
 from ..toolchains.cuda import CudaLayout
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .cmake_cache import cache_entries
-from .launcher import compiler_launcher
+from .launcher import ProbeTools, compiler_launcher
 from .source import SourceRecord, plan_source
 from .toolkit import toolkit_layout
 
@@ -106,7 +107,8 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
     if binaries is None:
         binaries = planned_binaries(tc) if isinstance(tc, GccLinux) else {}
     text = tc.render(leg, cuda, binaries)
-    hooks = msvc.hooks_cmake() if (tc.info.cuda and tc.info.build_os == "windows" and cuda) else ""
+    hooks = hooks_script(seeds=True, host_flag=msvc.ZC if tc.info.build_os == "windows" else None) if (
+        tc.info.cuda and cuda) else ""
     tfile = bdir / "toolchain.cmake"
     hfile = bdir / "bundlegraph-hooks.cmake" if hooks else None
     cmake = str(tools.cmake.path) if tools else "cmake"
@@ -140,8 +142,14 @@ def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
     libraries) and, for MSVC hosts, ``-Xcompiler=/Zc:preprocessor`` (the project-include hook:
     CCCL needs MSVC's conforming preprocessor; added only to CUDA targets that lack it)."""
     out = {f: "toolchain file: CMAKE_CUDA_FLAGS_INIT (nvcc finds the target's headers and libraries)"
-           for f in tc.nvcc_flags()}
+           for f in tc.nvcc_flags() if f.startswith("-target-dir")}
+    out.update({f: ("toolchain file: CMAKE_CUDA_FLAGS_INIT (intermediate files named after the object, "
+                    "not tmpxft_<pid>: reproducible objects)") for f in tc.nvcc_flags() if f == "-objtemp"})
     if plan.hooks_file:
+        out["-frandom-seed=<source path>"] = (f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): one seed per "
+                                              f"CUDA source, its path in the source tree (reproducible device "
+                                              f"code); checked once per nvcc command after configure")
+    if plan.hooks_file and tc.info.build_os == "windows":
         out[f"-Xcompiler={msvc.ZC}"] = (f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
                                         f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "
                                         f"MSVC's conforming preprocessor; checked once per nvcc command after "
@@ -225,13 +233,14 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
     if plan.hooks_file:
         atomic_write_bytes(plan.hooks_file, plan.hooks_text.encode())
     argv = list(plan.argv)
-    launcher = compiler_launcher(plan.binaries.get("c"), env, plan.build_dir / "launcher-check",
+    launcher = compiler_launcher(probe_tools(plan, tc, env), plan.build_dir / "launcher-check",
                                  ["C", "CXX"] + (["CUDA"] if plan.cuda else []))
     argv += launcher.args
     say(f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
           f"toolkit {plan.cuda.root if plan.cuda else '-'} ({plan.cuda.target_dir if plan.cuda else 'cpu'}), "
           f"cmake {inputs['tools']['cmake']['version']}, ninja {inputs['tools']['ninja']['version']}, "
-          f"launcher {launcher.name or 'none'}")
+          f"launcher {launcher.name + ' ' + launcher.version.split()[-1] if launcher.name else 'none'}"
+          f"{' (probe ' + launcher.probe + ')' if launcher.name else ''}")
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     proc.run(argv, env=env, log=plan.log, what=f"configure:{leg}")
@@ -243,11 +252,25 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
         "leg": leg, "argv": argv, "command": proc.quote(argv), "toolchain": plan.toolchain,
         "toolchain_file": plan.toolchain_file.as_posix(), "toolchain_sha": key_of({"t": plan.toolchain_text}),
         "cmake_dir": plan.cmake_dir.as_posix(), "source_tree": plan.source_tree.as_posix(),
-        "cache": plan.cache, "launcher": launcher.name, "inputs": inputs, "checks": checks,
+        "cache": plan.cache, "launcher": launcher.record(), "inputs": inputs, "checks": checks,
         "cuda": asdict(plan.cuda) | {"prefix": plan.cuda.root} if plan.cuda else None,
     })
     return [plan.record, plan.toolchain_file, Present(plan.cmake_dir / "CMakeCache.txt"),
             Present(plan.cmake_dir / "build.ninja")]
+
+
+def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> ProbeTools | None:
+    """What the launcher probe compiles with for ``plan``: its C compiler and, on CUDA legs, its
+    nvcc, host compiler, nvcc flags and CUDA architectures. None without a C compiler."""
+    cc = plan.binaries.get("c")
+    if not cc:
+        return None
+    if plan.cuda is None:
+        return ProbeTools(cc, env)
+    nvcc = plan.cuda.prefix / Path(plan.cuda.nvcc).relative_to(plan.cuda.root)
+    archs = tuple(a for a in plan.cache.get("CMAKE_CUDA_ARCHITECTURES", "").split(";") if a)
+    return ProbeTools(cc, env, str(nvcc), plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
+                      tuple(tc.nvcc_flags()), archs)
 
 
 _UNUSED_HEAD = "Manually-specified variables were not used by the project:"
@@ -300,8 +323,9 @@ def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
 
 
 def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict:
-    """After cmake: the CUDA library pins are in effect (cross builds) and, for MSVC + CUDA,
-    every nvcc compile passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
+    """After cmake: the CUDA library pins are in effect (cross builds), every nvcc compile is
+    reproducible (:func:`~bundlegraph.toolchains.cmake_hooks.reproducibility_problems`) and, for
+    MSVC + CUDA, passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
     out: dict = {}
     if plan.cuda is None:
         return out
@@ -313,8 +337,12 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict:
             if tc.info.cross and Path(cache[var]).as_posix() != f"{plan.cuda.root}/{rel}":
                 raise ToolkitError(f"configure:{plan.leg}: {var} resolved to {cache[var]}, not the target's "
                                    f"{plan.cuda.root}/{rel}: a host library would be linked")
+    cc = json.loads((plan.cmake_dir / "compile_commands.json").read_text(encoding="utf-8"))
+    bad = reproducibility_problems(cc)
+    if bad:
+        raise BundleGraphError(f"configure:{plan.leg}: not reproducible: " + "; ".join(bad[:5]))
+    out["reproducible"] = "-objtemp and a distinct -frandom-seed in every nvcc command"
     if tc.info.build_os == "windows":
-        cc = json.loads((plan.cmake_dir / "compile_commands.json").read_text(encoding="utf-8"))
         bad = msvc.zc_preprocessor_problems(cc)
         if bad:
             raise BundleGraphError(f"configure:{plan.leg}: " + "; ".join(bad[:5]))

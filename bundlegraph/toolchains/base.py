@@ -90,7 +90,14 @@ class Toolchain:
         return {"arm64": "sbsa-linux", "x64": "x86_64-linux"}[self.info.target_arch]
 
     def nvcc_flags(self) -> list[str]:
-        return [f"-target-dir={self.cuda_target_dir()}"] if self.info.cuda else []
+        """nvcc flags of every CUDA compile (``CMAKE_CUDA_FLAGS_INIT``): ``-target-dir`` (the
+        target's headers and libraries) and ``--objdir-as-tempdir`` (``-objtemp``, nvcc 12.x+):
+        nvcc's intermediate files are named after the object file instead of
+        ``tmpxft_<pid>_...`` in the temp directory, and those names land in the object (the
+        ``.cudafe1.cpp`` file name), so without it two builds of one source differ. The per-file
+        ``-frandom-seed`` that fixes nvcc's generated device-symbol names comes from
+        :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's help asks)."""
+        return [f"-target-dir={self.cuda_target_dir()}", "-objtemp"] if self.info.cuda else []
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment cmake and the compilers run in (default: this process's)."""
