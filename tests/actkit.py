@@ -6,7 +6,8 @@
 - Actions that cannot be fetched here are our own stand-ins from ``tests/act/``, mapped with
   ``--local-repository`` (:data:`STANDINS`): ``setup-python`` (a venv per job, pip offline from
   :func:`wheelhouse`), ``upload-artifact``/``download-artifact`` (npm ``@actions/artifact``
-  against act's artifact server; their ``node_modules`` installed by :func:`standin_actions`).
+  against act's artifact server; their ``node_modules`` installed by :func:`standin_actions`),
+  ``cache`` (Node only: a folder per key in ``<repo>/../actions-cache``, ``BUNDLEGRAPH_ACT_CACHE``).
   ``actions/checkout`` of the same repository is served by act from the working tree.
 - Jobs run on the host (``-P <label>=-self-hosted``). There is no ``sudo`` here and matrix jobs
   run side by side: ``sudo`` is a shim that runs the command under one lock (apt).
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ACT_DIR = ROOT / "tests" / "act"
 REPO = "example-org/llama-prebuilt"
 STANDINS = {"actions/setup-python@v5": "setup-python", "actions/upload-artifact@v4": "upload-artifact",
-            "actions/download-artifact@v4": "download-artifact"}
+            "actions/download-artifact@v4": "download-artifact", "actions/cache@v4": "cache"}
 """``uses:`` of the workflows -> our stand-in folder under ``tests/act/``."""
 
 
@@ -196,6 +197,7 @@ def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifact
         argv += ["--matrix", m]
     for uses, folder in STANDINS.items():
         argv += ["--local-repository", f"{uses}={actions / folder}"]
+    env = {"BUNDLEGRAPH_ACT_CACHE": str(repo.parent / "actions-cache")} | dict(env)  # the cache stand-in's store
     for k, v in env.items():
         argv += ["--env", f"{k}={v}"]
     for k, v in (secrets or {}).items():

@@ -109,6 +109,19 @@ def test_every_job_ran_in_order_on_its_own_runner(run):
     print(f"act ran release.yml in {run['seconds']:.0f} s")
 
 
+def test_each_linux_legs_build_used_ccache_and_the_cache_action_kept_its_directory(run):
+    """No remote storage is set here: the workflow falls back to the cache action (our stand-in)
+    for ``CCACHE_DIR``; each Linux compile went through ccache and the job printed its figures."""
+    out = run["out"]
+    store = run["repo"].parent / "actions-cache"
+    for leg in ("mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"):
+        assert re.search(rf"build:{leg}: ccache 4\.14\.2: \d+ hits \(0 remote, \d+ local\), [1-9]\d* misses", out), leg
+        saved = store / f"ccache-{leg}-1"
+        assert saved.is_dir() and any(p.is_file() for p in saved.rglob("*")), (leg, sorted(store.iterdir()))
+        assert "cache stand-in: saved" in out
+    assert "local compiler cache (only without remote storage)" in out
+
+
 def test_release_artifact_is_the_whole_verified_release(run):
     files = _artifact_files(run["store"], "release")
     index = json.loads(files[INDEX])

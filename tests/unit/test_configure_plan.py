@@ -59,7 +59,7 @@ def test_windows_cuda_toolchain_matches_upstream_settings(workdir):
         "set( CMAKE_SYSTEM_PROCESSOR arm64 )",
         'set( CMAKE_CUDA_HOST_COMPILER "${MSVC_TOOLS_ROOT}/bin/Hostx64/arm64/cl.exe" CACHE FILEPATH "" )',
         'set( CMAKE_CUDA_COMPILER "${CUDA_ROOT}/bin/nvcc.exe" CACHE FILEPATH "" )',
-        'set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64" )',
+        'set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64 -objtemp" )',
         'set( CUDA_CUDART              "${CUDA_ROOT}/lib/arm64/cudart.lib" CACHE FILEPATH "" )',
         'set( CUDA_cublasLt_LIBRARY    "${CUDA_ROOT}/lib/arm64/cublasLt.lib" CACHE FILEPATH "" )',
         'set( CUDA_cuda_driver_LIBRARY "${CUDA_ROOT}/lib/arm64/cuda.lib" CACHE FILEPATH "" )',
