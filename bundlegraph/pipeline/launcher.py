@@ -38,6 +38,7 @@ import os
 import socket
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,7 +177,7 @@ class _Counter:
                      what="sccache --stop-server")
 
 
-def _compile_twice(counter: _Counter, argv_of, src: Path, what: str) -> str:
+def _compile_twice(counter: _Counter, argv_of: Callable[[Path, Path], list[str]], src: Path, what: str) -> str:
     """Empty when the second of two compiles of ``src`` was a cache hit, else the reason."""
     before = counter.hits()
     for n in (1, 2):
