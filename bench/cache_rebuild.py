@@ -23,6 +23,12 @@ PATH) writes its report beside the results. Results: ``<root>/results.json`` (re
 each run).
 
     python bench/cache_rebuild.py --root /work/bench [--miss-twin]
+
+On the GPU machine (16 cores, CUDA 13.0, no registry): the x64 twin, with ``--leg
+linux-x64-cuda13-portable --base-leg linux-x64-cpu --src <carried tree> --bundles <carried
+bundles>`` and the host toolkit (``BUNDLEGRAPH_TOOLKIT_SOURCE=host``, ``BUNDLEGRAPH_ARCHS=120,121``
+in the environment): ``bench/device_cache_run.sh``. ``--miss-build-only`` makes the no-cache run
+build the CUDA leg alone (its ``libggml-cuda.so`` is compared, not the bundle).
 """
 
 from __future__ import annotations
@@ -41,8 +47,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-CUDA_LEG = "linux-arm64-cuda13-blackwell"
-CPU_LEG = "linux-arm64-cpu"
+LEGS = {"cuda": "linux-arm64-cuda13-blackwell", "cpu": "linux-arm64-cpu"}
 SDIST_TREE = "vendor/llama.cpp"
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 CHANGED = "ggml/src/ggml-cuda/argmax.cu"
@@ -71,19 +76,20 @@ def sdist_tree() -> Path:
     return hits[0]
 
 
-def setup(root: Path) -> tuple[Path, Path]:
-    src = root / "src" / "llama.cpp"
-    if not src.is_dir():
-        shutil.copytree(sdist_tree(), src, symlinks=True)
+def setup(root: Path, src: Path | None, given: Path | None) -> tuple[Path, Path]:
+    if src is None:
+        src = root / "src" / "llama.cpp"
+        if not src.is_dir():
+            shutil.copytree(sdist_tree(), src, symlinks=True)
     bundles = root / "bundles"
     if bundles.exists():
         shutil.rmtree(bundles)
-    shutil.copytree(REPO / "bundles", bundles)
+    shutil.copytree(given or REPO / "bundles", bundles)
     rel = (bundles / "release.toml").read_text(encoding="utf-8")
     block = re.search(r"^\[source\]\n(?:(?!^\[).*\n?)*", rel, re.M)
     assert block, "release.toml has no [source] table"
     pin = (f'[source]\nkind = "path"\npath = "{src.as_posix()}"\ncommit = "{COMMIT}"\n'
-           f"commit_date = 2026-10-01T00:00:00Z\n\n")
+           f"commit_date = 2026-10-01T02:11:48Z\n\n")
     (bundles / "release.toml").write_text(rel[:block.start()] + pin + rel[block.end():], encoding="utf-8")
     return src, bundles
 
@@ -93,31 +99,36 @@ def ninja_steps(log: Path) -> int:
     return int(steps[-1][1]) if steps else 0
 
 
-def run(name: str, work: Path, bundles: Path, env_extra: dict[str, str], results: dict, root: Path) -> dict:
+def run(name: str, work: Path, bundles: Path, env_extra: dict[str, str], results: dict, root: Path,
+        task: str = "package") -> dict:
+    cuda_leg, cpu_leg = LEGS["cuda"], LEGS["cpu"]
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEGRAPH_ONLY", "CCACHE_"))}
     env |= {"BUNDLEGRAPH_WORKDIR": str(work), "BUNDLEGRAPH_BUNDLES": str(bundles),
             "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"} | env_extra
     t0 = time.monotonic()
     with open(root / f"{name}.log", "w", encoding="utf-8") as log:
-        p = subprocess.run([str(BIN / "doit"), "-f", str(REPO / "dodo.py"), f"package:{CUDA_LEG}"],
+        p = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"{task}:{cuda_leg}"],
                            env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.monotonic() - t0
     r: dict = {"work": str(work), "rc": p.returncode, "wall_s": round(wall, 1), "env": env_extra, "legs": {}}
-    for leg in (CPU_LEG, CUDA_LEG):
+    for leg in (cpu_leg, cuda_leg):
         b = work / "build" / leg
         cc = b / "compiler-cache.json"
         r["legs"][leg] = {
             "compiler_cache": json.loads(cc.read_text(encoding="utf-8")) if cc.is_file() else None,
             "ninja_steps": ninja_steps(b / "logs" / "build.log"),
         }
-    so = work / "build" / CUDA_LEG / "cmake" / "bin" / "libggml-cuda.so"
+    so = work / "build" / cuda_leg / "cmake" / "bin" / "libggml-cuda.so"
     r["libggml-cuda.so"] = sha(so) if so.is_file() else None
     r["bundles"] = {f.name: sha(f) for f in sorted((work / "dist").glob("*")) if f.is_file()
                     and (f.name.endswith((".tar.gz", ".zip")))}
     results["runs"][name] = r
     (root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print(f"{name}: rc {p.returncode}, {wall:.0f}s, cuda {r['legs'][CUDA_LEG]}", flush=True)
+    cs = r["legs"][cuda_leg]["compiler_cache"] or {}
+    print(f"{name}: rc {p.returncode}, {wall:.0f}s, {cuda_leg}: {cs.get('hits')} hits "
+          f"({cs.get('remote_hits')} remote), {cs.get('misses')} misses, {r['legs'][cuda_leg]['ninja_steps']} "
+          f"ninja steps, build {cs.get('seconds')}s", flush=True)
     return r
 
 
@@ -134,14 +145,20 @@ def main() -> int:
     ap.add_argument("--root", type=Path, required=True)
     ap.add_argument("--miss-twin", action="store_true", help="also build once more with no cache at all")
     ap.add_argument("--only", nargs="*", default=None, help="run only these steps (cold warm change miss)")
+    ap.add_argument("--leg", default=LEGS["cuda"])
+    ap.add_argument("--base-leg", default=LEGS["cpu"])
+    ap.add_argument("--src", type=Path, default=None, help="a llama.cpp tree to use (default: a copy of the sdist's)")
+    ap.add_argument("--bundles", type=Path, default=None, help="the bundles directory to copy (default: bundles/)")
+    ap.add_argument("--miss-build-only", action="store_true", help="the no-cache run builds the CUDA leg alone")
     a = ap.parse_args()
+    LEGS.update(cuda=a.leg, cpu=a.base_leg)
     root = a.root.resolve()
     root.mkdir(parents=True, exist_ok=True)
-    src, bundles = setup(root)
+    src, bundles = setup(root, a.src.resolve() if a.src else None, a.bundles)
     dav = root / "dav"
     (dav / "cache").mkdir(parents=True, exist_ok=True)
     port = free_port()
-    server = subprocess.Popen([str(BIN / "wsgidav"), "-H", "127.0.0.1", "-p", str(port), "-r", str(dav),
+    server = subprocess.Popen([sys.executable, "-m", "wsgidav.server.server_cli", "-H", "127.0.0.1", "-p", str(port), "-r", str(dav),
                                "--auth", "anonymous", "--no-config", "-q"],
                               stdout=open(root / "wsgidav.log", "w"), stderr=subprocess.STDOUT)
     time.sleep(2)
@@ -162,7 +179,8 @@ def main() -> int:
             run("change-local", root / "b", bundles, remote | {"CCACHE_DIR": str(root / "b-ccache")}, results, root)
             changed.write_bytes(original)
         if "miss" in steps:
-            run("miss", root / "d", bundles, {"BUNDLEGRAPH_LAUNCHER": "none"}, results, root)
+            run("miss", root / "d", bundles, {"BUNDLEGRAPH_LAUNCHER": "none"}, results, root,
+                "build" if a.miss_build_only else "package")
         runs = results["runs"]
         base = runs.get("cold", {}).get("libggml-cuda.so")
         for other in ("warm", "miss"):
@@ -170,8 +188,8 @@ def main() -> int:
             if base and o:
                 same = o == base
                 results[f"cold_vs_{other}"] = "identical" if same else diff(
-                    root / "a" / "build" / CUDA_LEG / "cmake" / "bin" / "libggml-cuda.so",
-                    root / ("b" if other == "warm" else "d") / "build" / CUDA_LEG / "cmake" / "bin" / "libggml-cuda.so",
+                    root / "a" / "build" / LEGS["cuda"] / "cmake" / "bin" / "libggml-cuda.so",
+                    root / ("b" if other == "warm" else "d") / "build" / LEGS["cuda"] / "cmake" / "bin" / "libggml-cuda.so",
                     root / f"diffoscope-cold-vs-{other}.txt")
         (root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     finally:
