@@ -174,7 +174,7 @@ def run_build(plan: BuildPlan) -> list[Path]:
     chosen = _configured_launcher(plan)
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = launcher_mod.build_env(chosen, dict(os.environ), stats_log, [paths.workdir(), *_source_tree(plan)])
+    env = launcher_mod.build_env(chosen, dict(os.environ), stats_log)
     try:
         proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")
     except ToolFailed as e:
@@ -200,15 +200,6 @@ def run_build(plan: BuildPlan) -> list[Path]:
     _record_cache_stats(plan, chosen, env, stats_log, took, ok=True)
     say(f"build:{leg}: {proc.quote(argv)} finished in {took:.1f}s")
     return [plan.record, *outs]
-
-
-def _source_tree(plan: BuildPlan) -> list[Path]:
-    """The source tree configure recorded (``configure.json``), as a one-item list; empty when unknown."""
-    try:
-        tree = json.loads((plan.record.parent / "configure.json").read_text(encoding="utf-8")).get("source_tree")
-    except (OSError, ValueError):
-        return []
-    return [Path(tree)] if isinstance(tree, str) and tree else []
 
 
 def _configured_launcher(plan: BuildPlan) -> dict | None:

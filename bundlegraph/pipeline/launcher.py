@@ -23,7 +23,7 @@ tested on, so their configure lines carry no ``CMAKE_<LANG>_COMPILER_LAUNCHER`` 
 
 With ccache, :func:`build_env` is the environment of the build (source: ccache's manual,
 "Configuration options"): ``base_dir`` = the work directory (paths inside it hash relative, so two
-work directories share entries), ``compiler_check=content`` (the toolkit's nvcc is extracted on
+work directories share entries; why nothing wider: :func:`build_env`), ``compiler_check=content`` (the toolkit's nvcc is extracted on
 each runner with a new mtime, ccache's default ``mtime`` check would miss across runners), a
 per-build ``stats_log`` (:func:`build_stats` reads it back), and ``remote_storage`` from
 ``BUNDLEGRAPH_CACHE_REMOTE`` (http/WebDAV, redis) with ``|read-only=true`` for
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
 import sys
 import tempfile
@@ -304,30 +303,23 @@ def redact(url: str) -> str:
     return url
 
 
-def base_dir(roots: list[Path]) -> Path:
-    """ccache's ``base_dir`` for a build whose moving parts are ``roots`` (the work directory and
-    the source tree): their deepest common directory, so every path into either hashes relative
-    to the build directory and two checkouts laid out alike share entries; the first root when
-    they share nothing but the filesystem root (another drive, or ``/`` itself)."""
-    resolved = [Path(r).resolve() for r in roots]
-    try:
-        common = Path(os.path.commonpath([str(r) for r in resolved]))
-    except ValueError:  # different drives
-        return resolved[0]
-    return resolved[0] if common == Path(common.anchor) else common
-
-
-def build_env(launcher: dict | None, base: dict[str, str], stats_log: Path,
-              roots: list[Path] | None = None) -> dict[str, str]:
+def build_env(launcher: dict | None, base: dict[str, str], stats_log: Path) -> dict[str, str]:
     """The environment a build runs in when configure chose ``launcher`` (``configure.json``'s
-    entry): ``base`` plus, for ccache, ``CCACHE_BASEDIR`` (:func:`base_dir` of ``roots``, default
-    the work directory; a ``CCACHE_BASEDIR`` of ``base`` wins), ``CCACHE_COMPILERCHECK=content``,
+    entry): ``base`` plus, for ccache, ``CCACHE_BASEDIR`` (the work directory; a
+    ``CCACHE_BASEDIR`` of ``base`` wins), ``CCACHE_COMPILERCHECK=content``,
     ``CCACHE_STATSLOG=stats_log`` and ``CCACHE_REMOTE_STORAGE`` (:func:`remote_storage`). Other
-    launchers: ``base`` unchanged."""
+    launchers: ``base`` unchanged.
+
+    Why the work directory and nothing wider: ccache compiles with the paths it rewrote, so a
+    source file under ``base_dir`` is compiled by a relative name and its ``__FILE__`` strings
+    (ggml's asserts) change with it. The source tree and the toolkit live in bundlegraph's cache,
+    outside the work directory, at the same absolute paths on every runner of a kind: compiled
+    by those names, with or without ccache, the bytes agree; only the work directory's own paths
+    (``-I<build dir>/ggml/src``) become relative, so two work directories share entries."""
     env = dict(base)
     if not launcher or launcher.get("name") != "ccache":
         return env
-    env.setdefault("CCACHE_BASEDIR", str(base_dir(roots or [paths.workdir()])))
+    env.setdefault("CCACHE_BASEDIR", str(paths.workdir()))
     env.setdefault("CCACHE_COMPILERCHECK", "content")
     env["CCACHE_STATSLOG"] = str(stats_log)
     remote = remote_storage(base)
@@ -389,5 +381,5 @@ def describe(stats: dict) -> str:
                if stats.get("remote_errors") else ""))
 
 
-__all__ = ["Launcher", "ProbeTools", "probe", "cached_probe", "compiler_launcher", "build_env", "build_stats", "base_dir",
+__all__ = ["Launcher", "ProbeTools", "probe", "cached_probe", "compiler_launcher", "build_env", "build_stats",
            "remote_storage", "redact", "describe", "find", "PROBE_REVISION"]

@@ -1,7 +1,9 @@
 """The compiler cache and byte-reproducible CUDA bundles (issue 19), on the stand-in release:
 its aarch64 CUDA leg (NVIDIA's x86_64 nvcc 13.5 wheels, ``aarch64-linux-gnu-g++`` as host
 compiler, sm_120+sm_121) built in work directories laid out alike, against a real WebDAV server
-on 127.0.0.1 (WsgiDAV) as ccache's remote storage:
+on 127.0.0.1 (WsgiDAV) as ccache's remote storage, all from one source tree (as every checkout
+builds the one tree in bundlegraph's cache; the stand-in's ``scale.cu`` holds its ``__FILE__``
+like ggml's asserts):
 
 - ``a``: empty local cache, empty remote (every compile a miss; the remote filled);
 - ``b``: another work directory, another empty local cache: every compile a remote hit, 0 misses;
@@ -35,8 +37,25 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+def _release(root: Path, name: str) -> tuple[Path, Path]:
+    """The stand-in release in ``root/name`` (its ``bundles/`` and an empty ``work/``) whose
+    source pin names the one tree ``root/shared/minillama`` -- as every checkout's real source
+    is the one tree in bundlegraph's cache."""
+    shared = root / "shared" / "minillama"
+    if not shared.is_dir():
+        graphrun.standin_tree(root / "shared")
+    shutil.copytree(graphrun.ROOT / "tests" / "data" / "bundles", root / name / "bundles")
+    shutil.copytree(graphrun.ROOT / "bundles" / "locks", root / name / "bundles" / "locks", dirs_exist_ok=True)
+    rel = root / name / "bundles" / "release.toml"
+    text = rel.read_text()
+    assert 'path = "../minillama"' in text
+    rel.write_text(text.replace('path = "../minillama"', f'path = "{shared.as_posix()}"'))
+    (root / name / "work").mkdir()
+    return root / name / "bundles", root / name / "work"
+
+
 def _run(root: Path, name: str, **env: str) -> dict:
-    bundles, work = graphrun.standin_tree(root / name)
+    bundles, work = _release(root, name)
     summary = root / f"{name}-summary.md"
     r = graphrun.doit([f"package:{CUDA}"], bundles=bundles, workdir=work, timeout=900,
                       CCACHE_DIR=str(root / f"{name}-ccache"), GITHUB_STEP_SUMMARY=str(summary), **env)
@@ -81,6 +100,8 @@ def test_a_second_work_directory_with_an_empty_local_cache_hits_only_the_remote(
 def test_the_cuda_bundle_is_byte_identical_whether_hit_missed_or_uncached(builds):
     a, b, c = builds["a"], builds["b"], builds["c"]
     assert a["so"] == b["so"] == c["so"]
+    so = (a["work"] / "build" / CUDA / "cmake" / "bin" / "libggml-cuda.so").read_bytes()
+    assert b"/shared/minillama/src/ggml-cuda/scale.cu" in so  # compiled by its absolute name, cache or not
     assert a["bundle"] == b["bundle"] == c["bundle"], (a["bundle_name"], a["bundle"], b["bundle"], c["bundle"])
     assert c["stats"][CUDA] == {"leg": CUDA, "launcher": None, "why": "no compiler cache",
                                 "seconds": c["stats"][CUDA]["seconds"]}

@@ -1,7 +1,7 @@
 """The compiler-cache and reproducibility rules that need no process (issue 19): the checks on
 a real ``compile_commands.json`` of the aarch64 CUDA leg (``tests/data/compile_commands/``: four
 entries of the one CMake wrote for ``linux-arm64-cuda13-blackwell`` at this commit), the hooks
-script, the remote-storage setting, ccache's base directory, the probe's nvcc line, and that MSVC
+script, the remote-storage setting, the probe's nvcc line, and that MSVC
 legs get no launcher."""
 
 from __future__ import annotations
@@ -74,13 +74,6 @@ def test_remote_storage_setting_read_only_and_bad_scheme():
         settings.check_environment({"BUNDLEGRAPH_CACHE_REMOTE_MODE": "write-only"})
     assert launcher.redact("http://ci:s3cret@cache.example:8080/c|layout=flat") == "http://ci:***@cache.example:8080/c|layout=flat"
     assert launcher.redact("redis://cache:6379") == "redis://cache:6379"
-
-
-def test_base_dir_is_the_deepest_directory_the_work_dir_and_source_share(tmp_path):
-    work, src = tmp_path / "a" / "work", tmp_path / "a" / "minillama"
-    assert launcher.base_dir([work, src]) == (tmp_path / "a").resolve()
-    assert launcher.base_dir([work]) == work.resolve()
-    assert launcher.base_dir([Path("/work/x"), Path("/root/.cache/y")]) == Path("/work/x")  # only "/" in common
 
 
 def test_the_probe_compiles_the_legs_cuda_architectures():
