@@ -150,6 +150,7 @@ def main() -> int:
     ap.add_argument("--src", type=Path, default=None, help="a llama.cpp tree to use (default: a copy of the sdist's)")
     ap.add_argument("--bundles", type=Path, default=None, help="the bundles directory to copy (default: bundles/)")
     ap.add_argument("--miss-build-only", action="store_true", help="the no-cache run builds the CUDA leg alone")
+    ap.add_argument("--task", default="package", help="what the cached runs ask doit for: package (default) or build")
     a = ap.parse_args()
     LEGS.update(cuda=a.leg, cpu=a.base_leg)
     root = a.root.resolve()
@@ -170,13 +171,13 @@ def main() -> int:
     original = changed.read_bytes()
     try:
         if "cold" in steps:
-            run("cold", root / "a", bundles, remote | {"CCACHE_DIR": str(root / "a-ccache")}, results, root)
+            run("cold", root / "a", bundles, remote | {"CCACHE_DIR": str(root / "a-ccache")}, results, root, a.task)
         if "warm" in steps:
-            run("warm", root / "b", bundles, remote | {"CCACHE_DIR": str(root / "b-ccache")}, results, root)
+            run("warm", root / "b", bundles, remote | {"CCACHE_DIR": str(root / "b-ccache")}, results, root, a.task)
         if "change" in steps:
             changed.write_bytes(original + CHANGE.encode())
-            run("change", root / "c", bundles, remote | {"CCACHE_DIR": str(root / "c-ccache")}, results, root)
-            run("change-local", root / "b", bundles, remote | {"CCACHE_DIR": str(root / "b-ccache")}, results, root)
+            run("change", root / "c", bundles, remote | {"CCACHE_DIR": str(root / "c-ccache")}, results, root, a.task)
+            run("change-local", root / "b", bundles, remote | {"CCACHE_DIR": str(root / "b-ccache")}, results, root, a.task)
             changed.write_bytes(original)
         if "miss" in steps:
             run("miss", root / "d", bundles, {"BUNDLEGRAPH_LAUNCHER": "none"}, results, root,
