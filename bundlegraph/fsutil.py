@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
+from .oslock import FileLock, Timeout
 
 from .errors import StateError
 

@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from filelock import FileLock, Timeout
+from .oslock import FileLock, Timeout
 
 from . import paths, settings
 from .errors import StateError

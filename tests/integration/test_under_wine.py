@@ -107,6 +107,18 @@ try:
     out["developer_env"] = "no error"
 except BundleGraphError as e:
     out["developer_env"] = f"{type(e).__name__}: {e}"
+from bundlegraph.oslock import FileLock, Timeout
+a, b = FileLock("probe.lock"), FileLock("probe.lock")
+a.acquire(timeout=0)
+try:
+    b.acquire(timeout=0.2)
+    out["lock"] = "taken twice"
+except Timeout:
+    a.release()
+    b.acquire(timeout=0)
+    out["lock"] = "exclusive, then free" if b.is_locked else "not taken after release"
+    b.release()
+out["filelock_imported"] = "filelock" in sys.modules
 print(json.dumps(out))
 """
 
@@ -116,6 +128,8 @@ def test_windows_code_paths_on_a_windows_runtime(win, tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["os.name"] == "nt" and got["host"] == ["windows", "x64"]
+    # the run lock and the cache locks are msvcrt.locking there: exclusive, released, no filelock
+    assert got["lock"] == "exclusive, then free" and got["filelock_imported"] is False, got
     # .exe found from the bare name, on a PATH however its name is spelled
     assert got["which_python"].lower().endswith("\\python.exe"), got
     assert got["which_python_mixed_case_path"] == got["which_python"]
