@@ -69,10 +69,17 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
     if targets and all(t.split(":", 1)[0] in COMPILE_STAGES for t in targets):
         filters = dataclasses.replace(filters, compile_only=True)
     _graceful_sigterm()
+    import gc
+
     try:
         settings.check_environment()
         acquire(doit_command(sys.argv[1:]))
-        return load_graph(bundles, filters)
+        gc.disable()  # building the graph allocates many small objects and frees few
+        try:
+            return load_graph(bundles, filters)
+        finally:
+            gc.freeze()  # the graph lives until the process ends: never scan it again (issue 20)
+            gc.enable()
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         raise SystemExit(2) from None

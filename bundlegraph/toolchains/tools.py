@@ -61,17 +61,25 @@ def _scripts_dir() -> Path:
     return Path(sys.executable).parent
 
 
+_SEEN: dict[str, str] = {}  # this process's answers of _version_by_run, by ident
+_FOUND: dict[tuple, BuildTools] = {}  # this process's build_tools() answers, by what decides them
+
+
 def _version_by_run(path: Path, name: str) -> str:
     """``<tool> --version`` (first x.y.z), cached by path+size+mtime in the state directory so a
-    no-op graph run does not start a process per task."""
+    no-op graph run does not start a process per task, and in this process so the file is read
+    once (issue 20)."""
     st = path.stat()
     cache = paths.state_dir() / "tool-versions.json"
     ident = f"{path.as_posix()}|{st.st_size}|{st.st_mtime_ns}"
+    if ident in _SEEN:
+        return _SEEN[ident]
     try:
         known = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
     if ident in known:
+        _SEEN[ident] = known[ident]
         return known[ident]
     out = proc.run([str(path), "--version"], capture=True, echo=False, what=f"{name} --version").output
     m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out)
@@ -79,6 +87,7 @@ def _version_by_run(path: Path, name: str) -> str:
         raise BundleGraphError(f"{path}: cannot read a version from '{name} --version' output: {out[:200]!r}")
     known[ident] = m.group(1)
     atomic_write_json(cache, known)
+    _SEEN[ident] = m.group(1)
     return m.group(1)
 
 
@@ -119,7 +128,20 @@ def find_tool(name: str, env: dict[str, str] | None = None) -> Tool:
 
 def build_tools(env: dict[str, str] | None = None) -> BuildTools:
     """Both tools; cmake must be at least 3.25 (``CMAKE_CUDA_ARCHITECTURES`` with ``a``
-    suffixes and ``cmake_language(DEFER)`` are used)."""
+    suffixes and ``cmake_language(DEFER)`` are used). Found once per process for the same
+    deciding variables (``BUNDLEGRAPH_CMAKE``/``_NINJA``/``_TOOLS``, ``PATH``, the state
+    directory), since every task's key asks (issue 20)."""
+    e = os.environ if env is None else env
+    decided = (tuple(e.get(k) for k in ("BUNDLEGRAPH_CMAKE", "BUNDLEGRAPH_NINJA", "BUNDLEGRAPH_TOOLS", "PATH")),
+               str(paths.state_dir()), sys.executable)
+    if decided in _FOUND:
+        return _FOUND[decided]
+    found = _build_tools(env)
+    _FOUND[decided] = found
+    return found
+
+
+def _build_tools(env: dict[str, str] | None) -> BuildTools:
     cmake = find_tool("cmake", env)
     parts = tuple(int(x) for x in cmake.version.split(".")[:2])
     if parts < MIN_CMAKE:
