@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-from .. import paths, proc
+from .. import paths, proc, settings
 from ..errors import BundleGraphError, HostMismatch, ToolkitError
 from ..fsutil import atomic_write_bytes, atomic_write_json
 from ..report import say
@@ -192,6 +192,9 @@ def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict]:
         "tools": tools.key(),
         "compilers": resolved.key,
     }
+    asked = settings.get("LAUNCHER")
+    if asked:  # BUNDLEGRAPH_LAUNCHER=none/ccache/sccache configures again (the default keeps the key's form)
+        inputs["launcher"] = asked
     return plan, inputs
 
 
