@@ -78,7 +78,7 @@ def write_summary(dist: Path, index_file: Path, info_file: str) -> bool:
 
 
 def write_cache_summary(stats: dict) -> bool:
-    """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.launcher.build_stats`
+    """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compiler_cache.build_stats`
     plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:

@@ -40,7 +40,7 @@ from ..fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..report import say
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
-from . import launcher as launcher_mod
+from . import compiler_cache
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import SourceRecord
 
@@ -174,7 +174,7 @@ def run_build(plan: BuildPlan) -> list[Path]:
     chosen = _configured_launcher(plan)
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = launcher_mod.build_env(chosen, dict(os.environ), stats_log)
+    env = compiler_cache.build_env(chosen, dict(os.environ), stats_log)
     try:
         proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")
     except ToolFailed as e:
@@ -217,7 +217,7 @@ def _record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str
     run, not the outputs) and, on GitHub Actions, a line of the step summary."""
     from .. import ci
 
-    stats = launcher_mod.build_stats(chosen, env, stats_log)
+    stats = compiler_cache.build_stats(chosen, env, stats_log)
     record = plan.record.with_name("compiler-cache.json")
     if stats is None:
         why = "no compiler cache" if chosen is None else f"{chosen.get('name')}: no statistics"
@@ -225,7 +225,7 @@ def _record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str
         return
     stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered}
     atomic_write_json(record, stats)
-    say(f"build:{plan.leg}: {launcher_mod.describe(stats)}")
+    say(f"build:{plan.leg}: {compiler_cache.describe(stats)}")
     ci.write_cache_summary(stats)
 
 

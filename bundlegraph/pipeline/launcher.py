@@ -21,13 +21,8 @@ default ccache is used where present, else sccache.
 MSVC legs (``cl.exe``) get no launcher: they cannot be probed on the Linux machines this project is
 tested on, so their configure lines carry no ``CMAKE_<LANG>_COMPILER_LAUNCHER`` (a test pins it).
 
-With ccache, :func:`build_env` is the environment of the build (source: ccache's manual,
-"Configuration options"): ``base_dir`` = the work directory (paths inside it hash relative, so two
-work directories share entries; why nothing wider: :func:`build_env`), ``compiler_check=content`` (the toolkit's nvcc is extracted on
-each runner with a new mtime, ccache's default ``mtime`` check would miss across runners), a
-per-build ``stats_log`` (:func:`build_stats` reads it back), and ``remote_storage`` from
-``BUNDLEGRAPH_CACHE_REMOTE`` (http/WebDAV, redis) with ``|read-only=true`` for
-``BUNDLEGRAPH_CACHE_REMOTE_MODE=read-only``.
+What a build does with the chosen launcher (its environment, remote storage, statistics):
+:mod:`bundlegraph.pipeline.compiler_cache`.
 """
 
 from __future__ import annotations
@@ -280,106 +275,4 @@ def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str])
     return Launcher(None, why="; ".join(reasons))
 
 
-# -- the build's side ------------------------------------------------------------------------
-
-def remote_storage(env: dict[str, str] | None = None) -> str:
-    """ccache's ``remote_storage`` value from ``BUNDLEGRAPH_CACHE_REMOTE`` and
-    ``BUNDLEGRAPH_CACHE_REMOTE_MODE`` (empty when unset). Raises
-    :class:`~bundlegraph.errors.SettingError` for a URL of another scheme."""
-    url = settings.get("CACHE_REMOTE", env) or ""
-    if not url:
-        return ""
-    if settings.get("CACHE_REMOTE_MODE", env) == "read-only" and "read-only" not in url:
-        url += "|read-only=true"
-    return url
-
-
-def redact(url: str) -> str:
-    """``url`` without a password (``http://user:***@host/...``), for records and logs."""
-    head, sep, rest = url.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        cred, _, host = rest.partition("@")
-        return f"{head}://{cred.split(':', 1)[0]}:***@{host}"
-    return url
-
-
-def build_env(launcher: dict | None, base: dict[str, str], stats_log: Path) -> dict[str, str]:
-    """The environment a build runs in when configure chose ``launcher`` (``configure.json``'s
-    entry): ``base`` plus, for ccache, ``CCACHE_BASEDIR`` (the work directory; a
-    ``CCACHE_BASEDIR`` of ``base`` wins), ``CCACHE_COMPILERCHECK=content``,
-    ``CCACHE_STATSLOG=stats_log`` and ``CCACHE_REMOTE_STORAGE`` (:func:`remote_storage`). Other
-    launchers: ``base`` unchanged.
-
-    Why the work directory and nothing wider: ccache compiles with the paths it rewrote, so a
-    source file under ``base_dir`` is compiled by a relative name and its ``__FILE__`` strings
-    (ggml's asserts) change with it. The source tree and the toolkit live in bundlegraph's cache,
-    outside the work directory, at the same absolute paths on every runner of a kind: compiled
-    by those names, with or without ccache, the bytes agree; only the work directory's own paths
-    (``-I<build dir>/ggml/src``) become relative, so two work directories share entries."""
-    env = dict(base)
-    if not launcher or launcher.get("name") != "ccache":
-        return env
-    env.setdefault("CCACHE_BASEDIR", str(paths.workdir()))
-    env.setdefault("CCACHE_COMPILERCHECK", "content")
-    env["CCACHE_STATSLOG"] = str(stats_log)
-    remote = remote_storage(base)
-    if remote:
-        env["CCACHE_REMOTE_STORAGE"] = remote
-    return env
-
-
-#: ccache's counter IDs (``--print-log-stats``; ccache's ``Statistic.hpp``) summed into
-#: :func:`build_stats`'s figures: hits, misses, and the calls ccache could not cache.
-_HITS = ("direct_cache_hit", "preprocessed_cache_hit")
-_MISSES = ("cache_miss",)
-_UNCACHEABLE = ("autoconf_test", "bad_compiler_arguments", "bad_input_file", "bad_output_file", "called_for_link",
-                "called_for_preprocessing", "compile_failed", "compiler_check_failed",
-                "compiler_produced_empty_output", "compiler_produced_no_output", "compiler_produced_stdout",
-                "could_not_find_compiler", "could_not_use_modules", "could_not_use_precompiled_header", "disabled",
-                "error_hashing_extra_file", "internal_error", "missing_cache_file", "modified_input_file",
-                "multiple_source_files", "no_input_file", "output_to_stdout", "preprocessor_error",
-                "unsupported_code_directive", "unsupported_compiler_option", "unsupported_environment_variable",
-                "unsupported_source_language")
-
-
-def build_stats(launcher: dict | None, env: dict[str, str], stats_log: Path) -> dict | None:
-    """What the launcher did in one build: ``{"launcher", "version", "remote", "hits",
-    "misses", "local_hits", "remote_hits", "remote_errors", "uncacheable", "counters"}`` read from the build's
-    stats log (``ccache --print-log-stats --format json``; ``counters``: every nonzero one).
-    None without ccache; an unreadable log gives ``counters`` empty and the reason in ``error``."""
-    if not launcher or launcher.get("name") != "ccache" or not launcher.get("path"):
-        return None
-    out: dict = {"launcher": "ccache", "version": launcher.get("version", ""),
-                 "remote": redact(env.get("CCACHE_REMOTE_STORAGE", "")), "counters": {}}
-    counters: dict[str, int] = {}
-    if stats_log.is_file():
-        r = proc.run([launcher["path"], "--print-log-stats", "--format", "json"], env=env, capture=True,
-                     echo=False, check=False, what="ccache --print-log-stats")
-        try:
-            raw = json.loads(r.output[r.output.index("{"):])
-            counters = {k: int(v) for k, v in raw.items() if isinstance(v, (int, float)) and v
-                        and not k.startswith(("max_", "stats_", "cache_size", "files_in_cache"))}
-        except ValueError:
-            out["error"] = f"ccache --print-log-stats printed no JSON (exit {r.returncode}): {r.output[:200]!r}"
-    out["counters"] = counters
-    out["hits"] = sum(counters.get(k, 0) for k in _HITS)
-    out["misses"] = sum(counters.get(k, 0) for k in _MISSES)
-    out["local_hits"] = counters.get("local_storage_hit", 0)
-    out["remote_hits"] = counters.get("remote_storage_hit", 0)
-    out["remote_errors"] = counters.get("remote_storage_error", 0) + counters.get("remote_storage_timeout", 0)
-    out["uncacheable"] = sum(counters.get(k, 0) for k in _UNCACHEABLE)
-    return out
-
-
-def describe(stats: dict) -> str:
-    """One line: ``ccache 4.14.2: 140 hits (140 remote, 0 local), 0 misses, 3 uncacheable``."""
-    return (f"{stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''}: "
-            f"{stats['hits']} hits ({stats['remote_hits']} remote, {stats['local_hits']} local), "
-            f"{stats['misses']} misses, {stats['uncacheable']} uncacheable"
-            + (f", remote {stats['remote']}" if stats.get("remote") else "")
-            + (f", {stats['remote_errors']} REMOTE ERRORS (see ccache's log: CCACHE_DEBUG=1)"
-               if stats.get("remote_errors") else ""))
-
-
-__all__ = ["Launcher", "ProbeTools", "probe", "cached_probe", "compiler_launcher", "build_env", "build_stats",
-           "remote_storage", "redact", "describe", "find", "PROBE_REVISION"]
+__all__ = ["Launcher", "ProbeTools", "probe", "cached_probe", "compiler_launcher", "find", "PROBE_REVISION"]

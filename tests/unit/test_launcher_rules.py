@@ -13,7 +13,7 @@ import pytest
 
 from bundlegraph import settings
 from bundlegraph.errors import SettingError
-from bundlegraph.pipeline import launcher
+from bundlegraph.pipeline import compiler_cache, launcher
 from bundlegraph.toolchains import get as get_toolchain
 from bundlegraph.toolchains.cmake_hooks import hooks_script, reproducibility_problems
 
@@ -64,16 +64,16 @@ def test_every_cuda_toolchain_names_objects_after_themselves():
 
 def test_remote_storage_setting_read_only_and_bad_scheme():
     env = {"BUNDLEGRAPH_CACHE_REMOTE": "http://127.0.0.1:8080/cache|layout=flat"}
-    assert launcher.remote_storage(env) == "http://127.0.0.1:8080/cache|layout=flat"
+    assert compiler_cache.remote_storage(env) == "http://127.0.0.1:8080/cache|layout=flat"
     ro = env | {"BUNDLEGRAPH_CACHE_REMOTE_MODE": "read-only"}
-    assert launcher.remote_storage(ro) == "http://127.0.0.1:8080/cache|layout=flat|read-only=true"
-    assert launcher.remote_storage({}) == ""
+    assert compiler_cache.remote_storage(ro) == "http://127.0.0.1:8080/cache|layout=flat|read-only=true"
+    assert compiler_cache.remote_storage({}) == ""
     with pytest.raises(SettingError, match=r"BUNDLEGRAPH_CACHE_REMOTE='ftp://x': expected a URL starting with http://"):
-        launcher.remote_storage({"BUNDLEGRAPH_CACHE_REMOTE": "ftp://x"})
+        compiler_cache.remote_storage({"BUNDLEGRAPH_CACHE_REMOTE": "ftp://x"})
     with pytest.raises(SettingError, match="BUNDLEGRAPH_CACHE_REMOTE_MODE"):
         settings.check_environment({"BUNDLEGRAPH_CACHE_REMOTE_MODE": "write-only"})
-    assert launcher.redact("http://ci:s3cret@cache.example:8080/c|layout=flat") == "http://ci:***@cache.example:8080/c|layout=flat"
-    assert launcher.redact("redis://cache:6379") == "redis://cache:6379"
+    assert compiler_cache.redact("http://ci:s3cret@cache.example:8080/c|layout=flat") == "http://ci:***@cache.example:8080/c|layout=flat"
+    assert compiler_cache.redact("redis://cache:6379") == "redis://cache:6379"
 
 
 def test_the_probe_compiles_the_legs_cuda_architectures():
@@ -99,6 +99,6 @@ def test_msvc_legs_and_launcher_none_get_no_launcher(monkeypatch):
 def test_describe_says_remote_errors_loudly():
     stats = {"launcher": "ccache", "version": "ccache version 4.14.2", "hits": 3, "remote_hits": 3, "local_hits": 0,
              "misses": 1, "uncacheable": 0, "remote": "http://127.0.0.1:1/c", "remote_errors": 2}
-    line = launcher.describe(stats)
+    line = compiler_cache.describe(stats)
     assert line.startswith("ccache 4.14.2: 3 hits (3 remote, 0 local), 1 misses, 0 uncacheable, remote http://127.0.0.1:1/c")
     assert "2 REMOTE ERRORS" in line
