@@ -1,0 +1,136 @@
+"""Paired, alternated no-op figures (issue 20, item 1, first part): each bundlegraph command
+against its floor in the same round, the order alternating round by round, CPU seconds
+(``os.wait4``'s user + system of the child) and wall seconds, with and without
+``PYTHONDONTWRITEBYTECODE=1``. The figure is the median of the per-round ratios, so a slow
+moment of the machine hits both sides of a pair.
+
+Pairs (the 9-leg graph of the issue is not built yet: the stand-in's 3 legs stand in for it):
+
+- ``noop``: ``doit`` over the built stand-in release vs a bare dodo with as many up-to-date tasks;
+- ``list``: ``doit list --all`` of the real graph vs the bare dodo's with as many tasks;
+- ``plan`` / ``matrix``: ``bundlegraph plan`` / ``bundlegraph matrix`` of the real graph vs
+  ``python -c pass``.
+
+Also the import time of each ``bundlegraph`` module on the no-op path (``python -X importtime``,
+cumulative microseconds of its first import), the ten costliest, so a regression shows.
+
+    .venv/bin/python bench/noop_paired.py [--rounds 9] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import noop_graph as ng  # noqa: E402  (the bare dodo and the stand-in tree)
+
+ROOT = ng.ROOT
+PY = sys.executable
+
+
+def measure_cpu(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float]:
+    """(wall s, CPU s) of one run: the child is reaped with ``os.wait4`` for its rusage."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode})")
+    return wall, ru.ru_utime + ru.ru_stime
+
+
+def paired(rounds: int, a: tuple, b: tuple) -> dict:
+    """Median of per-round ratios a/b (wall, CPU) and each side's median; ``a``/``b``:
+    ``(argv, env, cwd)``."""
+    ra_w, ra_c, aw, ac, bw, bc = [], [], [], [], [], []
+    for r in range(rounds):
+        first, second = (a, b) if r % 2 == 0 else (b, a)
+        x = measure_cpu(*first)
+        y = measure_cpu(*second)
+        (wa, ca), (wb, cb) = (x, y) if r % 2 == 0 else (y, x)
+        aw.append(wa), ac.append(ca), bw.append(wb), bc.append(cb)
+        ra_w.append(wa / wb), ra_c.append(ca / cb)
+    med = statistics.median
+    return {"ratio_wall": round(med(ra_w), 2), "ratio_cpu": round(med(ra_c), 2),
+            "a_wall": round(med(aw), 3), "a_cpu": round(med(ac), 3), "b_wall": round(med(bw), 3),
+            "b_cpu": round(med(bc), 3)}
+
+
+def import_costs(env: dict[str, str], argv: list[str]) -> list[tuple[str, int]]:
+    r = subprocess.run([PY, "-X", "importtime", *argv], env=env, capture_output=True, text=True)
+    rows = []
+    for line in r.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+        if m and m.group(4).startswith("bundlegraph"):
+            rows.append((m.group(4), int(m.group(2))))
+    return sorted(rows, key=lambda x: -x[1])[:10]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--work", type=Path)
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bg-paired-"))
+    base = a.work or tmp / "standin"
+    bundles, work = base / "bundles", base / "work"
+    if not (work / "dist").is_dir():
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        shutil.copytree(ROOT / "tests" / "data" / "minillama", base / "minillama")
+        shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
+        shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
+        work.mkdir()
+    env = ng.env_for(bundles, work)
+    ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)  # build once
+    _, out = ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)
+    ng.nothing_ran(out)
+    n = sum(1 for l in out.splitlines() if l.startswith("-- "))
+    bare = tmp / "bare"
+    ng.bare_dodo(bare, legs=3, per_leg=(n - 2) // 3, shared=n - 3 * ((n - 2) // 3))
+    real_env = ng.env_for(None, tmp / "real-work")
+    (tmp / "real-work").mkdir()
+    _, lst = ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], real_env)
+    k = ng.count_tasks(lst)
+    bare_real = tmp / "bare-real"
+    legs = max(1, (k - 2) // 7)
+    ng.bare_dodo(bare_real, legs=legs, per_leg=7, shared=k - legs * 7)
+    plain = os.environ.copy()
+    for d in (bare, bare_real):
+        ng.timed([ng.DOIT], plain, cwd=d)
+    bg = str(ng.BIN / "bundlegraph")
+    res: dict = {"rounds": a.rounds, "cores": os.cpu_count(), "standin_tasks": n, "real_tasks": k, "pairs": {}}
+    for label, extra in (("pyc", {}), ("no-pyc", {"PYTHONDONTWRITEBYTECODE": "1"})):
+        e, r_e, p_e = env | extra, real_env | extra, plain | extra
+        res["pairs"][label] = {
+            "noop": paired(a.rounds, ([ng.DOIT, "-f", str(ROOT / "dodo.py")], e, None), ([ng.DOIT], p_e, bare)),
+            "list": paired(a.rounds, ([ng.DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], r_e, None),
+                           ([ng.DOIT, "list", "--all"], p_e, bare_real)),
+            "plan": paired(a.rounds, ([bg, "plan"], r_e, None), ([PY, "-c", "pass"], p_e, None)),
+            "matrix": paired(a.rounds, ([bg, "matrix"], r_e, None), ([PY, "-c", "pass"], p_e, None)),
+        }
+    res["imports_noop_us"] = import_costs(env, ["-m", "doit", "-f", str(ROOT / "dodo.py")])
+    print(json.dumps(res, indent=1))
+    print("\n| pair | bytecode | ratio CPU | ratio wall | bundlegraph CPU / wall | floor CPU / wall |")
+    print("|---|---|---|---|---|---|")
+    for label, pairs in res["pairs"].items():
+        for name, p in pairs.items():
+            print(f"| {name} | {label} | {p['ratio_cpu']}x | {p['ratio_wall']}x | {p['a_cpu']} / {p['a_wall']} s "
+                  f"| {p['b_cpu']} / {p['b_wall']} s |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
