@@ -109,6 +109,20 @@ def bare_dodo(d: Path, legs: int, per_leg: int, shared: int) -> int:
     return legs * per_leg + shared
 
 
+def standin(base: Path) -> tuple[Path, Path]:
+    """The stand-in release under ``base`` (``bundles/``, ``work/``), laid out afresh unless
+    ``work/dist`` shows it was built; returns ``(bundles, work)``."""
+    bundles, work = base / "bundles", base / "work"
+    if not (work / "dist").is_dir():
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        shutil.copytree(ROOT / "tests" / "data" / "minillama", base / "minillama")
+        shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
+        shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
+        work.mkdir()
+    return bundles, work
+
+
 def count_tasks(list_out: str) -> int:
     """Tasks in ``doit list --all`` output (opt-in ones included), without the per-stage groups."""
     names = [l.split()[0] for l in list_out.splitlines() if l.strip()]
@@ -133,14 +147,7 @@ def main() -> int:
     res["real_list"] = median_of(args.runs, [DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], real_env)
 
     # 2. the stand-in graph: build once, then no-op runs
-    bundles, work = base / "bundles", base / "work"
-    if not (work / "dist").is_dir():
-        shutil.rmtree(base, ignore_errors=True)
-        base.mkdir(parents=True)
-        shutil.copytree(ROOT / "tests" / "data" / "minillama", base / "minillama")
-        shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
-        shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
-        work.mkdir()
+    bundles, work = standin(base)
     env = env_for(bundles, work)
     t_build, out = timed([DOIT, "-f", str(ROOT / "dodo.py")], env)
     res["standin_first_run"] = t_build

@@ -83,16 +83,7 @@ def main() -> int:
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bg-paired-"))
     base = a.work or tmp / "standin"
-    bundles, work = base / "bundles", base / "work"
-    if not (work / "dist").is_dir():
-        import shutil
-
-        shutil.rmtree(base, ignore_errors=True)
-        base.mkdir(parents=True)
-        shutil.copytree(ROOT / "tests" / "data" / "minillama", base / "minillama")
-        shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
-        shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
-        work.mkdir()
+    bundles, work = ng.standin(base)
     env = ng.env_for(bundles, work)
     ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)  # build once
     _, out = ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)
