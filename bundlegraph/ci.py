@@ -65,13 +65,20 @@ def summary_rows(dist: Path, index: dict, info_file: str) -> list[list[str]]:
 
 def write_summary(dist: Path, index_file: Path, info_file: str) -> bool:
     """Append the bundle table to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not target:
+    if not os.environ.get("GITHUB_STEP_SUMMARY"):
         return False
     index = json.loads(index_file.read_text(encoding="utf-8"))
     lines = [f"### Bundles of {index.get('release_tag', '?')}", "",
              "| bundle | size | sha256 | SMs | time per stage |", "|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in summary_rows(dist, index, info_file)]
+    return _append_summary(lines)
+
+
+def _append_summary(lines: list[str]) -> bool:
+    """Append ``lines`` and a blank line to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return False
     with open(target, "a", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n\n")
     return True
@@ -80,14 +87,9 @@ def write_summary(dist: Path, index_file: Path, info_file: str) -> bool:
 def write_cache_summary(stats: dict) -> bool:
     """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compiler_cache.build_stats`
     plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not target:
-        return False
     lines = [f"### Compiler cache of build:{stats['leg']}", "",
              "| leg | cache | hits (remote/local) | misses | uncacheable | build |", "|---|---|---|---|---|---|",
              f"| {stats['leg']} | {stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''} "
              f"| {stats['hits']} ({stats['remote_hits']}/{stats['local_hits']}) | {stats['misses']} "
              f"| {stats['uncacheable']} | {stats['seconds']:.0f}s |"]
-    with open(target, "a", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n\n")
-    return True
+    return _append_summary(lines)

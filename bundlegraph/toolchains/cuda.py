@@ -54,6 +54,11 @@ class CudaLayout:
     def nvcc(self) -> str:
         return f"{self.root}/bin/nvcc{'.exe' if self.host_os == 'windows' else ''}"
 
+    @property
+    def nvcc_path(self) -> Path:
+        """nvcc as a path of this host (``prefix`` joined with :attr:`nvcc`'s part below the root)."""
+        return self.prefix / Path(self.nvcc).relative_to(self.root)
+
     def lib_rel(self) -> str:
         """The target library directory relative to the prefix."""
         if self.target_os == "windows":

@@ -52,7 +52,7 @@ class GccLinux(Toolchain):
             key[name] = _version_by_run(Path(p).resolve(), name)
         if cuda is not None:
             bins["cuda_host"] = bins["cxx"]
-            nvcc = cuda.prefix / Path(cuda.nvcc).relative_to(cuda.root)
+            nvcc = cuda.nvcc_path
             if not nvcc.is_file():
                 raise ToolMissing(f"toolchain {self.id}: nvcc not found at {nvcc} (toolkit {cuda.prefix})")
             self._check_gcc_supported(cuda, key[self.names()["cxx"]])
