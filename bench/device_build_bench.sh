@@ -9,12 +9,11 @@
 # Everything it uses is copied out of .carry first (a call that names .carry in carry replaces that
 # folder there: the first attempt lost its unpacked source that way in the middle of a build).
 set -u -o pipefail
+. bench/device_carry.sh
 C=/tmp/bg-build-carry
 B=/tmp/bg-build-bench
 if [ "${1:-watch}" = start ]; then
-  rm -rf $C && mkdir -p $C/src && cp -r .carry/bundles $C/bundles || exit 2
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .carry/whl/*.whl || exit 3
-  tar -C $C/src -xJf .carry/llama.cpp.tar.xz || exit 4
+  unpack_carry $C || exit $?
   echo "host: $(nproc) cores; $(/usr/local/cuda/bin/nvcc --version | tail -2 | head -1); cmake $(cmake --version | head -1); ninja $(ninja --version); $(g++ --version | head -1)"
   rm -rf $B && mkdir -p $B
   ( export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 BUNDLEGRAPH_BUNDLES=$C/bundles BUNDLEGRAPH_CACHE=/tmp/bgcache \

@@ -6,17 +6,12 @@
 #   bash bench/device_cache_run.sh start   # carry [".carry"]: set up, start detached, watch ~9 min
 #   bash bench/device_cache_run.sh watch   # carry nothing: watch until done, results to $OUT
 set -u -o pipefail
+. bench/device_carry.sh
 C=/tmp/bg-cache-carry
 B=/tmp/bg-cache-bench
 if [ "${1:-watch}" = start ]; then
-  rm -rf $C && mkdir -p $C/src && cp -r .carry/bundles $C/bundles || exit 2
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .carry/whl/*.whl || exit 3
-  tar -C $C/src -xJf .carry/llama.cpp.tar.xz || exit 4
-  # this machine's glibc/libstdc++ are newer than the release runner's floors: the carried specs take
-  # this host's (as bench/device_smoke_run.sh does; verify still checks them)
-  G=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
-  X=$(grep -aoE "GLIBCXX_3\.4\.[0-9]+" "$(g++ -print-file-name=libstdc++.so.6)" | sort -V | tail -1 | cut -d_ -f2)
-  sed -i "s/^glibc_floor = .*/glibc_floor = \"$G\"/; s/^glibcxx_floor = .*/glibcxx_floor = \"$X\"/" $C/bundles/linux-x64-cpu.toml $C/bundles/linux-x64-cuda13-portable.toml
+  unpack_carry $C || exit $?
+  host_floors $C || exit $?
   echo "host: $(nproc) cores; $(/usr/local/cuda/bin/nvcc --version | tail -2 | head -1); cmake $(cmake --version | head -1); ninja $(ninja --version); $(g++ --version | head -1); ccache $(/tmp/site/bin/ccache --print-version)"
   rm -rf $B && mkdir -p $B
   ( export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 BUNDLEGRAPH_CACHE=/tmp/bgcache \

@@ -9,13 +9,9 @@ t0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $C/whl/*.whl || exit 3
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 mkdir -p $C/src && tar -C $C/src -xJf $C/llama.cpp.tar.xz || exit 4
-# this machine's glibc/libstdc++ are newer than the release runner's floors: the carried copy of
-# the two x64 specs takes this host's (documented in BENCHMARKS.md; verify still checks them)
-G=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
-X=$(grep -aoE "GLIBCXX_3\.4\.[0-9]+" "$(g++ -print-file-name=libstdc++.so.6)" | sort -V | tail -1 | cut -d_ -f2)
-[ -n "$G" ] && [ -n "$X" ] || { echo "cannot read the host glibc/GLIBCXX versions"; exit 5; }
-sed -i "s/^glibc_floor = .*/glibc_floor = \"$G\"/; s/^glibcxx_floor = .*/glibcxx_floor = \"$X\"/" $C/bundles/linux-x64-cpu.toml $C/bundles/linux-x64-cuda13-portable.toml
-echo "host: glibc $G, GLIBCXX $X; $(nproc) cores; $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader)"
+. bench/device_carry.sh
+host_floors $C || exit 5  # the x64 specs take this host's glibc/GLIBCXX (BENCHMARKS.md)
+echo "host: $(nproc) cores; $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader)"
 echo "cuda: $(ls /usr/local/cuda/version.json 2>&1); $(/usr/local/cuda/bin/nvcc --version | tail -2 | head -1); cmake $(cmake --version | head -1); ninja $(ninja --version); $(g++ --version | head -1)"
 export BUNDLEGRAPH_BUNDLES=$C/bundles BUNDLEGRAPH_WORKDIR=$PWD BUNDLEGRAPH_CACHE=/tmp/bgcache BUNDLEGRAPH_TOOLS=system \
        BUNDLEGRAPH_JOBS=16 BUNDLEGRAPH_ARCHS=90 BUNDLEGRAPH_TOOLKIT_SOURCE=host:/usr/local/cuda BUNDLEGRAPH_LAUNCHER=none
