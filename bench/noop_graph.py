@@ -109,9 +109,15 @@ def bare_dodo(d: Path, legs: int, per_leg: int, shared: int) -> int:
     return legs * per_leg + shared
 
 
-def standin(base: Path) -> tuple[Path, Path]:
+def standin(base: Path, copies: int = 1) -> tuple[Path, Path]:
     """The stand-in release under ``base`` (``bundles/``, ``work/``), laid out afresh unless
-    ``work/dist`` shows it was built; returns ``(bundles, work)``."""
+    ``work/dist`` shows it was built; returns ``(bundles, work)``.
+
+    ``copies`` > 1 repeats its three legs that many times (issue 20's 9-leg graph is
+    ``copies=3``): copy ``k`` gets ids ``<id>-r<k>``, profile names ``<name>-r<k>`` (so the
+    bundle names and ``(install_kind, profile)`` pairs stay unique) and its CUDA leg merges into
+    its own CPU copy. Every copy is a real leg of the one graph: its own configure, build and
+    bundle from the shared source and toolkit."""
     bundles, work = base / "bundles", base / "work"
     if not (work / "dist").is_dir():
         shutil.rmtree(base, ignore_errors=True)
@@ -119,8 +125,32 @@ def standin(base: Path) -> tuple[Path, Path]:
         shutil.copytree(ROOT / "tests" / "data" / "minillama", base / "minillama")
         shutil.copytree(ROOT / "tests" / "data" / "bundles", bundles)
         shutil.copytree(ROOT / "bundles" / "locks", bundles / "locks", dirs_exist_ok=True)
+        if copies > 1:
+            _repeat_legs(bundles, copies)
         work.mkdir()
     return bundles, work
+
+
+def _repeat_legs(bundles: Path, copies: int) -> None:
+    """Add copies 2..``copies`` of every leg spec in ``bundles`` (see :func:`standin`)."""
+    import re
+
+    legs = sorted(p for p in bundles.glob("*.toml") if p.name != "release.toml")
+    ids = [p.stem for p in legs]
+    names = []
+    for k in range(2, copies + 1):
+        for p in legs:
+            text = p.read_text(encoding="utf-8")
+            for i in ids:
+                text = re.sub(rf'"{re.escape(i)}"', f'"{i}-r{k}"', text)
+            text = re.sub(r'(?m)^(\[profile\]\nname = ")([^"]+)"', rf'\g<1>\g<2>-r{k}"', text)
+            (bundles / f"{p.stem}-r{k}.toml").write_text(text, encoding="utf-8")
+            names.append(f"{p.stem}-r{k}")
+    rel = bundles / "release.toml"
+    text = rel.read_text(encoding="utf-8")
+    m = re.search(r"(?m)^default_legs = \[(.*)\]$", text)
+    assert m, f"{rel}: no one-line default_legs"
+    rel.write_text(text[:m.end(1)] + "".join(f', "{n}"' for n in names) + text[m.end(1):], encoding="utf-8")
 
 
 def count_tasks(list_out: str) -> int:

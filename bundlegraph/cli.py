@@ -1,8 +1,11 @@
 """The bundlegraph command: everything that is not a graph task.
 
-Subcommands live in :mod:`bundlegraph.commands`, one module each, listed in ``COMMANDS``;
-each module has ``register(subparsers)`` which adds its parser and sets ``func`` (a callable
-taking the parsed args and returning an exit status).
+Subcommands live in :mod:`bundlegraph.commands`, one module each, listed in ``COMMANDS`` with
+the command names each registers; each module has ``register(subparsers)`` which adds its
+parser and sets ``func`` (a callable taking the parsed args and returning an exit status).
+A command line naming one command imports that module only (issue 20: ``bundlegraph matrix``
+does not pay for the graph's stage modules, ``plan`` not for pydantic); ``--help`` and
+unknown names import them all.
 """
 
 from __future__ import annotations
@@ -16,25 +19,49 @@ from pathlib import Path
 from . import settings
 from .errors import BundleGraphError
 
-COMMANDS = [
-    "bundlegraph.commands.plan",
-    "bundlegraph.commands.matrix",
-    "bundlegraph.commands.schema",
-    "bundlegraph.commands.verify",
-    "bundlegraph.commands.fatbin",
-    "bundlegraph.commands.explain",
-    "bundlegraph.commands.lock_wheels",
-    "bundlegraph.commands.select",
-    "bundlegraph.commands.upload",
-]
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "bundlegraph.commands.plan": ("plan",),
+    "bundlegraph.commands.matrix": ("matrix",),
+    "bundlegraph.commands.schema": ("schema",),
+    "bundlegraph.commands.verify": ("verify",),
+    "bundlegraph.commands.fatbin": ("fatbin",),
+    "bundlegraph.commands.explain": ("explain",),
+    "bundlegraph.commands.lock_wheels": ("lock-wheels",),
+    "bundlegraph.commands.select": ("select", "coverage"),
+    "bundlegraph.commands.upload": ("upload-release",),
+}
+"""Each command module and the command names its ``register`` adds (a test checks they agree)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: list[str]) -> str | None:
+    """The command name of a command line (the first word that is not an option or the value
+    of ``--bundles``), or None."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--bundles":
+            skip = True
+            continue
+        if a.startswith("-"):
+            if a in ("-h", "--help"):
+                return None
+            continue
+        return a
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: with only the module of the command ``argv`` names (when it names
+    one of :data:`COMMANDS`), else with every command."""
     p = argparse.ArgumentParser(prog="bundlegraph", description=__doc__.splitlines()[0])
     p.add_argument("--bundles", default=None,
                    help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for mod in COMMANDS:
+    name = command_of(argv) if argv is not None else None
+    chosen = [m for m, names in COMMANDS.items() if name in names] or list(COMMANDS)
+    for mod in chosen:
         importlib.import_module(mod).register(sub)
     return p
 
@@ -64,7 +91,8 @@ def resolve_bundles(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, 1 for failed checks)."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     resolve_bundles(args)
     try:
         settings.check_environment()

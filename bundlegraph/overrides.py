@@ -29,8 +29,7 @@ from pathlib import Path
 
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
-from .schemas.loader import Matrix
-from .schemas.spec import BundleSpec, CudaSpec, ToolkitSpec
+from .schemas.plain import BundleSpec, CudaSpec, Matrix
 
 LOCAL_MARK = "-local"
 
@@ -128,30 +127,53 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 problems.append(f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "
                                 f"{ov.toolkit_version} ({ov.host_toolkit})")
                 continue
-            tk = ToolkitSpec.model_validate({**cuda.toolkit.model_dump(by_alias=True), "source": "host",
-                                             "path": ov.host_toolkit.as_posix(), "lock": None, "manifest": None})
+            tk = {**cuda.toolkit.dump(), "source": "host", "path": ov.host_toolkit.as_posix(), "lock": None,
+                  "manifest": None}
             mm = ".".join(ov.toolkit_version.split(".")[:2])
-            cuda = CudaSpec.model_validate({**cuda.model_dump(by_alias=True), "toolkit": tk.model_dump(by_alias=True),
-                                            "version": mm})
+            cuda = _valid_cuda({**cuda.dump(), "toolkit": tk, "version": mm}, where)
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
             # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
             # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
-            spec = BundleSpec.model_validate({**spec.model_dump(by_alias=True),
-                                              "cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}})
+            spec = _valid_leg({**spec.dump(), "cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}}, where)
         if ov.archs is not None:
             # re-validated like a spec (typed archs, duplicates), not copied unchecked
-            cuda = CudaSpec.model_validate({**cuda.model_dump(by_alias=True), "archs": list(ov.archs)})
+            cuda = _valid_cuda({**cuda.dump(), "archs": list(ov.archs)}, where)
         for a in cuda.archs:
             why = arch_supported(a, cuda.version_tuple)
             if why:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
         # re-validated like a spec file (the cross-field shape); the bundle's profile becomes
         # profile.name + "+" + the local tag (BundleSpec.profile_name)
-        new[leg] = BundleSpec.model_validate({**spec.model_dump(by_alias=True), "cuda": cuda.model_dump(by_alias=True),
-                                              "local": {"tag": ov.tag(), "origin": ov.origin}})
+        new[leg] = _valid_leg({**spec.dump(), "cuda": cuda.dump(), "local": {"tag": ov.tag(), "origin": ov.origin}},
+                              where)
     if problems:
         raise BundleGraphError("local overrides: " + "; ".join(problems))
     return dataclasses.replace(matrix, legs=new)
+
+
+def _valid_leg(data: dict, where: object) -> BundleSpec:
+    """A leg's table with overrides applied, validated like a spec file (pydantic is imported
+    only here: a graph without overrides never needs it)."""
+    from pydantic import ValidationError
+
+    from .schemas.validation import validate_leg
+
+    try:
+        return validate_leg(data)
+    except ValidationError as e:
+        raise BundleGraphError(f"local overrides: {where}: {e}") from None
+
+
+def _valid_cuda(data: dict, where: object) -> CudaSpec:
+    """A ``[cuda]`` table with overrides applied, validated like a spec file."""
+    from pydantic import ValidationError
+
+    from .schemas.validation import validate_cuda
+
+    try:
+        return validate_cuda(data)
+    except ValidationError as e:
+        raise BundleGraphError(f"local overrides: {where}: {e}") from None
 
 
 def is_local(spec: BundleSpec) -> bool:

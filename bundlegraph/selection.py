@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import PORTABLE_CLASS, kind_for
-from .schemas.loader import Matrix
+from .schemas.plain import Matrix
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
 
 MIN_DRIVER = (12, 4)

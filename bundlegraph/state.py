@@ -29,6 +29,7 @@ from typing import Any
 
 from . import paths
 from .fsutil import atomic_write_json, sha256_file
+from .schemas.plain import Record, json_of
 
 STAMP_VERSION = 1
 
@@ -43,6 +44,8 @@ def canonical(obj: Any) -> str:
             return sorted(o)
         if isinstance(o, (_dt.date, _dt.datetime)):
             return o.isoformat()
+        if isinstance(o, Record):
+            return json_of(o)
         if hasattr(o, "model_dump"):
             return o.model_dump(mode="json", by_alias=True)
         raise TypeError(f"cannot put {type(o).__name__} into an action key")

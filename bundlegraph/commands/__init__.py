@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..graph import Filters
+from ..pipeline.base import Filters
 
 
 def add_filter_args(p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import argparse
 import json
 from typing import Any
 
-from ..graph import select
+from ..pipeline.base import select
 from ..schemas.loader import load_matrix
 from . import add_filter_args, filters_from
 

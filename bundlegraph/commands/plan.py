@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         out[leg] = {
             "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
             "promised": spec.promised,
-            "profile": spec.profile.model_dump(),
+            "profile": spec.profile.dump(),
             "toolchain": spec.toolchain,
             "stages": stages,
         }

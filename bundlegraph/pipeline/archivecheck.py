@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..errors import VerifyError
 from ..schemas.manifest import VerifyFindings
-from ..schemas.release import Release
-from ..schemas.spec import BundleSpec
+from ..schemas.plain import Release
+from ..schemas.plain import BundleSpec
 from .verify import Report, policy_from_spec, verify_path
 
 

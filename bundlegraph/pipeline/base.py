@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .. import paths, state
 from ..errors import BundleGraphError
-from ..schemas.loader import Matrix
-from ..schemas.release import Release
-from ..schemas.spec import BundleSpec
+from ..schemas.plain import Matrix
+from ..schemas.plain import Release
+from ..schemas.plain import BundleSpec
 
 STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
                "publish"]

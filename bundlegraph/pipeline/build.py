@@ -48,9 +48,11 @@ _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 
 
 def target_filter(get_var: Callable[[str, object], object] | None = None) -> list[str] | None:
-    """The target filter: doit ``build_targets=`` else ``BUNDLEGRAPH_BUILD_TARGETS``; None when unset."""
+    """The target filter: doit ``build_targets=`` else ``BUNDLEGRAPH_BUILD_TARGETS``; None when unset.
+    doit's variables are read only inside a doit run (doit already imported): the ``bundlegraph``
+    command does not import doit for them."""
     raw = None
-    if get_var is None:
+    if get_var is None and "doit" in sys.modules:
         from doit import get_var as doit_var
 
         get_var = doit_var

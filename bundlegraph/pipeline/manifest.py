@@ -29,28 +29,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import ci, paths
-from ..archive import archive_epoch, entries_from_tree, read_bundle_info, write_tar_gz
+from .. import paths
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
-from ..releaseassets import hash_paired
-from ..schemas.loader import Matrix
+from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
+from ..schemas.plain import Matrix
 from ..smokestatus import read_status, sidecar
-from ..schemas.manifest import (
-    INDEX_NAME,
-    MANIFEST_NAME,
-    BundleInfo,
-    IndexEntry,
-    Manifest,
-    ManifestArtifact,
-    ShaIndex,
-    source_archive_name,
-)
-from .archivecheck import archive_verifier
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record
+
+if TYPE_CHECKING:  # the formats and checks are imported where a run uses them: planning needs neither
+    from ..schemas.manifest import BundleInfo, Manifest, ShaIndex
 
 VerifierFor = Callable[[str], Callable[[Path], object]]
 """``verifier_for(leg)(archive)``: verify a bundle of ``leg``; raises :class:`VerifyError`."""
@@ -78,6 +69,8 @@ def record_verified(asset: str, sha256: str, leg: str) -> None:
 def write_source_archive(tree: Path, commit: str, dist: Path, commit_epoch: int | None) -> Path:
     """``dist/llama.cpp-source-commit-<commit>.tar.gz`` from ``tree`` (deterministic; ``.git``
     excluded), everything under one top-level directory of the same name."""
+    from ..archive import archive_epoch, entries_from_tree, write_tar_gz
+
     name = source_archive_name(commit)
     prefix = name[: -len(".tar.gz")]
     return write_tar_gz(dist / name, entries_from_tree(tree, prefix=prefix), archive_epoch(commit_epoch))
@@ -85,6 +78,8 @@ def write_source_archive(tree: Path, commit: str, dist: Path, commit_epoch: int 
 
 def bundle_info(archive: Path, info_file: str) -> BundleInfo:
     """The parsed info JSON of ``archive`` (:meth:`BundleInfo.read`)."""
+    from ..archive import read_bundle_info
+
     return read_bundle_info(archive, info_file)
 
 
@@ -116,6 +111,9 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
     Raises :class:`BundleGraphError` for a bundle whose info JSON disagrees with its leg or the
     release's commit, :class:`VerifyError` for an imported bundle failing verify, and
     download/hash errors for paired runtime assets."""
+    from ..releaseassets import hash_paired
+    from ..schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
+
     rel = matrix.release
     dist.mkdir(parents=True, exist_ok=True)
     verified = read_verified()
@@ -254,6 +252,9 @@ def prepare(ctx: Context) -> Prepared:
 def run(plan: ManifestPlan) -> list[Path]:
     """Write the manifest, SHA index and source archive from ``plan`` alone (:func:`run_manifest`)
     and the job summary; returns the three files."""
+    from .. import ci
+    from .archivecheck import archive_verifier
+
     m = plan.matrix
 
     def verifier_for(leg: str) -> Callable[[Path], object]:

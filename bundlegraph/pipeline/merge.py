@@ -32,22 +32,21 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import paths
-from ..archive import member_names, read_bundle_info
 from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
-from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, sha256_file
-from ..schemas.manifest import BundleInfo, VerifyFindings
-from ..schemas.release import Release
-from ..schemas.spec import BundleSpec
-from .archivecheck import archive_verifier
+from ..schemas.plain import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
 from .build import build_record, plan_build
-from .runtimes import RuntimeFile, resolve_shipped
 from .source import source_record
 from .toolkit import toolkit_for_leg
+
+if TYPE_CHECKING:  # imported where a run uses them: planning needs neither the formats nor the checks
+    from ..schemas.manifest import BundleInfo, VerifyFindings
+    from .runtimes import RuntimeFile
 
 LICENSES_FILE = "THIRD_PARTY_LICENSES.txt"
 
@@ -94,6 +93,8 @@ class MergeRecord:
 
 def load_base(archive: Path, info_file: str) -> BaseBundle:
     """Read ``info_file`` out of ``archive`` and parse it (errors name the archive and file)."""
+    from ..archive import read_bundle_info
+
     return BaseBundle(archive, sha256_file(archive), read_bundle_info(archive, info_file))
 
 
@@ -145,6 +146,8 @@ def check_base(base: BaseBundle, base_spec: BundleSpec, commit: str | None, dige
         probs.append(f"{name}: built from source commit {i.source_commit}, the backend from {commit}")
     if i.source_digest != digest:
         probs.append(f"{name}: built from source tree digest {i.source_digest[:16]}…, the backend from {digest[:16]}…")
+    from ..archive import member_names
+
     members = member_names(base.archive)
     for f in missing_required(members, base_spec.required, fold=base_spec.os == "windows"):
         probs.append(f"{name}: lacks {f.file!r}, which {base_spec.id} requires")
@@ -210,6 +213,8 @@ def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: 
     """Merge and write ``dest_tree`` + ``record_path`` atomically. ``verifier(archive) ->
     VerifyFindings`` (raises :class:`VerifyError`) is run on a base imported from an artifacts
     directory. Raises :class:`MergeError` listing every problem; nothing is written then."""
+    from ..extract import extract
+
     assert spec.merge is not None, f"{spec.id} has no [merge] table"
     probs = check_base(base, base_spec, source_commit, source_digest)
     if probs:
@@ -360,6 +365,9 @@ def prepare(ctx: Context, leg: str) -> Prepared:
 
 def run(plan: MergePlan) -> list[Path]:
     """Merge (or collect) from ``plan`` alone; returns ``merge.json`` and every file of the tree."""
+    from .archivecheck import archive_verifier
+    from .runtimes import resolve_shipped
+
     runtime = resolve_shipped(plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix,
                               toolkit_version=plan.toolkit_version)
     if plan.base_spec is None:

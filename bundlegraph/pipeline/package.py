@@ -27,27 +27,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import ci, paths
-from ..archive import Entry, archive_epoch, write_archive
+from .. import paths
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
 from ..schemas.archs import supported_sms_of
-from ..schemas.manifest import BundleInfo, ImportedBuild, RuntimeFileInfo, VerifyFindings
-from ..schemas.release import Release
-from ..schemas.spec import BundleSpec
-from .archivecheck import archive_verifier
+from ..schemas.plain import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .build import imported_provenance
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
-from .runtimes import RuntimeFile, msvc_redist_root, resolve_shipped, third_party_text, toolkit_licenses
-from .sign import is_pe, sign_files
 from .source import source_record
 from .toolkit import toolkit_for_leg
 
-Verifier = Callable[[Path], VerifyFindings]
+if TYPE_CHECKING:  # imported where a run uses them: planning needs neither the formats nor the checks
+    from ..schemas.manifest import BundleInfo, ImportedBuild, RuntimeFileInfo, VerifyFindings
+    from .runtimes import RuntimeFile
+
+Verifier = Callable[[Path], "VerifyFindings"]
 """``verifier(archive) -> findings``; raises :class:`VerifyError` listing failures."""
 
 
@@ -130,6 +129,8 @@ def supported_sms(spec: BundleSpec, found: VerifyFindings) -> list[int]:
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
     """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`)."""
+    from ..schemas.manifest import BundleInfo
+
     s, r = inp.spec, inp.release
     sms = supported_sms(s, found)
     return BundleInfo(
@@ -188,6 +189,10 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
     """Pack, sign, verify and write ``inp.dest`` (see the module docstring). Returns the info
     written into the bundle. Raises :class:`BundleGraphError` subclasses (``VerifyError``,
     ``SigningError``, ``ArchiveError``) naming the leg and file."""
+    from ..archive import Entry, archive_epoch, write_archive
+    from .runtimes import third_party_text, toolkit_licenses
+    from .sign import is_pe, sign_files
+
     s = inp.spec
     inp.dest.parent.mkdir(parents=True, exist_ok=True)
     inp.dest.unlink(missing_ok=True)
@@ -241,10 +246,13 @@ class PackagePlan:
     """What ``package:<leg>`` does, resolved once before it runs: ``inputs`` (the
     :class:`PackageInputs`, from the spec, ``source:<leg>``'s record and ``merge:<leg>``'s
     ``merge.json``) without the toolchain runtime files, which the run resolves (and hashes)
-    under ``redist_root`` when ``toolchain_runtime`` is set; ``base_spec`` (the merge base's spec,
-    for the archive verifier); ``log``; ``receipt`` (``build/<leg>/package.json``)."""
+    under ``redist_root`` when ``toolchain_runtime`` is set, and without the merge record's
+    runtime and provenance entries (``merge_record``), which the run validates (so an up-to-date
+    check never imports the formats); ``base_spec`` (the merge base's spec, for the archive
+    verifier); ``log``; ``receipt`` (``build/<leg>/package.json``)."""
 
     inputs: PackageInputs
+    merge_record: MergeRecord
     base_spec: BundleSpec | None
     toolchain_runtime: bool
     redist_root: Path | None
@@ -267,17 +275,19 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
                         source_tree=Path(src.tree), source_commit=src.commit, source_digest=src.digest,
                         commit_epoch=src.epoch, toolkit_prefix=ref.prefix if ref else None,
                         toolkit_version=ref.version if ref else None, tree=bdir / "merged",
-                        own_files=rec.backend_files, merged_from=rec.base_asset or None,
-                        prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
-                        imported=_provenance(leg, rec))
+                        own_files=rec.backend_files, merged_from=rec.base_asset or None)
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
-    return PackagePlan(inputs=inp, base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
+    from .runtimes import msvc_redist_root
+
+    return PackagePlan(inputs=inp, merge_record=rec, base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
                        toolchain_runtime=toolchain, redist_root=msvc_redist_root() if toolchain else None,
                        log=ctx.log(leg, "package"), receipt=bdir / "package.json")
 
 
 def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
     """The base's imported builds (from the merge record), then this leg's own (``build.json``)."""
+    from ..schemas.manifest import ImportedBuild
+
     out = [ImportedBuild.model_validate(b) for b in rec.base_imported]
     own = imported_provenance(leg)
     if own is not None:
@@ -301,7 +311,14 @@ def prepare(ctx: Context, leg: str) -> Prepared:
 def run(plan: PackagePlan) -> list[Path]:
     """Pack, sign and verify from ``plan`` alone; record the verified sha256; returns the bundle
     and ``package.json``."""
-    inp = plan.inputs
+    from .. import ci
+    from ..schemas.manifest import RuntimeFileInfo
+    from .archivecheck import archive_verifier
+    from .runtimes import resolve_shipped
+
+    rec = plan.merge_record
+    inp = replace(plan.inputs, prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
+                  imported=_provenance(plan.inputs.spec.id, rec))
     if plan.toolchain_runtime:
         inp = replace(inp, runtime=resolve_shipped(inp.spec, origin="toolchain", redist_root=plan.redist_root))
     dest, leg = inp.dest, inp.spec.id

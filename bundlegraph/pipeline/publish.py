@@ -35,8 +35,8 @@ from ..fsutil import atomic_write_bytes, sha256_file
 from ..smokestatus import read_status, sidecar
 from ..overrides import is_local
 from ..report import say
-from ..schemas.loader import Matrix
-from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex, source_archive_name
+from ..schemas.plain import Matrix
+from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .manifest import read_verified, source_leg
 from .source import source_record
@@ -69,6 +69,8 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
     probs: list[str] = []
     if filtered:
         probs.append(f"the run is filtered ({filtered}); a filtered run can never publish — run without filters")
+    from ..schemas.manifest import Manifest, ShaIndex
+
     manifest: Manifest | None = _load(dist / MANIFEST_NAME, Manifest)
     index: ShaIndex | None = _load(dist / INDEX_NAME, ShaIndex)
     if manifest is None:

@@ -20,11 +20,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import BundleGraphError
 from ..fsutil import sha256_file
-from ..schemas.manifest import RuntimeFileInfo
-from ..schemas.spec import BundleSpec
+from ..schemas.plain import BundleSpec
+
+if TYPE_CHECKING:  # the info format is imported where a runtime file is resolved (never while planning)
+    from ..schemas.manifest import RuntimeFileInfo
 
 _VERSION_DIR = re.compile(r"^\d+(\.\d+)+$")
 
@@ -71,6 +74,8 @@ def pick_toolchain_runtime(name: str, redist_root: Path) -> RuntimeFile:
         hits.sort(key=lambda p: ("debug" in p.relative_to(vdir).as_posix().lower(), p.relative_to(vdir).as_posix()))
         best = hits[0]
         rel = best.relative_to(redist_root).as_posix()
+        from ..schemas.manifest import RuntimeFileInfo
+
         return RuntimeFile(name, best, RuntimeFileInfo(name=name, origin="toolchain", version=vdir.name,
                                                         source=rel, sha256=sha256_file(best)))
     looked = ", ".join(d.name for d in versions) or "none"
@@ -85,6 +90,8 @@ def toolkit_runtime(name: str, rel: str, prefix: Path, version: str | None) -> R
     p = prefix / rel
     if not p.is_file():
         raise BundleGraphError(f"runtime {name}: {rel} is not in the target toolkit at {prefix}")
+    from ..schemas.manifest import RuntimeFileInfo
+
     return RuntimeFile(name, p, RuntimeFileInfo(name=name, origin="toolkit", version=version,
                                                  source=rel, sha256=sha256_file(p)))
 

@@ -85,7 +85,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths, proc
-from ..archive import read_bundle_info
 from ..errors import BundleGraphError, TaskSkipped
 from ..fsutil import atomic_write_json, rmtree
 from ..report import say
@@ -256,6 +255,8 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     leg = plan.leg
     if not plan.bundle.is_file():
         raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
+    from ..archive import read_bundle_info
+
     info = read_bundle_info(plan.bundle, plan.info_file)
     launcher = launcher_for(info.os, info.arch)
     if isinstance(launcher, str):

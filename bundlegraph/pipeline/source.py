@@ -19,13 +19,11 @@ from functools import partial
 from pathlib import Path
 
 from .. import paths, proc
-from ..download import adopt, download
 from ..errors import BundleGraphError, HashMismatch, HostMismatch
-from ..extract import extract
 from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file, tree_digest
 from ..gitmeta import read_commit
 from ..report import say
-from ..schemas.release import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
+from ..schemas.plain import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, Prepared, TaskPlan
 
 RECEIPT = "receipt.json"
@@ -97,11 +95,11 @@ def plan_source(release: Release, release_dir: Path) -> SourcePlan:
     sub = pin.subdirectory
     if isinstance(pin, PathPin):
         base = (release_dir / pin.path).resolve()
-        return SourcePlan(pin.model_dump(mode="json"), pin.kind, None, base / sub if sub else base, sub)
+        return SourcePlan(pin.dump(), pin.kind, None, base / sub if sub else base, sub)
     ident = pin.commit if isinstance(pin, GitPin) else pin.sha256
     cache_dir = paths.cache_root() / "sources" / f"{pin.kind}-{ident}"
     tree = cache_dir / "tree"
-    return SourcePlan(pin.model_dump(mode="json"), pin.kind, cache_dir, tree / sub if sub else tree, sub)
+    return SourcePlan(pin.dump(), pin.kind, cache_dir, tree / sub if sub else tree, sub)
 
 
 def _fetch_pip_sdist(pin: PipSdistPin, log: Path) -> Path:
@@ -119,6 +117,8 @@ def _fetch_pip_sdist(pin: PipSdistPin, log: Path) -> Path:
             raise BundleGraphError(
                 f"source: pip download {pin.requirement} gave {[p.name for p in files]}, expected one sdist"
             )
+        from ..download import adopt
+
         return adopt(files[0], pin.sha256, what=f"source: sdist {files[0].name} of {pin.requirement}")
 
 
@@ -152,7 +152,7 @@ def check_upstream_tag(tree: Path, release: Release) -> None:
     whose ``tools/server/CMakeLists.txt`` builds ``llama-server-impl`` is upstream build
     >= :data:`~bundlegraph.schemas.release.IMPL_SPLIT_BUILD`, and installers gate their checks
     for the ``*-impl`` libraries on that number. Raises :class:`BundleGraphError`."""
-    from ..schemas.release import IMPL_SPLIT_BUILD
+    from ..schemas.plain import IMPL_SPLIT_BUILD
 
     cml = tree / "tools" / "server" / "CMakeLists.txt"
     try:
@@ -221,12 +221,16 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
                 origin = pin.requirement
             else:
                 assert isinstance(pin, TarballPin)
+                from ..download import download
+
                 blob = download(pin.url, pin.sha256)
                 origin = pin.url
             archive_sha = sha256_file(blob)
             if archive_sha != pin.sha256:  # the cache was tampered with
                 os.unlink(blob)
                 raise HashMismatch(f"source: cached archive {blob} has sha256 {archive_sha}, pin {pin.sha256}")
+            from ..extract import extract
+
             extract(blob, tree, strip=1)
         sub = tree / plan.subdirectory if plan.subdirectory else tree
         if not sub.is_dir():

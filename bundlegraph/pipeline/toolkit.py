@@ -98,7 +98,7 @@ class ToolkitPlan:
 
 
 def _prepare(plan: ToolkitPlan) -> Prepared:
-    from ..toolkit.install import key_inputs
+    from ..toolkit.key import key_inputs
 
     return Prepared(key_inputs(plan.components, plan.bundles), plan)
 

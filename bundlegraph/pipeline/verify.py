@@ -24,18 +24,18 @@ import os
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..checks import Failure, backends, closure, content, glibc
-from ..checks.bundle import read_bundle
-from ..checks.fatbin import check_archs
-from ..checks.inspect import FileResult, inspect_file
+from ..checks import Failure, content, glibc
 from ..errors import BundleGraphError, VerifyError
 from ..report import say
 from ..schemas.archs import Arch
-from ..schemas.release import Release
-from ..schemas.spec import BundleSpec
+from ..schemas.plain import Release
+from ..schemas.plain import BundleSpec
 from .base import Context, Prepared, TaskPlan, upstream_digest
+
+if TYPE_CHECKING:  # the file checks are imported where a bundle is verified (never while planning)
+    from ..checks.inspect import FileResult
 
 BACKENDS = {"windows": ("ggml-cuda.dll",), "linux": ("libggml-cuda.so",)}
 """The CUDA backend's file name per os: the file whose fatbin must match the promised archs."""
@@ -215,6 +215,10 @@ def verify_path(path: str | os.PathLike, policy: VerifyPolicy) -> Report:
     """Verify the directory or archive at ``path`` against ``policy`` (see the module
     docstring). Each file is read once. Raises :class:`BundleGraphError` only when ``path``
     is neither a directory nor a readable archive."""
+    from ..checks import backends, closure
+    from ..checks.bundle import read_bundle
+    from ..checks.inspect import inspect_file
+
     bundle, files = read_bundle(path)
     results: dict[str, FileResult] = {}
     info_doc: tuple[str, bytes] | None = None
@@ -270,6 +274,8 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
         if r.fatbin is None:
             report.failures.append(Failure(r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {','.join(policy.cmake_archs)}"))
             continue
+        from ..checks.fatbin import check_archs
+
         for problem in check_archs(r.fatbin, archs):
             report.failures.append(Failure(r.path, "gpu-code", f"{problem} (promised {','.join(policy.cmake_archs)}; found {r.fatbin.summary()})"))
 

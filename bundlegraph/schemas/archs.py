@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated
-
-from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 Version = tuple[int, int]
 
@@ -85,21 +82,6 @@ def parse_arch(text: str) -> Arch:
         sass=kind != "-virtual",
         ptx=kind != "-real",
     )
-
-
-def _as_arch(v: object) -> Arch:
-    return v if isinstance(v, Arch) else parse_arch(str(v))
-
-
-ArchField = Annotated[
-    Arch,
-    BeforeValidator(_as_arch),
-    PlainSerializer(lambda a: a.cmake, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": r"^\d{2,3}[af]?(-real|-virtual)?$",
-                    "description": "a CUDA arch in CMake form: 120, 120a, 100f, 86-real, 75-virtual"}),
-]
-"""A spec's arch: parsed once when the spec loads (an :class:`Arch`), written back in CMake's
-spelling wherever the spec is serialised (JSON Schema, action keys, plan output)."""
 
 
 def parse_version(text: str) -> Version:

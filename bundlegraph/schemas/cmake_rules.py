@@ -13,7 +13,7 @@ The configure stage (:mod:`bundlegraph.pipeline.cmake_cache`) forces and derives
 
 from __future__ import annotations
 
-from .spec import BundleSpec
+from .plain import BundleSpec
 
 FORCED_OFF = (
     "GGML_NATIVE", "LLAMA_BUILD_BORINGSSL", "LLAMA_BUILD_LIBRESSL", "LLAMA_USE_PREBUILT_UI",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .release import IMPL_SPLIT_BUILD
+from .plain import IMPL_SPLIT_BUILD
 
 CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
 """The installer version this contract was checked against."""

@@ -1,367 +1,158 @@
-"""Load and validate a whole ``bundles/`` directory: the release and every leg spec.
+"""Load a whole ``bundles/`` directory: the release and every leg spec, validated, as plain
+records (:mod:`.plain`).
 
-Every problem in every file is collected and reported at once (:class:`SpecError`), each line
-``<file>: <key.path>: <message>`` with a "did you mean" for misspelled keys. While any spec is
-invalid nothing is returned, so no task can run.
+Validation (pydantic models and cross-field rules, :mod:`.validation`) runs when the directory
+is new or has changed. Its result is kept in the spec cache, one file per bundles directory
+(``<cache>/spec-cache/<digest of the directory's path>.pickle``, the path as given and resolved), and an unchanged directory is
+loaded from there without importing pydantic (issue 20: the no-op run pays neither pydantic's
+import nor validation). An entry is used only when all of these equal what it was written for:
 
-Cross-field rules (need several specs or tables):
+- the bytes of every ``*.toml`` in the directory (names and contents: a new, removed or
+  edited spec or release file misses);
+- the bytes of every other file validation read (the wheels locks the legs name);
+- bundlegraph's version, the size and mtime of every module of :mod:`bundlegraph.schemas` and
+  :mod:`bundlegraph.toolchains` (the rules and the toolchain registry), and Python's version.
 
-- the file stem equals ``id``; a Linux/Windows toolchain matches the leg's os and arch;
-- ``GGML_CPU=OFF`` needs a merge base of the same os and arch with backend ``cpu``;
-- a merge needs ``GGML_BACKEND_DL=ON`` on both legs;
-- every GPU arch lies within the leg's CUDA version's range (:mod:`.archs`);
-- a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist with ``windows-arm64``
-  target libraries);
-- ``(install_kind, profile)`` is unique; ``default_legs`` name existing legs.
+An entry is a magic line, the sha256 of its payload and the payload (a pickle of the
+:class:`~.plain.Matrix` of plain records). A truncated, altered or unreadable entry, or one of
+another shape, is ignored and written again after validation: the cache can only save time,
+never change what loads. Entries are written by atomic rename; at most :data:`KEEP` are kept.
 """
 
 from __future__ import annotations
 
-import difflib
-import tomllib
-from dataclasses import dataclass, field
+import hashlib
+import os
+import pickle
+import sys
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from .. import __version__
+from .plain import Matrix
 
-from ..errors import SpecError
-from ..toolchains.registry import TOOLCHAINS
-from .archs import arch_supported
-from .cmake_rules import cmake_problems
-from .release import Release, build_number_of
-from .spec import BundleSpec, CudaSpec
+MAGIC = b"bundlegraph-spec-cache 1\n"
+"""First line of an entry; a new layout changes it."""
+KEEP = 256
+"""Entries kept (one per bundles directory); the least recently written go first."""
 
-RELEASE_FILE = "release.toml"
-WINDOWS_ARM64_CUDA_MIN = (13, 4)
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """A validated ``bundles/`` directory: ``release``, ``legs`` by id (sorted), and the file
-    each leg came from."""
-
-    root: Path
-    release: Release
-    legs: dict[str, BundleSpec]
-    files: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def promised(self) -> list[str]:
-        """Ids of the legs whose bundles the release promises (``promised = true``)."""
-        return [i for i, s in self.legs.items() if s.promised]
-
-    def merged_into(self, base: str) -> list[str]:
-        """Legs whose merge base is ``base``."""
-        return [i for i, s in self.legs.items() if s.merge and s.merge.base == base]
-
-
-def _model_fields(model: type[BaseModel], loc: tuple) -> list[str]:
-    """Field names (aliases) valid at ``loc`` inside ``model``, for did-you-mean."""
-    cur: Any = model
-    for part in loc:
-        if isinstance(part, int) or cur is None:
-            continue
-        fields = getattr(cur, "model_fields", None)
-        if not fields or part not in fields and part not in {f.alias for f in fields.values() if f.alias}:
-            return []
-        fi = fields.get(part) or next(f for f in fields.values() if f.alias == part)
-        cur = _inner_model(fi.annotation)
-    if cur is None or not hasattr(cur, "model_fields"):
-        return []
-    return [f.alias or n for n, f in cur.model_fields.items()]
-
-
-def _inner_model(ann: Any) -> Any:
-    import typing
-
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    for arg in typing.get_args(ann):
-        m = _inner_model(arg)
-        if m is not None:
-            return m
-    return None
-
-
-def format_validation(path: Path, err: ValidationError, model: type[BaseModel]) -> list[str]:
-    """One line per pydantic error: ``file: key.path: message`` (+ did-you-mean on extras)."""
-    out = []
-    for e in err.errors():
-        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
-        clean: list[object] = []
-        for p in loc:
-            if isinstance(p, str) and p in ("tarball", "git", "path", "pip-sdist") and clean and clean[-1] == "source":
-                continue
-            clean.append(p)
-        key = ".".join(str(p) for p in clean) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        if e["type"] == "extra_forbidden":
-            parent = tuple(clean[:-1])
-            choices = _model_fields(model, parent)
-            close = difflib.get_close_matches(str(clean[-1]), choices, n=1)
-            msg = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
-            if choices:
-                msg += f"; allowed here: {', '.join(choices)}"
-        elif e["type"] == "missing":
-            msg = "required key is missing"
-        out.append(f"{path}: {key}: {msg}")
-    return out
-
-
-def _read_toml(path: Path, problems: list[str]) -> dict | None:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        problems.append(f"{path}: (TOML syntax): {e}")
-    except OSError as e:
-        problems.append(f"{path}: cannot read: {e}")
-    return None
+_CODE_DIRS = ("schemas", "toolchains")
+"""Packages of bundlegraph whose code decides what a spec directory validates to."""
 
 
 def load_matrix(root: str | Path) -> Matrix:
-    """Load ``root/release.toml`` and every other ``root/*.toml`` as a :class:`BundleSpec`.
+    """The validated matrix of ``root``: from the spec cache when its entry matches, else
+    validated (:func:`.validation.validate_matrix`) and stored.
 
-    Raises :class:`SpecError` listing every problem found (schema and cross-field) at once.
-    """
+    Raises :class:`~bundlegraph.errors.SpecError` listing every problem found, exactly as
+    validation does (an invalid directory is never cached)."""
     root = Path(root)
-    problems: list[str] = []
     if not root.is_dir():
+        from ..errors import SpecError
+
         raise SpecError([f"{root}: bundles directory not found"])
-    rel_path = root / RELEASE_FILE
-    release: Release | None = None
-    if not rel_path.is_file():
-        problems.append(f"{rel_path}: (file): missing; a bundles directory needs a release.toml")
-    else:
-        data = _read_toml(rel_path, problems)
-        if data is not None:
-            try:
-                release = Release.model_validate(data)
-            except ValidationError as e:
-                problems += format_validation(rel_path, e, Release)
+    key = _key(root)
+    entry = _entry_path(root)
+    hit = _read(entry, key) if key is not None and entry is not None else None
+    if hit is not None:
+        return hit
+    from .validation import validate_matrix
 
-    legs: dict[str, BundleSpec] = {}
-    files: dict[str, Path] = {}
-    invalid: set[str] = set()  # leg files that exist but failed validation (reported on their own)
-    for path in sorted(root.glob("*.toml")):
-        if path.name == RELEASE_FILE:
-            continue
-        invalid.add(path.stem)
-        data = _read_toml(path, problems)
-        if data is None:
-            continue
-        if "local" in data:
-            problems.append(f"{path}: local: is set by the archs=/toolkit_source= overrides at load time, "
-                            f"never in a spec file; remove it")
-            continue
+    matrix, read = validate_matrix(root)
+    if key is not None and entry is not None:
+        _write(entry, key, read, matrix)
+    return matrix
+
+
+def _entry_path(root: Path) -> Path | None:
+    """The entry file of ``root``; None when no cache directory can be named."""
+    try:
+        from ..paths import cache_root
+
+        digest = hashlib.sha256(os.fsencode(f"{root}\0{root.resolve()}")).hexdigest()[:24]
+        return cache_root() / "spec-cache" / f"{digest}.pickle"
+    except (OSError, RuntimeError):
+        return None
+
+
+def _key(root: Path) -> str | None:
+    """sha256 over the directory's path (as given: the matrix holds it), its ``*.toml`` files
+    (names and bytes), the validation code's module stats, bundlegraph's and Python's versions; None when a file cannot be read (then
+    nothing is cached and validation reports it)."""
+    h = hashlib.sha256()
+    h.update(f"{__version__}\0{sys.version}\0{root}\0{root.resolve()}\0".encode())
+    pkg = Path(__file__).resolve().parents[1]
+    try:
+        for sub in _CODE_DIRS:
+            for e in sorted(os.scandir(pkg / sub), key=lambda e: e.name):
+                if e.name.endswith(".py"):
+                    st = e.stat()
+                    h.update(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        for p in sorted(root.glob("*.toml")):
+            h.update(f"{p.name}\0".encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _file_digest(p: Path) -> str | None:
+    try:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _read(entry: Path, key: str) -> Matrix | None:
+    """The entry's matrix when it is whole, written for ``key`` and every other file it read
+    is unchanged; else None (any fault: the entry is ignored)."""
+    try:
+        raw = entry.read_bytes()
+    except OSError:
+        return None
+    try:
+        if not raw.startswith(MAGIC):
+            return None
+        digest, _, payload = raw[len(MAGIC):].partition(b"\n")
+        if hashlib.sha256(payload).hexdigest().encode() != digest:
+            return None
+        data = pickle.loads(payload)
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
+        for name, sha in data["read"]:
+            if _file_digest(Path(name)) != sha:
+                return None
+        matrix = data["matrix"]
+        return matrix if isinstance(matrix, Matrix) else None
+    except Exception:  # noqa: BLE001 - whatever a damaged entry raises, it is only a miss
+        return None
+
+
+def _write(entry: Path, key: str, read: list[Path], matrix: Matrix) -> None:
+    """Store ``matrix`` for ``key`` (atomic rename); a cache that cannot be written is skipped
+    (the next load validates again)."""
+    read_digests = []
+    for p in read:
+        sha = _file_digest(p)
+        if sha is None:
+            return
+        read_digests.append((str(p), sha))
+    payload = pickle.dumps({"key": key, "read": read_digests, "matrix": matrix}, protocol=pickle.HIGHEST_PROTOCOL)
+    data = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    try:
+        from ..fsutil import atomic_write_bytes
+
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(entry, data)
+        _prune(entry.parent)
+    except OSError:
+        return
+
+
+def _prune(d: Path) -> None:
+    """Keep the :data:`KEEP` most recently written entries of ``d``."""
+    entries = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for p in entries[KEEP:]:
         try:
-            spec = BundleSpec.model_validate(data)
-        except ValidationError as e:
-            problems += format_validation(path, e, BundleSpec)
-            problems += _partial_problems(path, data)
-            continue
-        if spec.id != path.stem:
-            problems.append(f"{path}: id: '{spec.id}' must equal the file name stem '{path.stem}'")
-            continue
-        legs[spec.id] = spec
-        files[spec.id] = path
-        invalid.discard(path.stem)
-
-    problems += cross_field_problems(legs, files, release, rel_path, invalid)
-    if problems:
-        raise SpecError(problems)
-    assert release is not None
-    return Matrix(root=root, release=release, legs=dict(sorted(legs.items())), files=files)
-
-
-def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[str]:
-    """Each GPU arch within the CUDA version's range; Windows ARM64 needs CUDA >= 13.4."""
-    out = []
-    v = cuda.version_tuple
-    for i, a in enumerate(cuda.parsed_archs):
-        why = arch_supported(a, v)
-        if why:
-            out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i].cmake}': {why}")
-    if os_ == "windows" and arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
-        out.append(
-            f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
-            f"with windows-arm64 target libraries); got {cuda.version}"
-        )
-    return out
-
-
-def _partial_problems(path: Path, data: dict) -> list[str]:
-    """Rules that can still be checked on a spec that failed the schema elsewhere (so a typo in
-    one key does not hide an impossible arch): the [cuda] table on its own."""
-    cuda = data.get("cuda")
-    if not isinstance(cuda, dict):
-        return []
-    try:
-        c = CudaSpec.model_validate(cuda)
-    except ValidationError:
-        return []  # already reported with the file's other schema errors
-    return cuda_problems(path, data.get("os"), data.get("arch"), c)
-
-
-def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], release: Release | None) -> list[str]:
-    """The installer contract (:mod:`bundlegraph.schemas.installer`) on one leg: its
-    ``install_kind`` is one the installer asks for and describes this leg's os/arch/backend;
-    its ``required`` list (with its merge base's) covers every file the installer requires of
-    that kind, so verify refuses a bundle the installer would refuse."""
-    from .installer import CHECKED_AGAINST, INSTALL_KINDS, kind_for, required_patterns
-
-    try:
-        want = kind_for(s.os, s.arch, s.backend)
-    except KeyError:
-        want = None
-    kind = INSTALL_KINDS.get(s.install_kind)
-    if kind is None:
-        hint = f" (a {s.os}-{s.arch} {s.backend} leg is '{want}')" if want else ""
-        return [f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for{hint}"
-                f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"]
-    if (kind.os, kind.arch, kind.backend) != (s.os, s.arch, s.backend):
-        return [f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
-                f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")]
-    have = list(s.required)
-    base = legs.get(s.merge.base) if s.merge else None
-    if s.merge is not None and base is None:
-        return []  # the base spec is invalid or missing: reported on its own, the union is unknown
-    if base is not None:
-        have += base.required
-    fold = s.os == "windows"
-    norm = (lambda x: x.lower()) if fold else (lambda x: x)
-    have_n = {norm(x) for x in have}
-    missing = [p for p in required_patterns(kind.name, release.build_number if release else None)
-               if norm(p) not in have_n]
-    if missing:
-        where = f" (with base '{base.id}')" if base is not None else ""
-        return [f"{f}: required: lacks {', '.join(repr(m) for m in missing)}{where}, which the installer "
-                f"requires of a '{kind.name}' bundle ({CHECKED_AGAINST}); add them so verify refuses what "
-                f"the installer would"]
-    return []
-
-
-def _lock_problems(f: Path, version: str, lock_path: Path) -> list[str]:
-    """A wheels lock of another CUDA version than the leg's (its ``cuda`` key); an unreadable
-    lock is named."""
-    import tomllib
-
-    try:
-        cuda = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("cuda")
-    except FileNotFoundError:
-        return [f"{f}: cuda.toolkit.lock: {lock_path} does not exist; write it with `bundlegraph lock-wheels`"]
-    except (OSError, ValueError) as e:
-        return [f"{f}: cuda.toolkit.lock: {lock_path} is not a lock file ({e})"]
-    if cuda != version:
-        return [f"{f}: cuda.version: '{version}', but the wheels lock {lock_path.name} is CUDA {cuda}; make them agree "
-                f"(or write a lock for {version} with `bundlegraph lock-wheels`)"]
-    return []
-
-
-def cross_field_problems(
-    legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path,
-    invalid: frozenset[str] | set[str] = frozenset(),
-) -> list[str]:
-    """The rules that need more than one table or file; one line per problem. They run on the
-    specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not
-    reported again."""
-    out: list[str] = []
-    root = rel_path.parent  # the bundles directory (lock paths are relative to it)
-    seen_kind: dict[tuple[str, str], str] = {}
-    seen_bundle: dict[str, str] = {}
-    for lid, s in legs.items():
-        f = files[lid]
-        tc = TOOLCHAINS.get(s.toolchain)
-        if tc is None:
-            close = difflib.get_close_matches(s.toolchain, list(TOOLCHAINS), n=1)
-            out.append(
-                f"{f}: toolchain: unknown toolchain '{s.toolchain}'"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
-                + f"; known: {', '.join(sorted(TOOLCHAINS))}"
-            )
-        else:
-            if (tc.target_os, tc.target_arch) != (s.os, s.arch):
-                out.append(
-                    f"{f}: toolchain: '{s.toolchain}' builds for {tc.target_os}-{tc.target_arch}, "
-                    f"the leg is {s.os}-{s.arch}"
-                )
-            if s.backend == "cuda" and not tc.cuda:
-                out.append(f"{f}: toolchain: '{s.toolchain}' cannot compile CUDA; backend is 'cuda'")
-        if s.cmake_bool("GGML_CPU", True) is False:
-            if s.merge is None:
-                out.append(
-                    f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "
-                    f"[merge] base = a CPU leg of {s.os}-{s.arch}"
-                )
-        if s.merge is not None:
-            base = legs.get(s.merge.base)
-            if base is None:
-                if s.merge.base not in invalid:  # a broken base spec is reported on its own
-                    close = difflib.get_close_matches(s.merge.base, [l for l in legs if l != lid], n=1)
-                    out.append(f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
-                               + (f" (did you mean '{close[0]}'?)" if close else ""))
-            else:
-                if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
-                    out.append(
-                        f"{f}: merge.base: '{base.id}' is {base.os}-{base.arch} backend '{base.backend}'; "
-                        f"a merge base must be a 'cpu' leg of {s.os}-{s.arch}"
-                    )
-                if base.merge is not None:
-                    out.append(f"{f}: merge.base: '{base.id}' is itself merged; bases cannot be chained")
-                for who, spec in (("this leg", s), (f"base '{base.id}'", base)):
-                    if spec.cmake_bool("GGML_BACKEND_DL", False) is not True:
-                        out.append(
-                            f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
-                            f"{who} ({files[spec.id].name}) does not set it"
-                        )
-        if s.cuda is not None:
-            out += cuda_problems(f, s.os, s.arch, s.cuda)
-        out += installer_problems(s, f, legs, release)
-        out += cmake_problems(s, str(f))
-        key = (s.install_kind, s.profile.name)
-        if key in seen_kind:
-            out.append(
-                f"{f}: install_kind: ('{s.install_kind}', profile '{s.profile.name}') is also used by "
-                f"{files[seen_kind[key]]}; each pair must be unique"
-            )
-        else:
-            seen_kind[key] = lid
-        if release is not None:
-            name = s.bundle_name(release.tag, release.bundle_prefix)
-            if name in seen_bundle:
-                out.append(f"{f}: produces the bundle {name}, as {files[seen_bundle[name]]} does: two legs would "
-                           f"write one file (and one would satisfy the publish gate for both); give one of them "
-                           f"another os, arch or profile.name")
-            else:
-                seen_bundle[name] = lid
-        if s.cuda is not None:
-            major = s.cuda.version_tuple[0]
-            tk = s.cuda.toolkit
-            if tk.source == "redist" and tk.manifest and ".".join(tk.manifest.split(".")[:2]) != s.cuda.version:
-                out.append(f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
-                           f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
-                           f"make them agree")
-            if tk.source == "wheels" and tk.lock:
-                out += _lock_problems(f, s.cuda.version, root / tk.lock)
-            if s.profile.line is not None and s.profile.line != f"cuda{major}":
-                out.append(f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
-                           f"installers choose the runtime line by it: set profile.line = 'cuda{major}'")
-        if (s.os, s.arch, s.toolchain) == ("windows", "arm64", "msvc-amd64_arm64-cuda") \
-                and s.cmake_bool("GGML_CPU", True) is not False:
-            out.append(f"{f}: cmake.GGML_CPU: must be OFF for toolchain msvc-amd64_arm64-cuda (MSVC cannot build "
-                       f"ggml-cpu for ARM64); the CPU backend comes from the merge base, built with clang")
-    if release is not None:
-        if build_number_of(release.tag) != build_number_of(release.upstream_tag):
-            out.append(f"{rel_path}: tag: '{release.tag}' must start with upstream_tag's build "
-                       f"'{release.upstream_tag}' (installers read the build number from either); state the "
-                       f"upstream build of the pinned commit in upstream_tag and begin tag with it")
-        for i, leg in enumerate(release.default_legs):
-            if leg not in legs and leg not in invalid:
-                close = difflib.get_close_matches(leg, list(legs), n=1)
-                out.append(
-                    f"{rel_path}: default_legs[{i}]: no leg '{leg}'"
-                    + (f" (did you mean '{close[0]}'?)" if close else "")
-                )
-    return out
+            p.unlink()
+        except OSError:
+            pass

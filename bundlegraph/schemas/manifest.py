@@ -28,22 +28,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from .asset_names import INDEX_NAME as INDEX_NAME  # the names live in asset_names (no pydantic)
+from .asset_names import MANIFEST_NAME as MANIFEST_NAME
+from .asset_names import source_archive_name as source_archive_name
 from .base import Strict
 
 SCHEMA_VERSION = 1
-MANIFEST_NAME = "llama-prebuilt-manifest.json"
-INDEX_NAME = "llama-prebuilt-sha256.json"
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 COMMIT = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
-
-
-def source_archive_name(commit: str) -> str:
-    """``llama.cpp-source-commit-<40-hex commit>.tar.gz``: the source archive a release
-    publishes. Installers look it up by this name in the SHA index (with the index's
-    ``source_repo``) and download it from the release itself; the other name they accept,
-    ``llama.cpp-source-<upstream_tag>.tar.gz``, is fetched from upstream's tag tarball, whose
-    bytes we do not make (unsloth 2026.10.9, see :mod:`bundlegraph.schemas.installer`)."""
-    return f"llama.cpp-source-commit-{commit}.tar.gz"
 
 
 class RuntimeFileInfo(Strict):

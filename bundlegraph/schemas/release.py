@@ -13,12 +13,14 @@ The source's commit and commit date come from git metadata the source carries (t
 0.3.36 sdist carries a gitdir for ``vendor/llama.cpp``), else from ``commit`` /
 ``commit_date`` here. They become ``LLAMA_BUILD_COMMIT`` and the archives' timestamp;
 ``LLAMA_BUILD_NUMBER`` is ``upstream_tag``'s number.
+
+These pydantic models validate the file; the graph uses their records
+(:mod:`bundlegraph.schemas.plain`: ``Release.build_number``, the pins' ``name``/``version``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator
@@ -56,28 +58,8 @@ class PipSdistPin(_PinBase):
     requirement: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!-]+$")]
     sha256: Annotated[str, Field(pattern=_SHA256)]
 
-    @property
-    def name(self) -> str:
-        return self.requirement.split("==", 1)[0]
-
-    @property
-    def version(self) -> str:
-        return self.requirement.split("==", 1)[1]
-
 
 SourcePin = Annotated[Union[TarballPin, GitPin, PathPin, PipSdistPin], Field(discriminator="kind")]
-
-
-IMPL_SPLIT_BUILD = 9283
-"""The upstream build from which llama.cpp splits its tools into ``llama-server-impl`` /
-``llama-quantize-impl`` shared libraries; installers require those libraries in bundles of
-builds >= this number (unsloth's installer: ``LLAMA_SERVER_IMPL_SPLIT_BUILD``)."""
-
-
-def build_number_of(tag: str) -> int | None:
-    """``b11642`` / ``b11642-mix-0c1e570`` -> 11642; None for a tag of another form."""
-    m = re.match(r"^b(\d+)(?:$|[-.])", tag)
-    return int(m.group(1)) if m else None
 
 
 class Release(Strict):
@@ -103,17 +85,6 @@ class Release(Strict):
     info_file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+\.json$")] = "BUNDLE_INFO.json"
     default_legs: Annotated[list[str], Field(min_length=1)]
     source: SourcePin
-
-    @property
-    def build_number(self) -> int:
-        """The upstream build number (``b11642`` -> 11642): ``LLAMA_BUILD_NUMBER``."""
-        n = build_number_of(self.upstream_tag)
-        assert n is not None
-        return n
-
-    @property
-    def is_mix(self) -> bool:
-        return "-mix-" in self.tag
 
     @field_validator("default_legs")
     @classmethod

@@ -1,9 +1,12 @@
-"""``BundleSpec``: one TOML file per leg in ``bundles/`` (the file stem is the leg id).
+"""``BundleSpec``: one TOML file per leg in ``bundles/`` (the file stem is the leg id): the
+pydantic models that validate it and give its JSON Schema.
 
 A leg is one bundle's build, e.g. ``windows-arm64-cuda13-portable``. Everything a release
 pipeline usually keeps in hand-written lists (coverage gate, profile filter, matrix, SHA
 index) is derived from these specs. Cross-field rules that need several specs at once live in
-:mod:`bundlegraph.schemas.loader`.
+:mod:`bundlegraph.schemas.loader`. Once valid, each model becomes the record of the same name in
+:mod:`bundlegraph.schemas.plain` (what the graph uses; the derived values such as
+``bundle_name`` and ``cmake_bool`` live there).
 """
 
 from __future__ import annotations
@@ -11,11 +14,36 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
-from pydantic import Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
 
-from .archs import Arch, ArchField, parse_version
+from .archs import Arch, parse_arch, parse_version
 from .base import Strict
+
+
+def _as_arch(v: object) -> Arch:
+    return v if isinstance(v, Arch) else parse_arch(str(v))
+
+
+ArchField = Annotated[
+    Arch,
+    BeforeValidator(_as_arch),
+    PlainSerializer(lambda a: a.cmake, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": r"^\d{2,3}[af]?(-real|-virtual)?$",
+                    "description": "a CUDA arch in CMake form: 120, 120a, 100f, 86-real, 75-virtual"}),
+]
+"""A spec's arch: parsed once when the spec loads (an :class:`Arch`), written back in CMake's
+spelling wherever the spec is serialised (JSON Schema, action keys, plan output)."""
 
 OS = Literal["windows", "linux"]
 CPUArch = Literal["x64", "arm64"]
@@ -89,20 +117,6 @@ class CudaSpec(Strict):
         if len(set(v)) != len(v):
             raise ValueError("archs holds duplicates")
         return v
-
-    @property
-    def version_tuple(self) -> tuple[int, int]:
-        return parse_version(self.version)
-
-    @property
-    def parsed_archs(self) -> list[Arch]:
-        """The archs (already parsed when the spec loaded)."""
-        return list(self.archs)
-
-    @property
-    def cmake_archs(self) -> list[str]:
-        """The archs in CMake's spelling (``["120", "121"]``)."""
-        return [a.cmake for a in self.archs]
 
 
 class BuildSpec(Strict):
@@ -219,12 +233,6 @@ class BundleSpec(Strict):
                 d.pop(optional, None)
         return d
 
-    @property
-    def profile_name(self) -> str:
-        """The bundle's profile: ``profile.name``, plus ``+<local tag>`` for a local build
-        (``cuda13-portable+sm90-local``)."""
-        return f"{self.profile.name}+{self.local.tag}" if self.local else self.profile.name
-
     @model_validator(mode="after")
     def _shape(self) -> "BundleSpec":
         if self.backend == "cuda" and self.cuda is None:
@@ -246,29 +254,6 @@ class BundleSpec(Strict):
             raise ValueError(f"'{v}' is runner: leave it out (set it only when the leg compiles on another runner "
                              "than the one that packages it)")
         return v
-
-    def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
-        """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/1/0 accepted), else ``default``."""
-        v = self.cmake.get(key)
-        if v is None:
-            return default
-        if isinstance(v, bool):
-            return v
-        s = str(v).strip().upper()
-        if s in ("ON", "TRUE", "YES", "1"):
-            return True
-        if s in ("OFF", "FALSE", "NO", "0"):
-            return False
-        return default
-
-    @property
-    def archive_suffix(self) -> str:
-        """``.zip`` on Windows, ``.tar.gz`` on Linux."""
-        return ".zip" if self.os == "windows" else ".tar.gz"
-
-    def bundle_name(self, tag: str, prefix: str = "app") -> str:
-        """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""
-        return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile_name}{self.archive_suffix}"
 
 
 _TAG_RE = re.compile(r"^b\d+(-mix-[0-9a-f]{7})?$")

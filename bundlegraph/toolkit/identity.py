@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ToolkitError
-from ..schemas.spec import BundleSpec
+from ..schemas.plain import BundleSpec
 from ..toolchains.registry import TOOLCHAINS
 from .lockfile import load_lock
 

@@ -40,28 +40,13 @@ from ..report import say
 from . import layout, validate
 from .components import is_windows, target_dir
 from .identity import ComponentSet
+from .key import LAYOUT_VERSION
+from .key import key_inputs as key_inputs  # the key lives in .key (no install code on the up-to-date path)
 from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
 from .ref import ToolkitRef
 from .stub import SONAME, write_stub
 from .wheels import fetch_wheel
-
-LAYOUT_VERSION = 1
-
-
-def key_inputs(cs: ComponentSet, bundles: Path) -> dict:
-    """The toolkit task's action-key inputs: the component set with every resolved name,
-    version, platform and sha256 (redist: from the manifest; wheels: the lock rows; host: a
-    fingerprint of the files used)."""
-    d: dict = {"set": cs.identity(), "layout": LAYOUT_VERSION}
-    if cs.source == "redist":
-        d["artifacts"] = [a.as_json() for a in resolve(cs, bundles)[2]]
-    elif cs.source == "host":
-        from .hostsrc import fingerprint
-
-        d["host_files"] = fingerprint(cs)
-    return d
-
 
 def refuse_windows_wheels(cs: ComponentSet) -> None:
     """NVIDIA's Windows cublas wheel carries DLLs only (no ``cublas.lib``/``cublasLt.lib``), so

@@ -22,37 +22,40 @@ naming the file and the row. Shape::
 
 from __future__ import annotations
 
+import re
 import tomllib
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Annotated
-
-from pydantic import Field, ValidationError
 
 from ..errors import ToolkitError
 from ..fsutil import atomic_write_bytes
-from ..schemas.base import Strict
+
+_FILENAME = re.compile(r"^[A-Za-z0-9_.+-]+\.whl$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class WheelRow(Strict):
-    """One locked wheel (see the module docstring for the fields)."""
+@dataclass(frozen=True)
+class WheelRow:
+    """One locked wheel (see the module docstring for the fields; ``size`` in bytes)."""
 
     component: str
     platform: str
     tag: str
     requirement: str
     version: str
-    filename: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.+-]+\.whl$")]
-    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    size: Annotated[int, Field(gt=0)]
+    filename: str
+    sha256: str
+    size: int
 
 
-class WheelLock(Strict):
+@dataclass(frozen=True)
+class WheelLock:
     """A whole lock file."""
 
-    version: int = 1
     cuda: str
-    requirements: dict[str, str] = {}
-    wheel: list[WheelRow] = []
+    version: int = 1
+    requirements: dict[str, str] = field(default_factory=dict)
+    wheel: list[WheelRow] = field(default_factory=list)
 
     def row(self, component: str, platform: str) -> WheelRow | None:
         """The row of ``component`` on ``platform``, or None."""
@@ -60,6 +63,59 @@ class WheelLock(Strict):
             if r.component == component and r.platform == platform:
                 return r
         return None
+
+
+def _row_problems(i: int, row: object) -> list[str]:
+    """What is wrong with ``wheel[i]`` of a lock file's data (one ``wheel.<i>.<key>: ...`` line each)."""
+    where = f"wheel.{i}"
+    if not isinstance(row, dict):
+        return [f"{where}: expected a table, got {type(row).__name__}"]
+    out = []
+    names = [f.name for f in fields(WheelRow)]
+    for k in row:
+        if k not in names:
+            out.append(f"{where}.{k}: unknown key; allowed: {', '.join(names)}")
+    for k in names:
+        v = row.get(k)
+        if v is None:
+            out.append(f"{where}.{k}: required key is missing")
+        elif k == "size":
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                out.append(f"{where}.size: expected a positive whole number of bytes, got {v!r}")
+        elif not isinstance(v, str):
+            out.append(f"{where}.{k}: expected text, got {v!r}")
+        elif k == "filename" and not _FILENAME.match(v):
+            out.append(f"{where}.filename: {v!r} is not a wheel file name (letters, digits, _.+- and .whl)")
+        elif k == "sha256" and not _SHA256.match(v):
+            out.append(f"{where}.sha256: {v!r} is not 64 lowercase hex digits")
+    return out
+
+
+def lock_problems(data: object) -> list[str]:
+    """Every problem of a lock file's parsed TOML (``key.path: message`` each); empty when it
+    is a valid lock (the shape in the module docstring; unknown keys are errors)."""
+    if not isinstance(data, dict):
+        return ["(top level): expected a table"]
+    out = []
+    for k in data:
+        if k not in ("version", "cuda", "requirements", "wheel"):
+            out.append(f"{k}: unknown key; allowed: version, cuda, requirements, wheel")
+    if not isinstance(data.get("cuda"), str):
+        out.append("cuda: required text key (the CUDA version, e.g. \"13.5\")" if "cuda" not in data
+                   else f"cuda: expected text, got {data['cuda']!r}")
+    v = data.get("version", 1)
+    if not isinstance(v, int) or isinstance(v, bool):
+        out.append(f"version: expected a whole number, got {v!r}")
+    reqs = data.get("requirements", {})
+    if not isinstance(reqs, dict) or not all(isinstance(x, str) for x in reqs.values()):
+        out.append("requirements: expected a table of component = \"pip requirement\"")
+    rows = data.get("wheel", [])
+    if not isinstance(rows, list):
+        out.append("wheel: expected an array of [[wheel]] tables")
+    else:
+        for i, r in enumerate(rows):
+            out += _row_problems(i, r)
+    return out
 
 
 def load_lock(path: Path) -> WheelLock:
@@ -70,14 +126,11 @@ def load_lock(path: Path) -> WheelLock:
         raise ToolkitError(f"{path}: wheels lock file is missing; write it with `bundlegraph lock-wheels`") from None
     except tomllib.TOMLDecodeError as e:
         raise ToolkitError(f"{path}: not valid TOML: {e}") from None
-    try:
-        lock = WheelLock.model_validate(data)
-    except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            lines.append(f"{path}: {loc}: {err['msg']}")
-        raise ToolkitError("wheels lock file refused:\n  " + "\n  ".join(lines)) from None
+    problems = lock_problems(data)
+    if problems:
+        raise ToolkitError("wheels lock file refused:\n  " + "\n  ".join(f"{path}: {p}" for p in problems))
+    lock = WheelLock(cuda=data["cuda"], version=data.get("version", 1), requirements=dict(data.get("requirements", {})),
+                     wheel=[WheelRow(**r) for r in data.get("wheel", [])])
     seen = set()
     for i, r in enumerate(lock.wheel):
         if (r.component, r.platform) in seen:
@@ -105,6 +158,11 @@ def dump_lock(lock: WheelLock) -> str:
 
 
 def write_lock(path: Path, lock: WheelLock) -> None:
-    """Write ``lock`` atomically (after validating it again)."""
-    WheelLock.model_validate(lock.model_dump())
+    """Write ``lock`` atomically (after checking it as :func:`load_lock` would). Raises
+    :class:`ToolkitError` naming the path and each problem."""
+    import dataclasses
+
+    problems = lock_problems(dataclasses.asdict(lock))
+    if problems:
+        raise ToolkitError(f"{path}: refusing to write a lock that would not load:\n  " + "\n  ".join(problems))
     atomic_write_bytes(path, dump_lock(lock).encode())

@@ -47,7 +47,7 @@ def win_cpu_spec(**upd):
     """windows-arm64-cpu as specified, except what node-llama-cpp's set cannot hold
     (llama-server.exe etc.) and signing (tested separately)."""
     base = M.legs["windows-arm64-cpu"]
-    return base.model_copy(update={"required": ["ggml-base.dll", "ggml-cpu.dll"], "signing": "optional", **upd})
+    return base.replace(**{"required": ["ggml-base.dll", "ggml-cpu.dll"], "signing": "optional", **upd})
 
 
 def info_of(archive: Path) -> BundleInfo:
@@ -95,7 +95,7 @@ def test_windows_package_twice_identical_with_info_and_licenses(tmp_path, real_i
 
 def test_required_signing_without_credentials_fails_and_leaves_nothing(tmp_path, real_input, src):
     bins = npm_bins(real_input)
-    spec = win_cpu_spec(signing="required", runtime=M.legs["windows-arm64-cpu"].runtime.model_copy(update={"ships": []}))
+    spec = win_cpu_spec(signing="required", runtime=M.legs["windows-arm64-cpu"].runtime.replace(ships=[]))
     dest = tmp_path / "dist" / spec.bundle_name(REL.tag)
     with pytest.raises(SigningError, match="signing is required but BUNDLEGRAPH_SIGN_COMMAND is not set"):
         package(spec, REL, bins, dest, src, env={"BUNDLEGRAPH_SIGN_SECRETS": "X"})
@@ -130,7 +130,7 @@ def test_signing_hook_signs_only_this_legs_pe_files_and_masks_secret(tmp_path, r
     assert omp == rt[0].path.read_bytes(), "a toolchain runtime file is not this leg's to sign"
     assert b"bundlegraph test signer" not in (bins / "ggml-base.dll").read_bytes(), "the input was modified"
     # required signing: verify's Authenticode check on the archive accepts them (test root trusted) ...
-    req = win_cpu_spec(signing="required", runtime=spec.runtime.model_copy(update={"ships": []}))
+    req = win_cpu_spec(signing="required", runtime=spec.runtime.replace(ships=[]))
     package(req, REL, bins, dest, src, env=env, trust_roots=(str(crt),))
     assert info_of(dest).signing == "signed"
     # ... and refuses them when the root is not trusted: no archive is left
@@ -141,7 +141,7 @@ def test_signing_hook_signs_only_this_legs_pe_files_and_masks_secret(tmp_path, r
 
 def win_base(tmp_path, real_input, src) -> Path:
     bins = npm_bins(real_input)
-    spec = win_cpu_spec(runtime=M.legs["windows-arm64-cpu"].runtime.model_copy(update={"ships": []}))
+    spec = win_cpu_spec(runtime=M.legs["windows-arm64-cpu"].runtime.replace(ships=[]))
     dest = tmp_path / "dist" / spec.bundle_name(REL.tag)
     package(spec, REL, bins, dest, src)
     return dest
@@ -155,9 +155,9 @@ def test_windows_merge_clash_is_an_error_unless_prefer_says(tmp_path, real_input
     backend_dir.mkdir()
     shutil.copyfile(x64 / "ggml-base.dll", backend_dir / "ggml-base.dll")  # a different ggml-base
     leg = M.legs["windows-arm64-cuda13-portable"]
-    spec = leg.model_copy(update={"build": leg.build.model_copy(update={"targets": ["ggml-base"]}), "required": []})
+    spec = leg.replace(**{"build": leg.build.replace(targets=["ggml-base"]), "required": []})
     cud = real_input("cudart-win-arm64", unpack=True) / "nvidia" / "cu13"
-    spec_rt = spec.model_copy(update={"runtime": spec.runtime.model_copy(update={"ships": spec.runtime.ships[:1]})})
+    spec_rt = spec.replace(**{"runtime": spec.runtime.replace(ships=spec.runtime.ships[:1])})
     rt = resolve_shipped(spec_rt, origin="toolkit", toolkit_prefix=cud, toolkit_version="13.5")
     kw = dict(base_spec=base_spec, info_file=REL.info_file, base=base, backend_files=backend_outputs(backend_dir, spec),
               runtime=rt, source_commit=src.commit, source_digest=src.digest)
@@ -165,7 +165,7 @@ def test_windows_merge_clash_is_an_error_unless_prefer_says(tmp_path, real_input
     with pytest.raises(MergeError, match=r"ggml-base\.dll: base file .* and backend file .* differ; set \[merge\] prefer"):
         run_merge(spec=spec_rt, dest_tree=tree, record_path=rec, **kw)
     assert not tree.exists() and not rec.exists()
-    pref = spec_rt.model_copy(update={"merge": spec.merge.model_copy(update={"prefer": "base"})})
+    pref = spec_rt.replace(**{"merge": spec.merge.replace(prefer="base")})
     r = run_merge(spec=pref, dest_tree=tree, record_path=rec, **kw)
     assert sha(tree / "ggml-base.dll") == sha(npm_bins(real_input) / "ggml-base.dll")
     assert r.files["cudart64_13.dll"] == "runtime" and r.files["ggml-cpu.dll"] == "base"

@@ -13,7 +13,7 @@ from bundlegraph.errors import HostMismatch, SpecError
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.build import plan_build, target_filter
 from bundlegraph.pipeline.configure import plan_configure, run_configure
-from bundlegraph.schemas.spec import BundleSpec
+from bundlegraph.schemas.validation import validate_leg
 from bundlegraph.schemas.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_download_option_refused_when_the_specs_load(workdir, bundles_copy):
         load_matrix(bundles_copy)
     msg = str(e.value)
     assert "linux-arm64-cpu.toml: cmake.LLAMA_BUILD_BORINGSSL: must be OFF (it downloads" in msg
-    bad = good.model_copy(update={"cmake": {**good.cmake, "LLAMA_BUILD_BORINGSSL": True}})
+    bad = good.replace(cmake={**good.cmake, "LLAMA_BUILD_BORINGSSL": True})
     with pytest.raises(SpecError, match="cmake.LLAMA_BUILD_BORINGSSL: must be OFF"):
         cache_entries(bad, "x.toml", commit=None, build_number=1)
     assert "linux-arm64-cpu.toml: cmake.LLAMA_BUILD_BORINGSSL: must be OFF (it downloads" in msg
@@ -120,7 +120,7 @@ def test_target_filter(monkeypatch, workdir):
 
 
 def test_spec_sets_derived_entry_refused(workdir):
-    spec = BundleSpec.model_validate({
+    spec = validate_leg({
         "id": "x", "os": "linux", "arch": "x64", "backend": "cpu", "install_kind": "k", "runner": "r",
         "toolchain": "gcc-linux-x86_64", "profile": {"name": "cpu", "klass": "cpu", "rank": 1},
         "cmake": {"CMAKE_CUDA_ARCHITECTURES": "90"}, "linux": {"glibc_floor": "2.36", "glibcxx_floor": "3.4.30"}})
@@ -135,7 +135,7 @@ def test_local_is_never_written_in_a_spec_file(bundles_copy):
     release leg's dump (its action keys) has no ``local`` key at all."""
     f = bundles_copy / "linux-arm64-cpu.toml"
     good = load_matrix(bundles_copy).legs["linux-arm64-cpu"]
-    assert good.local is None and "local" not in good.model_dump() and good.profile_name == good.profile.name
+    assert good.local is None and "local" not in good.dump() and good.profile_name == good.profile.name
     f.write_text('local = { tag = "sm90-local", origin = "archs=90" }\n' + f.read_text())
     with pytest.raises(SpecError, match=r"linux-arm64-cpu.toml: local: is set by the archs=/toolkit_source= overrides"):
         load_matrix(bundles_copy)

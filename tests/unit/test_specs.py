@@ -246,7 +246,7 @@ def test_source_stage_refuses_an_upstream_tag_below_the_tool_split(tmp_path):
     (tree / "tools" / "server").mkdir(parents=True)
     (tree / "tools" / "server" / "CMakeLists.txt").write_text("set(TARGET llama-server-impl)\nadd_library(${TARGET})\n")
     check_upstream_tag(tree, rel)  # b11642: fine
-    old = rel.model_copy(update={"upstream_tag": "b6990", "tag": "b6990-mix-0c1e570"})
+    old = rel.replace(upstream_tag="b6990", tag="b6990-mix-0c1e570")
     with pytest.raises(BundleGraphError, match=r"release.toml: upstream_tag: b6990 is below b9283, but the source "
                                                r"tree already builds llama-server-impl"):
         check_upstream_tag(tree, old)
