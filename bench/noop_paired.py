@@ -4,9 +4,11 @@ against its floor in the same round, the order alternating round by round, CPU s
 ``PYTHONDONTWRITEBYTECODE=1``. The figure is the median of the per-round ratios, so a slow
 moment of the machine hits both sides of a pair.
 
-Pairs (the 9-leg graph of the issue is not built yet: the stand-in's 3 legs stand in for it):
+Pairs:
 
-- ``noop``: ``doit`` over the built stand-in release vs a bare dodo with as many up-to-date tasks;
+- ``noop``: ``doit`` over the built 9-leg stand-in release (the stand-in's three legs three
+  times over, :func:`noop_graph.standin` ``copies=3``, every leg built on this machine) vs a
+  bare dodo with as many up-to-date tasks;
 - ``list``: ``doit list --all`` of the real graph vs the bare dodo's with as many tasks;
 - ``plan`` / ``matrix``: ``bundlegraph plan`` / ``bundlegraph matrix`` of the real graph vs
   ``python -c pass``.
@@ -66,31 +68,40 @@ def paired(rounds: int, a: tuple, b: tuple) -> dict:
             "b_cpu": round(med(bc), 3)}
 
 
-def import_costs(env: dict[str, str], argv: list[str]) -> list[tuple[str, int]]:
-    r = subprocess.run([PY, "-X", "importtime", *argv], env=env, capture_output=True, text=True)
-    rows = []
-    for line in r.stderr.splitlines():
-        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
-        if m and m.group(4).startswith("bundlegraph"):
-            rows.append((m.group(4), int(m.group(2))))
-    return sorted(rows, key=lambda x: -x[1])[:10]
+def import_costs(env: dict[str, str], argv: list[str]) -> list[tuple[str, int, int]]:
+    """Every ``bundlegraph`` module ``argv`` imports: ``(module, self µs, cumulative µs)`` of
+    its first import (``python -X importtime``; median of 5 runs), costliest first."""
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for _ in range(5):
+        r = subprocess.run([PY, "-X", "importtime", *argv], env=env, capture_output=True, text=True)
+        for line in r.stderr.splitlines():
+            m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+            if m and m.group(4).startswith("bundlegraph"):
+                runs.setdefault(m.group(4), []).append((int(m.group(1)), int(m.group(2))))
+    rows = [(mod, int(statistics.median(s for s, _ in v)), int(statistics.median(c for _, c in v)))
+            for mod, v in runs.items()]
+    return sorted(rows, key=lambda x: -x[2])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--work", type=Path)
+    ap.add_argument("--work", type=Path, help="keep the built stand-in trees here (legs9/, legs3/)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bg-paired-"))
-    base = a.work or tmp / "standin"
-    bundles, work = ng.standin(base)
-    env = ng.env_for(bundles, work)
-    ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)  # build once
-    _, out = ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)
-    ng.nothing_ran(out)
-    n = sum(1 for l in out.splitlines() if l.startswith("-- "))
-    bare = tmp / "bare"
-    ng.bare_dodo(bare, legs=3, per_leg=(n - 2) // 3, shared=n - 3 * ((n - 2) // 3))
+    base = a.work or tmp
+    trees = {}
+    for label, copies in (("legs9", 3), ("legs3", 1)):
+        bundles, work = ng.standin(base / label, copies=copies)
+        env = ng.env_for(bundles, work)
+        ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)  # build once (or check it is built)
+        _, out = ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py")], env)
+        ng.nothing_ran(out)
+        n = sum(1 for l in out.splitlines() if l.startswith("-- "))
+        legs = 3 * copies
+        bare = tmp / f"bare-{label}"
+        ng.bare_dodo(bare, legs=legs, per_leg=7, shared=n - 7 * legs)
+        trees[label] = (env, n, legs, bare)
     real_env = ng.env_for(None, tmp / "real-work")
     (tmp / "real-work").mkdir()
     _, lst = ng.timed([ng.DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], real_env)
@@ -99,27 +110,43 @@ def main() -> int:
     legs = max(1, (k - 2) // 7)
     ng.bare_dodo(bare_real, legs=legs, per_leg=7, shared=k - legs * 7)
     plain = os.environ.copy()
-    for d in (bare, bare_real):
+    for d in (*(t[3] for t in trees.values()), bare_real):
         ng.timed([ng.DOIT], plain, cwd=d)
     bg = str(ng.BIN / "bundlegraph")
-    res: dict = {"rounds": a.rounds, "cores": os.cpu_count(), "standin_tasks": n, "real_tasks": k, "pairs": {}}
+    res: dict = {"rounds": a.rounds, "cores": os.cpu_count(), "tasks": {l: t[1] for l, t in trees.items()},
+                 "real_tasks": k, "pairs": {}}
+    dodo = [ng.DOIT, "-f", str(ROOT / "dodo.py")]
     for label, extra in (("pyc", {}), ("no-pyc", {"PYTHONDONTWRITEBYTECODE": "1"})):
-        e, r_e, p_e = env | extra, real_env | extra, plain | extra
+        r_e, p_e = real_env | extra, plain | extra
+        e9, e3 = trees["legs9"][0] | extra, trees["legs3"][0] | extra
         res["pairs"][label] = {
-            "noop": paired(a.rounds, ([ng.DOIT, "-f", str(ROOT / "dodo.py")], e, None), ([ng.DOIT], p_e, bare)),
-            "list": paired(a.rounds, ([ng.DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], r_e, None),
-                           ([ng.DOIT, "list", "--all"], p_e, bare_real)),
+            "noop": paired(a.rounds, (dodo, e9, None), ([ng.DOIT], p_e, trees["legs9"][3])),
+            "noop3": paired(a.rounds, (dodo, e3, None), ([ng.DOIT], p_e, trees["legs3"][3])),
+            "list": paired(a.rounds, ([*dodo, "list", "--all"], r_e, None), ([ng.DOIT, "list", "--all"], p_e, bare_real)),
             "plan": paired(a.rounds, ([bg, "plan"], r_e, None), ([PY, "-c", "pass"], p_e, None)),
             "matrix": paired(a.rounds, ([bg, "matrix"], r_e, None), ([PY, "-c", "pass"], p_e, None)),
         }
-    res["imports_noop_us"] = import_costs(env, ["-m", "doit", "-f", str(ROOT / "dodo.py")])
+        p9, p3 = res["pairs"][label]["noop"], res["pairs"][label]["noop3"]
+        legs9, legs3 = trees["legs9"][2], trees["legs3"][2]
+        res["pairs"][label]["per_leg_ms"] = {
+            "bundlegraph_cpu": round((p9["a_cpu"] - p3["a_cpu"]) / (legs9 - legs3) * 1000, 1),
+            "bare_cpu": round((p9["b_cpu"] - p3["b_cpu"]) / (legs9 - legs3) * 1000, 1)}
+    res["imports_noop_us"] = import_costs(trees["legs9"][0], ["-m", "doit", *dodo[1:]])
     print(json.dumps(res, indent=1))
     print("\n| pair | bytecode | ratio CPU | ratio wall | bundlegraph CPU / wall | floor CPU / wall |")
     print("|---|---|---|---|---|---|")
     for label, pairs in res["pairs"].items():
         for name, p in pairs.items():
+            if name == "per_leg_ms":
+                continue
             print(f"| {name} | {label} | {p['ratio_cpu']}x | {p['ratio_wall']}x | {p['a_cpu']} / {p['a_wall']} s "
                   f"| {p['b_cpu']} / {p['b_wall']} s |")
+    for label, pairs in res["pairs"].items():
+        pl = pairs["per_leg_ms"]
+        print(f"\nper extra leg ({label}): bundlegraph {pl['bundlegraph_cpu']} ms CPU, bare doit {pl['bare_cpu']} ms")
+    print("\n| module (no-op import) | self ms | cumulative ms |\n|---|---|---|")
+    for mod, self_us, cum_us in res["imports_noop_us"]:
+        print(f"| {mod} | {self_us / 1000:.1f} | {cum_us / 1000:.1f} |")
     return 0
 
 

@@ -17,11 +17,19 @@ from pathlib import Path
 import platformdirs
 
 
+_RESOLVED: dict[tuple[str, str | None, str], Path] = {}
+"""Resolved directories by (what, its variable's value, the current directory): every task's
+key asks for them many times (issue 20: ``resolve()`` is a ``realpath`` per call)."""
+
+
 def cache_root() -> Path:
     """The shared cache directory (created on demand)."""
     env = os.environ.get("BUNDLEGRAPH_CACHE")
-    p = Path(env) if env else Path(platformdirs.user_cache_dir("bundlegraph", appauthor=False))
-    return p.expanduser().resolve()
+    k = ("cache", env, os.getcwd())
+    if k not in _RESOLVED:
+        p = Path(env) if env else Path(platformdirs.user_cache_dir("bundlegraph", appauthor=False))
+        _RESOLVED[k] = p.expanduser().resolve()
+    return _RESOLVED[k]
 
 
 def blob_path(sha256: str) -> Path:
@@ -32,7 +40,10 @@ def blob_path(sha256: str) -> Path:
 def workdir() -> Path:
     """The per-checkout work directory (``$BUNDLEGRAPH_WORKDIR`` or the current directory)."""
     env = os.environ.get("BUNDLEGRAPH_WORKDIR")
-    return Path(env).expanduser().resolve() if env else Path.cwd().resolve()
+    k = ("work", env, os.getcwd())
+    if k not in _RESOLVED:
+        _RESOLVED[k] = Path(env).expanduser().resolve() if env else Path.cwd().resolve()
+    return _RESOLVED[k]
 
 
 def state_dir() -> Path:

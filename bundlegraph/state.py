@@ -116,9 +116,31 @@ class Stamp:
         return fp["sha256"] if fp else None
 
 
+_READ: dict[Path, tuple[tuple[int, int, int], Stamp | None]] = {}
+"""Stamps already read in this process by file, with the file's (mtime_ns, size, inode) then:
+a task's stamp is read by its own check and by each downstream key (issue 20: read once). A
+file changed since (by :func:`record`, :func:`forget` or another process) is read again."""
+
+
 def load(task: str) -> Stamp | None:
     """The stamp of ``task``, or None (never run, or an unreadable stamp)."""
     f = _stamp_file(task)
+    try:
+        st = f.stat()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        st = None
+    sig = (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
+    if sig is not None and f in _READ and _READ[f][0] == sig:
+        return _READ[f][1]
+    stamp = _read_stamp(f, task)
+    if sig is not None:
+        _READ[f] = (sig, stamp)
+    return stamp
+
+
+def _read_stamp(f: Path, task: str) -> Stamp | None:
     try:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("version") != STAMP_VERSION:
@@ -157,6 +179,7 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
     inputs_json = json.loads(canonical(inputs))
     stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat(),
                   None if seconds is None else round(seconds, 1), tuple(present))
+    _READ.pop(_stamp_file(task), None)
     atomic_write_json(
         _stamp_file(task),
         {
@@ -175,6 +198,7 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
 
 def forget(task: str) -> None:
     """Drop the stamp of ``task`` (before its action starts, so an interrupted run reruns)."""
+    _READ.pop(_stamp_file(task), None)
     try:
         _stamp_file(task).unlink()
     except FileNotFoundError:

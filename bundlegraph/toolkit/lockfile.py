@@ -118,8 +118,28 @@ def lock_problems(data: object) -> list[str]:
     return out
 
 
+_LOADED: dict[Path, tuple[tuple[int, int, int], WheelLock]] = {}
+"""Locks already checked in this process, with the file's (mtime_ns, size, inode) then: every
+CUDA leg's key reads its lock (issue 20: parsed once per process unless the file changes)."""
+
+
 def load_lock(path: Path) -> WheelLock:
-    """Read and check a lock file. Raises :class:`ToolkitError` naming the file and key."""
+    """Read and check a lock file (once per process while the file is unchanged). Raises
+    :class:`ToolkitError` naming the file and key."""
+    try:
+        st = path.stat()
+        sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        sig = None
+    if sig is not None and path in _LOADED and _LOADED[path][0] == sig:
+        return _LOADED[path][1]
+    lock = _load_lock(path)
+    if sig is not None:
+        _LOADED[path] = (sig, lock)
+    return lock
+
+
+def _load_lock(path: Path) -> WheelLock:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
