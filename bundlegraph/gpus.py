@@ -75,10 +75,23 @@ def parse_query(output: str) -> tuple[Gpu, ...]:
     return tuple(gpus)
 
 
+_PROBED: dict[str | None, GpuProbe] = {}
+"""Probes by the nvidia-smi they ran, once per process: every CUDA leg's smoke key asks, and the
+GPUs of a host do not change during a run (issue 20)."""
+
+
 def probe(env: Mapping[str, str] | None = None) -> GpuProbe:
-    """Ask the driver (see module docstring). Never raises for a host without a GPU."""
+    """Ask the driver (see module docstring), once per process for the same nvidia-smi. Never
+    raises for a host without a GPU."""
+    exe = proc.which(QUERY[0], env)
+    if exe not in _PROBED:
+        _PROBED[exe] = _probe(exe, env)
+    return _PROBED[exe]
+
+
+def _probe(exe: str | None, env: Mapping[str, str] | None) -> GpuProbe:
     cmd = proc.quote(QUERY)
-    if proc.which(QUERY[0], env) is None:
+    if exe is None:
         return GpuProbe((), "nvidia-smi is not on PATH (no NVIDIA driver on this host)", cmd)
     try:
         r = proc.run(QUERY, env=env, capture=True, echo=False, check=False, what="nvidia-smi")

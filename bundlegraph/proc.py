@@ -13,15 +13,17 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ToolFailed, ToolMissing
+
+if TYPE_CHECKING:  # imported where a process starts (planning starts none)
+    import subprocess
 
 IS_WINDOWS = os.name == "nt"
 IS_LINUX = sys.platform.startswith("linux")
@@ -73,6 +75,8 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
 def quote(argv: Sequence[str]) -> str:
     """A copy-pasteable rendering of ``argv`` for logs (POSIX quoting; Windows list2cmdline)."""
     if IS_WINDOWS:
+        import subprocess
+
         return subprocess.list2cmdline(list(argv))
     return shlex.join(list(argv))
 
@@ -88,6 +92,8 @@ def _kill_group(proc: subprocess.Popen, supervised: bool) -> None:
     exit only when none is left (SIGKILL to the tree after ``_supervise.KILL_AFTER_S``), so
     waiting for it is waiting for the whole build. It gets that grace period plus
     ``STOP_WAIT_S`` before it is killed itself. Elsewhere the group gets ``STOP_WAIT_S``."""
+    import subprocess
+
     if proc.poll() is not None:
         return
     from ._supervise import KILL_AFTER_S
@@ -167,6 +173,8 @@ def run(
         logf = open(log, "a", encoding="utf-8", errors="replace")
         logf.write(f"$ {shown}\n")
         logf.flush()
+    import subprocess
+
     kwargs: dict = {}
     spawn = args
     supervised = False
@@ -246,6 +254,8 @@ class Background:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "Background":
+        import subprocess
+
         kwargs: dict[str, Any] = {"start_new_session": True}
         if IS_WINDOWS:
             kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
@@ -262,6 +272,8 @@ class Background:
         return self.proc.poll()
 
     def stop(self, timeout: float) -> int | None:
+        import subprocess
+
         assert self.proc is not None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.CTRL_BREAK_EVENT if IS_WINDOWS else signal.SIGTERM)  # type: ignore[attr-defined]

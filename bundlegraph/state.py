@@ -18,7 +18,6 @@ from what to what.
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import hashlib
 import json
 import os
@@ -235,6 +234,8 @@ def _diff(old: Any, new: Any, prefix: str, out: list[str]) -> None:
     elif isinstance(old, list) and isinstance(new, list) and old != new and \
             max(len(canonical(old)), len(canonical(new))) > _DUMP_LIMIT:
         # a long list (a command line) is told by the items that differ, not by two truncated dumps
+        import difflib
+
         sm = difflib.SequenceMatcher(a=[canonical(x) for x in old], b=[canonical(x) for x in new], autojunk=False)
         for op, i1, i2, j1, j2 in sm.get_opcodes():
             if op == "replace" and i2 - i1 == j2 - j1:

@@ -14,7 +14,6 @@ measured ~3 GB per job with MSVC on Windows, so Windows hosts use 3 GB. CPU-only
 
 from __future__ import annotations
 
-import ctypes
 import os
 from dataclasses import dataclass
 
@@ -34,6 +33,8 @@ class Jobs:
 def available_memory_mb() -> int | None:
     """MemAvailable (Linux ``/proc/meminfo``) or ullAvailPhys (Windows), in MiB; None if unknown."""
     if os.name == "nt":  # pragma: no cover - Windows path
+        import ctypes
+
         class MS(ctypes.Structure):
             _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
                         ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),

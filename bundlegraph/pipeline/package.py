@@ -277,10 +277,13 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
                         toolkit_version=ref.version if ref else None, tree=bdir / "merged",
                         own_files=rec.backend_files, merged_from=rec.base_asset or None)
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
-    from .runtimes import msvc_redist_root
+    redist_root = None
+    if toolchain:
+        from .runtimes import msvc_redist_root
 
+        redist_root = msvc_redist_root()
     return PackagePlan(inputs=inp, merge_record=rec, base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
-                       toolchain_runtime=toolchain, redist_root=msvc_redist_root() if toolchain else None,
+                       toolchain_runtime=toolchain, redist_root=redist_root,
                        log=ctx.log(leg, "package"), receipt=bdir / "package.json")
 
 

@@ -442,7 +442,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     return [plan.record, sidecar(plan.bundle)]
 
 
-def smoke_inputs(ctx: Context, leg: str) -> dict:
+def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict:
     """The action-key inputs of ``smoke:<leg>``: the bundle and source digests, this host and
     how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), each check's command
     (placeholders, no host paths); for a CUDA
@@ -453,7 +453,7 @@ def smoke_inputs(ctx: Context, leg: str) -> dict:
     how = launcher_for(spec.os, spec.arch)
     key: dict[str, object] = {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
            "host": list(host_platform()), "how": how if isinstance(how, str) else how.describe(),
-           "checks": {c.name: c.argv for c in plan_smoke(ctx, leg).checks}}  # what each runs: a changed command reruns
+           "checks": {c.name: c.argv for c in (plan or plan_smoke(ctx, leg)).checks}}  # a changed command reruns
     if spec.cuda is not None:
         from ..gpus import probe
 
@@ -475,7 +475,8 @@ def tools_inputs(ctx: Context, leg: str) -> dict:
 
 
 def _prepare_smoke(ctx: Context, leg: str) -> Prepared:
-    return Prepared(smoke_inputs(ctx, leg), plan_smoke(ctx, leg))
+    plan = plan_smoke(ctx, leg)
+    return Prepared(smoke_inputs(ctx, leg, plan), plan)
 
 
 def _prepare_tools(ctx: Context, leg: str) -> Prepared:

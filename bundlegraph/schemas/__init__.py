@@ -1,2 +1,4 @@
-"""pydantic v2 models: bundle specs (``spec``), the release (``release``), NVIDIA's redist
-manifests (``redist``), and the loader that validates a whole ``bundles/`` directory (``loader``)."""
+"""The formats: pydantic v2 models of bundle specs (``spec``), the release (``release``), the
+published JSON (``manifest``) and NVIDIA's redist manifests (``redist``); the validation of a
+whole ``bundles/`` directory (``validation``); the plain records the graph is built from
+(``plain``: no pydantic) and the loader that keeps them in the spec cache (``loader``)."""
