@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -99,24 +100,49 @@ def atomic_dir(dest: str | os.PathLike) -> Iterator[Path]:
         rmtree(old)
 
 
+RACY_NS = 2_000_000_000
+"""A file changed less than this long ago (ns) is never remembered by its stat: file times tick
+coarsely (a few ms), so a same-size rewrite within one tick would look unchanged (git's "racily
+clean" rule)."""
+
+
+def settled(st: os.stat_result) -> bool:
+    """Whether a file with this stat may be remembered by it (:data:`RACY_NS`)."""
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
+
+
+_TREES: dict[tuple, tuple[str, int]] = {}
+"""Tree digests of this process by the tree's listing and every file's (size, mtime_ns, inode,
+mode): legs that share a source tree each key on its digest (issue 20: hashed once per run)."""
+
+
 def tree_digest(root: str | os.PathLike, exclude_dirs: tuple[str, ...] = (".git",)) -> tuple[str, int]:
     """Content digest of a directory tree: sha256 over sorted ``relpath, mode-x-bit, sha256``
     lines (symlinks contribute their target text). Returns ``(hex digest, file count)``.
-    Independent of mtimes, owners and the host's path separator."""
+    Independent of mtimes, owners and the host's path separator. The files are read again only
+    when one's size, mtime, inode or mode differs from an earlier call in this process."""
     root = Path(root)
-    lines: list[str] = []
+    entries: list[tuple[str, Path, os.stat_result]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in exclude_dirs)
         for name in sorted(filenames):
             p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            if p.is_symlink():
-                lines.append(f"{rel}\tlink\t{os.readlink(p)}")
-            else:
-                x = "x" if os.access(p, os.X_OK) else "-"
-                lines.append(f"{rel}\t{x}\t{sha256_file(p)}")
-    h = hashlib.sha256("\n".join(lines).encode())
-    return h.hexdigest(), len(lines)
+            entries.append((p.relative_to(root).as_posix(), p, p.lstat()))
+    sig = (str(root), exclude_dirs, tuple((rel, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+                                          for rel, _, st in entries))
+    if sig in _TREES:
+        return _TREES[sig]
+    lines: list[str] = []
+    for rel, p, st in entries:
+        if stat.S_ISLNK(st.st_mode):
+            lines.append(f"{rel}\tlink\t{os.readlink(p)}")
+        else:
+            x = "x" if os.access(p, os.X_OK) else "-"
+            lines.append(f"{rel}\t{x}\t{sha256_file(p)}")
+    out = (hashlib.sha256("\n".join(lines).encode()).hexdigest(), len(lines))
+    if all(settled(st) for _, _, st in entries):
+        _TREES[sig] = out
+    return out
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .fsutil import atomic_write_json, sha256_file
+from .fsutil import atomic_write_json, settled, sha256_file
 from .schemas.plain import Record, json_of
 
 STAMP_VERSION = 1
@@ -134,7 +134,7 @@ def load(task: str) -> Stamp | None:
     if sig is not None and f in _READ and _READ[f][0] == sig:
         return _READ[f][1]
     stamp = _read_stamp(f, task)
-    if sig is not None:
+    if st is not None and sig is not None and settled(st):
         _READ[f] = (sig, stamp)
     return stamp
 

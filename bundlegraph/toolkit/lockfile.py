@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import ToolkitError
-from ..fsutil import atomic_write_bytes
+from ..fsutil import atomic_write_bytes, settled
 
 _FILENAME = re.compile(r"^[A-Za-z0-9_.+-]+\.whl$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -134,7 +134,7 @@ def load_lock(path: Path) -> WheelLock:
     if sig is not None and path in _LOADED and _LOADED[path][0] == sig:
         return _LOADED[path][1]
     lock = _load_lock(path)
-    if sig is not None:
+    if sig is not None and settled(st):
         _LOADED[path] = (sig, lock)
     return lock
 
