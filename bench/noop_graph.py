@@ -1,33 +1,21 @@
-"""Benchmark the no-op run: bundlegraph's doit graph when everything is up to date, against a bare
-doit dodo with the same number of trivial up-to-date tasks.
+"""The no-op benchmark's trees: the stand-in release built on this machine (three legs of
+``tests/data/minillama``, or nine: :func:`standin` ``copies=3``), a bare doit dodo with as many
+trivial up-to-date tasks (:func:`bare_dodo`, chained per leg like the real graph, sqlite3
+backend and verbosity 2 like bundlegraph's), and the helpers to run them.
 
-Three figures, each the median of ``--runs`` wall-clock runs of a fresh ``doit`` process:
+Running this file runs the paired, alternated bench (:mod:`noop_paired`, issue 20): every
+figure against its floor in the same round. (An earlier unpaired bench here gave the same code
+3.6x and 5.2x minutes apart: a slow moment of the machine hit one side only.)
 
-1. ``doit list --all`` of the real release graph (every leg in ``bundles/``): loading and
-   validating the specs and building every task. A no-op *run* of that graph cannot happen on
-   one host (the Windows legs need an MSVC host; the real Linux legs take an hour to build), so:
-2. a no-op ``doit`` of the stand-in graph (``tests/data/bundles``: three legs of
-   ``tests/data/minillama`` through source .. package plus toolkit and manifest, the same
-   pipeline modules), built once first; every task's up-to-date check reads its stamp,
-   recomputes its action key and checks its outputs' fingerprints;
-3. a bare dodo with the same number of tasks as (2) (and as (1)), each ``uptodate: [True]``,
-   chained per leg like the real graph, sqlite3 backend and verbosity 2 like bundlegraph's.
-
-    .venv/bin/python bench/noop_graph.py [--runs 7] [--work DIR]
-
-Prints one JSON object (seconds) and Markdown table rows.
+    .venv/bin/python bench/noop_graph.py [--rounds 9] [--work DIR]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -52,16 +40,6 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tupl
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return dt, r.stdout
-
-
-def median_of(runs: int, argv: list[str], env: dict[str, str], check=None, cwd: Path | None = None) -> list[float]:
-    out = []
-    for _ in range(runs):
-        dt, stdout = timed(argv, env, cwd)
-        if check:
-            check(stdout)
-        out.append(dt)
-    return out
 
 
 def executed(stdout: str) -> list[str]:
@@ -160,64 +138,10 @@ def count_tasks(list_out: str) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--work", type=Path, help="keep the stand-in tree here (default: a temporary directory)")
-    args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bg-noop-"))
-    base = args.work or tmp / "standin"
-    res: dict = {"runs": args.runs, "cores": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    """The paired bench (:func:`noop_paired.main`)."""
+    import noop_paired
 
-    # 1. the real graph of every leg: load + list
-    real_env = env_for(None, tmp / "real-work")
-    (tmp / "real-work").mkdir()
-    t, out = timed([DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], real_env)
-    res["real_tasks"] = count_tasks(out)
-    res["real_legs"] = len([p for p in (ROOT / "bundles").glob("*.toml") if p.name != "release.toml"])
-    res["real_list"] = median_of(args.runs, [DOIT, "-f", str(ROOT / "dodo.py"), "list", "--all"], real_env)
-
-    # 2. the stand-in graph: build once, then no-op runs
-    bundles, work = standin(base)
-    env = env_for(bundles, work)
-    t_build, out = timed([DOIT, "-f", str(ROOT / "dodo.py")], env)
-    res["standin_first_run"] = t_build
-    res["standin_first_run_executed"] = len(executed(out))
-    _, out = timed([DOIT, "-f", str(ROOT / "dodo.py")], env)
-    n = sum(1 for l in out.splitlines() if l.startswith("-- "))  # the tasks a bare doit checks
-    res["standin_tasks"] = n
-    res["standin_noop"] = median_of(args.runs, [DOIT, "-f", str(ROOT / "dodo.py")], env, nothing_ran)
-    res["standin_list"] = median_of(args.runs, [DOIT, "-f", str(ROOT / "dodo.py"), "list"], env)  # load only
-
-    # 3. bare doit with the same number of up-to-date tasks
-    bare = tmp / "bare"
-    m = bare_dodo(bare, legs=3, per_leg=(n - 2) // 3, shared=n - 3 * ((n - 2) // 3))
-    assert m == n, (m, n)
-    median_of(1, [DOIT], os.environ.copy(), cwd=bare)  # first run creates the db
-    res["bare_noop"] = median_of(args.runs, [DOIT], os.environ.copy(), nothing_ran, cwd=bare)
-    bare_real = tmp / "bare-real"
-    per = 7
-    legs = max(1, (res["real_tasks"] - 2) // per)
-    k = bare_dodo(bare_real, legs=legs, per_leg=per, shared=res["real_tasks"] - legs * per)
-    res["bare_real_tasks"] = k
-    median_of(1, [DOIT], os.environ.copy(), cwd=bare_real)
-    res["bare_real_noop"] = median_of(args.runs, [DOIT], os.environ.copy(), nothing_ran, cwd=bare_real)
-    res["bare_real_list"] = median_of(args.runs, [DOIT, "list", "--all"], os.environ.copy(), cwd=bare_real)
-    res["load_after"] = os.getloadavg()[0]
-    if not args.work:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    med = {k: statistics.median(v) for k, v in res.items() if isinstance(v, list)}
-    print(json.dumps({**res, "median": med}, indent=1))
-    print()
-    print("| graph | tasks | bundlegraph | bare doit | ratio |")
-    print("|---|---|---|---|---|")
-    print(f"| stand-in, no-op `doit` | {n} | {med['standin_noop']:.2f} s | {med['bare_noop']:.2f} s | "
-          f"{med['standin_noop'] / med['bare_noop']:.1f} |")
-    print(f"| stand-in, `doit list` (load only, no up-to-date check) | {n} | {med['standin_list']:.2f} s | - | - |")
-    print(f"| real release ({res['real_legs']} legs), `doit list --all` | {res['real_tasks']} | "
-          f"{med['real_list']:.2f} s | {med['bare_real_list']:.2f} s | {med['real_list'] / med['bare_real_list']:.1f} |")
-    print(f"| bare doit, no-op run of {k} tasks | {k} | - | {med['bare_real_noop']:.2f} s | - |")
-    return 0
+    return noop_paired.main()
 
 
 if __name__ == "__main__":
