@@ -17,6 +17,8 @@ An entry is a magic line, the sha256 of its payload and the payload (a pickle of
 :class:`~.plain.Matrix` of plain records). A truncated, altered or unreadable entry, or one of
 another shape, is ignored and written again after validation: the cache can only save time,
 never change what loads. Entries are written by atomic rename; at most :data:`KEEP` are kept.
+The payload is a pickle, so the cache directory is trusted like the toolkits and downloads
+beside it (whoever can write it can already replace the nvcc a build runs).
 """
 
 from __future__ import annotations
