@@ -206,10 +206,11 @@ def forget(task: str) -> None:
 
 def _outputs_changed(stamp: Stamp) -> list[str]:
     out = []
+    work = os.fspath(paths.workdir())
     for rel, fp in stamp.outputs.items():
-        p = _abs(rel)
+        p = os.path.join(work, rel)  # (strings: a no-op stats every output of every task; an absolute rel stays)
         try:
-            st = p.stat()
+            st = os.stat(p)
         except FileNotFoundError:
             out.append(f"output {rel} is missing")
             continue
@@ -266,9 +267,9 @@ def explain(task: str, inputs: Mapping[str, Any]) -> list[str]:
     if stamp is None:
         return ["never completed (no stamp), or its last run failed or was interrupted"]
     reasons: list[str] = []
-    current = json.loads(canonical(inputs))
-    if stamp.key != key_of(current):
-        _diff(stamp.inputs, current, "", reasons)
+    text = canonical(inputs)  # key_of(inputs), without canonicalising twice
+    if stamp.key != hashlib.sha256(text.encode()).hexdigest():
+        _diff(stamp.inputs, json.loads(text), "", reasons)
         if not reasons:
             reasons.append("action key changed")
     reasons += _outputs_changed(stamp)
