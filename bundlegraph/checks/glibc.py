@@ -15,9 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import Failure
-from .elf import ELFInfo
+
+if TYPE_CHECKING:  # only a type here: the floors parse without the ELF reader
+    from .elf import ELFInfo
 
 _RE = re.compile(r"^(GLIBC|GLIBCXX)_(\d+(?:\.\d+)*)$")
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import sys
 import tempfile
 from collections.abc import Callable
@@ -119,6 +118,8 @@ def find(name: str, env: dict[str, str]) -> str | None:
 
 
 def _free_port() -> int:
+    import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..checks import Failure, content, glibc
+from ..checks import Failure, content
 from ..errors import BundleGraphError, VerifyError
 from ..report import say
 from ..schemas.archs import Arch
@@ -91,6 +91,8 @@ class VerifyPolicy:
                 raise BundleGraphError(f"verify policy: archs: {a!r} is not a parsed arch (parse_arch)")
         for name, v in (("glibc_floor", self.glibc_floor), ("glibcxx_floor", self.glibcxx_floor)):
             if v is not None:
+                from ..checks import glibc
+
                 try:
                     glibc.parse_version(v)
                 except ValueError as e:
@@ -244,6 +246,8 @@ def verify_path(path: str | os.PathLike, policy: VerifyPolicy) -> Report:
     report.failures += closure.pe_closure(pe, names, external=policy.external, cuda=policy.cuda)
     report.failures += closure.elf_closure(elf, names, external=policy.external, cuda=policy.cuda)
     if elf:
+        from ..checks import glibc
+
         fails, highest = glibc.check_floors(elf, glibc=policy.glibc_floor, glibcxx=policy.glibcxx_floor)
         report.failures += fails
         report.bundle["glibc"] = highest
