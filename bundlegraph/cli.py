@@ -91,8 +91,16 @@ def resolve_bundles(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, 1 for failed checks)."""
+    import gc
+
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    gc.disable()  # the command's imports allocate much and free little (issue 20)
+    try:
+        parser = build_parser(argv)
+    finally:
+        gc.freeze()  # the modules live until the process ends: never scan them again
+        gc.enable()
+    args = parser.parse_args(argv)
     resolve_bundles(args)
     try:
         settings.check_environment()

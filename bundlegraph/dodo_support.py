@@ -45,7 +45,22 @@ def unknown_vars(argv: list[str]) -> list[str]:
 def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
     """Load the graph for doit. The work directory defaults to the project root; the bundles
     directory to ``bundles`` beside dodo.py (``doit bundles=DIR`` or ``BUNDLEGRAPH_BUNDLES``
-    choose another, e.g. a copy with one more leg)."""
+    choose another, e.g. a copy with one more leg).
+
+    The garbage collector is off while the graph is built (dodo.py turns it off before the
+    imports) and on again afterwards, with everything built so far frozen: the graph lives until
+    the process ends, so no collection scans it again (issue 20)."""
+    import gc
+
+    gc.disable()
+    try:
+        return _load_for_doit(bundles, get_var)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
     os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(bundles.parent.resolve()))
     bad = unknown_vars(sys.argv[1:]) + [
         f"{a}: bundlegraph's tasks are up to date by their action-key stamps, not by doit's file checker; "
@@ -69,17 +84,10 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
     if targets and all(t.split(":", 1)[0] in COMPILE_STAGES for t in targets):
         filters = dataclasses.replace(filters, compile_only=True)
     _graceful_sigterm()
-    import gc
-
     try:
         settings.check_environment()
         acquire(doit_command(sys.argv[1:]))
-        gc.disable()  # building the graph allocates many small objects and frees few
-        try:
-            return load_graph(bundles, filters)
-        finally:
-            gc.freeze()  # the graph lives until the process ends: never scan it again (issue 20)
-            gc.enable()
+        return load_graph(bundles, filters)
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         raise SystemExit(2) from None
