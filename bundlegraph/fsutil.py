@@ -15,11 +15,14 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 from pathlib import Path
 
 from .oslock import FileLock, Timeout
 
 from .errors import StateError
+
+T = TypeVar("T")
 
 CHUNK = 1 << 20
 _UMASK = os.umask(0)
@@ -109,6 +112,31 @@ clean" rule)."""
 def settled(st: os.stat_result) -> bool:
     """Whether a file with this stat may be remembered by it (:data:`RACY_NS`)."""
     return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
+
+
+_PARSED: dict[tuple[str, object], tuple[tuple[int, int, int], object]] = {}
+
+
+def parsed_once(path: str | os.PathLike, parse: Callable[[Path], T]) -> T:
+    """``parse(path)``, computed once per process while the file is unchanged (same size,
+    mtime and inode, and :func:`settled`): the stamps, records and locks every task's key reads
+    (issue 20). ``parse`` must return a value nobody modifies (a frozen record). Whatever
+    ``parse`` raises propagates, and nothing is remembered then; a file that cannot be stat'ed
+    is parsed every time."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except OSError:
+        return parse(p)
+    key = (os.fspath(p), parse)
+    sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] == sig:
+        return hit[1]  # type: ignore[return-value]
+    value = parse(p)
+    if settled(st):
+        _PARSED[key] = (sig, value)
+    return value
 
 
 _TREES: dict[tuple, tuple[str, int]] = {}

@@ -53,7 +53,11 @@ def state_dir() -> Path:
 
 def build_dir(leg: str) -> Path:
     """``<workdir>/build/<leg>``."""
-    return workdir() / "build" / leg
+    w = workdir()
+    k = ("build", str(w), leg)
+    if k not in _RESOLVED:
+        _RESOLVED[k] = w / "build" / leg
+    return _RESOLVED[k]
 
 
 def dist_dir() -> Path:

@@ -69,7 +69,20 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
             return program + ".exe"
         return None
     path = env_get(env or os.environ, "PATH")
-    return shutil.which(program, path=os.defpath if path is None else path)
+    search = os.defpath if path is None else path
+    key = (program, search, env_get(env or os.environ, "PATHEXT") if IS_WINDOWS else None)
+    if key in _FOUND:
+        hit = _FOUND[key]
+        if hit is None or os.path.isfile(hit):
+            return hit
+    _FOUND[key] = found = shutil.which(program, path=search)
+    return found
+
+
+_FOUND: dict[tuple[str, str, str | None], str | None] = {}
+""":func:`which` answers of this process by (program, PATH, PATHEXT): every task's key asks
+for its compilers, launcher and emulator, and each lookup stats every PATH directory (issue 20).
+A remembered path that is gone is looked up again."""
 
 
 def quote(argv: Sequence[str]) -> str:

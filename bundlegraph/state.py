@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .fsutil import atomic_write_json, settled, sha256_file
+from .fsutil import atomic_write_json, parsed_once, sha256_file
 from .schemas.plain import Record, json_of
 
 STAMP_VERSION = 1
@@ -57,9 +57,16 @@ def key_of(inputs: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(inputs).encode()).hexdigest()
 
 
+_STAMP_FILES: dict[tuple[Path, str], Path] = {}
+
+
 def _stamp_file(task: str) -> Path:
-    safe = task.replace(":", "__").replace("/", "_").replace("\\", "_")
-    return paths.state_dir() / "stamps" / f"{safe}.json"
+    sd = paths.state_dir()
+    f = _STAMP_FILES.get((sd, task))
+    if f is None:
+        safe = task.replace(":", "__").replace("/", "_").replace("\\", "_")
+        f = _STAMP_FILES[(sd, task)] = sd / "stamps" / f"{safe}.json"
+    return f
 
 
 def fingerprint(path: Path) -> dict[str, Any]:
@@ -115,31 +122,15 @@ class Stamp:
         return fp["sha256"] if fp else None
 
 
-_READ: dict[Path, tuple[tuple[int, int, int], Stamp | None]] = {}
-"""Stamps already read in this process by file, with the file's (mtime_ns, size, inode) then:
-a task's stamp is read by its own check and by each downstream key (issue 20: read once). A
-file changed since (by :func:`record`, :func:`forget` or another process) is read again."""
-
-
 def load(task: str) -> Stamp | None:
-    """The stamp of ``task``, or None (never run, or an unreadable stamp)."""
-    f = _stamp_file(task)
-    try:
-        st = f.stat()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        st = None
-    sig = (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
-    if sig is not None and f in _READ and _READ[f][0] == sig:
-        return _READ[f][1]
-    stamp = _read_stamp(f, task)
-    if st is not None and sig is not None and settled(st):
-        _READ[f] = (sig, stamp)
-    return stamp
+    """The stamp of ``task``, or None (never run, or an unreadable stamp). Read once per
+    process while its file is unchanged (:func:`~bundlegraph.fsutil.parsed_once`): a task's
+    stamp is read by its own check and by each downstream key (issue 20)."""
+    return parsed_once(_stamp_file(task), _read_stamp)
 
 
-def _read_stamp(f: Path, task: str) -> Stamp | None:
+def _read_stamp(f: Path) -> Stamp | None:
+    task = f.stem.replace("__", ":")
     try:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("version") != STAMP_VERSION:
@@ -178,7 +169,6 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
     inputs_json = json.loads(canonical(inputs))
     stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat(),
                   None if seconds is None else round(seconds, 1), tuple(present))
-    _READ.pop(_stamp_file(task), None)
     atomic_write_json(
         _stamp_file(task),
         {
@@ -197,7 +187,6 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
 
 def forget(task: str) -> None:
     """Drop the stamp of ``task`` (before its action starts, so an interrupted run reruns)."""
-    _READ.pop(_stamp_file(task), None)
     try:
         _stamp_file(task).unlink()
     except FileNotFoundError:

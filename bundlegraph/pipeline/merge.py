@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from .. import paths
 from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
-from ..fsutil import atomic_dir, atomic_write_json, sha256_file
+from ..fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
 from ..schemas.plain import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
 from .build import build_record, plan_build
@@ -88,7 +88,12 @@ class MergeRecord:
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "MergeRecord":
-        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+        """The record at ``path`` (once per process while the file is unchanged)."""
+        return parsed_once(path, _read_merge_record)
+
+
+def _read_merge_record(path: Path) -> MergeRecord:
+    return MergeRecord(**json.loads(path.read_text(encoding="utf-8")))
 
 
 def load_base(archive: Path, info_file: str) -> BaseBundle:

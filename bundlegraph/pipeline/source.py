@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import paths, proc
 from ..errors import BundleGraphError, HashMismatch, HostMismatch
-from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file, tree_digest
+from ..fsutil import atomic_dir, atomic_write_json, locked, parsed_once, rmtree, sha256_file, tree_digest
 from ..gitmeta import read_commit
 from ..report import say
 from ..schemas.plain import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
@@ -73,9 +73,10 @@ class SourceRecord:
     @classmethod
     def read(cls, path: str | os.PathLike) -> "SourceRecord":
         """The record at ``path``. Raises :class:`BundleGraphError` (one line naming the file)
-        when it is unreadable or not a source record."""
+        when it is unreadable or not a source record. Read once per process while the file is
+        unchanged (every stage of the leg reads it)."""
         try:
-            return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+            return parsed_once(path, _read_source_record)
         except (ValueError, TypeError) as e:
             leg = Path(path).parent.name
             raise BundleGraphError(f"{path}: not a source record ({str(e).splitlines()[0]}); delete it and run "
@@ -242,6 +243,10 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
              "subdirectory": plan.subdirectory, "digest": digest, "files": n},
         )
 
+
+
+def _read_source_record(path: Path) -> SourceRecord:
+    return SourceRecord(**json.loads(path.read_text(encoding="utf-8")))
 
 @dataclass(frozen=True)
 class SourceTaskPlan:

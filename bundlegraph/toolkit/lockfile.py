@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import ToolkitError
-from ..fsutil import atomic_write_bytes, settled
+from ..fsutil import atomic_write_bytes, parsed_once
 
 _FILENAME = re.compile(r"^[A-Za-z0-9_.+-]+\.whl$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -118,25 +118,11 @@ def lock_problems(data: object) -> list[str]:
     return out
 
 
-_LOADED: dict[Path, tuple[tuple[int, int, int], WheelLock]] = {}
-"""Locks already checked in this process, with the file's (mtime_ns, size, inode) then: every
-CUDA leg's key reads its lock (issue 20: parsed once per process unless the file changes)."""
-
-
 def load_lock(path: Path) -> WheelLock:
-    """Read and check a lock file (once per process while the file is unchanged). Raises
+    """Read and check a lock file, once per process while the file is unchanged (every CUDA
+    leg's key reads its lock; :func:`~bundlegraph.fsutil.parsed_once`). Raises
     :class:`ToolkitError` naming the file and key."""
-    try:
-        st = path.stat()
-        sig = (st.st_mtime_ns, st.st_size, st.st_ino)
-    except OSError:
-        sig = None
-    if sig is not None and path in _LOADED and _LOADED[path][0] == sig:
-        return _LOADED[path][1]
-    lock = _load_lock(path)
-    if sig is not None and settled(st):
-        _LOADED[path] = (sig, lock)
-    return lock
+    return parsed_once(path, _load_lock)
 
 
 def _load_lock(path: Path) -> WheelLock:
