@@ -61,3 +61,42 @@ def test_a_tree_digest_follows_its_files(tmp_path):
     (t / "b.c").write_text("")
     assert tree_digest(t)[1] == 2
     assert RACY_NS > 0 and re.fullmatch(r"[0-9a-f]{64}", d2[0])
+
+
+def test_parsed_once_remembers_only_settled_files_and_never_a_failure(tmp_path, monkeypatch):
+    from bundlegraph.fsutil import parsed_once
+
+    calls = []
+
+    def parse(p: Path) -> str:
+        calls.append(p)
+        text = p.read_text()
+        if text == "bad":
+            raise ValueError("bad")
+        return text
+
+    f = tmp_path / "r.json"
+    f.write_text("bad")
+    _age(f)
+    for _ in range(2):
+        try:
+            parsed_once(f, parse)
+        except ValueError:
+            pass
+    assert len(calls) == 2  # a failure is never remembered
+    f.write_text("good")
+    assert parsed_once(f, parse) == "good" and parsed_once(f, parse) == "good" and len(calls) == 4  # recent
+    _age(f)
+    assert parsed_once(f, parse) == "good" and parsed_once(f, parse) == "good" and len(calls) == 5  # settled
+
+
+def test_which_looks_again_for_a_program_that_is_gone(tmp_path):
+    from bundlegraph import proc
+
+    exe = tmp_path / "bg-which-probe"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    env = {"PATH": str(tmp_path)}
+    assert proc.which("bg-which-probe", env) == str(exe)
+    exe.unlink()
+    assert proc.which("bg-which-probe", env) is None
