@@ -1,7 +1,7 @@
 """One sentence per field of the spec formats, for the JSON Schemas editors validate with as you
 type (``bundlegraph schema``; a test checks every property has one). Keyed ``Model.field``.
 The models' docstrings say the same in prose; the rules that need more than one field are the
-loader's (:mod:`bundlegraph.schemas.loader`)."""
+validation's (:mod:`bundlegraph.schemas.validation`)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ A record holds:
 - the derived values the pipeline asks for (``profile_name``, ``bundle_name``, ``cmake_bool``,
   ``cmake_archs``, ``build_number``, ...).
 
-Records are made only by :func:`bundlegraph.schemas.loader.to_plain` (from a validated model)
-and by unpickling the spec cache; nothing writes their attributes.
+Records are made by :func:`bundlegraph.schemas.validation.to_plain` (from a validated model), by
+unpickling the spec cache and by :meth:`Record.replace`; nothing writes their attributes.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ pydantic models that validate it and give its JSON Schema.
 A leg is one bundle's build, e.g. ``windows-arm64-cuda13-portable``. Everything a release
 pipeline usually keeps in hand-written lists (coverage gate, profile filter, matrix, SHA
 index) is derived from these specs. Cross-field rules that need several specs at once live in
-:mod:`bundlegraph.schemas.loader`. Once valid, each model becomes the record of the same name in
+:mod:`bundlegraph.schemas.validation`. Once valid, each model becomes the record of the same name in
 :mod:`bundlegraph.schemas.plain` (what the graph uses; the derived values such as
 ``bundle_name`` and ``cmake_bool`` live there).
 """
