@@ -94,12 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     import gc
 
     argv = sys.argv[1:] if argv is None else argv
+    was_on = gc.isenabled()
     gc.disable()  # the command's imports allocate much and free little (issue 20)
     try:
         parser = build_parser(argv)
     finally:
-        gc.freeze()  # the modules live until the process ends: never scan them again
-        gc.enable()
+        if was_on:  # (not frozen: main() also runs inside long-lived processes, e.g. the tests)
+            gc.enable()
     args = parser.parse_args(argv)
     resolve_bundles(args)
     try:

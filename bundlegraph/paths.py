@@ -17,15 +17,26 @@ from pathlib import Path
 import platformdirs
 
 
-_RESOLVED: dict[tuple[str, str | None, str], Path] = {}
-"""Resolved directories by (what, its variable's value, the current directory): every task's
-key asks for them many times (issue 20: ``resolve()`` is a ``realpath`` per call)."""
+_RESOLVED: dict[tuple, Path] = {}
+"""Resolved directories by what decides them (the variable, the current directory when the
+path is relative, the home and cache variables platformdirs reads): every task's key asks for
+them many times (issue 20: ``resolve()`` is a ``realpath`` per call)."""
+
+_HOME_VARS = ("HOME", "XDG_CACHE_HOME", "LOCALAPPDATA", "USERPROFILE")
+"""What ``platformdirs.user_cache_dir`` reads on Linux and Windows."""
+
+
+def _deciding(env: str | None) -> tuple:
+    """What a directory named by ``env`` (None: the default) resolves by, besides ``env``."""
+    if env and os.path.isabs(os.path.expanduser(env)):
+        return ()
+    return (os.getcwd(),)
 
 
 def cache_root() -> Path:
     """The shared cache directory (created on demand)."""
     env = os.environ.get("BUNDLEGRAPH_CACHE")
-    k = ("cache", env, os.getcwd())
+    k = ("cache", env, *_deciding(env), *(() if env else (os.environ.get(v) for v in _HOME_VARS)))
     if k not in _RESOLVED:
         p = Path(env) if env else Path(platformdirs.user_cache_dir("bundlegraph", appauthor=False))
         _RESOLVED[k] = p.expanduser().resolve()
@@ -40,7 +51,7 @@ def blob_path(sha256: str) -> Path:
 def workdir() -> Path:
     """The per-checkout work directory (``$BUNDLEGRAPH_WORKDIR`` or the current directory)."""
     env = os.environ.get("BUNDLEGRAPH_WORKDIR")
-    k = ("work", env, os.getcwd())
+    k = ("work", env, *_deciding(env))
     if k not in _RESOLVED:
         _RESOLVED[k] = Path(env).expanduser().resolve() if env else Path.cwd().resolve()
     return _RESOLVED[k]
