@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
 from .schemas.plain import BundleSpec, CudaSpec, Matrix
 
 LOCAL_MARK = "-local"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -152,26 +155,26 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
 
 
 def _valid_leg(data: dict, where: object) -> BundleSpec:
-    """A leg's table with overrides applied, validated like a spec file (pydantic is imported
-    only here: a graph without overrides never needs it)."""
-    from pydantic import ValidationError
-
+    """A leg's table with overrides applied, validated like a spec file."""
     from .schemas.validation import validate_leg
 
-    try:
-        return validate_leg(data)
-    except ValidationError as e:
-        raise BundleGraphError(f"local overrides: {where}: {e}") from None
+    return _validated(validate_leg, data, where)
 
 
 def _valid_cuda(data: dict, where: object) -> CudaSpec:
     """A ``[cuda]`` table with overrides applied, validated like a spec file."""
-    from pydantic import ValidationError
-
     from .schemas.validation import validate_cuda
 
+    return _validated(validate_cuda, data, where)
+
+
+def _validated(validate: Callable[[dict], T], data: dict, where: object) -> T:
+    """``validate(data)``, a pydantic error as a :class:`BundleGraphError` naming ``where``
+    (pydantic is imported only here: a graph without overrides never needs it)."""
+    from pydantic import ValidationError
+
     try:
-        return validate_cuda(data)
+        return validate(data)
     except ValidationError as e:
         raise BundleGraphError(f"local overrides: {where}: {e}") from None
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from ..errors import VerifyError
 from ..schemas.manifest import VerifyFindings
-from ..schemas.plain import Release
-from ..schemas.plain import BundleSpec
+from ..schemas.plain import BundleSpec, Release
 from .verify import Report, policy_from_spec, verify_path
 
 

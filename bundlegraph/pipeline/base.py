@@ -16,9 +16,7 @@ from pathlib import Path
 
 from .. import paths, state
 from ..errors import BundleGraphError
-from ..schemas.plain import Matrix
-from ..schemas.plain import Release
-from ..schemas.plain import BundleSpec
+from ..schemas.plain import BundleSpec, Matrix, Release
 
 STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
                "publish"]

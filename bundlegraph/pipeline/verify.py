@@ -30,8 +30,7 @@ from ..checks import Failure, content
 from ..errors import BundleGraphError, VerifyError
 from ..report import say
 from ..schemas.archs import Arch
-from ..schemas.plain import Release
-from ..schemas.plain import BundleSpec
+from ..schemas.plain import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest
 
 if TYPE_CHECKING:  # the file checks are imported where a bundle is verified (never while planning)

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..fsutil import atomic_write_bytes, sha256_file
 from .plain import Matrix
 
 MAGIC = b"bundlegraph-spec-cache 1\n"
@@ -48,11 +49,7 @@ def load_matrix(root: str | Path) -> Matrix:
     Raises :class:`~bundlegraph.errors.SpecError` listing every problem found, exactly as
     validation does (an invalid directory is never cached)."""
     root = Path(root)
-    if not root.is_dir():
-        from ..errors import SpecError
-
-        raise SpecError([f"{root}: bundles directory not found"])
-    key = _key(root)
+    key = _key(root) if root.is_dir() else None  # (a missing directory: validation says so)
     entry = _entry_path(root)
     hit = _read(entry, key) if key is not None and entry is not None else None
     if hit is not None:
@@ -90,8 +87,7 @@ def _key(root: Path) -> str | None:
                     st = e.stat()
                     h.update(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
         for p in sorted(root.glob("*.toml")):
-            h.update(f"{p.name}\0".encode())
-            h.update(hashlib.sha256(p.read_bytes()).digest())
+            h.update(f"{p.name}\0{sha256_file(p)}\0".encode())
     except OSError:
         return None
     return h.hexdigest()
@@ -99,7 +95,7 @@ def _key(root: Path) -> str | None:
 
 def _file_digest(p: Path) -> str | None:
     try:
-        return hashlib.sha256(p.read_bytes()).hexdigest()
+        return sha256_file(p)
     except OSError:
         return None
 
@@ -141,8 +137,6 @@ def _write(entry: Path, key: str, read: list[Path], matrix: Matrix) -> None:
     payload = pickle.dumps({"key": key, "read": read_digests, "matrix": matrix}, protocol=pickle.HIGHEST_PROTOCOL)
     data = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
-        from ..fsutil import atomic_write_bytes
-
         entry.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(entry, data)
         _prune(entry.parent)

@@ -41,7 +41,6 @@ from . import layout, validate
 from .components import is_windows, target_dir
 from .identity import ComponentSet
 from .key import LAYOUT_VERSION
-from .key import key_inputs as key_inputs  # the key lives in .key (no install code on the up-to-date path)
 from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
 from .ref import ToolkitRef

@@ -296,7 +296,7 @@ def test_host_toolkit_source_read_only_with_receipt(env, tmp_path):
     import shutil
 
     from bundlegraph.toolkit.hostsrc import fingerprint
-    from bundlegraph.toolkit.install import key_inputs
+    from bundlegraph.toolkit.key import key_inputs
 
     with RedistServer() as s:
         serve(s, linux_components())
