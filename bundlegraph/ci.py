@@ -84,6 +84,17 @@ def _append_summary(lines: list[str]) -> bool:
     return True
 
 
+def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
+    """Append to ``$GITHUB_STEP_SUMMARY`` that the final compile of ``leg`` (a leg of ``shards``
+    shards) missed the compiler cache for ``missed`` (ninja outputs), naming each; False when
+    the summary is not set."""
+    lines = [f"### build:{leg}: the final compile missed {len(missed)} object(s)", "",
+             f"The {shards} shard jobs should have compiled every object into the compiler cache; these were "
+             "compiled by the final compile instead (slower, not wrong):", ""]
+    lines += [f"- `{m}`" for m in missed]
+    return _append_summary(lines)
+
+
 def write_cache_summary(stats: dict) -> bool:
     """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compiler_cache.build_stats`
     plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""

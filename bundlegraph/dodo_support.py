@@ -14,10 +14,12 @@ from types import TracebackType
 from . import settings
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
+from .pipeline.shards import ShardRef, parse_shard
 from .runlock import acquire, doit_command, doit_targets
 
 
-DOIT_VARS = ("bundles", "only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source", "build_targets")
+DOIT_VARS = ("bundles", "only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source", "build_targets",
+             "shard")
 """Every ``key=value`` doit variable bundlegraph reads (README "Everyday commands")."""
 COMPILE_STAGES = ("source", "toolkit", "configure", "build")
 """Stages a compile runner's job asks for (``doit build:L``): a run naming only tasks of these
@@ -86,11 +88,52 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
     _graceful_sigterm()
     try:
         settings.check_environment()
+        shard = shard_filter(_text(get_var("shard", None)), doit_command(sys.argv[1:]), targets, get_var)
+        if shard is not None:
+            filters = dataclasses.replace(filters, shard=shard)
         acquire(doit_command(sys.argv[1:]))
-        return load_graph(bundles, filters)
+        graph = load_graph(bundles, filters)
+        if shard is not None:
+            check_shard_targets(graph, shard, targets)
+        return graph
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def shard_filter(raw: str | None, command: str, targets: list[str],
+                 get_var: Callable[[str, object], object]) -> ShardRef | None:
+    """The shard a run compiles: doit ``shard=I/N`` else ``BUNDLEGRAPH_SHARD``; None when unset.
+    Refused (one line naming the value): a malformed value (:func:`parse_shard`), together with
+    ``build_targets=``, and a ``doit run`` that names no task or a task that is not ``build:<leg>``
+    (a shard compiles one slice; it is never verified, merged or packaged)."""
+    where = "shard"
+    if raw is None:
+        raw, where = settings.get("SHARD"), "BUNDLEGRAPH_SHARD"
+    if raw is None:
+        return None
+    shard = parse_shard(raw, where)
+    if get_var("build_targets", None) or settings.get("BUILD_TARGETS"):
+        raise BundleGraphError(f"{where}={raw}: a shard compiles its slice of the spec's targets; drop build_targets=")
+    if command == "run":
+        wrong = [t for t in targets if not t.startswith("build:")] or ([] if targets else ["(the default tasks)"])
+        if wrong:
+            raise BundleGraphError(f"{where}={raw}: a shard only compiles (doit build:L {where}={raw}); "
+                                   f"it cannot run {', '.join(wrong)}")
+    return shard
+
+
+def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> None:
+    """Each ``build:<leg>`` a shard run names must be a leg of ``shards = N`` (N of ``shard``)."""
+    for t in targets:
+        leg = t.split(":", 1)[1] if ":" in t else ""
+        if leg in graph.ctx.legs:
+            have = graph.ctx.spec(leg).build.shards
+            if have != shard.count:
+                where = graph.ctx.matrix.files.get(leg, leg)
+                raise BundleGraphError(
+                    f"shard={shard}: {leg} has [build] shards = {have} ({where})"
+                    + (": it is not sharded" if have == 1 else f"; give shard=I/{have}"))
 
 
 def _text(v: object) -> str | None:

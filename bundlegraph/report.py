@@ -56,9 +56,12 @@ def detail(msg: str) -> None:
         print(msg, flush=True)
 
 
-def warn(msg: str) -> None:
-    """``warning: msg`` on stderr (always)."""
+def warn(msg: str, *, annotate: bool = False) -> None:
+    """``warning: msg`` on stderr (always); with ``annotate`` on GitHub Actions also a
+    ``::warning::`` annotation (shown on the run's page)."""
     print(f"warning: {msg}", file=sys.stderr, flush=True)
+    if annotate and _gha():
+        print(f"::warning::{_escape(msg)}", flush=True)
 
 
 def error(msg: str) -> None:

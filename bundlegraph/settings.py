@@ -70,6 +70,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TOOLKIT_SOURCE", "text", None, "local build with a CUDA toolkit already installed: `host[:PATH]` "
                                             "(doit `toolkit_source=`); never published"),
     Setting("BUILD_TARGETS", "list", None, "compile only these ninja targets or outputs (doit `build_targets=`)"),
+    Setting("SHARD", "text", None, "compile only shard `I/N` of a leg with `[build] shards = N` into the compiler cache, "
+                                   "linking nothing (doit `shard=`; `doit build:L` only)"),
+    Setting("COSTS", "path", None, "a directory of per-leg cost records (`<leg>.json`) the shard split and the "
+                                   "critical path read first, and builds write; default: `.bundlegraph/costs/`"),
     Setting("JOBS", "int", None, "build parallelism; default: min(cores, 0.9 x available memory / measured memory "
                                  "of one job)", minimum=1),
     Setting("DOWNLOAD_JOBS", "int", "3", "downloads run at once", minimum=1),

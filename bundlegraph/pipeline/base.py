@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import paths, state
 from ..errors import BundleGraphError
 from ..schemas.plain import BundleSpec, Matrix, Release
+from .shards import ShardRef
 
 STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
                "publish"]
@@ -41,6 +42,9 @@ class Filters:
     compile_only: bool = False
     """The run was asked only for compile-side tasks (``doit build:L``, as a compile runner's job
     runs): a merge base bundle is not needed, so its absence refuses nothing."""
+    shard: ShardRef | None = None
+    """``doit build:L shard=I/N``: the build tasks of legs with ``[build] shards = N`` compile only
+    shard I (:mod:`bundlegraph.pipeline.shard_build`)."""
 
     @classmethod
     def from_env(cls, **overrides: str | None) -> "Filters":
@@ -199,6 +203,7 @@ class TaskPlan:
     - ``deps``: full names of tasks that must run first.
     - ``details``: what ``bundlegraph plan`` prints besides the key (commands, paths; works on
       any host, before any task ran), no side effects.
+    - ``recorded``: False for a task that records no stamp (a shard build).
     """
 
     stage: str
@@ -209,6 +214,9 @@ class TaskPlan:
     deps: list[str] = field(default_factory=list)
     leg: str | None = None
     details: Callable[[], dict] = lambda: {}
+    recorded: bool = True
+    """False for a task that is never complete (a shard build): it has no stamp, is never up to
+    date and runs every time (ninja skips what is already built)."""
 
     def prepared(self) -> Prepared:
         """The task's plan value now (what ``plan``/``explain`` show)."""

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from .. import paths, proc, settings
+from .. import paths, proc, report, settings
 from ..errors import BundleGraphError, ToolFailed
 from ..fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..report import say
 from ..toolchains.tools import build_tools
 from . import jobs as jobs_mod
-from . import compiler_cache
+from . import build_measure, compiler_cache, costs
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import SourceRecord
 
@@ -78,6 +78,11 @@ class BuildPlan:
     log: Path
     cuda_archs: int
     windows: bool
+    shards: int = 1
+    """The spec's ``[build] shards``: a sharded leg's build reports the objects its cache missed."""
+    bundles: Path | None = None
+    """The bundles directory (where a committed cost record is found: :mod:`.costs`)."""
+    ninja: str = "ninja"
 
     def command(self, n: int | str = "N") -> str:
         return proc.quote([*self.argv, "-j", str(n)])
@@ -91,14 +96,16 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
     bdir = paths.build_dir(leg)
     cmake_dir = bdir / "cmake"
     try:
-        cmake = str(build_tools().cmake.path)
+        tools = build_tools()
+        cmake, ninja = str(tools.cmake.path), str(tools.ninja.path)
     except BundleGraphError:
-        cmake = "cmake"
+        cmake, ninja = "cmake", "ninja"
     argv = [cmake, "--build", cmake_dir.as_posix()]
     if targets:
         argv += ["--target", *targets]
     return BuildPlan(leg, argv, targets, flt is not None, cmake_dir, cmake_dir / "bin", bdir / "build.json",
-                     ctx.log(leg, "build"), len(spec.cuda.archs) if spec.cuda else 0, spec.os == "windows")
+                     ctx.log(leg, "build"), len(spec.cuda.archs) if spec.cuda else 0, spec.os == "windows",
+                     spec.build.shards, ctx.matrix.root, ninja)
 
 
 def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict:
@@ -127,7 +134,7 @@ def _outputs(plan: BuildPlan) -> list[Path]:
     return files
 
 
-class _Progress:
+class Progress:
     """Prints ninja's ``[n/N]`` lines with elapsed time; remembers the last failing step."""
 
     def __init__(self, leg: str):
@@ -171,16 +178,17 @@ def run_build(plan: BuildPlan) -> list[Path]:
           f"-j {j.n} [{j.why}]")
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
-    prog = _Progress(leg)
+    prog = Progress(leg)
     t0 = time.monotonic()
-    chosen = _configured_launcher(plan)
+    chosen = configured_launcher(plan)
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
     env = compiler_cache.build_env(chosen, dict(os.environ), stats_log)
+    offset = build_measure.log_size(plan.cmake_dir)
     try:
         proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")
     except ToolFailed as e:
-        _record_cache_stats(plan, chosen, env, stats_log, time.monotonic() - t0, ok=False)
+        record_cache_stats(plan, chosen, env, stats_log, time.monotonic() - t0, ok=False)
         tail = plan.log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
         raise ToolFailed(
@@ -199,12 +207,35 @@ def run_build(plan: BuildPlan) -> list[Path]:
         "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
     })
     took = time.monotonic() - t0
-    _record_cache_stats(plan, chosen, env, stats_log, took, ok=True)
+    measured = None if plan.filtered else _measure_full_build(plan, chosen, stats_log, offset)
+    record_cache_stats(plan, chosen, env, stats_log, took, ok=True, measured=measured)
     say(f"build:{leg}: {proc.quote(argv)} finished in {took:.1f}s")
     return [plan.record, *outs]
 
 
-def _configured_launcher(plan: BuildPlan) -> dict | None:
+def _measure_full_build(plan: BuildPlan, chosen: dict | None, stats_log: Path,
+                        offset: int) -> build_measure.Measured | None:
+    """After a complete build: what it measured (:mod:`.build_measure`), folded into the leg's
+    cost record (:mod:`.costs`: only real compiles and the other steps it ran). A failure to
+    read ninja's graph or log costs the record, never the build: it is said and ignored."""
+    from .ninja_graph import compile_steps
+
+    try:
+        steps = compile_steps(plan.ninja, plan.cmake_dir, plan.targets)
+        ran = build_measure.log_since(plan.cmake_dir, offset)
+        results = compiler_cache.results_by_source(stats_log) if chosen else None
+        m = build_measure.measure(steps, ran, results, plan.cmake_dir)
+        if m.objects or m.other:
+            record = costs.find(plan.leg, plan.bundles) or costs.CostRecord(plan.leg)
+            saved = costs.save(record.merged(m.objects, m.other))
+            say(f"build:{plan.leg}: cost record {saved}: {len(m.objects)} compile step(s) measured anew")
+        return m
+    except BundleGraphError as e:
+        report.warn(f"build:{plan.leg}: no cost figures from this build: {str(e).splitlines()[0]}")
+        return None
+
+
+def configured_launcher(plan: BuildPlan) -> dict | None:
     """The ``launcher`` entry configure recorded (``configure.json``), None when none."""
     try:
         got = json.loads((plan.record.parent / "configure.json").read_text(encoding="utf-8")).get("launcher")
@@ -213,22 +244,40 @@ def _configured_launcher(plan: BuildPlan) -> dict | None:
     return got if isinstance(got, dict) and got.get("name") else None
 
 
-def _record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str], stats_log: Path,
-                        seconds: float, *, ok: bool) -> None:
-    """Write ``build/<leg>/compiler-cache.json`` (not a stamp output: hit counts describe the
-    run, not the outputs) and, on GitHub Actions, a line of the step summary."""
+def record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str], stats_log: Path,
+                        seconds: float, *, ok: bool, measured: build_measure.Measured | None = None,
+                        record: Path | None = None, extra: dict | None = None) -> dict | None:
+    """Write ``build/<leg>/compiler-cache.json`` (or ``record``; not a stamp output: hit counts
+    describe the run, not the outputs) and, on GitHub Actions, a line of the step summary. With
+    ``measured``: ``missed_objects`` lists the compile steps the cache missed; a sharded leg's
+    build (the final compile) that missed any says so, naming them (slower, not wrong: no
+    failure). Returns the statistics written (None without a cache)."""
     from .. import ci
 
     stats = compiler_cache.build_stats(chosen, env, stats_log)
-    record = plan.record.with_name("compiler-cache.json")
+    record = record or plan.record.with_name("compiler-cache.json")
     if stats is None:
         why = "no compiler cache" if chosen is None else f"{chosen.get('name')}: no statistics"
-        atomic_write_json(record, {"leg": plan.leg, "launcher": None, "why": why, "seconds": round(seconds, 1)})
-        return
-    stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered}
+        atomic_write_json(record, {"leg": plan.leg, "launcher": None, "why": why, "seconds": round(seconds, 1),
+                                   **(extra or {})})
+        return None
+    stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered,
+              **(extra or {})}
+    if measured is not None:
+        stats["missed_objects"] = sorted(measured.missed)
     atomic_write_json(record, stats)
     say(f"build:{plan.leg}: {compiler_cache.describe(stats)}")
     ci.write_cache_summary(stats)
+    if measured is not None and plan.shards > 1 and not extra:
+        if measured.missed:
+            names = ", ".join(sorted(measured.missed)[:20]) + (" ..." if len(measured.missed) > 20 else "")
+            msg = (f"build:{plan.leg}: the final compile of a leg of {plan.shards} shards missed the compiler cache "
+                   f"for {len(measured.missed)} object(s), compiled here instead (slower, not wrong): {names}")
+            report.warn(msg, annotate=True)
+            ci.write_missed_summary(plan.leg, plan.shards, sorted(measured.missed))
+        else:
+            say(f"build:{plan.leg}: the final compile of {plan.shards} shards found every compiled object in the cache")
+    return stats
 
 
 def _rel(p: Path, wd: Path) -> str:
@@ -341,6 +390,17 @@ def plans(ctx: Context) -> list:
                                 doc=f"import {leg}'s build output made on another runner ({src})",
                                 prepare=partial(prepare_import, ctx, leg), apply=_apply_import,
                                 details=partial(dict, imported_from=src.as_posix())))
+            continue
+
+        shard = ctx.filters.shard
+        if shard is not None and ctx.spec(leg).build.shards == shard.count:
+            from .shard_build import apply_shard, prepare_shard
+
+            out.append(TaskPlan(
+                stage="build", name=leg, leg=leg, deps=[f"configure:{leg}"], recorded=False,
+                doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
+                prepare=partial(prepare_shard, ctx, leg, shard), apply=apply_shard,
+                details=partial(dict, shard=str(shard))))
             continue
 
         def details(leg: str = leg) -> dict:

@@ -117,4 +117,101 @@ def describe(stats: dict) -> str:
                if stats.get("remote_errors") else ""))
 
 
-__all__ = ["build_env", "build_stats", "remote_storage", "redact", "describe"]
+def results_by_source(stats_log: Path) -> dict[str, str]:
+    """What ccache did with each compiled file of one build, from its stats log (ccache's
+    ``stats_log``: a ``# <input file>`` line, then the counter IDs that call bumped): ``{path:
+    "hit" | "miss" | "uncacheable"}``, the path as ccache logged it. The last call of a path wins.
+    An absent log gives ``{}``."""
+    try:
+        text = stats_log.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, str] = {}
+    cur: str | None = None
+    for line in text.splitlines():
+        if line.startswith("# "):
+            cur = line[2:].strip()
+            out[cur] = "uncacheable"
+        elif cur is not None:
+            word = line.strip()
+            if word in _HITS:
+                out[cur] = "hit"
+            elif word in _MISSES and out[cur] != "hit":
+                out[cur] = "miss"
+    return out
+
+
+_NOT_ENTRIES = {"stats", "CACHEDIR.TAG", "ccache.conf"}
+"""Files of a ccache directory that are bookkeeping, not cache entries (ccache's manual,
+"Cache directory layout")."""
+
+
+def local_dir(launcher: dict | None, env: dict[str, str]) -> Path | None:
+    """ccache's local cache directory for ``env`` (``CCACHE_DIR``, else ``ccache -k cache_dir``);
+    None without ccache."""
+    if not launcher or launcher.get("name") != "ccache" or not launcher.get("path"):
+        return None
+    if env.get("CCACHE_DIR"):
+        return Path(env["CCACHE_DIR"]).expanduser().resolve()
+    r = proc.run([launcher["path"], "-k", "cache_dir"], env=env, capture=True, echo=False, check=False,
+                 what="ccache -k cache_dir")
+    d = r.output.strip().splitlines()[-1:] if r.returncode == 0 else []
+    return Path(d[0]).expanduser().resolve() if d else None
+
+
+def _entries(cache_dir: Path) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    if not cache_dir.is_dir():
+        return out
+    for p in cache_dir.rglob("*"):
+        rel = p.relative_to(cache_dir)
+        if (not p.is_file() or p.name in _NOT_ENTRIES or p.name.endswith((".lock", ".tmp"))
+                or ".tmp." in p.name or rel.parts[0] in ("tmp", "lock")):
+            continue
+        st = p.stat()
+        out[rel.as_posix()] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def snapshot(cache_dir: Path | None) -> dict[str, tuple[int, int]]:
+    """The cache entries of ``cache_dir`` now (relative path -> size, mtime), to diff later."""
+    return _entries(cache_dir) if cache_dir else {}
+
+
+def copy_added(cache_dir: Path, before: dict[str, tuple[int, int]], dest: Path) -> int:
+    """Copy the entries of ``cache_dir`` that are new or changed since ``before`` into ``dest``
+    (same relative paths: a ccache directory of only what this build added). Returns the count."""
+    import shutil
+
+    n = 0
+    for rel, sig in sorted(_entries(cache_dir).items()):
+        if before.get(rel) == sig:
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cache_dir / rel, target)
+        n += 1
+    return n
+
+
+def merge_into(source: Path, cache_dir: Path) -> int:
+    """Copy every cache entry of the ccache directory ``source`` into ``cache_dir`` (entries
+    already there are kept: an entry's name is its content's hash). Returns the count copied."""
+    import shutil
+
+    n = 0
+    have = _entries(cache_dir)
+    for rel in sorted(_entries(source)):
+        if rel in have:
+            continue
+        target = cache_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".bundlegraph-merge.tmp")
+        shutil.copy2(source / rel, tmp)
+        tmp.replace(target)
+        n += 1
+    return n
+
+
+__all__ = ["build_env", "build_stats", "remote_storage", "redact", "describe", "results_by_source", "local_dir",
+           "snapshot", "copy_added", "merge_into"]

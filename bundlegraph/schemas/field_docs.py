@@ -51,6 +51,8 @@ FIELD_DOCS: dict[str, str] = {
     "ToolkitSpec.host_platform": "NVIDIA's platform key of the build machine (default: the toolchain's)",
     "ToolkitSpec.target_platform": "NVIDIA's platform key of the target libraries (windows-arm64, linux-sbsa)",
     "BuildSpec.targets": "the CMake targets built (empty: all)",
+    "BuildSpec.shards": ("CI jobs the compile is spread over (1-32, default 1): each shard compiles a cost-balanced "
+                         "slice of the targets' compile steps into the compiler cache; one final compile links"),
     "MergeSpec.base": "the id of the CPU leg (same os and arch) whose packaged bundle this backend joins",
     "MergeSpec.prefer": "which file wins when base and backend hold different files of one name: error, base or backend",
     "PackageSpec.keep": "globs of built files to pack (default: all)",

@@ -187,9 +187,10 @@ class CudaSpec(Record):
 
 
 class BuildSpec(Record):
-    """What ``cmake --build`` builds: ``targets`` (empty = all)."""
+    """What ``cmake --build`` builds: ``targets`` (empty = all); ``shards``: compile jobs (>= 1)."""
 
     targets: list[str]
+    shards: int
 
 
 class MergeSpec(Record):

@@ -120,9 +120,13 @@ class CudaSpec(Strict):
 
 
 class BuildSpec(Strict):
-    """What ``cmake --build`` builds: ``targets`` (empty = all)."""
+    """What ``cmake --build`` builds: ``targets`` (empty = all), and over how many CI jobs the
+    compile of those targets is spread: ``shards`` (1 = one job; N > 1 = N shard jobs, each
+    compiling a cost-balanced slice of the compile steps into the compiler cache, then one final
+    compile that links from cache hits: :mod:`bundlegraph.pipeline.shards`)."""
 
     targets: list[str] = []
+    shards: Annotated[int, Field(ge=1, le=32)] = 1
 
 
 class MergeSpec(Strict):

@@ -1,0 +1,227 @@
+"""``build:<leg>`` as one shard (``doit build:L shard=I/N``): compile only shard *I*'s slice of
+the leg's compile steps (:mod:`.shards`) through the compiler cache, link nothing, and leave a
+shard folder for the leg's final compile.
+
+The run (:func:`run_shard`):
+
+1. reads the compile steps of the leg's targets from ninja (:func:`~.ninja_graph.compile_steps`)
+   and the leg's cost record (:func:`~.costs.find`), splits them into N slices and takes slice I;
+2. builds exactly those objects (``cmake --build <dir> --target <objects>``) with the build's
+   compiler-cache environment (:func:`~.compiler_cache.build_env`: remote storage when
+   ``BUNDLEGRAPH_CACHE_REMOTE`` is set);
+3. writes ``build/<leg>/shard/`` (atomically): ``shard.json`` (the shard, its objects, the
+   predicted and measured seconds, the cache's figures and the digest of the whole split) and,
+   without remote storage, ``ccache/``: the cache entries this shard added, which the release
+   workflow uploads as artifact ``shard-<leg>-<I>`` and the final compile merges
+   (:func:`merge_shards`, ``bundlegraph shard-merge``).
+
+A shard records no stamp and no ``build.json``: it is never complete and never packaged. Its
+measured seconds go into ``shard.json``, not the cost record, so no shard changes what the others
+split by; :func:`merge_shards` folds them in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paths, proc, settings
+from ..errors import BundleGraphError, ToolFailed
+from ..fsutil import atomic_dir, atomic_write_json
+from ..report import say, warn
+from . import build_measure, compiler_cache, costs
+from . import jobs as jobs_mod
+from .base import Context, Prepared
+from .build import BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
+from .shards import ShardRef, ShardSlice, costed, split
+
+SHARD_FORMAT = "bundlegraph-shard/1"
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """Shard ``shard`` of the leg whose full build is ``build``; ``out_dir`` the shard folder."""
+
+    build: BuildPlan
+    shard: ShardRef
+    out_dir: Path
+
+
+def plan_shard(ctx: Context, leg: str, shard: ShardRef) -> ShardPlan:
+    """The :class:`ShardPlan` (pure: no process). Raises when ``shard`` does not fit the spec."""
+    spec = ctx.spec(leg)
+    if spec.build.shards != shard.count:
+        raise BundleGraphError(
+            f"shard={shard}: {leg} has [build] shards = {spec.build.shards} ({ctx.matrix.files.get(leg, leg)})"
+            + (": it is not sharded" if spec.build.shards == 1 else f"; give shard=I/{spec.build.shards}"))
+    return ShardPlan(plan_build(ctx, leg), shard, paths.build_dir(leg) / "shard")
+
+
+def prepare_shard(ctx: Context, leg: str, shard: ShardRef) -> Prepared:
+    """The shard task's plan value (its key is shown, never recorded)."""
+    plan = plan_shard(ctx, leg, shard)
+    return Prepared({"shard": str(shard), "targets": plan.build.targets}, plan)
+
+
+def split_digest(slices: list[ShardSlice]) -> str:
+    """sha256 of the whole split (every shard's outputs): equal on every shard of one leg when
+    they split alike."""
+    h = hashlib.sha256()
+    for s in slices:
+        h.update(json.dumps([s.index, s.outputs]).encode())
+    return h.hexdigest()
+
+
+def leg_slices(plan: BuildPlan, count: int) -> tuple[list[ShardSlice], costs.CostRecord | None]:
+    """The split of a configured leg into ``count`` slices, and the cost record it used."""
+    from .ninja_graph import compile_steps
+
+    steps = compile_steps(plan.ninja, plan.cmake_dir, plan.targets)
+    record = costs.find(plan.leg, plan.bundles)
+    measured = record.objects if record else {}
+    return split(costed(steps, measured, plan.cuda_archs), count), record
+
+
+def run_shard(plan: ShardPlan) -> list[Path]:
+    """Compile the shard (module docstring). Returns no stamp outputs (a shard records none).
+    Raises :class:`ToolFailed` when a compile fails, :class:`BundleGraphError` when the leg is
+    not configured."""
+    bp, shard = plan.build, plan.shard
+    leg = bp.leg
+    if not (bp.cmake_dir / "CMakeCache.txt").is_file():
+        raise BundleGraphError(f"build:{leg}: {bp.cmake_dir} is not configured; run configure:{leg}")
+    slices, record = leg_slices(bp, shard.count)
+    mine = slices[shard.index - 1]
+    total = sum(len(s.steps) for s in slices)
+    j = jobs_mod.decide(bp.cuda_archs, bp.windows)
+    origin = record.origin.as_posix() if record and record.origin else "the stated estimates"
+    say(f"build:{leg}: shard {shard}: {len(mine.steps)} of {total} compile steps, {mine.seconds:.0f} CPU s predicted "
+        f"(~{mine.wall(j.n):.0f} s at -j {j.n}; costs from {origin}); links nothing")
+    chosen = configured_launcher(bp)
+    stats_log = bp.log.with_name("compiler-cache-stats.log")
+    stats_log.unlink(missing_ok=True)
+    env = compiler_cache.build_env(chosen, dict(os.environ), stats_log)
+    remote = bool(env.get("CCACHE_REMOTE_STORAGE")) and "read-only" not in env.get("CCACHE_REMOTE_STORAGE", "")
+    cache_dir = None if remote else compiler_cache.local_dir(chosen, env)
+    before = compiler_cache.snapshot(cache_dir)
+    offset = build_measure.log_size(bp.cmake_dir)
+    bp.log.parent.mkdir(parents=True, exist_ok=True)
+    bp.log.write_text("", encoding="utf-8")
+    t0 = time.monotonic()
+    if mine.outputs:
+        argv = [bp.argv[0], "--build", bp.cmake_dir.as_posix(), "--target", *mine.outputs, "-j", str(j.n)]
+        prog = Progress(leg)
+        try:
+            proc.run(argv, env=env, log=bp.log, on_line=prog, what=f"build:{leg} shard {shard}")
+        except ToolFailed as e:
+            step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
+            raise ToolFailed(f"build:{leg}: shard {shard} failed (exit {e.returncode})\nfailing step:\n{step}\n"
+                             f"full output: {bp.log}", returncode=e.returncode, log=str(bp.log)) from None
+    else:
+        say(f"build:{leg}: shard {shard} has no compile step (more shards than steps)")
+    seconds = time.monotonic() - t0
+    results = compiler_cache.results_by_source(stats_log) if chosen else None
+    m = build_measure.measure([c.step for c in mine.steps], build_measure.log_since(bp.cmake_dir, offset),
+                              results, bp.cmake_dir)
+    stats = record_cache_stats(bp, chosen, env, stats_log, seconds, ok=True,
+                                extra={"shard": str(shard), "objects": len(mine.steps)},
+                                record=plan.out_dir.parent / "compiler-cache.json")
+    with atomic_dir(plan.out_dir) as tmp:
+        added = compiler_cache.copy_added(cache_dir, before, tmp / "ccache") if cache_dir else 0
+        atomic_write_json(tmp / "shard.json", {
+            "format": SHARD_FORMAT, "leg": leg, "shard": str(shard), "objects": mine.outputs,
+            "predicted_seconds": round(mine.seconds, 1), "jobs": j.n, "seconds": round(seconds, 1),
+            "costs_from": origin, "split_digest": split_digest(slices),
+            "measured": {k: round(v, 1) for k, v in sorted(m.objects.items())},
+            "cache": {k: stats[k] for k in ("launcher", "version", "hits", "misses", "remote")} if stats else None,
+            "cache_entries_added": added, "remote_storage": remote,
+        })
+    say(f"build:{leg}: shard {shard} compiled {len(m.compiled)} object(s) in {seconds:.1f}s; "
+        + (f"{added} cache entries in {plan.out_dir / 'ccache'}" if cache_dir else
+           "its cache entries went to the remote storage" if remote else "no compiler cache"))
+    return []
+
+
+def apply_shard(p: Prepared) -> list[Path]:
+    assert isinstance(p.plan, ShardPlan)
+    return run_shard(p.plan)
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What :func:`merge_shards` did: ``entries`` copied into the cache, ``legs`` ->
+    ``{"shards": found, "of": N, "measured": n}``, ``problems`` (one line each)."""
+
+    entries: int
+    legs: dict[str, dict]
+    problems: list[str]
+
+
+def _read_shard(f: Path) -> dict:
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BundleGraphError(f"{f}: not a shard record ({e}); expected the shard.json a shard build writes") from None
+    if not isinstance(data, dict) or data.get("format") != SHARD_FORMAT or not isinstance(data.get("leg"), str):
+        raise BundleGraphError(f"{f}: not a shard record (format {data.get('format') if isinstance(data, dict) else data!r}, "
+                               f"expected {SHARD_FORMAT!r})")
+    return data
+
+
+def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> MergeResult:
+    """Fold every shard folder under ``root`` (each ``shard.json``, as artifact downloads nest
+    them) into this runner: their ``ccache/`` entries into ``cache_dir`` (skipped when None),
+    their measured seconds into each leg's cost record (:func:`~.costs.save` to
+    :func:`~.costs.write_dir`). ``problems`` names a leg whose shards are incomplete or split
+    differently (the final compile will then miss: slower, not wrong)."""
+    found = sorted(root.rglob("shard.json"))
+    by_leg: dict[str, list[tuple[Path, dict]]] = {}
+    for f in found:
+        d = _read_shard(f)
+        by_leg.setdefault(d["leg"], []).append((f.parent, d))
+    entries = 0
+    legs: dict[str, dict] = {}
+    problems: list[str] = []
+    for leg, items in sorted(by_leg.items()):
+        count = {ShardRef(*map(int, d["shard"].split("/"))).count for _, d in items}
+        seen = sorted({d["shard"] for _, d in items})
+        n = max(count)
+        if len(count) > 1 or len(seen) != n:
+            problems.append(f"{leg}: shards {', '.join(seen)} found of {n}: the missing ones' objects will be "
+                            f"compiled by the final compile")
+        if len({d.get("split_digest") for _, d in items}) > 1:
+            problems.append(f"{leg}: its shards split differently (their cost records differed): expect misses")
+        measured: dict[str, float] = {}
+        for folder, d in items:
+            if cache_dir is not None and (folder / "ccache").is_dir():
+                entries += compiler_cache.merge_into(folder / "ccache", cache_dir)
+            measured.update({k: float(v) for k, v in (d.get("measured") or {}).items()})
+        if measured:
+            record = costs.find(leg, bundles) or costs.CostRecord(leg)
+            costs.save(record.merged(measured))
+        legs[leg] = {"shards": len(seen), "of": n, "measured": len(measured)}
+    if not found:
+        problems.append(f"{root}: no shard.json under it (nothing to merge)")
+    for p in problems:
+        warn(p)
+    return MergeResult(entries, legs, problems)
+
+
+def ccache_dir_for_merge(env: dict[str, str] | None = None) -> Path | None:
+    """The local ccache directory the final compile will use (``CCACHE_DIR``, else what the
+    installed ccache says), None without ccache."""
+    from .launcher import find
+
+    env = dict(os.environ if env is None else env)
+    if settings.get("LAUNCHER", env) == "none":
+        return None
+    exe = find("ccache", env)
+    return compiler_cache.local_dir({"name": "ccache", "path": exe}, env) if exe else None
+
+
+__all__ = ["MergeResult", "ShardPlan", "leg_slices", "merge_shards", "plan_shard", "prepare_shard", "run_shard",
+           "split_digest", "ccache_dir_for_merge"]
