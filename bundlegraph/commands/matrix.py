@@ -1,13 +1,19 @@
 """``bundlegraph matrix``: pure JSON for a GitHub Actions matrix (``fromJSON``).
 
-Output: ``{"include": [{"id", "os", "arch", "profile", "runner", "compile_runner", "role",
-"merge_base"}, ...]}`` — one object per leg kept by the filters. ``compile_runner`` is null unless
-the leg compiles on another runner than ``runner`` (its spec's ``compile_runner``): CI then runs
-``build:<id>`` there, uploads ``build/<id>/cmake/bin`` as artifact ``built-<id>``, and the leg's
-job on ``runner`` imports it with ``built=DIR``. ``role`` is ``"backend"`` for a leg whose spec has
-``[merge] base = ...`` (its GPU backend is merged into that leg's bundle, so its job needs the
-base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg (built from its own
-build alone; ``merge_base`` is null). CI splits its jobs on ``role``, never on profile names.
+Default output: ``{"include": [row, ...]}``, one row per leg kept by the filters, each followed by
+one row per shard of that leg when its spec says ``[build] shards = N`` (N > 1). A row holds
+``id``, ``os``, ``arch``, ``profile``, ``runner``, ``compile_runner``, ``role``, ``merge_base``,
+``shards`` (the leg's N) and ``shard`` (null on a leg row; ``"I/N"`` on a shard row, whose
+``role`` is ``"shard"`` and whose ``runner`` is where it compiles: ``compile_runner`` else
+``runner``). ``role`` is ``"backend"`` for a leg with ``[merge] base = ...`` (its job needs the
+base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg. CI splits its jobs on
+``role`` and the shard rows, never on profile names.
+
+``--job NAME`` prints one job's matrix of the release workflow (:mod:`bundlegraph.release_jobs`:
+``compile``, ``compile-final``, ``base``, ``base-imported``, ``backend``), each row with its flags
+and ``timeout`` (minutes, from the predicted minutes: :func:`bundlegraph.critical_path.timeout_minutes`);
+``--github-output`` prints every job's as ``<job>=<json>`` lines (``-`` in a job's name becomes
+``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes.
 """
 
 from __future__ import annotations
@@ -22,23 +28,60 @@ from . import add_filter_args, filters_from
 
 
 def matrix_rows(args: argparse.Namespace) -> list[dict]:
+    """The default output's rows (module docstring)."""
     m = load_matrix(args.bundles)
     rows = []
     for leg in select(m, filters_from(args)):
         spec = m.legs[leg]
         base = spec.merge.base if spec.merge else None
-        rows.append({"id": leg, "os": spec.os, "arch": spec.arch, "profile": spec.profile.name,
-                     "runner": spec.runner, "compile_runner": spec.compile_runner, "role": "backend" if base else "base", "merge_base": base})
+        row = {"id": leg, "os": spec.os, "arch": spec.arch, "profile": spec.profile.name, "runner": spec.runner,
+               "compile_runner": spec.compile_runner, "role": "backend" if base else "base", "merge_base": base,
+               "shards": spec.build.shards, "shard": None}
+        rows.append(row)
+        n = spec.build.shards
+        if n > 1:
+            rows += [row | {"role": "shard", "shard": f"{i}/{n}", "runner": spec.compile_runner or spec.runner}
+                     for i in range(1, n + 1)]
     return rows
 
 
+def job_matrices(args: argparse.Namespace) -> dict[str, dict]:
+    """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout."""
+    import dataclasses
+
+    from ..critical_path import Assumptions, row_seconds, timeout_minutes
+    from ..pipeline import costs
+    from ..release_jobs import matrices, rows
+
+    m = load_matrix(args.bundles)
+    legs = select(m, filters_from(args))
+    a = Assumptions()
+    records = {leg: costs.find(leg, m.root) for leg in legs}
+    out = [dataclasses.replace(r, timeout=timeout_minutes(sum(row_seconds(r, m.legs[r.id], records[r.id], a).values())))
+           for r in rows(m, legs)]
+    return matrices(out)
+
+
 def run(args: argparse.Namespace) -> int:
-    print(json.dumps({"include": matrix_rows(args)}, indent=None if args.compact else 2))
+    indent = None if args.compact or args.github_output else 2
+    if args.github_output:
+        for job, mx in job_matrices(args).items():
+            print(f"{job.replace('-', '_')}={json.dumps(mx, separators=(',', ':'))}")
+        return 0
+    if args.job:
+        print(json.dumps(job_matrices(args)[args.job], indent=indent))
+        return 0
+    print(json.dumps({"include": matrix_rows(args)}, indent=indent))
     return 0
 
 
 def register(sub: Any) -> None:
+    from ..release_jobs import JOBS
+
     p = sub.add_parser("matrix", help="print the leg matrix as JSON for a CI matrix")
     add_filter_args(p)
     p.add_argument("--compact", action="store_true", help="one line (for $GITHUB_OUTPUT)")
+    p.add_argument("--job", choices=[name for name, _ in JOBS], help="one job's matrix of the release workflow")
+    p.add_argument("--github-output", action="store_true",
+                   help="every release-workflow job's matrix as <job>=<json> lines (for $GITHUB_OUTPUT)")
     p.set_defaults(func=run)

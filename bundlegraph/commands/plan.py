@@ -19,6 +19,8 @@ from . import add_filter_args, filters_from
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.critical_path:
+        return _critical_path(args)
     g = load_graph(args.bundles, filters_from(args))
     legs = list(g.ctx.legs)
     if args.leg:
@@ -27,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
                   f"{', '.join(legs) or '(none)'}", file=sys.stderr)
             return 2
         legs = [args.leg]
+    if args.shards:
+        if not args.leg:
+            print("bundlegraph plan --shards: name the leg (bundlegraph plan LEG --shards)", file=sys.stderr)
+            return 2
+        return _shards(args, g.ctx, args.leg)
     out: dict[str, dict[str, Any]] = {}
     for leg in legs:
         spec = g.ctx.spec(leg)
@@ -65,6 +72,81 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
+    """Each shard's objects and predicted seconds: from ninja's graph when the leg is configured
+    in this work directory, else from the leg's cost record (said in the output)."""
+    from ..critical_path import leg_steps
+    from ..pipeline import costs
+    from ..pipeline.build import plan_build
+    from ..pipeline.shard_build import leg_slices, split_digest
+    from ..pipeline.shards import split
+
+    spec = ctx.spec(leg)
+    n = args.count or spec.build.shards
+    bp = plan_build(ctx, leg)
+    if (bp.cmake_dir / "build.ninja").is_file():
+        slices, record = leg_slices(bp, n)
+        source = f"ninja's graph of {bp.cmake_dir}"
+    else:
+        record = costs.find(leg, ctx.matrix.root)
+        steps, _other = leg_steps(spec, record)
+        slices = split(steps, n)
+        source = ("the cost record's steps (the leg is not configured here: configure it for ninja's own list)"
+                  if record and record.objects else "stated estimates (no cost record and not configured here)")
+    origin = record.origin.as_posix() if record and record.origin else "the stated estimates"
+    out = {"leg": leg, "shards": n, "spec_shards": spec.build.shards, "steps_from": source, "costs_from": origin,
+           "jobs": args.jobs, "split_digest": split_digest(slices),
+           "slices": [{"shard": f"{s.index}/{s.count}", "cpu_seconds": round(s.seconds, 1),
+                       "predicted_seconds": round(s.wall(args.jobs), 1),
+                       "objects": [{"output": c.step.output, "seconds": round(c.seconds, 1),
+                                    "measured": c.measured} for c in s.steps]} for s in slices]}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"== {leg}: {n} shard{'s' if n != 1 else ''} (spec: shards = {spec.build.shards}); steps from {source}; "
+          f"costs from {origin}")
+    for sl in out["slices"]:
+        print(f"   shard {sl['shard']}: {len(sl['objects'])} objects, {sl['cpu_seconds']:.0f} CPU s, "
+              f"~{sl['predicted_seconds']:.0f} s at -j{args.jobs}")
+        for o in sl["objects"]:
+            print(f"      {o['seconds']:7.1f} s{'' if o['measured'] else ' (estimate)'}  {o['output']}")
+    return 0
+
+
+def _critical_path(args: argparse.Namespace) -> int:
+    """The release workflow's predicted timeline (:mod:`bundlegraph.critical_path`)."""
+    from ..critical_path import Assumptions, predict_release
+    from ..pipeline import costs
+    from ..pipeline.base import select
+    from ..schemas.loader import load_matrix
+
+    m = load_matrix(args.bundles)
+    legs = select(m, filters_from(args))
+    records = {leg: costs.find(leg, m.root) for leg in legs}
+    a = Assumptions(jobs=args.jobs, speed=args.speed)
+    t = predict_release(m, legs, a, records, title=f"Predicted release timeline of {m.release.tag} "
+                                                     f"(runners at -j{args.jobs})")
+    if args.json:
+        print(json.dumps({"total_minutes": round(t.total / 60, 2), "jobs": args.jobs, "speed": args.speed,
+                          "costs_from": {leg: (r.origin.as_posix() if r and r.origin else None)
+                                         for leg, r in records.items()},
+                          "slots": [{"job": s.job, "row": s.name, "start_minutes": round(s.start / 60, 2),
+                                     "end_minutes": round(s.end / 60, 2), "critical": s.critical,
+                                     "parts_seconds": {k: round(v, 1) for k, v in s.parts.items()}}
+                                    for s in t.slots]}, indent=2))
+        return 0
+    if args.markdown:
+        print(t.markdown())
+        return 0
+    print(t.text())
+    missing = [leg for leg, r in records.items() if r is None or not r.objects]
+    if missing:
+        print(f"(no cost record for {', '.join(missing)}: stated estimates)")
+    print()
+    print(t.mermaid())
+    return 0
+
+
 def _key(p: TaskPlan) -> dict:
     """The task's action key as its plan value computes it now (``key``, and ``key_digest``
     as the stamp records it), or why it cannot be computed on this host (``key_unavailable``)."""
@@ -94,4 +176,14 @@ def register(sub: Any) -> None:
     p.add_argument("--keys", action="store_true",
                    help="also each task's action key as it stands now (what its stamp records when it runs; "
                         "resolving it may start compilers and fetch NVIDIA's redist manifest)")
+    p.add_argument("--shards", action="store_true",
+                   help="LEG's shards: each shard's objects and predicted seconds (the split doit build:L shard=I/N makes)")
+    p.add_argument("--count", type=int, metavar="N", help="with --shards: split into N instead of the spec's shards")
+    p.add_argument("--critical-path", action="store_true",
+                   help="the release workflow's predicted timeline, the critical path marked, and a Mermaid gantt")
+    p.add_argument("--markdown", action="store_true", help="with --critical-path: the step-summary form")
+    p.add_argument("--jobs", type=int, default=3, metavar="J",
+                   help="compiles a runner runs at once, for the predictions (default 3: a 4-vCPU runner)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="a runner core's seconds per recorded second, for the predictions (default 1.0)")
     p.set_defaults(func=run)

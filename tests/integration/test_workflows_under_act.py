@@ -1,14 +1,19 @@
 """The workflows, run for real under act.
 
 .github/workflows/release.yml on the stand-in release: plan -> the two
-base legs on their own "runners" -> the CUDA leg built on its own runner and merged into the base
-bundle it downloads as an artifact -> manifest + coverage gate -> the release artifact -> the
-upload to a GitHub releases API on 127.0.0.1 (a tag push). The workflow file is used as it is;
-actions that cannot be fetched here are the stand-ins of ``tests/act/`` (:mod:`actkit`).
+base legs on their own "runners" and, at the same time, the CUDA leg's two shards (its spec says
+``shards = 2``: each compiles half of its objects into ccache and uploads the entries it added)
+-> the CUDA leg's own job merges the shards' entries, links from cache hits (0 misses) and merges
+into the base bundle it downloads as an artifact -> manifest + coverage gate -> the release
+artifact -> the upload to a GitHub releases API on 127.0.0.1 (a tag push). The CUDA bundle it
+publishes is byte-identical to an unsharded local build's. A second run, with one shard's source
+broken, fails that shard and publishes nothing. The workflow file is used as it is; actions that
+cannot be fetched here are the stand-ins of ``tests/act/`` (:mod:`actkit`).
 
 The stand-in's Windows legs (``tests/data/windows-legs``: ARM64 CPU + CUDA, ``compile_runner =
 "windows-2022"``) ride along: act cannot run the workflow's ``compile`` job on a Windows runner,
-so the test puts what that job uploads (artifacts ``built-<leg>``: :mod:`winbuild`'s real ARM64
+so the test keeps only the rows of the ubuntu runner (act's ``--matrix runner:ubuntu-24.04``)
+and puts what the Windows rows upload (artifacts ``built-<leg>``: :mod:`winbuild`'s real ARM64
 files) into act's artifact store, and the legs' own jobs import it (``built=built``), install
 the CUDA 13.4 toolkit from a Windows redist pool on 127.0.0.1 (:mod:`winredist`), sign with
 osslsigncode (a throwaway CA, the workflow's ``BUNDLEGRAPH_SIGN_COMMAND`` secret), merge and
@@ -24,6 +29,8 @@ import hashlib
 import io
 import json
 import re
+import shutil
+import subprocess
 import tarfile
 import tomllib
 import zipfile
@@ -33,6 +40,7 @@ import pytest
 
 import actkit
 import binkit
+import graphrun
 import winbuild
 import winredist
 from bundlekit import npm_bins
@@ -58,23 +66,24 @@ def _artifact_files(store: Path, name: str) -> dict[str, bytes]:
     return out
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++", "npm", "git", "jq", "flock")
-    require_tools("clang", "lld-link", "llvm-dlltool", "osslsigncode", "openssl")
-    require_input("cuda-13.5-sbsa-cross")  # warms the toolkit blobs the CUDA leg's job installs
-    root = tmp_path_factory.mktemp("act-release")
-    repo = actkit.standin_repo(root / "repo", windows_legs=True)
+def _release_run(root: Path, *, windows_legs: bool, broken: str | None = None) -> dict:
+    """release.yml under act over a stand-in repository in ``root`` (a tag push); ``broken``: a
+    source file of the stand-in whose compile must fail (a line of ``#error`` appended)."""
+    repo = actkit.standin_repo(root / "repo", windows_legs=windows_legs)
+    if broken:
+        src = repo / "minillama" / broken
+        src.write_text(src.read_text() + "\n#error deliberately broken by the test\n")
+        subprocess.run(["git", "-C", str(repo), "commit", "-qam", "break one shard's source"], check=True)
     rel = tomllib.loads((repo / "bundles" / "release.toml").read_text())
     tag = rel["tag"]
     store = root / "artifacts"
-    # what the Windows compile runner would upload (the workflow's compile job; act skips it)
-    built = root / "built"
-    x64_bins = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir())
-    actkit.seed_artifact(store, "built-mini-windows-arm64-cpu",
-                         winbuild.cpu_tree(built / "cpu", npm_bins(require_input)))
-    actkit.seed_artifact(store, "built-mini-windows-arm64-cuda",
-                         winbuild.cuda_tree(built / "cuda", x64_bins / "ggml-cuda.dll"))
+    if windows_legs:  # what the Windows compile rows would upload (act runs only the ubuntu rows)
+        built = root / "built"
+        x64_bins = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir())
+        actkit.seed_artifact(store, "built-mini-windows-arm64-cpu",
+                             winbuild.cpu_tree(built / "cpu", npm_bins(require_input)))
+        actkit.seed_artifact(store, "built-mini-windows-arm64-cuda",
+                             winbuild.cuda_tree(built / "cuda", x64_bins / "ggml-cuda.dll"))
     (root / "upstream").mkdir()
     paired = winredist.paired_runtime_zip(root / "upstream", "arm64")
     ca = binkit.make_ca(root / "ca")
@@ -87,26 +96,101 @@ def run(tmp_path_factory):
             repo, ".github/workflows/release.yml", event="push",
             event_json={"ref": f"refs/tags/{tag}", "ref_name": tag, "repository": {"full_name": actkit.REPO}},
             artifacts=store, secrets={"GITHUB_TOKEN": "act-t0ken", "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign)},
+            matrix=("runner:ubuntu-24.04",),
             env={"BUNDLEGRAPH_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_ACT_WHEELS": str(actkit.wheelhouse()),
                  "BUNDLEGRAPH_GITHUB_API": gh.api, "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
                  "BUNDLEGRAPH_REDIST_URL": pool.url("/"), "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)})
         log = root / "act.log"
         log.write_text(r.stdout + r.stderr)
-        assert r.returncode == 0, f"act failed after {seconds:.0f} s (log {log}):\n" + (r.stdout + r.stderr)[-8000:]
         published = gh.release(tag)
         calls = list(gh.calls)
-    return {"repo": repo, "store": store, "tag": tag, "out": r.stdout + r.stderr, "seconds": seconds,
-            "published": published, "calls": calls, "paired": paired}
+    return {"repo": repo, "store": store, "tag": tag, "out": r.stdout + r.stderr, "seconds": seconds, "rc": r.returncode,
+            "log": log, "published": published, "calls": calls, "paired": paired}
 
 
-def test_every_job_ran_in_order_on_its_own_runner(run):
+def _tools() -> None:
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++", "npm", "git", "jq", "flock")
+    require_tools("clang", "lld-link", "llvm-dlltool", "osslsigncode", "openssl")
+    require_input("cuda-13.5-sbsa-cross")  # warms the toolkit blobs the CUDA leg's job installs
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    _tools()
+    r = _release_run(tmp_path_factory.mktemp("act-release"), windows_legs=True)
+    assert r["rc"] == 0, f"act failed after {r['seconds']:.0f} s (log {r['log']}):\n" + r["out"][-8000:]
+    return r
+
+
+def _job_lines(out: str, job: str) -> str:
+    """The lines act printed for the rows of ``job`` (``[release/<job> <row>...]``)."""
+    return "\n".join(l for l in out.splitlines() if l.startswith(f"[release/{job}"))
+
+
+def test_every_job_ran_in_its_wave_on_its_own_runner(run):
     out = run["out"]
-    for job in ("plan", "base", "backend", "manifest"):
+    for job in ("plan", "compile mini-linux-arm64-cuda shard 1/2", "compile mini-linux-arm64-cuda shard 2/2",
+                "base mini-linux-arm64-cpu", "base mini-linux-x64-cpu", "base mini-windows-arm64-cpu",
+                "backend mini-linux-arm64-cuda", "backend mini-windows-arm64-cuda", "manifest"):
         assert f"[release/{job}" in out, job
     assert "Job succeeded" in out and "Job failed" not in out
-    # the Windows legs' compile job is a Windows runner's: act skips it, their jobs import its output
-    assert "Skipping unsupported platform" in out and "windows-2022" in out
+    # the Windows legs' compile rows are a Windows runner's: act ran only the ubuntu rows, and
+    # their own jobs imported what those rows upload (seeded)
+    assert "[release/compile mini-windows" not in out
+    # the shards started with the base legs, not after them: the CUDA leg's compile is in the first wave
+    first_shard = out.index("[release/compile mini-linux-arm64-cuda shard")
+    assert first_shard < out.index("build:mini-linux-arm64-cpu: targets"), "a shard waited for a base leg"
     print(f"act ran release.yml in {run['seconds']:.0f} s")
+
+
+def test_the_shards_compiled_half_each_and_the_final_compile_missed_nothing(run):
+    out = run["out"]
+    for i in (1, 2):
+        lines = _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")
+        assert re.search(rf"build:mini-linux-arm64-cuda: shard {i}/2: 2 of 4 compile steps", lines), lines[-3000:]
+        assert "links nothing" in lines and "Linking" not in lines
+        assert re.search(rf"shard {i}/2 compiled 2 object\(s\) in [\d.]+s; [1-9]\d* cache entries", lines), lines[-3000:]
+        files = _artifact_files(run["store"], f"shard-mini-linux-arm64-cuda-{i}")
+        shard = json.loads(files["shard.json"])
+        assert shard["shard"] == f"{i}/2" and len(shard["objects"]) == 2 and shard["cache"]["misses"] == 2
+        assert any(n.startswith("ccache/") for n in files), sorted(files)
+    final = _job_lines(out, "backend mini-linux-arm64-cuda")
+    assert "shard-merge: mini-linux-arm64-cuda: 2 of 2 shards" in final, final[-3000:]
+    assert re.search(r"build:mini-linux-arm64-cuda: ccache 4\.14\.2: 4 hits \(0 remote, 4 local\), 0 misses", final)
+    assert "the final compile of 2 shards found every compiled object in the cache" in final
+    # the cost records travel: measured by the shards, saved by the manifest job for the next run
+    saved = run["repo"].parent / "actions-cache" / "bundlegraph-costs-1" / "mini-linux-arm64-cuda.json"
+    record = json.loads(saved.read_text())
+    assert record["format"] == "bundlegraph-costs/1" and len(record["objects"]) == 4, record
+    manifest = _job_lines(out, "manifest")
+    assert "critical path (*): plan ->" in manifest and "gantt" in manifest
+
+
+def test_the_sharded_bundle_is_byte_identical_to_an_unsharded_build(run, tmp_path):
+    """The CUDA bundle the release published (two shards, then a final compile of cache hits in
+    another job) has the bytes of one unsharded local build of the same tree."""
+    files = _artifact_files(run["store"], "release")
+    name = next(n for n in files if n.endswith("-linux-arm64-cuda13-blackwell.tar.gz"))
+    local = tmp_path / "local"
+    shutil.copytree(run["repo"], local, ignore=shutil.ignore_patterns(".git"))
+    r = graphrun.doit(["package:mini-linux-arm64-cuda"], bundles=local / "bundles", workdir=local, timeout=900,
+                      CCACHE_DIR=str(tmp_path / "ccache"))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert "shard" not in "\n".join(graphrun.executed(r.stdout))
+    assert hashlib.sha256((local / "dist" / name).read_bytes()).hexdigest() == hashlib.sha256(files[name]).hexdigest()
+
+
+def test_a_failing_shard_stops_the_release_before_anything_is_published(tmp_path_factory):
+    _tools()
+    r = _release_run(tmp_path_factory.mktemp("act-broken-shard"), windows_legs=False, broken="src/ggml-cuda/scale.cu")
+    out = r["out"]
+    assert r["rc"] != 0, out[-4000:]
+    failed = [i for i in (1, 2) if "Job failed" in _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")]
+    assert len(failed) == 1, out[-6000:]
+    assert "scale.cu" in _job_lines(out, f"compile mini-linux-arm64-cuda shard {failed[0]}/2")
+    assert "[release/backend" not in out or "Job succeeded" not in _job_lines(out, "backend")
+    assert "[release/manifest" not in out, "the manifest job ran after a failed shard"
+    assert r["published"] is None and not [c for c in r["calls"] if c.startswith(("POST", "PATCH"))], r["calls"]
 
 
 def test_each_linux_legs_build_used_ccache_and_the_cache_action_kept_its_directory(run):

@@ -1,0 +1,246 @@
+"""The predicted timeline of a release: every job of the release workflow
+(:mod:`bundlegraph.release_jobs`), its predicted minutes from the legs' cost records
+(:mod:`bundlegraph.pipeline.costs`) and the runners' job count, and the critical path (the chain
+of jobs that decides when the manifest job ends). ``bundlegraph plan --critical-path`` prints it
+and writes the same timeline as a Mermaid ``gantt`` block (GitHub renders it in a step summary);
+``bench/critical_path.py`` compares workflow shapes and shard counts with it.
+
+A row's predicted seconds (:func:`row_seconds`) are the sum of:
+
+- the fixed parts of a job (:data:`OVERHEAD_S`: start, checkout and setup; Debian packages on a
+  Linux runner; the source; the CUDA toolkit; configure; verify/merge/package/smoke; artifacts);
+- its compile: all steps of the leg (a whole compile), one shard's slice (:func:`~.pipeline.shards.split`
+  of the same record, as the shard job splits), or only cache hits (a final compile after the
+  shards), scheduled longest first on ``jobs`` slots (:func:`~.pipeline.shards.makespan`), plus
+  the leg's other steps (links) one after another; times ``speed`` (a runner core's seconds per
+  second of the core that measured the record).
+
+A job starts when every row of every job it needs has ended (GitHub's ``needs:`` is per job);
+all rows of a job run at once (one runner each). A leg without a cost record is predicted from
+:data:`NO_RECORD` (stated step counts) and the stated per-step estimates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from .pipeline.costs import CostRecord
+from .pipeline.ninja_graph import CompileStep
+from .pipeline.shards import HIT_SECONDS, ESTIMATE_SECONDS, CostedStep, costed, makespan, split
+from .release_jobs import JOBS, MANIFEST_NEEDS, JobRow
+from .schemas.plain import BundleSpec
+
+OVERHEAD_S: dict[str, float] = {
+    "job": 90.0,             # a hosted runner's start, checkout, setup-python and `pip install -e .[tools]`
+    "apt": 40.0,             # Linux rows: apt-get install g++-aarch64-linux-gnu qemu-user
+    "source": 20.0,          # the llama.cpp source: pip download of the sdist and unpack (BENCHMARKS: ~15 s cold)
+    "toolkit_wheels": 60.0,  # CUDA from NVIDIA's wheels: 6 wheels, ~1.3 GB (BENCHMARKS "toolkit": 14.7 s here)
+    "toolkit_redist": 420.0,  # CUDA from NVIDIA's redist on windows-2022: 7 min in the pipeline we replace (FINDINGS)
+    "toolkit_host": 0.0,
+    "configure_cuda": 48.0,  # a CUDA leg's configure on a 4-vCPU runner: 48 s (FINDINGS, the WoA leg)
+    "configure_cpu": 20.0,
+    "package": 120.0,        # verify, merge, package, smoke and the bundle's upload (BENCHMARKS main job: ~50 s here)
+    "artifact": 30.0,        # one artifact's upload or download (built-<leg>, shard caches)
+    "plan": 60.0,            # the plan job: start, checkout, pip install -e ., bundlegraph matrix
+    "manifest": 150.0,       # the manifest job: downloads, manifest, SHA index, coverage gate, upload
+}
+"""Seconds of the fixed parts of a job (estimates, each with its source)."""
+
+NO_RECORD = {"cpu_steps": 300, "cuda_steps": 144, "cuda_host_steps": 9}
+"""A leg with no cost record: llama.cpp's CPU build (313 ninja steps on aarch64, BENCHMARKS main
+job) and ggml-cuda (144 CUDA objects, 9 C/C++ of ggml-base: FINDINGS) at the stated estimates."""
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """``jobs``: compiles a runner runs at once (``-j``; 3 on a 4-vCPU runner, the memory ceiling
+    FINDINGS names); ``speed``: a runner core's seconds per recorded second; ``overhead``:
+    :data:`OVERHEAD_S` with any changes."""
+
+    jobs: int = 3
+    speed: float = 1.0
+    overhead: Mapping[str, float] = field(default_factory=lambda: dict(OVERHEAD_S))
+
+
+def _lang(key: str) -> str:
+    return "CUDA" if key.endswith(".cu") else "C" if key.endswith(".c") else "CXX"
+
+
+def leg_steps(spec: BundleSpec, record: CostRecord | None) -> tuple[list[CostedStep], float]:
+    """The costed compile steps of a leg as its record knows them (or :data:`NO_RECORD`), and
+    the seconds of its other steps (links)."""
+    archs = len(spec.cuda.archs) if spec.cuda else 0
+    if record is not None and record.objects:
+        steps = [CompileStep(k, "", _lang(k)) for k in sorted(record.objects)]
+        return costed(steps, record.objects, archs), sum(record.other.values())
+    if spec.cuda:
+        steps = [CompileStep(f"estimated/cuda-{i}.cu", "", "CUDA") for i in range(NO_RECORD["cuda_steps"])]
+        steps += [CompileStep(f"estimated/host-{i}.cpp", "", "CXX") for i in range(NO_RECORD["cuda_host_steps"])]
+        links = 1
+    else:
+        steps = [CompileStep(f"estimated/cpu-{i}.cpp", "", "CXX") for i in range(NO_RECORD["cpu_steps"])]
+        links = 15
+    return costed(steps, {}, archs), links * ESTIMATE_SECONDS["LINK"]
+
+
+def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Assumptions) -> dict[str, float]:
+    """The predicted seconds of one row, by part (module docstring); ``sum(...values())`` is
+    the row's."""
+    o = a.overhead
+    parts: dict[str, float] = {"job": o["job"]}
+    if spec.os == "linux":
+        parts["apt"] = o["apt"]
+    if spec.cuda:
+        parts["toolkit"] = o.get(f"toolkit_{spec.cuda.toolkit.source}", 0.0)
+    steps, other = leg_steps(spec, record)
+    compiles = row.shard or row.job in ("compile", "compile-final") or not row.imports_build
+    if compiles:
+        parts["source"] = o["source"]
+        parts["configure"] = o["configure_cuda" if spec.cuda else "configure_cpu"]
+    if row.shard:
+        i, n = (int(x) for x in row.shard.split("/"))
+        mine = split(steps, n)[i - 1]
+        parts["compile"] = a.speed * mine.wall(a.jobs)
+        parts["artifact"] = o["artifact"]
+    elif row.merges_shards:
+        parts["artifact"] = o["artifact"] * 2
+        parts["compile"] = a.speed * other + HIT_SECONDS * len(steps) / max(1, a.jobs)
+    elif compiles:
+        parts["compile"] = a.speed * (makespan([c.seconds for c in steps], a.jobs) + other)
+    if row.imports_build:
+        parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
+    if row.uploads_build:
+        parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
+    if row.job in ("base", "base-imported", "backend"):
+        parts["package"] = o["package"] + (o["artifact"] if row.role == "backend" else 0.0)
+    return parts
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One row on the timeline: ``job``, ``name``, ``start``/``end`` (seconds from the start of
+    the run), ``parts`` (:func:`row_seconds`), ``critical`` (on the critical path)."""
+
+    job: str
+    name: str
+    start: float
+    end: float
+    parts: Mapping[str, float]
+    critical: bool = False
+
+    @property
+    def minutes(self) -> float:
+        return (self.end - self.start) / 60
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Every :class:`Slot` in start order and the critical ``path`` (names of its slots)."""
+
+    slots: tuple[Slot, ...]
+    title: str
+
+    @property
+    def total(self) -> float:
+        return max((s.end for s in self.slots), default=0.0)
+
+    @property
+    def path(self) -> list[Slot]:
+        return [s for s in self.slots if s.critical]
+
+    def text(self) -> str:
+        """A table: job, row, start, end, minutes, ``*`` on the critical path; then the path."""
+        lines = [self.title, f"{'job':<14} {'row':<46} {'start':>6} {'end':>6} {'min':>6}"]
+        for s in self.slots:
+            lines.append(f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}"
+                         f"{'  *' if s.critical else ''}")
+        lines.append("critical path (*): " + " -> ".join(f"{s.job}[{s.name}]" if s.name != s.job else s.job
+                                                         for s in self.path) + f": {self.total / 60:.1f} min")
+        return "\n".join(lines)
+
+    def mermaid(self) -> str:
+        """A Mermaid ``gantt`` block (seconds since the run's start; ``crit`` marks the path)."""
+        lines = ["```mermaid", "gantt", f"    title {_mm(self.title)}", "    dateFormat X", "    axisFormat %H:%M"]
+        for job in dict.fromkeys(s.job for s in self.slots):
+            lines.append(f"    section {_mm(job)}")
+            for k, s in enumerate(x for x in self.slots if x.job == job):
+                tag = "crit, " if s.critical else ""
+                lines.append(f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, "
+                             f"{int(round(s.start))}, {int(round(s.end))}")
+        lines.append("```")
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        """The step-summary form: a heading, the Mermaid block and the table."""
+        rows = ["| job | row | start (min) | end (min) | minutes | critical |", "|---|---|---|---|---|---|"]
+        rows += [f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} | "
+                 f"{'yes' if s.critical else ''} |" for s in self.slots]
+        return "\n".join([f"### {self.title}", "", self.mermaid(), "", *rows,
+                          "", f"Critical path: **{self.total / 60:.1f} min**."])
+
+
+def _mm(text: str) -> str:
+    return text.replace(":", " ").replace("#", " ").replace(";", ",")
+
+
+def _id(job: str) -> str:
+    return "".join(ch for ch in job if ch.isalnum())
+
+
+def timeline(rows: Sequence[JobRow], specs: Mapping[str, BundleSpec], records: Mapping[str, CostRecord | None],
+             a: Assumptions, *, jobs: Sequence[tuple[str, Sequence[str]]] = JOBS,
+             manifest_needs: Sequence[str] = MANIFEST_NEEDS, title: str = "") -> Timeline:
+    """The predicted :class:`Timeline` of ``rows`` grouped into ``jobs`` (name, needs), after a
+    ``plan`` job and before a ``manifest`` job needing ``manifest_needs``."""
+    ends: dict[str, float] = {"plan": a.overhead["plan"]}
+    slots: dict[str, list[Slot]] = {"plan": [Slot("plan", "plan", 0.0, a.overhead["plan"], {"plan": a.overhead["plan"]})]}
+    for name, needs in [*jobs, ("manifest", manifest_needs)]:
+        start = max(ends.get(n, 0.0) for n in needs)
+        if name == "manifest":
+            slots[name] = [Slot(name, name, start, start + a.overhead["manifest"], {"manifest": a.overhead["manifest"]})]
+        else:
+            mine = [r for r in rows if r.job == name]
+            slots[name] = []
+            for r in mine:
+                parts = row_seconds(r, specs[r.id], records.get(r.id), a)
+                slots[name].append(Slot(name, r.name, start, start + sum(parts.values()), parts))
+        ends[name] = max((s.end for s in slots[name]), default=start)
+    needs_of = {"plan": (), **{n: tuple(d) for n, d in jobs}, "manifest": tuple(manifest_needs)}
+    critical: set[tuple[str, str]] = set()
+    job = "manifest"
+    while True:
+        last = max(slots[job], key=lambda s: s.end)
+        critical.add((job, last.name))
+        prior = [n for n in needs_of[job] if slots.get(n)]
+        if not prior:
+            break
+        job = max(prior, key=lambda n: ends[n])
+        if ends[job] < last.start - 1e-6:  # started by nothing that ran (all it needs were empty)
+            break
+    out = [replace(s, critical=(s.job, s.name) in critical) for j in ("plan", *(n for n, _ in jobs), "manifest")
+           for s in slots.get(j, [])]
+    return Timeline(tuple(out), title or f"Predicted release timeline (runners at -j{a.jobs})")
+
+
+def predict_release(matrix: object, legs: Sequence[str], a: Assumptions, records: Mapping[str, CostRecord | None],
+                    title: str = "") -> Timeline:
+    """The timeline of the release workflow for ``legs`` of ``matrix`` (a plain ``Matrix``)."""
+    from .release_jobs import rows as job_rows
+
+    specs = matrix.legs  # type: ignore[attr-defined]
+    return timeline(job_rows(matrix, list(legs)), specs, records, a, title=title)  # type: ignore[arg-type]
+
+
+def timeout_minutes(seconds: float) -> int:
+    """A row's ``timeout-minutes``: three times its predicted minutes plus 20, at most
+    :data:`LEG_TIMEOUT_MAX` (a cold compile may be slower than the record, never 3x)."""
+    return min(LEG_TIMEOUT_MAX, int(math.ceil(3 * seconds / 60 + 20)))
+
+
+LEG_TIMEOUT_MAX = 300
+"""No leg row waits longer than this; the manifest job's ``timeout-minutes`` (release.yml) is above it."""
+
+__all__ = ["Assumptions", "LEG_TIMEOUT_MAX", "NO_RECORD", "OVERHEAD_S", "Slot", "Timeline", "leg_steps",
+           "predict_release", "row_seconds", "timeline", "timeout_minutes"]
