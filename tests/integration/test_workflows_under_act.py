@@ -185,7 +185,9 @@ def test_a_failing_shard_stops_the_release_before_anything_is_published(tmp_path
     r = _release_run(tmp_path_factory.mktemp("act-broken-shard"), windows_legs=False, broken="src/ggml-cuda/scale.cu")
     out = r["out"]
     assert r["rc"] != 0, out[-4000:]
-    failed = [i for i in (1, 2) if "Job failed" in _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")]
+    # (act marks every row of a matrix job failed once one failed: the failing step tells them apart)
+    failed = [i for i in (1, 2) if "Failure - Main compile mini-linux-arm64-cuda shard"
+              in _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")]
     assert len(failed) == 1, out[-6000:]
     assert "scale.cu" in _job_lines(out, f"compile mini-linux-arm64-cuda shard {failed[0]}/2")
     assert "[release/backend" not in out or "Job succeeded" not in _job_lines(out, "backend")
