@@ -14,6 +14,7 @@ from types import TracebackType
 from . import settings
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
+from .pipeline import costs
 from .pipeline.shards import ShardRef, parse_shard
 from .runlock import acquire, doit_command, doit_targets
 
@@ -124,7 +125,8 @@ def shard_filter(raw: str | None, command: str, targets: list[str],
 
 
 def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> None:
-    """Each ``build:<leg>`` a shard run names must be a leg of ``shards = N`` (N of ``shard``)."""
+    """Each ``build:<leg>`` a shard run names must be a leg of ``shards = N`` (N of ``shard``), and
+    the cost record it splits by must be one (:func:`bundlegraph.pipeline.costs.find` raises)."""
     for t in targets:
         leg = t.split(":", 1)[1] if ":" in t else ""
         if leg in graph.ctx.legs:
@@ -134,6 +136,7 @@ def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> No
                 raise BundleGraphError(
                     f"shard={shard}: {leg} has [build] shards = {have} ({where})"
                     + (": it is not sharded" if have == 1 else f"; give shard=I/{have}"))
+            costs.find(leg, graph.ctx.matrix.root)  # a cost record that is not one: refused before anything runs
 
 
 def _text(v: object) -> str | None:

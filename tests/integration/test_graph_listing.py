@@ -36,9 +36,13 @@ def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
     m = cli(["matrix", "--only-profile", "cuda13-portable"], workdir=workdir)
     assert m.returncode == 0, m.stderr
     rows = json.loads(m.stdout)["include"]  # pure JSON on stdout
+    assert all(set(r) == {"id", "os", "arch", "profile", "runner", "compile_runner", "role", "merge_base",
+                          "shards", "shard"} for r in rows)
+    shard_rows = [r for r in rows if r["role"] == "shard"]  # each follows its leg's row, one per shard
+    assert all(r["shard"] == f"{i}/{r['shards']}" for leg in want
+               for i, r in enumerate((x for x in shard_rows if x["id"] == leg), 1))
+    rows = [r for r in rows if r["role"] != "shard"]
     assert [r["id"] for r in rows] == want
-    assert all(set(r) == {"id", "os", "arch", "profile", "runner", "compile_runner", "role", "merge_base"}
-               for r in rows)
     assert {r["id"]: (r["role"], r["merge_base"]) for r in rows} == {
         "linux-arm64-cuda13-portable": ("backend", "linux-arm64-cpu"),
         "linux-x64-cuda13-portable": ("backend", "linux-x64-cpu"),
@@ -143,7 +147,7 @@ def test_bundlegraph_reads_BUNDLEGRAPH_BUNDLES_as_doit_does(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         return r.stdout
 
-    legs = [r["id"] for r in json.loads(bg("matrix"))["include"]]
+    legs = [r["id"] for r in json.loads(bg("matrix"))["include"] if r["role"] != "shard"]
     assert legs == ["mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"]
     plan = json.loads(bg("plan", "--json"))
     assert list(plan["legs"]) == legs

@@ -26,7 +26,7 @@ def actionlint() -> str | None:
 def test_workflows_exist():
     assert {p.name for p in WORKFLOWS} >= {"release.yml", "tests.yml"}
     rel = (ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8")
-    assert "bundlegraph matrix --compact" in rel and "fromJSON(needs.plan.outputs.backends)" in rel
+    assert "bundlegraph matrix --github-output" in rel and "fromJSON(needs.plan.outputs.backend)" in rel
     assert "artifacts=artifacts manifest publish" in rel
     tests = (ROOT / ".github/workflows/tests.yml").read_text(encoding="utf-8")
     assert "windows-latest" in tests and "ubuntu-latest" in tests
