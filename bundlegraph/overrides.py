@@ -122,6 +122,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
         if spec.cuda is None:
             continue
         where = matrix.files.get(leg, f"{leg}.toml")
+        shards = spec.build.shards  # not in the dump (no key holds it): carried over by hand
         cuda = spec.cuda
         if ov.host_toolkit is not None:
             assert ov.toolkit_version is not None  # read from the host toolkit with its path
@@ -147,8 +148,8 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
         # re-validated like a spec file (the cross-field shape); the bundle's profile becomes
         # profile.name + "+" + the local tag (BundleSpec.profile_name)
-        new[leg] = _valid_leg({**spec.dump(), "cuda": cuda.dump(), "local": {"tag": ov.tag(), "origin": ov.origin}},
-                              where)
+        new[leg] = _valid_leg({**spec.dump(), "cuda": cuda.dump(), "local": {"tag": ov.tag(), "origin": ov.origin},
+                               "build": {**spec.build.dump(), "shards": shards}}, where)
     if problems:
         raise BundleGraphError("local overrides: " + "; ".join(problems))
     return dataclasses.replace(matrix, legs=new)

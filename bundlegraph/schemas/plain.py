@@ -48,6 +48,8 @@ class Record:
     """Field name -> the key its model writes (``from_`` -> ``from``)."""
     OMIT_NONE: ClassVar[tuple[str, ...]] = ()
     """Fields the model's dump leaves out while None (so release keys keep their form)."""
+    NOT_DUMPED: ClassVar[tuple[str, ...]] = ()
+    """Fields the model's dump never holds (``exclude=True``: what changes no output byte)."""
 
     _dump: dict[str, Any]
 
@@ -123,7 +125,7 @@ def json_form(v: Any) -> Any:
         out = {}
         for n in v.FIELDS:
             x = getattr(v, n)
-            if x is None and n in v.OMIT_NONE:
+            if (x is None and n in v.OMIT_NONE) or n in v.NOT_DUMPED:
                 continue
             out[v.ALIASES.get(n, n)] = json_form(x)
         return out
@@ -187,8 +189,10 @@ class CudaSpec(Record):
 
 
 class BuildSpec(Record):
-    """What ``cmake --build`` builds: ``targets`` (empty = all); ``shards``: compile jobs (>= 1)."""
+    """What ``cmake --build`` builds: ``targets`` (empty = all); ``shards``: compile jobs (>= 1),
+    never in the dump (no action key holds it: sharding changes no byte of the outputs)."""
 
+    NOT_DUMPED = ("shards",)
     targets: list[str]
     shards: int
 
