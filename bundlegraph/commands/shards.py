@@ -13,6 +13,10 @@
 - ``bundlegraph costs LEG --build-dir DIR [--note TEXT]``: a record from a configured build
   directory's ``.ninja_log`` (every compile step of the leg's targets and every other step),
   for maintainers seeding ``bundles/costs/<leg>.json`` from a real cold build.
+- ``bundlegraph costs LEG --derive-from OTHER``: LEG's record made from OTHER's (found as
+  :func:`~bundlegraph.pipeline.costs.find` finds it), each CUDA object's seconds scaled by LEG's
+  arch count over OTHER's; the note says so. A seed for a leg no runner here can build (the
+  Windows legs), replaced by what its first real build measures.
 """
 
 from __future__ import annotations
@@ -65,6 +69,22 @@ def run_costs(args: argparse.Namespace) -> int:
         out = costs.save(record, Path(args.out) if args.out else None)
         print(f"costs: {legs[0]}: {len(record.objects)} compile steps, {len(record.other)} other steps -> {out}")
         return 0
+    if args.derive_from:
+        if len(legs) != 1 or args.derive_from not in m.legs:
+            print("bundlegraph costs: --derive-from OTHER makes one LEG's record from another leg's", file=sys.stderr)
+            return 2
+        src = costs.find(args.derive_from, m.root)
+        if src is None or not src.objects:
+            print(f"bundlegraph costs: {args.derive_from} has no cost record to derive from", file=sys.stderr)
+            return 2
+        mine, theirs = m.legs[legs[0]], m.legs[args.derive_from]
+        f = (len(mine.cuda.archs) / len(theirs.cuda.archs)) if mine.cuda and theirs.cuda else 1.0
+        record = costs.CostRecord(legs[0], {k: v * f if k.endswith(".cu") else v for k, v in src.objects.items()},
+                                  dict(src.other), args.note or f"derived from {args.derive_from}'s record, CUDA objects "
+                                  f"x{f:g} (archs); a stated estimate until a build of this leg measures it")
+        out = costs.save(record, Path(args.out) if args.out else None)
+        print(f"costs: {legs[0]}: {len(record.objects)} steps derived from {args.derive_from} (x{f:g}) -> {out}")
+        return 0
     if not args.out:
         for leg in legs:
             r = costs.find(leg, m.root)
@@ -104,5 +124,6 @@ def register(sub: Any) -> None:
     add_filter_args(c)
     c.add_argument("--out", help="write each leg's record into this directory")
     c.add_argument("--build-dir", help="make LEG's record from this build directory's .ninja_log")
+    c.add_argument("--derive-from", metavar="OTHER", help="make LEG's record from OTHER's (CUDA objects scaled by archs)")
     c.add_argument("--note", help="where the figures come from (kept in the record)")
     c.set_defaults(func=run_costs)
