@@ -178,12 +178,13 @@ def main() -> int:
     finally:
         server.terminate()
     stats = json.loads((root / "final" / "build" / a.leg / "compiler-cache.json").read_text(encoding="utf-8"))
-    same = sum(sha(root / "single" / "build" / a.leg / "cmake" / t) == sha(root / "final" / "build" / a.leg / "cmake" / t)
-               for t in targets)
+    differ = [t for t in targets
+              if sha(root / "single" / "build" / a.leg / "cmake" / t) != sha(root / "final" / "build" / a.leg / "cmake" / t)]
+    same = len(targets) - len(differ)
     results["runs"]["final"] = {"wall_seconds": round(took["final"], 1), "hits": stats.get("hits"),
                                 "remote_hits": stats.get("remote_hits"), "misses": stats.get("misses"),
                                 "missed_objects": stats.get("missed_objects"),
-                                "objects_identical_to_single": f"{same}/{len(targets)}"}
+                                "objects_identical_to_single": f"{same}/{len(targets)}", "objects_differing": differ}
     slowest = max(r["wall_seconds"] for n, r in results["runs"].items() if n.startswith("shard-"))
     sharded = slowest + results["runs"]["final"]["wall_seconds"]
     results["ratio_single_over_sharded"] = round(results["runs"]["single"]["wall_seconds"] / sharded, 2)

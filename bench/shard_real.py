@@ -114,7 +114,8 @@ def main() -> int:
         bundle = next((work / "dist").glob(f"*-{spec.profile.name}.*"))
         final = {"wall_seconds": round(took, 1), "build_seconds": stats["seconds"], "hits": stats["hits"],
                  "remote_hits": stats["remote_hits"], "misses": stats["misses"],
-                 "missed_objects": stats.get("missed_objects"), "bundle": bundle.name, "sha256": sha(bundle)}
+                 "missed_objects": stats.get("missed_objects"), "bundle": bundle.name, "sha256": sha(bundle),
+                 "libggml-cuda.so": sha(work / "build" / args.leg / "cmake" / "bin" / "libggml-cuda.so")}
         if args.reference:
             ref = Path(args.reference) / bundle.name
             final["reference_sha256"] = sha(ref) if ref.is_file() else None
