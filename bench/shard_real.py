@@ -67,6 +67,9 @@ def main() -> int:
     ap.add_argument("--base-dist", required=True, help="a dist/ holding the leg's merge base bundle")
     ap.add_argument("--reference", help="a dist/ holding the unsharded build's bundle, to compare bytes")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--bundles", type=Path, default=REPO / "bundles",
+                    help="the bundles directory (default: the release's; bench/cache_rebuild.py's setup makes a "
+                         "copy with a path pin)")
     args = ap.parse_args()
     root = Path(args.root).resolve()
     if root.exists():
@@ -74,13 +77,14 @@ def main() -> int:
     root.mkdir(parents=True)
     from bundlegraph.schemas.loader import load_matrix
 
-    spec = load_matrix(REPO / "bundles").legs[args.leg]
+    spec = load_matrix(args.bundles).legs[args.leg]
     n = spec.build.shards
     assert n > 1, f"{args.leg} is not sharded in bundles/"
     results: dict = {"leg": args.leg, "shards": n, "jobs": args.jobs, "commit": subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(), "runs": {}}
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEGRAPH_ONLY", "BUNDLEGRAPH_COSTS", "CCACHE_"))}
-    base_env |= {"BUNDLEGRAPH_JOBS": str(args.jobs), "PYTHONUNBUFFERED": "1"}
+    base_env |= {"BUNDLEGRAPH_JOBS": str(args.jobs), "PYTHONUNBUFFERED": "1",
+                 "BUNDLEGRAPH_BUNDLES": str(Path(args.bundles).resolve())}
 
     def save() -> None:
         (root / "results.json").write_text(json.dumps(results, indent=2))

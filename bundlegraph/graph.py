@@ -72,11 +72,18 @@ class Graph:
         return out
 
     def find(self, full_name: str) -> TaskPlan:
+        """The plan of task ``full_name``. Raises :class:`BundleGraphError` naming the three
+        closest task names and the command that lists the rest."""
         for p in self.plans:
             if p.full_name == full_name:
                 return p
+        import difflib
+
+        names = [p.full_name for p in self.plans]
+        close = difflib.get_close_matches(full_name, names, n=3, cutoff=0.0)
         raise BundleGraphError(
-            f"no task '{full_name}' in the graph; tasks: {', '.join(p.full_name for p in self.plans)}"
+            f"no task '{full_name}' in the graph (did you mean {' or '.join(repr(c) for c in close)}?); "
+            f"`doit list` lists all {len(names)} tasks"
         )
 
     def default_tasks(self) -> list[str]:
@@ -158,14 +165,53 @@ def to_doit(plan: TaskPlan) -> dict:
     d: dict[str, Any] = {
         "basename": plan.stage,
         "doc": plan.doc,
-        "actions": [(_execute, [plan])],
-        "uptodate": [(_uptodate, [plan])],
+        "actions": [_Run(plan)],
+        "uptodate": [_Check(plan)],
         "task_dep": list(plan.deps),
         "verbosity": 2,
     }
     if plan.name:
         d["name"] = plan.name
     return d
+
+
+class _Check:
+    """A task's ``uptodate`` callable (:func:`_uptodate` of its plan). Its repr is one short line,
+    what ``doit info TASK`` prints: the task, and why it is due (the words ``bundlegraph explain``
+    would say) or that its stamp holds."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: TaskPlan) -> None:
+        self.plan = plan
+
+    def __call__(self) -> bool:
+        return _uptodate(self.plan)
+
+    def __repr__(self) -> str:
+        name = self.plan.full_name
+        why = _WHY.get(name)
+        said = ("due: " + "; ".join(why[:2]) + (" ..." if len(why) > 2 else "")) if why else "not checked yet"
+        if name not in _WHY and name in _PREPARED:
+            said = "up to date: its stamp matches the action key"
+        return f"<{name} check ({said}); `bundlegraph explain {name}` says why>"
+
+
+class _Run:
+    """A task's action (:func:`_execute` of its plan); its repr is one short line for ``doit info``
+    (doit prints a Python action as its callable's repr without the first character)."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: TaskPlan) -> None:
+        self.plan = plan
+
+    def __call__(self) -> object:
+        return _execute(self.plan)
+
+    def __repr__(self) -> str:
+        leg = f" of leg {self.plan.leg}" if self.plan.leg else ""
+        return f"<bundlegraph's {self.plan.stage} stage{leg}: {self.plan.doc}>"
 
 
 _PREPARED: dict[str, Prepared] = {}

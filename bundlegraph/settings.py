@@ -20,6 +20,11 @@ from typing import Any
 from .errors import SettingError
 
 PREFIX = "BUNDLEGRAPH_"
+PASS_PREFIX = "BUNDLEGRAPH_EXTRA_"
+"""Variables under this prefix are never read by bundlegraph and never refused: your scripts' own
+(the test suite's harness variables live there). Any other ``BUNDLEGRAPH_*`` name that
+:data:`SETTINGS` does not know is refused before anything runs (a misspelt filter would
+otherwise be ignored, and a bare ``doit`` start the whole main job)."""
 #: what a ``url`` setting may start with (ccache's remote storage schemes, ccache manual)
 URL_SCHEMES = ("http://", "https://", "redis://", "redis+unix:")
 
@@ -159,12 +164,29 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
     return raw
 
 
+def unknown_names(env: Mapping[str, str]) -> list[str]:
+    """One line per ``BUNDLEGRAPH_*`` name in ``env`` that :data:`SETTINGS` does not know (and
+    that is not under :data:`PASS_PREFIX`), with the closest known name."""
+    import difflib
+
+    known = [s.var for s in SETTINGS]
+    out = []
+    for k in sorted(env):
+        if not k.startswith(PREFIX) or k.startswith(PASS_PREFIX) or k.removeprefix(PREFIX) in _BY_NAME:
+            continue
+        close = difflib.get_close_matches(k.removeprefix(PREFIX), list(_BY_NAME), n=1, cutoff=0.6)
+        out.append(f"{k}: unknown variable" + (f" (did you mean {PREFIX}{close[0]}?)" if close else "")
+                   + f"; known: {', '.join(known)}; names under {PASS_PREFIX} are passed through unread")
+    return out
+
+
 def check_environment(env: Mapping[str, str] | None = None) -> None:
-    """Refuse a run whose environment sets any ``BUNDLEGRAPH_*`` variable of this table to a
-    value of the wrong form, before anything starts: every bad one at once, in one
-    :class:`SettingError` (what :func:`get` would raise later, where the value is read)."""
+    """Refuse a run whose environment sets a ``BUNDLEGRAPH_*`` variable this table does not know
+    (:func:`unknown_names`) or any of its variables to a value of the wrong form, before anything
+    starts: every problem at once, in one :class:`SettingError` (what :func:`get` would raise
+    later, where the value is read)."""
     env = os.environ if env is None else env
-    bad = []
+    bad = unknown_names(env)
     for s in SETTINGS:
         if (env.get(s.var) or "").strip():
             try:
@@ -183,4 +205,4 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["SETTINGS", "Setting", "get", "setting", "markdown_table", "PREFIX"]
+__all__ = ["SETTINGS", "Setting", "get", "setting", "markdown_table", "PREFIX", "PASS_PREFIX", "unknown_names"]

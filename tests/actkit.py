@@ -7,7 +7,7 @@
   ``--local-repository`` (:data:`STANDINS`): ``setup-python`` (a venv per job, pip offline from
   :func:`wheelhouse`), ``upload-artifact``/``download-artifact`` (npm ``@actions/artifact``
   against act's artifact server; their ``node_modules`` installed by :func:`standin_actions`),
-  ``cache`` (Node only: a folder per key in ``<repo>/../actions-cache``, ``BUNDLEGRAPH_ACT_CACHE``).
+  ``cache`` (Node only: a folder per key in ``<repo>/../actions-cache``, ``BUNDLEGRAPH_EXTRA_ACT_CACHE``).
   ``actions/checkout`` of the same repository is served by act from the working tree.
 - Jobs run on the host (``-P <label>=-self-hosted``). There is no ``sudo`` here and matrix jobs
   run side by side: ``sudo`` is a shim that runs the command under one lock (apt).
@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import realinputs
@@ -169,6 +170,20 @@ def sudo_shim(dest: Path) -> Path:
     return dest
 
 
+KEPT = ("BUNDLEGRAPH_CACHE",)
+"""The test run's own ``BUNDLEGRAPH_*`` variables act passes on to the jobs it runs on this host:
+the cache, so the jobs' downloads and spec cache stay in the test run's cache (issue 29: they
+wrote ``~/.cache/bundlegraph`` although ``BUNDLEGRAPH_CACHE`` was set)."""
+
+
+def act_process_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment act runs in: this process's without a CI runner's hand-off variables
+    (``GITHUB_*``, ``RUNNER_*``) and without bundlegraph's settings, except :data:`KEPT` (a job
+    sets the settings it needs itself)."""
+    return {k: v for k, v in environ.items()
+            if not k.startswith(("GITHUB_", "RUNNER_")) and (not k.startswith("BUNDLEGRAPH_") or k in KEPT)}
+
+
 def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifacts: Path, env: dict[str, str],
             secrets: dict[str, str] | None = None, labels: tuple[str, ...] = ("ubuntu-24.04",),
             matrix: tuple[str, ...] = (), timeout: float = 1500) -> tuple[subprocess.CompletedProcess, float]:
@@ -197,13 +212,13 @@ def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifact
         argv += ["--matrix", m]
     for uses, folder in STANDINS.items():
         argv += ["--local-repository", f"{uses}={actions / folder}"]
-    env = {"BUNDLEGRAPH_ACT_CACHE": str(repo.parent / "actions-cache")} | dict(env)  # the cache stand-in's store
+    env = {"BUNDLEGRAPH_EXTRA_ACT_CACHE": str(repo.parent / "actions-cache")} | dict(env)  # the cache stand-in's store
     for k, v in env.items():
         argv += ["--env", f"{k}={v}"]
     for k, v in (secrets or {}).items():
         argv += ["-s", f"{k}={v}"]
     shim = sudo_shim(repo.parent / "shim")
-    penv = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "BUNDLEGRAPH_", "RUNNER_"))}
+    penv = act_process_env(os.environ)
     penv["PATH"] = f"{shim}{os.pathsep}{penv.get('PATH', '')}"
     t0 = time.monotonic()
     r = subprocess.run(argv, cwd=repo, capture_output=True, text=True, env=penv, timeout=timeout)

@@ -219,10 +219,59 @@ def _bad_skips() -> list[str]:
     return [r for r in _skips if not r.startswith(HOST_SKIP)]
 
 
+def home_cache() -> Path:
+    """The user's default bundlegraph cache (what ``BUNDLEGRAPH_CACHE`` unset would use)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("bundlegraph", appauthor=False)).expanduser().resolve()
+
+
+def cache_listing(d: Path) -> dict[str, int]:
+    """``{path: mtime_ns}`` of ``d`` and its entries two levels down: a file added or removed
+    anywhere three levels down changes a listed directory's mtime (spec-cache/<entry>,
+    blobs/sha256/<hex>, ...). Empty when ``d`` does not exist."""
+    if not d.is_dir():
+        return {}
+    out = {".": d.stat().st_mtime_ns}
+    for a in d.iterdir():
+        out[a.name] = a.stat().st_mtime_ns
+        if a.is_dir():
+            for b in a.iterdir():
+                out[f"{a.name}/{b.name}"] = b.stat().st_mtime_ns
+    return out
+
+
+_HOME = {}
+"""With ``BUNDLEGRAPH_CACHE`` pointing elsewhere: the home cache and its listing at the start."""
+
+
+def pytest_sessionstart(session):
+    own = os.environ.get("BUNDLEGRAPH_CACHE")
+    if own and Path(own).expanduser().resolve() != home_cache():
+        _HOME["dir"] = home_cache()
+        _HOME["before"] = cache_listing(_HOME["dir"])
+
+
+def home_cache_changes() -> list[str]:
+    """What the run changed in the user's home cache although ``BUNDLEGRAPH_CACHE`` named another
+    (issue 29: the act jobs wrote its spec cache); empty when unchanged or not watched."""
+    if "dir" not in _HOME:
+        return []
+    after = cache_listing(_HOME["dir"])
+    before = _HOME["before"]
+    return sorted(f"{k} ({'new' if k not in before else 'gone' if k not in after else 'changed'})"
+                  for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     if _bad_skips() and session.exitstatus in (0, 5):
         session.exitstatus = 1
+    changed = home_cache_changes()
+    if changed:
+        _HOME["changed"] = changed
+        if session.exitstatus in (0, 5):
+            session.exitstatus = 1
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -231,6 +280,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_seconds.items()))
     terminalreporter.write_line(f"time by part: {parts}; of which fetching real inputs "
                                 f"{realinputs.FETCH_SECONDS[0]:.0f} s")
+    if "dir" in _HOME:
+        changed = _HOME.get("changed", [])
+        terminalreporter.write_line(
+            f"home cache {_HOME['dir']}: " + ("untouched (BUNDLEGRAPH_CACHE names another)" if not changed else
+                                              f"FAILED: written although BUNDLEGRAPH_CACHE names another: "
+                                              f"{', '.join(changed[:10])}"), red=bool(changed))
     if not _skips:
         terminalreporter.write_line("skips by reason: none")
         return

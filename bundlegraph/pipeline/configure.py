@@ -29,7 +29,7 @@ from pathlib import Path
 from .. import paths, proc, settings
 from ..errors import BundleGraphError, HostMismatch, ToolkitError
 from ..fsutil import atomic_write_bytes, atomic_write_json
-from ..report import say
+from ..report import say, warn
 from ..state import Present, key_of
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
@@ -54,7 +54,7 @@ class ConfigurePlan:
     layout (None for CPU legs); ``toolkit_task`` the toolkit task configure waits for;
     ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS;
     ``spec_keys``/``spec_file``: the ``[cmake]`` keys the spec sets and its file (a key the project
-    does not use fails the configure, :func:`unused_spec_keys`)."""
+    does not declare fails the configure, :func:`spec_key_problems`)."""
 
     leg: str
     toolchain: str
@@ -247,9 +247,9 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     proc.run(argv, env=env, log=plan.log, what=f"configure:{leg}")
-    unused = unused_spec_keys(plan, plan.log.read_text(encoding="utf-8", errors="replace"))
-    if unused:
-        raise BundleGraphError("; ".join(unused))
+    problems = spec_key_problems(plan, plan.log.read_text(encoding="utf-8", errors="replace"))
+    if problems:
+        raise BundleGraphError("; ".join(problems))
     checks = post_checks(plan, tc)
     atomic_write_json(plan.record, {
         "leg": leg, "argv": argv, "command": proc.quote(argv), "toolchain": plan.toolchain,
@@ -275,42 +275,22 @@ def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> Prob
                       tuple(tc.nvcc_flags()), archs)
 
 
-_UNUSED_HEAD = "Manually-specified variables were not used by the project:"
+def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
+    """The spec's ``[cmake]`` keys the configured tree does not declare
+    (:func:`~.cmake_keys.judge`: one line each naming the spec file, the key and the closest
+    declared option); a deprecated key is only warned about. Bundlegraph's own cache entries are
+    not the spec's and are never judged."""
+    from . import cmake_keys
 
-
-def unused_spec_keys(plan: ConfigurePlan, log: str) -> list[str]:
-    """The spec's ``[cmake]`` keys CMake reported as "Manually-specified variables were not used
-    by the project" in the configure ``log``, one line each naming the spec file, the key and the
-    closest option of the configured tree's own cache (``CMakeCache.txt``); bundlegraph's own
-    cache entries are not the spec's and are never reported."""
-    import difflib
-
-    unused: list[str] = []
-    lines = log.splitlines()
-    for i, line in enumerate(lines):
-        if _UNUSED_HEAD not in line:
-            continue
-        for nxt in lines[i + 1:]:
-            if not nxt.strip():
-                if unused:
-                    break
-                continue
-            if not nxt.startswith("    "):
-                break
-            unused.append(nxt.strip())
-    mine = [k for k in unused if k in plan.spec_keys]
-    if not mine:
-        return []
     try:
-        known = [k for k in read_cmake_cache(plan.cmake_dir) if k not in plan.spec_keys]
+        cache = cmake_keys.read_typed_cache(plan.cmake_dir)
     except OSError:
-        known = []
-    out = []
-    for k in mine:
-        close = difflib.get_close_matches(k, known, n=1, cutoff=0.6)
-        out.append(f"{plan.spec_file}: cmake.{k}: the project does not use it (CMake: \"{_UNUSED_HEAD[:-1]}\")"
-                   + (f"; did you mean {close[0]}?" if close else "; no option of this tree's cache is close"))
-    return out
+        cache = {}
+    problems, warnings = cmake_keys.judge(plan.spec_keys, plan.spec_file, cache, log,
+                                          cmake_keys.deprecated_options(plan.source_tree))
+    for w in warnings:
+        warn(f"configure:{plan.leg}: {w}")
+    return problems
 
 
 def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:

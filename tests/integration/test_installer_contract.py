@@ -86,16 +86,16 @@ class Release:
 def release(tmp_path_factory) -> Release:
     """The stand-in release, built once through the real graph (doit, dodo.py).
 
-    ``BUNDLEGRAPH_CONTRACT_RELEASE=<checkout>`` runs the same tests on a release built before,
+    ``BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE=<checkout>`` runs the same tests on a release built before,
     e.g. the main job's: ``<checkout>/bundles`` and ``<checkout>/dist`` (a work directory that
     is the checkout, as `./dev.sh main` leaves it)."""
     import os
 
-    other = os.environ.get("BUNDLEGRAPH_CONTRACT_RELEASE")
+    other = os.environ.get("BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE")
     if other:
         rel = Release(Path(other).resolve())
         if not (rel.dist / installerkit.INDEX_NAME).is_file():
-            pytest.fail(f"BUNDLEGRAPH_CONTRACT_RELEASE={other}: no dist/{installerkit.INDEX_NAME} there", pytrace=False)
+            pytest.fail(f"BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE={other}: no dist/{installerkit.INDEX_NAME} there", pytrace=False)
         return rel
     require_input("cuda-13.5-sbsa-cross")
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")

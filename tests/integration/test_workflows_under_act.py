@@ -97,7 +97,7 @@ def _release_run(root: Path, *, windows_legs: bool, broken: str | None = None) -
             event_json={"ref": f"refs/tags/{tag}", "ref_name": tag, "repository": {"full_name": actkit.REPO}},
             artifacts=store, secrets={"GITHUB_TOKEN": "act-t0ken", "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign)},
             matrix=("runner:ubuntu-24.04",),
-            env={"BUNDLEGRAPH_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_ACT_WHEELS": str(actkit.wheelhouse()),
+            env={"BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse()),
                  "BUNDLEGRAPH_GITHUB_API": gh.api, "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
                  "BUNDLEGRAPH_REDIST_URL": pool.url("/"), "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)})
         log = root / "act.log"
@@ -294,7 +294,7 @@ def test_the_tests_workflow_linux_job_runs_a_selected_part(tmp_path):
         repo, ".github/workflows/tests.yml", event="workflow_dispatch",
         event_json={"inputs": {"pytest-args": "tests/unit -q -p no:cacheprovider"}},
         artifacts=tmp_path / "artifacts", labels=("ubuntu-latest",), matrix=("os:ubuntu-latest",),
-        env={"BUNDLEGRAPH_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_ACT_WHEELS": str(actkit.wheelhouse())})
+        env={"BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse())})
     out = r.stdout + r.stderr
     (tmp_path / "act.log").write_text(out)
     assert r.returncode == 0, f"act failed after {seconds:.0f} s:\n" + out[-8000:]

@@ -45,7 +45,7 @@ def golden_text(ctx, leg: str) -> str:
 def test_windows_arm64_golden(workdir, leg):
     got = golden_text(_ctx(), leg)
     f = GOLDEN / f"{leg}.txt"
-    if os.environ.get("BUNDLEGRAPH_UPDATE_GOLDEN") == "1":
+    if os.environ.get("BUNDLEGRAPH_EXTRA_UPDATE_GOLDEN") == "1":
         f.write_text(got, encoding="utf-8", newline="\n")
     want = f.read_text(encoding="utf-8").replace("\r\n", "\n")
     assert got.splitlines() == want.splitlines()

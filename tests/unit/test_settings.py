@@ -25,7 +25,7 @@ def test_every_variable_the_code_names_is_a_setting():
     named = set()
     for f in (ROOT / "bundlegraph").rglob("*.py"):
         named |= set(re.findall(r"BUNDLEGRAPH_([A-Z][A-Z_]*[A-Z])", f.read_text(encoding="utf-8")))
-    named -= {"UPDATE_GOLDEN"}  # tests only
+    named -= {"EXTRA"}  # the pass-through prefix (settings.PASS_PREFIX), no variable
     known = {s.name for s in settings.SETTINGS}
     assert named <= known, f"undocumented: {sorted(named - known)}"
     assert known <= named | {"DOWNLOAD_JOBS"}, f"documented but never read: {sorted(known - named)}"
@@ -59,9 +59,25 @@ def test_a_run_is_refused_at_once_listing_every_bad_value():
     from bundlegraph.errors import SettingError
     from bundlegraph.settings import check_environment
 
-    check_environment({"BUNDLEGRAPH_JOBS": "4", "BUNDLEGRAPH_TOOLS": "system", "BUNDLEGRAPH_UNRELATED": "x"})
+    check_environment({"BUNDLEGRAPH_JOBS": "4", "BUNDLEGRAPH_TOOLS": "system", "BUNDLEGRAPH_EXTRA_MINE": "x"})
     with pytest.raises(SettingError) as e:
         check_environment({"BUNDLEGRAPH_JOBS": "0", "BUNDLEGRAPH_TOOLS": "foo", "BUNDLEGRAPH_DOWNLOAD_JOBS": "abc"})
     msg = str(e.value)
     assert "BUNDLEGRAPH_JOBS='0': expected an integer >= 1" in msg and "BUNDLEGRAPH_TOOLS='foo': expected one of" in msg
     assert "BUNDLEGRAPH_DOWNLOAD_JOBS='abc'" in msg
+
+
+def test_an_unknown_BUNDLEGRAPH_name_is_refused_with_the_closest_known_one():
+    """Issue 29: ``BUNDLEGRAPH_ONLY_LEGS`` (a typo of ``BUNDLEGRAPH_ONLY_LEG``) was ignored, so a
+    bare ``doit`` would have started the whole main job."""
+    from bundlegraph.errors import SettingError
+    from bundlegraph.settings import check_environment
+
+    with pytest.raises(SettingError) as e:
+        check_environment({"BUNDLEGRAPH_ONLY_LEGS": "linux-arm64-cpu", "BUNDLEGRAPH_JOBS": "4"})
+    msg = str(e.value)
+    assert msg.startswith("BUNDLEGRAPH_ONLY_LEGS: unknown variable (did you mean BUNDLEGRAPH_ONLY_LEG?); known: ")
+    assert "BUNDLEGRAPH_ONLY_PROFILE" in msg and "BUNDLEGRAPH_EXTRA_ are passed through unread" in msg
+    with pytest.raises(SettingError, match="BUNDLEGRAPH_UNRELATED: unknown variable; known: "):
+        check_environment({"BUNDLEGRAPH_UNRELATED": "x"})
+    check_environment({"BUNDLEGRAPH_EXTRA_ANYTHING": "x", "OTHER_VARIABLE": "y"})

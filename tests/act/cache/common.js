@@ -1,5 +1,5 @@
 // Shared by restore.js and save.js: the inputs as GitHub passes them (INPUT_<NAME> variables) and
-// the store folder (BUNDLEGRAPH_ACT_CACHE). Only Node's own modules: nothing to install.
+// the store folder (BUNDLEGRAPH_EXTRA_ACT_CACHE). Only Node's own modules: nothing to install.
 const fs = require("fs");
 const path = require("path");
 
@@ -8,8 +8,8 @@ function input(name) {
 }
 
 function store() {
-  const s = process.env.BUNDLEGRAPH_ACT_CACHE;
-  if (!s) throw new Error("BUNDLEGRAPH_ACT_CACHE is not set (the test passes it with act --env)");
+  const s = process.env.BUNDLEGRAPH_EXTRA_ACT_CACHE;
+  if (!s) throw new Error("BUNDLEGRAPH_EXTRA_ACT_CACHE is not set (the test passes it with act --env)");
   fs.mkdirSync(s, { recursive: true });
   return s;
 }
