@@ -68,26 +68,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def resolve_bundles(args: argparse.Namespace) -> None:
-    """Choose the bundles and work directories exactly as ``doit`` (dodo.py) does.
+    """Choose the bundles and work directories by the one rule ``doit`` follows too
+    (:func:`bundlegraph.paths.choose`, the current directory as the root): ``--bundles DIR``, else
+    ``$BUNDLEGRAPH_BUNDLES``, else ``./bundles``; the work directory ``$BUNDLEGRAPH_WORKDIR``, else
+    the current directory. Sets ``args.bundles`` to the directory used."""
+    from . import paths
 
-    doit, run in a checkout, uses ``<checkout>/bundles`` unless ``BUNDLEGRAPH_BUNDLES`` names
-    another directory, and its work directory is the checkout (``BUNDLEGRAPH_WORKDIR``
-    unless set). So here: ``--bundles DIR`` wins (work directory: DIR's parent, the checkout
-    holding it); else ``$BUNDLEGRAPH_BUNDLES`` with the current directory as the work directory
-    (where dodo.py would be); else ``./bundles``. Sets ``args.bundles`` to the directory used."""
-    explicit = args.bundles
-    env = os.environ.get("BUNDLEGRAPH_BUNDLES")
-    if explicit:
-        bundles = Path(explicit).resolve()
-        workdir = bundles.parent
-    elif env:
-        bundles = Path(env).expanduser().resolve()
-        workdir = Path.cwd().resolve()
-    else:
-        bundles = Path("bundles").resolve()
-        workdir = bundles.parent
+    bundles, _ = paths.choose(args.bundles, Path.cwd())
     args.bundles = str(bundles)
-    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(workdir))
 
 
 def main(argv: list[str] | None = None) -> int:

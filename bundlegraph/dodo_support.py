@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from . import settings
+from . import paths, settings
 from .errors import BundleGraphError
 from .graph import Filters, Graph, load_graph
 from .pipeline import costs
@@ -46,9 +46,10 @@ def unknown_vars(argv: list[str]) -> list[str]:
 
 
 def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
-    """Load the graph for doit. The work directory defaults to the project root; the bundles
-    directory to ``bundles`` beside dodo.py (``doit bundles=DIR`` or ``BUNDLEGRAPH_BUNDLES``
-    choose another, e.g. a copy with one more leg).
+    """Load the graph for doit. The bundles and work directories follow :func:`paths.choose`
+    with dodo.py's folder as the root: ``bundles`` beside dodo.py unless ``doit bundles=DIR`` or
+    ``BUNDLEGRAPH_BUNDLES`` names another (e.g. a copy with one more leg); the work directory is
+    ``BUNDLEGRAPH_WORKDIR``, else dodo.py's folder.
 
     The garbage collector is off while the graph is built (dodo.py turns it off before the
     imports) and on again afterwards, with everything built so far frozen: the graph lives until
@@ -64,7 +65,6 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
 
 
 def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
-    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(bundles.parent.resolve()))
     bad = unknown_vars(sys.argv[1:]) + [
         f"{a}: bundlegraph's tasks are up to date by their action-key stamps, not by doit's file checker; "
         f"changing the checker would only make doit rerun every task (and again when it changes back): drop it"
@@ -72,9 +72,7 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
     if bad:
         print("bundlegraph: " + "\n".join(bad), file=sys.stderr)
         raise SystemExit(2)
-    other = get_var("bundles", None) or os.environ.get("BUNDLEGRAPH_BUNDLES")
-    if other:
-        bundles = Path(str(other)).resolve()
+    bundles, _ = paths.choose(_text(get_var("bundles", None)), bundles.parent)
     filters = Filters.from_env(
         only_profile=_text(get_var("only_profile", None)),
         only_leg=_text(get_var("only_leg", None)),

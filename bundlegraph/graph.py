@@ -167,6 +167,7 @@ def to_doit(plan: TaskPlan) -> dict:
         "doc": plan.doc,
         "actions": [_Run(plan)],
         "uptodate": [_Check(plan)],
+        "clean": [_Clean(plan)],
         "task_dep": list(plan.deps),
         "verbosity": 2,
     }
@@ -212,6 +213,32 @@ class _Run:
     def __repr__(self) -> str:
         leg = f" of leg {self.plan.leg}" if self.plan.leg else ""
         return f"<bundlegraph's {self.plan.stage} stage{leg}: {self.plan.doc}>"
+
+
+class _Clean:
+    """A task's ``clean`` action: removes what the task wrote in the work directory
+    (:mod:`bundlegraph.pipeline.cleanup`). Its repr, which ``doit clean`` and ``doit clean -n``
+    print, names those paths."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: TaskPlan) -> None:
+        self.plan = plan
+
+    def _found(self) -> list[Path]:
+        from .pipeline import cleanup
+
+        return cleanup.owned_paths(self.plan.full_name, self.plan.stage, self.plan.leg)
+
+    def __call__(self) -> None:
+        from .pipeline import cleanup
+
+        cleanup.remove(self._found())
+
+    def __repr__(self) -> str:
+        from .pipeline import cleanup
+
+        return f"<remove {cleanup.describe(self._found())}>"
 
 
 _PREPARED: dict[str, Prepared] = {}

@@ -57,6 +57,25 @@ def workdir() -> Path:
     return _RESOLVED[k]
 
 
+def choose(bundles: str | os.PathLike | None, root: Path) -> tuple[Path, Path]:
+    """``(bundles directory, work directory)`` of a run: the one rule ``doit`` and ``bundlegraph``
+    both follow (issue 29: ``bundlegraph --bundles DIR`` once used DIR's parent as the work
+    directory where ``doit bundles=DIR`` used the checkout).
+
+    - bundles: ``bundles`` as given (``doit bundles=DIR``, ``bundlegraph --bundles DIR``), else
+      ``$BUNDLEGRAPH_BUNDLES``, else ``<root>/bundles``;
+    - work directory: ``$BUNDLEGRAPH_WORKDIR``, else ``root``: the directory the command runs in
+      (doit runs in the folder of ``dodo.py``; ``bundlegraph`` in the current directory). Never
+      derived from the bundles directory.
+
+    Sets ``BUNDLEGRAPH_WORKDIR`` when it was unset, so every later :func:`workdir` (and any
+    process started from here) agrees. Both paths are absolute and resolved."""
+    env = os.environ.get("BUNDLEGRAPH_BUNDLES")
+    chosen = Path(bundles) if bundles else (Path(env) if env and env.strip() else root / "bundles")
+    os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(root.resolve()))
+    return chosen.expanduser().resolve(), workdir()
+
+
 def state_dir() -> Path:
     """``<workdir>/.bundlegraph``: doit's sqlite3 file, stamps, locks, logs."""
     return workdir() / ".bundlegraph"

@@ -60,6 +60,11 @@ def key_of(inputs: Mapping[str, Any]) -> str:
 _STAMP_FILES: dict[tuple[Path, str], Path] = {}
 
 
+def stamp_path(task: str) -> Path:
+    """``<work>/.bundlegraph/stamps/<task>.json``: where the stamp of ``task`` lives."""
+    return _stamp_file(task)
+
+
 def _stamp_file(task: str) -> Path:
     sd = paths.state_dir()
     f = _STAMP_FILES.get((sd, task))

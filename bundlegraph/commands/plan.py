@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import BundleGraphError
@@ -50,9 +51,13 @@ def run(args: argparse.Namespace) -> int:
         }
     shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
               for p in g.plans if p.leg is None]
+    from .. import paths
+
     if args.json:
-        print(json.dumps({"legs": out, "shared": shared}, indent=2, default=str))
+        print(json.dumps({"work_directory": paths.workdir().as_posix(), "bundles": Path(args.bundles).as_posix(),
+                          "legs": out, "shared": shared}, indent=2, default=str))
         return 0
+    print(f"work directory {paths.workdir()} (build/, dist/, .bundlegraph/); bundles {args.bundles}")
     for leg, info in out.items():
         print(f"== {leg}  ->  {info['bundle']}{'' if info['promised'] else '  (not promised)'}")
         print(f"   profile {info['profile']['name']} (line {info['profile']['line']}, klass "

@@ -174,3 +174,39 @@ def test_plan_command_prints_configure_and_toolchain(workdir):
     assert '| set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64 -objtemp" )' in out
     assert "build: " in out and "--target ggml-cuda -j " in out
     assert "build_host: windows x64" in out
+
+
+def test_three_ways_to_name_a_bundles_directory_give_one_work_directory(tmp_path):
+    """Issue 29: ``doit bundles=DIR``, ``BUNDLEGRAPH_BUNDLES=DIR`` and ``bundlegraph --bundles
+    DIR`` resolve the work directory by one rule (``BUNDLEGRAPH_WORKDIR``, else the directory the
+    command runs in: dodo.py's folder for doit), never DIR's parent: ``explain`` after ``doit``
+    sees the stamps doit wrote, and ``plan`` prints the work directory."""
+    import subprocess
+
+    from graphrun import BIN, env_for
+
+    checkout = tmp_path / "checkout"  # a checkout of its own: dodo.py's folder is doit's work directory
+    checkout.mkdir()
+    shutil.copy(ROOT / "dodo.py", checkout / "dodo.py")
+    b2 = tmp_path / "elsewhere" / "b2"
+    shutil.copytree(ROOT / "tests" / "data" / "bundles", b2)
+    shutil.copytree(ROOT / "bundles" / "locks", b2 / "locks", dirs_exist_ok=True)
+    shutil.copytree(ROOT / "tests" / "data" / "minillama", b2.parent / "minillama")
+    env = {k: v for k, v in env_for(None, checkout).items() if k not in ("BUNDLEGRAPH_WORKDIR", "BUNDLEGRAPH_BUNDLES")}
+    task = "source:mini-linux-x64-cpu"
+
+    def run(argv, **extra):
+        return subprocess.run(argv, capture_output=True, text=True, env=env | extra, cwd=checkout, timeout=300)
+
+    d = run([str(BIN / "doit"), "-f", str(checkout / "dodo.py"), f"bundles={b2}", task])
+    assert d.returncode == 0, d.stdout + d.stderr
+    assert (checkout / ".bundlegraph").is_dir() and not (b2.parent / ".bundlegraph").exists()
+    by_flag = run([str(BIN / "bundlegraph"), "--bundles", str(b2), "explain", task])
+    by_env = run([str(BIN / "bundlegraph"), "explain", task], BUNDLEGRAPH_BUNDLES=str(b2))
+    assert by_flag.stdout.strip() == by_env.stdout.strip() == f"{task}: up to date", by_flag.stdout + by_flag.stderr
+    again = run([str(BIN / "doit"), "-f", str(checkout / "dodo.py"), task], BUNDLEGRAPH_BUNDLES=str(b2))
+    assert again.returncode == 0 and f"-- {task}" in again.stdout, again.stdout + again.stderr
+    plan = run([str(BIN / "bundlegraph"), "--bundles", str(b2), "plan"])
+    assert plan.stdout.splitlines()[0] == f"work directory {checkout} (build/, dist/, .bundlegraph/); bundles {b2}"
+    p = json.loads(run([str(BIN / "bundlegraph"), "--bundles", str(b2), "plan", "--json"]).stdout)
+    assert (p["work_directory"], p["bundles"]) == (checkout.as_posix(), b2.as_posix())
