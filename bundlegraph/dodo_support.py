@@ -5,7 +5,6 @@ spec is invalid)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
