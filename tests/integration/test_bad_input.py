@@ -197,3 +197,29 @@ def test_explain_answers_on_a_fresh_clone_for_groups_and_for_legs_of_another_hos
     assert len(lines) == 9
     out = explain("configure:windows-arm64-cuda13-portable")
     assert "on this host it is refused before any download: windows-arm64-cuda13-portable compiles on a windows" in out
+
+
+def test_a_ggml_key_llama_cpp_never_declared_fails_the_real_configure(tmp_path, bundles_copy):
+    """Issue 29: llama.cpp's ggml/CMakeLists.txt reads every variable, so CMake never reports a
+    misspelt ``GGML_*`` key as unused; ``GGML_OPENMPP = true`` configured silently. Judged by what
+    the configured real tree declares: both typos are refused naming the file, the key and the
+    declared option meant (a deprecated one said to be deprecated); the real specs' own deprecated
+    ``LLAMA_CURL`` is only warned about; no configure record is written."""
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    require_input("llama-sdist")
+    leg = "linux-arm64-cpu"
+    spec = bundles_copy / f"{leg}.toml"
+    text = spec.read_text()
+    assert "LLAMA_CURL = false" in text and "GGML_OPENMP = true" in text
+    spec.write_text(text.replace("GGML_OPENMP = true", "GGML_OPENMPP = true")
+                    .replace("LLAMA_CURL = false", "LLAMA_CURL = false\nLLAMA_CURLL = false"))
+    work = tmp_path / "work"
+    r = graphrun.doit([f"only_leg={leg}", f"configure:{leg}"], bundles=bundles_copy, workdir=work)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-3000:]
+    assert (f"{spec}: cmake.GGML_OPENMPP: the configured tree declares no such option (its cache holds it as "
+            "UNINITIALIZED, set only by the spec); did you mean GGML_OPENMP?") in out, out[-3000:]
+    assert (f"{spec}: cmake.LLAMA_CURLL: the project does not use it (CMake: \"Manually-specified variables were "
+            "not used by the project\"); did you mean LLAMA_CURL? (deprecated: this tree ignores it)") in out
+    assert f"configure:{leg}: {spec}: cmake.LLAMA_CURL: deprecated: this tree ignores it" in out
+    assert not (work / "build" / leg / "configure.json").exists()

@@ -37,3 +37,27 @@ def test_explain_source_task_through_its_life(workdir, bundles_copy, tmp_path):
 def test_explain_unknown_task(workdir):
     r = cli(["explain", "build:nope"], workdir=workdir)
     assert r.returncode == 2 and "no task 'build:nope' in the graph" in r.stderr
+
+
+def test_explain_of_a_mistyped_task_names_the_three_closest_not_every_task(workdir):
+    """Issue 29: it printed all 73 task names."""
+    r = cli(["explain", "sorce:linux-arm64-cpu"], workdir=workdir)
+    assert r.returncode == 2
+    msg = r.stderr.strip()
+    assert msg.startswith("bundlegraph: no task 'sorce:linux-arm64-cpu' in the graph (did you mean "
+                          "'source:linux-arm64-cpu' or "), msg
+    assert msg.count("' or '") == 2 and msg.endswith("`doit list` lists all 74 tasks"), msg
+    assert "manifest" not in msg and len(msg) < 300
+
+
+def test_doit_info_prints_one_short_line_per_check_not_the_plan(workdir):
+    """Issue 29: ``doit info TASK`` printed a 14 KB repr of the plan, the context and every leg's
+    model; now the check says which task, why it is due, and the command that says more."""
+    task = "package:windows-arm64-cuda13-portable"
+    r = doit(["info", task], workdir=workdir)
+    assert r.returncode == 1, r.stderr  # doit info's status for a task that is not up to date
+    assert len(r.stdout) < 1500, r.stdout
+    assert "TaskPlan" not in r.stdout and "Context(" not in r.stdout
+    check = [l for l in r.stdout.splitlines() if l.strip().startswith("- <")]
+    assert len(check) == 1 and check[0].strip().startswith(f"- <{task} check (due: ") \
+        and f"`bundlegraph explain {task}` says why>" in check[0], r.stdout
