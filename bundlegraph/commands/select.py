@@ -3,7 +3,11 @@
 ``select --os linux --arch arm64 [--sm 121 ...] [--driver-cuda 13.0] [--runtime-line cuda13 ...]
 [DIST|URL] [--json]``: the bundle a host of that description gets, the order an installer tries
 bundles in, and why every other bundle was rejected (:mod:`bundlegraph.selection`). Exit 0 when
-the host gets a bundle, 1 when it gets none.
+the host gets a bundle, 1 when it gets none (an installer then falls back to a source build), 2 for
+bad input (an unreadable release, a bad option).
+
+A release whose manifest lists no bundle at all (``doit manifest`` with nothing packaged in
+``dist/`` writes one) is said as such by both commands, and ``coverage`` then exits 1.
 
 ``coverage [DIST|URL] [--json|--summary]``: :func:`~bundlegraph.selection.select` for every
 host class (install kind x SM of NVIDIA's arch table x driver line), as a table,
@@ -81,6 +85,9 @@ def run_select(args: argparse.Namespace) -> int:
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
     sel = select(host, manifest, index)
+    empty = _empty(manifest)
+    if empty and not args.json:
+        print(empty)
     if args.json:
         print(json.dumps(sel.to_json(), indent=2))
     else:
@@ -92,6 +99,14 @@ def run_select(args: argparse.Namespace) -> int:
         for a, why in sel.rejected:
             print(f"  rejected {a}: {why}")
     return 0 if sel.choice else 1
+
+
+def _empty(manifest: Manifest) -> str | None:
+    """One line when the release holds no bundles at all, else None."""
+    if manifest.artifacts:
+        return None
+    return (f"release {manifest.release_tag} holds no bundles at all: its manifest lists none (`doit manifest` "
+            f"with nothing packaged in dist/ writes such a release; `doit` builds and packages the default legs)")
 
 
 def _why_none(sel: Selection) -> str | None:
@@ -110,9 +125,14 @@ def run_coverage(args: argparse.Namespace) -> int:
         h = sel.host.to_json()
         rows.append({**h, "asked": sel.asked, "install_kind": sel.install_kind, "choice": sel.choice,
                      "attempts": sel.attempts, "why_none": _why_none(sel)})
+    empty = _empty(manifest)
     if args.json:
-        print(json.dumps({"release_tag": manifest.release_tag, "rows": rows}, indent=2))
-        return 0
+        print(json.dumps({"release_tag": manifest.release_tag, "bundles": len(manifest.artifacts), "rows": rows},
+                         indent=2))
+        return 1 if empty else 0
+    if empty:
+        print(empty)
+        return 1
     if args.summary:
         _summary(rows)
         return 0

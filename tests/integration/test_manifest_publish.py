@@ -199,3 +199,25 @@ def test_imported_bundle_is_verified_and_copied(small, tmp_path, workdir, src, u
     for p in built.values():
         assert (dist / p.name).read_bytes() == p.read_bytes()
     run_publish(small, dist, filtered=None, source_commit=src.commit)
+
+
+def test_select_and_coverage_say_when_the_release_holds_no_bundles(tmp_path):
+    """Issue 29: ``doit manifest`` with nothing packaged writes an empty release; ``select`` said
+    only "gets: nothing" (exit 1) and ``coverage`` exited 0. Both now say the release holds no
+    bundles at all, and both exit 1."""
+    import json
+
+    import graphrun
+
+    bundles, work = graphrun.standin_tree(tmp_path)
+    r = graphrun.doit(["manifest"], bundles=bundles, workdir=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    dist = work / "dist"
+    assert json.loads((dist / "llama-prebuilt-manifest.json").read_text())["artifacts"] == []
+    said = "holds no bundles at all: its manifest lists none (`doit manifest` with nothing packaged in dist/"
+    s = graphrun.cli(["select", "--os", "linux", "--arch", "arm64", str(dist)], bundles=bundles, workdir=work)
+    assert s.returncode == 1 and said in s.stdout and "gets: nothing" in s.stdout, s.stdout + s.stderr
+    c = graphrun.cli(["coverage", str(dist)], bundles=bundles, workdir=work)
+    assert c.returncode == 1 and said in c.stdout and "| host |" not in c.stdout, c.stdout + c.stderr
+    j = graphrun.cli(["coverage", "--json", str(dist)], bundles=bundles, workdir=work)
+    assert j.returncode == 1 and json.loads(j.stdout)["bundles"] == 0
