@@ -8,18 +8,26 @@ what="${1:-}"
 shift || true
 case "$what" in main|test) ;; *) echo "usage: ./dev.sh main|test [extra args]" >&2; exit 2;; esac
 
-PY="${PYTHON:-python3}"
+# One line per setup step, so a first run (minutes of pip and apt) is never silent.
+step() { echo "dev.sh: $*" >&2; }
+PY="${PYTHON:-python3}"   # PYTHON=python3.12 ./dev.sh test picks another interpreter (3.11 or newer)
 if [ ! -x .venv/bin/python ]; then
-  echo "dev.sh: creating .venv" >&2
+  "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || {
+    echo "dev.sh: $PY is not Python 3.11 or newer; set PYTHON=python3.11 (or newer)" >&2; exit 2; }
+  step "venv: creating .venv with $("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
   "$PY" -m venv .venv
+else
+  step "venv: .venv exists ($(.venv/bin/python -c 'import sys; print(sys.version.split()[0])'))"
 fi
 # (re)install the project when pyproject.toml changed since the last install
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat .venv/.bundlegraph-installed 2>/dev/null)" != "$want" ]; then
-  echo "dev.sh: installing the project and its tools into .venv" >&2
+  step "pip: installing the project and its tools into .venv (pip install -e '.[test,tools]'; a few minutes the first time)"
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,tools]'
   echo "$want" > .venv/.bundlegraph-installed
+else
+  step "pip: .venv is up to date with pyproject.toml"
 fi
 
 # Debian packages: the aarch64 cross compiler and qemu-user (which runs the aarch64 bundles in
@@ -31,24 +39,34 @@ debs=(g++-aarch64-linux-gnu qemu-user)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
 # npm packs the real Windows llama.cpp DLLs the verify tests read (any npm will do)
-if [ "$what" = test ] && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+if [ "$what" = test ]; then
+  if command -v npm >/dev/null 2>&1; then npm_too=" and npm"; else missing+=(npm); fi
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
+    step "apt: installing ${missing[*]} (as root)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     echo "dev.sh: please install these Debian packages first: sudo apt-get install ${missing[*]}" >&2
     exit 2
   fi
+else
+  step "apt: ${debs[*]}${npm_too:-} already installed"
 fi
 
 if [ "$what" = main ]; then
+  step "main job: .venv/bin/doit $*"
   exec .venv/bin/doit "$@"
 fi
 # lint, types and the import layers (pyproject.toml [tool.ruff], [tool.mypy],
 # [tool.importlinter]) before the tests
+step "lint: ruff check"
 .venv/bin/ruff check --quiet bundlegraph tests bench dodo.py
+step "types: mypy"
 .venv/bin/mypy
+step "import layers: lint-imports"
 .venv/bin/lint-imports --no-cache
+step "tests: pytest $* (about 15-25 min on 2 cores; the run ends with the time of each part)"
 set +e
 .venv/bin/python -m pytest "$@"
 rc=$?
