@@ -64,7 +64,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", required=True)
     ap.add_argument("--leg", default="linux-arm64-cuda13-blackwell")
-    ap.add_argument("--base-dist", required=True, help="a dist/ holding the leg's merge base bundle")
+    ap.add_argument("--base-dist", help="a dist/ holding the leg's merge base bundle (then the final job packages "
+                                        "the leg; without it, it builds the leg and libggml-cuda.so is compared)")
+    ap.add_argument("--reference-so", help="sha256 of an unsharded build's libggml-cuda.so of the same tree")
     ap.add_argument("--reference", help="a dist/ holding the unsharded build's bundle, to compare bytes")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--bundles", type=Path, default=REPO / "bundles",
@@ -112,23 +114,30 @@ def main() -> int:
         work = root / "final"
         work.mkdir()
         e = env | {"CCACHE_DIR": str(work / ".ccache")}
-        took = doit([f"only_leg={args.leg}", f"artifacts={args.base_dist}", f"package:{args.leg}"], work, e,
-                    root / "final.log")
+        task = [f"artifacts={args.base_dist}", f"package:{args.leg}"] if args.base_dist else [f"build:{args.leg}"]
+        took = doit([f"only_leg={args.leg}", *task], work, e, root / "final.log")
         stats = json.loads((work / "build" / args.leg / "compiler-cache.json").read_text())
-        bundle = next((work / "dist").glob(f"*-{spec.profile.name}.*"))
+        so = sha(work / "build" / args.leg / "cmake" / "bin" / "libggml-cuda.so")
         final = {"wall_seconds": round(took, 1), "build_seconds": stats["seconds"], "hits": stats["hits"],
                  "remote_hits": stats["remote_hits"], "misses": stats["misses"],
-                 "missed_objects": stats.get("missed_objects"), "bundle": bundle.name, "sha256": sha(bundle),
-                 "libggml-cuda.so": sha(work / "build" / args.leg / "cmake" / "bin" / "libggml-cuda.so")}
-        if args.reference:
+                 "missed_objects": stats.get("missed_objects"), "libggml-cuda.so": so}
+        if args.reference_so:
+            final["libggml-cuda.so_identical_to_reference"] = so == args.reference_so
+        bundle = next((work / "dist").glob(f"*-{spec.profile.name}.*"), None) if args.base_dist else None
+        if bundle is not None:
+            final |= {"bundle": bundle.name, "sha256": sha(bundle)}
+        if bundle is not None and args.reference:
             ref = Path(args.reference) / bundle.name
             final["reference_sha256"] = sha(ref) if ref.is_file() else None
             final["byte_identical"] = final["reference_sha256"] == final["sha256"]
         results["runs"]["final"] = final
         save()
         print(f"final: {took:.0f} s wall, build {stats['seconds']} s, {stats['hits']} hits, {stats['misses']} misses; "
-              f"{bundle.name} {final['sha256']}" + (f"; byte-identical to the reference: {final.get('byte_identical')}"
-                                                     if args.reference else ""), flush=True)
+              f"libggml-cuda.so {so}" + (f", identical to the reference: {so == args.reference_so}"
+                                         if args.reference_so else "")
+              + (f"; {bundle.name} {final['sha256']}" if bundle is not None else "")
+              + (f"; byte-identical to the reference: {final.get('byte_identical')}" if args.reference else ""),
+              flush=True)
     return 0
 
 
