@@ -81,8 +81,9 @@ class Launcher:
 class ProbeTools:
     """What the probe compiles with: the leg's C compiler ``cc`` (absolute path); on CUDA legs
     ``nvcc``, its host compiler ``ccbin``, the toolchain's nvcc flags and the CUDA ``archs``
-    (``CMAKE_CUDA_ARCHITECTURES`` entries such as ``120``; ``-real``/``-virtual`` suffixes are
-    dropped; ``native``/``all`` probe nvcc's default)."""
+    (``CMAKE_CUDA_ARCHITECTURES`` entries such as ``120``, ``120a``, ``86-real``: each compiled
+    for exactly as CMake would, :func:`~bundlegraph.schemas.archs.gencode`; ``native``/``all``
+    probe nvcc's default)."""
 
     cc: str
     env: dict[str, str]
@@ -97,10 +98,13 @@ class ProbeTools:
         if self.ccbin:
             argv.append(f"-ccbin={self.ccbin}")
         argv += list(self.nvcc_flags)
+        from ..schemas.archs import gencode, parse_arch
+
         for a in self.archs:
-            a = a.split("-")[0]
-            if a.isdigit():
-                argv.append(f"--generate-code=arch=compute_{a},code=[compute_{a},sm_{a}]")
+            try:
+                argv.append(gencode(parse_arch(a)))
+            except ValueError:
+                continue  # native, all, all-major: nvcc's default arch is probed
         return argv + ["-x", "cu", "-c", str(src), "-o", str(obj)]
 
 

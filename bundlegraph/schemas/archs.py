@@ -84,6 +84,15 @@ def parse_arch(text: str) -> Arch:
     )
 
 
+def gencode(arch: Arch) -> str:
+    """nvcc's ``--generate-code`` for ``arch``, as CMake writes it for that form (``120a`` ->
+    ``arch=compute_120a,code=[compute_120a,sm_120a]``; ``86-real``: SASS only; ``75-virtual``:
+    PTX only). Source: nvcc's documentation, "--generate-code"."""
+    name = f"{arch.sm}{arch.feature}"
+    codes = ([f"compute_{name}"] if arch.ptx else []) + ([f"sm_{name}"] if arch.sass else [])
+    return f"--generate-code=arch=compute_{name},code=[{','.join(codes)}]"
+
+
 def parse_version(text: str) -> Version:
     """``"13.4"`` or ``"13.4.2"`` -> ``(13, 4)``."""
     parts = str(text).split(".")

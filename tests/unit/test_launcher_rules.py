@@ -82,7 +82,7 @@ def test_the_probe_compiles_the_legs_cuda_architectures():
     argv = t.cuda_argv(Path("/s/probe.cu"), Path("/s/probe.o"))
     assert argv == ["/tk/bin/nvcc", "-ccbin=/usr/bin/aarch64-linux-gnu-g++", "-target-dir=sbsa-linux", "-objtemp",
                     "--generate-code=arch=compute_120,code=[compute_120,sm_120]",
-                    "--generate-code=arch=compute_121,code=[compute_121,sm_121]",
+                    "--generate-code=arch=compute_121,code=[sm_121]",  # -real: SASS only, as CMake compiles it
                     "-x", "cu", "-c", "/s/probe.cu", "-o", "/s/probe.o"]
 
 
@@ -102,3 +102,20 @@ def test_describe_says_remote_errors_loudly():
     line = compiler_cache.describe(stats)
     assert line.startswith("ccache 4.14.2: 3 hits (3 remote, 0 local), 1 misses, 0 uncacheable, remote http://127.0.0.1:1/c")
     assert "2 REMOTE ERRORS" in line
+
+
+def test_the_probe_compiles_for_every_arch_form_as_cmake_does():
+    """Issue 30: the probe split ``120a`` at ``-`` and kept only digits, so an arch spelled with a
+    feature suffix was silently left out of the compiler-cache probe."""
+    from pathlib import Path
+
+    from bundlegraph.pipeline.launcher import ProbeTools
+
+    t = ProbeTools("cc", {}, "nvcc", None, (), ("120a", "121", "86-real", "75-virtual", "native"))
+    argv = t.cuda_argv(Path("x.cu"), Path("x.o"))
+    assert [a for a in argv if a.startswith("--generate-code")] == [
+        "--generate-code=arch=compute_120a,code=[compute_120a,sm_120a]",
+        "--generate-code=arch=compute_121,code=[compute_121,sm_121]",
+        "--generate-code=arch=compute_86,code=[sm_86]",
+        "--generate-code=arch=compute_75,code=[compute_75]",
+    ]
