@@ -14,7 +14,7 @@ Steps (:func:`run_package`):
    temp archive, verify it again (findings must not change) and rename it into place.
 
 A failure at any step (including an interruption) leaves no archive: the previous bundle is
-removed first and temp files are deleted. Archive timestamps: :func:`archive_epoch`.
+removed first and temp files are deleted. Archive timestamps: :func:`bundlegraph.archive.archive_epoch`.
 """
 
 from __future__ import annotations

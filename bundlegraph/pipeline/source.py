@@ -151,7 +151,7 @@ def source_record(leg: str) -> SourceRecord:
 def check_upstream_tag(tree: Path, release: Release) -> None:
     """Refuse a stated ``upstream_tag`` below the tool split for a tree that has it: a tree
     whose ``tools/server/CMakeLists.txt`` builds ``llama-server-impl`` is upstream build
-    >= :data:`~bundlegraph.schemas.release.IMPL_SPLIT_BUILD`, and installers gate their checks
+    >= :data:`~bundlegraph.schemas.plain.IMPL_SPLIT_BUILD`, and installers gate their checks
     for the ``*-impl`` libraries on that number. Raises :class:`BundleGraphError`."""
     from ..schemas.plain import IMPL_SPLIT_BUILD
 

@@ -4,7 +4,7 @@ The pydantic models (:mod:`.spec`, :mod:`.release`) say what a spec file may hol
 it; once a ``bundles/`` directory has passed, the loader turns every model into the record of
 the same name here (``BundleSpec``, ``CudaSpec``, ``Release``, ``GitPin``, ...), and the graph,
 the stages and the commands use only these. They import nothing but the standard library, so an
-unchanged ``bundles/`` directory is loaded from the spec cache (:mod:`.matrix_cache`) without
+unchanged ``bundles/`` directory is loaded from the spec cache (:mod:`.loader`) without
 importing pydantic at all.
 
 A record holds:

@@ -70,7 +70,7 @@ class Release(Strict):
     - ``upstream_tag``: the upstream llama.cpp build (``b<digits>``) of the pinned commit. It
       cannot be derived offline from a shallow source; the release states it. It becomes
       ``LLAMA_BUILD_NUMBER``, the SHA index's and manifest's ``upstream_tag``, and gates the
-      ``*-impl`` libraries (:data:`IMPL_SPLIT_BUILD`; the source stage refuses a value below it
+      ``*-impl`` libraries (:data:`~bundlegraph.schemas.plain.IMPL_SPLIT_BUILD`; the source stage refuses a value below it
       for a tree that builds ``llama-server-impl``).
     - ``paired_runtime_tag``: the upstream release whose ``cudart-llama-bin-*`` runtime assets
       are paired with the Windows CUDA bundles (hashed into the SHA index).
