@@ -94,7 +94,9 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
 
 def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dict]:
     """The assets of release ``tag`` of ``repo``, by name (GitHub REST release object)."""
-    api = (api or os.environ.get("BUNDLEGRAPH_GITHUB_API") or DEFAULT_API).rstrip("/")
+    from . import settings
+
+    api = (api or settings.get("GITHUB_API") or DEFAULT_API).rstrip("/")
     url = f"{api}/repos/{repo}/releases/tags/{tag}"
     try:
         body = fetch_small(url, headers=_headers())  # the one download path: timeouts, retries

@@ -9,7 +9,6 @@ stage imports ``bundlegraph.graph``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,10 +51,12 @@ class Filters:
         (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
         ``BUNDLEGRAPH_BUILT``, ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
 
+        from .. import settings
+
         def pick(name: str, env: str) -> str | None:
             v = overrides.get(name)
             if v is None:
-                v = os.environ.get(env)
+                v = settings.get(env)
             return v or None
 
         art = pick("artifacts", "BUNDLEGRAPH_ARTIFACTS")

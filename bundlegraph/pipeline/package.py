@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import paths
+from .. import paths, settings
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
@@ -303,7 +303,7 @@ def key_inputs(ctx: Context, leg: str) -> dict:
     source, ``SOURCE_DATE_EPOCH`` and whether a signing command is set."""
     return {"spec": ctx.spec(leg), "release": ctx.release, "tree": upstream_digest(f"merge:{leg}"),
             "source": upstream_digest(f"source:{leg}"), "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
-            "signer": bool(os.environ.get("BUNDLEGRAPH_SIGN_COMMAND"))}
+            "signer": bool(settings.get("SIGN_COMMAND"))}
 
 
 def prepare(ctx: Context, leg: str) -> Prepared:

@@ -45,8 +45,11 @@ def msvc_redist_root(env: dict[str, str] | None = None) -> Path | None:
     """The MSVC redist root (``VC/Redist/MSVC``): ``BUNDLEGRAPH_MSVC_REDIST``, else the parent
     of ``VCToolsRedistDir``, else ``VCINSTALLDIR/Redist/MSVC``; None when none is set."""
     env = dict(os.environ) if env is None else env
-    if env.get("BUNDLEGRAPH_MSVC_REDIST"):
-        return Path(env["BUNDLEGRAPH_MSVC_REDIST"])
+    from .. import settings
+
+    own = settings.get("MSVC_REDIST", env)
+    if own:
+        return Path(own)
     if env.get("VCToolsRedistDir"):
         return Path(env["VCToolsRedistDir"].rstrip("\\/")).parent
     if env.get("VCINSTALLDIR"):

@@ -53,7 +53,9 @@ class SignerConfig:
     def from_env(cls, env: Mapping[str, str]) -> "SignerConfig | None":
         """Read ``BUNDLEGRAPH_SIGN_COMMAND``/``_SECRETS``; None when no command is set. A command
         that is not a JSON list of strings is a :class:`SigningError`."""
-        raw = env.get("BUNDLEGRAPH_SIGN_COMMAND", "").strip()
+        from .. import settings
+
+        raw = settings.get("SIGN_COMMAND", env)
         if not raw:
             return None
         try:
@@ -62,7 +64,7 @@ class SignerConfig:
             argv = None
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise SigningError("BUNDLEGRAPH_SIGN_COMMAND must be a JSON list of strings (the signer's argv)")
-        names = tuple(n.strip() for n in env.get("BUNDLEGRAPH_SIGN_SECRETS", "").split(",") if n.strip())
+        names = tuple(settings.get("SIGN_SECRETS", env) or ())  # the table's list form: one split for both
         refs = tuple(m.group(1) for a in argv for m in _ENV_REF.finditer(a))
         return cls(tuple(argv), tuple(dict.fromkeys(names + refs)))
 

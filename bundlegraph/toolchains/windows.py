@@ -15,10 +15,10 @@ and ``bundlegraph plan`` can print it on Linux.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..errors import ToolMissing
+from .. import settings
 from . import msvc
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaLayout
@@ -101,7 +101,7 @@ class ClangWindows(Toolchain):
 
     def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
-        override = env.get("BUNDLEGRAPH_CLANG") or os.environ.get("BUNDLEGRAPH_CLANG")
+        override = settings.get("CLANG", env) or settings.get("CLANG")
         base = Path(override).parent if override else Path(env.get("VCINSTALLDIR", "")) / "Tools" / "Llvm" / "x64" / "bin"
         bins = {"c": (base / "clang.exe").as_posix(), "cxx": (base / "clang++.exe").as_posix()}
         for b in bins.values():
@@ -114,7 +114,7 @@ class ClangWindows(Toolchain):
 
     def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str] | None = None) -> str:
         lines = self._header(leg, "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake).")
-        override = os.environ.get("BUNDLEGRAPH_CLANG")
+        override = settings.get("CLANG")
         lines.append("")
         if override:
             d = Path(override).parent.as_posix()

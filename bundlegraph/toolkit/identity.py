@@ -26,7 +26,9 @@ DEFAULT_REDIST_URL = "https://developer.download.nvidia.com/compute/cuda/redist/
 
 def redist_pool_url() -> str:
     """The redist pool (``$BUNDLEGRAPH_REDIST_URL``, default NVIDIA's redist URL), ending in ``/``."""
-    u = os.environ.get("BUNDLEGRAPH_REDIST_URL") or DEFAULT_REDIST_URL
+    from .. import settings
+
+    u = settings.get("REDIST_URL") or DEFAULT_REDIST_URL
     return u if u.endswith("/") else u + "/"
 
 
