@@ -223,3 +223,16 @@ def test_a_ggml_key_llama_cpp_never_declared_fails_the_real_configure(tmp_path, 
             "not used by the project\"); did you mean LLAMA_CURL? (deprecated: this tree ignores it)") in out
     assert f"configure:{leg}: {spec}: cmake.LLAMA_CURL: deprecated: this tree ignores it" in out
     assert not (work / "build" / leg / "configure.json").exists()
+
+
+def test_a_misspelt_BUNDLEGRAPH_variable_stops_doit_and_bundlegraph_before_anything_runs(tmp_path):
+    """Issue 29: ``BUNDLEGRAPH_ONLY_LEGS=linux-arm64-cpu doit list`` listed the whole graph with
+    exit 0 (a bare ``doit`` would have started the whole main job)."""
+    for run in (graphrun.doit, graphrun.cli):
+        r = run(["list"] if run is graphrun.doit else ["matrix"], bundles=ROOT / "bundles", workdir=tmp_path,
+                BUNDLEGRAPH_ONLY_LEGS="linux-arm64-cpu")
+        assert r.returncode == 2 and r.stdout == "", r.stdout
+        assert "BUNDLEGRAPH_ONLY_LEGS: unknown variable (did you mean BUNDLEGRAPH_ONLY_LEG?)" in r.stderr, r.stderr
+    assert not (tmp_path / "build").exists()
+    ok = graphrun.doit(["list"], bundles=ROOT / "bundles", workdir=tmp_path, BUNDLEGRAPH_EXTRA_MINE="kept")
+    assert ok.returncode == 0 and "source:linux-arm64-cpu" in ok.stdout
