@@ -34,7 +34,6 @@ longest is 3.4 % of the slice's total, the same share as the longest object of t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -49,11 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cache_rebuild import setup  # noqa: E402
-
-
-def sha(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+from cache_rebuild import setup, sha  # noqa: E402
 
 
 def free_port() -> int:

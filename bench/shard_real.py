@@ -4,15 +4,18 @@ work directory, and the bundle compared with an unsharded build's (issue 28, ite
 
 Usage::
 
-    .venv/bin/python bench/shard_real.py --root /work/bench/shard --base-dist /work/bench/cold/dist \\
-        --reference /work/bench/cold/dist [--leg linux-arm64-cuda13-blackwell] [--jobs 2]
+    .venv/bin/python bench/shard_real.py --root /work/bench/shard [--base-dist DIST --reference DIST]
+        [--reference-so SHA256] [--bundles DIR] [--leg linux-arm64-cuda13-blackwell] [--jobs 2]
 
 Each shard runs ``doit only_leg=L build:L shard=I/N`` (the release's real ``bundles/``, whose
 spec says ``shards = N``) in ``<root>/shard-I`` with an empty local ccache directory, one after
 another (this machine has 2 cores; on CI they run side by side). The final compile runs ``doit
 only_leg=L artifacts=<base-dist> package:L`` in ``<root>/final`` (the merge base bundle taken from
 ``--base-dist``, as the workflow's backend job takes it from the base job's artifact), again with an
-empty local cache: every object must come from the remote. Each work directory splits by the
+empty local cache: every object must come from the remote. Without ``--base-dist`` the final job is
+``doit only_leg=L build:L`` and its ``libggml-cuda.so`` is compared with ``--reference-so`` (an
+unsharded build's of the same tree, e.g. BENCHMARKS.md's issue-19 cold build: then ``--bundles`` is
+a copy of ``bundles/`` with the same ``path`` pin, made by bench/cache_rebuild.py's ``setup``). Each work directory splits by the
 same committed cost record (``bundles/costs/L.json``), as every job of a release run splits by
 the one set the plan job hands out.
 
@@ -25,7 +28,6 @@ build of the same tree and code). Linux only.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -35,16 +37,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO / "tests"))
 
-
-def sha(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
+from cache_rebuild import sha  # noqa: E402
 
 
 def doit(args: list[str], work: Path, env: dict[str, str], log: Path) -> float:

@@ -176,15 +176,22 @@ def to_doit(plan: TaskPlan) -> dict:
     return d
 
 
-class _Check:
-    """A task's ``uptodate`` callable (:func:`_uptodate` of its plan). Its repr is one short line,
-    what ``doit info TASK`` prints: the task, and why it is due (the words ``bundlegraph explain``
-    would say) or that its stamp holds."""
+class _OfPlan:
+    """A callable doit holds for one task (its check, action or clean), carrying the task's plan.
+    doit prints these objects (``doit info``, ``doit clean``), so each has a one-line repr."""
 
     __slots__ = ("plan",)
 
     def __init__(self, plan: TaskPlan) -> None:
         self.plan = plan
+
+
+class _Check(_OfPlan):
+    """A task's ``uptodate`` callable (:func:`_uptodate` of its plan). Its repr is one short line,
+    what ``doit info TASK`` prints: the task, and why it is due (the words ``bundlegraph explain``
+    would say) or that its stamp holds."""
+
+    __slots__ = ()
 
     def __call__(self) -> bool:
         return _uptodate(self.plan)
@@ -198,14 +205,11 @@ class _Check:
         return f"<{name} check ({said}); `bundlegraph explain {name}` says why>"
 
 
-class _Run:
+class _Run(_OfPlan):
     """A task's action (:func:`_execute` of its plan); its repr is one short line for ``doit info``
     (doit prints a Python action as its callable's repr without the first character)."""
 
-    __slots__ = ("plan",)
-
-    def __init__(self, plan: TaskPlan) -> None:
-        self.plan = plan
+    __slots__ = ()
 
     def __call__(self) -> object:
         return _execute(self.plan)
@@ -215,15 +219,12 @@ class _Run:
         return f"<bundlegraph's {self.plan.stage} stage{leg}: {self.plan.doc}>"
 
 
-class _Clean:
+class _Clean(_OfPlan):
     """A task's ``clean`` action: removes what the task wrote in the work directory
     (:mod:`bundlegraph.pipeline.cleanup`). Its repr, which ``doit clean`` and ``doit clean -n``
     print, names those paths."""
 
-    __slots__ = ("plan",)
-
-    def __init__(self, plan: TaskPlan) -> None:
-        self.plan = plan
+    __slots__ = ()
 
     def _found(self) -> list[Path]:
         from .pipeline import cleanup
