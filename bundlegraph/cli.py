@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from . import settings
-from .errors import BundleGraphError
+from .errors import BUG, BundleGraphError, exit_code
 
 COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.plan": ("plan",),
@@ -79,7 +79,8 @@ def resolve_bundles(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 for bad input, 1 for failed checks)."""
+    """Entry point; returns the exit status (:func:`bundlegraph.errors.exit_code`: 1 a check answered
+    no, 2 a user error, 3 a refused input, 4 a tool that failed, 70 a bug)."""
     import gc
 
     argv = sys.argv[1:] if argv is None else argv
@@ -97,10 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
-        return 2
+        return exit_code(e)
     except BrokenPipeError:  # `bundlegraph matrix | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as e:  # a bug: its traceback, and the status that says so
+        import traceback
+
+        traceback.print_exc()
+        print(f"bundlegraph: this is a bug in bundlegraph ({type(e).__name__}); please report it with the "
+              "traceback above", file=sys.stderr)
+        return BUG
 
 
 if __name__ == "__main__":  # pragma: no cover

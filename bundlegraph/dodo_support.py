@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from . import paths, settings
-from .errors import BundleGraphError
+from .errors import BundleGraphError, exit_code
 from .graph import Filters, Graph, load_graph
 from .pipeline import costs
 from .pipeline.shards import ShardRef, parse_shard
@@ -96,7 +96,7 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
         return graph
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(exit_code(e)) from None
 
 
 def shard_filter(raw: str | None, command: str, targets: list[str],

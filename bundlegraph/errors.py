@@ -5,6 +5,15 @@ that failed) raises a :class:`BundleGraphError` subclass whose message names the
 or artifact and says what was expected. Inside doit actions these are turned into a returned
 ``doit.exceptions.TaskFailed`` (see :func:`bundlegraph.graph._execute`), so no traceback is
 printed. Any other exception is a bug and keeps its traceback.
+
+Exit statuses of the ``bundlegraph`` command and of a ``doit`` run stopped before any task
+(:func:`exit_code`; README "Exit codes"): 0 done; 1 a check answered no (``verify`` found
+problems, ``select`` found no bundle, ``coverage`` an empty release); 2 a user error (usage, a
+spec, a setting, an unknown task, the work directory held by another run); 3 a refused input (a
+hash or size that differs, an unsafe archive, a bundle that fails verification, a host that
+cannot run the task); 4 a tool that failed or is missing (a compiler, a download, a toolkit that
+cannot be installed): running again may help; 70 a bug (any other exception, with its traceback;
+``EX_SOFTWARE`` of BSD's sysexits.h). Inside a ``doit`` run a failed task is doit's own status 1.
 """
 
 from __future__ import annotations
@@ -80,3 +89,22 @@ class TaskSkipped(BundleGraphError):
     """A task that could not apply on this host (e.g. ``smoke:<leg>`` without a matching GPU).
     Not a failure and never a pass: the graph prints the reason and records no stamp, so the
     task is evaluated again on the next run."""
+
+
+USER_ERROR = 2
+REFUSED_INPUT = 3
+TOOL_FAILED = 4
+BUG = 70
+"""Exit statuses by error class (module docstring); 70 is ``EX_SOFTWARE`` of sysexits.h."""
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit status for ``error`` (module docstring): a :class:`BundleGraphError` by its
+    class, anything else :data:`BUG`."""
+    if isinstance(error, (HashMismatch, UnsafeArchive, VerifyError, HostMismatch)):
+        return REFUSED_INPUT
+    if isinstance(error, (ToolFailed, ToolMissing, DownloadError, ToolkitError)):
+        return TOOL_FAILED
+    if isinstance(error, BundleGraphError):
+        return USER_ERROR
+    return BUG
