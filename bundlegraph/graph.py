@@ -29,7 +29,7 @@ from typing import Any
 
 from . import overrides, paths, report, state
 from .errors import BundleGraphError, SpecError, TaskSkipped
-from .pipeline import build, configure, manifest, merge, package, publish, smoke, source, toolkit, verify
+from .pipeline import configure, manifest, merge, package, publish, shard_build, smoke, source, toolkit, verify
 from .pipeline.base import (
     OPT_IN_STAGES,
     STAGE_ORDER,
@@ -47,7 +47,7 @@ PLANNERS: list[tuple[str, Planner]] = [
     ("source", source.plans),
     ("toolkit", toolkit.plans),
     ("configure", configure.plans),
-    ("build", build.plans),
+    ("build", shard_build.plans),  # build.plans, a shard run's sharded legs as their shard
     ("verify", verify.plans),
     ("merge", merge.plans),
     ("package", package.plans),

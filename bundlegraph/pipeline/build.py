@@ -380,7 +380,8 @@ def imported_provenance(leg: str) -> dict | None:
 
 
 def plans(ctx: Context) -> list:
-    """``build:<leg>`` for every selected leg, after ``configure:<leg>``."""
+    """``build:<leg>`` for every selected leg, after ``configure:<leg>`` (a shard run's tasks:
+    :func:`bundlegraph.pipeline.shard_build.plans`, which the graph uses for this stage)."""
 
     out = []
     for leg in ctx.legs:
@@ -390,17 +391,6 @@ def plans(ctx: Context) -> list:
                                 doc=f"import {leg}'s build output made on another runner ({src})",
                                 prepare=partial(prepare_import, ctx, leg), apply=_apply_import,
                                 details=partial(dict, imported_from=src.as_posix())))
-            continue
-
-        shard = ctx.filters.shard
-        if shard is not None and ctx.spec(leg).build.shards == shard.count:
-            from .shard_build import apply_shard, prepare_shard
-
-            out.append(TaskPlan(
-                stage="build", name=leg, leg=leg, deps=[f"configure:{leg}"], recorded=False,
-                doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
-                prepare=partial(prepare_shard, ctx, leg, shard), apply=apply_shard,
-                details=partial(dict, shard=str(shard))))
             continue
 
         def details(leg: str = leg) -> dict:

@@ -27,6 +27,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .. import paths, proc, settings
@@ -35,7 +36,7 @@ from ..fsutil import atomic_dir, atomic_write_json
 from ..report import say, warn
 from . import build_measure, compiler_cache, costs
 from . import jobs as jobs_mod
-from .base import Context, Prepared
+from .base import Context, Prepared, TaskPlan
 from .build import BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
 from .shards import ShardRef, ShardSlice, costed, split
 
@@ -159,6 +160,29 @@ class MergeResult:
     entries: int
     legs: dict[str, dict]
     problems: list[str]
+
+
+def plans(ctx: Context) -> list[TaskPlan]:
+    """The build stage's tasks (:func:`bundlegraph.pipeline.build.plans`), where a shard run
+    (``shard=I/N``) replaces each compiled leg of ``shards = N`` by its shard: compile shard I into
+    the compiler cache, link nothing, record no stamp. Kept here, above the build stage, so that
+    stage never imports its shards (no import circle)."""
+    from .build import plans as build_plans
+
+    shard = ctx.filters.shard
+    out = []
+    for p in build_plans(ctx):
+        leg = p.leg
+        if (shard is None or leg is None or ctx.imported_build(leg) is not None
+                or ctx.spec(leg).build.shards != shard.count):
+            out.append(p)
+            continue
+        out.append(TaskPlan(
+            stage="build", name=leg, leg=leg, deps=[f"configure:{leg}"], recorded=False,
+            doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
+            prepare=partial(prepare_shard, ctx, leg, shard), apply=apply_shard,
+            details=partial(dict, shard=str(shard))))
+    return out
 
 
 def _read_shard(f: Path) -> dict:

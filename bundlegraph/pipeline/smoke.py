@@ -79,7 +79,6 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -95,51 +94,11 @@ from .base import Context, Prepared, TaskPlan, upstream_digest
 from .configure import check_host, plan_configure
 from .smokegpu import (OPS, TOOLS_CACHE, Decision, SmokeToolsPlan, decide, gpu_checks, inventory, judge_devices,
                        judge_gpu_generate, judge_op, run_tools, tools_argv, tools_program)
+from .smokeplan import Check, SmokePlan
 from .source import SourceRecord
 
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
 N_PREDICT = 8
-@dataclass(frozen=True)
-class Check:
-    """One smoke step: ``name`` (``devices``, ``op:MUL_MAT``, ``generate``, ...), ``argv`` with
-    ``{bundle}``/``{model}``/``{dev}`` placeholders filled at run time."""
-
-    name: str
-    argv: list[str]
-
-
-@dataclass(frozen=True)
-class SmokePlan:
-    """What ``smoke:<leg>`` would do (pure). ``bundle``: the archive; ``record``/``log``;
-    ``tools_dir``: the test-backend-ops build; ``checks`` in order; ``model_argv`` writes the tiny
-    model; ``runtime_dir``: the toolkit directory holding the external CUDA runtime; ``info_file``:
-    the release's info JSON name inside the bundle."""
-
-    leg: str
-    base: str | None
-    os: str
-    arch: str
-    bundle: Path
-    record: Path
-    log: Path
-    tools_dir: Path
-    source_tree: Path
-    checks: list[Check]
-    model_argv: list[str]
-    runtime_dir: Path | None
-    exe: str = ""
-    info_file: str = "BUNDLE_INFO.json"
-    work_dir: Path = Path("build")
-    """The leg's build directory: the unpacked bundle goes under it while the smoke runs, and a
-    bundle that fails is moved to ``<work_dir>/smoke-failed/`` (out of ``dist/``)."""
-    cuda: bool = False
-    build_number: int = 0
-    commit: str | None = None
-
-    def program(self, name: str) -> str:
-        return f"{{bundle}}/{name}{self.exe}"
-
-
 def host_platform() -> tuple[str, str]:
     """``(os, arch)`` of this host in spec terms (:func:`bundlegraph.toolchains.base.this_host`)."""
     return this_host()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import proc
 from ..errors import BundleGraphError
@@ -27,9 +27,7 @@ from ..fsutil import atomic_write_json
 from ..report import say
 from ..toolchains.base import Resolved
 from .configure import ConfigurePlan
-
-if TYPE_CHECKING:
-    from .smoke import Check, SmokePlan
+from .smokeplan import Check, SmokePlan
 
 OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
 TOOLS_CACHE = {"LLAMA_BUILD_TESTS": "ON", "GGML_CPU": "OFF", "GGML_CPU_ALL_VARIANTS": "OFF",
