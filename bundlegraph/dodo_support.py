@@ -14,6 +14,7 @@ from . import paths, settings
 from .errors import BundleGraphError, exit_code
 from .graph import Filters, Graph, load_graph
 from .pipeline import costs
+from .pipeline.base import COMPILE_STAGES
 from .pipeline.shards import ShardRef, parse_shard
 from .runlock import acquire, doit_command, doit_targets
 
@@ -21,9 +22,6 @@ from .runlock import acquire, doit_command, doit_targets
 DOIT_VARS = ("bundles", "only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source", "build_targets",
              "shard")
 """Every ``key=value`` doit variable bundlegraph reads (README "Everyday commands")."""
-COMPILE_STAGES = ("source", "toolkit", "configure", "build")
-"""Stages a compile runner's job asks for (``doit build:L``): a run naming only tasks of these
-stages needs no merge base (:attr:`Filters.compile_only`)."""
 
 
 def unknown_vars(argv: list[str]) -> list[str]:

@@ -55,7 +55,8 @@ PLANNERS: list[tuple[str, Planner]] = [
     ("manifest", manifest.plans),
     ("publish", publish.plans),
 ]
-"""Every stage's planner, in stage order."""
+"""Every stage's planner, in stage order (the names are :data:`STAGE_ORDER`'s; checked below)."""
+assert [name for name, _ in PLANNERS] == STAGE_ORDER, "PLANNERS and STAGE_ORDER name the stages differently"
 
 
 @dataclass

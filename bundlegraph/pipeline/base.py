@@ -23,6 +23,9 @@ STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "pa
 """Every stage, in the order its tasks run for one leg."""
 OPT_IN_STAGES = ("smoke",)
 """Stages never part of a bare ``doit``."""
+COMPILE_STAGES = tuple(STAGE_ORDER[:STAGE_ORDER.index("build") + 1])
+"""Stages a compile runner's job asks for (``doit build:L``): a run naming only tasks of these
+stages needs no merge base."""
 
 
 @dataclass(frozen=True)
