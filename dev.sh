@@ -60,8 +60,9 @@ if [ "$what" = main ]; then
 fi
 # lint, types and the import layers (pyproject.toml [tool.ruff], [tool.mypy],
 # [tool.importlinter]) before the tests
-step "lint: ruff check"
+step "lint: ruff check, ruff format --check"
 .venv/bin/ruff check --quiet bundlegraph tests bench dodo.py
+.venv/bin/ruff format --check --quiet bundlegraph tests bench dodo.py
 step "types: mypy"
 .venv/bin/mypy
 step "import layers: lint-imports"

@@ -99,14 +99,17 @@ def timed(argv: list[str], env: dict[str, str], log: Path) -> dict:
     if rc != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({rc}); see {log}")
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_tree_rss_mib": round(peak / 1024, 1),
-            "log": str(log)}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "peak_tree_rss_mib": round(peak / 1024, 1),
+        "log": str(log),
+    }
 
 
 def _clean(ninja: str, cmake_dir: Path, targets: list[str]) -> None:
     """Make the next build of ``targets`` cold: ``ninja -t clean`` them (or everything)."""
-    subprocess.run([ninja, "-C", str(cmake_dir), "-t", "clean", *targets], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([ninja, "-C", str(cmake_dir), "-t", "clean", *targets], check=True, stdout=subprocess.DEVNULL)
 
 
 def _median(xs: list[float]) -> float:
@@ -120,8 +123,9 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--leg", default=LEG, help="the CUDA leg to build (default: %(default)s)")
     ap.add_argument("--targets", default="", help="comma-separated ninja outputs (default: the spec's targets)")
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="cold builds of each kind, alternating which goes first (default: 1)")
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="cold builds of each kind, alternating which goes first (default: 1)"
+    )
     ap.add_argument("--out", type=Path, default=Path("/tmp/bundlegraph-bench"))
     ap.add_argument("--skip-hand", action="store_true")
     a = ap.parse_args()
@@ -136,8 +140,14 @@ def main() -> int:
     leg = a.leg
     targets_var = [f"build_targets={a.targets}"] if a.targets else []
     tg = a.targets.split(",") if a.targets else []
-    res: dict = {"leg": leg, "archs": os.environ.get("BUNDLEGRAPH_ARCHS", "(spec)"), "jobs": a.jobs,
-                 "targets": a.targets or "(spec: ggml-cuda)", "cores": os.cpu_count(), "rounds": []}
+    res: dict = {
+        "leg": leg,
+        "archs": os.environ.get("BUNDLEGRAPH_ARCHS", "(spec)"),
+        "jobs": a.jobs,
+        "targets": a.targets or "(spec: ggml-cuda)",
+        "cores": os.cpu_count(),
+        "rounds": [],
+    }
 
     timed([*doit, f"configure:{leg}"], env, out / "configure.log")
     conf = json.loads((wd / "build" / leg / "configure.json").read_text())
@@ -150,8 +160,15 @@ def main() -> int:
         argv = [x for x in conf["argv"] if x != "--fresh"]
         argv[argv.index("-B") + 1] = str(hand / "cmake")
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=ROOT)
-        hand_build = [conf["argv"][0], "--build", str(hand / "cmake"), "--target", *(tg or ["ggml-cuda"]),
-                      "-j", str(a.jobs)]
+        hand_build = [
+            conf["argv"][0],
+            "--build",
+            str(hand / "cmake"),
+            "--target",
+            *(tg or ["ggml-cuda"]),
+            "-j",
+            str(a.jobs),
+        ]
 
     def run_bundlegraph(i: int) -> dict:
         if i:  # a cold build again: objects cleaned, the build stamp dropped
@@ -181,8 +198,12 @@ def main() -> int:
         res["ratio_cpu_median"] = round(_median([r["bundlegraph"]["cpu_s"] / r["by_hand"]["cpu_s"] for r in rs]), 4)
         res["extra_cpu_s_median"] = round(_median([r["bundlegraph"]["cpu_s"] - r["by_hand"]["cpu_s"] for r in rs]), 2)
         # the sums balance the order effect (the first build of a round runs slower) when rounds is even
-        res["ratio_wall_total"] = round(sum(r["bundlegraph"]["wall_s"] for r in rs) / sum(r["by_hand"]["wall_s"] for r in rs), 3)
-        res["ratio_cpu_total"] = round(sum(r["bundlegraph"]["cpu_s"] for r in rs) / sum(r["by_hand"]["cpu_s"] for r in rs), 4)
+        res["ratio_wall_total"] = round(
+            sum(r["bundlegraph"]["wall_s"] for r in rs) / sum(r["by_hand"]["wall_s"] for r in rs), 3
+        )
+        res["ratio_cpu_total"] = round(
+            sum(r["bundlegraph"]["cpu_s"] for r in rs) / sum(r["by_hand"]["cpu_s"] for r in rs), 4
+        )
 
     res["noop_build_task"] = timed([*doit, f"build:{leg}", *targets_var], env, out / "noop-build.log")
     (out / "build_blackwell.json").write_text(json.dumps(res, indent=2) + "\n")

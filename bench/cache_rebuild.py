@@ -88,28 +88,42 @@ def setup(root: Path, src: Path | None, given: Path | None) -> tuple[Path, Path]
     rel = (bundles / "release.toml").read_text(encoding="utf-8")
     block = re.search(r"^\[source\]\n(?:(?!^\[).*\n?)*", rel, re.M)
     assert block, "release.toml has no [source] table"
-    pin = (f'[source]\nkind = "path"\npath = "{src.as_posix()}"\ncommit = "{COMMIT}"\n'
-           f"commit_date = 2026-10-01T02:11:48Z\n\n")
-    (bundles / "release.toml").write_text(rel[:block.start()] + pin + rel[block.end():], encoding="utf-8")
+    pin = (
+        f'[source]\nkind = "path"\npath = "{src.as_posix()}"\ncommit = "{COMMIT}"\n'
+        f"commit_date = 2026-10-01T02:11:48Z\n\n"
+    )
+    (bundles / "release.toml").write_text(rel[: block.start()] + pin + rel[block.end() :], encoding="utf-8")
     return src, bundles
 
 
 def ninja_steps(log: Path) -> int:
-    steps = re.findall(r"^\[(\d+)/(\d+)\]", log.read_text(encoding="utf-8", errors="replace"), re.M) if log.is_file() else []
+    steps = (
+        re.findall(r"^\[(\d+)/(\d+)\]", log.read_text(encoding="utf-8", errors="replace"), re.M)
+        if log.is_file()
+        else []
+    )
     return int(steps[-1][1]) if steps else 0
 
 
-def run(name: str, work: Path, bundles: Path, env_extra: dict[str, str], results: dict, root: Path,
-        task: str = "package") -> dict:
+def run(
+    name: str, work: Path, bundles: Path, env_extra: dict[str, str], results: dict, root: Path, task: str = "package"
+) -> dict:
     cuda_leg, cpu_leg = LEGS["cuda"], LEGS["cpu"]
     work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEGRAPH_ONLY", "CCACHE_"))}
-    env |= {"BUNDLEGRAPH_WORKDIR": str(work), "BUNDLEGRAPH_BUNDLES": str(bundles),
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"} | env_extra
+    env |= {
+        "BUNDLEGRAPH_WORKDIR": str(work),
+        "BUNDLEGRAPH_BUNDLES": str(bundles),
+        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+    } | env_extra
     t0 = time.monotonic()
     with open(root / f"{name}.log", "w", encoding="utf-8") as log:
-        p = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"{task}:{cuda_leg}"],
-                           env=env, stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.run(
+            [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"{task}:{cuda_leg}"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     wall = time.monotonic() - t0
     r: dict = {"work": str(work), "rc": p.returncode, "wall_s": round(wall, 1), "env": env_extra, "legs": {}}
     for leg in (cpu_leg, cuda_leg):
@@ -121,14 +135,20 @@ def run(name: str, work: Path, bundles: Path, env_extra: dict[str, str], results
         }
     so = work / "build" / cuda_leg / "cmake" / "bin" / "libggml-cuda.so"
     r["libggml-cuda.so"] = sha(so) if so.is_file() else None
-    r["bundles"] = {f.name: sha(f) for f in sorted((work / "dist").glob("*")) if f.is_file()
-                    and (f.name.endswith((".tar.gz", ".zip")))}
+    r["bundles"] = {
+        f.name: sha(f)
+        for f in sorted((work / "dist").glob("*"))
+        if f.is_file() and (f.name.endswith((".tar.gz", ".zip")))
+    }
     results["runs"][name] = r
     (root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     cs = r["legs"][cuda_leg]["compiler_cache"] or {}
-    print(f"{name}: rc {p.returncode}, {wall:.0f}s, {cuda_leg}: {cs.get('hits')} hits "
-          f"({cs.get('remote_hits')} remote), {cs.get('misses')} misses, {r['legs'][cuda_leg]['ninja_steps']} "
-          f"ninja steps, build {cs.get('seconds')}s", flush=True)
+    print(
+        f"{name}: rc {p.returncode}, {wall:.0f}s, {cuda_leg}: {cs.get('hits')} hits "
+        f"({cs.get('remote_hits')} remote), {cs.get('misses')} misses, {r['legs'][cuda_leg]['ninja_steps']} "
+        f"ninja steps, build {cs.get('seconds')}s",
+        flush=True,
+    )
     return r
 
 
@@ -159,13 +179,34 @@ def main() -> int:
     dav = root / "dav"
     (dav / "cache").mkdir(parents=True, exist_ok=True)
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "wsgidav.server.server_cli", "-H", "127.0.0.1", "-p", str(port), "-r", str(dav),
-                               "--auth", "anonymous", "--no-config", "-q"],
-                              stdout=open(root / "wsgidav.log", "w"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "wsgidav.server.server_cli",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-r",
+            str(dav),
+            "--auth",
+            "anonymous",
+            "--no-config",
+            "-q",
+        ],
+        stdout=open(root / "wsgidav.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     time.sleep(2)
     remote = {"BUNDLEGRAPH_CACHE_REMOTE": f"http://127.0.0.1:{port}/cache|layout=flat"}
-    results: dict = {"machine": f"{os.cpu_count()} cores", "commit": subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(), "runs": {}}
+    results: dict = {
+        "machine": f"{os.cpu_count()} cores",
+        "commit": subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "runs": {},
+    }
     steps = a.only or ["cold", "warm", "change"] + (["miss"] if a.miss_twin else [])
     changed = src / CHANGED
     original = changed.read_bytes()
@@ -177,21 +218,47 @@ def main() -> int:
         if "change" in steps:
             changed.write_bytes(original + CHANGE.encode())
             run("change", root / "c", bundles, remote | {"CCACHE_DIR": str(root / "c-ccache")}, results, root, a.task)
-            run("change-local", root / "b", bundles, remote | {"CCACHE_DIR": str(root / "b-ccache")}, results, root, a.task)
+            run(
+                "change-local",
+                root / "b",
+                bundles,
+                remote | {"CCACHE_DIR": str(root / "b-ccache")},
+                results,
+                root,
+                a.task,
+            )
             changed.write_bytes(original)
         if "miss" in steps:
-            run("miss", root / "d", bundles, {"BUNDLEGRAPH_LAUNCHER": "none"}, results, root,
-                "build" if a.miss_build_only else "package")
+            run(
+                "miss",
+                root / "d",
+                bundles,
+                {"BUNDLEGRAPH_LAUNCHER": "none"},
+                results,
+                root,
+                "build" if a.miss_build_only else "package",
+            )
         runs = results["runs"]
         base = runs.get("cold", {}).get("libggml-cuda.so")
         for other in ("warm", "miss"):
             o = runs.get(other, {}).get("libggml-cuda.so")
             if base and o:
                 same = o == base
-                results[f"cold_vs_{other}"] = "identical" if same else diff(
-                    root / "a" / "build" / LEGS["cuda"] / "cmake" / "bin" / "libggml-cuda.so",
-                    root / ("b" if other == "warm" else "d") / "build" / LEGS["cuda"] / "cmake" / "bin" / "libggml-cuda.so",
-                    root / f"diffoscope-cold-vs-{other}.txt")
+                results[f"cold_vs_{other}"] = (
+                    "identical"
+                    if same
+                    else diff(
+                        root / "a" / "build" / LEGS["cuda"] / "cmake" / "bin" / "libggml-cuda.so",
+                        root
+                        / ("b" if other == "warm" else "d")
+                        / "build"
+                        / LEGS["cuda"]
+                        / "cmake"
+                        / "bin"
+                        / "libggml-cuda.so",
+                        root / f"diffoscope-cold-vs-{other}.txt",
+                    )
+                )
         (root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     finally:
         changed.write_bytes(original)

@@ -44,11 +44,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bundlegraph.critical_path import Assumptions, timeline  # noqa: E402
-from bundlegraph.pipeline import costs  # noqa: E402
-from bundlegraph.pipeline.shards import makespan  # noqa: E402
-from bundlegraph.release_jobs import JOBS, JobRow, rows  # noqa: E402
-from bundlegraph.schemas.loader import load_matrix  # noqa: E402
+from bundlegraph.critical_path import Assumptions, timeline
+from bundlegraph.pipeline import costs
+from bundlegraph.pipeline.shards import makespan
+from bundlegraph.release_jobs import JOBS, JobRow, rows
+from bundlegraph.schemas.loader import load_matrix
 
 MISSION = "windows-arm64-cuda13-portable"
 WIDE = ("linux-x64-cuda13-portable", "windows-x64-cuda13-portable")
@@ -60,8 +60,9 @@ def records_for(m, cuda: costs.CostRecord, cpu: costs.CostRecord) -> dict[str, c
     for leg, spec in m.legs.items():
         if spec.cuda:
             f = len(spec.cuda.archs) / 2
-            out[leg] = costs.CostRecord(leg, {k: v * f if k.endswith(".cu") else v for k, v in cuda.objects.items()},
-                                        dict(cuda.other))
+            out[leg] = costs.CostRecord(
+                leg, {k: v * f if k.endswith(".cu") else v for k, v in cuda.objects.items()}, dict(cuda.other)
+            )
         else:
             out[leg] = costs.CostRecord(leg, dict(cpu.objects), dict(cpu.other))
     return out
@@ -87,8 +88,11 @@ def legacy_rows(m) -> list[JobRow]:
 def compile_path(t, leg: str) -> float:
     """The leg's compile critical path: its longest compile row's compile part (a shard, or the
     whole compile) plus, when sharded, the final compile's (cache hits and the link)."""
-    rows_ = [s for s in t.slots if s.name.startswith(leg) and "compile" in s.parts
-             and (s.job in ("compile", "compile-final") or s.name == leg)]
+    rows_ = [
+        s
+        for s in t.slots
+        if s.name.startswith(leg) and "compile" in s.parts and (s.job in ("compile", "compile-final") or s.name == leg)
+    ]
     shard = max((s.parts["compile"] for s in rows_ if " shard " in s.name), default=0.0)
     whole = [s.parts["compile"] for s in rows_ if " shard " not in s.name]
     return shard + max(whole, default=0.0)
@@ -109,8 +113,12 @@ def main() -> int:
     ap.add_argument("--cuda-record", default=str(ROOT / "bundles/costs/linux-arm64-cuda13-blackwell.json"))
     ap.add_argument("--cpu-record", default=str(ROOT / "bundles/costs/linux-arm64-cpu.json"))
     ap.add_argument("--jobs", type=int, default=3)
-    ap.add_argument("--measured-minutes", type=float, default=26.7,
-                    help="the mission leg's cold compile on a 4-vCPU runner (the pipeline we replace)")
+    ap.add_argument(
+        "--measured-minutes",
+        type=float,
+        default=26.7,
+        help="the mission leg's cold compile on a 4-vCPU runner (the pipeline we replace)",
+    )
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     m = load_matrix(ROOT / "bundles")
@@ -120,19 +128,24 @@ def main() -> int:
     raw = makespan(list(recs[MISSION].objects.values()), args.jobs) + sum(recs[MISSION].other.values())
     speed = args.measured_minutes * 60 / raw
     a = Assumptions(jobs=args.jobs, speed=speed)
-    print(f"record: {len(cuda.objects)} compile steps, {sum(cuda.objects.values()):.0f} CPU s, longest "
-          f"{max(cuda.objects.values()):.0f} s; unsharded -j{args.jobs} compile {raw / 60:.1f} min as recorded, "
-          f"speed {speed:.3f} makes it the measured {args.measured_minutes} min")
+    print(
+        f"record: {len(cuda.objects)} compile steps, {sum(cuda.objects.values()):.0f} CPU s, longest "
+        f"{max(cuda.objects.values()):.0f} s; unsharded -j{args.jobs} compile {raw / 60:.1f} min as recorded, "
+        f"speed {speed:.3f} makes it the measured {args.measured_minutes} min"
+    )
     results = {}
     shapes = [("waves", None), ("at-once", 1), *((f"shards={n}", n) for n in (2, 3, 4, 5, 6, 8)), ("chosen", 0)]
     print("minutes; 'compile': the leg's compile critical path (longest shard + final compile from hits + link);")
     print("'leg': plan -> its compile rows -> its packaging row, job overheads included; 'release': the whole run")
-    print(f"{'shape':<10} {'release':>8} {'mission compile':>16} {'mission leg':>12} {'7-arch compile':>15} "
-          f"{'7-arch leg':>11}  release critical path")
+    print(
+        f"{'shape':<10} {'release':>8} {'mission compile':>16} {'mission leg':>12} {'7-arch compile':>15} "
+        f"{'7-arch leg':>11}  release critical path"
+    )
     for name, n in shapes:
         if n is None:
-            t = timeline(legacy_rows(m), m.legs, recs, a, jobs=LEGACY_JOBS, manifest_needs=("plan", "compile", "base",
-                                                                                           "backend"))
+            t = timeline(
+                legacy_rows(m), m.legs, recs, a, jobs=LEGACY_JOBS, manifest_needs=("plan", "compile", "base", "backend")
+            )
         else:
             mm = with_shards(m, n) if n else m  # 0: the shards the specs choose
             t = timeline(rows(mm, list(mm.legs)), mm.legs, recs, a, jobs=JOBS)
@@ -141,18 +154,25 @@ def main() -> int:
         mc = compile_path(t, MISSION) / 60
         wc = max(compile_path(t, w) for w in WIDE) / 60
         path = " -> ".join(f"{s.job}[{s.name}]" for s in t.path)
-        results[name] = {"release_minutes": round(t.total / 60, 1), "mission_compile_minutes": round(mc, 1),
-                         "mission_leg_minutes": round(mission, 1), "wide_compile_minutes": round(wc, 1),
-                         "wide_leg_minutes": round(wide, 1), "path": path}
+        results[name] = {
+            "release_minutes": round(t.total / 60, 1),
+            "mission_compile_minutes": round(mc, 1),
+            "mission_leg_minutes": round(mission, 1),
+            "wide_compile_minutes": round(wc, 1),
+            "wide_leg_minutes": round(wide, 1),
+            "path": path,
+        }
         print(f"{name:<10} {t.total / 60:8.1f} {mc:16.1f} {mission:12.1f} {wc:15.1f} {wide:11.1f}  {path}")
     base = results["at-once"]
     for name in [s for s, _ in shapes if s.startswith("shards") or s == "chosen"]:
         r = results[name]
-        print(f"{name}: mission compile path {r['mission_compile_minutes']} min = "
-              f"{r['mission_compile_minutes'] / args.measured_minutes:.2f} of the measured {args.measured_minutes}-min "
-              f"compile (leg {r['mission_leg_minutes']} min); 7-arch compile path {r['wide_compile_minutes']} min = "
-              f"{r['wide_compile_minutes'] / base['wide_compile_minutes']:.2f} of unsharded "
-              f"({base['wide_compile_minutes']} min; leg {r['wide_leg_minutes']} vs {base['wide_leg_minutes']} min)")
+        print(
+            f"{name}: mission compile path {r['mission_compile_minutes']} min = "
+            f"{r['mission_compile_minutes'] / args.measured_minutes:.2f} of the measured {args.measured_minutes}-min "
+            f"compile (leg {r['mission_leg_minutes']} min); 7-arch compile path {r['wide_compile_minutes']} min = "
+            f"{r['wide_compile_minutes'] / base['wide_compile_minutes']:.2f} of unsharded "
+            f"({base['wide_compile_minutes']} min; leg {r['wide_leg_minutes']} vs {base['wide_leg_minutes']} min)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"speed": speed, "jobs": args.jobs, "shapes": results}, indent=2))
     return 0

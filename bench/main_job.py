@@ -75,7 +75,9 @@ def main() -> int:
     env = {**os.environ, "BUNDLEGRAPH_WORKDIR": str(a.workdir)}
     t0 = time.perf_counter()
     with open(log, "w") as f:
-        rc = subprocess.run([str(DOIT), "-f", str(ROOT / "dodo.py")], env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(
+            [str(DOIT), "-f", str(ROOT / "dodo.py")], env=env, stdout=f, stderr=subprocess.STDOUT
+        ).returncode
     wall = time.perf_counter() - t0
     print(table(summarise(log)))
     print(f"wall: {wall:.0f} s, exit {rc}")

@@ -76,7 +76,8 @@ def bare_dodo(d: Path, legs: int, per_leg: int, shared: int) -> int:
     """A dodo with ``legs`` chains of ``per_leg`` tasks plus ``shared`` tasks depending on
     every chain's last task; every task is up to date. Returns the task count."""
     d.mkdir(parents=True, exist_ok=True)
-    (d / "dodo.py").write_text(textwrap.dedent(f"""
+    (d / "dodo.py").write_text(
+        textwrap.dedent(f"""
         per_leg = {per_leg}
         DOIT_CONFIG = {{"backend": "sqlite3", "dep_file": "doit.sqlite3", "verbosity": 2,
                        "default_tasks": [f"s{{per_leg - 1}}:leg{{i}}" for i in range({legs})] +
@@ -103,7 +104,8 @@ def bare_dodo(d: Path, legs: int, per_leg: int, shared: int) -> int:
 
         for _j in range({shared}):
             globals()[f"task_shared{{_j}}"] = _shared(_j)
-    """))
+    """)
+    )
     return legs * per_leg + shared
 
 
@@ -148,7 +150,7 @@ def _repeat_legs(bundles: Path, copies: int) -> None:
     text = rel.read_text(encoding="utf-8")
     m = re.search(r"(?m)^default_legs = \[(.*)\]$", text)
     assert m, f"{rel}: no one-line default_legs"
-    rel.write_text(text[:m.end(1)] + "".join(f', "{n}"' for n in names) + text[m.end(1):], encoding="utf-8")
+    rel.write_text(text[: m.end(1)] + "".join(f', "{n}"' for n in names) + text[m.end(1) :], encoding="utf-8")
 
 
 def count_tasks(list_out: str) -> int:
@@ -181,9 +183,14 @@ def paired(rounds: int, a: tuple, b: tuple) -> dict:
         aw.append(wa), ac.append(ca), bw.append(wb), bc.append(cb)
         ra_w.append(wa / wb), ra_c.append(ca / cb)
     med = statistics.median
-    return {"ratio_wall": round(med(ra_w), 2), "ratio_cpu": round(med(ra_c), 2),
-            "a_wall": round(med(aw), 3), "a_cpu": round(med(ac), 3), "b_wall": round(med(bw), 3),
-            "b_cpu": round(med(bc), 3)}
+    return {
+        "ratio_wall": round(med(ra_w), 2),
+        "ratio_cpu": round(med(ra_c), 2),
+        "a_wall": round(med(aw), 3),
+        "a_cpu": round(med(ac), 3),
+        "b_wall": round(med(bw), 3),
+        "b_cpu": round(med(bc), 3),
+    }
 
 
 def import_costs(env: dict[str, str], argv: list[str]) -> list[tuple[str, int, int]]:
@@ -196,8 +203,10 @@ def import_costs(env: dict[str, str], argv: list[str]) -> list[tuple[str, int, i
             m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
             if m and m.group(4).startswith("bundlegraph"):
                 runs.setdefault(m.group(4), []).append((int(m.group(1)), int(m.group(2))))
-    rows = [(mod, int(statistics.median(s for s, _ in v)), int(statistics.median(c for _, c in v)))
-            for mod, v in runs.items()]
+    rows = [
+        (mod, int(statistics.median(s for s, _ in v)), int(statistics.median(c for _, c in v)))
+        for mod, v in runs.items()
+    ]
     return sorted(rows, key=lambda x: -x[2])
 
 
@@ -231,8 +240,13 @@ def main() -> int:
     for d in (*(t[3] for t in trees.values()), bare_real):
         timed([DOIT], plain, cwd=d)
     bg = str(BIN / "bundlegraph")
-    res: dict = {"rounds": a.rounds, "cores": os.cpu_count(), "tasks": {l: t[1] for l, t in trees.items()},
-                 "real_tasks": k, "pairs": {}}
+    res: dict = {
+        "rounds": a.rounds,
+        "cores": os.cpu_count(),
+        "tasks": {l: t[1] for l, t in trees.items()},
+        "real_tasks": k,
+        "pairs": {},
+    }
     dodo = [DOIT, "-f", str(ROOT / "dodo.py")]
     for label, extra in (("pyc", {}), ("no-pyc", {"PYTHONDONTWRITEBYTECODE": "1"})):
         r_e, p_e = real_env | extra, plain | extra
@@ -250,7 +264,8 @@ def main() -> int:
         bare = paired(a.rounds, ([DOIT], p_e, trees["legs9"][3]), ([DOIT], p_e, trees["legs3"][3]))
         res["pairs"][label]["per_leg_ms"] = {
             "bundlegraph_cpu": round((ours["a_cpu"] - ours["b_cpu"]) / (legs9 - legs3) * 1000, 1),
-            "bare_cpu": round((bare["a_cpu"] - bare["b_cpu"]) / (legs9 - legs3) * 1000, 1)}
+            "bare_cpu": round((bare["a_cpu"] - bare["b_cpu"]) / (legs9 - legs3) * 1000, 1),
+        }
     res["imports_noop_us"] = import_costs(trees["legs9"][0], ["-m", "doit", *dodo[1:]])
     print(json.dumps(res, indent=1))
     print("\n| pair | bytecode | ratio CPU | ratio wall | bundlegraph CPU / wall | floor CPU / wall |")
@@ -259,12 +274,16 @@ def main() -> int:
         for name, p in pairs.items():
             if name == "per_leg_ms":
                 continue
-            print(f"| {name} | {label} | {p['ratio_cpu']}x | {p['ratio_wall']}x | {p['a_cpu']} / {p['a_wall']} s "
-                  f"| {p['b_cpu']} / {p['b_wall']} s |")
+            print(
+                f"| {name} | {label} | {p['ratio_cpu']}x | {p['ratio_wall']}x | {p['a_cpu']} / {p['a_wall']} s "
+                f"| {p['b_cpu']} / {p['b_wall']} s |"
+            )
     for label, pairs in res["pairs"].items():
         pl = pairs["per_leg_ms"]
-        print(f"\nper extra leg ({label}; 9 legs against 3, paired): bundlegraph {pl['bundlegraph_cpu']} ms CPU, "
-              f"bare doit {pl['bare_cpu']} ms")
+        print(
+            f"\nper extra leg ({label}; 9 legs against 3, paired): bundlegraph {pl['bundlegraph_cpu']} ms CPU, "
+            f"bare doit {pl['bare_cpu']} ms"
+        )
     print("\n| module (no-op import) | self ms | cumulative ms |\n|---|---|---|")
     for mod, self_us, cum_us in res["imports_noop_us"]:
         print(f"| {mod} | {self_us / 1000:.1f} | {cum_us / 1000:.1f} |")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import noop_graph  # noqa: E402
+import noop_graph
 
 if __name__ == "__main__":
     raise SystemExit(noop_graph.main())

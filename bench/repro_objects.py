@@ -24,14 +24,24 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-HANDFUL = ["argmax.cu.o", "softmax.cu.o", "topk-moe.cu.o", "template-instances/fattn-vec-instance-f16-f16.cu.o",
-           "template-instances/mmq-instance-q4_0.cu.o"]
+HANDFUL = [
+    "argmax.cu.o",
+    "softmax.cu.o",
+    "topk-moe.cu.o",
+    "template-instances/fattn-vec-instance-f16-f16.cu.o",
+    "template-instances/mmq-instance-q4_0.cu.o",
+]
 PREFIX = "ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/"
 
 
 def command(cmake_dir: Path, obj: str, without: set[str]) -> list[str]:
-    out = subprocess.run(["ninja", "-C", str(cmake_dir), "-t", "commands", obj], capture_output=True, text=True,
-                         check=True).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run(
+            ["ninja", "-C", str(cmake_dir), "-t", "commands", obj], capture_output=True, text=True, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     argv = shlex.split(out)
     if "objtemp" in without:
         argv = [a for a in argv if a not in ("-objtemp", "--objdir-as-tempdir")]
@@ -57,7 +67,8 @@ def main() -> int:
     root = a.out / tag
     shutil.rmtree(root, ignore_errors=True)
     diffoscope = shutil.which("diffoscope") or next(
-        (str(p) for p in [Path(sys.executable).parent / "diffoscope"] if p.is_file()), None)
+        (str(p) for p in [Path(sys.executable).parent / "diffoscope"] if p.is_file()), None
+    )
     rows = []
     for name in a.objects:
         obj = PREFIX + name
@@ -65,18 +76,30 @@ def main() -> int:
         t0 = time.monotonic()
         with ThreadPoolExecutor(2) as pool:
             x, y = pool.map(lambda d: compile_in(root / d, obj, argv), ["x", "y"])
-        row = {"object": name, "same": x == y, "x": x, "y": y, "seconds": round(time.monotonic() - t0, 1),
-               "seed": next((s for s in argv if s.startswith("-frandom-seed=")), None), "objtemp": "-objtemp" in argv}
+        row = {
+            "object": name,
+            "same": x == y,
+            "x": x,
+            "y": y,
+            "seconds": round(time.monotonic() - t0, 1),
+            "seed": next((s for s in argv if s.startswith("-frandom-seed=")), None),
+            "objtemp": "-objtemp" in argv,
+        }
         if x != y and diffoscope:
             report = a.out / f"diffoscope-{tag}-{re.sub(r'[^A-Za-z0-9._-]', '_', name)}.txt"
-            subprocess.run([diffoscope, "--text", str(report), str(root / "x" / obj), str(root / "y" / obj)],
-                           capture_output=True)
+            subprocess.run(
+                [diffoscope, "--text", str(report), str(root / "x" / obj), str(root / "y" / obj)], capture_output=True
+            )
             row["diffoscope"] = str(report)
-            row["differing_parts"] = [l.strip("│├─ ") for l in report.read_text(errors="replace").splitlines()
-                                      if re.match(r"^(│ )*├── ", l)][:10]
+            row["differing_parts"] = [
+                l.strip("│├─ ") for l in report.read_text(errors="replace").splitlines() if re.match(r"^(│ )*├── ", l)
+            ][:10]
         rows.append(row)
-        print(f"{tag} {name}: {'SAME' if x == y else 'DIFF'} {x[:16]} {y[:16]} {row['seconds']}s "
-              f"{row.get('differing_parts', '')}", flush=True)
+        print(
+            f"{tag} {name}: {'SAME' if x == y else 'DIFF'} {x[:16]} {y[:16]} {row['seconds']}s "
+            f"{row.get('differing_parts', '')}",
+            flush=True,
+        )
     (a.out / f"{tag}.json").write_text(json.dumps(rows, indent=2))
     return 0 if all(r["same"] for r in rows) else 1
 

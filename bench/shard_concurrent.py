@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cache_rebuild import setup, sha  # noqa: E402
+from cache_rebuild import setup, sha
 
 
 def free_port() -> int:
@@ -58,9 +58,13 @@ def free_port() -> int:
 
 
 def doit(args: list[str], work: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args],
-                            env=env | {"BUNDLEGRAPH_WORKDIR": str(work)}, stdout=open(log, "w"),
-                            stderr=subprocess.STDOUT, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args],
+        env=env | {"BUNDLEGRAPH_WORKDIR": str(work)},
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
 
 
 def wait_all(procs: dict[str, subprocess.Popen], t0: float, root: Path) -> dict[str, float]:
@@ -107,16 +111,31 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEGRAPH_ONLY", "CCACHE_"))}
     env |= {"BUNDLEGRAPH_BUNDLES": str(bundles), "BUNDLEGRAPH_JOBS": str(a.jobs), "PYTHONUNBUFFERED": "1"}
     names = ["single", *(f"shard-{i}" for i in range(1, a.shards + 1)), "final"]
-    results: dict = {"leg": a.leg, "shards": a.shards, "jobs": a.jobs, "machine": f"{os.cpu_count()} cores",
-                     "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                                              text=True).stdout.strip(), "runs": {}}
+    results: dict = {
+        "leg": a.leg,
+        "shards": a.shards,
+        "jobs": a.jobs,
+        "machine": f"{os.cpu_count()} cores",
+        "commit": subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "runs": {},
+    }
 
     def save() -> None:
         (root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
 
     t0 = time.monotonic()
-    wait_all({f"configure-{n}": doit([f"only_leg={a.leg}", f"configure:{a.leg}"], root / n, env,
-                                     root / f"configure-{n}.log") for n in names}, t0, root)
+    wait_all(
+        {
+            f"configure-{n}": doit(
+                [f"only_leg={a.leg}", f"configure:{a.leg}"], root / n, env, root / f"configure-{n}.log"
+            )
+            for n in names
+        },
+        t0,
+        root,
+    )
     results["configure_seconds"] = round(time.monotonic() - t0, 1)
     cmake_dir = root / "single" / "build" / a.leg / "cmake"
     ninja = shutil.which("ninja") or str(Path(sys.executable).parent / "ninja")
@@ -124,22 +143,40 @@ def main() -> int:
     chosen = [s for s in steps if record.objects.get(s.key, 1e9) <= a.max_object_seconds]
     targets = [s.output for s in chosen]
     cost = [record.objects[s.key] for s in chosen]
-    results["slice"] = {"objects": len(chosen), "of": len(steps), "recorded_cpu_seconds": round(sum(cost), 1),
-                        "longest_recorded": max(cost)}
+    results["slice"] = {
+        "objects": len(chosen),
+        "of": len(steps),
+        "recorded_cpu_seconds": round(sum(cost), 1),
+        "longest_recorded": max(cost),
+    }
     print(f"slice: {len(chosen)} of {len(steps)} CUDA objects, {sum(cost):.0f} recorded CPU s", flush=True)
     # the slice becomes the spec's targets (a shard refuses a target filter); configure does not
     # depend on them, so the configured work directories stay up to date
-    text, n = re.subn(r"^targets = .*$", "targets = " + json.dumps(targets), spec_file.read_text(encoding="utf-8"),
-                      count=1, flags=re.M)
+    text, n = re.subn(
+        r"^targets = .*$",
+        "targets = " + json.dumps(targets),
+        spec_file.read_text(encoding="utf-8"),
+        count=1,
+        flags=re.M,
+    )
     assert n == 1, f"{spec_file}: no `targets = [...]` line"
     spec_file.write_text(text, encoding="utf-8")
     save()
 
     # 1. unsharded, cold, no remote
     t0 = time.monotonic()
-    took = wait_all({"single": doit([f"only_leg={a.leg}", f"build:{a.leg}"], root / "single",
-                                     env | {"CCACHE_DIR": str(root / "single" / ".ccache")}, root / "single.log")},
-                    t0, root)
+    took = wait_all(
+        {
+            "single": doit(
+                [f"only_leg={a.leg}", f"build:{a.leg}"],
+                root / "single",
+                env | {"CCACHE_DIR": str(root / "single" / ".ccache")},
+                root / "single.log",
+            )
+        },
+        t0,
+        root,
+    )
     results["runs"]["single"] = {"wall_seconds": round(took["single"], 1)}
     print(f"single: {took['single']:.0f} s", flush=True)
     save()
@@ -148,38 +185,68 @@ def main() -> int:
     (dav / "ccache").mkdir(parents=True)
     port = free_port()
     wsgidav = shutil.which("wsgidav") or str(Path(sys.executable).parent / "wsgidav")
-    server = subprocess.Popen([wsgidav, "-H", "127.0.0.1", "-p", str(port), "-r", str(dav), "--auth", "anonymous",
-                               "--no-config", "-q"], stdout=open(root / "wsgidav.log", "w"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [wsgidav, "-H", "127.0.0.1", "-p", str(port), "-r", str(dav), "--auth", "anonymous", "--no-config", "-q"],
+        stdout=open(root / "wsgidav.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         time.sleep(2)
         remote = env | {"BUNDLEGRAPH_CACHE_REMOTE": f"http://127.0.0.1:{port}/ccache|layout=flat"}
         # 2. the shards at once
         t0 = time.monotonic()
-        shards = {f"shard-{i}": doit([f"only_leg={a.leg}", f"build:{a.leg}", f"shard={i}/{a.shards}"],
-                                     root / f"shard-{i}", remote | {"CCACHE_DIR": str(root / f"shard-{i}" / ".ccache")},
-                                     root / f"shard-{i}.log") for i in range(1, a.shards + 1)}
+        shards = {
+            f"shard-{i}": doit(
+                [f"only_leg={a.leg}", f"build:{a.leg}", f"shard={i}/{a.shards}"],
+                root / f"shard-{i}",
+                remote | {"CCACHE_DIR": str(root / f"shard-{i}" / ".ccache")},
+                root / f"shard-{i}.log",
+            )
+            for i in range(1, a.shards + 1)
+        }
         took = wait_all(shards, t0, root)
         for name, s in took.items():
             rec = json.loads((root / name / "build" / a.leg / "shard" / "shard.json").read_text(encoding="utf-8"))
-            results["runs"][name] = {"wall_seconds": round(s, 1), "objects": len(rec["objects"]),
-                                     "predicted_cpu_seconds": rec["predicted_seconds"], "cache": rec["cache"]}
+            results["runs"][name] = {
+                "wall_seconds": round(s, 1),
+                "objects": len(rec["objects"]),
+                "predicted_cpu_seconds": rec["predicted_seconds"],
+                "cache": rec["cache"],
+            }
             print(f"{name}: {s:.0f} s, {len(rec['objects'])} objects, cache {rec['cache']}", flush=True)
         save()
         # 3. the final compile from the remote
         t0 = time.monotonic()
-        took = wait_all({"final": doit([f"only_leg={a.leg}", f"build:{a.leg}"], root / "final",
-                                       remote | {"CCACHE_DIR": str(root / "final" / ".ccache")}, root / "final.log")},
-                        t0, root)
+        took = wait_all(
+            {
+                "final": doit(
+                    [f"only_leg={a.leg}", f"build:{a.leg}"],
+                    root / "final",
+                    remote | {"CCACHE_DIR": str(root / "final" / ".ccache")},
+                    root / "final.log",
+                )
+            },
+            t0,
+            root,
+        )
     finally:
         server.terminate()
     stats = json.loads((root / "final" / "build" / a.leg / "compiler-cache.json").read_text(encoding="utf-8"))
-    differ = [t for t in targets
-              if sha(root / "single" / "build" / a.leg / "cmake" / t) != sha(root / "final" / "build" / a.leg / "cmake" / t)]
+    differ = [
+        t
+        for t in targets
+        if sha(root / "single" / "build" / a.leg / "cmake" / t) != sha(root / "final" / "build" / a.leg / "cmake" / t)
+    ]
     same = len(targets) - len(differ)
-    results["runs"]["final"] = {"wall_seconds": round(took["final"], 1), "hits": stats.get("hits"),
-                                "remote_hits": stats.get("remote_hits"), "misses": stats.get("misses"),
-                                "missed_objects": stats.get("missed_objects"),
-                                "objects_identical_to_single": f"{same}/{len(targets)}", "objects_differing": differ}
+    results["runs"]["final"] = {
+        "wall_seconds": round(took["final"], 1),
+        "hits": stats.get("hits"),
+        "remote_hits": stats.get("remote_hits"),
+        "misses": stats.get("misses"),
+        "missed_objects": stats.get("missed_objects"),
+        "objects_identical_to_single": f"{same}/{len(targets)}",
+        "objects_differing": differ,
+    }
     slowest = max(r["wall_seconds"] for n, r in results["runs"].items() if n.startswith("shard-"))
     sharded = slowest + results["runs"]["final"]["wall_seconds"]
     results["ratio_single_over_sharded"] = round(results["runs"]["single"]["wall_seconds"] / sharded, 2)
@@ -190,8 +257,11 @@ def main() -> int:
     single_pred = makespan(cost, jobs)
     slices = split(costed(chosen, record.objects, 7), a.shards)
     shard_pred = max(makespan([c.seconds for c in sl.steps], jobs) for sl in slices)
-    results["model"] = {"single_seconds": round(single_pred), "slowest_shard_seconds": round(shard_pred),
-                        "ratio_without_final": round(single_pred / shard_pred, 2)}
+    results["model"] = {
+        "single_seconds": round(single_pred),
+        "slowest_shard_seconds": round(shard_pred),
+        "ratio_without_final": round(single_pred / shard_pred, 2),
+    }
     save()
     print(json.dumps(results, indent=2), flush=True)
     return 0

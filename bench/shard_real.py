@@ -41,14 +41,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from cache_rebuild import sha  # noqa: E402
+from cache_rebuild import sha
 
 
 def doit(args: list[str], work: Path, env: dict[str, str], log: Path) -> float:
     t0 = time.monotonic()
     with open(log, "w") as out:
-        r = subprocess.run([str(BIN / "doit"), "-f", str(REPO / "dodo.py"), *args], stdout=out, stderr=subprocess.STDOUT,
-                           env={**env, "BUNDLEGRAPH_WORKDIR": str(work)}, cwd=REPO)
+        r = subprocess.run(
+            [str(BIN / "doit"), "-f", str(REPO / "dodo.py"), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**env, "BUNDLEGRAPH_WORKDIR": str(work)},
+            cwd=REPO,
+        )
     took = time.monotonic() - t0
     if r.returncode != 0:
         raise SystemExit(f"doit {' '.join(args)} failed (exit {r.returncode}) after {took:.0f} s; log {log}")
@@ -61,14 +66,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", required=True)
     ap.add_argument("--leg", default="linux-arm64-cuda13-blackwell")
-    ap.add_argument("--base-dist", help="a dist/ holding the leg's merge base bundle (then the final job packages "
-                                        "the leg; without it, it builds the leg and libggml-cuda.so is compared)")
+    ap.add_argument(
+        "--base-dist",
+        help="a dist/ holding the leg's merge base bundle (then the final job packages "
+        "the leg; without it, it builds the leg and libggml-cuda.so is compared)",
+    )
     ap.add_argument("--reference-so", help="sha256 of an unsharded build's libggml-cuda.so of the same tree")
     ap.add_argument("--reference", help="a dist/ holding the unsharded build's bundle, to compare bytes")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--bundles", type=Path, default=REPO / "bundles",
-                    help="the bundles directory (default: the release's; bench/cache_rebuild.py's setup makes a "
-                         "copy with a path pin)")
+    ap.add_argument(
+        "--bundles",
+        type=Path,
+        default=REPO / "bundles",
+        help="the bundles directory (default: the release's; bench/cache_rebuild.py's setup makes a "
+        "copy with a path pin)",
+    )
     args = ap.parse_args()
     root = Path(args.root).resolve()
     if root.exists():
@@ -79,11 +91,23 @@ def main() -> int:
     spec = load_matrix(args.bundles).legs[args.leg]
     n = spec.build.shards
     assert n > 1, f"{args.leg} is not sharded in bundles/"
-    results: dict = {"leg": args.leg, "shards": n, "jobs": args.jobs, "commit": subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(), "runs": {}}
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEGRAPH_ONLY", "BUNDLEGRAPH_COSTS", "CCACHE_"))}
-    base_env |= {"BUNDLEGRAPH_JOBS": str(args.jobs), "PYTHONUNBUFFERED": "1",
-                 "BUNDLEGRAPH_BUNDLES": str(Path(args.bundles).resolve())}
+    results: dict = {
+        "leg": args.leg,
+        "shards": n,
+        "jobs": args.jobs,
+        "commit": subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "runs": {},
+    }
+    base_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEGRAPH_ONLY", "BUNDLEGRAPH_COSTS", "CCACHE_"))
+    }
+    base_env |= {
+        "BUNDLEGRAPH_JOBS": str(args.jobs),
+        "PYTHONUNBUFFERED": "1",
+        "BUNDLEGRAPH_BUNDLES": str(Path(args.bundles).resolve()),
+    }
 
     def save() -> None:
         (root / "results.json").write_text(json.dumps(results, indent=2))
@@ -94,18 +118,28 @@ def main() -> int:
             work = root / f"shard-{i}"
             work.mkdir()
             e = env | {"CCACHE_DIR": str(work / ".ccache")}
-            took = doit([f"only_leg={args.leg}", f"build:{args.leg}", f"shard={i}/{n}"], work, e, root / f"shard-{i}.log")
+            took = doit(
+                [f"only_leg={args.leg}", f"build:{args.leg}", f"shard={i}/{n}"], work, e, root / f"shard-{i}.log"
+            )
             rec = json.loads((work / "build" / args.leg / "shard" / "shard.json").read_text())
-            results["runs"][f"shard-{i}"] = {"wall_seconds": round(took, 1), "objects": len(rec["objects"]),
-                                             "predicted_cpu_seconds": rec["predicted_seconds"],
-                                             "build_seconds": rec["seconds"], "cache": rec["cache"],
-                                             "split_digest": rec["split_digest"]}
+            results["runs"][f"shard-{i}"] = {
+                "wall_seconds": round(took, 1),
+                "objects": len(rec["objects"]),
+                "predicted_cpu_seconds": rec["predicted_seconds"],
+                "build_seconds": rec["seconds"],
+                "cache": rec["cache"],
+                "split_digest": rec["split_digest"],
+            }
             print(f"shard {i}/{n}: {took:.0f} s wall, {len(rec['objects'])} objects, cache {rec['cache']}", flush=True)
             save()
         # the shards' figures, as the workflow's final job folds them in (their entries are in the remote)
-        merged = subprocess.run([str(BIN / "bundlegraph"), "shard-merge", str(root), "--cache-dir", str(root / "unused")],
-                                capture_output=True, text=True, env=base_env | {"BUNDLEGRAPH_COSTS": str(root / "costs"),
-                                                                                "BUNDLEGRAPH_WORKDIR": str(root)}, cwd=REPO)
+        merged = subprocess.run(
+            [str(BIN / "bundlegraph"), "shard-merge", str(root), "--cache-dir", str(root / "unused")],
+            capture_output=True,
+            text=True,
+            env=base_env | {"BUNDLEGRAPH_COSTS": str(root / "costs"), "BUNDLEGRAPH_WORKDIR": str(root)},
+            cwd=REPO,
+        )
         print(merged.stdout + merged.stderr, flush=True)
         results["shard_merge"] = {"exit": merged.returncode, "output": merged.stdout.strip()}
         work = root / "final"
@@ -115,9 +149,15 @@ def main() -> int:
         took = doit([f"only_leg={args.leg}", *task], work, e, root / "final.log")
         stats = json.loads((work / "build" / args.leg / "compiler-cache.json").read_text())
         so = sha(work / "build" / args.leg / "cmake" / "bin" / "libggml-cuda.so")
-        final = {"wall_seconds": round(took, 1), "build_seconds": stats["seconds"], "hits": stats["hits"],
-                 "remote_hits": stats["remote_hits"], "misses": stats["misses"],
-                 "missed_objects": stats.get("missed_objects"), "libggml-cuda.so": so}
+        final = {
+            "wall_seconds": round(took, 1),
+            "build_seconds": stats["seconds"],
+            "hits": stats["hits"],
+            "remote_hits": stats["remote_hits"],
+            "misses": stats["misses"],
+            "missed_objects": stats.get("missed_objects"),
+            "libggml-cuda.so": so,
+        }
         if args.reference_so:
             final["libggml-cuda.so_identical_to_reference"] = so == args.reference_so
         bundle = next((work / "dist").glob(f"*-{spec.profile.name}.*"), None) if args.base_dist else None
@@ -129,12 +169,14 @@ def main() -> int:
             final["byte_identical"] = final["reference_sha256"] == final["sha256"]
         results["runs"]["final"] = final
         save()
-        print(f"final: {took:.0f} s wall, build {stats['seconds']} s, {stats['hits']} hits, {stats['misses']} misses; "
-              f"libggml-cuda.so {so}" + (f", identical to the reference: {so == args.reference_so}"
-                                         if args.reference_so else "")
-              + (f"; {bundle.name} {final['sha256']}" if bundle is not None else "")
-              + (f"; byte-identical to the reference: {final.get('byte_identical')}" if args.reference else ""),
-              flush=True)
+        print(
+            f"final: {took:.0f} s wall, build {stats['seconds']} s, {stats['hits']} hits, {stats['misses']} misses; "
+            f"libggml-cuda.so {so}"
+            + (f", identical to the reference: {so == args.reference_so}" if args.reference_so else "")
+            + (f"; {bundle.name} {final['sha256']}" if bundle is not None else "")
+            + (f"; byte-identical to the reference: {final.get('byte_identical')}" if args.reference else ""),
+            flush=True,
+        )
     return 0
 
 

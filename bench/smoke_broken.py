@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import smokekit  # noqa: E402
+import smokekit
 
 CPU, CUDA = "linux-arm64-cpu", "linux-arm64-cuda13-blackwell"
 X86_64_SO = Path("/lib/x86_64-linux-gnu/libgomp.so.1")
@@ -64,8 +64,9 @@ def main() -> int:
         else:
             copy.parent.mkdir(parents=True)
             shutil.copyfile(plan.bundle, copy)
-        plan = dataclasses.replace(plan, bundle=copy, record=tmp / "smoke.json", log=tmp / "smoke.log",
-                                   work_dir=tmp, **plan_changes)
+        plan = dataclasses.replace(
+            plan, bundle=copy, record=tmp / "smoke.json", log=tmp / "smoke.log", work_dir=tmp, **plan_changes
+        )
         t0 = time.monotonic()
         try:
             smoke.run_smoke(plan)
@@ -75,8 +76,15 @@ def main() -> int:
         secs = time.monotonic() - t0
         bad += not ok
         failed = [c for c in json.loads((tmp / "smoke.json").read_text())["checks"] if c["status"] == "failed"]
-        results.append({"case": name, "leg": leg, "seconds": round(secs, 1), "refused": ok,
-                        "failed_checks": {c["check"]: c.get("problem") for c in failed}})
+        results.append(
+            {
+                "case": name,
+                "leg": leg,
+                "seconds": round(secs, 1),
+                "refused": ok,
+                "failed_checks": {c["check"]: c.get("problem") for c in failed},
+            }
+        )
         print(f"== {name} ({leg}, {secs:.1f} s): {msg}\n")
     (a.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bundlegraph import proc  # noqa: E402
-from bundlegraph.toolkit.identity import ComponentSet  # noqa: E402
-from bundlegraph.toolkit.lockfile import load_lock  # noqa: E402
-from bundlegraph.toolkit.stub import build_stub, driver_symbols  # noqa: E402
-from bundlegraph.toolkit.wheels import fetch_wheel  # noqa: E402
+from bundlegraph import proc
+from bundlegraph.toolkit.identity import ComponentSet
+from bundlegraph.toolkit.lockfile import load_lock
+from bundlegraph.toolkit.stub import build_stub, driver_symbols
+from bundlegraph.toolkit.wheels import fetch_wheel
 
 HOST = ("cuda_cccl", "cuda_crt", "cuda_nvcc", "libnvvm")
 
@@ -54,12 +54,14 @@ def build_pool(pool: Path, with_cublas: bool) -> tuple[list[Path], int]:
         out = pool / rel
         if not out.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
-            with zipfile.ZipFile(fetch_wheel(row)) as src, \
-                    zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as dst:
+            with (
+                zipfile.ZipFile(fetch_wheel(row)) as src,
+                zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as dst,
+            ):
                 for info in src.infolist():
                     if not info.filename.startswith("nvidia/cu13/") or info.is_dir():
                         continue
-                    zi = zipfile.ZipInfo(f"{top}/{info.filename[len('nvidia/cu13/'):]}", info.date_time)
+                    zi = zipfile.ZipInfo(f"{top}/{info.filename[len('nvidia/cu13/') :]}", info.date_time)
                     zi.external_attr, zi.compress_type = info.external_attr, zipfile.ZIP_DEFLATED
                     with src.open(info) as f, dst.open(zi, "w") as g:
                         shutil.copyfileobj(f, g, 1 << 20)
@@ -67,9 +69,9 @@ def build_pool(pool: Path, with_cublas: bool) -> tuple[list[Path], int]:
                     cuda_h = src.read("nvidia/cu13/include/cuda.h").decode()
                     dst.writestr(f"{top}/lib/stubs/libcuda.so", build_stub(driver_symbols(cuda_h), row.platform))
         data_sha = hashlib.sha256(out.read_bytes()).hexdigest()
-        manifest.setdefault(row.component, {"name": row.component, "license": "CUDA Toolkit",
-                                            "version": row.version})[row.platform] = {
-            "relative_path": rel, "sha256": data_sha, "md5": "0" * 32, "size": str(out.stat().st_size)}
+        manifest.setdefault(row.component, {"name": row.component, "license": "CUDA Toolkit", "version": row.version})[
+            row.platform
+        ] = {"relative_path": rel, "sha256": data_sha, "md5": "0" * 32, "size": str(out.stat().st_size)}
         archives.append(out)
     (pool / "redistrib_13.5.0.json").write_text(json.dumps(manifest, indent=2))
     return archives, sum(a.stat().st_size for a in archives)
@@ -105,8 +107,9 @@ def main() -> int:
     from bundlegraph.toolkit.install import install
 
     target = ("cuda_cudart", "libcublas") if args.cublas else ("cuda_cudart",)
-    cs = ComponentSet("redist", "13.5", "linux-x86_64", "linux-sbsa", HOST, target,
-                      {"manifest": "13.5.0", "pool": base}, "bench")
+    cs = ComponentSet(
+        "redist", "13.5", "linux-x86_64", "linux-sbsa", HOST, target, {"manifest": "13.5.0", "pool": base}, "bench"
+    )
     res: dict[str, list[float]] = {"cold": [], "curl_unzip": [], "warm": [], "noop": []}
     try:
         for i in range(args.runs):
@@ -134,11 +137,19 @@ def main() -> int:
         httpd.shutdown()
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in res.items()}
-    out = {"archives": len(archives), "bytes": total, "runs": args.runs, "median_s": med, "all_s": res,
-           "cold_over_curl_unzip": med["cold"] / med["curl_unzip"]}
+    out = {
+        "archives": len(archives),
+        "bytes": total,
+        "runs": args.runs,
+        "median_s": med,
+        "all_s": res,
+        "cold_over_curl_unzip": med["cold"] / med["curl_unzip"],
+    }
     print(json.dumps(out, indent=2))
-    print(f"| {len(archives)} archives, {total / 1e6:.0f} MB | {med['cold']:.2f} s | {med['curl_unzip']:.2f} s | "
-          f"{out['cold_over_curl_unzip']:.2f} | {med['warm']:.2f} s | {med['noop'] * 1000:.0f} ms |")
+    print(
+        f"| {len(archives)} archives, {total / 1e6:.0f} MB | {med['cold']:.2f} s | {med['curl_unzip']:.2f} s | "
+        f"{out['cold_over_curl_unzip']:.2f} | {med['warm']:.2f} s | {med['noop'] * 1000:.0f} ms |"
+    )
     return 0
 
 

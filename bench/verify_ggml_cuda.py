@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from bundlegraph.checks.bundle import mapped  # noqa: E402
-from bundlegraph.checks.closure import pe_closure  # noqa: E402
-from bundlegraph.checks.inspect import inspect_file  # noqa: E402
-from bundlegraph.proc import run  # noqa: E402
+from bundlegraph.checks.bundle import mapped
+from bundlegraph.checks.closure import pe_closure
+from bundlegraph.checks.inspect import inspect_file
+from bundlegraph.proc import run
 
 LINUX = sys.platform.startswith("linux")
 
@@ -79,8 +79,11 @@ def verify_once(path: Path) -> tuple[float, int, int, str]:
     t = time.perf_counter()
     with mapped(path) as data:
         r = inspect_file(path.name, data, os_name="windows", arch="x64")
-        fails = pe_closure({path.name: r.pe}, [path.name], external=("cublas64_13.dll", "ggml-base.dll",
-                                                                     "MSVCP140.dll", "VCRUNTIME140.dll", "VCRUNTIME140_1.dll"))
+        fails = pe_closure(
+            {path.name: r.pe},
+            [path.name],
+            external=("cublas64_13.dll", "ggml-base.dll", "MSVCP140.dll", "VCRUNTIME140.dll", "VCRUNTIME140_1.dll"),
+        )
         rss = mapped_rss(path)
     dt = time.perf_counter() - t
     assert r.machine == "x64" and r.fatbin is not None and not r.failures and not fails, (r.failures, fails)
@@ -106,8 +109,10 @@ def main() -> int:
     warm = [verify_once(path) for _ in range(a.runs)]
     print(f"fatbin: {summary}")
     print(f"verify cold: {cold:.3f} s, {cold_read:,} bytes read from disk, {cold_rss:,} bytes of the file mapped in")
-    print(f"verify warm: median {statistics.median(w[0] for w in warm):.3f} s over {a.runs} runs, "
-          f"{warm[0][2]:,} bytes mapped in ({100 * warm[0][2] / size:.2f} % of the file)")
+    print(
+        f"verify warm: median {statistics.median(w[0] for w in warm):.3f} s over {a.runs} runs, "
+        f"{warm[0][2]:,} bytes mapped in ({100 * warm[0][2] / size:.2f} % of the file)"
+    )
     drop_cache(path)
     sc = sha_once(path)
     sw = statistics.median(sha_once(path) for _ in range(a.runs))

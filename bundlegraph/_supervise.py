@@ -58,7 +58,7 @@ def descendants(root: int) -> list[int]:
         except OSError:
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ')'
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) >= 2 and fields[0] != b"Z":
             children.setdefault(int(fields[1]), []).append(int(e))
     out: list[int] = []

@@ -88,8 +88,13 @@ def archive_epoch(commit_epoch: int | None) -> int:
     return int(commit_epoch)
 
 
-def entries_from_tree(root: Path, *, prefix: str = "", exclude_dirs: tuple[str, ...] = (".git",),
-                      keep: Callable[[str], bool] | None = None) -> list[Entry]:
+def entries_from_tree(
+    root: Path,
+    *,
+    prefix: str = "",
+    exclude_dirs: tuple[str, ...] = (".git",),
+    keep: Callable[[str], bool] | None = None,
+) -> list[Entry]:
     """Entries for every file and symlink under ``root`` (``prefix/`` prepended to names;
     ``keep(relpath)`` filters). Symlinks become link entries (never followed)."""
     out: list[Entry] = []
@@ -142,7 +147,7 @@ def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> 
     clamped to 1980 at the earliest, written in UTC). Returns ``dest``."""
     dest = Path(dest)
     items = _sorted_unique(entries, dest)
-    when = _dt.datetime.fromtimestamp(max(epoch, ZIP_MIN_EPOCH), _dt.timezone.utc)
+    when = _dt.datetime.fromtimestamp(max(epoch, ZIP_MIN_EPOCH), _dt.UTC)
     date_time = (when.year, when.month, when.day, when.hour, when.minute, when.second - when.second % 2)
     with atomic_writer(dest) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
         for e in items:
@@ -235,7 +240,7 @@ def read_member(archive: str | os.PathLike, name: str) -> bytes | None:
         raise ArchiveError(f"{archive}: not a readable bundle archive ({e})") from e
 
 
-def read_bundle_info(archive: Path, info_file: str) -> "BundleInfo":
+def read_bundle_info(archive: Path, info_file: str) -> BundleInfo:
     """The info JSON ``info_file`` inside bundle ``archive``, parsed: the one reader for every
     stage. Raises :class:`BundleGraphError` naming the archive and file when it is missing or
     invalid."""

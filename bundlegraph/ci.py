@@ -57,7 +57,10 @@ def summary_rows(dist: Path, index: dict, info_file: str) -> list[list[str]]:
             continue
         raw = read_member(dist / name, info_file)
         info = json.loads(raw) if raw else {}
-        sms = ",".join(str(s) for s in (info.get("verify") or {}).get("fatbin_sms") or info.get("supported_sms") or []) or "-"
+        sms = (
+            ",".join(str(s) for s in (info.get("verify") or {}).get("fatbin_sms") or info.get("supported_sms") or [])
+            or "-"
+        )
         size = f"{(dist / name).stat().st_size / 2**20:.1f} MiB"
         rows.append([name, size, f"`{e['sha256']}`", sms, _seconds(info.get("leg", ""))])
     return rows
@@ -68,8 +71,12 @@ def write_summary(dist: Path, index_file: Path, info_file: str) -> bool:
     if not os.environ.get("GITHUB_STEP_SUMMARY"):
         return False
     index = json.loads(index_file.read_text(encoding="utf-8"))
-    lines = [f"### Bundles of {index.get('release_tag', '?')}", "",
-             "| bundle | size | sha256 | SMs | time per stage |", "|---|---|---|---|---|"]
+    lines = [
+        f"### Bundles of {index.get('release_tag', '?')}",
+        "",
+        "| bundle | size | sha256 | SMs | time per stage |",
+        "|---|---|---|---|---|",
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in summary_rows(dist, index, info_file)]
     return _append_summary(lines)
 
@@ -88,9 +95,13 @@ def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
     """Append to ``$GITHUB_STEP_SUMMARY`` that the final compile of ``leg`` (a leg of ``shards``
     shards) missed the compiler cache for ``missed`` (ninja outputs), naming each; False when
     the summary is not set."""
-    lines = [f"### build:{leg}: the final compile missed {len(missed)} object(s)", "",
-             f"The {shards} shard jobs should have compiled every object into the compiler cache; these were "
-             "compiled by the final compile instead (slower, not wrong):", ""]
+    lines = [
+        f"### build:{leg}: the final compile missed {len(missed)} object(s)",
+        "",
+        f"The {shards} shard jobs should have compiled every object into the compiler cache; these were "
+        "compiled by the final compile instead (slower, not wrong):",
+        "",
+    ]
     lines += [f"- `{m}`" for m in missed]
     return _append_summary(lines)
 
@@ -98,9 +109,13 @@ def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
 def write_cache_summary(stats: dict) -> bool:
     """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compiler_cache.build_stats`
     plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
-    lines = [f"### Compiler cache of build:{stats['leg']}", "",
-             "| leg | cache | hits (remote/local) | misses | uncacheable | build |", "|---|---|---|---|---|---|",
-             f"| {stats['leg']} | {stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''} "
-             f"| {stats['hits']} ({stats['remote_hits']}/{stats['local_hits']}) | {stats['misses']} "
-             f"| {stats['uncacheable']} | {stats['seconds']:.0f}s |"]
+    lines = [
+        f"### Compiler cache of build:{stats['leg']}",
+        "",
+        "| leg | cache | hits (remote/local) | misses | uncacheable | build |",
+        "|---|---|---|---|---|---|",
+        f"| {stats['leg']} | {stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''} "
+        f"| {stats['hits']} ({stats['remote_hits']}/{stats['local_hits']}) | {stats['misses']} "
+        f"| {stats['uncacheable']} | {stats['seconds']:.0f}s |",
+    ]
     return _append_summary(lines)

@@ -57,8 +57,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser: with only the module of the command ``argv`` names (when it names
     one of :data:`COMMANDS`), else with every command."""
     p = argparse.ArgumentParser(prog="bundlegraph", description=__doc__.splitlines()[0])
-    p.add_argument("--bundles", default=None,
-                   help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles)")
+    p.add_argument(
+        "--bundles", default=None, help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles)"
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     name = command_of(argv) if argv is not None else None
     chosen = [m for m, names in COMMANDS.items() if name in names] or list(COMMANDS)
@@ -106,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         traceback.print_exc()
-        print(f"bundlegraph: this is a bug in bundlegraph ({type(e).__name__}); please report it with the "
-              "traceback above", file=sys.stderr)
+        print(
+            f"bundlegraph: this is a bug in bundlegraph ({type(e).__name__}); please report it with the "
+            "traceback above",
+            file=sys.stderr,
+        )
         return BUG
 
 

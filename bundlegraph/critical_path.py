@@ -28,14 +28,14 @@ from dataclasses import dataclass, field, replace
 
 from .pipeline.costs import CostRecord
 from .pipeline.ninja_graph import CompileStep
-from .pipeline.shards import HIT_SECONDS, ESTIMATE_SECONDS, CostedStep, costed, makespan, split
+from .pipeline.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
 from .release_jobs import JOBS, MANIFEST_NEEDS, JobRow
 from .schemas.plain import BundleSpec
 
 OVERHEAD_S: dict[str, float] = {
-    "job": 90.0,             # a hosted runner's start, checkout, setup-python and `pip install -e .[tools]`
-    "apt": 40.0,             # Linux rows: apt-get install g++-aarch64-linux-gnu qemu-user
-    "source": 20.0,          # the llama.cpp source: pip download of the sdist and unpack (BENCHMARKS: ~15 s cold)
+    "job": 90.0,  # a hosted runner's start, checkout, setup-python and `pip install -e .[tools]`
+    "apt": 40.0,  # Linux rows: apt-get install g++-aarch64-linux-gnu qemu-user
+    "source": 20.0,  # the llama.cpp source: pip download of the sdist and unpack (BENCHMARKS: ~15 s cold)
     "toolkit_wheels": 60.0,  # CUDA from NVIDIA's wheels: 6 wheels, ~1.3 GB (BENCHMARKS "toolkit": 14.7 s here)
     "toolkit_redist": 120.0,  # CUDA from NVIDIA's redist archives on windows-2022: our install took 25 s for 689 MB
     # here (BENCHMARKS "toolkit"), taken x4 for a runner's network and NTFS (the full installer
@@ -43,10 +43,10 @@ OVERHEAD_S: dict[str, float] = {
     "toolkit_host": 0.0,
     "configure_cuda": 48.0,  # a CUDA leg's configure on a 4-vCPU runner: 48 s (FINDINGS, the WoA leg)
     "configure_cpu": 20.0,
-    "package": 120.0,        # verify, merge, package, smoke and the bundle's upload (BENCHMARKS main job: ~50 s here)
-    "artifact": 30.0,        # one artifact's upload or download (built-<leg>, shard caches)
-    "plan": 60.0,            # the plan job: start, checkout, pip install -e ., bundlegraph matrix
-    "manifest": 150.0,       # the manifest job: downloads, manifest, SHA index, coverage gate, upload
+    "package": 120.0,  # verify, merge, package, smoke and the bundle's upload (BENCHMARKS main job: ~50 s here)
+    "artifact": 30.0,  # one artifact's upload or download (built-<leg>, shard caches)
+    "plan": 60.0,  # the plan job: start, checkout, pip install -e ., bundlegraph matrix
+    "manifest": 150.0,  # the manifest job: downloads, manifest, SHA index, coverage gate, upload
 }
 """Seconds of the fixed parts of a job (estimates, each with its source)."""
 
@@ -156,10 +156,15 @@ class Timeline:
         """A table: job, row, start, end, minutes, ``*`` on the critical path; then the path."""
         lines = [self.title, f"{'job':<14} {'row':<46} {'start':>6} {'end':>6} {'min':>6}"]
         for s in self.slots:
-            lines.append(f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}"
-                         f"{'  *' if s.critical else ''}")
-        lines.append("critical path (*): " + " -> ".join(f"{s.job}[{s.name}]" if s.name != s.job else s.job
-                                                         for s in self.path) + f": {self.total / 60:.1f} min")
+            lines.append(
+                f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}"
+                f"{'  *' if s.critical else ''}"
+            )
+        lines.append(
+            "critical path (*): "
+            + " -> ".join(f"{s.job}[{s.name}]" if s.name != s.job else s.job for s in self.path)
+            + f": {self.total / 60:.1f} min"
+        )
         return "\n".join(lines)
 
     def mermaid(self) -> str:
@@ -169,18 +174,23 @@ class Timeline:
             lines.append(f"    section {_mm(job)}")
             for k, s in enumerate(x for x in self.slots if x.job == job):
                 tag = "crit, " if s.critical else ""
-                lines.append(f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, "
-                             f"{int(round(s.start))}, {int(round(s.end))}")
+                lines.append(
+                    f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, {round(s.start)}, {round(s.end)}"
+                )
         lines.append("```")
         return "\n".join(lines)
 
     def markdown(self) -> str:
         """The step-summary form: a heading, the Mermaid block and the table."""
         rows = ["| job | row | start (min) | end (min) | minutes | critical |", "|---|---|---|---|---|---|"]
-        rows += [f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} | "
-                 f"{'yes' if s.critical else ''} |" for s in self.slots]
-        return "\n".join([f"### {self.title}", "", self.mermaid(), "", *rows,
-                          "", f"Critical path: **{self.total / 60:.1f} min**."])
+        rows += [
+            f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} | "
+            f"{'yes' if s.critical else ''} |"
+            for s in self.slots
+        ]
+        return "\n".join(
+            [f"### {self.title}", "", self.mermaid(), "", *rows, "", f"Critical path: **{self.total / 60:.1f} min**."]
+        )
 
 
 def _mm(text: str) -> str:
@@ -191,17 +201,28 @@ def _id(job: str) -> str:
     return "".join(ch for ch in job if ch.isalnum())
 
 
-def timeline(rows: Sequence[JobRow], specs: Mapping[str, BundleSpec], records: Mapping[str, CostRecord | None],
-             a: Assumptions, *, jobs: Sequence[tuple[str, Sequence[str]]] = JOBS,
-             manifest_needs: Sequence[str] = MANIFEST_NEEDS, title: str = "") -> Timeline:
+def timeline(
+    rows: Sequence[JobRow],
+    specs: Mapping[str, BundleSpec],
+    records: Mapping[str, CostRecord | None],
+    a: Assumptions,
+    *,
+    jobs: Sequence[tuple[str, Sequence[str]]] = JOBS,
+    manifest_needs: Sequence[str] = MANIFEST_NEEDS,
+    title: str = "",
+) -> Timeline:
     """The predicted :class:`Timeline` of ``rows`` grouped into ``jobs`` (name, needs), after a
     ``plan`` job and before a ``manifest`` job needing ``manifest_needs``."""
     ends: dict[str, float] = {"plan": a.overhead["plan"]}
-    slots: dict[str, list[Slot]] = {"plan": [Slot("plan", "plan", 0.0, a.overhead["plan"], {"plan": a.overhead["plan"]})]}
+    slots: dict[str, list[Slot]] = {
+        "plan": [Slot("plan", "plan", 0.0, a.overhead["plan"], {"plan": a.overhead["plan"]})]
+    }
     for name, needs in [*jobs, ("manifest", manifest_needs)]:
         start = max(ends.get(n, 0.0) for n in needs)
         if name == "manifest":
-            slots[name] = [Slot(name, name, start, start + a.overhead["manifest"], {"manifest": a.overhead["manifest"]})]
+            slots[name] = [
+                Slot(name, name, start, start + a.overhead["manifest"], {"manifest": a.overhead["manifest"]})
+            ]
         else:
             mine = [r for r in rows if r.job == name]
             slots[name] = []
@@ -221,13 +242,17 @@ def timeline(rows: Sequence[JobRow], specs: Mapping[str, BundleSpec], records: M
         job = max(prior, key=lambda n: ends[n])
         if ends[job] < last.start - 1e-6:  # started by nothing that ran (all it needs were empty)
             break
-    out = [replace(s, critical=(s.job, s.name) in critical) for j in ("plan", *(n for n, _ in jobs), "manifest")
-           for s in slots.get(j, [])]
+    out = [
+        replace(s, critical=(s.job, s.name) in critical)
+        for j in ("plan", *(n for n, _ in jobs), "manifest")
+        for s in slots.get(j, [])
+    ]
     return Timeline(tuple(out), title or f"Predicted release timeline (runners at -j{a.jobs})")
 
 
-def predict_release(matrix: object, legs: Sequence[str], a: Assumptions, records: Mapping[str, CostRecord | None],
-                    title: str = "") -> Timeline:
+def predict_release(
+    matrix: object, legs: Sequence[str], a: Assumptions, records: Mapping[str, CostRecord | None], title: str = ""
+) -> Timeline:
     """The timeline of the release workflow for ``legs`` of ``matrix`` (a plain ``Matrix``)."""
     from .release_jobs import rows as job_rows
 
@@ -238,11 +263,22 @@ def predict_release(matrix: object, legs: Sequence[str], a: Assumptions, records
 def timeout_minutes(seconds: float) -> int:
     """A row's ``timeout-minutes``: three times its predicted minutes plus 20, at most
     :data:`LEG_TIMEOUT_MAX` (a cold compile may be slower than the record, never 3x)."""
-    return min(LEG_TIMEOUT_MAX, int(math.ceil(3 * seconds / 60 + 20)))
+    return min(LEG_TIMEOUT_MAX, math.ceil(3 * seconds / 60 + 20))
 
 
 LEG_TIMEOUT_MAX = 300
 """No leg row waits longer than this; the manifest job's ``timeout-minutes`` (release.yml) is above it."""
 
-__all__ = ["Assumptions", "LEG_TIMEOUT_MAX", "NO_RECORD", "OVERHEAD_S", "Slot", "Timeline", "leg_steps",
-           "predict_release", "row_seconds", "timeline", "timeout_minutes"]
+__all__ = [
+    "LEG_TIMEOUT_MAX",
+    "NO_RECORD",
+    "OVERHEAD_S",
+    "Assumptions",
+    "Slot",
+    "Timeline",
+    "leg_steps",
+    "predict_release",
+    "row_seconds",
+    "timeline",
+    "timeout_minutes",
+]

@@ -18,9 +18,17 @@ from .pipeline.base import COMPILE_STAGES
 from .pipeline.shards import ShardRef, parse_shard
 from .runlock import acquire, doit_command, doit_targets
 
-
-DOIT_VARS = ("bundles", "only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source", "build_targets",
-             "shard")
+DOIT_VARS = (
+    "bundles",
+    "only_profile",
+    "only_leg",
+    "artifacts",
+    "built",
+    "archs",
+    "toolkit_source",
+    "build_targets",
+    "shard",
+)
 """Every ``key=value`` doit variable bundlegraph reads (README "Everyday commands")."""
 
 
@@ -37,8 +45,11 @@ def unknown_vars(argv: list[str]) -> list[str]:
         key = a.split("=", 1)[0]
         if key not in DOIT_VARS:
             close = difflib.get_close_matches(key.replace("-", "_"), DOIT_VARS, n=1, cutoff=0.6)
-            out.append(f"{a}: unknown doit variable '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-                       + f"; known: {', '.join(DOIT_VARS)}")
+            out.append(
+                f"{a}: unknown doit variable '{key}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; known: {', '.join(DOIT_VARS)}"
+            )
     return out
 
 
@@ -65,7 +76,9 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
     bad = unknown_vars(sys.argv[1:]) + [
         f"{a}: bundlegraph's tasks are up to date by their action-key stamps, not by doit's file checker; "
         f"changing the checker would only make doit rerun every task (and again when it changes back): drop it"
-        for a in sys.argv[1:] if a.startswith("--check_file_uptodate")]
+        for a in sys.argv[1:]
+        if a.startswith("--check_file_uptodate")
+    ]
     if bad:
         print("bundlegraph: " + "\n".join(bad), file=sys.stderr)
         raise SystemExit(2)
@@ -97,8 +110,9 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
         raise SystemExit(exit_code(e)) from None
 
 
-def shard_filter(raw: str | None, command: str, targets: list[str],
-                 get_var: Callable[[str, object], object]) -> ShardRef | None:
+def shard_filter(
+    raw: str | None, command: str, targets: list[str], get_var: Callable[[str, object], object]
+) -> ShardRef | None:
     """The shard a run compiles: doit ``shard=I/N`` else ``BUNDLEGRAPH_SHARD``; None when unset.
     Refused (one line naming the value): a malformed value (:func:`parse_shard`), together with
     ``build_targets=``, and a ``doit run`` that names no task or a task that is not ``build:<leg>``
@@ -114,8 +128,9 @@ def shard_filter(raw: str | None, command: str, targets: list[str],
     if command == "run":
         wrong = [t for t in targets if not t.startswith("build:")] or ([] if targets else ["(the default tasks)"])
         if wrong:
-            raise BundleGraphError(f"{where}={raw}: a shard only compiles (doit build:L {where}={raw}); "
-                                   f"it cannot run {', '.join(wrong)}")
+            raise BundleGraphError(
+                f"{where}={raw}: a shard only compiles (doit build:L {where}={raw}); it cannot run {', '.join(wrong)}"
+            )
     return shard
 
 
@@ -130,7 +145,8 @@ def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> No
                 where = graph.ctx.matrix.files.get(leg, leg)
                 raise BundleGraphError(
                     f"shard={shard}: {leg} has [build] shards = {have} ({where})"
-                    + (": it is not sharded" if have == 1 else f"; give shard=I/{have}"))
+                    + (": it is not sharded" if have == 1 else f"; give shard=I/{have}")
+                )
             costs.find(leg, graph.ctx.matrix.root)  # a cost record that is not one: refused before anything runs
 
 
@@ -156,8 +172,11 @@ def _graceful_sigterm() -> None:
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if issubclass(kind, KeyboardInterrupt):
-            print("\nbundlegraph: interrupted; finished tasks are recorded, run the same command again "
-                  "to resume (`bundlegraph explain TASK` says why a task would run)", file=sys.stderr)
+            print(
+                "\nbundlegraph: interrupted; finished tasks are recorded, run the same command again "
+                "to resume (`bundlegraph explain TASK` says why a task would run)",
+                file=sys.stderr,
+            )
             return
         previous(kind, value, tb)
 

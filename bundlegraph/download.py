@@ -55,7 +55,7 @@ class Settings:
     jobs: int = 3
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         from . import settings
 
         return cls(
@@ -68,8 +68,10 @@ class Settings:
 
     def timeout(self) -> httpx.Timeout:
         import httpx
-        return httpx.Timeout(connect=self.connect_timeout, read=self.read_timeout,
-                             write=self.read_timeout, pool=self.connect_timeout)
+
+        return httpx.Timeout(
+            connect=self.connect_timeout, read=self.read_timeout, write=self.read_timeout, pool=self.connect_timeout
+        )
 
 
 class Retryable(Exception):
@@ -100,13 +102,10 @@ def check_url(url: str, *, allow_insecure: bool = False) -> None:
     parts = urlsplit(url)
     if parts.scheme == "https":
         return
-    if parts.scheme == "http" and (
-        _is_loopback(parts.hostname or "") or allow_insecure or _allow_http()
-    ):
+    if parts.scheme == "http" and (_is_loopback(parts.hostname or "") or allow_insecure or _allow_http()):
         return
     raise DownloadError(
-        f"{url}: refused: only https URLs are fetched (http only for loopback hosts, or with "
-        f"BUNDLEGRAPH_ALLOW_HTTP=1)"
+        f"{url}: refused: only https URLs are fetched (http only for loopback hosts, or with BUNDLEGRAPH_ALLOW_HTTP=1)"
     )
 
 
@@ -122,9 +121,11 @@ def retry_after(r: httpx.Response) -> float | None:
     return min(float(v), 30.0) if v.strip().isdigit() else None
 
 
-def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Reporter, task: Any,
-             allow_insecure: bool) -> None:
+def _attempt(
+    c: httpx.Client, url: str, part: Path, size: int | None, rep: Reporter, task: Any, allow_insecure: bool
+) -> None:
     import httpx
+
     have = part.stat().st_size if part.exists() else 0
     if size is not None and have > size:
         part.unlink()
@@ -143,8 +144,9 @@ def _attempt(c: httpx.Client, url: str, part: Path, size: int | None, rep: Repor
             if r.status_code == 429 or r.status_code >= 500:
                 raise Retryable(f"HTTP {r.status_code}", retry_after(r))
             if r.status_code not in (200, 206):
-                raise DownloadError(f"{url}: HTTP {r.status_code} {r.reason_phrase}; not retried "
-                                    f"(only network errors, 5xx and 429 are)")
+                raise DownloadError(
+                    f"{url}: HTTP {r.status_code} {r.reason_phrase}; not retried (only network errors, 5xx and 429 are)"
+                )
             if r.status_code == 206 and not r.headers.get("content-range", "").startswith(f"bytes {have}-"):
                 part.unlink(missing_ok=True)
                 raise Retryable(f"unexpected Content-Range {r.headers.get('content-range')!r}", 0)
@@ -175,15 +177,16 @@ def with_retries(url: str, once: Callable[[], T], s: Settings, note: Callable[[s
             last = str(e)
             if attempt == s.retries:
                 break
-            delay = e.wait if e.wait is not None else min(s.backoff * (2 ** attempt), 30.0)
+            delay = e.wait if e.wait is not None else min(s.backoff * (2**attempt), 30.0)
             if note is not None:
                 note(f"{url}: {last}; retry {attempt + 1}/{s.retries} in {delay:.1f}s")
             time.sleep(delay)
     raise DownloadError(f"{url}: failed after {s.retries + 1} attempt(s): {last}")
 
 
-def _fetch(c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter,
-           task: Any, allow_insecure: bool) -> None:
+def _fetch(
+    c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter, task: Any, allow_insecure: bool
+) -> None:
     with_retries(url, lambda: _attempt(c, url, part, size, rep, task, allow_insecure), s, rep.note)
 
 
@@ -204,6 +207,7 @@ def download(
     or :class:`HashMismatch` (after one fresh retry). On failure the blob cache is unchanged.
     """
     import httpx
+
     sha256 = sha256.lower()
     dest = paths.blob_path(sha256)
     if dest.is_file():
@@ -237,7 +241,8 @@ def download(
                 raise HashMismatch(
                     f"{url}: content does not match its pin: expected sha256 {sha256}"
                     f"{f' size {size}' if size is not None else ''}, got sha256 {actual} size {n} "
-                    f"(twice; the file was deleted)")
+                    f"(twice; the file was deleted)"
+                )
             finally:
                 rep.finish(task, ok)
     finally:
@@ -247,22 +252,28 @@ def download(
             rep.close()
 
 
-def download_many(items: Sequence[tuple[str, str, int | None]], *, allow_insecure: bool = False,
-                  settings: Settings | None = None) -> list[Path]:
+def download_many(
+    items: Sequence[tuple[str, str, int | None]], *, allow_insecure: bool = False, settings: Settings | None = None
+) -> list[Path]:
     """Download ``(url, sha256, size)`` items, ``settings.jobs`` at a time, with one progress
     display. Returns the cache paths in the order given. The first failure stops new downloads,
     waits for running ones and is raised (other failures are appended to its message)."""
     import httpx
+
     s = settings or Settings.from_env()
     for url, _, _ in items:
         check_url(url, allow_insecure=allow_insecure)
     rep = reporter()
     try:
-        with httpx.Client(timeout=s.timeout(), follow_redirects=True) as c, \
-                ThreadPoolExecutor(max_workers=s.jobs) as pool:
-            futs = [pool.submit(download, u, h, n, allow_insecure=allow_insecure, client=c, settings=s,
-                                progress=rep) for u, h, n in items]
-            done, pending = wait(futs, return_when=FIRST_EXCEPTION)
+        with (
+            httpx.Client(timeout=s.timeout(), follow_redirects=True) as c,
+            ThreadPoolExecutor(max_workers=s.jobs) as pool,
+        ):
+            futs = [
+                pool.submit(download, u, h, n, allow_insecure=allow_insecure, client=c, settings=s, progress=rep)
+                for u, h, n in items
+            ]
+            _done, pending = wait(futs, return_when=FIRST_EXCEPTION)
             errors = [f.exception() for f in futs if f.done() and f.exception() is not None]
             if errors:
                 for f in pending:
@@ -279,11 +290,18 @@ def download_many(items: Sequence[tuple[str, str, int | None]], *, allow_insecur
         rep.close()
 
 
-def fetch_small(url: str, *, allow_insecure: bool = False, settings: Settings | None = None,
-                max_bytes: int = 64 << 20, headers: dict[str, str] | None = None) -> bytes:
+def fetch_small(
+    url: str,
+    *,
+    allow_insecure: bool = False,
+    settings: Settings | None = None,
+    max_bytes: int = 64 << 20,
+    headers: dict[str, str] | None = None,
+) -> bytes:
     """GET a small unpinned document (a redist manifest, a release listing) with the same
     timeouts and retries; ``headers`` are sent as given. Raises :class:`DownloadError`."""
     import httpx
+
     check_url(url, allow_insecure=allow_insecure)
     s = settings or Settings.from_env()
 

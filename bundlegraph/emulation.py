@@ -16,10 +16,9 @@ as the program's start would, and prints ``=> not found`` for each one missing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,8 +73,13 @@ class Launcher:
         return "native" if self.qemu is None else f"{Path(self.qemu).name} -L {self.sysroot.as_posix()}"
 
 
-def launcher_for(bundle_os: str, bundle_arch: str, *, host: tuple[str, str] | None = None,
-                 which: Callable[[str], str | None] = shutil.which) -> Launcher | str:
+def launcher_for(
+    bundle_os: str,
+    bundle_arch: str,
+    *,
+    host: tuple[str, str] | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> Launcher | str:
     """The :class:`Launcher` for a ``bundle_os``/``bundle_arch`` bundle on this host (``host``:
     ``(os, arch)`` in spec terms, default this one), or why none can run it (one line naming
     the missing program or directory and its Debian package)."""
@@ -97,9 +101,11 @@ def launcher_for(bundle_os: str, bundle_arch: str, *, host: tuple[str, str] | No
     root = SYSROOT[bundle_arch]
     loader = root / LOADER[bundle_arch]
     if not loader.is_file():
-        return (f"the {bundle_arch} sysroot has no {loader} (Debian package {DEBIAN_CROSS[bundle_arch]} brings "
-                f"its C library)")
+        return (
+            f"the {bundle_arch} sysroot has no {loader} (Debian package {DEBIAN_CROSS[bundle_arch]} brings "
+            f"its C library)"
+        )
     return Launcher("qemu-user", bundle_arch, root, loader, qemu=found)
 
 
-__all__ = ["Launcher", "launcher_for", "QEMU", "SYSROOT", "LOADER"]
+__all__ = ["LOADER", "QEMU", "SYSROOT", "Launcher", "launcher_for"]

@@ -15,12 +15,11 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
 from pathlib import Path
-
-from .oslock import FileLock, Timeout
+from typing import TypeVar
 
 from .errors import StateError
+from .oslock import FileLock, Timeout
 
 T = TypeVar("T")
 
@@ -156,8 +155,11 @@ def tree_digest(root: str | os.PathLike, exclude_dirs: tuple[str, ...] = (".git"
         for name in sorted(filenames):
             p = Path(dirpath) / name
             entries.append((p.relative_to(root).as_posix(), p, p.lstat()))
-    sig = (str(root), exclude_dirs, tuple((rel, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
-                                          for rel, _, st in entries))
+    sig = (
+        str(root),
+        exclude_dirs,
+        tuple((rel, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode) for rel, _, st in entries),
+    )
     if sig in _TREES:
         return _TREES[sig]
     lines: list[str] = []

@@ -53,8 +53,9 @@ class UploadRefused(BundleGraphError):
 
     def __init__(self, tag: str, problems: list[str]):
         self.problems = problems
-        super().__init__("\n".join([f"upload {tag}: refused, {len(problems)} problem(s):",
-                                    *("  - " + p for p in problems)]))
+        super().__init__(
+            "\n".join([f"upload {tag}: refused, {len(problems)} problem(s):", *("  - " + p for p in problems)])
+        )
 
 
 @dataclass
@@ -75,8 +76,9 @@ def local_assets(dist: Path, tag: str, git_ref: str = "") -> dict[str, str]:
     problems: list[str] = []
     listing = dist / ASSET_LIST
     if not listing.is_file():
-        raise UploadRefused(tag, [f"{listing} is missing: run `doit manifest publish` first (the coverage gate "
-                                  f"writes it)"])
+        raise UploadRefused(
+            tag, [f"{listing} is missing: run `doit manifest publish` first (the coverage gate writes it)"]
+        )
     names = [n.strip() for n in listing.read_text(encoding="utf-8").splitlines() if n.strip()]
     if INDEX_NAME not in names:
         problems.append(f"{ASSET_LIST}: does not list the SHA index {INDEX_NAME}")
@@ -87,8 +89,10 @@ def local_assets(dist: Path, tag: str, git_ref: str = "") -> dict[str, str]:
     except ValueError as e:
         raise UploadRefused(tag, [f"{INDEX_NAME} is not a valid SHA index: {str(e).splitlines()[0]}"]) from None
     if index.release_tag != tag:
-        problems.append(f"{INDEX_NAME}: release_tag is '{index.release_tag}', the release being uploaded is "
-                        f"'{tag}' (installers void an index whose release_tag is not the release's tag)")
+        problems.append(
+            f"{INDEX_NAME}: release_tag is '{index.release_tag}', the release being uploaded is "
+            f"'{tag}' (installers void an index whose release_tag is not the release's tag)"
+        )
     if git_ref and git_ref != f"refs/tags/{tag}":
         problems.append(f"GITHUB_REF is '{git_ref}', not refs/tags/{tag}: push the tag release.toml names")
     out: dict[str, str] = {}
@@ -117,8 +121,11 @@ class GitHub:
     def __init__(self, api: str, repo: str, client: httpx.Client, token: str | None):
         check_url(api)
         self.api, self.repo, self.c = api.rstrip("/"), repo, client
-        self.h = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-                  "User-Agent": "bundlegraph"}
+        self.h = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "bundlegraph",
+        }
         if token:
             self.h["Authorization"] = f"Bearer {token}"
 
@@ -151,8 +158,17 @@ def _digest(asset: dict) -> str | None:
     return d.removeprefix("sha256:") if d.startswith("sha256:") else None
 
 
-def upload_release(dist: Path, *, repo: str, tag: str, git_ref: str = "", api: str | None = None,
-                   token: str | None = None, client: httpx.Client | None = None, notes: str = "") -> UploadResult:
+def upload_release(
+    dist: Path,
+    *,
+    repo: str,
+    tag: str,
+    git_ref: str = "",
+    api: str | None = None,
+    token: str | None = None,
+    client: httpx.Client | None = None,
+    notes: str = "",
+) -> UploadResult:
     """Upload ``dist``'s release assets as release ``tag`` of ``repo`` (see the module docstring
     for the order of calls). Raises :class:`UploadRefused` (local checks, an asset with other
     bytes, a published release that differs, a listing that disagrees) or
@@ -169,22 +185,37 @@ def upload_release(dist: Path, *, repo: str, tag: str, git_ref: str = "", api: s
             have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
             if have == want:
                 say(f"upload {tag}: already published with these {len(want)} assets; nothing to do")
-                return UploadResult(published["id"], published.get("html_url", ""), kept=list(want),
-                                    already_published=True)
-            raise UploadRefused(tag, [f"release {tag} of {repo} is already published and differs from {dist} "
-                                      f"({_diff(want, have)}); a published release is never changed"])
+                return UploadResult(
+                    published["id"], published.get("html_url", ""), kept=list(want), already_published=True
+                )
+            raise UploadRefused(
+                tag,
+                [
+                    f"release {tag} of {repo} is already published and differs from {dist} "
+                    f"({_diff(want, have)}); a published release is never changed"
+                ],
+            )
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
         if len(drafts) > 1:
             raise UploadRefused(tag, [f"{len(drafts)} draft releases of {repo} have tag {tag}; delete all but one"])
-        rel = drafts[0] if drafts else gh.call(
-            "POST", "/releases", ok=(201,),
-            json={"tag_name": tag, "name": tag, "body": notes, "draft": True, "prerelease": False})
+        rel = (
+            drafts[0]
+            if drafts
+            else gh.call(
+                "POST",
+                "/releases",
+                ok=(201,),
+                json={"tag_name": tag, "name": tag, "body": notes, "draft": True, "prerelease": False},
+            )
+        )
         result = UploadResult(rel["id"], rel.get("html_url", ""))
         existing = {a["name"]: a for a in gh.paged(f"/releases/{rel['id']}/assets")}
-        changed = [f"{n}: the draft holds other bytes (sha256 {_digest(a)}) than {dist / n} ({want[n]}); "
-                   f"delete that asset or the draft if the new bytes are right"
-                   for n, a in existing.items() if n in want and a.get("state") == "uploaded"
-                   and _digest(a) != want[n]]
+        changed = [
+            f"{n}: the draft holds other bytes (sha256 {_digest(a)}) than {dist / n} ({want[n]}); "
+            f"delete that asset or the draft if the new bytes are right"
+            for n, a in existing.items()
+            if n in want and a.get("state") == "uploaded" and _digest(a) != want[n]
+        ]
         if changed:
             raise UploadRefused(tag, changed)
         upload = rel["upload_url"].split("{", 1)[0]
@@ -197,24 +228,33 @@ def upload_release(dist: Path, *, repo: str, tag: str, git_ref: str = "", api: s
                 gh.call("DELETE", f"/releases/assets/{a['id']}", ok=(204,))
             p = dist / name
             with open(p, "rb") as f:
-                got = gh.call("POST", upload, ok=(201,), params={"name": name}, content=f,
-                              headers={"Content-Type": "application/octet-stream",
-                                       "Content-Length": str(p.stat().st_size)})
+                got = gh.call(
+                    "POST",
+                    upload,
+                    ok=(201,),
+                    params={"name": name},
+                    content=f,
+                    headers={"Content-Type": "application/octet-stream", "Content-Length": str(p.stat().st_size)},
+                )
             if _digest(got) not in (None, sha):
-                raise UploadRefused(tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, "
-                                          f"the file has {sha}"])
+                raise UploadRefused(
+                    tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, the file has {sha}"]
+                )
             result.uploaded.append(name)
             say(f"upload {tag}: {name} ({p.stat().st_size} bytes)")
         have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
         if have != want:
-            raise UploadRefused(tag, [f"the draft's assets do not equal the release ({_diff(want, have)}); "
-                                      f"it stays a draft"])
+            raise UploadRefused(
+                tag, [f"the draft's assets do not equal the release ({_diff(want, have)}); it stays a draft"]
+            )
         done = gh.call("PATCH", f"/releases/{rel['id']}", json={"draft": False, "tag_name": tag})
         if done.get("draft"):
             raise BundleGraphError(f"GitHub PATCH /releases/{rel['id']}: the release is still a draft")
         result.url = done.get("html_url", result.url)
-        say(f"upload {tag}: published {result.url or rel['id']} with {len(want)} assets "
-            f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)")
+        say(
+            f"upload {tag}: published {result.url or rel['id']} with {len(want)} assets "
+            f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)"
+        )
         return result
     finally:
         if own:
@@ -225,9 +265,12 @@ def _diff(want: dict[str, str], have: dict[str, str | None]) -> str:
     missing = sorted(set(want) - set(have))
     extra = sorted(set(have) - set(want))
     other = sorted(n for n in set(want) & set(have) if have[n] != want[n])
-    parts = [f"missing {', '.join(missing)}" if missing else "", f"extra {', '.join(extra)}" if extra else "",
-             f"other bytes {', '.join(other)}" if other else ""]
+    parts = [
+        f"missing {', '.join(missing)}" if missing else "",
+        f"extra {', '.join(extra)}" if extra else "",
+        f"other bytes {', '.join(other)}" if other else "",
+    ]
     return "; ".join(p for p in parts if p) or "equal"
 
 
-__all__ = ["upload_release", "local_assets", "UploadRefused", "UploadResult", "GitHub"]
+__all__ = ["GitHub", "UploadRefused", "UploadResult", "local_assets", "upload_release"]

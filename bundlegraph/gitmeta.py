@@ -74,14 +74,16 @@ def read_commit(tree: str | Path) -> CommitInfo | None:
         if not m:
             return None
         ts = int(m.group(1))
-        return CommitInfo(commit, _dt.datetime.fromtimestamp(ts, _dt.timezone.utc))
+        return CommitInfo(commit, _dt.datetime.fromtimestamp(ts, _dt.UTC))
     if proc.which("git") is None:
         return None
     out = proc.run(
         ["git", "--git-dir", str(gitdir), "log", "-1", "--format=%H %ct", commit],
-        capture=True, echo=False, check=False,
+        capture=True,
+        echo=False,
+        check=False,
     ).output.strip()
     mt = re.fullmatch(r"([0-9a-f]{40}) (\d+)", out)
     if not mt:
         return None
-    return CommitInfo(mt.group(1), _dt.datetime.fromtimestamp(int(mt.group(2)), _dt.timezone.utc))
+    return CommitInfo(mt.group(1), _dt.datetime.fromtimestamp(int(mt.group(2)), _dt.UTC))

@@ -144,8 +144,10 @@ def _usable_db(db: Path) -> None:
     except sqlite3.DatabaseError as e:
         aside = db.with_name(f"{db.name}.unreadable-{int(time.time())}")
         db.replace(aside)
-        report.warn(f"{db}: unreadable ({e}); moved to {aside.name}, doit starts a new one "
-                    f"(the stamps in {db.parent / 'stamps'} still say what is up to date)")
+        report.warn(
+            f"{db}: unreadable ({e}); moved to {aside.name}, doit starts a new one "
+            f"(the stamps in {db.parent / 'stamps'} still say what is up to date)"
+        )
 
 
 def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict]]:
@@ -312,5 +314,16 @@ def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
     return Graph(ctx, plans)
 
 
-__all__ = ["Filters", "Graph", "TaskPlan", "Context", "load_graph", "select", "upstream_digest", "SpecError",
-           "STAGE_ORDER", "OPT_IN_STAGES", "PLANNERS"]
+__all__ = [
+    "OPT_IN_STAGES",
+    "PLANNERS",
+    "STAGE_ORDER",
+    "Context",
+    "Filters",
+    "Graph",
+    "SpecError",
+    "TaskPlan",
+    "load_graph",
+    "select",
+    "upstream_digest",
+]

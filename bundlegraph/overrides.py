@@ -92,8 +92,10 @@ def parse_toolkit_source(raw: str) -> Path:
 
     kind, _, path = raw.strip().partition(":")
     if kind != "host":
-        raise BundleGraphError(f"toolkit_source={raw!r}: only 'host' or 'host:PATH' can be chosen at load time "
-                               f"(the wheels and redist sources need pins from the spec)")
+        raise BundleGraphError(
+            f"toolkit_source={raw!r}: only 'host' or 'host:PATH' can be chosen at load time "
+            f"(the wheels and redist sources need pins from the spec)"
+        )
     return host_toolkit_path(path or None).resolve()
 
 
@@ -104,8 +106,9 @@ def parse(archs: str | None, toolkit_source: str | None) -> LocalOverrides:
     a = parse_archs(archs) if archs else None
     root = parse_toolkit_source(toolkit_source) if toolkit_source else None
     version = read_version(root) if root is not None else None
-    origin = ", ".join(x for x in (f"archs={','.join(a)}" if a else "",
-                                   f"toolkit_source=host:{root.as_posix()}" if root else "") if x)
+    origin = ", ".join(
+        x for x in (f"archs={','.join(a)}" if a else "", f"toolkit_source=host:{root.as_posix()}" if root else "") if x
+    )
     return LocalOverrides(a, root, version, origin)
 
 
@@ -128,11 +131,18 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
             assert ov.toolkit_version is not None  # read from the host toolkit with its path
             major = parse_version(ov.toolkit_version)[0]
             if spec.profile.line and spec.profile.line != f"cuda{major}":
-                problems.append(f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "
-                                f"{ov.toolkit_version} ({ov.host_toolkit})")
+                problems.append(
+                    f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "
+                    f"{ov.toolkit_version} ({ov.host_toolkit})"
+                )
                 continue
-            tk = {**cuda.toolkit.dump(), "source": "host", "path": ov.host_toolkit.as_posix(), "lock": None,
-                  "manifest": None}
+            tk = {
+                **cuda.toolkit.dump(),
+                "source": "host",
+                "path": ov.host_toolkit.as_posix(),
+                "lock": None,
+                "manifest": None,
+            }
             mm = ".".join(ov.toolkit_version.split(".")[:2])
             cuda = _valid_cuda({**cuda.dump(), "toolkit": tk, "version": mm}, where)
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
@@ -148,8 +158,15 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
         # re-validated like a spec file (the cross-field shape); the bundle's profile becomes
         # profile.name + "+" + the local tag (BundleSpec.profile_name)
-        new[leg] = _valid_leg({**spec.dump(), "cuda": cuda.dump(), "local": {"tag": ov.tag(), "origin": ov.origin},
-                               "build": {**spec.build.dump(), "shards": shards}}, where)
+        new[leg] = _valid_leg(
+            {
+                **spec.dump(),
+                "cuda": cuda.dump(),
+                "local": {"tag": ov.tag(), "origin": ov.origin},
+                "build": {**spec.build.dump(), "shards": shards},
+            },
+            where,
+        )
     if problems:
         raise BundleGraphError("local overrides: " + "; ".join(problems))
     return dataclasses.replace(matrix, legs=new)

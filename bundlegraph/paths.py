@@ -16,7 +16,6 @@ from pathlib import Path
 
 import platformdirs
 
-
 _RESOLVED: dict[tuple, Path] = {}
 """Resolved directories by what decides them (the variable, the current directory when the
 path is relative, the home and cache variables platformdirs reads): every task's key asks for

@@ -261,12 +261,18 @@ class Background:
     returns its exit code, or None when it had to be killed after ``timeout`` seconds. Leaving
     the block ends the whole group in any case."""
 
-    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-                 log: str | os.PathLike, cwd: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        log: str | os.PathLike,
+        cwd: str | os.PathLike | None = None,
+    ):
         self.argv, self.env, self.log, self.cwd = list(argv), env, log, cwd
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Background":
+    def __enter__(self) -> Background:
         import subprocess
 
         kwargs: dict[str, Any] = {"start_new_session": True}
@@ -275,9 +281,15 @@ class Background:
         elif IS_LINUX:
             kwargs["preexec_fn"] = _pdeathsig
         self._logf = open(self.log, "ab")
-        self.proc = subprocess.Popen(self.argv, env=dict(self.env) if self.env is not None else None,
-                                     cwd=os.fspath(self.cwd) if self.cwd is not None else None,
-                                     stdin=subprocess.DEVNULL, stdout=self._logf, stderr=subprocess.STDOUT, **kwargs)
+        self.proc = subprocess.Popen(
+            self.argv,
+            env=dict(self.env) if self.env is not None else None,
+            cwd=os.fspath(self.cwd) if self.cwd is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=self._logf,
+            stderr=subprocess.STDOUT,
+            **kwargs,
+        )
         return self
 
     def poll(self) -> int | None:

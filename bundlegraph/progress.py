@@ -74,8 +74,14 @@ class RichReporter(Reporter):
             TransferSpeedColumn,
         )
 
-        self._p = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                           TransferSpeedColumn(), TimeRemainingColumn(), transient=False)
+        self._p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
         self._p.start()
 
     def start(self, name: str, total: int | None) -> Any:

@@ -85,14 +85,40 @@ class JobRow:
         return d
 
 
-def _row(job: str, leg: str, spec: BundleSpec, *, runner: str, shard: str = "", imports: bool = False,
-         merges: bool = False, uploads_build: bool = False, uploads_shard: bool = False) -> JobRow:
+def _row(
+    job: str,
+    leg: str,
+    spec: BundleSpec,
+    *,
+    runner: str,
+    shard: str = "",
+    imports: bool = False,
+    merges: bool = False,
+    uploads_build: bool = False,
+    uploads_shard: bool = False,
+) -> JobRow:
     base = spec.merge.base if spec.merge else None
     name = leg + (f" shard {shard}" if shard else "")
     index = int(shard.split("/")[0]) if shard else 0
-    return JobRow(job, leg, spec.os, spec.arch, spec.profile.name, runner, shard, index, spec.build.shards,
-                  "backend" if base else "base", base, spec.compile_runner, imports, merges, uploads_build,
-                  uploads_shard, name)
+    return JobRow(
+        job,
+        leg,
+        spec.os,
+        spec.arch,
+        spec.profile.name,
+        runner,
+        shard,
+        index,
+        spec.build.shards,
+        "backend" if base else "base",
+        base,
+        spec.compile_runner,
+        imports,
+        merges,
+        uploads_build,
+        uploads_shard,
+        name,
+    )
 
 
 def rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
@@ -108,8 +134,9 @@ def rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
             for i in range(1, n + 1):
                 out["compile"].append(_row("compile", leg, spec, runner=host, shard=f"{i}/{n}", uploads_shard=True))
             if spec.compile_runner:
-                out["compile-final"].append(_row("compile-final", leg, spec, runner=host, merges=True,
-                                                 uploads_build=True))
+                out["compile-final"].append(
+                    _row("compile-final", leg, spec, runner=host, merges=True, uploads_build=True)
+                )
         elif apart:
             out["compile"].append(_row("compile", leg, spec, runner=host, uploads_build=True))
         imported = apart and (n == 1 or spec.compile_runner is not None)
@@ -117,8 +144,9 @@ def rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
         if backend:
             out["backend"].append(_row("backend", leg, spec, runner=spec.runner, imports=imported, merges=merges))
         elif imported or merges:
-            out["base-imported"].append(_row("base-imported", leg, spec, runner=spec.runner, imports=imported,
-                                             merges=merges))
+            out["base-imported"].append(
+                _row("base-imported", leg, spec, runner=spec.runner, imports=imported, merges=merges)
+            )
         else:
             out["base"].append(_row("base", leg, spec, runner=spec.runner))
     return [r for name, _ in JOBS for r in out[name]]

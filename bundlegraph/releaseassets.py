@@ -108,12 +108,14 @@ def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dic
         raise DownloadError(f"{url}: not a release object ({e})") from None
 
 
-def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Path],
-                client: httpx.Client | None = None) -> AssetHash:
+def hash_paired(
+    asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Path], client: httpx.Client | None = None
+) -> AssetHash:
     """The sha256 of paired ``asset`` (see the module docstring). Raises
     :class:`HashMismatch` when a local file disagrees with the pin or a streamed body with the
     published digest, :class:`DownloadError` when the release or the asset cannot be found."""
     import httpx
+
     local = find_local(asset.name, local_dirs)
     if local is not None:
         got = sha256_file(local)
@@ -129,12 +131,15 @@ def hash_paired(asset: PairedAsset, *, repo: str, tag: str, local_dirs: list[Pat
             listed = release_assets(repo, tag)
         except DownloadError as e:
             looked = ", ".join(str(d) for d in local_dirs) or "no local directory"
-            raise DownloadError(f"{asset.name}: paired runtime asset not found locally ({looked}) and not "
-                                f"fetchable from {repo} release {tag}: {e}") from None
+            raise DownloadError(
+                f"{asset.name}: paired runtime asset not found locally ({looked}) and not "
+                f"fetchable from {repo} release {tag}: {e}"
+            ) from None
         meta = listed.get(asset.name)
         if meta is None and not asset.url:
-            raise DownloadError(f"{asset.name}: not an asset of {repo} release {tag} "
-                                f"(assets: {', '.join(sorted(listed)) or 'none'})")
+            raise DownloadError(
+                f"{asset.name}: not an asset of {repo} release {tag} (assets: {', '.join(sorted(listed)) or 'none'})"
+            )
         digest = (meta or {}).get("digest") or ""
         if digest.startswith("sha256:") and len(digest) == 71:
             return AssetHash(asset.name, digest[7:].lower(), "published-digest", (meta or {}).get("size"))

@@ -95,4 +95,4 @@ def task(name: str) -> Iterator[dict]:
             error(f"[{name}] FAILED after {took:.1f}s")
 
 
-__all__ = ["say", "command", "detail", "warn", "error", "task", "LEVELS"]
+__all__ = ["LEVELS", "command", "detail", "error", "say", "task", "warn"]

@@ -15,18 +15,31 @@ import os
 import time
 from pathlib import Path
 
-from .oslock import FileLock, Timeout
-
 from . import paths, settings
 from .errors import StateError
+from .oslock import FileLock, Timeout
 
 READ_ONLY_COMMANDS = {"list", "info", "help", "dumpdb", "tabcompletion", "strace"}
 _COMMANDS = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
 _held: list[FileLock] = []
 
 
-_VALUED = {"-f", "--file", "-d", "--dir", "--db-file", "--backend", "-n", "--process", "-P", "--parallel-type",
-           "--reporter", "-r", "--output-file", "-o"}
+_VALUED = {
+    "-f",
+    "--file",
+    "-d",
+    "--dir",
+    "--db-file",
+    "--backend",
+    "-n",
+    "--process",
+    "-P",
+    "--parallel-type",
+    "--reporter",
+    "-r",
+    "--output-file",
+    "-o",
+}
 """doit options that take the next argument as their value."""
 
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import PORTABLE_CLASS, kind_for
-from .schemas.plain import Matrix
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
+from .schemas.plain import Matrix
 
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
@@ -57,14 +57,21 @@ class Host:
         return [f"cuda{m}" for m in range(self.driver_cuda[0], 11, -1)]
 
     def describe(self) -> str:
-        gpu = (f"sm {','.join(map(str, self.sms)) or 'unknown'}, driver CUDA "
-               f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else "no NVIDIA GPU")
+        gpu = (
+            f"sm {','.join(map(str, self.sms)) or 'unknown'}, driver CUDA {self.driver_cuda[0]}.{self.driver_cuda[1]}"
+            if self.driver_cuda
+            else "no NVIDIA GPU"
+        )
         return f"{self.os} {self.arch} ({gpu})"
 
     def to_json(self) -> dict:
-        return {"os": self.os, "arch": self.arch, "sms": list(self.sms),
-                "driver_cuda": f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else None,
-                "runtime_lines": list(self.runtime_lines) if self.runtime_lines is not None else None}
+        return {
+            "os": self.os,
+            "arch": self.arch,
+            "sms": list(self.sms),
+            "driver_cuda": f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else None,
+            "runtime_lines": list(self.runtime_lines) if self.runtime_lines is not None else None,
+        }
 
 
 @dataclass
@@ -84,9 +91,14 @@ class Selection:
         return self.attempts[0] if self.attempts else None
 
     def to_json(self) -> dict:
-        return {"host": self.host.to_json(), "asked": self.asked, "choice": self.choice,
-                "install_kind": self.install_kind, "attempts": self.attempts,
-                "rejected": [{"asset": a, "reason": r} for a, r in self.rejected]}
+        return {
+            "host": self.host.to_json(),
+            "asked": self.asked,
+            "choice": self.choice,
+            "install_kind": self.install_kind,
+            "attempts": self.attempts,
+            "rejected": [{"asset": a, "reason": r} for a, r in self.rejected],
+        }
 
 
 def _fit(a: ManifestArtifact, host: Host) -> str | None:
@@ -179,12 +191,14 @@ def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Sel
             sel.install_kind = kind
             break
     kinds = set(asked)
-    sel.rejected += [(a.asset_name, f"install_kind {a.install_kind} is not asked for") for a in arts
-                     if a.install_kind not in kinds]
+    sel.rejected += [
+        (a.asset_name, f"install_kind {a.install_kind} is not asked for") for a in arts if a.install_kind not in kinds
+    ]
     return sel
 
 
 # -- coverage -----------------------------------------------------------------------------------
+
 
 def driver_for(line: str) -> tuple[int, int]:
     """The oldest driver an installer serves runtime line ``cudaM`` to: CUDA ``M.0``, at least
@@ -204,8 +218,11 @@ def host_classes(manifest: Manifest) -> list[Host]:
     versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
     sms = known_sms(max(versions)) if versions else []
     # a driver of each line shipped, the newest of the line below, and one below the CUDA floor
-    drivers = sorted({driver_for(l) for l in lines} | ({(driver_for(lines[0])[0] - 1, 8)} if lines else set())
-                     | {(MIN_DRIVER[0], MIN_DRIVER[1] - 2)})
+    drivers = sorted(
+        {driver_for(l) for l in lines}
+        | ({(driver_for(lines[0])[0] - 1, 8)} if lines else set())
+        | {(MIN_DRIVER[0], MIN_DRIVER[1] - 2)}
+    )
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
         if k.backend == "cpu":
@@ -236,8 +253,9 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     return out
 
 
-def coverage_problems(matrix: Matrix, manifest: Manifest, index: ShaIndex | None,
-                      legs: set[str] | None = None) -> list[str]:
+def coverage_problems(
+    matrix: Matrix, manifest: Manifest, index: ShaIndex | None, legs: set[str] | None = None
+) -> list[str]:
     """One line per claimed host class (:func:`claimed`; of ``legs`` only, when given) that the
     release, as its manifest describes the built files, serves with nothing or with a bundle of
     another install kind."""
@@ -247,13 +265,14 @@ def coverage_problems(matrix: Matrix, manifest: Manifest, index: ShaIndex | None
             continue
         sel = select(host, manifest, index)
         if sel.choice is None:
-            why = "; ".join(f"{a}: {r}" for a, r in sel.rejected if "is not asked for" not in r) or \
-                f"no bundle of {' or '.join(sel.asked)} in the release"
+            why = (
+                "; ".join(f"{a}: {r}" for a, r in sel.rejected if "is not asked for" not in r)
+                or f"no bundle of {' or '.join(sel.asked)} in the release"
+            )
             probs.append(f"{host.describe()}: gets no bundle, though {leg} claims it ({why})")
         elif sel.install_kind != kind:
-            probs.append(f"{host.describe()}: gets {sel.choice} ({sel.install_kind}), though {leg} claims it "
-                         f"as {kind}")
+            probs.append(f"{host.describe()}: gets {sel.choice} ({sel.install_kind}), though {leg} claims it as {kind}")
     return probs
 
 
-__all__ = ["Host", "Selection", "select", "coverage", "host_classes", "claimed", "coverage_problems"]
+__all__ = ["Host", "Selection", "claimed", "coverage", "coverage_problems", "host_classes", "select"]

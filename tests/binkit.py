@@ -10,7 +10,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from bundlegraph.proc import run
 
 CLANG_TARGET = {"x64": "x86_64-pc-windows-msvc", "arm64": "aarch64-pc-windows-msvc"}
@@ -77,13 +76,36 @@ def build_dll(spec: Dll, out_dir: Path) -> Path:
     (work / "src.c").write_text("\n".join(body) + "\n")
     exports = [f"  {e}" for e in spec.exports] + [f"  {n} = {t}" for n, t in spec.forwards]
     (work / "exports.def").write_text(f"LIBRARY {spec.name}\nEXPORTS\n" + "\n".join(exports) + "\n")
-    _run(["clang", f"--target={CLANG_TARGET[spec.arch]}", "-c", "src.c", "-o", "src.obj",
-          "-ffreestanding", "-fno-stack-protector", "-O1"], work)
+    _run(
+        [
+            "clang",
+            f"--target={CLANG_TARGET[spec.arch]}",
+            "-c",
+            "src.c",
+            "-o",
+            "src.obj",
+            "-ffreestanding",
+            "-fno-stack-protector",
+            "-O1",
+        ],
+        work,
+    )
     out = out_dir / spec.name
     kind = ["/entry:mainCRTStartup", "/subsystem:console"] if spec.exe else ["/dll", "/noentry", "/def:exports.def"]
-    _run(["lld-link", *kind, "/nodefaultlib", f"/machine:{spec.arch}",
-          "src.obj", *libs, *[f"/delayload:{d}" for d in spec.delay], f"/out:{out}",
-          *([] if spec.exe else [f"/implib:{work / 'out.lib'}"])], work)
+    _run(
+        [
+            "lld-link",
+            *kind,
+            "/nodefaultlib",
+            f"/machine:{spec.arch}",
+            "src.obj",
+            *libs,
+            *[f"/delayload:{d}" for d in spec.delay],
+            f"/out:{out}",
+            *([] if spec.exe else [f"/implib:{work / 'out.lib'}"]),
+        ],
+        work,
+    )
     return out
 
 
@@ -100,14 +122,69 @@ def make_ca(d: Path) -> TestCA:
     """A fresh test CA and code-signing certificate under ``d`` (openssl)."""
     need("openssl")
     d.mkdir(parents=True, exist_ok=True)
-    _run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-          "-days", "30", "-subj", "/CN=bundlegraph test root",
-          "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"], d)
-    _run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr",
-          "-subj", "/CN=bundlegraph test signer"], d)
-    (d / "leaf.ext").write_text("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n")
-    _run(["openssl", "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-          "-out", "leaf.pem", "-days", "30", "-extfile", "leaf.ext"], d)
+    _run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=bundlegraph test root",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        d,
+    )
+    _run(
+        [
+            "openssl",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "leaf.key",
+            "-out",
+            "leaf.csr",
+            "-subj",
+            "/CN=bundlegraph test signer",
+        ],
+        d,
+    )
+    (d / "leaf.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n"
+    )
+    _run(
+        [
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            "leaf.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "leaf.pem",
+            "-days",
+            "30",
+            "-extfile",
+            "leaf.ext",
+        ],
+        d,
+    )
     return TestCA(d / "ca.pem", d / "leaf.pem", d / "leaf.key")
 
 
@@ -116,8 +193,10 @@ def sign(src: Path, dst: Path, ca: TestCA) -> Path:
     need("osslsigncode")
     if dst.exists():
         dst.unlink()
-    _run(["osslsigncode", "sign", "-certs", ca.leaf_pem, "-key", ca.leaf_key, "-h", "sha256",
-          "-in", src, "-out", dst], dst.parent)
+    _run(
+        ["osslsigncode", "sign", "-certs", ca.leaf_pem, "-key", ca.leaf_key, "-h", "sha256", "-in", src, "-out", dst],
+        dst.parent,
+    )
     return dst
 
 

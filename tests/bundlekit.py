@@ -9,9 +9,8 @@ import struct
 import subprocess
 from pathlib import Path
 
-
-from bundlegraph.pipeline.package import PackageInputs, run_package
 from bundlegraph.pipeline.archivecheck import archive_verifier
+from bundlegraph.pipeline.package import PackageInputs, run_package
 from bundlegraph.pipeline.source import SourceRecord, plan_source, run_source
 from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.plain import Matrix
@@ -63,16 +62,20 @@ def fatbin_c(sass: list[int], ptx: list[int]) -> str:
     header magic 0xBA55ED50, then entries kind 2 = SASS / 1 = PTX with their SM) into the
     ``.nv_fatbin`` section, as nvcc does. The payloads are placeholders: verify reads the
     inventory, never the machine code."""
+
     def entry(kind: int, sm: int, payload: bytes) -> bytes:
         padded = (len(payload) + 7) & ~7
         head = struct.pack("<HHIQI4xHHI8xQ", kind, 0x0101, 64, padded, len(payload), 1, 8, sm, 0x41)
         return head + b"\0" * (64 - len(head)) + payload + b"\0" * (padded - len(payload))
+
     body = b"".join([entry(2, sm, b"sass%d" % sm) for sm in sass] + [entry(1, sm, b"ptx%d" % sm) for sm in ptx])
     blob = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
     arr = ",".join(str(b) for b in blob)
-    return ('__attribute__((section(".nv_fatbin"), used, aligned(8))) '
-            f"const unsigned char ggml_cuda_fatbin[{len(blob)}] = {{{arr}}};\n"
-            "int ggml_backend_init(void) { return ggml_cuda_fatbin[0]; }\n")
+    return (
+        '__attribute__((section(".nv_fatbin"), used, aligned(8))) '
+        f"const unsigned char ggml_cuda_fatbin[{len(blob)}] = {{{arr}}};\n"
+        "int ggml_backend_init(void) { return ggml_cuda_fatbin[0]; }\n"
+    )
 
 
 def compile_cuda_backend(out: Path, cc: str, sass: list[int], ptx: list[int]) -> Path:
@@ -90,10 +93,22 @@ def compile_cuda_backend(out: Path, cc: str, sass: list[int], ptx: list[int]) ->
 def linux_cpu_tree(tmp: Path) -> Path:
     """A tiny real aarch64 build of the files linux-arm64-cpu requires (the installer's set),
     plus a .so symlink."""
-    libs = ["libggml-base.so", "libggml.so", "libllama.so", "libggml-cpu.so", "libllama-common.so", "libmtmd.so",
-            "libllama-server-impl.so", "libllama-quantize-impl.so"]
-    d = compile_linux(tmp, "aarch64-linux-gnu-gcc", {n: i for i, n in enumerate(libs, 1)},
-                      {"llama-server": 20, "llama-cli": 21, "llama-quantize": 22})
+    libs = [
+        "libggml-base.so",
+        "libggml.so",
+        "libllama.so",
+        "libggml-cpu.so",
+        "libllama-common.so",
+        "libmtmd.so",
+        "libllama-server-impl.so",
+        "libllama-quantize-impl.so",
+    ]
+    d = compile_linux(
+        tmp,
+        "aarch64-linux-gnu-gcc",
+        {n: i for i, n in enumerate(libs, 1)},
+        {"llama-server": 20, "llama-cli": 21, "llama-quantize": 22},
+    )
     link = d / "libllama.so.0"
     if not link.exists():
         link.symlink_to("libllama.so")
@@ -104,8 +119,7 @@ def redist_root(tmp: Path, npm_bins: Path) -> Path:
     """An MSVC ``VC/Redist/MSVC`` layout: versions 14.9.1, 14.40.33807 (newest) and 14.38.33130,
     each holding a different real ARM64 DLL as ``libomp140.aarch64.dll``; plus a ``v143`` dir."""
     root = tmp / "Redist" / "MSVC"
-    for ver, src in (("14.9.1", "ggml.v0.4.0.dll"), ("14.40.33807", "ggml-cpu.dll"),
-                     ("14.38.33130", "ggml-base.dll")):
+    for ver, src in (("14.9.1", "ggml.v0.4.0.dll"), ("14.40.33807", "ggml-cpu.dll"), ("14.38.33130", "ggml-base.dll")):
         d = root / ver / "debug_nonredist" / "arm64" / "Microsoft.VC143.OpenMP.LLVM"
         d.mkdir(parents=True)
         shutil.copyfile(npm_bins / src, d / "libomp140.aarch64.dll")
@@ -118,9 +132,29 @@ def npm_bins(real_input) -> Path:
     return next((root / "package" / "bins").iterdir())
 
 
-def package(spec, release, tree: Path, dest: Path, src: SourceRecord, env: dict | None = None,
-            base=None, trust_roots: tuple[str, ...] = (), **kw):
+def package(
+    spec,
+    release,
+    tree: Path,
+    dest: Path,
+    src: SourceRecord,
+    env: dict | None = None,
+    base=None,
+    trust_roots: tuple[str, ...] = (),
+    **kw,
+):
     """run_package with the real archive verifier (verify's policy for ``spec``/``base``)."""
-    inp = PackageInputs(spec=spec, release=release, tree=tree, dest=dest, source_tree=Path(src.tree),
-                        source_commit=src.commit, source_digest=src.digest, commit_epoch=src.epoch, **kw)
-    return run_package(inp, archive_verifier(spec, release, base=base, trust_roots=trust_roots), env=env if env is not None else {})
+    inp = PackageInputs(
+        spec=spec,
+        release=release,
+        tree=tree,
+        dest=dest,
+        source_tree=Path(src.tree),
+        source_commit=src.commit,
+        source_digest=src.digest,
+        commit_epoch=src.epoch,
+        **kw,
+    )
+    return run_package(
+        inp, archive_verifier(spec, release, base=base, trust_roots=trust_roots), env=env if env is not None else {}
+    )

@@ -30,15 +30,33 @@ IS_LINUX = sys.platform.startswith("linux")
 HOST_SKIP = "this host"
 """The prefix of every allowed skip reason (a real absence on this host)."""
 
-CI_HANDOFF = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH",
-              "GITHUB_STATE", "GITHUB_REF", "GITHUB_REF_NAME")
+CI_HANDOFF = (
+    "GITHUB_ACTIONS",
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_OUTPUT",
+    "GITHUB_ENV",
+    "GITHUB_PATH",
+    "GITHUB_STATE",
+    "GITHUB_REF",
+    "GITHUB_REF_NAME",
+)
 for _v in CI_HANDOFF:  # before any fixture or subprocess: module and session fixtures too
     os.environ.pop(_v, None)
 
 # Debian packages ./dev.sh test installs, by program
-DEBIAN = {"aarch64-linux-gnu-gcc": "g++-aarch64-linux-gnu", "aarch64-linux-gnu-g++": "g++-aarch64-linux-gnu",
-          "gcc": "gcc", "cc": "gcc", "clang": "clang", "lld-link": "lld", "llvm-dlltool": "llvm",
-          "osslsigncode": "osslsigncode", "openssl": "openssl", "npm": "npm", "wine": "wine64"}
+DEBIAN = {
+    "aarch64-linux-gnu-gcc": "g++-aarch64-linux-gnu",
+    "aarch64-linux-gnu-g++": "g++-aarch64-linux-gnu",
+    "gcc": "gcc",
+    "cc": "gcc",
+    "clang": "clang",
+    "lld-link": "lld",
+    "llvm-dlltool": "llvm",
+    "osslsigncode": "osslsigncode",
+    "openssl": "openssl",
+    "npm": "npm",
+    "wine": "wine64",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +68,7 @@ def _no_ci_handoff(monkeypatch):
 def _forbidden(what: str):
     def refuse(*a, **kw):
         raise AssertionError(f"a unit test may not {what}; move it to tests/integration")
+
     return refuse
 
 
@@ -74,8 +93,14 @@ def workdir(tmp_path, monkeypatch) -> Path:
     wd = tmp_path / "work"
     wd.mkdir()
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(wd))
-    for v in ("BUNDLEGRAPH_ONLY_PROFILE", "BUNDLEGRAPH_ONLY_LEG", "BUNDLEGRAPH_ARTIFACTS", "BUNDLEGRAPH_ARCHS",
-              "BUNDLEGRAPH_TOOLKIT_SOURCE", "BUNDLEGRAPH_BUNDLES"):
+    for v in (
+        "BUNDLEGRAPH_ONLY_PROFILE",
+        "BUNDLEGRAPH_ONLY_LEG",
+        "BUNDLEGRAPH_ARTIFACTS",
+        "BUNDLEGRAPH_ARCHS",
+        "BUNDLEGRAPH_TOOLKIT_SOURCE",
+        "BUNDLEGRAPH_BUNDLES",
+    ):
         monkeypatch.delenv(v, raising=False)
     return wd
 
@@ -116,8 +141,10 @@ def require_tools(*programs: str, linux_only: bool = True) -> None:
     missing = [p for p in programs if which(p) is None]
     if missing:
         pkgs = sorted({DEBIAN.get(p, p) for p in missing})
-        pytest.fail(f"{', '.join(missing)} not installed: `apt-get install {' '.join(pkgs)}` "
-                    f"(./dev.sh test does it)", pytrace=False)
+        pytest.fail(
+            f"{', '.join(missing)} not installed: `apt-get install {' '.join(pkgs)}` (./dev.sh test does it)",
+            pytrace=False,
+        )
 
 
 HOST_NVCC = Path("/usr/local/cuda/bin/nvcc")
@@ -165,7 +192,7 @@ def derived_marks(item, within: Path = TESTS) -> set[str]:
     seen: set = set()
     funcs = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info else ()):
+    for defs in info.name2fixturedefs.values() if info else ():
         funcs += [d.func for d in defs]
     names: set[str] = set(getattr(item, "fixturenames", ()))
     for f in funcs:
@@ -259,8 +286,11 @@ def home_cache_changes() -> list[str]:
         return []
     after = cache_listing(_HOME["dir"])
     before = _HOME["before"]
-    return sorted(f"{k} ({'new' if k not in before else 'gone' if k not in after else 'changed'})"
-                  for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return sorted(
+        f"{k} ({'new' if k not in before else 'gone' if k not in after else 'changed'})"
+        for k in set(before) | set(after)
+        if before.get(k) != after.get(k)
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -278,14 +308,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     import realinputs
 
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_seconds.items()))
-    terminalreporter.write_line(f"time by part: {parts}; of which fetching real inputs "
-                                f"{realinputs.FETCH_SECONDS[0]:.0f} s")
+    terminalreporter.write_line(
+        f"time by part: {parts}; of which fetching real inputs {realinputs.FETCH_SECONDS[0]:.0f} s"
+    )
     if "dir" in _HOME:
         changed = _HOME.get("changed", [])
         terminalreporter.write_line(
-            f"home cache {_HOME['dir']}: " + ("untouched (BUNDLEGRAPH_CACHE names another)" if not changed else
-                                              f"FAILED: written although BUNDLEGRAPH_CACHE names another: "
-                                              f"{', '.join(changed[:10])}"), red=bool(changed))
+            f"home cache {_HOME['dir']}: "
+            + (
+                "untouched (BUNDLEGRAPH_CACHE names another)"
+                if not changed
+                else f"FAILED: written although BUNDLEGRAPH_CACHE names another: {', '.join(changed[:10])}"
+            ),
+            red=bool(changed),
+        )
     if not _skips:
         terminalreporter.write_line("skips by reason: none")
         return
@@ -296,4 +332,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if bad:
         terminalreporter.write_line(
             f"FAILED: {len(bad)} skip reason(s) are not an absence on this host (a reason must start "
-            f"with {HOST_SKIP!r}); a test must fetch what it needs or fail", red=True)
+            f"with {HOST_SKIP!r}); a test must fetch what it needs or fail",
+            red=True,
+        )

@@ -30,8 +30,11 @@ def webdav(root: Path, *collections: str):
     log = root.parent / f"wsgidav-{port}.log"
     exe = BIN / "wsgidav"
     assert exe.is_file(), f"wsgidav is not installed: {sys.executable} -m pip install wsgidav cheroot"
-    p = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port), "-r", str(root), "--auth", "anonymous",
-                          "--no-config", "-q"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    p = subprocess.Popen(
+        [str(exe), "-H", "127.0.0.1", "-p", str(port), "-r", str(root), "--auth", "anonymous", "--no-config", "-q"],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -40,7 +43,8 @@ def webdav(root: Path, *collections: str):
                 break
             except OSError:
                 assert p.poll() is None and time.monotonic() < deadline, (
-                    f"wsgidav did not start: {log.read_text(errors='replace')[-2000:]}")
+                    f"wsgidav did not start: {log.read_text(errors='replace')[-2000:]}"
+                )
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:

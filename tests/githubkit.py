@@ -29,10 +29,15 @@ class Asset:
     state: str = "uploaded"
 
     def json(self, base: str, repo: str, tag: str) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "size": len(self.data), "state": self.state,
-                "content_type": "application/octet-stream",
-                "digest": "sha256:" + hashlib.sha256(self.data).hexdigest() if self.state == "uploaded" else None,
-                "browser_download_url": f"{base}/{repo}/releases/download/{tag}/{urllib.parse.quote(self.name)}"}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "size": len(self.data),
+            "state": self.state,
+            "content_type": "application/octet-stream",
+            "digest": "sha256:" + hashlib.sha256(self.data).hexdigest() if self.state == "uploaded" else None,
+            "browser_download_url": f"{base}/{repo}/releases/download/{tag}/{urllib.parse.quote(self.name)}",
+        }
 
 
 @dataclass
@@ -64,7 +69,7 @@ class FakeGitHub:
 
     @property
     def api(self) -> str:
-        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def new_id(self) -> int:
         return next(self._ids)
@@ -74,10 +79,17 @@ class FakeGitHub:
 
     def release_json(self, r: Release, repo: str | None = None) -> dict[str, Any]:
         repo = repo or self.repo
-        return {"id": r.id, "tag_name": r.tag_name, "name": r.name, "body": r.body, "draft": r.draft,
-                "prerelease": False, "html_url": f"{self.api}/{repo}/releases/tag/{r.tag_name}",
-                "upload_url": f"{self.api}/uploads/repos/{repo}/releases/{r.id}/assets{{?name,label}}",
-                "assets": [a.json(self.api, repo, r.tag_name) for a in r.assets]}
+        return {
+            "id": r.id,
+            "tag_name": r.tag_name,
+            "name": r.name,
+            "body": r.body,
+            "draft": r.draft,
+            "prerelease": False,
+            "html_url": f"{self.api}/{repo}/releases/tag/{r.tag_name}",
+            "upload_url": f"{self.api}/uploads/repos/{repo}/releases/{r.id}/assets{{?name,label}}",
+            "assets": [a.json(self.api, repo, r.tag_name) for a in r.assets],
+        }
 
     def publish_upstream(self, repo: str, tag: str, files: dict[str, bytes]) -> None:
         """Seed a published release ``tag`` of ``repo`` holding ``files`` (name -> bytes)."""
@@ -85,7 +97,7 @@ class FakeGitHub:
         rel.assets = [Asset(self.new_id(), n, d) for n, d in files.items()]
         self.upstream.setdefault(repo, []).append(rel)
 
-    def __enter__(self) -> "FakeGitHub":
+    def __enter__(self) -> FakeGitHub:
         self._thread.start()
         return self
 
@@ -98,7 +110,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a: Any) -> None:
         pass
 
-    def _send_asset(self, a: "Asset | None") -> None:
+    def _send_asset(self, a: Asset | None) -> None:
         """An asset's bytes as the download host serves them (404 when there is none)."""
         if a is None:
             return self._send(404, {"message": "Not Found"})
@@ -125,8 +137,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         for other, releases in gh.upstream.items():  # read-only: a published release and its files
-            if path.startswith((f"/repos/{other}/releases/tags/", f"/{other}/releases/download/")) \
-                    and self.command == "GET":
+            if (
+                path.startswith((f"/repos/{other}/releases/tags/", f"/{other}/releases/download/"))
+                and self.command == "GET"
+            ):
                 tag = path.split("/")[-1] if "/tags/" in path else path.split("/")[-2]
                 r = next((x for x in releases if x.tag_name == tag), None)
                 if r is None:
@@ -141,32 +155,40 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         upload = f"/uploads/repos/{gh.repo}/releases/"
         with gh._lock:
             if path.startswith(upload) and path.endswith("/assets") and self.command == "POST":
-                rid = int(path[len(upload):].split("/")[0])
+                rid = int(path[len(upload) :].split("/")[0])
                 r = next((x for x in gh.releases if x.id == rid), None)
                 if r is None:
                     return self._send(404, {"message": "Not Found"})
                 name = query.get("name", "")
                 if any(a.name == name for a in r.assets):
-                    return self._send(422, {"message": "Validation Failed",
-                                            "errors": [{"resource": "ReleaseAsset", "code": "already_exists",
-                                                        "field": "name"}]})
+                    return self._send(
+                        422,
+                        {
+                            "message": "Validation Failed",
+                            "errors": [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}],
+                        },
+                    )
                 a = Asset(gh.new_id(), name, body)
                 r.assets.append(a)
                 return self._send(201, a.json(gh.api, gh.repo, r.tag_name))
             if path.startswith(f"/{gh.repo}/releases/download/") and self.command == "GET":
                 tag, name = path.split("/")[-2:]
                 r = gh.release(tag)
-                return self._send_asset(next((a for a in r.assets if a.name == name), None) if r and not r.draft else None)
+                return self._send_asset(
+                    next((a for a in r.assets if a.name == name), None) if r and not r.draft else None
+                )
             if not path.startswith(prefix):
                 return self._send(404, {"message": "Not Found"})
-            rest = path[len(prefix):].strip("/").split("/") if path != prefix else []
+            rest = path[len(prefix) :].strip("/").split("/") if path != prefix else []
             if not rest and self.command == "GET":
                 return self._send(200, [gh.release_json(r) for r in gh.releases])
             if not rest and self.command == "POST":
                 d = json.loads(body)
                 if gh.release(d["tag_name"]) is not None:
-                    return self._send(422, {"message": "Validation Failed",
-                                            "errors": [{"resource": "Release", "code": "already_exists"}]})
+                    return self._send(
+                        422,
+                        {"message": "Validation Failed", "errors": [{"resource": "Release", "code": "already_exists"}]},
+                    )
                 r = Release(gh.new_id(), d["tag_name"], bool(d.get("draft")), d.get("name", ""), d.get("body", ""))
                 gh.releases.append(r)
                 return self._send(201, gh.release_json(r))
@@ -191,7 +213,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if rest[1:] == ["assets"] and self.command == "GET":
                     page, per = int(query.get("page", 1)), int(query.get("per_page", 30))
                     items = [a.json(gh.api, gh.repo, r.tag_name) for a in r.assets]
-                    return self._send(200, items[(page - 1) * per: page * per])
+                    return self._send(200, items[(page - 1) * per : page * per])
             return self._send(404, {"message": "Not Found"})
 
     do_GET = do_POST = do_PATCH = do_DELETE = _route

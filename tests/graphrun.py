@@ -25,7 +25,10 @@ def doit(args: list[str], *, bundles: Path | None = None, workdir: Path, timeout
     """``doit -f <project>/dodo.py ARGS`` -> CompletedProcess (text, stdout+stderr separate)."""
     return subprocess.run(
         [str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), *args],
-        capture_output=True, text=True, env=env_for(bundles, workdir, **extra), timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=env_for(bundles, workdir, **extra),
+        timeout=timeout,
     )
 
 
@@ -34,7 +37,10 @@ def cli(args: list[str], *, bundles: Path | None = None, workdir: Path, timeout:
     pre = ["--bundles", str(bundles or ROOT / "bundles")]
     return subprocess.run(
         [str(BIN / "bundlegraph"), *pre, *args],
-        capture_output=True, text=True, env=env_for(bundles, workdir, **extra), timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=env_for(bundles, workdir, **extra),
+        timeout=timeout,
     )
 
 

@@ -38,8 +38,9 @@ import threading
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,7 @@ _STUDIO_TOPLEVEL = ("prebuilt_core", "nvidia_probe", "backend")  # imported from
 
 # -- fetch, unpack, import ----------------------------------------------------------------------
 
+
 def cache_dir() -> Path:
     """``<bundlegraph cache>/test-inputs/unsloth``: the wheel and its unpacked ``studio/``."""
     return paths.cache_root() / "test-inputs" / "unsloth"
@@ -71,14 +73,26 @@ def fetch_wheel() -> Path:
     wheel = d / WHEEL_NAME
     with locked(d / "wheel.lock", what="test input unsloth"):
         if not wheel.is_file():
-            argv = [sys.executable, "-m", "pip", "download", f"unsloth=={UNSLOTH_VERSION}", "--no-deps",
-                    "--only-binary=:all:", "-d", str(d)]
+            argv = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"unsloth=={UNSLOTH_VERSION}",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                str(d),
+            ]
             r = subprocess.run(argv, capture_output=True, text=True)
             if r.returncode != 0 or not wheel.is_file():
-                pytest.fail(f"the installer under test ({WHEEL_NAME}, sha256 {WHEEL_SHA256}) is not in "
-                            f"{d} and could not be fetched: {' '.join(argv)} -> "
-                            f"{(r.stderr.strip().splitlines() or ['no output'])[-1]}\nOn a machine that "
-                            f"reaches PyPI run that command, or copy the wheel into {d}.", pytrace=False)
+                pytest.fail(
+                    f"the installer under test ({WHEEL_NAME}, sha256 {WHEEL_SHA256}) is not in "
+                    f"{d} and could not be fetched: {' '.join(argv)} -> "
+                    f"{(r.stderr.strip().splitlines() or ['no output'])[-1]}\nOn a machine that "
+                    f"reaches PyPI run that command, or copy the wheel into {d}.",
+                    pytrace=False,
+                )
         got = sha256_file(wheel)
     assert got == WHEEL_SHA256, f"{wheel}: sha256 {got}, pinned {WHEEL_SHA256} (remove it to fetch again)"
     return wheel
@@ -132,12 +146,18 @@ def installer() -> Any:
 
 # -- the release, served locally ----------------------------------------------------------------
 
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a: Any) -> None:
         pass
 
-    def _send(self, code: int, body: bytes = b"", ctype: str = "application/octet-stream",
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        code: int,
+        body: bytes = b"",
+        ctype: str = "application/octet-stream",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -193,7 +213,7 @@ class ReleaseServer:
 
     @property
     def base_url(self) -> str:
-        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def asset(self, name: str) -> bytes | None:
         if name in self.overrides:
@@ -207,12 +227,21 @@ class ReleaseServer:
         return f"https://github.com/{self.repo}/releases/download/{q(self.release_tag)}/{q(name)}"
 
     def api_release(self) -> dict[str, Any]:
-        assets = [{"name": f.name, "browser_download_url": self.download_url(f.name),
-                   "digest": "sha256:" + sha256_file(f)} for f in sorted(self.dist.iterdir()) if f.is_file()]
-        return {"id": 1, "tag_name": self.release_tag, "draft": False, "prerelease": False,
-                "published_at": "2026-10-01T00:00:00Z", "assets": assets}
+        assets = [
+            {"name": f.name, "browser_download_url": self.download_url(f.name), "digest": "sha256:" + sha256_file(f)}
+            for f in sorted(self.dist.iterdir())
+            if f.is_file()
+        ]
+        return {
+            "id": 1,
+            "tag_name": self.release_tag,
+            "draft": False,
+            "prerelease": False,
+            "published_at": "2026-10-01T00:00:00Z",
+            "assets": assets,
+        }
 
-    def __enter__(self) -> "ReleaseServer":
+    def __enter__(self) -> ReleaseServer:
         self._thread.start()
         return self
 
@@ -248,15 +277,32 @@ class RedirectingOpener:
 
 # environment the installer reads at selection time: tokens and probes off, no overrides
 _ENV: dict[str, str | None] = {
-    **dict.fromkeys(("GH_TOKEN", "GITHUB_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
-                     "UNSLOTH_LLAMA_CPP_BACKEND", "UNSLOTH_FORCE_VULKAN", "UNSLOTH_ROCM_GFX_ARCH",
-                     "UNSLOTH_ROCM_GFX_REMEMBERED", "UNSLOTH_LLAMA_ARM64_CUDA", "UNSLOTH_FORCE_ROCM_TORCH",
-                     "UNSLOTH_LLAMA_DISABLE_DOWNLOAD_HOST_RESOLVE", "UNSLOTH_LLAMA_STAGED_VALIDATION",
-                     "UNSLOTH_LLAMA_RELEASE_TAG", "UNSLOTH_LLAMA_RELEASE_MANIFEST_ASSET",
-                     "UNSLOTH_LLAMA_RELEASE_SHA256_ASSET", "UNSLOTH_LLAMA_MAX_PREBUILT_RELEASE_FALLBACKS",
-                     "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                     "GGML_VK_VISIBLE_DEVICES")),
-    "UNSLOTH_VULKAN_DEVICE_PROBE": "0", "UNSLOTH_NVIDIA_LIBRARY_PROBE": "0",
+    **dict.fromkeys(
+        (
+            "GH_TOKEN",
+            "GITHUB_TOKEN",
+            "HF_TOKEN",
+            "HUGGING_FACE_HUB_TOKEN",
+            "UNSLOTH_LLAMA_CPP_BACKEND",
+            "UNSLOTH_FORCE_VULKAN",
+            "UNSLOTH_ROCM_GFX_ARCH",
+            "UNSLOTH_ROCM_GFX_REMEMBERED",
+            "UNSLOTH_LLAMA_ARM64_CUDA",
+            "UNSLOTH_FORCE_ROCM_TORCH",
+            "UNSLOTH_LLAMA_DISABLE_DOWNLOAD_HOST_RESOLVE",
+            "UNSLOTH_LLAMA_STAGED_VALIDATION",
+            "UNSLOTH_LLAMA_RELEASE_TAG",
+            "UNSLOTH_LLAMA_RELEASE_MANIFEST_ASSET",
+            "UNSLOTH_LLAMA_RELEASE_SHA256_ASSET",
+            "UNSLOTH_LLAMA_MAX_PREBUILT_RELEASE_FALLBACKS",
+            "CUDA_VISIBLE_DEVICES",
+            "HIP_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES",
+            "GGML_VK_VISIBLE_DEVICES",
+        )
+    ),
+    "UNSLOTH_VULKAN_DEVICE_PROBE": "0",
+    "UNSLOTH_NVIDIA_LIBRARY_PROBE": "0",
 }
 
 
@@ -288,9 +334,15 @@ def _runtime_line_probes(lines: list[str]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def patched_installer(ilp: Any, base_url: str, *, runtime_lines: list[str] = (),
-                      torch_runtime_line: str | None = None, tegra: bool = False,
-                      env: dict[str, str | None] | None = None) -> Iterator[RedirectingOpener]:
+def patched_installer(
+    ilp: Any,
+    base_url: str,
+    *,
+    runtime_lines: list[str] = (),
+    torch_runtime_line: str | None = None,
+    tegra: bool = False,
+    env: dict[str, str | None] | None = None,
+) -> Iterator[RedirectingOpener]:
     """Within: every request of ``ilp`` goes to ``base_url``, and its selection-time probes
     answer as data -- ``runtime_lines``: the CUDA lines (``"cuda13"``) on disk;
     ``torch_runtime_line``: torch's CUDA line (None: no torch); ``tegra``; no Vulkan devices, no
@@ -300,7 +352,8 @@ def patched_installer(ilp: Any, base_url: str, *, runtime_lines: list[str] = (),
         "_URL_OPENER": opener,
         **_runtime_line_probes(list(runtime_lines)),
         "detect_torch_cuda_runtime_preference": lambda host, **_: ilp.CudaRuntimePreference(
-            runtime_line=torch_runtime_line, selection_log=[f"(test) torch runtime_line={torch_runtime_line}"]),
+            runtime_line=torch_runtime_line, selection_log=[f"(test) torch runtime_line={torch_runtime_line}"]
+        ),
         "_is_tegra": lambda: tegra,
         "_vulkan_gpu_devices": lambda: (),
         "_rocm_torch_preferred": lambda: False,
@@ -312,8 +365,9 @@ def patched_installer(ilp: Any, base_url: str, *, runtime_lines: list[str] = (),
 
 
 @contextlib.contextmanager
-def released(ilp: Any, dist: Path, *, env: dict[str, str | None] | None = None,
-             **server_kw: Any) -> Iterator[ReleaseServer]:
+def released(
+    ilp: Any, dist: Path, *, env: dict[str, str | None] | None = None, **server_kw: Any
+) -> Iterator[ReleaseServer]:
     """``dist`` served (:class:`ReleaseServer`, ``server_kw``) and ``ilp`` patched to fetch from
     it (:func:`patched_installer`; ``env`` e.g. ``{"UNSLOTH_LLAMA_DISABLE_DOWNLOAD_HOST_RESOLVE":
     "1"}`` for the REST-API path); the server's ``opener`` is the :class:`RedirectingOpener`."""
@@ -324,6 +378,7 @@ def released(ilp: Any, dist: Path, *, env: dict[str, str | None] | None = None,
 
 # -- a host as data -> the installer's selection --------------------------------------------------
 
+
 def make_host(ilp: Any, row: dict[str, Any]) -> Any:
     """The installer's ``HostInfo`` for a host row ``{"os": "linux"|"windows", "arch": "x64"|
     "arm64", "sms": [121, ...], "driver_cuda": "13.0"|None, ...}``: an NVIDIA host (nvidia-smi
@@ -333,15 +388,28 @@ def make_host(ilp: Any, row: dict[str, Any]) -> Any:
     drv = row.get("driver_cuda")
     driver = tuple(int(x) for x in drv.split(".")[:2]) if drv else None
     nvidia = bool(caps) or driver is not None
-    machine = {("linux", "x64"): "x86_64", ("linux", "arm64"): "aarch64",
-               ("windows", "x64"): "AMD64", ("windows", "arm64"): "ARM64"}[(os_name, arch)]
+    machine = {
+        ("linux", "x64"): "x86_64",
+        ("linux", "arm64"): "aarch64",
+        ("windows", "x64"): "AMD64",
+        ("windows", "arm64"): "ARM64",
+    }[(os_name, arch)]
     return ilp.HostInfo(
-        system={"linux": "Linux", "windows": "Windows"}[os_name], machine=machine,
-        is_windows=os_name == "windows", is_linux=os_name == "linux", is_macos=False,
-        is_x86_64=arch == "x64", is_arm64=arch == "arm64",
-        nvidia_smi="/usr/bin/nvidia-smi" if nvidia else None, driver_cuda_version=driver,
-        compute_caps=list(caps), physical_compute_caps=list(caps), visible_cuda_devices=None,
-        has_physical_nvidia=nvidia, has_usable_nvidia=nvidia)
+        system={"linux": "Linux", "windows": "Windows"}[os_name],
+        machine=machine,
+        is_windows=os_name == "windows",
+        is_linux=os_name == "linux",
+        is_macos=False,
+        is_x86_64=arch == "x64",
+        is_arm64=arch == "arm64",
+        nvidia_smi="/usr/bin/nvidia-smi" if nvidia else None,
+        driver_cuda_version=driver,
+        compute_caps=list(caps),
+        physical_compute_caps=list(caps),
+        visible_cuda_devices=None,
+        has_physical_nvidia=nvidia,
+        has_usable_nvidia=nvidia,
+    )
 
 
 def runtime_lines(ilp: Any, host: Any, row: dict[str, Any]) -> list[str]:
@@ -367,8 +435,9 @@ def installer_selection(ilp: Any, row: dict[str, Any], release_tag: str) -> tupl
     lines = runtime_lines(ilp, host, row)
     with swapped(ilp, _runtime_line_probes(lines)):
         try:
-            sel = ilp.select_backend_install(backend=None, llama_tag="latest", published_repo=REPO,
-                                             published_release_tag=release_tag, host=host)
+            sel = ilp.select_backend_install(
+                backend=None, llama_tag="latest", published_repo=REPO, published_release_tag=release_tag, host=host
+            )
             attempts = [a for plan in sel.release_plans for a in plan.attempts]  # plans are lazy
         except ilp.PrebuiltFallback as e:
             return None, [], str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -381,12 +450,15 @@ def installer_choice(ilp: Any, row: dict[str, Any], release_tag: str) -> dict[st
     (None/None/[] when it finds no prebuilt and would build from source;
     :func:`installer_selection` says why)."""
     _sel, attempts, _why = installer_selection(ilp, row, release_tag)
-    return {"choice": attempts[0].name if attempts else None,
-            "install_kind": attempts[0].install_kind if attempts else None,
-            "attempts": [a.name for a in attempts]}
+    return {
+        "choice": attempts[0].name if attempts else None,
+        "install_kind": attempts[0].install_kind if attempts else None,
+        "attempts": [a.name for a in attempts],
+    }
 
 
 # -- the installer's verification -----------------------------------------------------------------
+
 
 def verify_download(ilp: Any, url: str, sha256: str, dest: Path) -> str:
     """Fetch ``url`` to ``dest`` through the installer's ``download_file_verified`` against
@@ -403,5 +475,11 @@ def source_archive(ilp: Any, plan: Any) -> dict[str, Any]:
     "ref", "asset": name | None, "sha256", "url": release-asset URL | None}``."""
     repo, ref, archive, exact = ilp.preferred_source_archive(plan.approved_checksums, plan.llama_tag)
     url = ilp.exact_source_asset_url(plan.approved_checksums, repo, archive, exact, plan.release_tag)
-    return {"exact": exact, "repo": repo, "ref": ref, "asset": archive.asset_name if archive else None,
-            "sha256": archive.sha256 if archive else None, "url": url}
+    return {
+        "exact": exact,
+        "repo": repo,
+        "ref": ref,
+        "asset": archive.asset_name if archive else None,
+        "sha256": archive.sha256 if archive else None,
+        "url": url,
+    }

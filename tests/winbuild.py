@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from binkit import Dll, build_dll
+
 from bundlegraph import proc
 from bundlegraph.checks.pe import read_pe
 
@@ -25,9 +26,26 @@ CUDART_IMPORTS = ROOT / "tests" / "data" / "windows" / "ggml-cuda-cudart-imports
 NPM_ARM64 = ("ggml-base.dll", "ggml-cpu.dll", "ggml.v0.4.0.dll", "llama.v0.4.0.dll", "llama-common.dll")
 """The real ARM64 files taken from npm @node-llama-cpp/win-arm64 (its versioned names kept: its
 ``llama-common.dll`` imports ``llama.v0.4.0.dll``)."""
-NPM_X64 = ("ggml-base.dll", "ggml.cuda.v0.4.0.dll", "llama.cuda.v0.4.0.dll", "llama-common.dll",
-           *(f"ggml-cpu-{v}.dll" for v in ("alderlake", "cannonlake", "cascadelake", "haswell", "icelake",
-                                            "sandybridge", "skylakex", "sse42", "x64")))
+NPM_X64 = (
+    "ggml-base.dll",
+    "ggml.cuda.v0.4.0.dll",
+    "llama.cuda.v0.4.0.dll",
+    "llama-common.dll",
+    *(
+        f"ggml-cpu-{v}.dll"
+        for v in (
+            "alderlake",
+            "cannonlake",
+            "cascadelake",
+            "haswell",
+            "icelake",
+            "sandybridge",
+            "skylakex",
+            "sse42",
+            "x64",
+        )
+    ),
+)
 """The real x64 CPU-side files of npm @node-llama-cpp/win-x64-cuda (every ggml-cpu variant, as
 ``GGML_CPU_ALL_VARIANTS`` builds them)."""
 SMALL_DLLS = ("llama.dll", "ggml.dll", "mtmd.dll", "llama-server-impl.dll", "llama-quantize-impl.dll")
@@ -45,11 +63,23 @@ def cpu_tree(dest: Path, npm_bins: Path, arch: str = "arm64") -> Path:
     base_export = next(n for n in _exports(npm_bins / "ggml-base.dll") if n.startswith("ggml_") and n.isidentifier())
     work = dest.parent / f".{dest.name}-pe"
     for n in SMALL_DLLS:
-        _move(build_dll(Dll(n, arch, exports=("bg_" + n.split(".")[0].replace("-", "_"),),
-                            imports=(("ggml-base.dll", (base_export,)),)), work), dest)
+        _move(
+            build_dll(
+                Dll(
+                    n,
+                    arch,
+                    exports=("bg_" + n.split(".")[0].replace("-", "_"),),
+                    imports=(("ggml-base.dll", (base_export,)),),
+                ),
+                work,
+            ),
+            dest,
+        )
     for n in SMALL_EXES:
-        _move(build_dll(Dll(n, arch, exports=("bg_main",), imports=(("ggml-base.dll", (base_export,)),),
-                            exe=True), work), dest)
+        _move(
+            build_dll(Dll(n, arch, exports=("bg_main",), imports=(("ggml-base.dll", (base_export,)),), exe=True), work),
+            dest,
+        )
     shutil.rmtree(work)
     return dest
 
@@ -61,8 +91,13 @@ def fatbin(work: Path, sms: tuple[int, ...] = (120, 121)) -> bytes:
     work.mkdir(parents=True, exist_ok=True)
     (work / "k.cu").write_text("__global__ void bg_scale(float *x, float a) { x[threadIdx.x] *= a; }\n")
     gencode = [f"-gencode=arch=compute_{sm},code=sm_{sm}" for sm in sms]
-    proc.run([str(HOST_NVCC), "-fatbin", *gencode, "-o", str(work / "k.fatbin"), str(work / "k.cu")],
-             cwd=work, capture=True, echo=False, what="nvcc -fatbin")
+    proc.run(
+        [str(HOST_NVCC), "-fatbin", *gencode, "-o", str(work / "k.fatbin"), str(work / "k.cu")],
+        cwd=work,
+        capture=True,
+        echo=False,
+        what="nvcc -fatbin",
+    )
     return (work / "k.fatbin").read_bytes()
 
 
@@ -74,14 +109,30 @@ def cuda_tree(dest: Path, x64_cuda_dll: Path, sms: tuple[int, ...] = (120, 121))
     blob = fatbin(work, sms)
     imports = _imports(x64_cuda_dll)
     cudart = tuple(l for l in CUDART_IMPORTS.read_text().splitlines() if l and not l.startswith("#"))
-    wanted = (("ggml-base.dll", imports["ggml-base.dll"]), ("cublas64_13.dll", imports["cublas64_13.dll"]),
-              ("cudart64_13.dll", cudart))
+    wanted = (
+        ("ggml-base.dll", imports["ggml-base.dll"]),
+        ("cublas64_13.dll", imports["cublas64_13.dll"]),
+        ("cudart64_13.dll", cudart),
+    )
     arr = ",".join(str(b) for b in blob)
-    extra = ('__attribute__((section(".nv_fatb"), used, aligned(8))) '
-             f"const unsigned char bg_fatbin[{len(blob)}] = {{{arr}}};\n"
-             "const unsigned char *bg_fatbin_ref(void) { return bg_fatbin; }\n")
-    _move(build_dll(Dll("ggml-cuda.dll", "arm64", exports=("ggml_backend_init", "ggml_backend_cuda_reg"),
-                        imports=wanted, extra_c=extra), work), dest)
+    extra = (
+        '__attribute__((section(".nv_fatb"), used, aligned(8))) '
+        f"const unsigned char bg_fatbin[{len(blob)}] = {{{arr}}};\n"
+        "const unsigned char *bg_fatbin_ref(void) { return bg_fatbin; }\n"
+    )
+    _move(
+        build_dll(
+            Dll(
+                "ggml-cuda.dll",
+                "arm64",
+                exports=("ggml_backend_init", "ggml_backend_cuda_reg"),
+                imports=wanted,
+                extra_c=extra,
+            ),
+            work,
+        ),
+        dest,
+    )
     shutil.rmtree(work)
     return dest
 

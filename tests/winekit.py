@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 
 import realinputs
+
 from bundlegraph import paths
 from bundlegraph.fsutil import atomic_dir, locked
 
@@ -50,13 +51,31 @@ def _wheels() -> Path:
         if (out / ".complete").exists():
             return out
         with atomic_dir(out) as tmp:
-            argv = [sys.executable, "-m", "pip", "download", "--require-hashes", "--no-deps", "--only-binary=:all:",
-                    "--platform", "win_amd64", "--python-version", "3.12", "--implementation", "cp",
-                    "-r", str(REQUIREMENTS), "-d", str(tmp)]
+            argv = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--require-hashes",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--platform",
+                "win_amd64",
+                "--python-version",
+                "3.12",
+                "--implementation",
+                "cp",
+                "-r",
+                str(REQUIREMENTS),
+                "-d",
+                str(tmp),
+            ]
             r = subprocess.run(argv, capture_output=True, text=True)
             if r.returncode != 0:
-                raise realinputs.MissingInput(f"the Windows wheels of {REQUIREMENTS.name} could not be fetched "
-                                              f"(`{' '.join(argv)}`): {r.stderr.strip()[-600:]}")
+                raise realinputs.MissingInput(
+                    f"the Windows wheels of {REQUIREMENTS.name} could not be fetched "
+                    f"(`{' '.join(argv)}`): {r.stderr.strip()[-600:]}"
+                )
             (tmp / ".complete").write_text("ok")
     return out
 
@@ -79,8 +98,15 @@ class WinePython:
     def run(self, args: list[str], *, cwd: Path, timeout: float = 180, **extra: str) -> subprocess.CompletedProcess:
         """``python.exe -B ARGS`` under wine (no ``.pyc`` written into the checkout); stdout and
         stderr through pipes (text)."""
-        return subprocess.run([_wine(), str(self.exe), "-B", *args], cwd=cwd, env=self.env(**extra), stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [_wine(), str(self.exe), "-B", *args],
+            cwd=cwd,
+            env=self.env(**extra),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 def _wine() -> str:
@@ -125,10 +151,12 @@ def windows_python(dest: Path) -> WinePython:
             t0 = time.monotonic()
             wp = WinePython(py / "python.exe", prefix)
             r = wp.run(["-c", "print('ok')"], cwd=dest, timeout=300)
-            assert r.stdout.strip() == "ok", f"wine could not start python.exe ({time.monotonic() - t0:.0f} s):\n" \
-                                              f"{r.stdout[-2000:]}{r.stderr[-2000:]}"
+            assert r.stdout.strip() == "ok", (
+                f"wine could not start python.exe ({time.monotonic() - t0:.0f} s):\n"
+                f"{r.stdout[-2000:]}{r.stderr[-2000:]}"
+            )
             (prefix / ".complete").write_text("ok")
     return WinePython(py / "python.exe", prefix)
 
 
-__all__ = ["WinePython", "windows_python", "winpath", "stop", "REQUIREMENTS"]
+__all__ = ["REQUIREMENTS", "WinePython", "stop", "windows_python", "winpath"]

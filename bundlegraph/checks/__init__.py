@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
-from typing import Union
 
 from ..errors import BundleGraphError
 
@@ -53,7 +52,7 @@ class Failure:
         return {"file": self.file, "check": self.check, "reason": self.reason}
 
 
-BytesLike = Union[bytes, bytearray, mmap.mmap]
+BytesLike = bytes | bytearray | mmap.mmap
 """A whole file's content: bytes read from an archive or a read-only mmap of a file."""
 
 

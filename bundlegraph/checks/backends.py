@@ -34,12 +34,22 @@ def missing_entry_points(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo]) -
     out = []
     for path, info in sorted(pe.items()):
         if _PE_BACKEND.match(path.rsplit("/", 1)[-1]) and ENTRY not in info.exports:
-            out.append(Failure(path, "backend", f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this "
-                                                f"backend and ignores it"))
+            out.append(
+                Failure(
+                    path,
+                    "backend",
+                    f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this backend and ignores it",
+                )
+            )
     for path, einfo in sorted(elf.items()):
         if _ELF_BACKEND.match(path.rsplit("/", 1)[-1]) and ENTRY not in einfo.exports:
-            out.append(Failure(path, "backend", f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this "
-                                                f"backend and ignores it"))
+            out.append(
+                Failure(
+                    path,
+                    "backend",
+                    f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this backend and ignores it",
+                )
+            )
     return out
 
 
@@ -55,12 +65,24 @@ def foreign_cuda_imports(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo], m
         for imp in info.imports:
             m = _PE_CUDA.match(imp.dll)
             if m and int(m.group(1)) != major:
-                out.append(Failure(path, "imports", f"imports {imp.dll}, CUDA {m.group(1)}; the leg is CUDA {major} "
-                                                    f"and installers pair it with the CUDA {major} runtime only"))
+                out.append(
+                    Failure(
+                        path,
+                        "imports",
+                        f"imports {imp.dll}, CUDA {m.group(1)}; the leg is CUDA {major} "
+                        f"and installers pair it with the CUDA {major} runtime only",
+                    )
+                )
     for path, einfo in sorted(elf.items()):
         for lib in einfo.needed:
             m = _ELF_CUDA.match(lib)
             if m and int(m.group(1)) != major:
-                out.append(Failure(path, "imports", f"needs {lib}, CUDA {m.group(1)}; the leg is CUDA {major} "
-                                                    f"and installers pair it with the CUDA {major} runtime only"))
+                out.append(
+                    Failure(
+                        path,
+                        "imports",
+                        f"needs {lib}, CUDA {m.group(1)}; the leg is CUDA {major} "
+                        f"and installers pair it with the CUDA {major} runtime only",
+                    )
+                )
     return out

@@ -37,10 +37,20 @@ from .systemdlls import CUDA_DRIVER_DLLS, host_process, is_vc_runtime, is_window
 LINUX_BASELINE: frozenset[str] = frozenset(
     {
         # glibc's sonames (glibc source tree: shlib-versions)
-        "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libresolv.so.2",
-        "libutil.so.1", "libanl.so.1", "libmvec.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+        "libc.so.6",
+        "libm.so.6",
+        "libpthread.so.0",
+        "libdl.so.2",
+        "librt.so.1",
+        "libresolv.so.2",
+        "libutil.so.1",
+        "libanl.so.1",
+        "libmvec.so.1",
+        "ld-linux-x86-64.so.2",
+        "ld-linux-aarch64.so.1",
         # GCC's runtime libraries present on every glibc distribution
-        "libstdc++.so.6", "libgcc_s.so.1",
+        "libstdc++.so.6",
+        "libgcc_s.so.1",
     }
 )
 """Libraries a Linux host always has; versions are bounded by :mod:`.glibc` instead."""
@@ -100,7 +110,9 @@ class _Externals:
         n = str(name)
         # exact names by set lookup; globs by the one required-file matcher (content.required_matches)
         return (n.lower() if self.fold else n) in self.exact or any(
-            required_matches(n, g, fold=self.fold) for g in self.names if any(c in g for c in "*?["))
+            required_matches(n, g, fold=self.fold) for g in self.names if any(c in g for c in "*?[")
+        )
+
 
 def pe_closure(
     files: Mapping[str, PEInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
@@ -140,7 +152,13 @@ def pe_closure(
             ]
             if bad:
                 shown = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
-                out.append(Failure(path, "symbols", f"imports {len(bad)} name(s) from {_base(prov)} that it does not export: {shown}"))
+                out.append(
+                    Failure(
+                        path,
+                        "symbols",
+                        f"imports {len(bad)} name(s) from {_base(prov)} that it does not export: {shown}",
+                    )
+                )
     return out
 
 
@@ -195,11 +213,23 @@ def elf_closure(
     for path, info in sorted(files.items()):
         for tag, entries in (("RPATH", info.rpath), ("RUNPATH", info.runpath)):
             for entry in entries:
-                if not (entry.startswith("$ORIGIN") or entry.startswith("${ORIGIN}")):
-                    out.append(Failure(path, "elf-paths", f"{tag} entry {entry!r} is not relative to $ORIGIN (it would point into the build machine)"))
+                if not (entry.startswith(("$ORIGIN", "${ORIGIN}"))):
+                    out.append(
+                        Failure(
+                            path,
+                            "elf-paths",
+                            f"{tag} entry {entry!r} is not relative to $ORIGIN (it would point into the build machine)",
+                        )
+                    )
         for soname in info.needed:
             if "/" in soname:
-                out.append(Failure(path, "elf-paths", f"DT_NEEDED holds a path instead of a soname: {soname!r} (the linked library had no SONAME)"))
+                out.append(
+                    Failure(
+                        path,
+                        "elf-paths",
+                        f"DT_NEEDED holds a path instead of a soname: {soname!r} (the linked library had no SONAME)",
+                    )
+                )
                 continue
             prov = _search(path, soname, info, idx)
             if prov is not None:
@@ -222,7 +252,13 @@ def elf_closure(
             for v in sorted(info.verneed.get(soname, frozenset()) - pinfo.verdef):
                 sym = info.verneed_symbols.get((soname, v))
                 defined = ", ".join(sorted(pinfo.verdef)) or "no versions"
-                out.append(Failure(path, "symbols", f"needs version {v} of {soname}{f' (symbol {sym})' if sym else ''}, which {prov} does not define (it defines {defined})"))
+                out.append(
+                    Failure(
+                        path,
+                        "symbols",
+                        f"needs version {v} of {soname}{f' (symbol {sym})' if sym else ''}, which {prov} does not define (it defines {defined})",
+                    )
+                )
     return out
 
 
@@ -231,7 +267,7 @@ def _search(path: str, soname: str, info: ELFInfo, idx: _Names) -> str | None:
     for entry in (*info.rpath, *info.runpath):
         for origin in ("${ORIGIN}", "$ORIGIN"):
             if entry.startswith(origin):
-                d = posixpath.normpath(posixpath.join(_dir(path) or ".", entry[len(origin):].lstrip("/")))
+                d = posixpath.normpath(posixpath.join(_dir(path) or ".", entry[len(origin) :].lstrip("/")))
                 d = "" if d == "." else d
                 hit = idx.by_dir.get((d, soname))
                 if hit is not None:

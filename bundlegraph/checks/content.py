@@ -53,7 +53,7 @@ def sms_of(values: Iterable[object]) -> set[int]:
         text = str(v).strip()
         for prefix in ("sm_", "compute_"):
             if text.startswith(prefix):
-                text = text[len(prefix):]
+                text = text[len(prefix) :]
         out.add(fatbin_sm(parse_arch(text)))
     return out
 

@@ -84,7 +84,9 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
 
     for sec in elf.iter_sections():
         if sec["sh_type"] != "SHT_NOBITS" and sec["sh_offset"] + sec["sh_size"] > size:
-            raise NotParsable(f"truncated: section {sec.name} ends at byte {sec['sh_offset'] + sec['sh_size']}, the file has {size} bytes")
+            raise NotParsable(
+                f"truncated: section {sec.name} ends at byte {sec['sh_offset'] + sec['sh_size']}, the file has {size} bytes"
+            )
     machine = elf["e_machine"]
     soname, needed, rpath, runpath = None, [], [], []
     verneed: dict[str, set[str]] = {}
@@ -123,8 +125,10 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
     symbols: dict[tuple[str, str], str] = {}
     dynsym = elf.get_section_by_name(".dynsym")
     exports = frozenset(
-        sym.name for sym in (dynsym.iter_symbols() if dynsym is not None else ())  # type: ignore[attr-defined]  # a SymbolTableSection
-        if sym.name and sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK"))
+        sym.name
+        for sym in (dynsym.iter_symbols() if dynsym is not None else ())  # type: ignore[attr-defined]  # a SymbolTableSection
+        if sym.name and sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+    )
     if versym is not None and dynsym is not None and idx_to_need:
         for i, sym in enumerate(dynsym.iter_symbols()):  # type: ignore[attr-defined]  # a SymbolTableSection
             if sym["st_shndx"] != "SHN_UNDEF" or not sym.name:

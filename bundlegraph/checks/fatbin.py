@@ -143,12 +143,14 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
             chunk = bytes(data[pos : min(end, pos + 4096)])
             skipped = len(chunk) - len(chunk.lstrip(b"\0"))
             if skipped == 0:
-                raise NotParsable(f"fatbin: bytes at section offset 0x{pos - start:x} are neither padding nor a fatbin header")
+                raise NotParsable(
+                    f"fatbin: bytes at section offset 0x{pos - start:x} are neither padding nor a fatbin header"
+                )
             pos += skipped
             continue
         if end - pos < _HDR.size:
             raise NotParsable(f"fatbin: container header at section offset 0x{pos - start:x} is cut off")
-        magic, _ver, hsize, payload = _HDR.unpack_from(data, pos)
+        _magic, _ver, hsize, payload = _HDR.unpack_from(data, pos)
         cend = pos + hsize + payload
         if hsize < _HDR.size or cend > end:
             raise NotParsable(f"fatbin: container at section offset 0x{pos - start:x} runs past the section end")
@@ -189,6 +191,9 @@ def check_archs(inv: Inventory | None, archs: list[Arch]) -> list[str]:
     out = [f"missing SASS for sm_{sm}" for sm in sorted(want_sass - set(inv.sass))]
     out += [f"missing PTX for compute_{sm}" for sm in sorted(want_ptx - set(inv.ptx))]
     out += [f"unexpected SASS for sm_{sm}" for sm in sorted(set(inv.sass) - named)]
-    out += [f"unexpected SASS for sm_{sm} (the spec asks for PTX only)" for sm in sorted((set(inv.sass) & named) - want_sass)]
+    out += [
+        f"unexpected SASS for sm_{sm} (the spec asks for PTX only)"
+        for sm in sorted((set(inv.sass) & named) - want_sass)
+    ]
     out += [f"unexpected PTX for compute_{sm}" for sm in sorted(set(inv.ptx) - allow_ptx)]
     return out

@@ -99,6 +99,18 @@ def _machine(r: FileResult, os_name: str | None, arch: str | None) -> None:
     if arch is None:
         return
     if r.pe is not None and r.pe.machine != MACHINE_CODES[arch]:
-        r.failures.append(Failure(r.path, "machine", f"PE machine is {machine_label(r.pe.machine)}, the leg needs {machine_label(MACHINE_CODES[arch])}"))
+        r.failures.append(
+            Failure(
+                r.path,
+                "machine",
+                f"PE machine is {machine_label(r.pe.machine)}, the leg needs {machine_label(MACHINE_CODES[arch])}",
+            )
+        )
     if r.elf is not None and r.elf.machine != MACHINE_NAMES[arch]:
-        r.failures.append(Failure(r.path, "machine", f"ELF e_machine is {r.elf.machine} ({r.machine}), the leg needs {MACHINE_NAMES[arch]} ({arch})"))
+        r.failures.append(
+            Failure(
+                r.path,
+                "machine",
+                f"ELF e_machine is {r.elf.machine} ({r.machine}), the leg needs {MACHINE_NAMES[arch]} ({arch})",
+            )
+        )

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from . import BytesLike, NotParsable
 
 MACHINES: dict[int, str] = {0x8664: "x64", 0xAA64: "arm64", 0x14C: "x86", 0x1C4: "arm"}

@@ -90,7 +90,9 @@ def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike]
     try:
         sig = next(iter(af.iter_embedded_signatures()), None)
         if sig is not None and sig.signer_info is not None:
-            signer = next((c.subject.dn for c in sig.certificates if c.serial_number == sig.signer_info.serial_number), "")
+            signer = next(
+                (c.subject.dn for c in sig.certificates if c.serial_number == sig.signer_info.serial_number), ""
+            )
     except Exception:
         signer = ""
     detail = str(exc) if exc else ""

@@ -28,15 +28,21 @@ def run(args: argparse.Namespace) -> int:
         print(f.line())
     inv = r.fatbin
     if args.json:
-        print(json.dumps({"file": str(path), "format": r.format, "machine": r.machine,
-                          "fatbin": inv.to_json() if inv else None}, indent=2))
+        print(
+            json.dumps(
+                {"file": str(path), "format": r.format, "machine": r.machine, "fatbin": inv.to_json() if inv else None},
+                indent=2,
+            )
+        )
         return 0 if inv else 1
     if inv is None:
         print(f"{path.name}: {r.format.upper()} {r.machine}: no CUDA fatbin section")
         return 1
     entries = sum(inv.sass.values()) + sum(inv.ptx.values())
-    print(f"{path.name}: {r.format.upper()} {r.machine}, {inv.containers} fatbin containers, "
-          f"{entries} entries ({inv.compressed} compressed)")
+    print(
+        f"{path.name}: {r.format.upper()} {r.machine}, {inv.containers} fatbin containers, "
+        f"{entries} entries ({inv.compressed} compressed)"
+    )
     for sm, n in sorted(inv.sass.items()):
         print(f"  SASS  sm_{sm:<4} {n:>5} entries")
     for sm, n in sorted(inv.ptx.items()):

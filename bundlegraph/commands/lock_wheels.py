@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("lock-wheels", help="pin NVIDIA's CUDA wheels (sha256) into the specs' lock files")
     p.add_argument("--lock", help="only this lock file (default: every lock a spec names)")
-    p.add_argument("--require", action="append", metavar="COMPONENT=REQ",
-                   help="pip requirement for a component, e.g. libcublas=nvidia-cublas==13.10.0.20")
+    p.add_argument(
+        "--require",
+        action="append",
+        metavar="COMPONENT=REQ",
+        help="pip requirement for a component, e.g. libcublas=nvidia-cublas==13.10.0.20",
+    )
     p.set_defaults(func=run)

@@ -34,14 +34,25 @@ def matrix_rows(args: argparse.Namespace) -> list[dict]:
     for leg in select(m, filters_from(args)):
         spec = m.legs[leg]
         base = spec.merge.base if spec.merge else None
-        row = {"id": leg, "os": spec.os, "arch": spec.arch, "profile": spec.profile.name, "runner": spec.runner,
-               "compile_runner": spec.compile_runner, "role": "backend" if base else "base", "merge_base": base,
-               "shards": spec.build.shards, "shard": None}
+        row = {
+            "id": leg,
+            "os": spec.os,
+            "arch": spec.arch,
+            "profile": spec.profile.name,
+            "runner": spec.runner,
+            "compile_runner": spec.compile_runner,
+            "role": "backend" if base else "base",
+            "merge_base": base,
+            "shards": spec.build.shards,
+            "shard": None,
+        }
         rows.append(row)
         n = spec.build.shards
         if n > 1:
-            rows += [row | {"role": "shard", "shard": f"{i}/{n}", "runner": spec.compile_runner or spec.runner}
-                     for i in range(1, n + 1)]
+            rows += [
+                row | {"role": "shard", "shard": f"{i}/{n}", "runner": spec.compile_runner or spec.runner}
+                for i in range(1, n + 1)
+            ]
     return rows
 
 
@@ -57,8 +68,10 @@ def job_matrices(args: argparse.Namespace) -> dict[str, dict]:
     legs = select(m, filters_from(args))
     a = Assumptions()
     records = {leg: costs.find(leg, m.root) for leg in legs}
-    out = [dataclasses.replace(r, timeout=timeout_minutes(sum(row_seconds(r, m.legs[r.id], records[r.id], a).values())))
-           for r in rows(m, legs)]
+    out = [
+        dataclasses.replace(r, timeout=timeout_minutes(sum(row_seconds(r, m.legs[r.id], records[r.id], a).values())))
+        for r in rows(m, legs)
+    ]
     return matrices(out)
 
 
@@ -82,6 +95,9 @@ def register(sub: Any) -> None:
     add_filter_args(p)
     p.add_argument("--compact", action="store_true", help="one line (for $GITHUB_OUTPUT)")
     p.add_argument("--job", choices=[name for name, _ in JOBS], help="one job's matrix of the release workflow")
-    p.add_argument("--github-output", action="store_true",
-                   help="every release-workflow job's matrix as <job>=<json> lines (for $GITHUB_OUTPUT)")
+    p.add_argument(
+        "--github-output",
+        action="store_true",
+        help="every release-workflow job's matrix as <job>=<json> lines (for $GITHUB_OUTPUT)",
+    )
     p.set_defaults(func=run)

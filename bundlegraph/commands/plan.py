@@ -26,8 +26,11 @@ def run(args: argparse.Namespace) -> int:
     legs = list(g.ctx.legs)
     if args.leg:
         if args.leg not in legs:
-            print(f"bundlegraph plan: {args.leg!r} is not a leg of the selected graph; its legs: "
-                  f"{', '.join(legs) or '(none)'}", file=sys.stderr)
+            print(
+                f"bundlegraph plan: {args.leg!r} is not a leg of the selected graph; its legs: "
+                f"{', '.join(legs) or '(none)'}",
+                file=sys.stderr,
+            )
             return 2
         legs = [args.leg]
     if args.shards:
@@ -40,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
         spec = g.ctx.spec(leg)
         stages = []
         for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):
-            stages.append({"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(),
-                           **(_key(p) if args.keys else {})})
+            stages.append(
+                {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
+            )
         out[leg] = {
             "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
             "promised": spec.promised,
@@ -49,19 +53,34 @@ def run(args: argparse.Namespace) -> int:
             "toolchain": spec.toolchain,
             "stages": stages,
         }
-    shared = [{"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
-              for p in g.plans if p.leg is None]
+    shared = [
+        {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
+        for p in g.plans
+        if p.leg is None
+    ]
     from .. import paths
 
     if args.json:
-        print(json.dumps({"work_directory": paths.workdir().as_posix(), "bundles": Path(args.bundles).as_posix(),
-                          "legs": out, "shared": shared}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "work_directory": paths.workdir().as_posix(),
+                    "bundles": Path(args.bundles).as_posix(),
+                    "legs": out,
+                    "shared": shared,
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return 0
     print(f"work directory {paths.workdir()} (build/, dist/, .bundlegraph/); bundles {args.bundles}")
     for leg, info in out.items():
         print(f"== {leg}  ->  {info['bundle']}{'' if info['promised'] else '  (not promised)'}")
-        print(f"   profile {info['profile']['name']} (line {info['profile']['line']}, klass "
-              f"{info['profile']['klass']}, rank {info['profile']['rank']}), toolchain {info['toolchain']}")
+        print(
+            f"   profile {info['profile']['name']} (line {info['profile']['line']}, klass "
+            f"{info['profile']['klass']}, rank {info['profile']['rank']}), toolchain {info['toolchain']}"
+        )
         for st in info["stages"]:
             print(f"   [{st['task']}] {st['doc']}")
             if st["deps"]:
@@ -96,23 +115,44 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
         record = costs.find(leg, ctx.matrix.root)
         steps, _other = leg_steps(spec, record)
         slices = split(steps, n)
-        source = ("the cost record's steps (the leg is not configured here: configure it for ninja's own list)"
-                  if record and record.objects else "stated estimates (no cost record and not configured here)")
+        source = (
+            "the cost record's steps (the leg is not configured here: configure it for ninja's own list)"
+            if record and record.objects
+            else "stated estimates (no cost record and not configured here)"
+        )
     origin = record.origin.as_posix() if record and record.origin else "the stated estimates"
-    out = {"leg": leg, "shards": n, "spec_shards": spec.build.shards, "steps_from": source, "costs_from": origin,
-           "jobs": args.jobs, "split_digest": split_digest(slices),
-           "slices": [{"shard": f"{s.index}/{s.count}", "cpu_seconds": round(s.seconds, 1),
-                       "predicted_seconds": round(s.wall(args.jobs), 1),
-                       "objects": [{"output": c.step.output, "seconds": round(c.seconds, 1),
-                                    "measured": c.measured} for c in s.steps]} for s in slices]}
+    out = {
+        "leg": leg,
+        "shards": n,
+        "spec_shards": spec.build.shards,
+        "steps_from": source,
+        "costs_from": origin,
+        "jobs": args.jobs,
+        "split_digest": split_digest(slices),
+        "slices": [
+            {
+                "shard": f"{s.index}/{s.count}",
+                "cpu_seconds": round(s.seconds, 1),
+                "predicted_seconds": round(s.wall(args.jobs), 1),
+                "objects": [
+                    {"output": c.step.output, "seconds": round(c.seconds, 1), "measured": c.measured} for c in s.steps
+                ],
+            }
+            for s in slices
+        ],
+    }
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"== {leg}: {n} shard{'s' if n != 1 else ''} (spec: shards = {spec.build.shards}); steps from {source}; "
-          f"costs from {origin}")
+    print(
+        f"== {leg}: {n} shard{'s' if n != 1 else ''} (spec: shards = {spec.build.shards}); steps from {source}; "
+        f"costs from {origin}"
+    )
     for sl in out["slices"]:
-        print(f"   shard {sl['shard']}: {len(sl['objects'])} objects, {sl['cpu_seconds']:.0f} CPU s, "
-              f"~{sl['predicted_seconds']:.0f} s at -j{args.jobs}")
+        print(
+            f"   shard {sl['shard']}: {len(sl['objects'])} objects, {sl['cpu_seconds']:.0f} CPU s, "
+            f"~{sl['predicted_seconds']:.0f} s at -j{args.jobs}"
+        )
         for o in sl["objects"]:
             print(f"      {o['seconds']:7.1f} s{'' if o['measured'] else ' (estimate)'}  {o['output']}")
     return 0
@@ -129,16 +169,34 @@ def _critical_path(args: argparse.Namespace) -> int:
     legs = select(m, filters_from(args))
     records = {leg: costs.find(leg, m.root) for leg in legs}
     a = Assumptions(jobs=args.jobs, speed=args.speed)
-    t = predict_release(m, legs, a, records, title=f"Predicted release timeline of {m.release.tag} "
-                                                     f"(runners at -j{args.jobs})")
+    t = predict_release(
+        m, legs, a, records, title=f"Predicted release timeline of {m.release.tag} (runners at -j{args.jobs})"
+    )
     if args.json:
-        print(json.dumps({"total_minutes": round(t.total / 60, 2), "jobs": args.jobs, "speed": args.speed,
-                          "costs_from": {leg: (r.origin.as_posix() if r and r.origin else None)
-                                         for leg, r in records.items()},
-                          "slots": [{"job": s.job, "row": s.name, "start_minutes": round(s.start / 60, 2),
-                                     "end_minutes": round(s.end / 60, 2), "critical": s.critical,
-                                     "parts_seconds": {k: round(v, 1) for k, v in s.parts.items()}}
-                                    for s in t.slots]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "total_minutes": round(t.total / 60, 2),
+                    "jobs": args.jobs,
+                    "speed": args.speed,
+                    "costs_from": {
+                        leg: (r.origin.as_posix() if r and r.origin else None) for leg, r in records.items()
+                    },
+                    "slots": [
+                        {
+                            "job": s.job,
+                            "row": s.name,
+                            "start_minutes": round(s.start / 60, 2),
+                            "end_minutes": round(s.end / 60, 2),
+                            "critical": s.critical,
+                            "parts_seconds": {k: round(v, 1) for k, v in s.parts.items()},
+                        }
+                        for s in t.slots
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
     if args.markdown:
         print(t.markdown())
@@ -178,17 +236,35 @@ def register(sub: Any) -> None:
     p.add_argument("leg", nargs="?", help="one leg (default: all selected legs)")
     add_filter_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--keys", action="store_true",
-                   help="also each task's action key as it stands now (what its stamp records when it runs; "
-                        "resolving it may start compilers and fetch NVIDIA's redist manifest)")
-    p.add_argument("--shards", action="store_true",
-                   help="LEG's shards: each shard's objects and predicted seconds (the split doit build:L shard=I/N makes)")
+    p.add_argument(
+        "--keys",
+        action="store_true",
+        help="also each task's action key as it stands now (what its stamp records when it runs; "
+        "resolving it may start compilers and fetch NVIDIA's redist manifest)",
+    )
+    p.add_argument(
+        "--shards",
+        action="store_true",
+        help="LEG's shards: each shard's objects and predicted seconds (the split doit build:L shard=I/N makes)",
+    )
     p.add_argument("--count", type=int, metavar="N", help="with --shards: split into N instead of the spec's shards")
-    p.add_argument("--critical-path", action="store_true",
-                   help="the release workflow's predicted timeline, the critical path marked, and a Mermaid gantt")
+    p.add_argument(
+        "--critical-path",
+        action="store_true",
+        help="the release workflow's predicted timeline, the critical path marked, and a Mermaid gantt",
+    )
     p.add_argument("--markdown", action="store_true", help="with --critical-path: the step-summary form")
-    p.add_argument("--jobs", type=int, default=3, metavar="J",
-                   help="compiles a runner runs at once, for the predictions (default 3: a 4-vCPU runner)")
-    p.add_argument("--speed", type=float, default=1.0,
-                   help="a runner core's seconds per recorded second, for the predictions (default 1.0)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=3,
+        metavar="J",
+        help="compiles a runner runs at once, for the predictions (default 3: a 4-vCPU runner)",
+    )
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="a runner core's seconds per recorded second, for the predictions (default 1.0)",
+    )
     p.set_defaults(func=run)

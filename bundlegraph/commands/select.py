@@ -35,23 +35,29 @@ from ..selection import Host, Selection, coverage, select
 def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
     """The manifest and SHA index of a dist directory or a release URL. Raises
     :class:`BundleGraphError` naming the file and what is wrong."""
+
     def parse(name: str, raw: bytes, model: Any) -> Any:
         try:
             return model.model_validate_json(raw)
         except ValueError as e:
-            raise BundleGraphError(f"{name} at {where or paths.dist_dir()}: not a valid {name}: "
-                                   f"{str(e).splitlines()[0]}") from None
+            raise BundleGraphError(
+                f"{name} at {where or paths.dist_dir()}: not a valid {name}: {str(e).splitlines()[0]}"
+            ) from None
 
     if where and where.startswith(("http://", "https://")):
         from ..download import fetch_small
 
         base = where.rstrip("/")
-        return (parse(MANIFEST_NAME, fetch_small(f"{base}/{MANIFEST_NAME}", allow_insecure=True), Manifest),
-                parse(INDEX_NAME, fetch_small(f"{base}/{INDEX_NAME}", allow_insecure=True), ShaIndex))
+        return (
+            parse(MANIFEST_NAME, fetch_small(f"{base}/{MANIFEST_NAME}", allow_insecure=True), Manifest),
+            parse(INDEX_NAME, fetch_small(f"{base}/{INDEX_NAME}", allow_insecure=True), ShaIndex),
+        )
     d = Path(where) if where else paths.dist_dir()
     if not (d / MANIFEST_NAME).is_file():
-        raise BundleGraphError(f"{d / MANIFEST_NAME}: no release manifest there (run `doit manifest`, or name "
-                               f"a dist directory or release URL)")
+        raise BundleGraphError(
+            f"{d / MANIFEST_NAME}: no release manifest there (run `doit manifest`, or name "
+            f"a dist directory or release URL)"
+        )
     idx = parse(INDEX_NAME, (d / INDEX_NAME).read_bytes(), ShaIndex) if (d / INDEX_NAME).is_file() else None
     return parse(MANIFEST_NAME, (d / MANIFEST_NAME).read_bytes(), Manifest), idx
 
@@ -73,15 +79,21 @@ def _sms(values: list[int] | None) -> tuple[int, ...]:
 
     for sm in values or ():
         if sm not in known_sms():
-            raise BundleGraphError(f"--sm {sm}: not an SM of NVIDIA's arch table; known: "
-                                   f"{', '.join(map(str, known_sms()))}")
+            raise BundleGraphError(
+                f"--sm {sm}: not an SM of NVIDIA's arch table; known: {', '.join(map(str, known_sms()))}"
+            )
     return tuple(values or ())
 
 
 def run_select(args: argparse.Namespace) -> int:
     manifest, index = read_release(args.release)
-    host = Host(args.os, args.arch, _sms(args.sm), _driver(args.driver_cuda),
-                tuple(args.runtime_line) if args.runtime_line else None)
+    host = Host(
+        args.os,
+        args.arch,
+        _sms(args.sm),
+        _driver(args.driver_cuda),
+        tuple(args.runtime_line) if args.runtime_line else None,
+    )
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
     sel = select(host, manifest, index)
@@ -92,8 +104,10 @@ def run_select(args: argparse.Namespace) -> int:
         print(json.dumps(sel.to_json(), indent=2))
     else:
         print(f"{host.describe()} asks for {', '.join(sel.asked)}")
-        print(f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
-              + (f" ({sel.install_kind})" if sel.choice else ""))
+        print(
+            f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
+            + (f" ({sel.install_kind})" if sel.choice else "")
+        )
         for i, a in enumerate(sel.attempts[1:], 2):
             print(f"  then: {a} (attempt {i})")
         for a, why in sel.rejected:
@@ -105,8 +119,10 @@ def _empty(manifest: Manifest) -> str | None:
     """One line when the release holds no bundles at all, else None."""
     if manifest.artifacts:
         return None
-    return (f"release {manifest.release_tag} holds no bundles at all: its manifest lists none (`doit manifest` "
-            f"with nothing packaged in dist/ writes such a release; `doit` builds and packages the default legs)")
+    return (
+        f"release {manifest.release_tag} holds no bundles at all: its manifest lists none (`doit manifest` "
+        f"with nothing packaged in dist/ writes such a release; `doit` builds and packages the default legs)"
+    )
 
 
 def _why_none(sel: Selection) -> str | None:
@@ -123,12 +139,23 @@ def run_coverage(args: argparse.Namespace) -> int:
     rows = []
     for sel in coverage(manifest, index):
         h = sel.host.to_json()
-        rows.append({**h, "asked": sel.asked, "install_kind": sel.install_kind, "choice": sel.choice,
-                     "attempts": sel.attempts, "why_none": _why_none(sel)})
+        rows.append(
+            {
+                **h,
+                "asked": sel.asked,
+                "install_kind": sel.install_kind,
+                "choice": sel.choice,
+                "attempts": sel.attempts,
+                "why_none": _why_none(sel),
+            }
+        )
     empty = _empty(manifest)
     if args.json:
-        print(json.dumps({"release_tag": manifest.release_tag, "bundles": len(manifest.artifacts), "rows": rows},
-                         indent=2))
+        print(
+            json.dumps(
+                {"release_tag": manifest.release_tag, "bundles": len(manifest.artifacts), "rows": rows}, indent=2
+            )
+        )
         return 1 if empty else 0
     if empty:
         print(empty)
@@ -140,8 +167,11 @@ def run_coverage(args: argparse.Namespace) -> int:
     for r in rows:
         host = f"{r['os']} {r['arch']}"
         sm = ",".join(map(str, r["sms"])) or "-"
-        got = f"`{r['choice']}`" + (f" (then {', '.join(r['attempts'][1:])})" if len(r["attempts"]) > 1 else "") \
-            if r["choice"] else f"none: {r['why_none']}"
+        got = (
+            f"`{r['choice']}`" + (f" (then {', '.join(r['attempts'][1:])})" if len(r["attempts"]) > 1 else "")
+            if r["choice"]
+            else f"none: {r['why_none']}"
+        )
         print(f"| {host} | {sm} | {r['driver_cuda'] or 'no GPU'} | {', '.join(r['asked'])} | {got} |")
     return 0
 
@@ -156,11 +186,15 @@ def _summary(rows: list[dict]) -> None:
         (served if r["choice"] else none).setdefault(key, []).extend(r["sms"])
     print("| installer asks for | driver | SMs | gets | then |\n|---|---|---|---|---|")
     for (kind, drv, choice, then), sms in sorted(served.items()):
-        print(f"| {kind} | {drv} | {','.join(map(str, sorted(set(sms)))) or '-'} | `{choice}` | "
-              f"{', '.join(f'`{t}`' for t in then) or '-'} |")
+        print(
+            f"| {kind} | {drv} | {','.join(map(str, sorted(set(sms)))) or '-'} | `{choice}` | "
+            f"{', '.join(f'`{t}`' for t in then) or '-'} |"
+        )
     if none:
-        print("\nHost classes that get nothing: " + "; ".join(
-            f"{kind} (driver {drv}): {len(sms) or 1}" for (kind, drv, _c, _t), sms in sorted(none.items())))
+        print(
+            "\nHost classes that get nothing: "
+            + "; ".join(f"{kind} (driver {drv}): {len(sms) or 1}" for (kind, drv, _c, _t), sms in sorted(none.items()))
+        )
 
 
 def register(sub: Any) -> None:
@@ -169,14 +203,21 @@ def register(sub: Any) -> None:
     p.add_argument("--arch", required=True, choices=["x64", "arm64"])
     p.add_argument("--sm", type=int, action="append", metavar="N", help="a GPU's SM (repeat for several GPUs)")
     p.add_argument("--driver-cuda", metavar="M.m", help="the NVIDIA driver's CUDA version (none: no NVIDIA GPU)")
-    p.add_argument("--runtime-line", action="append", choices=["cuda12", "cuda13"],
-                   help="a CUDA runtime line whose libraries the host has (default: every line the driver allows)")
+    p.add_argument(
+        "--runtime-line",
+        action="append",
+        choices=["cuda12", "cuda13"],
+        help="a CUDA runtime line whose libraries the host has (default: every line the driver allows)",
+    )
     p.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run_select)
     c = sub.add_parser("coverage", help="which bundle every host class gets from a release")
     c.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--summary", action="store_true",
-                   help="group the rows by the bundle they get: which bundle serves which kind, driver and SMs")
+    c.add_argument(
+        "--summary",
+        action="store_true",
+        help="group the rows by the bundle they get: which bundle serves which kind, driver and SMs",
+    )
     c.set_defaults(func=run_coverage)

@@ -36,16 +36,20 @@ def run_merge(args: argparse.Namespace) -> int:
 
     root = Path(args.dir)
     if not root.is_dir():
-        print(f"bundlegraph shard-merge: {root}: not a directory (the downloaded shard-<leg>-<I> artifacts)",
-              file=sys.stderr)
+        print(
+            f"bundlegraph shard-merge: {root}: not a directory (the downloaded shard-<leg>-<I> artifacts)",
+            file=sys.stderr,
+        )
         return 2
     cache = Path(args.cache_dir).resolve() if args.cache_dir else ccache_dir_for_merge()
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
     res = merge_shards(root, cache, Path(args.bundles))
     for leg, d in res.legs.items():
-        print(f"shard-merge: {leg}: {d['shards']} of {d['of']} shards, {d['measured']} measured step(s) into its "
-              f"cost record")
+        print(
+            f"shard-merge: {leg}: {d['shards']} of {d['of']} shards, {d['measured']} measured step(s) into its "
+            f"cost record"
+        )
     print(f"shard-merge: {res.entries} cache entries into {cache if cache else '(no ccache: none merged)'}")
     return 1 if res.problems else 0
 
@@ -79,18 +83,30 @@ def run_costs(args: argparse.Namespace) -> int:
             return 2
         mine, theirs = m.legs[legs[0]], m.legs[args.derive_from]
         f = (len(mine.cuda.archs) / len(theirs.cuda.archs)) if mine.cuda and theirs.cuda else 1.0
-        record = costs.CostRecord(legs[0], {k: v * f if k.endswith(".cu") else v for k, v in src.objects.items()},
-                                  dict(src.other), args.note or f"derived from {args.derive_from}'s record, CUDA objects "
-                                  f"x{f:g} (archs); a stated estimate until a build of this leg measures it")
+        record = costs.CostRecord(
+            legs[0],
+            {k: v * f if k.endswith(".cu") else v for k, v in src.objects.items()},
+            dict(src.other),
+            args.note
+            or f"derived from {args.derive_from}'s record, CUDA objects "
+            f"x{f:g} (archs); a stated estimate until a build of this leg measures it",
+        )
         out = costs.save(record, Path(args.out) if args.out else None)
         print(f"costs: {legs[0]}: {len(record.objects)} steps derived from {args.derive_from} (x{f:g}) -> {out}")
         return 0
     if not args.out:
         for leg in legs:
             r = costs.find(leg, m.root)
-            print(json.dumps({"leg": leg, "from": r.origin.as_posix() if r and r.origin else None,
-                              "objects": len(r.objects) if r else 0,
-                              "seconds": round(sum(r.objects.values()), 1) if r else 0}))
+            print(
+                json.dumps(
+                    {
+                        "leg": leg,
+                        "from": r.origin.as_posix() if r and r.origin else None,
+                        "objects": len(r.objects) if r else 0,
+                        "seconds": round(sum(r.objects.values()), 1) if r else 0,
+                    }
+                )
+            )
         return 0
     for leg in legs:
         r = costs.find(leg, m.root) or costs.CostRecord(leg, note="no record: the stated estimates apply")
@@ -124,6 +140,8 @@ def register(sub: Any) -> None:
     add_filter_args(c)
     c.add_argument("--out", help="write each leg's record into this directory")
     c.add_argument("--build-dir", help="make LEG's record from this build directory's .ninja_log")
-    c.add_argument("--derive-from", metavar="OTHER", help="make LEG's record from OTHER's (CUDA objects scaled by archs)")
+    c.add_argument(
+        "--derive-from", metavar="OTHER", help="make LEG's record from OTHER's (CUDA objects scaled by archs)"
+    )
     c.add_argument("--note", help="where the figures come from (kept in the record)")
     c.set_defaults(func=run_costs)

@@ -29,10 +29,18 @@ def run(args: argparse.Namespace) -> int:
         raise BundleGraphError("upload-release: no repository: pass --repo OWNER/REPO or set GITHUB_REPOSITORY")
     tag = args.tag or load_matrix(args.bundles).release.tag
     dist = Path(args.dist) if args.dist else paths.dist_dir()
-    r = upload_release(dist, repo=repo, tag=tag, git_ref=os.environ.get("GITHUB_REF", ""),
-                       api=settings.get("GITHUB_API"), token=os.environ.get("GITHUB_TOKEN") or None)
-    say(f"release {tag}: {'already published' if r.already_published else 'published'} "
-        f"(id {r.id}; {len(r.uploaded)} uploaded, {len(r.kept)} kept) {r.url}".rstrip())
+    r = upload_release(
+        dist,
+        repo=repo,
+        tag=tag,
+        git_ref=os.environ.get("GITHUB_REF", ""),
+        api=settings.get("GITHUB_API"),
+        token=os.environ.get("GITHUB_TOKEN") or None,
+    )
+    say(
+        f"release {tag}: {'already published' if r.already_published else 'published'} "
+        f"(id {r.id}; {len(r.uploaded)} uploaded, {len(r.kept)} kept) {r.url}".rstrip()
+    )
     return 0
 
 

@@ -88,16 +88,33 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("verify", help="check a bundle directory or archive (machine, GPU code, imports, glibc, signatures)")
+    p = sub.add_parser(
+        "verify", help="check a bundle directory or archive (machine, GPU code, imports, glibc, signatures)"
+    )
     p.add_argument("path", help="a bundle directory, .zip or .tar.gz")
     p.add_argument("--leg", help="take the policy from this leg's spec (in --bundles)")
     p.add_argument("--built-tree", action="store_true", help="with --leg: the leg's build output before merge/package")
     p.add_argument("--os", choices=["windows", "linux"])
     p.add_argument("--arch", choices=["x64", "arm64"])
-    p.add_argument("--archs", action="append", metavar="LIST", help="CUDA archs in CMake form, comma-separated (120,121 or 86-real,75-virtual)")
-    p.add_argument("--cuda", action="store_true", help="a CUDA leg (the driver nvcuda.dll / libcuda.so.1 may be imported)")
-    p.add_argument("--runtime", action="extend", nargs="+", metavar="NAME", help="external runtime files the bundle relies on (MSVCP140.dll ...)")
-    p.add_argument("--signing", choices=["required", "optional", "none"], help="'required': every PE must be validly signed")
+    p.add_argument(
+        "--archs",
+        action="append",
+        metavar="LIST",
+        help="CUDA archs in CMake form, comma-separated (120,121 or 86-real,75-virtual)",
+    )
+    p.add_argument(
+        "--cuda", action="store_true", help="a CUDA leg (the driver nvcuda.dll / libcuda.so.1 may be imported)"
+    )
+    p.add_argument(
+        "--runtime",
+        action="extend",
+        nargs="+",
+        metavar="NAME",
+        help="external runtime files the bundle relies on (MSVCP140.dll ...)",
+    )
+    p.add_argument(
+        "--signing", choices=["required", "optional", "none"], help="'required': every PE must be validly signed"
+    )
     p.add_argument("--trust-root", action="append", metavar="PEM", help="also trust this root certificate (tests only)")
     p.add_argument("--glibc-floor", metavar="X.Y")
     p.add_argument("--glibcxx-floor", metavar="X.Y.Z")

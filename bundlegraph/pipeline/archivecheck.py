@@ -30,14 +30,16 @@ def findings_of(report: Report, arch: str) -> VerifyFindings:
     backends = {b.lower() for b in report.policy.backends}
     gpu = [f for path, f in report.files.items() if path.rsplit("/", 1)[-1].lower() in backends]
     sms = sorted({int(k) for f in gpu for k in (f.get("fatbin") or {}).get("sass", {})})
-    sass = sorted({a for f in gpu for a in (f.get("fatbin") or {}).get("sass_archs", [])},
-                  key=lambda a: (int(a.rstrip("af")), a))
+    sass = sorted(
+        {a for f in gpu for a in (f.get("fatbin") or {}).get("sass_archs", [])}, key=lambda a: (int(a.rstrip("af")), a)
+    )
     machine = arch if machines == {arch} else (",".join(sorted(machines)) or None)
     return VerifyFindings(machine=machine, fatbin_sms=sms, fatbin_sass=sass, passed=report.ok)
 
 
-def archive_verifier(spec: BundleSpec, release: Release, *, base: BundleSpec | None = None,
-                     trust_roots: tuple[str, ...] = ()) -> Callable[[Path], VerifyFindings]:
+def archive_verifier(
+    spec: BundleSpec, release: Release, *, base: BundleSpec | None = None, trust_roots: tuple[str, ...] = ()
+) -> Callable[[Path], VerifyFindings]:
     """``verifier(archive) -> VerifyFindings`` for ``spec``'s finished bundles: verify's
     :func:`verify_path` on the archive itself with ``policy_from_spec(spec, release, base=base)``
     (``base``: the merge base's spec for a merged leg; ``trust_roots``: extra PEM roots for the

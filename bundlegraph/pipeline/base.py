@@ -18,12 +18,11 @@ from ..errors import BundleGraphError
 from ..schemas.plain import BundleSpec, Matrix, Release
 from .shards import ShardRef
 
-STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest",
-               "publish"]
+STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest", "publish"]
 """Every stage, in the order its tasks run for one leg."""
 OPT_IN_STAGES = ("smoke",)
 """Stages never part of a bare ``doit``."""
-COMPILE_STAGES = tuple(STAGE_ORDER[:STAGE_ORDER.index("build") + 1])
+COMPILE_STAGES = tuple(STAGE_ORDER[: STAGE_ORDER.index("build") + 1])
 """Stages a compile runner's job asks for (``doit build:L``): a run naming only tasks of these
 stages needs no merge base."""
 
@@ -49,7 +48,7 @@ class Filters:
     shard I (:mod:`bundlegraph.pipeline.shard_build`)."""
 
     @classmethod
-    def from_env(cls, **overrides: str | None) -> "Filters":
+    def from_env(cls, **overrides: str | None) -> Filters:
         """Values from ``overrides`` (doit ``key=value`` vars, CLI flags) else the environment
         (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
         ``BUNDLEGRAPH_BUILT``, ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
@@ -89,9 +88,7 @@ def select(matrix: Matrix, filters: Filters) -> list[str]:
         raise BundleGraphError(f"built={filters.built}: not a directory (the build outputs other runners made)")
     if filters.only_leg:
         if filters.only_leg not in matrix.legs:
-            raise BundleGraphError(
-                f"only_leg={filters.only_leg}: no such leg; legs: {', '.join(matrix.legs)}"
-            )
+            raise BundleGraphError(f"only_leg={filters.only_leg}: no such leg; legs: {', '.join(matrix.legs)}")
         legs = [filters.only_leg]
     if filters.only_profile:
         profiles = sorted({s.profile.name for s in matrix.legs.values()})
@@ -104,7 +101,8 @@ def select(matrix: Matrix, filters: Filters) -> list[str]:
             assert filters.only_leg is not None
             raise BundleGraphError(
                 f"only_profile={filters.only_profile} only_leg={filters.only_leg}: together they select no leg "
-                f"(the profile of {filters.only_leg} is {matrix.legs[filters.only_leg].profile.name})")
+                f"(the profile of {filters.only_leg} is {matrix.legs[filters.only_leg].profile.name})"
+            )
     return legs
 
 
@@ -159,8 +157,10 @@ class Context:
         problems = tc.host_problems()
         if not problems:
             return None
-        return (f"{leg} compiles on a {tc.info.build_os} {tc.info.build_arch} host (runner '{spec.runner}'): "
-                f"{problems[0]}; run it there, or bring its build output from that runner with built=DIR")
+        return (
+            f"{leg} compiles on a {tc.info.build_os} {tc.info.build_arch} host (runner '{spec.runner}'): "
+            f"{problems[0]}; run it there, or bring its build output from that runner with built=DIR"
+        )
 
     def merge_base_problem(self, leg: str) -> str | None:
         """Why ``leg``'s merge base bundle cannot be had, when its base leg is not built in this
@@ -217,7 +217,7 @@ class TaskPlan:
     apply: Callable[[Prepared], list]
     deps: list[str] = field(default_factory=list)
     leg: str | None = None
-    details: Callable[[], dict] = lambda: {}
+    details: Callable[[], dict] = dict
     recorded: bool = True
     """False for a task that is never complete (a shard build): it has no stamp, is never up to
     date and runs every time (ninja skips what is already built)."""
@@ -242,17 +242,19 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
     if artifacts is not None:
         hits = sorted(p for p in artifacts.rglob(asset) if p.is_file())
         if len({_sha256(p) for p in hits}) > 1:
-            raise BundleGraphError(f"{asset}: {len(hits)} different files in {artifacts}: "
-                                   + ", ".join(str(h) for h in hits))
+            raise BundleGraphError(
+                f"{asset}: {len(hits)} different files in {artifacts}: " + ", ".join(str(h) for h in hits)
+            )
         if hits:
             return hits[0]
         raise BundleGraphError(f"{asset}: the merge base bundle is not in the artifacts directory {artifacts}")
     p = dist / asset
     if not p.is_file():
-        raise BundleGraphError(f"{asset}: the merge base bundle is not in {dist}; build it in this run (select its "
-                               f"leg) or load the graph with artifacts=DIR holding it")
+        raise BundleGraphError(
+            f"{asset}: the merge base bundle is not in {dist}; build it in this run (select its "
+            f"leg) or load the graph with artifacts=DIR holding it"
+        )
     return p
-
 
 
 def _sha256(p: Path) -> str:

@@ -39,8 +39,8 @@ from ..errors import BundleGraphError, ToolFailed
 from ..fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..report import say
 from ..toolchains.tools import build_tools
-from . import jobs as jobs_mod
 from . import build_measure, compiler_cache, costs
+from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import SourceRecord
 
@@ -103,9 +103,21 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
     argv = [cmake, "--build", cmake_dir.as_posix()]
     if targets:
         argv += ["--target", *targets]
-    return BuildPlan(leg, argv, targets, flt is not None, cmake_dir, cmake_dir / "bin", bdir / "build.json",
-                     ctx.log(leg, "build"), len(spec.cuda.archs) if spec.cuda else 0, spec.os == "windows",
-                     spec.build.shards, ctx.matrix.root, ninja)
+    return BuildPlan(
+        leg,
+        argv,
+        targets,
+        flt is not None,
+        cmake_dir,
+        cmake_dir / "bin",
+        bdir / "build.json",
+        ctx.log(leg, "build"),
+        len(spec.cuda.archs) if spec.cuda else 0,
+        spec.os == "windows",
+        spec.build.shards,
+        ctx.matrix.root,
+        ninja,
+    )
 
 
 def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict:
@@ -174,8 +186,10 @@ def run_build(plan: BuildPlan) -> list[Path]:
         raise BundleGraphError(f"build:{leg}: {plan.cmake_dir} is not configured; run configure:{leg}")
     j = jobs_mod.decide(plan.cuda_archs, plan.windows)
     argv = [*plan.argv, "-j", str(j.n)]
-    say(f"build:{leg}: targets {' '.join(plan.targets) or '(all)'}{' (filtered)' if plan.filtered else ''}, "
-          f"-j {j.n} [{j.why}]")
+    say(
+        f"build:{leg}: targets {' '.join(plan.targets) or '(all)'}{' (filtered)' if plan.filtered else ''}, "
+        f"-j {j.n} [{j.why}]"
+    )
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     prog = Progress(leg)
@@ -194,18 +208,26 @@ def run_build(plan: BuildPlan) -> list[Path]:
         raise ToolFailed(
             f"build:{leg}: {proc.quote(argv)} failed (exit {e.returncode})\nfailing step:\n{step}\n"
             f"--- last lines of {plan.log} ---\n" + "\n".join(tail),
-            returncode=e.returncode, log=str(plan.log)) from None
+            returncode=e.returncode,
+            log=str(plan.log),
+        ) from None
     outs = _outputs(plan)
     if plan.filtered:
         missing = [t for t in plan.targets if "/" in t and not (plan.cmake_dir / t).is_file()]
         if missing:
             raise BundleGraphError(f"build:{leg}: the build did not produce {', '.join(missing)}")
     wd = paths.workdir()
-    atomic_write_json(plan.record, {
-        "leg": leg, "targets": plan.targets, "filtered": plan.filtered, "artifacts_dir": plan.artifacts_dir.as_posix(),
-        "cmake_dir": plan.cmake_dir.as_posix(),
-        "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
-    })
+    atomic_write_json(
+        plan.record,
+        {
+            "leg": leg,
+            "targets": plan.targets,
+            "filtered": plan.filtered,
+            "artifacts_dir": plan.artifacts_dir.as_posix(),
+            "cmake_dir": plan.cmake_dir.as_posix(),
+            "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
+        },
+    )
     took = time.monotonic() - t0
     measured = None if plan.filtered else _measure_full_build(plan, chosen, stats_log, offset)
     record_cache_stats(plan, chosen, env, stats_log, took, ok=True, measured=measured)
@@ -213,8 +235,9 @@ def run_build(plan: BuildPlan) -> list[Path]:
     return [plan.record, *outs]
 
 
-def _measure_full_build(plan: BuildPlan, chosen: dict | None, stats_log: Path,
-                        offset: int) -> build_measure.Measured | None:
+def _measure_full_build(
+    plan: BuildPlan, chosen: dict | None, stats_log: Path, offset: int
+) -> build_measure.Measured | None:
     """After a complete build: what it measured (:mod:`.build_measure`), folded into the leg's
     cost record (:mod:`.costs`: only real compiles and the other steps it ran). A failure to
     read ninja's graph or log costs the record, never the build: it is said and ignored."""
@@ -244,9 +267,18 @@ def configured_launcher(plan: BuildPlan) -> dict | None:
     return got if isinstance(got, dict) and got.get("name") else None
 
 
-def record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str], stats_log: Path,
-                        seconds: float, *, ok: bool, measured: build_measure.Measured | None = None,
-                        record: Path | None = None, extra: dict | None = None) -> dict | None:
+def record_cache_stats(
+    plan: BuildPlan,
+    chosen: dict | None,
+    env: dict[str, str],
+    stats_log: Path,
+    seconds: float,
+    *,
+    ok: bool,
+    measured: build_measure.Measured | None = None,
+    record: Path | None = None,
+    extra: dict | None = None,
+) -> dict | None:
     """Write ``build/<leg>/compiler-cache.json`` (or ``record``; not a stamp output: hit counts
     describe the run, not the outputs) and, on GitHub Actions, a line of the step summary. With
     ``measured``: ``missed_objects`` lists the compile steps the cache missed; a sharded leg's
@@ -258,11 +290,11 @@ def record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str]
     record = record or plan.record.with_name("compiler-cache.json")
     if stats is None:
         why = "no compiler cache" if chosen is None else f"{chosen.get('name')}: no statistics"
-        atomic_write_json(record, {"leg": plan.leg, "launcher": None, "why": why, "seconds": round(seconds, 1),
-                                   **(extra or {})})
+        atomic_write_json(
+            record, {"leg": plan.leg, "launcher": None, "why": why, "seconds": round(seconds, 1), **(extra or {})}
+        )
         return None
-    stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered,
-              **(extra or {})}
+    stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered, **(extra or {})}
     if measured is not None:
         stats["missed_objects"] = sorted(measured.missed)
     atomic_write_json(record, stats)
@@ -271,8 +303,10 @@ def record_cache_stats(plan: BuildPlan, chosen: dict | None, env: dict[str, str]
     if measured is not None and plan.shards > 1 and not extra:
         if measured.missed:
             names = ", ".join(sorted(measured.missed)[:20]) + (" ..." if len(measured.missed) > 20 else "")
-            msg = (f"build:{plan.leg}: the final compile of a leg of {plan.shards} shards missed the compiler cache "
-                   f"for {len(measured.missed)} object(s), compiled here instead (slower, not wrong): {names}")
+            msg = (
+                f"build:{plan.leg}: the final compile of a leg of {plan.shards} shards missed the compiler cache "
+                f"for {len(measured.missed)} object(s), compiled here instead (slower, not wrong): {names}"
+            )
             report.warn(msg, annotate=True)
             ci.write_missed_summary(plan.leg, plan.shards, sorted(measured.missed))
         else:
@@ -316,8 +350,11 @@ def plan_import(ctx: Context, leg: str) -> ImportPlan:
 
 
 def _listing(d: Path) -> list[tuple[str, int, int]]:
-    return sorted((p.relative_to(d).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-                  for p in d.rglob("*") if p.is_file() and not p.is_symlink())
+    return sorted(
+        (p.relative_to(d).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in d.rglob("*")
+        if p.is_file() and not p.is_symlink()
+    )
 
 
 def prepare_import(ctx: Context, leg: str) -> Prepared:
@@ -332,8 +369,10 @@ def run_import(plan: ImportPlan) -> list[Path]:
     files = sorted(p for p in plan.source.rglob("*") if not p.is_dir())
     links = [p for p in files if p.is_symlink()]
     if links or not files:
-        raise BundleGraphError(f"build:{plan.leg}: the imported output {plan.source} "
-                               + (f"holds links ({links[0].name}): copy real files" if links else "is empty"))
+        raise BundleGraphError(
+            f"build:{plan.leg}: the imported output {plan.source} "
+            + (f"holds links ({links[0].name}): copy real files" if links else "is empty")
+        )
     if plan.artifacts_dir.exists():
         rmtree(plan.artifacts_dir)
     plan.artifacts_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -345,12 +384,20 @@ def run_import(plan: ImportPlan) -> list[Path]:
     outs = sorted(p for p in plan.artifacts_dir.rglob("*") if p.is_file())
     digests = {p.relative_to(plan.artifacts_dir).as_posix(): sha256_file(p) for p in outs}
     wd = paths.workdir()
-    atomic_write_json(plan.record, {
-        "leg": plan.leg, "targets": [], "filtered": False, "artifacts_dir": plan.artifacts_dir.as_posix(),
-        "imported": {"from": plan.source.as_posix(), "files": digests},
-        "outputs": {_rel(p, wd): digests[p.relative_to(plan.artifacts_dir).as_posix()] for p in outs},
-    })
-    say(f"build:{plan.leg}: imported {len(outs)} file{'' if len(outs) == 1 else 's'} built elsewhere from {plan.source}")
+    atomic_write_json(
+        plan.record,
+        {
+            "leg": plan.leg,
+            "targets": [],
+            "filtered": False,
+            "artifacts_dir": plan.artifacts_dir.as_posix(),
+            "imported": {"from": plan.source.as_posix(), "files": digests},
+            "outputs": {_rel(p, wd): digests[p.relative_to(plan.artifacts_dir).as_posix()] for p in outs},
+        },
+    )
+    say(
+        f"build:{plan.leg}: imported {len(outs)} file{'' if len(outs) == 1 else 's'} built elsewhere from {plan.source}"
+    )
     return [plan.record, *outs]
 
 
@@ -387,22 +434,40 @@ def plans(ctx: Context) -> list:
     for leg in ctx.legs:
         src = ctx.imported_build(leg)
         if src is not None:
-            out.append(TaskPlan(stage="build", name=leg, leg=leg, deps=[f"source:{leg}"],
-                                doc=f"import {leg}'s build output made on another runner ({src})",
-                                prepare=partial(prepare_import, ctx, leg), apply=_apply_import,
-                                details=partial(dict, imported_from=src.as_posix())))
+            out.append(
+                TaskPlan(
+                    stage="build",
+                    name=leg,
+                    leg=leg,
+                    deps=[f"source:{leg}"],
+                    doc=f"import {leg}'s build output made on another runner ({src})",
+                    prepare=partial(prepare_import, ctx, leg),
+                    apply=_apply_import,
+                    details=partial(dict, imported_from=src.as_posix()),
+                )
+            )
             continue
 
         def details(leg: str = leg) -> dict:
             p = plan_build(ctx, leg)
             j = jobs_mod.decide(p.cuda_archs, p.windows)
-            return {"build": p.command(j.n), "jobs": j.why, "artifacts_dir": p.artifacts_dir.as_posix(),
-                    "log": p.log.as_posix()}
+            return {
+                "build": p.command(j.n),
+                "jobs": j.why,
+                "artifacts_dir": p.artifacts_dir.as_posix(),
+                "log": p.log.as_posix(),
+            }
 
-        out.append(TaskPlan(
-            stage="build", name=leg, leg=leg, doc=f"cmake --build of {leg}",
-            prepare=partial(prepare, ctx, leg),
-            apply=_apply,
-            deps=[f"configure:{leg}"], details=details,
-        ))
+        out.append(
+            TaskPlan(
+                stage="build",
+                name=leg,
+                leg=leg,
+                doc=f"cmake --build of {leg}",
+                prepare=partial(prepare, ctx, leg),
+                apply=_apply,
+                deps=[f"configure:{leg}"],
+                details=details,
+            )
+        )
     return out

@@ -67,8 +67,9 @@ class Measured:
     compiled: list[str] = field(default_factory=list)
 
 
-def measure(steps: list[CompileStep], ran: dict[str, float], results: dict[str, str] | None,
-            cmake_dir: Path) -> Measured:
+def measure(
+    steps: list[CompileStep], ran: dict[str, float], results: dict[str, str] | None, cmake_dir: Path
+) -> Measured:
     """The figures of a build that ran the steps ``ran`` (:func:`log_since`) with the cache
     results ``results`` (None: no compiler cache, so every compile was real)."""
     by_output = {s.output.replace("\\", "/"): s for s in steps}

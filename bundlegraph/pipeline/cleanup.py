@@ -24,8 +24,14 @@ from .. import paths
 
 STAGE_PATHS: dict[str, tuple[str, ...]] = {
     "source": ("source.json",),
-    "configure": ("cmake", "configure.json", "toolchain.cmake", "bundlegraph-hooks.cmake", "logs/configure.log",
-                  "launcher-check"),
+    "configure": (
+        "cmake",
+        "configure.json",
+        "toolchain.cmake",
+        "bundlegraph-hooks.cmake",
+        "logs/configure.log",
+        "launcher-check",
+    ),
     "build": ("build.json", "compiler-cache.json", "logs/build.log", "logs/compiler-cache-stats.log", "shard"),
     "verify": ("verify.json",),
     "merge": ("merge.json", "merged"),

@@ -25,6 +25,7 @@ from ..schemas.plain import BundleSpec, CMakeValue
 
 __all__ = ["DERIVED", "FORCED_OFF", "cache_entries", "render_value"]
 
+
 def render_value(v: CMakeValue) -> str:
     """A spec value as a ``-D`` value: bools ON/OFF, lists ``;``-joined."""
     if isinstance(v, bool):

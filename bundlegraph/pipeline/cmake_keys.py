@@ -50,8 +50,11 @@ class Deprecated:
         """What the tree does with it, in a few words."""
         if self.level.upper() == "FATAL_ERROR":
             return f"deprecated: this tree refuses it{f', use {self.replacement}' if self.replacement else ''}"
-        return f"deprecated: this tree turns on {self.replacement}" if self.replacement \
+        return (
+            f"deprecated: this tree turns on {self.replacement}"
+            if self.replacement
             else "deprecated: this tree ignores it"
+        )
 
 
 def read_typed_cache(cmake_dir: Path) -> dict[str, tuple[str, str]]:
@@ -91,7 +94,7 @@ def unused_by_cmake(log: str) -> list[str]:
     for i, line in enumerate(lines):
         if UNUSED_HEAD not in line:
             continue
-        for nxt in lines[i + 1:]:
+        for nxt in lines[i + 1 :]:
             if not nxt.strip():
                 if unused:
                     break
@@ -102,8 +105,13 @@ def unused_by_cmake(log: str) -> list[str]:
     return unused
 
 
-def judge(spec_keys: tuple[str, ...], spec_file: str, cache: dict[str, tuple[str, str]], log: str,
-          deprecated: dict[str, Deprecated]) -> tuple[list[str], list[str]]:
+def judge(
+    spec_keys: tuple[str, ...],
+    spec_file: str,
+    cache: dict[str, tuple[str, str]],
+    log: str,
+    deprecated: dict[str, Deprecated],
+) -> tuple[list[str], list[str]]:
     """``(problems, warnings)`` for the spec's ``[cmake]`` keys (module docstring), one line each
     naming ``spec_file`` and the key: a problem fails the configure, a warning (a deprecated key)
     is printed."""
@@ -118,10 +126,12 @@ def judge(spec_keys: tuple[str, ...], spec_file: str, cache: dict[str, tuple[str
             continue
         kind = cache.get(k, ("", ""))[0]
         if k in reported:
-            why = f"the project does not use it (CMake: \"{UNUSED_HEAD[:-1]}\")"
+            why = f'the project does not use it (CMake: "{UNUSED_HEAD[:-1]}")'
         elif not k.startswith("CMAKE_") and kind not in REAL_TYPES:
-            why = ("the configured tree declares no such option (its cache holds it as "
-                   f"{kind or 'nothing'}, set only by the spec)")
+            why = (
+                "the configured tree declares no such option (its cache holds it as "
+                f"{kind or 'nothing'}, set only by the spec)"
+            )
         else:
             continue
         pool = sorted(declared - {k}) + sorted(deprecated)
@@ -136,5 +146,12 @@ def judge(spec_keys: tuple[str, ...], spec_file: str, cache: dict[str, tuple[str
     return problems, warnings
 
 
-__all__ = ["Deprecated", "REAL_TYPES", "UNUSED_HEAD", "deprecated_options", "judge", "read_typed_cache",
-           "unused_by_cmake"]
+__all__ = [
+    "REAL_TYPES",
+    "UNUSED_HEAD",
+    "Deprecated",
+    "deprecated_options",
+    "judge",
+    "read_typed_cache",
+    "unused_by_cmake",
+]

@@ -68,14 +68,35 @@ def build_env(launcher: dict | None, base: dict[str, str], stats_log: Path) -> d
 #: :func:`build_stats`'s figures: hits, misses, and the calls ccache could not cache.
 _HITS = ("direct_cache_hit", "preprocessed_cache_hit")
 _MISSES = ("cache_miss",)
-_UNCACHEABLE = ("autoconf_test", "bad_compiler_arguments", "bad_input_file", "bad_output_file", "called_for_link",
-                "called_for_preprocessing", "compile_failed", "compiler_check_failed",
-                "compiler_produced_empty_output", "compiler_produced_no_output", "compiler_produced_stdout",
-                "could_not_find_compiler", "could_not_use_modules", "could_not_use_precompiled_header", "disabled",
-                "error_hashing_extra_file", "internal_error", "missing_cache_file", "modified_input_file",
-                "multiple_source_files", "no_input_file", "output_to_stdout", "preprocessor_error",
-                "unsupported_code_directive", "unsupported_compiler_option", "unsupported_environment_variable",
-                "unsupported_source_language")
+_UNCACHEABLE = (
+    "autoconf_test",
+    "bad_compiler_arguments",
+    "bad_input_file",
+    "bad_output_file",
+    "called_for_link",
+    "called_for_preprocessing",
+    "compile_failed",
+    "compiler_check_failed",
+    "compiler_produced_empty_output",
+    "compiler_produced_no_output",
+    "compiler_produced_stdout",
+    "could_not_find_compiler",
+    "could_not_use_modules",
+    "could_not_use_precompiled_header",
+    "disabled",
+    "error_hashing_extra_file",
+    "internal_error",
+    "missing_cache_file",
+    "modified_input_file",
+    "multiple_source_files",
+    "no_input_file",
+    "output_to_stdout",
+    "preprocessor_error",
+    "unsupported_code_directive",
+    "unsupported_compiler_option",
+    "unsupported_environment_variable",
+    "unsupported_source_language",
+)
 
 
 def build_stats(launcher: dict | None, env: dict[str, str], stats_log: Path) -> dict | None:
@@ -85,16 +106,31 @@ def build_stats(launcher: dict | None, env: dict[str, str], stats_log: Path) -> 
     None without ccache; an unreadable log gives ``counters`` empty and the reason in ``error``."""
     if not launcher or launcher.get("name") != "ccache" or not launcher.get("path"):
         return None
-    out: dict = {"launcher": "ccache", "version": launcher.get("version", ""),
-                 "remote": redact(env.get("CCACHE_REMOTE_STORAGE", "")), "counters": {}}
+    out: dict = {
+        "launcher": "ccache",
+        "version": launcher.get("version", ""),
+        "remote": redact(env.get("CCACHE_REMOTE_STORAGE", "")),
+        "counters": {},
+    }
     counters: dict[str, int] = {}
     if stats_log.is_file():
-        r = proc.run([launcher["path"], "--print-log-stats", "--format", "json"], env=env, capture=True,
-                     echo=False, check=False, what="ccache --print-log-stats")
+        r = proc.run(
+            [launcher["path"], "--print-log-stats", "--format", "json"],
+            env=env,
+            capture=True,
+            echo=False,
+            check=False,
+            what="ccache --print-log-stats",
+        )
         try:
-            raw = json.loads(r.output[r.output.index("{"):])
-            counters = {k: int(v) for k, v in raw.items() if isinstance(v, (int, float)) and v
-                        and not k.startswith(("max_", "stats_", "cache_size", "files_in_cache"))}
+            raw = json.loads(r.output[r.output.index("{") :])
+            counters = {
+                k: int(v)
+                for k, v in raw.items()
+                if isinstance(v, (int, float))
+                and v
+                and not k.startswith(("max_", "stats_", "cache_size", "files_in_cache"))
+            }
         except ValueError:
             out["error"] = f"ccache --print-log-stats printed no JSON (exit {r.returncode}): {r.output[:200]!r}"
     out["counters"] = counters
@@ -109,12 +145,17 @@ def build_stats(launcher: dict | None, env: dict[str, str], stats_log: Path) -> 
 
 def describe(stats: dict) -> str:
     """One line: ``ccache 4.14.2: 140 hits (140 remote, 0 local), 0 misses, 3 uncacheable``."""
-    return (f"{stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''}: "
-            f"{stats['hits']} hits ({stats['remote_hits']} remote, {stats['local_hits']} local), "
-            f"{stats['misses']} misses, {stats['uncacheable']} uncacheable"
-            + (f", remote {stats['remote']}" if stats.get("remote") else "")
-            + (f", {stats['remote_errors']} REMOTE ERRORS (see ccache's log: CCACHE_DEBUG=1)"
-               if stats.get("remote_errors") else ""))
+    return (
+        f"{stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''}: "
+        f"{stats['hits']} hits ({stats['remote_hits']} remote, {stats['local_hits']} local), "
+        f"{stats['misses']} misses, {stats['uncacheable']} uncacheable"
+        + (f", remote {stats['remote']}" if stats.get("remote") else "")
+        + (
+            f", {stats['remote_errors']} REMOTE ERRORS (see ccache's log: CCACHE_DEBUG=1)"
+            if stats.get("remote_errors")
+            else ""
+        )
+    )
 
 
 def results_by_source(stats_log: Path) -> dict[str, str]:
@@ -153,8 +194,14 @@ def local_dir(launcher: dict | None, env: dict[str, str]) -> Path | None:
         return None
     if env.get("CCACHE_DIR"):
         return Path(env["CCACHE_DIR"]).expanduser().resolve()
-    r = proc.run([launcher["path"], "-k", "cache_dir"], env=env, capture=True, echo=False, check=False,
-                 what="ccache -k cache_dir")
+    r = proc.run(
+        [launcher["path"], "-k", "cache_dir"],
+        env=env,
+        capture=True,
+        echo=False,
+        check=False,
+        what="ccache -k cache_dir",
+    )
     d = r.output.strip().splitlines()[-1:] if r.returncode == 0 else []
     return Path(d[0]).expanduser().resolve() if d else None
 
@@ -165,8 +212,13 @@ def _entries(cache_dir: Path) -> dict[str, tuple[int, int]]:
         return out
     for p in cache_dir.rglob("*"):
         rel = p.relative_to(cache_dir)
-        if (not p.is_file() or p.name in _NOT_ENTRIES or p.name.endswith((".lock", ".tmp"))
-                or ".tmp." in p.name or rel.parts[0] in ("tmp", "lock")):
+        if (
+            not p.is_file()
+            or p.name in _NOT_ENTRIES
+            or p.name.endswith((".lock", ".tmp"))
+            or ".tmp." in p.name
+            or rel.parts[0] in ("tmp", "lock")
+        ):
             continue
         st = p.stat()
         out[rel.as_posix()] = (st.st_size, st.st_mtime_ns)
@@ -213,5 +265,15 @@ def merge_into(source: Path, cache_dir: Path) -> int:
     return n
 
 
-__all__ = ["build_env", "build_stats", "remote_storage", "redact", "describe", "results_by_source", "local_dir",
-           "snapshot", "copy_added", "merge_into"]
+__all__ = [
+    "build_env",
+    "build_stats",
+    "copy_added",
+    "describe",
+    "local_dir",
+    "merge_into",
+    "redact",
+    "remote_storage",
+    "results_by_source",
+    "snapshot",
+]

@@ -90,8 +90,9 @@ def _source(ctx: Context, leg: str) -> tuple[Path, str, str | None]:
     return sp.tree, UNKNOWN.format(leg=leg), None
 
 
-def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, binaries: dict[str, str] | None = None
-                   ) -> ConfigurePlan:
+def plan_configure(
+    ctx: Context, leg: str, tools: BuildTools | None = None, binaries: dict[str, str] | None = None
+) -> ConfigurePlan:
     """The configure plan of ``leg``. ``tools``/``binaries``: resolved tools and compilers
     (run time); when absent the pinned wheels and the compilers found on PATH (or their bare
     names) are shown, so ``bundlegraph plan`` works on any host."""
@@ -100,15 +101,19 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
     cuda, toolkit_task = toolkit_layout(ctx, leg, tc)
     bdir = paths.build_dir(leg)
     tree, digest, commit = _source(ctx, leg)
-    cache = cache_entries(spec, str(ctx.matrix.files.get(leg, f"{leg}.toml")),
-                          commit=commit, build_number=ctx.release.build_number)
+    cache = cache_entries(
+        spec, str(ctx.matrix.files.get(leg, f"{leg}.toml")), commit=commit, build_number=ctx.release.build_number
+    )
     if commit is None:
         cache["LLAMA_BUILD_COMMIT"] = UNKNOWN.format(leg=leg)
     if binaries is None:
         binaries = planned_binaries(tc) if isinstance(tc, GccLinux) else {}
     text = tc.render(leg, cuda, binaries)
-    hooks = hooks_script(seeds=True, host_flag=msvc.ZC if tc.info.build_os == "windows" else None) if (
-        tc.info.cuda and cuda) else ""
+    hooks = (
+        hooks_script(seeds=True, host_flag=msvc.ZC if tc.info.build_os == "windows" else None)
+        if (tc.info.cuda and cuda)
+        else ""
+    )
     tfile = bdir / "toolchain.cmake"
     hfile = bdir / "bundlegraph-hooks.cmake" if hooks else None
     cmake = str(tools.cmake.path) if tools else "cmake"
@@ -120,19 +125,43 @@ def plan_configure(ctx: Context, leg: str, tools: BuildTools | None = None, bina
         except BundleGraphError:
             pass
     cmake_dir = bdir / "cmake"
-    argv = [cmake, "--fresh", "-S", tree.as_posix(), "-B", cmake_dir.as_posix(), "-G", "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={Path(ninja).as_posix()}", f"-DCMAKE_TOOLCHAIN_FILE={tfile.as_posix()}",
-            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"]
+    argv = [
+        cmake,
+        "--fresh",
+        "-S",
+        tree.as_posix(),
+        "-B",
+        cmake_dir.as_posix(),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={Path(ninja).as_posix()}",
+        f"-DCMAKE_TOOLCHAIN_FILE={tfile.as_posix()}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+    ]
     if hfile:
         argv.append(f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={hfile.as_posix()}")
     argv += [f"-D{k}={v}" for k, v in cache.items()]
     return ConfigurePlan(
-        leg=leg, toolchain=tc.id, build_dir=bdir, cmake_dir=cmake_dir, toolchain_file=tfile, toolchain_text=text,
-        hooks_file=hfile, hooks_text=hooks, source_tree=tree, source_digest=digest, cache=cache, argv=argv,
-        cuda=cuda, toolkit_task=toolkit_task, record=bdir / "configure.json", log=ctx.log(leg, "configure"),
+        leg=leg,
+        toolchain=tc.id,
+        build_dir=bdir,
+        cmake_dir=cmake_dir,
+        toolchain_file=tfile,
+        toolchain_text=text,
+        hooks_file=hfile,
+        hooks_text=hooks,
+        source_tree=tree,
+        source_digest=digest,
+        cache=cache,
+        argv=argv,
+        cuda=cuda,
+        toolkit_task=toolkit_task,
+        record=bdir / "configure.json",
+        log=ctx.log(leg, "configure"),
         binaries=dict(binaries),
         with_cublas=spec.cuda is not None and "libcublas" in spec.cuda.toolkit.target,
-        spec_keys=tuple(spec.cmake), spec_file=str(ctx.matrix.files.get(leg, f"{leg}.toml")),
+        spec_keys=tuple(spec.cmake),
+        spec_file=str(ctx.matrix.files.get(leg, f"{leg}.toml")),
     )
 
 
@@ -141,19 +170,34 @@ def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
     from: ``-target-dir`` (the toolchain file's ``CMAKE_CUDA_FLAGS_INIT``: the target's
     libraries) and, for MSVC hosts, ``-Xcompiler=/Zc:preprocessor`` (the project-include hook:
     CCCL needs MSVC's conforming preprocessor; added only to CUDA targets that lack it)."""
-    out = {f: "toolchain file: CMAKE_CUDA_FLAGS_INIT (nvcc finds the target's headers and libraries)"
-           for f in tc.nvcc_flags() if f.startswith("-target-dir")}
-    out.update({f: ("toolchain file: CMAKE_CUDA_FLAGS_INIT (intermediate files named after the object, "
-                    "not tmpxft_<pid>: reproducible objects)") for f in tc.nvcc_flags() if f == "-objtemp"})
+    out = {
+        f: "toolchain file: CMAKE_CUDA_FLAGS_INIT (nvcc finds the target's headers and libraries)"
+        for f in tc.nvcc_flags()
+        if f.startswith("-target-dir")
+    }
+    out.update(
+        {
+            f: (
+                "toolchain file: CMAKE_CUDA_FLAGS_INIT (intermediate files named after the object, "
+                "not tmpxft_<pid>: reproducible objects)"
+            )
+            for f in tc.nvcc_flags()
+            if f == "-objtemp"
+        }
+    )
     if plan.hooks_file:
-        out["-frandom-seed=<source path>"] = (f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): one seed per "
-                                              f"CUDA source, its path in the source tree (reproducible device "
-                                              f"code); checked once per nvcc command after configure")
+        out["-frandom-seed=<source path>"] = (
+            f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): one seed per "
+            f"CUDA source, its path in the source tree (reproducible device "
+            f"code); checked once per nvcc command after configure"
+        )
     if plan.hooks_file and tc.info.build_os == "windows":
-        out[f"-Xcompiler={msvc.ZC}"] = (f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
-                                        f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "
-                                        f"MSVC's conforming preprocessor; checked once per nvcc command after "
-                                        f"configure")
+        out[f"-Xcompiler={msvc.ZC}"] = (
+            f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
+            f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "
+            f"MSVC's conforming preprocessor; checked once per nvcc command after "
+            f"configure"
+        )
     return out
 
 
@@ -163,9 +207,11 @@ def check_host(ctx: Context, leg: str) -> Toolchain:
     tc = get_toolchain(spec.toolchain)
     problems = tc.host_problems()
     if problems:
-        raise HostMismatch(f"configure:{leg}: {problems[0]}; run this leg on a {tc.info.build_os} "
-                           f"{tc.info.build_arch} machine (runner '{spec.runner}'), or bring its build "
-                           f"output from that runner with built=DIR")
+        raise HostMismatch(
+            f"configure:{leg}: {problems[0]}; run this leg on a {tc.info.build_os} "
+            f"{tc.info.build_arch} machine (runner '{spec.runner}'), or bring its build "
+            f"output from that runner with built=DIR"
+        )
     return tc
 
 
@@ -230,20 +276,24 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
         if missing:
             raise ToolkitError(
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
-                f"rerun {plan.toolkit_task or 'the toolkit task'} (or install the missing components)")
+                f"rerun {plan.toolkit_task or 'the toolkit task'} (or install the missing components)"
+            )
     env = tc.resolve(plan.cuda).env
     atomic_write_bytes(plan.toolchain_file, plan.toolchain_text.encode())
     if plan.hooks_file:
         atomic_write_bytes(plan.hooks_file, plan.hooks_text.encode())
     argv = list(plan.argv)
-    launcher = compiler_launcher(probe_tools(plan, tc, env), plan.build_dir / "launcher-check",
-                                 ["C", "CXX"] + (["CUDA"] if plan.cuda else []))
+    launcher = compiler_launcher(
+        probe_tools(plan, tc, env), plan.build_dir / "launcher-check", ["C", "CXX"] + (["CUDA"] if plan.cuda else [])
+    )
     argv += launcher.args
-    say(f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
-          f"toolkit {plan.cuda.root if plan.cuda else '-'} ({plan.cuda.target_dir if plan.cuda else 'cpu'}), "
-          f"cmake {inputs['tools']['cmake']['version']}, ninja {inputs['tools']['ninja']['version']}, "
-          f"launcher {launcher.name + ' ' + launcher.version.split()[-1] if launcher.name else 'none'}"
-          f"{' (probe ' + launcher.probe + ')' if launcher.name else ''}")
+    say(
+        f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
+        f"toolkit {plan.cuda.root if plan.cuda else '-'} ({plan.cuda.target_dir if plan.cuda else 'cpu'}), "
+        f"cmake {inputs['tools']['cmake']['version']}, ninja {inputs['tools']['ninja']['version']}, "
+        f"launcher {launcher.name + ' ' + launcher.version.split()[-1] if launcher.name else 'none'}"
+        f"{' (probe ' + launcher.probe + ')' if launcher.name else ''}"
+    )
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     proc.run(argv, env=env, log=plan.log, what=f"configure:{leg}")
@@ -251,15 +301,30 @@ def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
     if problems:
         raise BundleGraphError("; ".join(problems))
     checks = post_checks(plan, tc)
-    atomic_write_json(plan.record, {
-        "leg": leg, "argv": argv, "command": proc.quote(argv), "toolchain": plan.toolchain,
-        "toolchain_file": plan.toolchain_file.as_posix(), "toolchain_sha": key_of({"t": plan.toolchain_text}),
-        "cmake_dir": plan.cmake_dir.as_posix(), "source_tree": plan.source_tree.as_posix(),
-        "cache": plan.cache, "launcher": launcher.record(), "inputs": inputs, "checks": checks,
-        "cuda": asdict(plan.cuda) | {"prefix": plan.cuda.root} if plan.cuda else None,
-    })
-    return [plan.record, plan.toolchain_file, Present(plan.cmake_dir / "CMakeCache.txt"),
-            Present(plan.cmake_dir / "build.ninja")]
+    atomic_write_json(
+        plan.record,
+        {
+            "leg": leg,
+            "argv": argv,
+            "command": proc.quote(argv),
+            "toolchain": plan.toolchain,
+            "toolchain_file": plan.toolchain_file.as_posix(),
+            "toolchain_sha": key_of({"t": plan.toolchain_text}),
+            "cmake_dir": plan.cmake_dir.as_posix(),
+            "source_tree": plan.source_tree.as_posix(),
+            "cache": plan.cache,
+            "launcher": launcher.record(),
+            "inputs": inputs,
+            "checks": checks,
+            "cuda": asdict(plan.cuda) | {"prefix": plan.cuda.root} if plan.cuda else None,
+        },
+    )
+    return [
+        plan.record,
+        plan.toolchain_file,
+        Present(plan.cmake_dir / "CMakeCache.txt"),
+        Present(plan.cmake_dir / "build.ninja"),
+    ]
 
 
 def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> ProbeTools | None:
@@ -271,8 +336,14 @@ def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> Prob
     if plan.cuda is None:
         return ProbeTools(cc, env)
     archs = tuple(a for a in plan.cache.get("CMAKE_CUDA_ARCHITECTURES", "").split(";") if a)
-    return ProbeTools(cc, env, str(plan.cuda.nvcc_path), plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
-                      tuple(tc.nvcc_flags()), archs)
+    return ProbeTools(
+        cc,
+        env,
+        str(plan.cuda.nvcc_path),
+        plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
+        tuple(tc.nvcc_flags()),
+        archs,
+    )
 
 
 def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
@@ -286,8 +357,9 @@ def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
         cache = cmake_keys.read_typed_cache(plan.cmake_dir)
     except OSError:
         cache = {}
-    problems, warnings = cmake_keys.judge(plan.spec_keys, plan.spec_file, cache, log,
-                                          cmake_keys.deprecated_options(plan.source_tree))
+    problems, warnings = cmake_keys.judge(
+        plan.spec_keys, plan.spec_file, cache, log, cmake_keys.deprecated_options(plan.source_tree)
+    )
     for w in warnings:
         warn(f"configure:{plan.leg}: {w}")
     return problems
@@ -317,8 +389,10 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict:
         if var in cache:
             out[var] = cache[var]
             if tc.info.cross and Path(cache[var]).as_posix() != f"{plan.cuda.root}/{rel}":
-                raise ToolkitError(f"configure:{plan.leg}: {var} resolved to {cache[var]}, not the target's "
-                                   f"{plan.cuda.root}/{rel}: a host library would be linked")
+                raise ToolkitError(
+                    f"configure:{plan.leg}: {var} resolved to {cache[var]}, not the target's "
+                    f"{plan.cuda.root}/{rel}: a host library would be linked"
+                )
     cc = json.loads((plan.cmake_dir / "compile_commands.json").read_text(encoding="utf-8"))
     bad = reproducibility_problems(cc)
     if bad:
@@ -345,25 +419,31 @@ def plans(ctx: Context) -> list:
         def details(leg: str = leg) -> dict:
             p = plan_configure(ctx, leg)
             tc = get_toolchain(p.toolchain)
-            d: dict[str, object] = {"build_host": f"{tc.info.build_os} {tc.info.build_arch}",
-                 "toolchain_file_path": p.toolchain_file.as_posix(), "configure": p.command(),
-                 "toolchain_file": p.toolchain_text}
+            d: dict[str, object] = {
+                "build_host": f"{tc.info.build_os} {tc.info.build_arch}",
+                "toolchain_file_path": p.toolchain_file.as_posix(),
+                "configure": p.command(),
+                "toolchain_file": p.toolchain_text,
+            }
             if p.hooks_file:
                 d["hooks_file"] = p.hooks_file.as_posix()
             if p.cuda is not None:
                 d["cuda_host_flags"] = cuda_flag_origins(p, tc)
             problem = ctx.host_problem(leg)
             if problem:
-                d["on_this_host"] = (f"refused before any download (by source:{leg}, the leg's first task): "
-                                     f"{problem}")
+                d["on_this_host"] = f"refused before any download (by source:{leg}, the leg's first task): {problem}"
             return d
 
-        out.append(TaskPlan(
-            stage="configure", name=leg, leg=leg,
-            doc=f"cmake configure of {leg} ({spec.toolchain})",
-            prepare=partial(prepare, ctx, leg),
-            apply=_apply,
-            deps=[f"source:{leg}"] + ([task] if task else []),
-            details=details,
-        ))
+        out.append(
+            TaskPlan(
+                stage="configure",
+                name=leg,
+                leg=leg,
+                doc=f"cmake configure of {leg} ({spec.toolchain})",
+                prepare=partial(prepare, ctx, leg),
+                apply=_apply,
+                deps=[f"source:{leg}"] + ([task] if task else []),
+                details=details,
+            )
+        )
     return out

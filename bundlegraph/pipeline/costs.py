@@ -40,8 +40,10 @@ from ..errors import BundleGraphError
 from ..fsutil import atomic_write_bytes
 
 FORMAT = "bundlegraph-costs/1"
-EXPECTED = (f'JSON {{"format": "{FORMAT}", "leg": "<leg id>", "objects": {{"<object>": seconds}}, '
-            f'"other": {{"<output>": seconds}}}}')
+EXPECTED = (
+    f'JSON {{"format": "{FORMAT}", "leg": "<leg id>", "objects": {{"<object>": seconds}}, '
+    f'"other": {{"<output>": seconds}}}}'
+)
 
 
 class CostRecordError(BundleGraphError):
@@ -61,18 +63,27 @@ class CostRecord:
 
     def to_json(self) -> bytes:
         """The file's bytes: sorted keys, seconds rounded to 0.1 s, newline at the end."""
-        data = {"format": FORMAT, "leg": self.leg,
-                "objects": {k: round(v, 1) for k, v in sorted(self.objects.items())},
-                "other": {k: round(v, 1) for k, v in sorted(self.other.items())}}
+        data = {
+            "format": FORMAT,
+            "leg": self.leg,
+            "objects": {k: round(v, 1) for k, v in sorted(self.objects.items())},
+            "other": {k: round(v, 1) for k, v in sorted(self.other.items())},
+        }
         if self.note:
             data["note"] = self.note
         return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
-    def merged(self, objects: Mapping[str, float], other: Mapping[str, float] | None = None,
-               note: str | None = None) -> "CostRecord":
+    def merged(
+        self, objects: Mapping[str, float], other: Mapping[str, float] | None = None, note: str | None = None
+    ) -> CostRecord:
         """A copy with ``objects``/``other`` measured anew (each replaces the old figure)."""
-        return CostRecord(self.leg, {**self.objects, **objects}, {**self.other, **(other or {})},
-                          self.note if note is None else note, self.origin)
+        return CostRecord(
+            self.leg,
+            {**self.objects, **objects},
+            {**self.other, **(other or {})},
+            self.note if note is None else note,
+            self.origin,
+        )
 
 
 def _seconds_table(data: object, where: str) -> dict[str, float]:
@@ -157,4 +168,4 @@ def save(record: CostRecord, directory: Path | None = None) -> Path:
     return p
 
 
-__all__ = ["CostRecord", "CostRecordError", "FORMAT", "candidates", "find", "load", "parse", "save", "write_dir"]
+__all__ = ["FORMAT", "CostRecord", "CostRecordError", "candidates", "find", "load", "parse", "save", "write_dir"]

@@ -56,7 +56,6 @@ void bundlegraph_probe_launch(float * d, int n, float s) {
 """
 
 
-
 @dataclass(frozen=True)
 class Launcher:
     """The launcher a configure uses. ``name`` (``ccache``/``sccache``/None), ``path``,
@@ -73,8 +72,13 @@ class Launcher:
 
     def record(self) -> dict:
         """The ``launcher`` entry of ``configure.json``."""
-        return {"name": self.name, "path": Path(self.path).as_posix() if self.path else None,
-                "version": self.version, "refused": self.why, "probe": self.probe}
+        return {
+            "name": self.name,
+            "path": Path(self.path).as_posix() if self.path else None,
+            "version": self.version,
+            "refused": self.why,
+            "probe": self.probe,
+        }
 
 
 @dataclass(frozen=True)
@@ -137,32 +141,51 @@ class _Counter:
         env = {k: v for k, v in env.items() if not k.startswith(("CCACHE_", "SCCACHE_"))}
         if name == "ccache":
             (scratch / "ccache.conf").write_text("", encoding="utf-8")
-            env |= {"CCACHE_DIR": str(scratch / "cache"), "CCACHE_CONFIGPATH": str(scratch / "ccache.conf"),
-                    "CCACHE_REMOTE_STORAGE": "", "CCACHE_BASEDIR": str(scratch),
-                    "CCACHE_COMPILERCHECK": "content"}
+            env |= {
+                "CCACHE_DIR": str(scratch / "cache"),
+                "CCACHE_CONFIGPATH": str(scratch / "ccache.conf"),
+                "CCACHE_REMOTE_STORAGE": "",
+                "CCACHE_BASEDIR": str(scratch),
+                "CCACHE_COMPILERCHECK": "content",
+            }
         else:
-            env |= {"SCCACHE_DIR": str(scratch / "cache"), "SCCACHE_SERVER_PORT": str(_free_port()),
-                    "SCCACHE_IDLE_TIMEOUT": "60"}
+            env |= {
+                "SCCACHE_DIR": str(scratch / "cache"),
+                "SCCACHE_SERVER_PORT": str(_free_port()),
+                "SCCACHE_IDLE_TIMEOUT": "60",
+            }
         self.env = env
 
     def hits(self) -> int:
         if self.name == "ccache":
-            r = proc.run([self.exe, "--print-stats"], env=self.env, capture=True, echo=False,
-                         what="ccache --print-stats")
+            r = proc.run(
+                [self.exe, "--print-stats"], env=self.env, capture=True, echo=False, what="ccache --print-stats"
+            )
             counts = dict(l.split("\t", 1) for l in r.output.splitlines() if "\t" in l)
             return sum(int(counts.get(k, "0") or 0) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
-        r = proc.run([self.exe, "--show-stats", "--stats-format", "json"], env=self.env, capture=True,
-                     echo=False, what="sccache --show-stats")
+        r = proc.run(
+            [self.exe, "--show-stats", "--stats-format", "json"],
+            env=self.env,
+            capture=True,
+            echo=False,
+            what="sccache --show-stats",
+        )
         try:
-            stats = json.loads(r.output[r.output.index("{"):])["stats"]
+            stats = json.loads(r.output[r.output.index("{") :])["stats"]
         except (ValueError, KeyError):
             raise BundleGraphError(f"sccache --show-stats printed no JSON: {r.output[:200]!r}") from None
         return sum(int(v) for v in (stats.get("cache_hits", {}).get("counts") or {}).values())
 
     def close(self) -> None:
         if self.name == "sccache":
-            proc.run([self.exe, "--stop-server"], env=self.env, capture=True, echo=False, check=False,
-                     what="sccache --stop-server")
+            proc.run(
+                [self.exe, "--stop-server"],
+                env=self.env,
+                capture=True,
+                echo=False,
+                check=False,
+                what="sccache --stop-server",
+            )
 
 
 def _compile_twice(counter: _Counter, argv_of: Callable[[Path, Path], list[str]], src: Path, what: str) -> str:
@@ -170,11 +193,20 @@ def _compile_twice(counter: _Counter, argv_of: Callable[[Path, Path], list[str]]
     before = counter.hits()
     for n in (1, 2):
         obj = src.with_name(f"{src.stem}-{n}.o")
-        r = proc.run([counter.exe, *argv_of(src, obj)], cwd=src.parent, env=counter.env, capture=True,
-                     echo=False, check=False, what=f"{counter.name} {what}")
+        r = proc.run(
+            [counter.exe, *argv_of(src, obj)],
+            cwd=src.parent,
+            env=counter.env,
+            capture=True,
+            echo=False,
+            check=False,
+            what=f"{counter.name} {what}",
+        )
         if r.returncode != 0:
             lines = [l.strip() for l in r.output.splitlines() if l.strip()]
-            detail = next((l for l in lines if "fatal" in l.lower() or "error" in l.lower()), lines[-1] if lines else "")
+            detail = next(
+                (l for l in lines if "fatal" in l.lower() or "error" in l.lower()), lines[-1] if lines else ""
+            )
             return f"the {what} compile through it failed (exit {r.returncode}): {detail[:300]}"
         if not obj.is_file():
             return f"the {what} compile produced no object"
@@ -223,8 +255,11 @@ def _versioned(path: str) -> list[str]:
 
 
 def _probe_key(name: str, exe: str, tools: ProbeTools, version: str) -> dict:
-    key: dict = {"revision": PROBE_REVISION, "launcher": [name, Path(exe).as_posix(), version],
-                 "cc": _versioned(tools.cc)}
+    key: dict = {
+        "revision": PROBE_REVISION,
+        "launcher": [name, Path(exe).as_posix(), version],
+        "cc": _versioned(tools.cc),
+    }
     if tools.nvcc:
         key["nvcc"] = _versioned(tools.nvcc)
         key["ccbin"] = _versioned(tools.ccbin) if tools.ccbin else None
@@ -273,10 +308,16 @@ def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str])
         if why:
             reasons.append(f"{version or name + ' (version unknown)'} refused: {why}")
             continue
-        return Launcher(name, exe, version, [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={Path(exe).as_posix()}" for lang in langs],
-                        "; ".join(reasons), how)
+        return Launcher(
+            name,
+            exe,
+            version,
+            [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={Path(exe).as_posix()}" for lang in langs],
+            "; ".join(reasons),
+            how,
+        )
     warn(f"building without a compiler cache ({'; '.join(reasons)})")
     return Launcher(None, why="; ".join(reasons))
 
 
-__all__ = ["Launcher", "ProbeTools", "probe", "cached_probe", "compiler_launcher", "find", "PROBE_REVISION"]
+__all__ = ["PROBE_REVISION", "Launcher", "ProbeTools", "cached_probe", "compiler_launcher", "find", "probe"]

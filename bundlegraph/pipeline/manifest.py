@@ -103,9 +103,18 @@ class ManifestResult:
     bundles: dict[str, Path]
 
 
-def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit: str, commit_epoch: int | None,
-                 artifacts: Path | None = None, verifier_for: VerifierFor | None = None,
-                 local_dirs: list[Path] | None = None, client: Any = None) -> ManifestResult:
+def run_manifest(
+    matrix: Matrix,
+    *,
+    dist: Path,
+    source_tree: Path,
+    source_commit: str,
+    commit_epoch: int | None,
+    artifacts: Path | None = None,
+    verifier_for: VerifierFor | None = None,
+    local_dirs: list[Path] | None = None,
+    client: Any = None,
+) -> ManifestResult:
     """Write the source archive, manifest and index into ``dist`` (see module docstring).
 
     Raises :class:`BundleGraphError` for a bundle whose info JSON disagrees with its leg or the
@@ -130,8 +139,10 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
         if info.leg != leg or info.asset_name != name:
             problems.append(f"{name}: its {rel.info_file} describes {info.leg}/{info.asset_name}")
         if info.source_commit != source_commit or info.release_tag != rel.tag:
-            problems.append(f"{name}: built from {info.source_commit} for {info.release_tag}, "
-                            f"the release is {rel.tag} at {source_commit}")
+            problems.append(
+                f"{name}: built from {info.source_commit} for {info.release_tag}, "
+                f"the release is {rel.tag} at {source_commit}"
+            )
         sha = sha256_file(path)
         smoked = read_status(path, sha)
         if smoked is not None and smoked.status != "passed":
@@ -156,20 +167,34 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
         smoke[name] = smoked.summary() if smoked else None
     if problems:
         raise BundleGraphError("manifest: " + "; ".join(problems))
-    header = dict(source_repo=rel.source_repo, source_commit=source_commit, upstream_tag=rel.upstream_tag,
-                  release_tag=rel.tag)
-    manifest = Manifest(**header, artifacts=sorted((ManifestArtifact.from_info(i, smoke=smoke.get(i.asset_name))
-                                                    for i in infos), key=lambda a: a.asset_name))
+    header = {
+        "source_repo": rel.source_repo,
+        "source_commit": source_commit,
+        "upstream_tag": rel.upstream_tag,
+        "release_tag": rel.tag,
+    }
+    manifest = Manifest(
+        **header,
+        artifacts=sorted(
+            (ManifestArtifact.from_info(i, smoke=smoke.get(i.asset_name)) for i in infos), key=lambda a: a.asset_name
+        ),
+    )
     mbytes = (manifest.model_dump_json(indent=2) + "\n").encode()
     src_archive = write_source_archive(source_tree, source_commit, dist, commit_epoch)
     entries: dict[str, IndexEntry] = {}
     for p in bundles.values():
-        entries[p.name] = IndexEntry(kind="bundle", sha256=sha256_file(p), source_commit=source_commit,
-                                     size=p.stat().st_size)
-    entries[src_archive.name] = IndexEntry(kind="upstream-source", sha256=sha256_file(src_archive),
-                                           source_commit=source_commit, size=src_archive.stat().st_size)
-    entries[MANIFEST_NAME] = IndexEntry(kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(),
-                                        source_commit=source_commit, size=len(mbytes))
+        entries[p.name] = IndexEntry(
+            kind="bundle", sha256=sha256_file(p), source_commit=source_commit, size=p.stat().st_size
+        )
+    entries[src_archive.name] = IndexEntry(
+        kind="upstream-source",
+        sha256=sha256_file(src_archive),
+        source_commit=source_commit,
+        size=src_archive.stat().st_size,
+    )
+    entries[MANIFEST_NAME] = IndexEntry(
+        kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(), source_commit=source_commit, size=len(mbytes)
+    )
     dirs = [dist, *([artifacts] if artifacts else []), *(local_dirs or [])]
     # a paired runtime belongs to its bundle: hashed when that bundle is in the release (the
     # publish gate requires every promised bundle, so a published index holds every one)
@@ -178,8 +203,9 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
             if pa.name in entries:
                 continue
             h = hash_paired(pa, repo=rel.source_repo, tag=rel.paired_runtime_tag, local_dirs=dirs, client=client)
-            entries[pa.name] = IndexEntry(kind="runtime", sha256=h.sha256, source_commit=None, size=h.size,
-                                          upstream_tag=rel.paired_runtime_tag)
+            entries[pa.name] = IndexEntry(
+                kind="runtime", sha256=h.sha256, source_commit=None, size=h.size, upstream_tag=rel.paired_runtime_tag
+            )
     index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
     atomic_write_bytes(dist / MANIFEST_NAME, mbytes)
     atomic_write_bytes(dist / INDEX_NAME, (index.model_dump_json(indent=2) + "\n").encode())
@@ -187,6 +213,7 @@ def run_manifest(matrix: Matrix, *, dist: Path, source_tree: Path, source_commit
 
 
 # ---------------------------------------------------------------- graph stage
+
 
 @dataclass(frozen=True)
 class ManifestPlan:
@@ -217,30 +244,54 @@ def plan_manifest(ctx: Context) -> ManifestPlan:
     src = source_record(first)
     if src.commit is None:
         raise BundleGraphError(f"manifest: the source of {first} has no commit (set [source] commit in release.toml)")
-    return ManifestPlan(matrix=ctx.matrix, dist=paths.dist_dir(), artifacts=ctx.filters.artifacts,
-                        source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
+    return ManifestPlan(
+        matrix=ctx.matrix,
+        dist=paths.dist_dir(),
+        artifacts=ctx.filters.artifacts,
+        source_tree=Path(src.tree),
+        source_commit=src.commit,
+        commit_epoch=src.epoch,
+    )
 
 
 def key_inputs(ctx: Context) -> dict:
     """The action-key inputs of ``manifest``: every selected leg's package digest, the bundles in
     ``dist/`` and the artifacts directory (name, size, mtime), the source and the release."""
     art = ctx.filters.artifacts
-    listing = sorted((p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-                     for p in art.rglob("*") if p.is_file()) if art and art.is_dir() else []
+    listing = (
+        sorted(
+            (p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+            for p in art.rglob("*")
+            if p.is_file()
+        )
+        if art and art.is_dir()
+        else []
+    )
     dist = paths.dist_dir()
-    bundles = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
-                     (dist / ctx.bundle_name(l) for l in ctx.matrix.legs) if p.is_file())
-    smoked = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in
-                    (sidecar(dist / ctx.bundle_name(l)) for l in ctx.matrix.legs) if p.is_file())
-    key = {"packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
-           "bundles": bundles, "source": upstream_digest(f"source:{source_leg(ctx)}"), "artifacts": listing,
-           "release": ctx.release}
+    bundles = sorted(
+        (p.name, p.stat().st_size, p.stat().st_mtime_ns)
+        for p in (dist / ctx.bundle_name(l) for l in ctx.matrix.legs)
+        if p.is_file()
+    )
+    smoked = sorted(
+        (p.name, p.stat().st_size, p.stat().st_mtime_ns)
+        for p in (sidecar(dist / ctx.bundle_name(l)) for l in ctx.matrix.legs)
+        if p.is_file()
+    )
+    key = {
+        "packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
+        "bundles": bundles,
+        "source": upstream_digest(f"source:{source_leg(ctx)}"),
+        "artifacts": listing,
+        "release": ctx.release,
+    }
     if smoked:  # the smoke results beside the bundles (only when there are: keys keep their form)
         key["smoke"] = smoked
     paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
     if paired:  # local copies of paired runtime assets are hashed from dist/ (a removed one must be seen)
-        key["paired"] = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                               for p in (dist / n for n in paired) if p.is_file())
+        key["paired"] = sorted(
+            (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in (dist / n for n in paired) if p.is_file()
+        )
     return key
 
 
@@ -261,8 +312,15 @@ def run(plan: ManifestPlan) -> list[Path]:
         spec = m.legs[leg]
         return archive_verifier(spec, m.release, base=m.legs.get(spec.merge.base) if spec.merge else None)
 
-    run_manifest(m, dist=plan.dist, source_tree=plan.source_tree, source_commit=plan.source_commit,
-                 commit_epoch=plan.commit_epoch, artifacts=plan.artifacts, verifier_for=verifier_for)
+    run_manifest(
+        m,
+        dist=plan.dist,
+        source_tree=plan.source_tree,
+        source_commit=plan.source_commit,
+        commit_epoch=plan.commit_epoch,
+        artifacts=plan.artifacts,
+        verifier_for=verifier_for,
+    )
     ci.write_summary(plan.dist, plan.dist / INDEX_NAME, m.release.info_file)
     return [plan.dist / MANIFEST_NAME, plan.dist / INDEX_NAME, plan.dist / source_archive_name(plan.source_commit)]
 
@@ -276,9 +334,25 @@ def plans(ctx: Context) -> list[TaskPlan]:
     """``manifest``: after the source; describes the bundles that exist (never makes doit build
     a leg: a bare ``doit`` runs the default legs' package tasks first, ``Graph.default_tasks``
     lists them before the manifest)."""
-    return [TaskPlan(stage="manifest", name="", leg=None, deps=[f"source:{source_leg(ctx)}"],
-                     prepare=partial(prepare, ctx), apply=_apply,
-                     doc="write the release manifest, SHA index and source archive for the bundles that exist")]
+    return [
+        TaskPlan(
+            stage="manifest",
+            name="",
+            leg=None,
+            deps=[f"source:{source_leg(ctx)}"],
+            prepare=partial(prepare, ctx),
+            apply=_apply,
+            doc="write the release manifest, SHA index and source archive for the bundles that exist",
+        )
+    ]
 
 
-__all__ = ["plans", "run_manifest", "write_source_archive", "record_verified", "read_verified", "bundle_info", "VerifyError"]
+__all__ = [
+    "VerifyError",
+    "bundle_info",
+    "plans",
+    "read_verified",
+    "record_verified",
+    "run_manifest",
+    "write_source_archive",
+]

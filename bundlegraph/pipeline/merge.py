@@ -87,7 +87,7 @@ class MergeRecord:
     base_imported: list[dict] = field(default_factory=list)
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> "MergeRecord":
+    def read(cls, path: str | os.PathLike) -> MergeRecord:
         """The record at ``path`` (once per process while the file is unchanged)."""
         return parsed_once(path, _read_merge_record)
 
@@ -126,9 +126,16 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     shipped = [s.name for s in spec.runtime.ships]
     required = [r for r in spec.required if not any(required_matches(n, r, fold=fold) for n in shipped)]
     names = _built_names(spec)
-    out = sorted(p for p in bin_dir.iterdir()
-                 if (p.is_file() or p.is_symlink()) and (p.name in names or _is_required(p.name, spec) or any(
-                     p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)))
+    out = sorted(
+        p
+        for p in bin_dir.iterdir()
+        if (p.is_file() or p.is_symlink())
+        and (
+            p.name in names
+            or _is_required(p.name, spec)
+            or any(p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)
+        )
+    )
     have = {p.name for p in out}
     missing = [f.file for f in missing_required(have, required, fold=fold)]
     for t in spec.build.targets:
@@ -159,16 +166,26 @@ def check_base(base: BaseBundle, base_spec: BundleSpec, commit: str | None, dige
     return probs
 
 
-def _place(tmp: Path, name: str, src: Path, origin: str, prefer: str, files: dict[str, str],
-           conflicts: list[str], resolved: list[str]) -> None:
+def _place(
+    tmp: Path,
+    name: str,
+    src: Path,
+    origin: str,
+    prefer: str,
+    files: dict[str, str],
+    conflicts: list[str],
+    resolved: list[str],
+) -> None:
     dst = tmp / name
     if dst.exists() or dst.is_symlink():
-        same = (not dst.is_symlink() and not src.is_symlink() and sha256_file(dst) == sha256_file(src))
+        same = not dst.is_symlink() and not src.is_symlink() and sha256_file(dst) == sha256_file(src)
         if same:
             return
-        what = (f"{name}: {files.get(name, 'base')} file (sha256 {sha256_file(dst)[:12]}) and {origin} "
-                f"file {src} (sha256 {sha256_file(src)[:12]}) differ")
-        keep_existing = (prefer == "base" and files.get(name) == "base")
+        what = (
+            f"{name}: {files.get(name, 'base')} file (sha256 {sha256_file(dst)[:12]}) and {origin} "
+            f"file {src} (sha256 {sha256_file(src)[:12]}) differ"
+        )
+        keep_existing = prefer == "base" and files.get(name) == "base"
         if prefer == "error":
             conflicts.append(what + "; set [merge] prefer = 'base' or 'backend' to choose")
             return
@@ -184,8 +201,9 @@ def _place(tmp: Path, name: str, src: Path, origin: str, prefer: str, files: dic
     files[name] = origin
 
 
-def run_collect(*, spec: BundleSpec, built_dir: Path, runtime: list[RuntimeFile], dest_tree: Path,
-                record_path: Path) -> MergeRecord:
+def run_collect(
+    *, spec: BundleSpec, built_dir: Path, runtime: list[RuntimeFile], dest_tree: Path, record_path: Path
+) -> MergeRecord:
     """``merge:<leg>`` of a leg without a merge base: the bundle tree is the build's output
     directory (every file and link in it, recursively) plus the runtime files the spec ships
     from the toolkit. Same outputs and clash rule (``error``) as :func:`run_merge`."""
@@ -204,17 +222,33 @@ def run_collect(*, spec: BundleSpec, built_dir: Path, runtime: list[RuntimeFile]
             _place(tmp, rf.name, rf.path, "runtime", "error", files, conflicts, [])
         if conflicts:
             raise MergeError(spec.id, conflicts)
-        rec = MergeRecord(leg=spec.id, base_leg="", base_asset="", base_sha256="", files=dict(sorted(files.items())),
-                          backend_files=sorted(k for k, v in files.items() if v == "backend"),
-                          runtime=[rf.info.model_dump(mode="json") for rf in runtime])
+        rec = MergeRecord(
+            leg=spec.id,
+            base_leg="",
+            base_asset="",
+            base_sha256="",
+            files=dict(sorted(files.items())),
+            backend_files=sorted(k for k, v in files.items() if v == "backend"),
+            runtime=[rf.info.model_dump(mode="json") for rf in runtime],
+        )
     atomic_write_json(record_path, asdict(rec))
     return rec
 
 
-def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: BaseBundle,
-              backend_files: list[Path], runtime: list[RuntimeFile], source_commit: str | None,
-              source_digest: str, dest_tree: Path, record_path: Path,
-              verifier: Callable[[Path], VerifyFindings] | None = None) -> MergeRecord:
+def run_merge(
+    *,
+    spec: BundleSpec,
+    base_spec: BundleSpec,
+    info_file: str,
+    base: BaseBundle,
+    backend_files: list[Path],
+    runtime: list[RuntimeFile],
+    source_commit: str | None,
+    source_digest: str,
+    dest_tree: Path,
+    record_path: Path,
+    verifier: Callable[[Path], VerifyFindings] | None = None,
+) -> MergeRecord:
     """Merge and write ``dest_tree`` + ``record_path`` atomically. ``verifier(archive) ->
     VerifyFindings`` (raises :class:`VerifyError`) is run on a base imported from an artifacts
     directory. Raises :class:`MergeError` listing every problem; nothing is written then."""
@@ -246,10 +280,14 @@ def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: 
         if conflicts:
             raise MergeError(spec.id, conflicts)
         rec = MergeRecord(
-            leg=spec.id, base_leg=base_spec.id, base_asset=base.archive.name, base_sha256=base.sha256,
+            leg=spec.id,
+            base_leg=base_spec.id,
+            base_asset=base.archive.name,
+            base_sha256=base.sha256,
             files=dict(sorted(files.items())),
             backend_files=sorted(p.name for p in backend_files if files.get(p.name) == "backend"),
-            runtime=[rf.info.model_dump(mode="json") for rf in runtime], resolved=resolved,
+            runtime=[rf.info.model_dump(mode="json") for rf in runtime],
+            resolved=resolved,
             base_imported=[b.model_dump(mode="json") for b in base.info.imported_builds],
         )
     atomic_write_json(record_path, asdict(rec))
@@ -266,6 +304,7 @@ def run_merge(*, spec: BundleSpec, base_spec: BundleSpec, info_file: str, base: 
 # they copy): verify's report holds findings, not content, so a rebuilt library with the same
 # findings must still be merged again. Their outputs are merge.json and every file of the merged
 # tree (fingerprinted), which is what package:<leg> keys on.
+
 
 def _tree_files(tree: Path) -> list[Path]:
     """Every regular file of a merged tree: merge's outputs besides its record, so their
@@ -316,15 +355,28 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     bdir = paths.build_dir(leg)
     built = plan_build(ctx, leg).artifacts_dir
     _refuse_filtered_build(leg)
-    plan = MergePlan(leg=leg, spec=spec, release=ctx.release, built_dir=built,
-                     toolkit_prefix=ref.prefix if ref else None, toolkit_version=ref.version if ref else None,
-                     dest_tree=bdir / "merged", record=bdir / "merge.json")
+    plan = MergePlan(
+        leg=leg,
+        spec=spec,
+        release=ctx.release,
+        built_dir=built,
+        toolkit_prefix=ref.prefix if ref else None,
+        toolkit_version=ref.version if ref else None,
+        dest_tree=bdir / "merged",
+        record=bdir / "merge.json",
+    )
     if spec.merge is None:
         return plan
     src = source_record(leg)
-    return replace(plan, backend_files=tuple(backend_outputs(built, spec)), base_spec=ctx.spec(spec.merge.base),
-                   base_archive=_base_archive(ctx, leg), imported=ctx.filters.artifacts is not None,
-                   source_commit=src.commit, source_digest=src.digest)
+    return replace(
+        plan,
+        backend_files=tuple(backend_outputs(built, spec)),
+        base_spec=ctx.spec(spec.merge.base),
+        base_archive=_base_archive(ctx, leg),
+        imported=ctx.filters.artifacts is not None,
+        source_commit=src.commit,
+        source_digest=src.digest,
+    )
 
 
 def _refuse_filtered_build(leg: str) -> None:
@@ -334,9 +386,11 @@ def _refuse_filtered_build(leg: str) -> None:
     if rec is None:
         raise BundleGraphError(f"merge:{leg}: {paths.build_dir(leg) / 'build.json'} is missing; run build:{leg}")
     if rec.get("filtered"):
-        raise BundleGraphError(f"merge:{leg}: the last build:{leg} built only {', '.join(rec.get('targets', []))} "
-                               f"(build_targets=); a bundle is made from a complete build: run build:{leg} "
-                               f"without build_targets")
+        raise BundleGraphError(
+            f"merge:{leg}: the last build:{leg} built only {', '.join(rec.get('targets', []))} "
+            f"(build_targets=); a bundle is made from a complete build: run build:{leg} "
+            f"without build_targets"
+        )
 
 
 def key_inputs(ctx: Context, leg: str) -> dict:
@@ -354,8 +408,12 @@ def key_inputs(ctx: Context, leg: str) -> dict:
             b = "missing"
     else:
         b = upstream_digest(f"package:{base}")
-    keys = {"spec": spec, "base": b, "built": upstream_digest(f"build:{leg}"),
-            "source": upstream_digest(f"source:{leg}")}
+    keys = {
+        "spec": spec,
+        "base": b,
+        "built": upstream_digest(f"build:{leg}"),
+        "source": upstream_digest(f"source:{leg}"),
+    }
     if any(r.from_ == "toolkit" for r in spec.runtime.ships):
         # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
         # with identical built binaries must still refresh them
@@ -373,18 +431,28 @@ def run(plan: MergePlan) -> list[Path]:
     from .archivecheck import archive_verifier
     from .runtimes import resolve_shipped
 
-    runtime = resolve_shipped(plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix,
-                              toolkit_version=plan.toolkit_version)
+    runtime = resolve_shipped(
+        plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix, toolkit_version=plan.toolkit_version
+    )
     if plan.base_spec is None:
-        run_collect(spec=plan.spec, built_dir=plan.built_dir, runtime=runtime,
-                    dest_tree=plan.dest_tree, record_path=plan.record)
+        run_collect(
+            spec=plan.spec, built_dir=plan.built_dir, runtime=runtime, dest_tree=plan.dest_tree, record_path=plan.record
+        )
     else:
         assert plan.base_archive is not None
-        run_merge(spec=plan.spec, base_spec=plan.base_spec, info_file=plan.release.info_file,
-                  base=load_base(plan.base_archive, plan.release.info_file), backend_files=list(plan.backend_files),
-                  runtime=runtime, source_commit=plan.source_commit, source_digest=plan.source_digest,
-                  dest_tree=plan.dest_tree, record_path=plan.record,
-                  verifier=archive_verifier(plan.base_spec, plan.release) if plan.imported else None)
+        run_merge(
+            spec=plan.spec,
+            base_spec=plan.base_spec,
+            info_file=plan.release.info_file,
+            base=load_base(plan.base_archive, plan.release.info_file),
+            backend_files=list(plan.backend_files),
+            runtime=runtime,
+            source_commit=plan.source_commit,
+            source_digest=plan.source_digest,
+            dest_tree=plan.dest_tree,
+            record_path=plan.record,
+            verifier=archive_verifier(plan.base_spec, plan.release) if plan.imported else None,
+        )
     return [plan.record, *_tree_files(plan.dest_tree)]
 
 
@@ -401,8 +469,10 @@ def plans(ctx: Context) -> list[TaskPlan]:
         spec = ctx.spec(leg)
         cuda = [f"toolkit:{toolkit_for_leg(ctx, leg).name}"] if spec.backend == "cuda" else []
         if spec.merge is None:
-            deps, doc = [f"verify:{leg}", *cuda], \
-                f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)"
+            deps, doc = (
+                [f"verify:{leg}", *cuda],
+                f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)",
+            )
         else:
             base = spec.merge.base
             imported = ctx.filters.artifacts is not None
@@ -411,6 +481,9 @@ def plans(ctx: Context) -> list[TaskPlan]:
             same_run = not imported and base in ctx.legs
             deps = [f"verify:{leg}", f"source:{leg}"] + ([f"package:{base}"] if same_run else []) + cuda
             doc = f"merge {leg}'s backend into the {base} bundle" + (" (imported from artifacts)" if imported else "")
-        out.append(TaskPlan(stage="merge", name=leg, leg=leg, deps=deps, doc=doc,
-                            prepare=partial(prepare, ctx, leg), apply=_apply))
+        out.append(
+            TaskPlan(
+                stage="merge", name=leg, leg=leg, deps=deps, doc=doc, prepare=partial(prepare, ctx, leg), apply=_apply
+            )
+        )
     return out

@@ -93,11 +93,18 @@ def parse_query(text: str) -> dict[str, _Node]:
 
 
 def _query(ninja: str, build_dir: Path, paths: list[str]) -> dict[str, _Node]:
-    r = proc.run([ninja, "-C", str(build_dir), "-t", "query", *paths], capture=True, echo=False, check=False,
-                 what="ninja -t query")
+    r = proc.run(
+        [ninja, "-C", str(build_dir), "-t", "query", *paths],
+        capture=True,
+        echo=False,
+        check=False,
+        what="ninja -t query",
+    )
     if r.returncode != 0:
-        raise BundleGraphError(f"{build_dir}: ninja -t query {' '.join(paths[:3])}{' ...' if len(paths) > 3 else ''} "
-                               f"failed (exit {r.returncode}): {r.output.strip().splitlines()[-1:] or ''}")
+        raise BundleGraphError(
+            f"{build_dir}: ninja -t query {' '.join(paths[:3])}{' ...' if len(paths) > 3 else ''} "
+            f"failed (exit {r.returncode}): {r.output.strip().splitlines()[-1:] or ''}"
+        )
     return parse_query(r.output)
 
 
@@ -115,7 +122,7 @@ def compile_steps(ninja: str, build_dir: Path, targets: list[str], *, batch: int
         seen.update(todo)
         nxt: list[str] = []
         for i in range(0, len(todo), batch):
-            for path, node in _query(ninja, build_dir, todo[i:i + batch]).items():
+            for path, node in _query(ninja, build_dir, todo[i : i + batch]).items():
                 if node.rule is None:
                     continue  # a source file: nothing builds it
                 m = _COMPILER_RULE.match(node.rule)

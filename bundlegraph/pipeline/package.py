@@ -73,7 +73,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             if j < 0:
                 out.append(re.escape(c))
             else:
-                out.append("[" + pattern[i + 1:j].replace("\\", "\\\\") + "]")
+                out.append("[" + pattern[i + 1 : j].replace("\\", "\\\\") + "]")
                 i = j
         else:
             out.append(re.escape(c))
@@ -134,16 +134,34 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
     s, r = inp.spec, inp.release
     sms = supported_sms(s, found)
     return BundleInfo(
-        asset_name=inp.dest.name, leg=s.id, os=s.os, arch=s.arch, install_kind=s.install_kind,
-        source_repo=r.source_repo, source_commit=inp.source_commit, source_digest=inp.source_digest,
-        upstream_tag=r.upstream_tag, release_tag=r.tag, platform=f"{s.os}-{s.arch}",
-        profile=s.profile_name, archs=s.cuda.cmake_archs if s.cuda else [],
-        bundle_profile=s.profile_name, runtime_line=s.profile.line, coverage_class=s.profile.klass,
-        bundle_rank=s.profile.rank, toolkit_version=inp.toolkit_version or (s.cuda.version if s.cuda else None),
-        supported_sms=sms, min_sm=min(sms) if sms else None, max_sm=max(sms) if sms else None,
-        ggml_backend_dl=bool(s.cmake_bool("GGML_BACKEND_DL", False)), merged_from=inp.merged_from,
-        runtime_files=runtime, external_runtime=list(s.runtime.external),
-        paired_assets=[p.name for p in s.runtime.paired], signing=signing, verify=found,
+        asset_name=inp.dest.name,
+        leg=s.id,
+        os=s.os,
+        arch=s.arch,
+        install_kind=s.install_kind,
+        source_repo=r.source_repo,
+        source_commit=inp.source_commit,
+        source_digest=inp.source_digest,
+        upstream_tag=r.upstream_tag,
+        release_tag=r.tag,
+        platform=f"{s.os}-{s.arch}",
+        profile=s.profile_name,
+        archs=s.cuda.cmake_archs if s.cuda else [],
+        bundle_profile=s.profile_name,
+        runtime_line=s.profile.line,
+        coverage_class=s.profile.klass,
+        bundle_rank=s.profile.rank,
+        toolkit_version=inp.toolkit_version or (s.cuda.version if s.cuda else None),
+        supported_sms=sms,
+        min_sm=min(sms) if sms else None,
+        max_sm=max(sms) if sms else None,
+        ggml_backend_dl=bool(s.cmake_bool("GGML_BACKEND_DL", False)),
+        merged_from=inp.merged_from,
+        runtime_files=runtime,
+        external_runtime=list(s.runtime.external),
+        paired_assets=[p.name for p in s.runtime.paired],
+        signing=signing,
+        verify=found,
         imported_builds=list(inp.imported),
     )
 
@@ -161,16 +179,20 @@ def _collect(inp: PackageInputs) -> tuple[dict[str, Path], dict[str, bool]]:
             links[rel] = p.is_symlink()
     for rf in inp.runtime:
         if rf.name in files and files[rf.name].read_bytes() != rf.path.read_bytes():
-            raise BundleGraphError(f"package:{inp.spec.id}: runtime file {rf.name} ({rf.path}) clashes with a "
-                                   f"different {rf.name} in {inp.tree}")
+            raise BundleGraphError(
+                f"package:{inp.spec.id}: runtime file {rf.name} ({rf.path}) clashes with a "
+                f"different {rf.name} in {inp.tree}"
+            )
         files[rf.name] = rf.path
         links[rf.name] = False
     from ..checks.content import missing_required
 
     missing = [f.file for f in missing_required(files, inp.spec.required, fold=inp.spec.os == "windows")]
     if missing:
-        raise BundleGraphError(f"package:{inp.spec.id}: {inp.tree} lacks required file(s) {', '.join(missing)} "
-                               f"(spec key 'required', or excluded by [package] patterns)")
+        raise BundleGraphError(
+            f"package:{inp.spec.id}: {inp.tree} lacks required file(s) {', '.join(missing)} "
+            f"(spec key 'required', or excluded by [package] patterns)"
+        )
     return files, links
 
 
@@ -184,8 +206,9 @@ def _checked(verifier: Verifier, archive: Path, name: str) -> VerifyFindings:
     return found
 
 
-def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = None,
-                env: dict[str, str] | None = None) -> BundleInfo:
+def run_package(
+    inp: PackageInputs, verifier: Verifier, *, log: Path | None = None, env: dict[str, str] | None = None
+) -> BundleInfo:
     """Pack, sign, verify and write ``inp.dest`` (see the module docstring). Returns the info
     written into the bundle. Raises :class:`BundleGraphError` subclasses (``VerifyError``,
     ``SigningError``, ``ArchiveError``) naming the leg and file."""
@@ -202,10 +225,14 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
     own = set(inp.own_files) if inp.own_files is not None else {k for k in files if Path(k).name not in shipped}
     cuda_shipped = any(r.origin == "toolkit" for r in [*(rf.info for rf in inp.runtime), *inp.prior_runtime])
     if cuda_shipped and inp.toolkit_prefix is None:
-        raise BundleGraphError(f"package:{s.id}: ships CUDA runtime files but no toolkit prefix was given "
-                               f"(needed for NVIDIA's license)")
-    nvidia = toolkit_licenses(inp.toolkit_prefix, [*(rf.info for rf in inp.runtime), *inp.prior_runtime]) \
-        if cuda_shipped and inp.toolkit_prefix is not None else []
+        raise BundleGraphError(
+            f"package:{s.id}: ships CUDA runtime files but no toolkit prefix was given (needed for NVIDIA's license)"
+        )
+    nvidia = (
+        toolkit_licenses(inp.toolkit_prefix, [*(rf.info for rf in inp.runtime), *inp.prior_runtime])
+        if cuda_shipped and inp.toolkit_prefix is not None
+        else []
+    )
     licenses = third_party_text(inp.source_tree, nvidia)
     runtime = sorted([*inp.prior_runtime, *(rf.info for rf in inp.runtime)], key=lambda r: r.name)
     with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent) as sd:
@@ -241,6 +268,7 @@ def run_package(inp: PackageInputs, verifier: Verifier, *, log: Path | None = No
 
 # ---------------------------------------------------------------- graph stage
 
+
 @dataclass(frozen=True)
 class PackagePlan:
     """What ``package:<leg>`` does, resolved once before it runs: ``inputs`` (the
@@ -271,20 +299,35 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
     ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
     bdir = paths.build_dir(leg)
     rec = MergeRecord.read(bdir / "merge.json")
-    inp = PackageInputs(spec=spec, release=ctx.release, dest=paths.dist_dir() / ctx.bundle_name(leg),
-                        source_tree=Path(src.tree), source_commit=src.commit, source_digest=src.digest,
-                        commit_epoch=src.epoch, toolkit_prefix=ref.prefix if ref else None,
-                        toolkit_version=ref.version if ref else None, tree=bdir / "merged",
-                        own_files=rec.backend_files, merged_from=rec.base_asset or None)
+    inp = PackageInputs(
+        spec=spec,
+        release=ctx.release,
+        dest=paths.dist_dir() / ctx.bundle_name(leg),
+        source_tree=Path(src.tree),
+        source_commit=src.commit,
+        source_digest=src.digest,
+        commit_epoch=src.epoch,
+        toolkit_prefix=ref.prefix if ref else None,
+        toolkit_version=ref.version if ref else None,
+        tree=bdir / "merged",
+        own_files=rec.backend_files,
+        merged_from=rec.base_asset or None,
+    )
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
     redist_root = None
     if toolchain:
         from .runtimes import msvc_redist_root
 
         redist_root = msvc_redist_root()
-    return PackagePlan(inputs=inp, merge_record=rec, base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
-                       toolchain_runtime=toolchain, redist_root=redist_root,
-                       log=ctx.log(leg, "package"), receipt=bdir / "package.json")
+    return PackagePlan(
+        inputs=inp,
+        merge_record=rec,
+        base_spec=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None,
+        toolchain_runtime=toolchain,
+        redist_root=redist_root,
+        log=ctx.log(leg, "package"),
+        receipt=bdir / "package.json",
+    )
 
 
 def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
@@ -301,9 +344,14 @@ def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
 def key_inputs(ctx: Context, leg: str) -> dict:
     """The action-key inputs of ``package:<leg>``: spec, release, the merged tree's digest, the
     source, ``SOURCE_DATE_EPOCH`` and whether a signing command is set."""
-    return {"spec": ctx.spec(leg), "release": ctx.release, "tree": upstream_digest(f"merge:{leg}"),
-            "source": upstream_digest(f"source:{leg}"), "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
-            "signer": bool(settings.get("SIGN_COMMAND"))}
+    return {
+        "spec": ctx.spec(leg),
+        "release": ctx.release,
+        "tree": upstream_digest(f"merge:{leg}"),
+        "source": upstream_digest(f"source:{leg}"),
+        "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
+        "signer": bool(settings.get("SIGN_COMMAND")),
+    }
 
 
 def prepare(ctx: Context, leg: str) -> Prepared:
@@ -320,8 +368,11 @@ def run(plan: PackagePlan) -> list[Path]:
     from .runtimes import resolve_shipped
 
     rec = plan.merge_record
-    inp = replace(plan.inputs, prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
-                  imported=_provenance(plan.inputs.spec.id, rec))
+    inp = replace(
+        plan.inputs,
+        prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
+        imported=_provenance(plan.inputs.spec.id, rec),
+    )
     if plan.toolchain_runtime:
         inp = replace(inp, runtime=resolve_shipped(inp.spec, origin="toolchain", redist_root=plan.redist_root))
     dest, leg = inp.dest, inp.spec.id
@@ -332,8 +383,10 @@ def run(plan: PackagePlan) -> list[Path]:
         raise
     sha = sha256_file(dest)
     record_verified(dest.name, sha, leg)
-    atomic_write_json(plan.receipt, {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size,
-                                     "info": info.model_dump(mode="json")})
+    atomic_write_json(
+        plan.receipt,
+        {"asset": dest.name, "sha256": sha, "size": dest.stat().st_size, "info": info.model_dump(mode="json")},
+    )
     say(f"package:{leg}: {dest.name} {dest.stat().st_size} bytes sha256 {sha}")
     return [dest, plan.receipt]
 
@@ -346,6 +399,15 @@ def _apply(p: Prepared) -> list[Path]:
 def plans(ctx: Context) -> list[TaskPlan]:
     """``package:<leg>``: pack ``build/<leg>/merged`` into ``dist/<bundle>``, sign, verify the
     archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
-    return [TaskPlan(stage="package", name=leg, leg=leg, deps=[f"merge:{leg}", f"source:{leg}"],
-                     prepare=partial(prepare, ctx, leg), apply=_apply, doc=f"pack, sign, verify {ctx.bundle_name(leg)}")
-            for leg in ctx.legs]
+    return [
+        TaskPlan(
+            stage="package",
+            name=leg,
+            leg=leg,
+            deps=[f"merge:{leg}", f"source:{leg}"],
+            prepare=partial(prepare, ctx, leg),
+            apply=_apply,
+            doc=f"pack, sign, verify {ctx.bundle_name(leg)}",
+        )
+        for leg in ctx.legs
+    ]

@@ -32,11 +32,11 @@ from typing import Any
 from .. import paths
 from ..errors import BundleGraphError
 from ..fsutil import atomic_write_bytes, sha256_file
-from ..smokestatus import read_status, sidecar
 from ..overrides import is_local
 from ..report import say
-from ..schemas.plain import Matrix
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
+from ..schemas.plain import Matrix
+from ..smokestatus import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .manifest import read_verified, source_leg
 from .source import source_record
@@ -49,8 +49,11 @@ class PublishRefused(BundleGraphError):
 
     def __init__(self, tag: str, missing: list[str]):
         self.missing = missing
-        super().__init__("\n".join([f"publish {tag}: refused, {len(missing)} item(s) missing or wrong:",
-                                    *("  - " + m for m in missing)]))
+        super().__init__(
+            "\n".join(
+                [f"publish {tag}: refused, {len(missing)} item(s) missing or wrong:", *("  - " + m for m in missing)]
+            )
+        )
 
 
 def _load(path: Path, model: Any) -> Any:
@@ -62,8 +65,9 @@ def _load(path: Path, model: Any) -> Any:
         raise PublishRefused("?", [f"{path.name} is invalid: {e}"]) from None
 
 
-def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None,
-         git_ref: str = "") -> tuple[list[str], list[str]]:
+def gate(
+    matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None, git_ref: str = ""
+) -> tuple[list[str], list[str]]:
     """``(problems, assets)``: every reason to refuse, and the asset names to upload."""
     rel = matrix.release
     probs: list[str] = []
@@ -80,8 +84,10 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
     arts = index.artifacts if index else {}
     for doc in (d for d in (manifest, index) if d is not None):
         if doc.release_tag != rel.tag or (source_commit and doc.source_commit != source_commit):
-            probs.append(f"{type(doc).__name__} is for {doc.release_tag} at {doc.source_commit}, "
-                         f"the release is {rel.tag} at {source_commit}")
+            probs.append(
+                f"{type(doc).__name__} is for {doc.release_tag} at {doc.source_commit}, "
+                f"the release is {rel.tag} at {source_commit}"
+            )
     if manifest is not None and index is not None:
         mh = hashlib.sha256((dist / MANIFEST_NAME).read_bytes()).hexdigest()
         if MANIFEST_NAME not in arts or arts[MANIFEST_NAME].sha256 != mh:
@@ -93,8 +99,10 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
         spec = matrix.legs[leg]
         name = spec.bundle_name(rel.tag, rel.bundle_prefix)
         if is_local(spec):
-            probs.append(f"{name}: a local build of {leg} (archs=/toolkit_source= override) is never published; "
-                         f"run without BUNDLEGRAPH_ARCHS / BUNDLEGRAPH_TOOLKIT_SOURCE")
+            probs.append(
+                f"{name}: a local build of {leg} (archs=/toolkit_source= override) is never published; "
+                f"run without BUNDLEGRAPH_ARCHS / BUNDLEGRAPH_TOOLKIT_SOURCE"
+            )
         p = dist / name
         for pa in spec.runtime.paired:  # listed whether or not the bundle is there: every item at once
             pe = arts.get(pa.name)
@@ -111,11 +119,15 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
         sha = sha256_file(p)
         smoked = read_status(p, sha)
         if (smoked is None or smoked.status != "passed") and spec.smoke is None:
-            probs.append(f"{name}: bundle of promised leg {leg} has no passed smoke for these bytes "
-                         f"({sidecar(p).name} {'says ' + smoked.status if smoked else 'missing'}): run smoke:{leg} "
-                         f"where its bundle can start, or say why none can in its spec ([smoke] waived = ...)")
+            probs.append(
+                f"{name}: bundle of promised leg {leg} has no passed smoke for these bytes "
+                f"({sidecar(p).name} {'says ' + smoked.status if smoked else 'missing'}): run smoke:{leg} "
+                f"where its bundle can start, or say why none can in its spec ([smoke] waived = ...)"
+            )
         if verified.get(name, {}).get("sha256") != sha:
-            probs.append(f"{name}: bundle of promised leg {leg} is not verified (no verify record for sha256 {sha[:12]}…)")
+            probs.append(
+                f"{name}: bundle of promised leg {leg} is not verified (no verify record for sha256 {sha[:12]}…)"
+            )
         e = arts.get(name)
         if e is None or e.kind != "bundle":
             probs.append(f"{name}: bundle of promised leg {leg} is not hashed in {INDEX_NAME}")
@@ -130,13 +142,19 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
         # whose bundle is missing are that missing bundle, listed above)
         from ..selection import coverage_problems
 
-        present = {leg for leg in matrix.promised if (dist / matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix)).is_file()}
+        present = {
+            leg
+            for leg in matrix.promised
+            if (dist / matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix)).is_file()
+        }
         probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index, legs=present)]
     ref = git_ref
     if ref.startswith("refs/tags/") and ref.removeprefix("refs/tags/") != rel.tag:
-        probs.append(f"release.toml: tag: '{rel.tag}' is not the git tag being released "
-                     f"('{ref.removeprefix('refs/tags/')}'): installers void a SHA index whose release_tag is not "
-                     f"the GitHub release's tag; set tag (and upstream_tag) in release.toml, or push the tag it names")
+        probs.append(
+            f"release.toml: tag: '{rel.tag}' is not the git tag being released "
+            f"('{ref.removeprefix('refs/tags/')}'): installers void a SHA index whose release_tag is not "
+            f"the GitHub release's tag; set tag (and upstream_tag) in release.toml, or push the tag it names"
+        )
     src = source_archive_name(source_commit or (index.source_commit if index else "unknown"))
     se = arts.get(src)
     if not (dist / src).is_file():
@@ -147,8 +165,9 @@ def gate(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str
     return probs, sorted(set(assets))
 
 
-def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None,
-                git_ref: str = "") -> Path:
+def run_publish(
+    matrix: Matrix, dist: Path, *, filtered: str | None, source_commit: str | None, git_ref: str = ""
+) -> Path:
     """Apply :func:`gate`; on success write ``dist/release-assets.txt`` and return it."""
     probs, assets = gate(matrix, dist, filtered=filtered, source_commit=source_commit, git_ref=git_ref)
     if probs:
@@ -159,6 +178,7 @@ def run_publish(matrix: Matrix, dist: Path, *, filtered: str | None, source_comm
 
 
 # ---------------------------------------------------------------- graph stage
+
 
 @dataclass(frozen=True)
 class PublishPlan:
@@ -176,14 +196,28 @@ class PublishPlan:
 
 def _filtered(ctx: Context) -> str | None:
     f = ctx.filters
-    return ", ".join(x for x in (f"only_profile={f.only_profile}" if f.only_profile else "",
-                                 f"only_leg={f.only_leg}" if f.only_leg else "") if x) or None
+    return (
+        ", ".join(
+            x
+            for x in (
+                f"only_profile={f.only_profile}" if f.only_profile else "",
+                f"only_leg={f.only_leg}" if f.only_leg else "",
+            )
+            if x
+        )
+        or None
+    )
 
 
 def plan_publish(ctx: Context) -> PublishPlan:
     """The :class:`PublishPlan` now (reads the first leg's source record; raises when missing)."""
-    return PublishPlan(matrix=ctx.matrix, dist=paths.dist_dir(), filtered=_filtered(ctx),
-                       source_commit=source_record(source_leg(ctx)).commit, git_ref=os.environ.get("GITHUB_REF", ""))
+    return PublishPlan(
+        matrix=ctx.matrix,
+        dist=paths.dist_dir(),
+        filtered=_filtered(ctx),
+        source_commit=source_record(source_leg(ctx)).commit,
+        git_ref=os.environ.get("GITHUB_REF", ""),
+    )
 
 
 def prepare(ctx: Context) -> Prepared:
@@ -191,18 +225,28 @@ def prepare(ctx: Context) -> Prepared:
     and its plan."""
     plan = plan_publish(ctx)
     # the gate judges what is in dist/ now: any file added, removed or rewritten there runs it again
-    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in plan.dist.iterdir()
-                     if p.is_file() and p.name != ASSET_LIST) if plan.dist.is_dir() else []
+    listing = (
+        sorted(
+            (p.name, p.stat().st_size, p.stat().st_mtime_ns)
+            for p in plan.dist.iterdir()
+            if p.is_file() and p.name != ASSET_LIST
+        )
+        if plan.dist.is_dir()
+        else []
+    )
     return Prepared({"manifest": upstream_digest("manifest"), "filtered": _filtered(ctx), "dist": listing}, plan)
 
 
 def run(plan: PublishPlan) -> list[Path]:
     """Apply the gate from ``plan`` alone (:func:`run_publish`); returns the asset list."""
-    out = run_publish(plan.matrix, plan.dist, filtered=plan.filtered, source_commit=plan.source_commit,
-                      git_ref=plan.git_ref)
+    out = run_publish(
+        plan.matrix, plan.dist, filtered=plan.filtered, source_commit=plan.source_commit, git_ref=plan.git_ref
+    )
     n = len(out.read_text(encoding="utf-8").split())
-    say(f"publish {plan.matrix.release.tag}: every promised bundle, runtime and host class is covered; "
-        f"{n} assets to upload are listed in {out}")
+    say(
+        f"publish {plan.matrix.release.tag}: every promised bundle, runtime and host class is covered; "
+        f"{n} assets to upload are listed in {out}"
+    )
     return [out]
 
 
@@ -213,7 +257,15 @@ def _apply(p: Prepared) -> list[Path]:
 
 def plans(ctx: Context) -> list[TaskPlan]:
     """``publish``: the gate after the manifest; refused in a filtered run."""
-    return [TaskPlan(stage="publish", name="", leg=None, deps=["manifest"], prepare=partial(prepare, ctx),
-                     apply=_apply,
-                     doc="coverage gate: refuse unless every promised bundle and paired runtime is present, "
-                         "verified and hashed; then list the assets to upload")]
+    return [
+        TaskPlan(
+            stage="publish",
+            name="",
+            leg=None,
+            deps=["manifest"],
+            prepare=partial(prepare, ctx),
+            apply=_apply,
+            doc="coverage gate: refuse unless every promised bundle and paired runtime is present, "
+            "verified and hashed; then list the assets to upload",
+        )
+    ]

@@ -68,8 +68,11 @@ def pick_toolchain_runtime(name: str, redist_root: Path) -> RuntimeFile:
     version directory holds the file."""
     if not redist_root.is_dir():
         raise BundleGraphError(f"runtime {name}: toolchain redist root {redist_root} is not a directory")
-    versions = sorted((d for d in redist_root.iterdir() if d.is_dir() and _VERSION_DIR.match(d.name)),
-                      key=lambda d: _vkey(d.name), reverse=True)
+    versions = sorted(
+        (d for d in redist_root.iterdir() if d.is_dir() and _VERSION_DIR.match(d.name)),
+        key=lambda d: _vkey(d.name),
+        reverse=True,
+    )
     for vdir in versions:
         hits = [p for p in vdir.rglob(name) if p.is_file()]
         if not hits:
@@ -79,8 +82,11 @@ def pick_toolchain_runtime(name: str, redist_root: Path) -> RuntimeFile:
         rel = best.relative_to(redist_root).as_posix()
         from ..schemas.manifest import RuntimeFileInfo
 
-        return RuntimeFile(name, best, RuntimeFileInfo(name=name, origin="toolchain", version=vdir.name,
-                                                        source=rel, sha256=sha256_file(best)))
+        return RuntimeFile(
+            name,
+            best,
+            RuntimeFileInfo(name=name, origin="toolchain", version=vdir.name, source=rel, sha256=sha256_file(best)),
+        )
     looked = ", ".join(d.name for d in versions) or "none"
     raise BundleGraphError(
         f"runtime {name}: not found in any version directory of {redist_root} (versions: {looked}); "
@@ -95,12 +101,19 @@ def toolkit_runtime(name: str, rel: str, prefix: Path, version: str | None) -> R
         raise BundleGraphError(f"runtime {name}: {rel} is not in the target toolkit at {prefix}")
     from ..schemas.manifest import RuntimeFileInfo
 
-    return RuntimeFile(name, p, RuntimeFileInfo(name=name, origin="toolkit", version=version,
-                                                 source=rel, sha256=sha256_file(p)))
+    return RuntimeFile(
+        name, p, RuntimeFileInfo(name=name, origin="toolkit", version=version, source=rel, sha256=sha256_file(p))
+    )
 
 
-def resolve_shipped(spec: BundleSpec, *, origin: str, toolkit_prefix: Path | None = None,
-                    toolkit_version: str | None = None, redist_root: Path | None = None) -> list[RuntimeFile]:
+def resolve_shipped(
+    spec: BundleSpec,
+    *,
+    origin: str,
+    toolkit_prefix: Path | None = None,
+    toolkit_version: str | None = None,
+    redist_root: Path | None = None,
+) -> list[RuntimeFile]:
     """The spec's shipped runtime files of one ``origin`` (``toolkit`` or ``toolchain``), in
     spec order. Raises naming the spec key when the needed prefix/root is not given."""
     out: list[RuntimeFile] = []
@@ -118,7 +131,8 @@ def resolve_shipped(spec: BundleSpec, *, origin: str, toolkit_prefix: Path | Non
             if redist_root is None:
                 raise BundleGraphError(
                     f"{where}: ships a toolchain file but no redist root is known; run inside the "
-                    f"toolchain's environment (VCToolsRedistDir) or set BUNDLEGRAPH_MSVC_REDIST")
+                    f"toolchain's environment (VCToolsRedistDir) or set BUNDLEGRAPH_MSVC_REDIST"
+                )
             out.append(pick_toolchain_runtime(s.name, redist_root))
     return out
 
@@ -145,8 +159,11 @@ def source_licenses(tree: Path) -> list[Path]:
     main = tree / "LICENSE"
     if not main.is_file():
         raise BundleGraphError(f"source tree {tree} has no LICENSE file")
-    extra = sorted((p for p in (tree / "licenses").rglob("*") if p.is_file()), key=lambda p: p.as_posix()) \
-        if (tree / "licenses").is_dir() else []
+    extra = (
+        sorted((p for p in (tree / "licenses").rglob("*") if p.is_file()), key=lambda p: p.as_posix())
+        if (tree / "licenses").is_dir()
+        else []
+    )
     return [main, *extra]
 
 

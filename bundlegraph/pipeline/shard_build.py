@@ -58,7 +58,8 @@ def plan_shard(ctx: Context, leg: str, shard: ShardRef) -> ShardPlan:
     if spec.build.shards != shard.count:
         raise BundleGraphError(
             f"shard={shard}: {leg} has [build] shards = {spec.build.shards} ({ctx.matrix.files.get(leg, leg)})"
-            + (": it is not sharded" if spec.build.shards == 1 else f"; give shard=I/{spec.build.shards}"))
+            + (": it is not sharded" if spec.build.shards == 1 else f"; give shard=I/{spec.build.shards}")
+        )
     return ShardPlan(plan_build(ctx, leg), shard, paths.build_dir(leg) / "shard")
 
 
@@ -100,8 +101,10 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     total = sum(len(s.steps) for s in slices)
     j = jobs_mod.decide(bp.cuda_archs, bp.windows)
     origin = record.origin.as_posix() if record and record.origin else "the stated estimates"
-    say(f"build:{leg}: shard {shard}: {len(mine.steps)} of {total} compile steps, {mine.seconds:.0f} CPU s predicted "
-        f"(~{mine.wall(j.n):.0f} s at -j {j.n}; costs from {origin}); links nothing")
+    say(
+        f"build:{leg}: shard {shard}: {len(mine.steps)} of {total} compile steps, {mine.seconds:.0f} CPU s predicted "
+        f"(~{mine.wall(j.n):.0f} s at -j {j.n}; costs from {origin}); links nothing"
+    )
     chosen = configured_launcher(bp)
     stats_log = bp.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
@@ -120,30 +123,59 @@ def run_shard(plan: ShardPlan) -> list[Path]:
             proc.run(argv, env=env, log=bp.log, on_line=prog, what=f"build:{leg} shard {shard}")
         except ToolFailed as e:
             step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
-            raise ToolFailed(f"build:{leg}: shard {shard} failed (exit {e.returncode})\nfailing step:\n{step}\n"
-                             f"full output: {bp.log}", returncode=e.returncode, log=str(bp.log)) from None
+            raise ToolFailed(
+                f"build:{leg}: shard {shard} failed (exit {e.returncode})\nfailing step:\n{step}\n"
+                f"full output: {bp.log}",
+                returncode=e.returncode,
+                log=str(bp.log),
+            ) from None
     else:
         say(f"build:{leg}: shard {shard} has no compile step (more shards than steps)")
     seconds = time.monotonic() - t0
     results = compiler_cache.results_by_source(stats_log) if chosen else None
-    m = build_measure.measure([c.step for c in mine.steps], build_measure.log_since(bp.cmake_dir, offset),
-                              results, bp.cmake_dir)
-    stats = record_cache_stats(bp, chosen, env, stats_log, seconds, ok=True,
-                                extra={"shard": str(shard), "objects": len(mine.steps)},
-                                record=plan.out_dir.parent / "compiler-cache.json")
+    m = build_measure.measure(
+        [c.step for c in mine.steps], build_measure.log_since(bp.cmake_dir, offset), results, bp.cmake_dir
+    )
+    stats = record_cache_stats(
+        bp,
+        chosen,
+        env,
+        stats_log,
+        seconds,
+        ok=True,
+        extra={"shard": str(shard), "objects": len(mine.steps)},
+        record=plan.out_dir.parent / "compiler-cache.json",
+    )
     with atomic_dir(plan.out_dir) as tmp:
         added = compiler_cache.copy_added(cache_dir, before, tmp / "ccache") if cache_dir else 0
-        atomic_write_json(tmp / "shard.json", {
-            "format": SHARD_FORMAT, "leg": leg, "shard": str(shard), "objects": mine.outputs,
-            "predicted_seconds": round(mine.seconds, 1), "jobs": j.n, "seconds": round(seconds, 1),
-            "costs_from": origin, "split_digest": split_digest(slices),
-            "measured": {k: round(v, 1) for k, v in sorted(m.objects.items())},
-            "cache": {k: stats[k] for k in ("launcher", "version", "hits", "misses", "remote")} if stats else None,
-            "cache_entries_added": added, "remote_storage": remote,
-        })
-    say(f"build:{leg}: shard {shard} compiled {len(m.compiled)} object(s) in {seconds:.1f}s; "
-        + (f"{added} cache entries in {plan.out_dir / 'ccache'}" if cache_dir else
-           "its cache entries went to the remote storage" if remote else "no compiler cache"))
+        atomic_write_json(
+            tmp / "shard.json",
+            {
+                "format": SHARD_FORMAT,
+                "leg": leg,
+                "shard": str(shard),
+                "objects": mine.outputs,
+                "predicted_seconds": round(mine.seconds, 1),
+                "jobs": j.n,
+                "seconds": round(seconds, 1),
+                "costs_from": origin,
+                "split_digest": split_digest(slices),
+                "measured": {k: round(v, 1) for k, v in sorted(m.objects.items())},
+                "cache": {k: stats[k] for k in ("launcher", "version", "hits", "misses", "remote")} if stats else None,
+                "cache_entries_added": added,
+                "remote_storage": remote,
+            },
+        )
+    say(
+        f"build:{leg}: shard {shard} compiled {len(m.compiled)} object(s) in {seconds:.1f}s; "
+        + (
+            f"{added} cache entries in {plan.out_dir / 'ccache'}"
+            if cache_dir
+            else "its cache entries went to the remote storage"
+            if remote
+            else "no compiler cache"
+        )
+    )
     return []
 
 
@@ -173,15 +205,27 @@ def plans(ctx: Context) -> list[TaskPlan]:
     out = []
     for p in build_plans(ctx):
         leg = p.leg
-        if (shard is None or leg is None or ctx.imported_build(leg) is not None
-                or ctx.spec(leg).build.shards != shard.count):
+        if (
+            shard is None
+            or leg is None
+            or ctx.imported_build(leg) is not None
+            or ctx.spec(leg).build.shards != shard.count
+        ):
             out.append(p)
             continue
-        out.append(TaskPlan(
-            stage="build", name=leg, leg=leg, deps=[f"configure:{leg}"], recorded=False,
-            doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
-            prepare=partial(prepare_shard, ctx, leg, shard), apply=apply_shard,
-            details=partial(dict, shard=str(shard))))
+        out.append(
+            TaskPlan(
+                stage="build",
+                name=leg,
+                leg=leg,
+                deps=[f"configure:{leg}"],
+                recorded=False,
+                doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
+                prepare=partial(prepare_shard, ctx, leg, shard),
+                apply=apply_shard,
+                details=partial(dict, shard=str(shard)),
+            )
+        )
     return out
 
 
@@ -191,8 +235,10 @@ def _read_shard(f: Path) -> dict:
     except (OSError, ValueError) as e:
         raise BundleGraphError(f"{f}: not a shard record ({e}); expected the shard.json a shard build writes") from None
     if not isinstance(data, dict) or data.get("format") != SHARD_FORMAT or not isinstance(data.get("leg"), str):
-        raise BundleGraphError(f"{f}: not a shard record (format {data.get('format') if isinstance(data, dict) else data!r}, "
-                               f"expected {SHARD_FORMAT!r})")
+        raise BundleGraphError(
+            f"{f}: not a shard record (format {data.get('format') if isinstance(data, dict) else data!r}, "
+            f"expected {SHARD_FORMAT!r})"
+        )
     return data
 
 
@@ -215,8 +261,10 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
         seen = sorted({d["shard"] for _, d in items})
         n = max(count)
         if len(count) > 1 or len(seen) != n:
-            problems.append(f"{leg}: shards {', '.join(seen)} found of {n}: the missing ones' objects will be "
-                            f"compiled by the final compile")
+            problems.append(
+                f"{leg}: shards {', '.join(seen)} found of {n}: the missing ones' objects will be "
+                f"compiled by the final compile"
+            )
         if len({d.get("split_digest") for _, d in items}) > 1:
             problems.append(f"{leg}: its shards split differently (their cost records differed): expect misses")
         measured: dict[str, float] = {}
@@ -247,5 +295,14 @@ def ccache_dir_for_merge(env: dict[str, str] | None = None) -> Path | None:
     return compiler_cache.local_dir({"name": "ccache", "path": exe}, env) if exe else None
 
 
-__all__ = ["MergeResult", "ShardPlan", "leg_slices", "merge_shards", "plan_shard", "prepare_shard", "run_shard",
-           "split_digest", "ccache_dir_for_merge"]
+__all__ = [
+    "MergeResult",
+    "ShardPlan",
+    "ccache_dir_for_merge",
+    "leg_slices",
+    "merge_shards",
+    "plan_shard",
+    "prepare_shard",
+    "run_shard",
+    "split_digest",
+]

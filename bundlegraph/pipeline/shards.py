@@ -134,5 +134,15 @@ def makespan(seconds: Iterable[float], jobs: int) -> float:
     return max(slots)
 
 
-__all__ = ["CostedStep", "ESTIMATE_SECONDS", "HIT_SECONDS", "ShardRef", "ShardSlice", "costed", "estimate", "makespan",
-           "parse_shard", "split"]
+__all__ = [
+    "ESTIMATE_SECONDS",
+    "HIT_SECONDS",
+    "CostedStep",
+    "ShardRef",
+    "ShardSlice",
+    "costed",
+    "estimate",
+    "makespan",
+    "parse_shard",
+    "split",
+]

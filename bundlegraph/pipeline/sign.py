@@ -50,7 +50,7 @@ class SignerConfig:
     secret_vars: tuple[str, ...]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "SignerConfig | None":
+    def from_env(cls, env: Mapping[str, str]) -> SignerConfig | None:
         """Read ``BUNDLEGRAPH_SIGN_COMMAND``/``_SECRETS``; None when no command is set. A command
         that is not a JSON list of strings is a :class:`SigningError`."""
         from .. import settings
@@ -86,8 +86,9 @@ def _expand(arg: str, file: Path, out: Path, env: Mapping[str, str]) -> str:
     return _ENV_REF.sub(lambda m: env.get(m.group(1), ""), arg)
 
 
-def sign_files(files: list[Path], *, leg: str, signing: str, env: Mapping[str, str] | None = None,
-               log: Path | None = None) -> SignOutcome:
+def sign_files(
+    files: list[Path], *, leg: str, signing: str, env: Mapping[str, str] | None = None, log: Path | None = None
+) -> SignOutcome:
     """Sign ``files`` in place (copies the caller owns: the leg's own built PE files) according
     to ``signing`` (``none``/``optional``/``required``). Returns the outcome; raises
     :class:`SigningError` for a required leg without signer/credentials and :class:`ToolFailed`

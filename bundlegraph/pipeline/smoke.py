@@ -92,13 +92,28 @@ from ..toolchains.base import this_host
 from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .configure import check_host, plan_configure
-from .smokegpu import (OPS, TOOLS_CACHE, Decision, SmokeToolsPlan, decide, gpu_checks, inventory, judge_devices,
-                       judge_gpu_generate, judge_op, run_tools, tools_argv, tools_program)
+from .smokegpu import (
+    OPS,
+    TOOLS_CACHE,
+    Decision,
+    SmokeToolsPlan,
+    decide,
+    gpu_checks,
+    inventory,
+    judge_devices,
+    judge_gpu_generate,
+    judge_op,
+    run_tools,
+    tools_argv,
+    tools_program,
+)
 from .smokeplan import Check, SmokePlan
 from .source import SourceRecord
 
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
 N_PREDICT = 8
+
+
 def host_platform() -> tuple[str, str]:
     """``(os, arch)`` of this host in spec terms (:func:`bundlegraph.toolchains.base.this_host`)."""
     return this_host()
@@ -129,22 +144,45 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     py = proc.python_exe()
     bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
     tbo = f"{{bundle}}/test-backend-ops{exe}"
-    checks = [Check("version", [f"{{bundle}}/llama-cli{exe}", "--version"]),
-              # ggml logs each backend it loads (or why not) when a program starts loading them:
-              # llama-simple does, with a model; llama-cli --list-devices of a real llama.cpp
-              # prints no log, so it is the check only where no model can be made (the stand-in)
-              Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "-ngl", "0", "Hello"]),
-              Check("list-devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
-              # the host checks compute on the CPU (-ngl 0; llama-simple offloads 99 layers by
-              # default): the same text on every host, and no GPU log lines inside it
-              Check("generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "0",
-                                 "Hello"]),
-              Check("serve", [f"{{bundle}}/llama-server{exe}", "-m", "{model}", "--host", "127.0.0.1", "--port",
-                              "{port}", "-c", "256", "-t", "2", "-ngl", "0"])]
+    checks = [
+        Check("version", [f"{{bundle}}/llama-cli{exe}", "--version"]),
+        # ggml logs each backend it loads (or why not) when a program starts loading them:
+        # llama-simple does, with a model; llama-cli --list-devices of a real llama.cpp
+        # prints no log, so it is the check only where no model can be made (the stand-in)
+        Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "-ngl", "0", "Hello"]),
+        Check("list-devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+        # the host checks compute on the CPU (-ngl 0; llama-simple offloads 99 layers by
+        # default): the same text on every host, and no GPU log lines inside it
+        Check(
+            "generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "0", "Hello"]
+        ),
+        Check(
+            "serve",
+            [
+                f"{{bundle}}/llama-server{exe}",
+                "-m",
+                "{model}",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "{port}",
+                "-c",
+                "256",
+                "-t",
+                "2",
+                "-ngl",
+                "0",
+            ],
+        ),
+    ]
     if spec.cuda is not None:
-        checks += [Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
-                   Check("generate-gpu", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT),
-                                          "-ngl", "99", "Hello"])]
+        checks += [
+            Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+            Check(
+                "generate-gpu",
+                [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "99", "Hello"],
+            ),
+        ]
         checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
     rdir: Path | None = None
     if spec.cuda is not None:
@@ -152,13 +190,37 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
             rdir = toolkit_for_leg(ctx, leg).bin_dir
         except BundleGraphError:
             rdir = None
-    model_argv = [py, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", (tree / "gguf-py").as_posix(),
-                  "--vocab", "{vocab}", "--out", "{model}"]
-    return SmokePlan(leg=leg, base=spec.merge.base if spec.merge else None, os=spec.os, arch=spec.arch,
-                     bundle=bundle, record=bdir / "smoke.json", log=ctx.log(leg, "smoke"),
-                     tools_dir=bdir / "smoke-tools", source_tree=tree, checks=checks, model_argv=model_argv,
-                     runtime_dir=rdir, exe=exe, info_file=ctx.release.info_file, work_dir=bdir, cuda=spec.cuda is not None,
-                     build_number=ctx.release.build_number, commit=_source_commit(leg))
+    model_argv = [
+        py,
+        "-m",
+        "bundlegraph.pipeline.tinygguf",
+        "--gguf-py",
+        (tree / "gguf-py").as_posix(),
+        "--vocab",
+        "{vocab}",
+        "--out",
+        "{model}",
+    ]
+    return SmokePlan(
+        leg=leg,
+        base=spec.merge.base if spec.merge else None,
+        os=spec.os,
+        arch=spec.arch,
+        bundle=bundle,
+        record=bdir / "smoke.json",
+        log=ctx.log(leg, "smoke"),
+        tools_dir=bdir / "smoke-tools",
+        source_tree=tree,
+        checks=checks,
+        model_argv=model_argv,
+        runtime_dir=rdir,
+        exe=exe,
+        info_file=ctx.release.info_file,
+        work_dir=bdir,
+        cuda=spec.cuda is not None,
+        build_number=ctx.release.build_number,
+        commit=_source_commit(leg),
+    )
 
 
 def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
@@ -176,14 +238,22 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
     tools = build_tools()
     resolved = tc.resolve(None)
     srec = paths.build_dir(leg) / "source.json"
-    return SmokeToolsPlan(smoke, d, plan_configure(ctx, base, tools, resolved.binaries), resolved,
-                          cmake=str(tools.cmake.path), ninja=str(tools.ninja.path),
-                          commit=SourceRecord.read(srec).commit if srec.is_file() else None)
+    return SmokeToolsPlan(
+        smoke,
+        d,
+        plan_configure(ctx, base, tools, resolved.binaries),
+        resolved,
+        cmake=str(tools.cmake.path),
+        ninja=str(tools.ninja.path),
+        commit=SourceRecord.read(srec).commit if srec.is_file() else None,
+    )
 
 
 def _skip(plan: SmokePlan, d: Decision) -> None:
-    atomic_write_json(plan.record, {"leg": plan.leg, "status": "skipped", "reason": d.reason,
-                                    "bundle": plan.bundle.name, "probe": d.probe})
+    atomic_write_json(
+        plan.record,
+        {"leg": plan.leg, "status": "skipped", "reason": d.reason, "bundle": plan.bundle.name, "probe": d.probe},
+    )
     say(f"smoke:{plan.leg}: SKIPPED (not a pass): {d.reason}")
     raise TaskSkipped(f"smoke:{plan.leg}: {d.reason}")
 
@@ -238,17 +308,24 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
         if plan.runtime_dir is not None:  # the CUDA runtime the leg declares, from its toolkit
             stubs = sorted(p.name for p in plan.runtime_dir.glob("libcuda.so*"))
             if stubs:  # the link-only driver stub crashes a process that loads it
-                raise BundleGraphError(f"smoke:{leg}: {plan.runtime_dir} holds {', '.join(stubs)}: the driver "
-                                       "(or its link-only stub) must never be on a bundle's runtime path")
+                raise BundleGraphError(
+                    f"smoke:{leg}: {plan.runtime_dir} holds {', '.join(stubs)}: the driver "
+                    "(or its link-only stub) must never be on a bundle's runtime path"
+                )
             var = "PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"
             prog_env[var] = plan.runtime_dir.as_posix()
         cuda_lib = ("ggml-cuda.dll" if plan.os == "windows" else "libggml-cuda.so") if plan.cuda else None
         port = {"value": 0}
 
         def fill(argv: list[str], dev: str = "") -> list[str]:
-            return [a.replace("{bundle}", bundle_dir.as_posix()).replace("{model}", model.as_posix())
-                    .replace("{dev}", dev).replace("{jobs}", jobs).replace("{port}", str(port["value"]))
-                    for a in argv]
+            return [
+                a.replace("{bundle}", bundle_dir.as_posix())
+                .replace("{model}", model.as_posix())
+                .replace("{dev}", dev)
+                .replace("{jobs}", jobs)
+                .replace("{port}", str(port["value"]))
+                for a in argv
+            ]
 
         def step(name: str, fn: Callable[[], tuple[Any, dict, str | None]]) -> bool:
             t0 = time.monotonic()
@@ -256,13 +333,26 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                 problem, facts, cmd = fn()
             except BundleGraphError as e:
                 problem, facts, cmd = str(e).splitlines()[0], {}, None
-            r = {"check": name, "status": "failed" if problem else "passed", "seconds": round(time.monotonic() - t0, 1),
-                 "command": cmd, **facts}
+            r = {
+                "check": name,
+                "status": "failed" if problem else "passed",
+                "seconds": round(time.monotonic() - t0, 1),
+                "command": cmd,
+                **facts,
+            }
             if problem:
                 r["problem"] = problem
             results.append(r)
-            atomic_write_json(plan.record, {"leg": leg, "status": "running", "bundle": plan.bundle.name,
-                                            "how": launcher.describe(), "checks": results})
+            atomic_write_json(
+                plan.record,
+                {
+                    "leg": leg,
+                    "status": "running",
+                    "bundle": plan.bundle.name,
+                    "how": launcher.describe(),
+                    "checks": results,
+                },
+            )
             say(f"smoke:{leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)")
             return not problem
 
@@ -273,8 +363,15 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
         def run_prog(argv: list[str], what: str, env: dict[str, str], dev: str = "") -> tuple[str, int, str]:
             a = fill(argv, dev)
             full = launcher.argv(a[0], a[1:], env)
-            r = proc.run(full, env=launcher.process_env(env), log=plan.log, capture=True, check=False,
-                         what=f"smoke:{leg}: {what}", cwd=tmp)
+            r = proc.run(
+                full,
+                env=launcher.process_env(env),
+                log=plan.log,
+                capture=True,
+                check=False,
+                what=f"smoke:{leg}: {what}",
+                cwd=tmp,
+            )
             return r.output, r.returncode, proc.quote(full)
 
         by = {c.name: c for c in plan.checks}
@@ -292,6 +389,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                 out, rc, cmd = run_prog(by[name].argv, name, env)
                 p, facts = sc.judge_backends(out, rc, cuda_library=cuda_lib, os_name=plan.os)
                 return p, facts, cmd
+
             return one
 
         def libraries() -> tuple[Any, dict, str | None]:
@@ -299,20 +397,26 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
             probs, listed = [], {}
             for f in _elf_files(bundle_dir):
                 argv, env = launcher.list_deps(f, lib_path)
-                r = proc.run(argv, env=env, log=plan.log, capture=True, check=False,
-                             what=f"smoke:{leg}: ldd {f.name}", cwd=tmp)
+                r = proc.run(
+                    argv, env=env, log=plan.log, capture=True, check=False, what=f"smoke:{leg}: ldd {f.name}", cwd=tmp
+                )
                 allowed = frozenset({sc.DRIVER}) if f.name == cuda_lib else frozenset()
                 p, facts = sc.judge_deps(r.output, r.returncode, f.name, allowed_missing=allowed)
                 listed[f.name] = facts.get("missing", [])
                 if p:
                     probs.append(p)
-            return ("; ".join(probs) or None), {"files": len(listed),
-                                                "missing": {k: v for k, v in listed.items() if v}}, None
+            return (
+                ("; ".join(probs) or None),
+                {"files": len(listed), "missing": {k: v for k, v in listed.items() if v}},
+                None,
+            )
 
         step("version", version)
         if plan.os == "linux":
             step("libraries", libraries)
-        vocab = next((plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None)
+        vocab = next(
+            (plan.source_tree / "models" / v for v in VOCABS if (plan.source_tree / "models" / v).is_file()), None
+        )
         llama = (plan.source_tree / "gguf-py").is_dir() and vocab is not None
 
         def make_model() -> tuple[Any, dict, str | None]:
@@ -347,9 +451,12 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                         p = "llama-simple printed no generated text after the prompt"
                     texts.append(text or "")
                     if p is None and i == 2 and texts[0] != texts[1]:
-                        p = (f"the repeat run generated {texts[1]!r}, the first {texts[0]!r} (greedy decoding of one "
-                             "model must repeat)")
+                        p = (
+                            f"the repeat run generated {texts[1]!r}, the first {texts[0]!r} (greedy decoding of one "
+                            "model must repeat)"
+                        )
                     return p, facts, cmd
+
                 return one
 
             if have_model:
@@ -360,8 +467,15 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                     a = fill(by["serve"].argv)
                     full = launcher.argv(a[0], a[1:], prog_env)
                     timeout = 240.0 if launcher.qemu else 60.0
-                    p, facts = sc.serve(full, launcher.process_env(prog_env), port["value"], plan.log, timeout=timeout,
-                                        n_predict=N_PREDICT, expect=texts[0] if generated else None)
+                    p, facts = sc.serve(
+                        full,
+                        launcher.process_env(prog_env),
+                        port["value"],
+                        plan.log,
+                        timeout=timeout,
+                        n_predict=N_PREDICT,
+                        expect=texts[0] if generated else None,
+                    )
                     return p, facts, proc.quote(full)
 
                 step("serve", serving)
@@ -379,25 +493,35 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     status = "failed" if failed else "passed"
     from ..fsutil import sha256_file
 
-    record = {"leg": leg, "status": status, "bundle": plan.bundle.name, "bundle_sha256": sha256_file(plan.bundle),
-              "how": launcher.describe(),
-              "fatbin": summary, "gpu": d.gpu, "coverage": d.coverage, "probe": d.probe,
-              "runtime_dir": plan.runtime_dir.as_posix() if plan.runtime_dir else None,
-              "seconds": round(time.monotonic() - t_all, 1), "checks": results}
+    record = {
+        "leg": leg,
+        "status": status,
+        "bundle": plan.bundle.name,
+        "bundle_sha256": sha256_file(plan.bundle),
+        "how": launcher.describe(),
+        "fatbin": summary,
+        "gpu": d.gpu,
+        "coverage": d.coverage,
+        "probe": d.probe,
+        "runtime_dir": plan.runtime_dir.as_posix() if plan.runtime_dir else None,
+        "seconds": round(time.monotonic() - t_all, 1),
+        "checks": results,
+    }
     atomic_write_json(plan.record, record)
     if failed:  # the bundle leaves dist/: it never reaches the manifest or the SHA index
         sidecar(plan.bundle).unlink(missing_ok=True)
         kept = plan.work_dir / "smoke-failed" / plan.bundle.name
         kept.parent.mkdir(parents=True, exist_ok=True)
         os.replace(plan.bundle, kept)
-        raise BundleGraphError(f"smoke:{leg}: {len(failed)} check(s) failed: "
-                               + "; ".join(f"{r['check']}: {r.get('problem', r['status'])}" for r in failed)
-                               + f"; {plan.bundle.name} moved out of dist/ to {kept} (details: {plan.record}, "
-                               f"log: {plan.log})")
+        raise BundleGraphError(
+            f"smoke:{leg}: {len(failed)} check(s) failed: "
+            + "; ".join(f"{r['check']}: {r.get('problem', r['status'])}" for r in failed)
+            + f"; {plan.bundle.name} moved out of dist/ to {kept} (details: {plan.record}, "
+            f"log: {plan.log})"
+        )
     atomic_write_json(sidecar(plan.bundle), record)
     ran = [r for r in results if r["status"] == "passed"]
-    say(f"smoke:{leg}: {len(ran)} checks passed ({launcher.describe()}); "
-        f"{len(results) - len(ran)} not applicable here")
+    say(f"smoke:{leg}: {len(ran)} checks passed ({launcher.describe()}); {len(results) - len(ran)} not applicable here")
     return [plan.record, sidecar(plan.bundle)]
 
 
@@ -410,14 +534,22 @@ def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict:
 
     spec = ctx.spec(leg)
     how = launcher_for(spec.os, spec.arch)
-    key: dict[str, object] = {"bundle": upstream_digest(f"package:{leg}"), "source": upstream_digest(f"source:{leg}"),
-           "host": list(host_platform()), "how": how if isinstance(how, str) else how.describe(),
-           "checks": {c.name: c.argv for c in (plan or plan_smoke(ctx, leg)).checks}}  # a changed command reruns
+    key: dict[str, object] = {
+        "bundle": upstream_digest(f"package:{leg}"),
+        "source": upstream_digest(f"source:{leg}"),
+        "host": list(host_platform()),
+        "how": how if isinstance(how, str) else how.describe(),
+        "checks": {c.name: c.argv for c in (plan or plan_smoke(ctx, leg)).checks},
+    }  # a changed command reruns
     if spec.cuda is not None:
         from ..gpus import probe
 
-        key |= {"test_backend_ops": upstream_digest(f"smoke:tools-{leg}"), "gpus": probe().key(), "ops": list(OPS),
-                "tools": TOOLS_CACHE}
+        key |= {
+            "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
+            "gpus": probe().key(),
+            "ops": list(OPS),
+            "tools": TOOLS_CACHE,
+        }
     return key
 
 
@@ -428,9 +560,14 @@ def tools_inputs(ctx: Context, leg: str) -> dict:
 
     spec = ctx.spec(leg)
     base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
-    return {"source": upstream_digest(f"source:{leg}"), "base_cache": base.cache,
-            "toolchain": base.toolchain_text, "tools": TOOLS_CACHE, "host": list(host_platform()),
-            "gpus": probe().key()}
+    return {
+        "source": upstream_digest(f"source:{leg}"),
+        "base_cache": base.cache,
+        "toolchain": base.toolchain_text,
+        "tools": TOOLS_CACHE,
+        "host": list(host_platform()),
+        "gpus": probe().key(),
+    }
 
 
 def _prepare_smoke(ctx: Context, leg: str) -> Prepared:
@@ -470,8 +607,9 @@ def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
     if isinstance(how, str):
         waived = f"; waived: {spec.smoke.waived}" if spec.smoke else "; publish needs a passed smoke from another host"
         return f"skipped here ({how}){waived}"
-    return (f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving"
-            + ("; on an NVIDIA GPU its CUDA kernels" if cuda else ""))
+    return f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving" + (
+        "; on an NVIDIA GPU its CUDA kernels" if cuda else ""
+    )
 
 
 def plans(ctx: Context) -> list:
@@ -483,20 +621,62 @@ def plans(ctx: Context) -> list:
 
         def details(leg: str = leg) -> dict:
             p = plan_smoke(ctx, leg)
-            return {"bundle": p.bundle.as_posix(), "record": p.record.as_posix(), "tools_dir": p.tools_dir.as_posix(),
-                    "checks": {c.name: proc.quote(c.argv) for c in p.checks}, "model": proc.quote(p.model_argv)}
+            return {
+                "bundle": p.bundle.as_posix(),
+                "record": p.record.as_posix(),
+                "tools_dir": p.tools_dir.as_posix(),
+                "checks": {c.name: proc.quote(c.argv) for c in p.checks},
+                "model": proc.quote(p.model_argv),
+            }
 
         if cuda:
-            out.append(TaskPlan(stage="smoke", name=f"tools-{leg}", leg=leg, deps=[f"source:{leg}"],
-                                prepare=partial(_prepare_tools, ctx, leg), apply=_apply_tools,
-                                doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)"))
-        out.append(TaskPlan(stage="smoke", name=leg, leg=leg,
-                            deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
-                            prepare=partial(_prepare_smoke, ctx, leg), apply=_apply_smoke, details=details,
-                            doc=_smoke_doc(ctx, leg, cuda)))
+            out.append(
+                TaskPlan(
+                    stage="smoke",
+                    name=f"tools-{leg}",
+                    leg=leg,
+                    deps=[f"source:{leg}"],
+                    prepare=partial(_prepare_tools, ctx, leg),
+                    apply=_apply_tools,
+                    doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
+                )
+            )
+        out.append(
+            TaskPlan(
+                stage="smoke",
+                name=leg,
+                leg=leg,
+                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
+                prepare=partial(_prepare_smoke, ctx, leg),
+                apply=_apply_smoke,
+                details=details,
+                doc=_smoke_doc(ctx, leg, cuda),
+            )
+        )
     return out
 
 
-__all__ = ["OPS", "SmokePlan", "Check", "plan_smoke", "decide", "run_smoke", "plans", "judge_op",
-           "judge_devices", "judge_gpu_generate", "host_platform", "tools_argv", "tools_program", "SmokeToolsPlan",
-           "plan_tools", "run_tools", "runs_here", "sidecar", "Decision", "TOOLS_CACHE", "gpu_checks", "inventory"]
+__all__ = [
+    "OPS",
+    "TOOLS_CACHE",
+    "Check",
+    "Decision",
+    "SmokePlan",
+    "SmokeToolsPlan",
+    "decide",
+    "gpu_checks",
+    "host_platform",
+    "inventory",
+    "judge_devices",
+    "judge_gpu_generate",
+    "judge_op",
+    "plan_smoke",
+    "plan_tools",
+    "plans",
+    "run_smoke",
+    "run_tools",
+    "runs_here",
+    "sidecar",
+    "tools_argv",
+    "tools_program",
+]

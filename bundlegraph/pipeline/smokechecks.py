@@ -24,8 +24,9 @@ import re
 import time
 from pathlib import Path
 
-VERSION_RE = re.compile(r"^version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>[0-9A-Za-z]+)\)",
-                        re.MULTILINE)
+VERSION_RE = re.compile(
+    r"^version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>[0-9A-Za-z]+)\)", re.MULTILINE
+)
 LOADED_RE = re.compile(r"^\w+: loaded (?P<name>\S+) backend from (?P<path>.+?)\s*$", re.MULTILINE)
 FAILED_RE = re.compile(r"^\w+: failed to load (?P<path>.+?): (?P<error>.+?)\s*$", re.MULTILINE)
 NOT_FOUND_RE = re.compile(r"^\s*(?P<soname>\S+) => not found", re.MULTILINE)
@@ -73,7 +74,9 @@ def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str 
             continue
         probs.append(f"{name}: {err}")
     if not any(n.upper() == "CPU" for n in loaded):
-        probs.append(f"{CPU_BACKENDS[os_name]}: no CPU backend was loaded (none beside the programs, or none that loads)")
+        probs.append(
+            f"{CPU_BACKENDS[os_name]}: no CPU backend was loaded (none beside the programs, or none that loads)"
+        )
     if cuda_library and "cuda" not in facts:
         if any(Path(p).name == cuda_library for p in loaded.values()):
             facts["cuda"] = "loaded"
@@ -84,7 +87,9 @@ def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str 
     return ("; ".join(probs) or None), facts
 
 
-def judge_deps(out: str, rc: int, file: str, *, allowed_missing: frozenset[str] = frozenset()) -> tuple[str | None, dict]:
+def judge_deps(
+    out: str, rc: int, file: str, *, allowed_missing: frozenset[str] = frozenset()
+) -> tuple[str | None, dict]:
     """The loader's trace of FILE (``ldd``): every dependency resolves, except the sonames in
     ``allowed_missing``."""
     missing = sorted({m.group("soname") for m in NOT_FOUND_RE.finditer(out)})
@@ -121,8 +126,16 @@ def generated_text(out: str) -> str | None:
     return found[-1].group("text") if found else None
 
 
-def serve(argv: list[str], env: dict[str, str], port: int, log: Path, *, timeout: float,
-          n_predict: int = 8, expect: str | None = None) -> tuple[str | None, dict]:
+def serve(
+    argv: list[str],
+    env: dict[str, str],
+    port: int,
+    log: Path,
+    *,
+    timeout: float,
+    n_predict: int = 8,
+    expect: str | None = None,
+) -> tuple[str | None, dict]:
     """Start ``llama-server`` (``argv``, listening on 127.0.0.1:``port``), wait for ``/health``,
     ask one ``/completion`` of ``Hello`` (greedy, ``n_predict`` tokens), then stop it with SIGTERM
     and wait for a clean exit. ``expect``: the text llama-simple generated from the same model
@@ -150,8 +163,11 @@ def serve(argv: list[str], env: dict[str, str], port: int, log: Path, *, timeout
             time.sleep(0.25)
         facts["health_s"] = round(time.monotonic() - t0, 1)
         t1 = time.monotonic()
-        r = c.post(f"{base}/completion", json={"prompt": "Hello", "n_predict": n_predict, "temperature": 0,
-                                              "seed": 1}, timeout=timeout)
+        r = c.post(
+            f"{base}/completion",
+            json={"prompt": "Hello", "n_predict": n_predict, "temperature": 0, "seed": 1},
+            timeout=timeout,
+        )
         facts["completion_s"] = round(time.monotonic() - t1, 1)
         if r.status_code != 200:
             return f"/completion answered HTTP {r.status_code}: {r.text[:200]}", facts
@@ -160,8 +176,10 @@ def serve(argv: list[str], env: dict[str, str], port: int, log: Path, *, timeout
         if not body.get("tokens_predicted"):
             return "/completion predicted no token", facts
         if expect is not None and body.get("content") != expect:
-            return (f"/completion gave {body.get('content')!r}, llama-simple generated {expect!r} from the same model "
-                    "and prompt (both greedy)"), facts
+            return (
+                f"/completion gave {body.get('content')!r}, llama-simple generated {expect!r} from the same model "
+                "and prompt (both greedy)"
+            ), facts
         rc = server.stop(30.0)
     facts["exit_code"] = rc
     if rc is None:
@@ -174,5 +192,15 @@ def _last_line(out: str) -> str:
     return lines[-1][:300] if lines else "(no output)"
 
 
-__all__ = ["judge_version", "judge_backends", "judge_deps", "judge_generate", "generated_text", "serve",
-           "DRIVER", "DRIVERS", "CPU_BACKENDS", "VERSION_RE"]
+__all__ = [
+    "CPU_BACKENDS",
+    "DRIVER",
+    "DRIVERS",
+    "VERSION_RE",
+    "generated_text",
+    "judge_backends",
+    "judge_deps",
+    "judge_generate",
+    "judge_version",
+    "serve",
+]

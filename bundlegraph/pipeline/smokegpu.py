@@ -30,9 +30,15 @@ from .configure import ConfigurePlan
 from .smokeplan import Check, SmokePlan
 
 OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
-TOOLS_CACHE = {"LLAMA_BUILD_TESTS": "ON", "GGML_CPU": "OFF", "GGML_CPU_ALL_VARIANTS": "OFF",
-               "LLAMA_BUILD_TOOLS": "OFF", "LLAMA_BUILD_EXAMPLES": "OFF", "LLAMA_BUILD_SERVER": "OFF",
-               "LLAMA_BUILD_APP": "OFF"}
+TOOLS_CACHE = {
+    "LLAMA_BUILD_TESTS": "ON",
+    "GGML_CPU": "OFF",
+    "GGML_CPU_ALL_VARIANTS": "OFF",
+    "LLAMA_BUILD_TOOLS": "OFF",
+    "LLAMA_BUILD_EXAMPLES": "OFF",
+    "LLAMA_BUILD_SERVER": "OFF",
+    "LLAMA_BUILD_APP": "OFF",
+}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -64,8 +70,14 @@ class Decision:
     probe: dict = field(default_factory=dict)
 
 
-def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any,
-           sass: Collection[int] | None = None, ptx: Collection[int] | None = None) -> Decision:
+def decide(
+    bundle_os: str,
+    bundle_arch: str,
+    host: tuple[str, str],
+    probe: Any,
+    sass: Collection[int] | None = None,
+    ptx: Collection[int] | None = None,
+) -> Decision:
     """Whether a bundle can be smoke-tested here (pure; see module docstring). ``sass``/``ptx``
     None = the inventory is not read yet (only the host and the driver are judged)."""
     from ..gpus import covered
@@ -114,10 +126,17 @@ def tools_argv(plan: SmokeToolsPlan) -> tuple[list[str], str]:
     if plan.commit:
         cache["LLAMA_BUILD_COMMIT"] = plan.commit[:7]
     tdir = plan.smoke.tools_dir
-    argv = [plan.cmake, "-S", plan.smoke.source_tree.as_posix(), "-B", (tdir / "cmake").as_posix(),
-            "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={Path(plan.ninja).as_posix()}",
-            f"-DCMAKE_TOOLCHAIN_FILE={(tdir / 'toolchain.cmake').as_posix()}"] \
-        + [f"-D{k}={v}" for k, v in sorted(cache.items())]
+    argv = [
+        plan.cmake,
+        "-S",
+        plan.smoke.source_tree.as_posix(),
+        "-B",
+        (tdir / "cmake").as_posix(),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={Path(plan.ninja).as_posix()}",
+        f"-DCMAKE_TOOLCHAIN_FILE={(tdir / 'toolchain.cmake').as_posix()}",
+    ] + [f"-D{k}={v}" for k, v in sorted(cache.items())]
     return argv, bp.toolchain_text
 
 
@@ -137,11 +156,17 @@ def _build_tools(plan: SmokeToolsPlan) -> Path:
     if not (stamp.is_file() and stamp.read_text(encoding="utf-8") == key and (cmake_dir / "CMakeCache.txt").is_file()):
         stamp.unlink(missing_ok=True)
         atomic_write_bytes(sp.tools_dir / "toolchain.cmake", text.encode())
-        proc.run([argv[0], "--fresh", *argv[1:]], env=env, log=sp.log, what=f"smoke:{sp.leg}: configure test-backend-ops")
+        proc.run(
+            [argv[0], "--fresh", *argv[1:]], env=env, log=sp.log, what=f"smoke:{sp.leg}: configure test-backend-ops"
+        )
         atomic_write_bytes(stamp, key.encode())
     j = jobs_mod.decide(0, sp.os == "windows")
-    proc.run([argv[0], "--build", cmake_dir.as_posix(), "--target", "test-backend-ops", "-j", str(j.n)],
-             env=env, log=sp.log, what=f"smoke:{sp.leg}: build test-backend-ops")
+    proc.run(
+        [argv[0], "--build", cmake_dir.as_posix(), "--target", "test-backend-ops", "-j", str(j.n)],
+        env=env,
+        log=sp.log,
+        what=f"smoke:{sp.leg}: build test-backend-ops",
+    )
     prog = tools_program(sp)
     if not prog.is_file():
         raise BundleGraphError(f"smoke:{sp.leg}: the build produced no {prog}")
@@ -184,8 +209,11 @@ def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict]:
     out = _ANSI.sub("", out)
     m = re.findall(r"^\s*(\d+)/(\d+) tests passed", out, re.MULTILINE)
     passed, total = (int(m[-1][0]), int(m[-1][1])) if m else (0, 0)
-    facts = {"passed": passed, "total": total,
-             "failed_cases": [l.strip() for l in out.splitlines() if re.search(r"\bFAIL\b", l)][:10]}
+    facts = {
+        "passed": passed,
+        "total": total,
+        "failed_cases": [l.strip() for l in out.splitlines() if re.search(r"\bFAIL\b", l)][:10],
+    }
     if rc != 0:
         return f"exit code {rc}", facts
     if not re.search(rf"Backend {re.escape(dev)}: OK", out):
@@ -211,8 +239,17 @@ def judge_gpu_generate(out: str, rc: int) -> tuple[str | None, dict]:
     return None, facts
 
 
-def gpu_checks(plan: SmokePlan, d: Decision, by: dict[str, Check], step: Callable, run_prog: Callable,
-                prog_env: dict[str, str], have_model: bool, bundle_dir: Path, results: list[dict]) -> None:
+def gpu_checks(
+    plan: SmokePlan,
+    d: Decision,
+    by: dict[str, Check],
+    step: Callable,
+    run_prog: Callable,
+    prog_env: dict[str, str],
+    have_model: bool,
+    bundle_dir: Path,
+    results: list[dict],
+) -> None:
     """The GPU checks of a CUDA leg on a host whose GPU the bundle covers (module docstring)."""
     gpu: dict = d.gpu or {}
     dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
@@ -226,6 +263,7 @@ def gpu_checks(plan: SmokePlan, d: Decision, by: dict[str, Check], step: Callabl
 
     step("devices", devices)
     if have_model:
+
         def gen() -> tuple[Any, dict, str | None]:
             out, rc, cmd = run_prog(by["generate-gpu"].argv, "generate on the GPU", env)
             p, facts = judge_gpu_generate(out, rc)
@@ -256,5 +294,18 @@ def gpu_checks(plan: SmokePlan, d: Decision, by: dict[str, Check], step: Callabl
         step(f"op:{op}", one)
 
 
-__all__ = ["OPS", "TOOLS_CACHE", "Decision", "decide", "inventory", "SmokeToolsPlan", "tools_argv", "tools_program",
-           "run_tools", "judge_devices", "judge_op", "judge_gpu_generate", "gpu_checks"]
+__all__ = [
+    "OPS",
+    "TOOLS_CACHE",
+    "Decision",
+    "SmokeToolsPlan",
+    "decide",
+    "gpu_checks",
+    "inventory",
+    "judge_devices",
+    "judge_gpu_generate",
+    "judge_op",
+    "run_tools",
+    "tools_argv",
+    "tools_program",
+]

@@ -71,7 +71,7 @@ class SourceRecord:
     origin: str
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> "SourceRecord":
+    def read(cls, path: str | os.PathLike) -> SourceRecord:
         """The record at ``path``. Raises :class:`BundleGraphError` (one line naming the file)
         when it is unreadable or not a source record. Read once per process while the file is
         unchanged (every stage of the leg reads it)."""
@@ -79,8 +79,9 @@ class SourceRecord:
             return parsed_once(path, _read_source_record)
         except (ValueError, TypeError) as e:
             leg = Path(path).parent.name
-            raise BundleGraphError(f"{path}: not a source record ({str(e).splitlines()[0]}); delete it and run "
-                                   f"source:{leg} again") from None
+            raise BundleGraphError(
+                f"{path}: not a source record ({str(e).splitlines()[0]}); delete it and run source:{leg} again"
+            ) from None
 
     @property
     def epoch(self) -> int | None:
@@ -109,9 +110,21 @@ def _fetch_pip_sdist(pin: PipSdistPin, log: Path) -> Path:
         return blob
     with tempfile.TemporaryDirectory(prefix="bundlegraph-sdist-") as d:
         proc.run(
-            [proc.python_exe(), "-m", "pip", "download", "--no-deps", "--no-binary", pin.name,
-             "--disable-pip-version-check", "-d", d, pin.requirement],
-            log=log, what=f"source: pip download {pin.requirement}",
+            [
+                proc.python_exe(),
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                pin.name,
+                "--disable-pip-version-check",
+                "-d",
+                d,
+                pin.requirement,
+            ],
+            log=log,
+            what=f"source: pip download {pin.requirement}",
         )
         files = [p for p in Path(d).iterdir() if p.is_file()]
         if len(files) != 1 or not files[0].name.endswith((".tar.gz", ".zip")):
@@ -164,7 +177,8 @@ def check_upstream_tag(tree: Path, release: Release) -> None:
         raise BundleGraphError(
             f"release.toml: upstream_tag: {release.upstream_tag} is below b{IMPL_SPLIT_BUILD}, but the source tree "
             f"already builds llama-server-impl (tools/server/CMakeLists.txt), which upstream added in "
-            f"b{IMPL_SPLIT_BUILD}; state the upstream build number of the pinned commit")
+            f"b{IMPL_SPLIT_BUILD}; state the upstream build number of the pinned commit"
+        )
 
 
 def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path) -> SourceRecord:
@@ -198,9 +212,13 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
         )
     check_upstream_tag(plan.tree, release)
     rec = SourceRecord(
-        tree=str(plan.tree), digest=digest, files=n, commit=commit,
-        commit_date=date.astimezone(_dt.timezone.utc).isoformat() if date else None,
-        kind=plan.kind, origin=origin,
+        tree=str(plan.tree),
+        digest=digest,
+        files=n,
+        commit=commit,
+        commit_date=date.astimezone(_dt.UTC).isoformat() if date else None,
+        kind=plan.kind,
+        origin=origin,
     )
     atomic_write_json(record_path, asdict(rec))
     return rec
@@ -239,14 +257,20 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
         digest, n = tree_digest(sub)
         atomic_write_json(
             tmp / RECEIPT,
-            {"pin": plan.pin, "archive_sha256": archive_sha, "origin": origin,
-             "subdirectory": plan.subdirectory, "digest": digest, "files": n},
+            {
+                "pin": plan.pin,
+                "archive_sha256": archive_sha,
+                "origin": origin,
+                "subdirectory": plan.subdirectory,
+                "digest": digest,
+                "files": n,
+            },
         )
-
 
 
 def _read_source_record(path: Path) -> SourceRecord:
     return SourceRecord(**json.loads(path.read_text(encoding="utf-8")))
+
 
 @dataclass(frozen=True)
 class SourceTaskPlan:
@@ -269,8 +293,10 @@ def run(plan: SourceTaskPlan) -> list[Path]:
     if plan.refusal:
         raise HostMismatch(f"source:{plan.leg}: {plan.refusal}")
     rec = run_source(plan.fetch, plan.release, plan.record, plan.log)
-    say(f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
-        f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}")
+    say(
+        f"source: {rec.origin} commit {rec.commit} ({rec.commit_date}) "
+        f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}"
+    )
     return [plan.record] + ([plan.fetch.receipt] if plan.fetch.receipt else [])
 
 
@@ -292,10 +318,23 @@ def plans(ctx: Context) -> list:
     fetch = plan_source(ctx.release, ctx.matrix.root)
     out = []
     for leg in ctx.legs:
-        tp = SourceTaskPlan(leg=leg, fetch=fetch, release=ctx.release, record=paths.build_dir(leg) / "source.json",
-                            log=ctx.log(leg, "source"),
-                            refusal=ctx.host_problem(leg) or ctx.merge_base_problem(leg))
-        out.append(TaskPlan(stage="source", name=leg, leg=leg,
-                            doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
-                            prepare=partial(_prepare, tp), apply=_apply, details=partial(_details, fetch, tp.record)))
+        tp = SourceTaskPlan(
+            leg=leg,
+            fetch=fetch,
+            release=ctx.release,
+            record=paths.build_dir(leg) / "source.json",
+            log=ctx.log(leg, "source"),
+            refusal=ctx.host_problem(leg) or ctx.merge_base_problem(leg),
+        )
+        out.append(
+            TaskPlan(
+                stage="source",
+                name=leg,
+                leg=leg,
+                doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
+                prepare=partial(_prepare, tp),
+                apply=_apply,
+                details=partial(_details, fetch, tp.record),
+            )
+        )
     return out

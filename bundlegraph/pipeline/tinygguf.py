@@ -33,13 +33,24 @@ def tensor_shapes(n_vocab: int, hp: dict = HPARAMS) -> dict[str, tuple[int, ...]
     """Tensor name -> numpy shape (ggml ``ne`` reversed) for the tiny model."""
     e, ff = hp["n_embd"], hp["n_ff"]
     kv = e // hp["n_head"] * hp["n_head_kv"]
-    out: dict[str, tuple[int, ...]] = {"token_embd.weight": (n_vocab, e), "output_norm.weight": (e,),
-                                       "output.weight": (n_vocab, e)}
+    out: dict[str, tuple[int, ...]] = {
+        "token_embd.weight": (n_vocab, e),
+        "output_norm.weight": (e,),
+        "output.weight": (n_vocab, e),
+    }
     for i in range(hp["n_layer"]):
         b = f"blk.{i}"
-        out |= {f"{b}.attn_norm.weight": (e,), f"{b}.attn_q.weight": (e, e), f"{b}.attn_k.weight": (kv, e),
-                f"{b}.attn_v.weight": (kv, e), f"{b}.attn_output.weight": (e, e), f"{b}.ffn_norm.weight": (e,),
-                f"{b}.ffn_gate.weight": (ff, e), f"{b}.ffn_up.weight": (ff, e), f"{b}.ffn_down.weight": (e, ff)}
+        out |= {
+            f"{b}.attn_norm.weight": (e,),
+            f"{b}.attn_q.weight": (e, e),
+            f"{b}.attn_k.weight": (kv, e),
+            f"{b}.attn_v.weight": (kv, e),
+            f"{b}.attn_output.weight": (e, e),
+            f"{b}.ffn_norm.weight": (e,),
+            f"{b}.ffn_gate.weight": (ff, e),
+            f"{b}.ffn_up.weight": (ff, e),
+            f"{b}.ffn_down.weight": (e, ff),
+        }
     return out
 
 
@@ -103,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     import gguf  # the source's own gguf-py
 
     s = write_tiny_model(gguf, Path(a.vocab), Path(a.out), a.seed)
-    print(f"tiny model: {a.out}: {s['tensors']} tensors, vocabulary {s['n_vocab']} tokens, {s['bytes']} bytes "
-          f"(gguf-py from {a.gguf_py})", flush=True)
+    print(
+        f"tiny model: {a.out}: {s['tensors']} tensors, vocabulary {s['n_vocab']} tokens, {s['bytes']} bytes "
+        f"(gguf-py from {a.gguf_py})",
+        flush=True,
+    )
     return 0
 
 

@@ -72,14 +72,20 @@ def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaLayout | 
     if spec.cuda is None:
         return None, None
     ref = toolkit_for_leg(ctx, leg)
-    layout = CudaLayout(prefix=ref.prefix, target_os=spec.os, target_dir=ref.target_dir,
-                        host_os=tc.info.build_os, version=ref.version)
+    layout = CudaLayout(
+        prefix=ref.prefix, target_os=spec.os, target_dir=ref.target_dir, host_os=tc.info.build_os, version=ref.version
+    )
     return layout, ref.task
 
 
 def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict:
-    return {"legs": legs, "prefix": str(ref.prefix), "receipt": str(ref.receipt), "target_dir": ref.target_dir,
-            **cs.identity()}
+    return {
+        "legs": legs,
+        "prefix": str(ref.prefix),
+        "receipt": str(ref.receipt),
+        "target_dir": ref.target_dir,
+        **cs.identity(),
+    }
 
 
 @dataclass(frozen=True)
@@ -136,16 +142,26 @@ def plans(ctx: Context) -> list:
     out = []
     for name, (cs, legs) in sorted(groups.items()):
         probs = [ctx.host_problem(leg) for leg in legs]
-        tp = ToolkitPlan(components=cs, ref=ref_for_set(cs), bundles=ctx.matrix.root, legs=tuple(legs),
-                         host_problem=probs[0] if all(probs) else None)
-        out.append(TaskPlan(
-            stage="toolkit", name=name, leg=None,
-            doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
+        tp = ToolkitPlan(
+            components=cs,
+            ref=ref_for_set(cs),
+            bundles=ctx.matrix.root,
+            legs=tuple(legs),
+            host_problem=probs[0] if all(probs) else None,
+        )
+        out.append(
+            TaskPlan(
+                stage="toolkit",
+                name=name,
+                leg=None,
+                doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
                 f"{cs.target_platform} target for {', '.join(legs)}",
-            prepare=partial(_prepare, tp), apply=_apply,
-            details=partial(_details, cs, tp.ref, legs),
-        ))
+                prepare=partial(_prepare, tp),
+                apply=_apply,
+                details=partial(_details, cs, tp.ref, legs),
+            )
+        )
     return out
 
 
-__all__ = ["ToolkitPlan", "ToolkitRef", "toolkit_for_leg", "ref_for_set", "plans", "toolkits_root", "RECEIPT"]
+__all__ = ["RECEIPT", "ToolkitPlan", "ToolkitRef", "plans", "ref_for_set", "toolkit_for_leg", "toolkits_root"]

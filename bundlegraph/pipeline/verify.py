@@ -225,8 +225,12 @@ def verify_path(path: str | os.PathLike, policy: VerifyPolicy) -> Report:
     info_doc: tuple[str, bytes] | None = None
     for rel, data in files:
         r = inspect_file(
-            rel, data, os_name=policy.os, arch=policy.arch,
-            signatures=policy.signing_required, trust_roots=policy.trust_roots,
+            rel,
+            data,
+            os_name=policy.os,
+            arch=policy.arch,
+            signatures=policy.signing_required,
+            trust_roots=policy.trust_roots,
         )
         if r.format:
             results[rel] = r
@@ -268,22 +272,39 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
         return
     if not found:
         names = " or ".join(policy.backends)
-        report.failures.append(Failure(names, "gpu-code", f"the leg promises CUDA archs {','.join(policy.cmake_archs)} but the bundle has no {names}"))
+        report.failures.append(
+            Failure(
+                names,
+                "gpu-code",
+                f"the leg promises CUDA archs {','.join(policy.cmake_archs)} but the bundle has no {names}",
+            )
+        )
         return
     archs = list(policy.archs)
     for r in found:
         if r.failures and r.fatbin is None and any(f.check in ("parse", "gpu-code") for f in r.failures):
             continue
         if r.fatbin is None:
-            report.failures.append(Failure(r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {','.join(policy.cmake_archs)}"))
+            report.failures.append(
+                Failure(
+                    r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {','.join(policy.cmake_archs)}"
+                )
+            )
             continue
         from ..checks.fatbin import check_archs
 
         for problem in check_archs(r.fatbin, archs):
-            report.failures.append(Failure(r.path, "gpu-code", f"{problem} (promised {','.join(policy.cmake_archs)}; found {r.fatbin.summary()})"))
+            report.failures.append(
+                Failure(
+                    r.path,
+                    "gpu-code",
+                    f"{problem} (promised {','.join(policy.cmake_archs)}; found {r.fatbin.summary()})",
+                )
+            )
 
 
 # ---------------------------------------------------------------- graph stage (built tree)
+
 
 def built_tree_policy(ctx: Context, leg: str) -> VerifyPolicy:
     """``policy_from_spec(..., built_tree=True)`` for ``leg`` of a graph context (pure)."""
@@ -312,8 +333,9 @@ def prepare(ctx: Context, leg: str) -> Prepared:
     from .. import paths
     from .build import plan_build
 
-    plan = VerifyTreePlan(leg, plan_build(ctx, leg).artifacts_dir, built_tree_policy(ctx, leg),
-                          paths.build_dir(leg) / "verify.json")
+    plan = VerifyTreePlan(
+        leg, plan_build(ctx, leg).artifacts_dir, built_tree_policy(ctx, leg), paths.build_dir(leg) / "verify.json"
+    )
     return Prepared({"build": upstream_digest(f"build:{leg}"), "policy": _policy_json(plan.policy)}, plan)
 
 
@@ -343,15 +365,25 @@ def plans(ctx: Context) -> list:
 
     out = []
     for leg in ctx.legs:
+
         def details(leg: str = leg) -> dict:
             from .build import plan_build
 
-            return {"tree": plan_build(ctx, leg).artifacts_dir.as_posix(),
-                    "policy": _policy_json(built_tree_policy(ctx, leg))}
+            return {
+                "tree": plan_build(ctx, leg).artifacts_dir.as_posix(),
+                "policy": _policy_json(built_tree_policy(ctx, leg)),
+            }
 
-        out.append(TaskPlan(
-            stage="verify", name=leg, leg=leg, doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
-            prepare=partial(prepare, ctx, leg), apply=_apply,
-            deps=[f"build:{leg}"], details=details,
-        ))
+        out.append(
+            TaskPlan(
+                stage="verify",
+                name=leg,
+                leg=leg,
+                doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
+                prepare=partial(prepare, ctx, leg),
+                apply=_apply,
+                deps=[f"build:{leg}"],
+                details=details,
+            )
+        )
     return out

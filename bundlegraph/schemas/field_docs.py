@@ -19,8 +19,10 @@ FIELD_DOCS: dict[str, str] = {
     "BundleSpec.install_kind": "what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows",
     "BundleSpec.promised": "the publish gate requires this leg's bundle (default true)",
     "BundleSpec.runner": "the CI runner label the leg's job runs on (windows-2022, ubuntu-24.04)",
-    "BundleSpec.compile_runner": ("the CI runner label the leg compiles on when that is not runner: its build "
-                                  "output is handed over as artifact built-<id> and imported on runner (doit built=DIR)"),
+    "BundleSpec.compile_runner": (
+        "the CI runner label the leg compiles on when that is not runner: its build "
+        "output is handed over as artifact built-<id> and imported on runner (doit built=DIR)"
+    ),
     "BundleSpec.smoke": "[smoke] waived = why the bundle may be published without a passed smoke (no runner starts it)",
     "SmokeSpec.waived": "why no runner of the release can start this bundle (publish refuses an unsmoked bundle otherwise)",
     "BundleSpec.signing": "Authenticode signing: none, optional (unsigned if no signer is set) or required",
@@ -28,7 +30,7 @@ FIELD_DOCS: dict[str, str] = {
     "BundleSpec.profile": "what an installer chooses by: name, line, klass, rank",
     "BundleSpec.cuda": "CUDA version, archs and toolkit of a cuda leg",
     "BundleSpec.cmake": "CMake cache entries for the configure (NAME = true/false/number/text); a key the project "
-                        "does not use fails the configure",
+    "does not use fails the configure",
     "BundleSpec.build": "what the build compiles",
     "BundleSpec.required": "file names (globs) the bundle must hold; verify refuses a bundle without them",
     "BundleSpec.merge": "a backend-only leg: the CPU leg whose bundle it is merged into",
@@ -51,8 +53,10 @@ FIELD_DOCS: dict[str, str] = {
     "ToolkitSpec.host_platform": "NVIDIA's platform key of the build machine (default: the toolchain's)",
     "ToolkitSpec.target_platform": "NVIDIA's platform key of the target libraries (windows-arm64, linux-sbsa)",
     "BuildSpec.targets": "the CMake targets built (empty: all)",
-    "BuildSpec.shards": ("CI jobs the compile is spread over (1-32, default 1): each shard compiles a cost-balanced "
-                         "slice of the targets' compile steps into the compiler cache; one final compile links"),
+    "BuildSpec.shards": (
+        "CI jobs the compile is spread over (1-32, default 1): each shard compiles a cost-balanced "
+        "slice of the targets' compile steps into the compiler cache; one final compile links"
+    ),
     "MergeSpec.base": "the id of the CPU leg (same os and arch) whose packaged bundle this backend joins",
     "MergeSpec.prefer": "which file wins when base and backend hold different files of one name: error, base or backend",
     "PackageSpec.keep": "globs of built files to pack (default: all)",
@@ -76,17 +80,23 @@ FIELD_DOCS: dict[str, str] = {
     "Release.info_file": "the info JSON's name inside every bundle",
     "Release.default_legs": "the legs a bare doit builds (the main job)",
     "Release.source": "the llama.cpp source pin (git, tarball, pip-sdist or path)",
-    "GitPin.kind": "git", "GitPin.url": "the git URL",
-    "TarballPin.kind": "tarball", "TarballPin.url": "the archive's URL", "TarballPin.sha256": "the archive's sha256",
-    "PipSdistPin.kind": "pip-sdist", "PipSdistPin.requirement": "the sdist requirement (llama-cpp-python==0.3.36)",
+    "GitPin.kind": "git",
+    "GitPin.url": "the git URL",
+    "TarballPin.kind": "tarball",
+    "TarballPin.url": "the archive's URL",
+    "TarballPin.sha256": "the archive's sha256",
+    "PipSdistPin.kind": "pip-sdist",
+    "PipSdistPin.requirement": "the sdist requirement (llama-cpp-python==0.3.36)",
     "PipSdistPin.sha256": "the sdist's sha256",
-    "PathPin.kind": "path", "PathPin.path": "a local directory (relative to the bundles directory)",
+    "PathPin.kind": "path",
+    "PathPin.path": "a local directory (relative to the bundles directory)",
     **{f"{m}.{k}": v for m in ("GitPin", "TarballPin", "PipSdistPin", "PathPin") for k, v in _PIN.items()},
 }
 
 
 def add_descriptions(schema: dict, root_title: str) -> dict:
     """Fill every property's ``description`` from :data:`FIELD_DOCS` (in place; returns it)."""
+
     def fill(model: str, node: dict) -> None:
         for name, prop in node.get("properties", {}).items():
             doc = FIELD_DOCS.get(f"{model}.{name}")

@@ -39,16 +39,19 @@ class InstallKind:
     backend: str
 
 
-INSTALL_KINDS: dict[str, InstallKind] = {k.name: k for k in (
-    InstallKind("linux-cpu", "linux", "x64", "cpu"),
-    InstallKind("linux-arm64", "linux", "arm64", "cpu"),
-    InstallKind("linux-cuda", "linux", "x64", "cuda"),
-    InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
-    InstallKind("windows-cpu", "windows", "x64", "cpu"),
-    InstallKind("windows-arm64", "windows", "arm64", "cpu"),
-    InstallKind("windows-cuda", "windows", "x64", "cuda"),
-    InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
-)}
+INSTALL_KINDS: dict[str, InstallKind] = {
+    k.name: k
+    for k in (
+        InstallKind("linux-cpu", "linux", "x64", "cpu"),
+        InstallKind("linux-arm64", "linux", "arm64", "cpu"),
+        InstallKind("linux-cuda", "linux", "x64", "cuda"),
+        InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
+        InstallKind("windows-cpu", "windows", "x64", "cpu"),
+        InstallKind("windows-arm64", "windows", "arm64", "cpu"),
+        InstallKind("windows-cuda", "windows", "x64", "cuda"),
+        InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
+    )
+}
 
 
 def kind_for(os: str, arch: str, backend: str) -> str:
@@ -73,15 +76,31 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     k = INSTALL_KINDS[kind]
     impl = build_number is None or build_number >= IMPL_SPLIT_BUILD
     if k.os == "windows":
-        out = ["llama-server.exe", "llama-quantize.exe", "llama.dll", "llama-common.dll", "ggml.dll",
-               "ggml-base.dll", "ggml-cpu*.dll", "mtmd.dll"]
+        out = [
+            "llama-server.exe",
+            "llama-quantize.exe",
+            "llama.dll",
+            "llama-common.dll",
+            "ggml.dll",
+            "ggml-base.dll",
+            "ggml-cpu*.dll",
+            "mtmd.dll",
+        ]
         if impl:
             out += ["llama-server-impl.dll", "llama-quantize-impl.dll"]
         if k.backend == "cuda":
             out += ["ggml-cuda.dll", "cudart64_*.dll", "cublas64_*.dll", "cublasLt64_*.dll"]
         return out
-    out = ["llama-server", "llama-quantize", "libllama.so*", "libllama-common.so*", "libggml.so*",
-           "libggml-base.so*", "libggml-cpu*.so*", "libmtmd.so*"]
+    out = [
+        "llama-server",
+        "llama-quantize",
+        "libllama.so*",
+        "libllama-common.so*",
+        "libggml.so*",
+        "libggml-base.so*",
+        "libggml-cpu*.so*",
+        "libmtmd.so*",
+    ]
     if impl:
         out += ["libllama-server-impl.so*", "libllama-quantize-impl.so*"]
     if k.backend == "cuda":
@@ -89,4 +108,4 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     return out
 
 
-__all__ = ["CHECKED_AGAINST", "INSTALL_KINDS", "InstallKind", "PORTABLE_CLASS", "kind_for", "required_patterns"]
+__all__ = ["CHECKED_AGAINST", "INSTALL_KINDS", "PORTABLE_CLASS", "InstallKind", "kind_for", "required_patterns"]

@@ -110,7 +110,7 @@ def _read(entry: Path, key: str) -> Matrix | None:
     try:
         if not raw.startswith(MAGIC):
             return None
-        digest, _, payload = raw[len(MAGIC):].partition(b"\n")
+        digest, _, payload = raw[len(MAGIC) :].partition(b"\n")
         if hashlib.sha256(payload).hexdigest().encode() != digest:
             return None
         data = pickle.loads(payload)
@@ -121,7 +121,7 @@ def _read(entry: Path, key: str) -> Matrix | None:
                 return None
         matrix = data["matrix"]
         return matrix if isinstance(matrix, Matrix) else None
-    except Exception:  # noqa: BLE001 - whatever a damaged entry raises, it is only a miss
+    except Exception:
         return None
 
 

@@ -117,7 +117,7 @@ class BundleInfo(Strict):
         return d
 
     @model_validator(mode="after")
-    def _sm_ends(self) -> "BundleInfo":
+    def _sm_ends(self) -> BundleInfo:
         sms = self.supported_sms
         if sms != sorted(set(sms)):
             raise ValueError("supported_sms must be sorted ascending without duplicates")
@@ -160,13 +160,22 @@ class ManifestArtifact(Strict):
     not run (the spec's ``[smoke] waived`` says why). Installers may ignore it."""
 
     @classmethod
-    def from_info(cls, info: BundleInfo, smoke: str | None = None) -> "ManifestArtifact":
-        return cls(smoke=smoke,
-            asset_name=info.asset_name, install_kind=info.install_kind, os=info.os, arch=info.arch,
-            bundle_profile=info.bundle_profile, runtime_line=info.runtime_line,
-            coverage_class=info.coverage_class, supported_sms=list(info.supported_sms),
-            min_sm=info.min_sm, max_sm=info.max_sm, rank=info.bundle_rank,
-            toolkit_version=info.toolkit_version, ggml_backend_dl=info.ggml_backend_dl,
+    def from_info(cls, info: BundleInfo, smoke: str | None = None) -> ManifestArtifact:
+        return cls(
+            smoke=smoke,
+            asset_name=info.asset_name,
+            install_kind=info.install_kind,
+            os=info.os,
+            arch=info.arch,
+            bundle_profile=info.bundle_profile,
+            runtime_line=info.runtime_line,
+            coverage_class=info.coverage_class,
+            supported_sms=list(info.supported_sms),
+            min_sm=info.min_sm,
+            max_sm=info.max_sm,
+            rank=info.bundle_rank,
+            toolkit_version=info.toolkit_version,
+            ggml_backend_dl=info.ggml_backend_dl,
             paired_assets=list(info.paired_assets),
         )
 

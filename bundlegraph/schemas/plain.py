@@ -143,6 +143,7 @@ def json_form(v: Any) -> Any:
 
 # --- bundle specs (models: bundlegraph.schemas.spec) -------------------------------------------
 
+
 class Profile(Record):
     """What an installer chooses by (model: :class:`bundlegraph.schemas.spec.Profile`)."""
 
@@ -400,9 +401,29 @@ class Release(Record):
         return "-mix-" in self.tag
 
 
-RECORDS: dict[str, type[Record]] = {c.__name__: c for c in (
-    Profile, ToolkitSpec, CudaSpec, BuildSpec, MergeSpec, PackageSpec, ShippedRuntime, PairedAsset, RuntimeSpec,
-    LinuxSpec, SmokeSpec, LocalBuild, BundleSpec, TarballPin, GitPin, PathPin, PipSdistPin, Release)}
+RECORDS: dict[str, type[Record]] = {
+    c.__name__: c
+    for c in (
+        Profile,
+        ToolkitSpec,
+        CudaSpec,
+        BuildSpec,
+        MergeSpec,
+        PackageSpec,
+        ShippedRuntime,
+        PairedAsset,
+        RuntimeSpec,
+        LinuxSpec,
+        SmokeSpec,
+        LocalBuild,
+        BundleSpec,
+        TarballPin,
+        GitPin,
+        PathPin,
+        PipSdistPin,
+        Release,
+    )
+}
 """Each record class by the name of the pydantic model it stands for."""
 
 

@@ -28,8 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import ToolkitError
 
-PLATFORM_KEYS = ("linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "linux-ppc64le",
-                 "windows-x86_64", "windows-arm64")
+PLATFORM_KEYS = (
+    "linux-x86_64",
+    "linux-sbsa",
+    "linux-aarch64",
+    "linux-all",
+    "linux-ppc64le",
+    "windows-x86_64",
+    "windows-arm64",
+)
 _ALIASES = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
 
 

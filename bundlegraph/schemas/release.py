@@ -21,7 +21,7 @@ These pydantic models validate the file; the graph uses their records
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -59,7 +59,7 @@ class PipSdistPin(_PinBase):
     sha256: Annotated[str, Field(pattern=_SHA256)]
 
 
-SourcePin = Annotated[Union[TarballPin, GitPin, PathPin, PipSdistPin], Field(discriminator="kind")]
+SourcePin = Annotated[TarballPin | GitPin | PathPin | PipSdistPin, Field(discriminator="kind")]
 
 
 class Release(Strict):

@@ -39,17 +39,20 @@ ArchField = Annotated[
     Arch,
     BeforeValidator(_as_arch),
     PlainSerializer(lambda a: a.cmake, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": r"^\d{2,3}[af]?(-real|-virtual)?$",
-                    "description": "a CUDA arch in CMake form: 120, 120a, 100f, 86-real, 75-virtual"}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^\d{2,3}[af]?(-real|-virtual)?$",
+            "description": "a CUDA arch in CMake form: 120, 120a, 100f, 86-real, 75-virtual",
+        }
+    ),
 ]
 """A spec's arch: parsed once when the spec loads (an :class:`Arch`), written back in CMake's
 spelling wherever the spec is serialised (JSON Schema, action keys, plan output)."""
 
 OS = Literal["windows", "linux"]
 CPUArch = Literal["x64", "arm64"]
-RedistPlatform = Literal[
-    "linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"
-]
+RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
 CMakeValue = bool | int | str | list[str]
 
 _ID_RE = r"^[a-z0-9][a-z0-9._-]*$"
@@ -89,7 +92,7 @@ class ToolkitSpec(Strict):
     target_platform: RedistPlatform
 
     @model_validator(mode="after")
-    def _source_fields(self) -> "ToolkitSpec":
+    def _source_fields(self) -> ToolkitSpec:
         if self.source == "redist" and not self.manifest:
             raise ValueError("source 'redist' needs 'manifest' (a redist release label such as '13.4.2')")
         if self.source == "wheels" and not self.lock:
@@ -240,7 +243,7 @@ class BundleSpec(Strict):
         return d
 
     @model_validator(mode="after")
-    def _shape(self) -> "BundleSpec":
+    def _shape(self) -> BundleSpec:
         if self.backend == "cuda" and self.cuda is None:
             raise ValueError("backend 'cuda' needs a [cuda] table")
         if self.backend == "cpu" and self.cuda is not None:
@@ -257,8 +260,10 @@ class BundleSpec(Strict):
     @classmethod
     def _compile_runner_is_another(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and v == info.data.get("runner"):
-            raise ValueError(f"'{v}' is runner: leave it out (set it only when the leg compiles on another runner "
-                             "than the one that packages it)")
+            raise ValueError(
+                f"'{v}' is runner: leave it out (set it only when the leg compiles on another runner "
+                "than the one that packages it)"
+            )
         return v
 
 

@@ -80,7 +80,7 @@ def _model_fields(model: type[BaseModel], loc: tuple) -> list[str]:
         if isinstance(part, int) or cur is None:
             continue
         fields = getattr(cur, "model_fields", None)
-        if not fields or part not in fields and part not in {f.alias for f in fields.values() if f.alias}:
+        if not fields or (part not in fields and part not in {f.alias for f in fields.values() if f.alias}):
             return []
         fi = fields.get(part) or next(f for f in fields.values() if f.alias == part)
         cur = _inner_model(fi.annotation)
@@ -172,8 +172,10 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
         if data is None:
             continue
         if "local" in data:
-            problems.append(f"{path}: local: is set by the archs=/toolkit_source= overrides at load time, "
-                            f"never in a spec file; remove it")
+            problems.append(
+                f"{path}: local: is set by the archs=/toolkit_source= overrides at load time, "
+                f"never in a spec file; remove it"
+            )
             continue
         try:
             spec = validate_leg(data)
@@ -239,11 +241,15 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     kind = INSTALL_KINDS.get(s.install_kind)
     if kind is None:
         hint = f" (a {s.os}-{s.arch} {s.backend} leg is '{want}')" if want else ""
-        return [f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for{hint}"
-                f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"]
+        return [
+            f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for{hint}"
+            f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"
+        ]
     if (kind.os, kind.arch, kind.backend) != (s.os, s.arch, s.backend):
-        return [f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
-                f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")]
+        return [
+            f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
+            f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")
+        ]
     have = list(s.required)
     base = legs.get(s.merge.base) if s.merge else None
     if s.merge is not None and base is None:
@@ -253,13 +259,16 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     fold = s.os == "windows"
     norm = (lambda x: x.lower()) if fold else (lambda x: x)
     have_n = {norm(x) for x in have}
-    missing = [p for p in required_patterns(kind.name, release.build_number if release else None)
-               if norm(p) not in have_n]
+    missing = [
+        p for p in required_patterns(kind.name, release.build_number if release else None) if norm(p) not in have_n
+    ]
     if missing:
         where = f" (with base '{base.id}')" if base is not None else ""
-        return [f"{f}: required: lacks {', '.join(repr(m) for m in missing)}{where}, which the installer "
-                f"requires of a '{kind.name}' bundle ({CHECKED_AGAINST}); add them so verify refuses what "
-                f"the installer would"]
+        return [
+            f"{f}: required: lacks {', '.join(repr(m) for m in missing)}{where}, which the installer "
+            f"requires of a '{kind.name}' bundle ({CHECKED_AGAINST}); add them so verify refuses what "
+            f"the installer would"
+        ]
     return []
 
 
@@ -275,14 +284,20 @@ def _lock_problems(f: Path, version: str, lock_path: Path) -> list[str]:
     except (OSError, ValueError) as e:
         return [f"{f}: cuda.toolkit.lock: {lock_path} is not a lock file ({e})"]
     if cuda != version:
-        return [f"{f}: cuda.version: '{version}', but the wheels lock {lock_path.name} is CUDA {cuda}; make them agree "
-                f"(or write a lock for {version} with `bundlegraph lock-wheels`)"]
+        return [
+            f"{f}: cuda.version: '{version}', but the wheels lock {lock_path.name} is CUDA {cuda}; make them agree "
+            f"(or write a lock for {version} with `bundlegraph lock-wheels`)"
+        ]
     return []
 
 
 def cross_field_problems(
-    legs: dict[str, BundleSpec], files: dict[str, Path], release: Release | None, rel_path: Path,
-    invalid: frozenset[str] | set[str] = frozenset(), read: list[Path] | None = None,
+    legs: dict[str, BundleSpec],
+    files: dict[str, Path],
+    release: Release | None,
+    rel_path: Path,
+    invalid: frozenset[str] | set[str] = frozenset(),
+    read: list[Path] | None = None,
 ) -> list[str]:
     """The rules that need more than one table or file; one line per problem. They run on the
     specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not
@@ -320,8 +335,10 @@ def cross_field_problems(
             if base is None:
                 if s.merge.base not in invalid:  # a broken base spec is reported on its own
                     close = difflib.get_close_matches(s.merge.base, [l for l in legs if l != lid], n=1)
-                    out.append(f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
-                               + (f" (did you mean '{close[0]}'?)" if close else ""))
+                    out.append(
+                        f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
+                        + (f" (did you mean '{close[0]}'?)" if close else "")
+                    )
             else:
                 if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
                     out.append(
@@ -351,34 +368,45 @@ def cross_field_problems(
         if release is not None:
             name = s.bundle_name(release.tag, release.bundle_prefix)
             if name in seen_bundle:
-                out.append(f"{f}: produces the bundle {name}, as {files[seen_bundle[name]]} does: two legs would "
-                           f"write one file (and one would satisfy the publish gate for both); give one of them "
-                           f"another os, arch or profile.name")
+                out.append(
+                    f"{f}: produces the bundle {name}, as {files[seen_bundle[name]]} does: two legs would "
+                    f"write one file (and one would satisfy the publish gate for both); give one of them "
+                    f"another os, arch or profile.name"
+                )
             else:
                 seen_bundle[name] = lid
         if s.cuda is not None:
             major = s.cuda.version_tuple[0]
             tk = s.cuda.toolkit
             if tk.source == "redist" and tk.manifest and ".".join(tk.manifest.split(".")[:2]) != s.cuda.version:
-                out.append(f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
-                           f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
-                           f"make them agree")
+                out.append(
+                    f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
+                    f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
+                    f"make them agree"
+                )
             if tk.source == "wheels" and tk.lock:
                 out += _lock_problems(f, s.cuda.version, root / tk.lock)
                 if read is not None:
                     read.append(root / tk.lock)
             if s.profile.line is not None and s.profile.line != f"cuda{major}":
-                out.append(f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
-                           f"installers choose the runtime line by it: set profile.line = 'cuda{major}'")
-        if (s.os, s.arch, s.toolchain) == ("windows", "arm64", "msvc-amd64_arm64-cuda") \
-                and s.cmake_bool("GGML_CPU", True) is not False:
-            out.append(f"{f}: cmake.GGML_CPU: must be OFF for toolchain msvc-amd64_arm64-cuda (MSVC cannot build "
-                       f"ggml-cpu for ARM64); the CPU backend comes from the merge base, built with clang")
+                out.append(
+                    f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
+                    f"installers choose the runtime line by it: set profile.line = 'cuda{major}'"
+                )
+        if (s.os, s.arch, s.toolchain) == ("windows", "arm64", "msvc-amd64_arm64-cuda") and s.cmake_bool(
+            "GGML_CPU", True
+        ) is not False:
+            out.append(
+                f"{f}: cmake.GGML_CPU: must be OFF for toolchain msvc-amd64_arm64-cuda (MSVC cannot build "
+                f"ggml-cpu for ARM64); the CPU backend comes from the merge base, built with clang"
+            )
     if release is not None:
         if build_number_of(release.tag) != build_number_of(release.upstream_tag):
-            out.append(f"{rel_path}: tag: '{release.tag}' must start with upstream_tag's build "
-                       f"'{release.upstream_tag}' (installers read the build number from either); state the "
-                       f"upstream build of the pinned commit in upstream_tag and begin tag with it")
+            out.append(
+                f"{rel_path}: tag: '{release.tag}' must start with upstream_tag's build "
+                f"'{release.upstream_tag}' (installers read the build number from either); state the "
+                f"upstream build of the pinned commit in upstream_tag and begin tag with it"
+            )
         for i, leg in enumerate(release.default_legs):
             if leg not in legs and leg not in invalid:
                 close = difflib.get_close_matches(leg, list(legs), n=1)

@@ -23,7 +23,8 @@ def get(toolchain_id: str) -> Toolchain:
     table = {
         "gcc-linux-x86_64": lambda: GccLinux("gcc-linux-x86_64", "", "gcc g++", "x86_64"),
         "gcc-cross-linux-aarch64": lambda: GccLinux(
-            "gcc-cross-linux-aarch64", "aarch64-linux-gnu-", "gcc-aarch64-linux-gnu g++-aarch64-linux-gnu", "aarch64"),
+            "gcc-cross-linux-aarch64", "aarch64-linux-gnu-", "gcc-aarch64-linux-gnu g++-aarch64-linux-gnu", "aarch64"
+        ),
         "msvc-amd64_arm64-cuda": lambda: Msvc("msvc-amd64_arm64-cuda", "amd64_arm64"),
         "msvc-x64-cuda": lambda: Msvc("msvc-x64-cuda", "amd64"),
         "msvc-x64": lambda: Msvc("msvc-x64", "amd64"),

@@ -37,8 +37,9 @@ def this_host() -> tuple[str, str]:
     unimplemented). Elsewhere :func:`os.uname`."""
     if sys.platform == "win32":
         system = "windows"
-        machine = (os.environ.get("PROCESSOR_ARCHITEW6432") or os.environ.get("PROCESSOR_ARCHITECTURE")
-                   or platform.machine()).lower()
+        machine = (
+            os.environ.get("PROCESSOR_ARCHITEW6432") or os.environ.get("PROCESSOR_ARCHITECTURE") or platform.machine()
+        ).lower()
     else:
         u = os.uname()
         system, machine = u.sysname.lower(), u.machine.lower()
@@ -116,8 +117,10 @@ class Toolchain:
             f"# {comment}",
         ]
         if self.info.cross:
-            out += [f"set( CMAKE_SYSTEM_NAME {self.system_name} )",
-                    f"set( CMAKE_SYSTEM_PROCESSOR {self.system_processor} )"]
+            out += [
+                f"set( CMAKE_SYSTEM_NAME {self.system_name} )",
+                f"set( CMAKE_SYSTEM_PROCESSOR {self.system_processor} )",
+            ]
         return out
 
     def _cuda_lines(self, cuda: CudaLayout, host_compiler: str, pin_comment: str) -> list[str]:
@@ -128,8 +131,8 @@ class Toolchain:
             'set( CUDAToolkit_ROOT "${CUDA_ROOT}" CACHE PATH "" )',
             f'set( CMAKE_CUDA_COMPILER "${{CUDA_ROOT}}/{Path(cuda.nvcc).relative_to(cuda.root).as_posix()}"'
             ' CACHE FILEPATH "" )',
-            f"set( CMAKE_CUDA_HOST_COMPILER {host_compiler} CACHE FILEPATH \"\" )",
-            f"set( CMAKE_CUDA_FLAGS_INIT \"{' '.join(self.nvcc_flags())}\" )",
+            f'set( CMAKE_CUDA_HOST_COMPILER {host_compiler} CACHE FILEPATH "" )',
+            f'set( CMAKE_CUDA_FLAGS_INIT "{" ".join(self.nvcc_flags())}" )',
         ]
         if self.info.cross:
             lines += ["", f"# {pin_comment}"]

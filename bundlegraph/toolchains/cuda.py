@@ -29,8 +29,13 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ToolkitError
 
-PINNED_VARS = ("CUDA_CUDART", "CUDA_cudart_LIBRARY", "CUDA_cublas_LIBRARY", "CUDA_cublasLt_LIBRARY",
-               "CUDA_cuda_driver_LIBRARY")
+PINNED_VARS = (
+    "CUDA_CUDART",
+    "CUDA_cudart_LIBRARY",
+    "CUDA_cublas_LIBRARY",
+    "CUDA_cublasLt_LIBRARY",
+    "CUDA_cuda_driver_LIBRARY",
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,12 @@ class CudaLayout:
         if self.target_os == "windows":
             f = {"cudart": "cudart.lib", "cublas": "cublas.lib", "cublasLt": "cublasLt.lib", "cuda": "cuda.lib"}
         else:
-            f = {"cudart": "libcudart.so", "cublas": "libcublas.so", "cublasLt": "libcublasLt.so",
-                 "cuda": "stubs/libcuda.so"}
+            f = {
+                "cudart": "libcudart.so",
+                "cublas": "libcublas.so",
+                "cublasLt": "libcublasLt.so",
+                "cuda": "stubs/libcuda.so",
+            }
         return {
             "CUDA_CUDART": f"{d}/{f['cudart']}",
             "CUDA_cudart_LIBRARY": f"{d}/{f['cudart']}",
@@ -85,12 +94,15 @@ class CudaLayout:
         """Files (relative) a configure cannot do without: nvcc, the pinned libraries, and the
         ``cudart_static``/``cudadevrt`` CMake's compiler check links."""
         d = self.lib_rel()
-        extra = (["cudart_static.lib", "cudadevrt.lib"] if self.target_os == "windows"
-                 else ["libcudart_static.a", "libcudadevrt.a"])
+        extra = (
+            ["cudart_static.lib", "cudadevrt.lib"]
+            if self.target_os == "windows"
+            else ["libcudart_static.a", "libcudadevrt.a"]
+        )
         libs = self.libraries()
         if not with_cublas:
             libs = {k: v for k, v in libs.items() if "cublas" not in k and "driver" not in k}
-        nvcc = self.nvcc[len(self.root) + 1:]
+        nvcc = self.nvcc[len(self.root) + 1 :]
         return [nvcc, *dict.fromkeys(libs.values()), *(f"{d}/{e}" for e in extra)]
 
     def missing(self, with_cublas: bool = True) -> list[str]:

@@ -73,13 +73,16 @@ class GccLinux(Toolchain):
             )
 
     def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str]) -> str:
-        what = ("Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
-                if self.info.cross else "Native Linux x86_64 build with the host GCC.")
+        what = (
+            "Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
+            if self.info.cross
+            else "Native Linux x86_64 build with the host GCC."
+        )
         lines = self._header(leg, what)
         lines += [
             "",
-            f"set( CMAKE_C_COMPILER   {cmake_str(binaries['c'])} CACHE FILEPATH \"\" )",
-            f"set( CMAKE_CXX_COMPILER {cmake_str(binaries['cxx'])} CACHE FILEPATH \"\" )",
+            f'set( CMAKE_C_COMPILER   {cmake_str(binaries["c"])} CACHE FILEPATH "" )',
+            f'set( CMAKE_CXX_COMPILER {cmake_str(binaries["cxx"])} CACHE FILEPATH "" )',
         ]
         if self.info.cross:
             lines += [
@@ -89,7 +92,8 @@ class GccLinux(Toolchain):
             ]
         if cuda is not None:
             lines += self._cuda_lines(
-                cuda, cmake_str(binaries["cxx"]),
+                cuda,
+                cmake_str(binaries["cxx"]),
                 "FindCUDAToolkit selects the host's libraries (lib64, targets/x86_64-linux) in a cross build.",
             )
         return "\n".join(lines) + "\n"

@@ -31,13 +31,28 @@ KEY_VARS = ("VCToolsVersion", "WindowsSDKVersion", "VSCMD_ARG_HOST_ARCH", "VSCMD
 """Environment variables that go into configure's action key."""
 
 _ARCH_PAIRS = {"amd64_arm64": ("x64", "arm64"), "amd64": ("x64", "x64")}
-_VS_COMPONENT = {"arm64": "Microsoft.VisualStudio.Component.VC.Tools.ARM64",
-                 "x64": "Microsoft.VisualStudio.Component.VC.Tools.x86.x64"}
+_VS_COMPONENT = {
+    "arm64": "Microsoft.VisualStudio.Component.VC.Tools.ARM64",
+    "x64": "Microsoft.VisualStudio.Component.VC.Tools.x86.x64",
+}
 ZC = "/Zc:preprocessor"
 
 
-CANONICAL = ("VCToolsInstallDir", "VCToolsVersion", "VCINSTALLDIR", "VSCMD_ARG_HOST_ARCH", "VSCMD_ARG_TGT_ARCH",
-             "VSCMD_VER", "WindowsSDKVersion", "WindowsSdkDir", "INCLUDE", "LIB", "LIBPATH", "PATH", "BUNDLEGRAPH_CLANG")
+CANONICAL = (
+    "VCToolsInstallDir",
+    "VCToolsVersion",
+    "VCINSTALLDIR",
+    "VSCMD_ARG_HOST_ARCH",
+    "VSCMD_ARG_TGT_ARCH",
+    "VSCMD_VER",
+    "WindowsSDKVersion",
+    "WindowsSdkDir",
+    "INCLUDE",
+    "LIB",
+    "LIBPATH",
+    "PATH",
+    "BUNDLEGRAPH_CLANG",
+)
 """Variables bundlegraph reads from a developer environment, in the spelling it reads them."""
 
 
@@ -65,11 +80,15 @@ def shell_problems(env: Mapping[str, str], vcvars_arch: str) -> list[str]:
     probs = []
     got = ((_get(env, "VSCMD_ARG_HOST_ARCH") or "?").lower(), (_get(env, "VSCMD_ARG_TGT_ARCH") or "?").lower())
     if got != (host, tgt):
-        probs.append(f"this developer shell targets {got[0]}->{got[1]}; the leg needs {host}->{tgt} "
-                     f"('vcvarsall.bat {vcvars_arch}')")
+        probs.append(
+            f"this developer shell targets {got[0]}->{got[1]}; the leg needs {host}->{tgt} "
+            f"('vcvarsall.bat {vcvars_arch}')"
+        )
     if not _get(env, "VCToolsVersion"):
-        probs.append(f"VCToolsVersion is not set (Visual Studio {_get(env, 'VSCMD_VER') or '?'}): nvcc's supported "
-                     "MSVC range cannot be checked; use Visual Studio 2022")
+        probs.append(
+            f"VCToolsVersion is not set (Visual Studio {_get(env, 'VSCMD_VER') or '?'}): nvcc's supported "
+            "MSVC range cannot be checked; use Visual Studio 2022"
+        )
     return probs
 
 
@@ -107,13 +126,17 @@ def pick_installation(vswhere_json: str, target_arch: str) -> str:
     if not isinstance(found, list) or not all(isinstance(i, dict) for i in found):
         raise BundleGraphError("MSVC: vswhere -format json printed no array of instances")
     if not found:
-        raise ToolMissing(f"MSVC: vswhere found no Visual Studio with {comp}; add 'MSVC ... {target_arch} build "
-                          "tools' in the Visual Studio Installer")
+        raise ToolMissing(
+            f"MSVC: vswhere found no Visual Studio with {comp}; add 'MSVC ... {target_arch} build "
+            "tools' in the Visual Studio Installer"
+        )
     inst = found[0]
     if inst.get("isComplete") is False or not inst.get("installationPath"):
-        raise BundleGraphError(f"MSVC: {inst.get('displayName', 'Visual Studio')} {inst.get('installationVersion', '')} "
-                               "is not completely installed (vswhere: isComplete false); repair it in the Visual "
-                               "Studio Installer")
+        raise BundleGraphError(
+            f"MSVC: {inst.get('displayName', 'Visual Studio')} {inst.get('installationVersion', '')} "
+            "is not completely installed (vswhere: isComplete false); repair it in the Visual "
+            "Studio Installer"
+        )
     return str(inst["installationPath"])
 
 
@@ -141,8 +164,9 @@ def _capture(vcvars_arch: str, env_items: tuple[tuple[str, str], ...]) -> tuple[
     vcvarsall = Path(vcvarsall_of(pick_installation(out, tgt)))
     if not vcvarsall.is_file():
         raise ToolMissing(f"MSVC: {vcvarsall} does not exist; repair the Visual Studio installation")
-    text = proc.run(set_argv(str(vcvarsall), vcvars_arch),
-                    env=env, capture=True, echo=True, what=f"vcvarsall.bat {vcvars_arch}").output
+    text = proc.run(
+        set_argv(str(vcvarsall), vcvars_arch), env=env, capture=True, echo=True, what=f"vcvarsall.bat {vcvars_arch}"
+    ).output
     return tuple(sorted(parse_set_output(text).items()))
 
 
@@ -165,8 +189,9 @@ def developer_env(vcvars_arch: str, base: dict[str, str] | None = None) -> dict[
     if _is_ready(env, vcvars_arch):
         return env
     if _get(env, "VCToolsInstallDir"):
-        raise HostMismatch(f"{'; '.join(shell_problems(env, vcvars_arch))} (or start from a plain shell and "
-                           "bundlegraph captures it)")
+        raise HostMismatch(
+            f"{'; '.join(shell_problems(env, vcvars_arch))} (or start from a plain shell and bundlegraph captures it)"
+        )
     got = canonical(dict(_capture(vcvars_arch, tuple(sorted(env.items())))))
     probs = shell_problems(got, vcvars_arch)
     if probs:
@@ -219,4 +244,3 @@ def hooks_cmake(flag: str = ZC) -> str:
     from .cmake_hooks import hooks_script
 
     return hooks_script(seeds=False, host_flag=flag)
-

@@ -136,7 +136,7 @@ def wheel_version(name: str) -> str | None:
                 for e in it:
                     n = e.name
                     if n.endswith(".dist-info") and n.lower().startswith(prefix):
-                        return n[len(prefix):-len(".dist-info")]
+                        return n[len(prefix) : -len(".dist-info")]
         except OSError:
             continue
     import importlib.metadata
@@ -153,8 +153,11 @@ def build_tools(env: dict[str, str] | None = None) -> BuildTools:
     deciding variables (``BUNDLEGRAPH_CMAKE``/``_NINJA``/``_TOOLS``, ``PATH``, the state
     directory), since every task's key asks (issue 20)."""
     e = os.environ if env is None else env
-    decided = (tuple(e.get(k) for k in ("BUNDLEGRAPH_CMAKE", "BUNDLEGRAPH_NINJA", "BUNDLEGRAPH_TOOLS", "PATH")),
-               str(paths.state_dir()), sys.executable)
+    decided = (
+        tuple(e.get(k) for k in ("BUNDLEGRAPH_CMAKE", "BUNDLEGRAPH_NINJA", "BUNDLEGRAPH_TOOLS", "PATH")),
+        str(paths.state_dir()),
+        sys.executable,
+    )
     if decided in _FOUND:
         return _FOUND[decided]
     found = _build_tools(env)

@@ -17,18 +17,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ToolMissing
 from .. import settings
+from ..errors import ToolMissing
 from . import msvc
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaLayout
 from .registry import TOOLCHAINS
 
 _ENV_GUARD = (
-    'if ( NOT DEFINED ENV{{{var}}} )\n'
+    "if ( NOT DEFINED ENV{{{var}}} )\n"
     '    message( FATAL_ERROR "{var} is not set: configure from an MSVC developer environment '
     '(vcvarsall.bat {arch})" )\n'
-    'endif()\n'
+    "endif()\n"
     'file( TO_CMAKE_PATH "$ENV{{{var}}}" {cmvar} )'
 )
 
@@ -78,7 +78,9 @@ class Msvc(Toolchain):
             f'set( CMAKE_CXX_COMPILER {cl} CACHE FILEPATH "" )',
         ]
         if cuda is not None:
-            lines += self._cuda_lines(cuda, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows.")
+            lines += self._cuda_lines(
+                cuda, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows."
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -102,7 +104,9 @@ class ClangWindows(Toolchain):
     def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         override = settings.get("CLANG", env) or settings.get("CLANG")
-        base = Path(override).parent if override else Path(env.get("VCINSTALLDIR", "")) / "Tools" / "Llvm" / "x64" / "bin"
+        base = (
+            Path(override).parent if override else Path(env.get("VCINSTALLDIR", "")) / "Tools" / "Llvm" / "x64" / "bin"
+        )
         bins = {"c": (base / "clang.exe").as_posix(), "cxx": (base / "clang++.exe").as_posix()}
         for b in bins.values():
             if not Path(b).is_file():

@@ -43,8 +43,14 @@ RELEASE_VERSIONED = frozenset({"cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart"
 # NVIDIA redist platform -> pip ``--platform`` tags asked for (first = the canonical one).
 # (``manylinux_2_27_aarch64`` answered with an empty 0.0.0a0 placeholder: not used.)
 PIP_TAGS: dict[str, tuple[str, ...]] = {
-    "linux-x86_64": ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux2010_x86_64",
-                     "manylinux_2_12_x86_64", "manylinux1_x86_64", "manylinux_2_5_x86_64"),
+    "linux-x86_64": (
+        "manylinux2014_x86_64",
+        "manylinux_2_17_x86_64",
+        "manylinux2010_x86_64",
+        "manylinux_2_12_x86_64",
+        "manylinux1_x86_64",
+        "manylinux_2_5_x86_64",
+    ),
     "linux-sbsa": ("manylinux2014_aarch64", "manylinux_2_17_aarch64"),
     "windows-x86_64": ("win_amd64",),
     "windows-arm64": ("win_arm64",),
@@ -78,8 +84,14 @@ class Required:
     platform: str
 
 
-def required_files(host_platform: str, target_platform: str, cuda_major: int, *,
-                   driver_stub_from: str = "cuda_cudart", cublas: bool = True) -> list[Required]:
+def required_files(
+    host_platform: str,
+    target_platform: str,
+    cuda_major: int,
+    *,
+    driver_stub_from: str = "cuda_cudart",
+    cublas: bool = True,
+) -> list[Required]:
     """The required-file list of a toolkit for (host, target) platforms.
 
     Host (runs on the build machine): ``bin/nvcc(.exe)``, ``nvvm/bin/cicc(.exe)``,
@@ -114,18 +126,28 @@ def required_files(host_platform: str, target_platform: str, cuda_major: int, *,
         h(f"{hinc}/crt/host_config.h", "cuda_crt")
     if is_windows(target_platform):
         arch = target_dir(target_platform)
-        for lib, comp in (("cudart", "cuda_cudart"), ("cudart_static", "cuda_cudart"),
-                          ("cudadevrt", "cuda_cudart"), ("cuda", "cuda_cudart"),
-                          ("cublas", "libcublas"), ("cublasLt", "libcublas")):
+        for lib, comp in (
+            ("cudart", "cuda_cudart"),
+            ("cudart_static", "cuda_cudart"),
+            ("cudadevrt", "cuda_cudart"),
+            ("cuda", "cuda_cudart"),
+            ("cublas", "libcublas"),
+            ("cublasLt", "libcublas"),
+        ):
             t(f"lib/{arch}/{lib}.lib", comp)
         for dll, comp in (("cudart", "cuda_cudart"), ("cublas", "libcublas"), ("cublasLt", "libcublas")):
             t(f"bin/{arch}/{dll}64_{cuda_major}.dll", comp)
         t(f"{inc}/cuda_runtime.h", "cuda_cudart")
     else:
         lib = f"targets/{target_dir(target_platform)}/lib"
-        for f, comp in (("libcudart.so", "cuda_cudart"), ("libcudart_static.a", "cuda_cudart"),
-                        ("libcudadevrt.a", "cuda_cudart"), ("libcublas.so", "libcublas"),
-                        ("libcublasLt.so", "libcublas"), ("stubs/libcuda.so", driver_stub_from)):
+        for f, comp in (
+            ("libcudart.so", "cuda_cudart"),
+            ("libcudart_static.a", "cuda_cudart"),
+            ("libcudadevrt.a", "cuda_cudart"),
+            ("libcublas.so", "libcublas"),
+            ("libcublasLt.so", "libcublas"),
+            ("stubs/libcuda.so", driver_stub_from),
+        ):
             t(f"{lib}/{f}", comp)
         t(f"{inc}/cuda_runtime.h", "cuda_cudart")
     if not cublas:

@@ -44,13 +44,15 @@ def read_version(root: Path) -> str:
     except FileNotFoundError:
         pass
     except (ValueError, KeyError, TypeError) as e:
-        raise ToolkitError(f"{vj}: expected {{\"cuda\": {{\"version\": ...}}}}: {e}") from None
+        raise ToolkitError(f'{vj}: expected {{"cuda": {{"version": ...}}}}: {e}') from None
     ch = root / "include" / "cuda.h"
     try:
         m = _CUDA_VERSION_RE.search(ch.read_text(encoding="utf-8", errors="replace"))
     except FileNotFoundError:
-        raise ToolkitError(f"{vj}: missing, and so is {ch}; a host toolkit needs NVIDIA's version.json or "
-                           f"include/cuda.h (set CUDA_PATH or cuda.toolkit.path to a CUDA toolkit root)") from None
+        raise ToolkitError(
+            f"{vj}: missing, and so is {ch}; a host toolkit needs NVIDIA's version.json or "
+            f"include/cuda.h (set CUDA_PATH or cuda.toolkit.path to a CUDA toolkit root)"
+        ) from None
     if m is None:
         raise ToolkitError(f"{vj}: missing, and {ch} has no '#define CUDA_VERSION <n>'")
     n = int(m.group(1))
@@ -66,8 +68,9 @@ def version_source(root: Path) -> Path:
 def used_files(cs: ComponentSet) -> list[str]:
     """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
     major = int(cs.cuda_version.split(".")[0])
-    files = {r.path for r in required_files(cs.host_platform, cs.target_platform, major,
-                                                 cublas="libcublas" in cs.target)}
+    files = {
+        r.path for r in required_files(cs.host_platform, cs.target_platform, major, cublas="libcublas" in cs.target)
+    }
     files.add("bin/nvcc.profile")
     return sorted(files)
 
@@ -89,22 +92,37 @@ def describe(cs: ComponentSet, ref: ToolkitRef) -> Path:
     """Check the host toolkit and write its receipt; returns the receipt path."""
     root = _root(cs)
     if not root.is_dir():
-        raise ToolkitError(f"{cs.spec_file}: cuda.toolkit: host toolkit {root} does not exist "
-                           f"(set cuda.toolkit.path or CUDA_PATH)")
+        raise ToolkitError(
+            f"{cs.spec_file}: cuda.toolkit: host toolkit {root} does not exist (set cuda.toolkit.path or CUDA_PATH)"
+        )
     version = read_version(root)
     want = cs.cuda_version.split(".")[:2]
     if version.split(".")[:2] != want:
-        raise ToolkitError(f"{version_source(root)}: CUDA {version}, but {cs.spec_file} asks for cuda.version "
-                           f"{cs.cuda_version}")
+        raise ToolkitError(
+            f"{version_source(root)}: CUDA {version}, but {cs.spec_file} asks for cuda.version {cs.cuda_version}"
+        )
     validate.check(root, cs, what=f"{cs.name} (host toolkit {root})")
     files = {rel: sha256_file(root / rel) for rel in used_files(cs) if (root / rel).is_file()}
     import hashlib
 
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    atomic_write_json(ref.receipt, {
-        "name": cs.name, "set_digest": cs.digest, "source": "host", "path": root.as_posix(),
-        "version": version, "cuda": cs.cuda_version, "host_platform": cs.host_platform,
-        "target_platform": cs.target_platform, "target_dir": target_dir(cs.target_platform),
-        "files": files, "files_digest": digest, "components": [], "generated": []})
+    atomic_write_json(
+        ref.receipt,
+        {
+            "name": cs.name,
+            "set_digest": cs.digest,
+            "source": "host",
+            "path": root.as_posix(),
+            "version": version,
+            "cuda": cs.cuda_version,
+            "host_platform": cs.host_platform,
+            "target_platform": cs.target_platform,
+            "target_dir": target_dir(cs.target_platform),
+            "files": files,
+            "files_digest": digest,
+            "components": [],
+            "generated": [],
+        },
+    )
     say(f"toolkit {cs.name}: host toolkit {root} (CUDA {version}), {len(files)} files checked")
     return ref.receipt

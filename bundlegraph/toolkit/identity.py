@@ -54,9 +54,15 @@ class ComponentSet:
 
     def identity(self) -> dict:
         """The JSON document the name's digest is taken over (also the task's action key)."""
-        return {"source": self.source, "cuda": self.cuda_version, "host_platform": self.host_platform,
-                "target_platform": self.target_platform, "host": list(self.host),
-                "target": list(self.target), "pins": self.pins}
+        return {
+            "source": self.source,
+            "cuda": self.cuda_version,
+            "host_platform": self.host_platform,
+            "target_platform": self.target_platform,
+            "host": list(self.host),
+            "target": list(self.target),
+            "pins": self.pins,
+        }
 
     @property
     def digest(self) -> str:
@@ -80,7 +86,9 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
     tc = TOOLCHAINS.get(spec.toolchain)
     host_platform = tk.host_platform or (tc.redist_host if tc else None)
     if host_platform is None:
-        raise ToolkitError(f"{where}: cuda.toolkit.host_platform: not given and toolchain {spec.toolchain!r} is unknown")
+        raise ToolkitError(
+            f"{where}: cuda.toolkit.host_platform: not given and toolchain {spec.toolchain!r} is unknown"
+        )
     host = tuple(sorted(tk.host))
     target = tuple(sorted(tk.target))
     pins: dict
@@ -95,9 +103,18 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
                 if r is None:
                     raise ToolkitError(
                         f"{where}: cuda.toolkit.{role}: component {c} on {plat} has no row in {lock_path}; "
-                        f"rerun `bundlegraph lock-wheels`")
-                rows.append({"component": c, "platform": plat, "filename": r.filename,
-                             "sha256": r.sha256, "size": r.size, "version": r.version})
+                        f"rerun `bundlegraph lock-wheels`"
+                    )
+                rows.append(
+                    {
+                        "component": c,
+                        "platform": plat,
+                        "filename": r.filename,
+                        "sha256": r.sha256,
+                        "size": r.size,
+                        "version": r.version,
+                    }
+                )
         pins = {"lock": tk.lock, "wheels": rows}
     elif tk.source == "redist":
         pins = {"manifest": tk.manifest, "pool": redist_pool_url()}
@@ -114,5 +131,4 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
                 pins["cuda_h"] = hashlib.sha256((root / "include" / "cuda.h").read_bytes()).hexdigest()
             except OSError:
                 pins["cuda_h"] = "missing"
-    return ComponentSet(tk.source, spec.cuda.version, host_platform, tk.target_platform, host, target,
-                        pins, where)
+    return ComponentSet(tk.source, spec.cuda.version, host_platform, tk.target_platform, host, target, pins, where)

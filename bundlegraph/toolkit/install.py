@@ -47,6 +47,7 @@ from .ref import ToolkitRef
 from .stub import SONAME, write_stub
 from .wheels import fetch_wheel
 
+
 def refuse_windows_wheels(cs: ComponentSet) -> None:
     """NVIDIA's Windows cublas wheel carries DLLs only (no ``cublas.lib``/``cublasLt.lib``), so
     a Windows target cannot link against a wheels toolkit: refuse it up front."""
@@ -54,7 +55,8 @@ def refuse_windows_wheels(cs: ComponentSet) -> None:
         raise ToolkitError(
             f"{cs.spec_file}: cuda.toolkit.source: 'wheels' cannot provide a toolkit for "
             f"{cs.target_platform}: NVIDIA's Windows cublas wheel has cublas64_*.dll/cublasLt64_*.dll but no "
-            f"cublas.lib/cublasLt.lib import libraries, so nothing could link; use source = \"redist\"")
+            f'cublas.lib/cublasLt.lib import libraries, so nothing could link; use source = "redist"'
+        )
 
 
 def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, WheelRow]]:
@@ -66,16 +68,24 @@ def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, Wh
             row = lock.row(c, plat)
             if row is None:
                 raise ToolkitError(f"{lock_path}: no wheel for {c} on {plat}; rerun `bundlegraph lock-wheels`")
-            out.append((Artifact(c, c, role, plat, row.version, row.requirement, row.sha256, row.size,
-                                 row.filename, "wheels"), row))
+            out.append(
+                (
+                    Artifact(
+                        c, c, role, plat, row.version, row.requirement, row.sha256, row.size, row.filename, "wheels"
+                    ),
+                    row,
+                )
+            )
     return out
 
 
 def _wheel_root(stage: Path, filename: str) -> Path:
     roots = sorted(p for p in (stage / "nvidia").glob("cu*") if p.is_dir()) if (stage / "nvidia").is_dir() else []
     if len(roots) != 1:
-        raise ToolkitError(f"wheel {filename}: expected one nvidia/cu<major>/ folder, found "
-                           f"{[p.name for p in roots] or 'none'} (not an NVIDIA CUDA wheel layout)")
+        raise ToolkitError(
+            f"wheel {filename}: expected one nvidia/cu<major>/ folder, found "
+            f"{[p.name for p in roots] or 'none'} (not an NVIDIA CUDA wheel layout)"
+        )
     return roots[0]
 
 
@@ -112,8 +122,10 @@ def install(cs: ComponentSet, ref: ToolkitRef, bundles: Path) -> Path:
             rmtree(prefix)  # a stale or changed entry: rebuilt whole
         with atomic_dir(prefix) as tmp:
             _assemble(cs, tmp, pairs, extra, stub_from)
-        say(f"toolkit {cs.name}: installed {len(pairs)} components at {prefix} "
-              f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)")
+        say(
+            f"toolkit {cs.name}: installed {len(pairs)} components at {prefix} "
+            f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)"
+        )
         return receipt
 
 
@@ -169,20 +181,27 @@ def license_of(prefix: Path, rel: str) -> tuple[str, Path]:
         for n in ("EULA.txt", "LICENSE", "LICENSE.txt"):
             if (prefix / n).is_file():
                 return "CUDA Toolkit", prefix / n
-        raise ToolkitError(f"{rel}: the toolkit at {prefix} has no EULA.txt or LICENSE; a CUDA runtime file "
-                           f"is never shipped without NVIDIA's license")
+        raise ToolkitError(
+            f"{rel}: the toolkit at {prefix} has no EULA.txt or LICENSE; a CUDA runtime file "
+            f"is never shipped without NVIDIA's license"
+        )
     for c in data.get("components", []):
         if rel in c.get("files", []):
             lic = c.get("license")
             if not lic or not (prefix / lic).is_file():
-                raise ToolkitError(f"{rel}: its component {c['component']} ({c.get('filename')}) came without a "
-                                   f"license file in {prefix}; it cannot be shipped")
+                raise ToolkitError(
+                    f"{rel}: its component {c['component']} ({c.get('filename')}) came without a "
+                    f"license file in {prefix}; it cannot be shipped"
+                )
             return c["component"], prefix / lic
     if not any("files" in c for c in data.get("components", [])):
-        raise ToolkitError(f"{rel}: the toolkit at {prefix} was installed before bundlegraph kept NVIDIA's "
-                           f"license per component; delete {prefix} so the toolkit task reinstalls it")
-    raise ToolkitError(f"{rel}: no component of the toolkit at {prefix} placed this file; it cannot be shipped "
-                       f"with a license")
+        raise ToolkitError(
+            f"{rel}: the toolkit at {prefix} was installed before bundlegraph kept NVIDIA's "
+            f"license per component; delete {prefix} so the toolkit task reinstalls it"
+        )
+    raise ToolkitError(
+        f"{rel}: no component of the toolkit at {prefix} placed this file; it cannot be shipped with a license"
+    )
 
 
 def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: str) -> None:
@@ -197,15 +216,21 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: 
             try:
                 extract(blob, stage, strip=0 if art.source == "wheels" else 1)
             except UnsafeArchive as e:
-                raise UnsafeArchive(f"{art.filename} ({art.component} for {art.platform}, {art.url}): "
-                                    f"refused, nothing installed: {e}") from None
+                raise UnsafeArchive(
+                    f"{art.filename} ({art.component} for {art.platform}, {art.url}): refused, nothing installed: {e}"
+                ) from None
             root = _wheel_root(stage, art.filename) if art.source == "wheels" else stage
-            placed = layout.place(root, tmp, component=art.component, role=art.role, platform=art.platform,
-                                  owners=owners)
+            placed = layout.place(
+                root, tmp, component=art.component, role=art.role, platform=art.platform, owners=owners
+            )
             if art.source == "wheels":
                 _keep_wheel_license(stage, tmp, art.component)
-        entry = {**{k: v for k, v in art.as_json().items() if k not in ("url", "key")},
-                 "origin": art.url, "manifest_key": art.key, "license": _license_path(tmp, art.component)}
+        entry = {
+            **{k: v for k, v in art.as_json().items() if k not in ("url", "key")},
+            "origin": art.url,
+            "manifest_key": art.key,
+            "license": _license_path(tmp, art.component),
+        }
         if art.role == "target":
             entry["files"] = sorted(k for k in placed if not k.startswith("include/") and "/include/" not in k)
         comps.append(entry)
@@ -223,17 +248,36 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: 
         if not (lib / "stubs" / "libcuda.so").exists():
             stub = write_stub(lib, cs.target_platform)
             if stub is not None:
-                generated.append({"path": stub.relative_to(tmp).as_posix(), "what": "link-only driver stub",
-                                  "soname": SONAME, "sha256": sha256_file(stub), "ship": False})
+                generated.append(
+                    {
+                        "path": stub.relative_to(tmp).as_posix(),
+                        "what": "link-only driver stub",
+                        "soname": SONAME,
+                        "sha256": sha256_file(stub),
+                        "ship": False,
+                    }
+                )
     atomic_write_json(tmp / "version.json", _version_json(cs, comps))
     validate.check(tmp, cs, what=cs.name, driver_stub_from=stub_from)
     os.chmod(tmp, 0o755)  # mkdtemp made it private; the toolkit is shared by runs and users
     os.chmod(tmp / "version.json", 0o644)
-    _write_receipt(tmp / "bundlegraph-toolkit.json", {
-        "name": cs.name, "set_digest": cs.digest, "layout": LAYOUT_VERSION, "source": cs.source,
-        "cuda": cs.cuda_version, "host_platform": cs.host_platform, "target_platform": cs.target_platform,
-        "target_dir": target_dir(cs.target_platform), "components": comps, "generated": generated,
-        "profile": profile, **extra})
+    _write_receipt(
+        tmp / "bundlegraph-toolkit.json",
+        {
+            "name": cs.name,
+            "set_digest": cs.digest,
+            "layout": LAYOUT_VERSION,
+            "source": cs.source,
+            "cuda": cs.cuda_version,
+            "host_platform": cs.host_platform,
+            "target_platform": cs.target_platform,
+            "target_dir": target_dir(cs.target_platform),
+            "components": comps,
+            "generated": generated,
+            "profile": profile,
+            **extra,
+        },
+    )
 
 
 def _write_receipt(path: Path, data: dict) -> None:
@@ -248,4 +292,3 @@ def _version_json(cs: ComponentSet, comps: list[dict]) -> dict:
     for c in comps:
         out[c["component"]] = {"name": c["component"], "version": c["version"], "platform": c["platform"]}
     return out
-

@@ -42,7 +42,7 @@ def _dest(rel: PurePosixPath, role: str, platform: str, component: str) -> PureP
     parts = rel.parts
     top = parts[0]
     rest = PurePosixPath(*parts[1:]) if len(parts) > 1 else None
-    if top.endswith(".dist-info") or rest is None and top in ("bin", "lib", "include", "nvvm"):
+    if top.endswith(".dist-info") or (rest is None and top in ("bin", "lib", "include", "nvvm")):
         return None
     if is_windows(platform):
         arch = target_dir(platform)
@@ -90,8 +90,7 @@ def _same(a: Path, b: Path) -> bool:
                 return True
 
 
-def place(root: Path, prefix: Path, *, component: str, role: str, platform: str,
-          owners: dict[str, str]) -> list[str]:
+def place(root: Path, prefix: Path, *, component: str, role: str, platform: str, owners: dict[str, str]) -> list[str]:
     """Move ``root``'s files into ``prefix``. ``owners`` maps prefix-relative paths placed so
     far to ``component@platform`` and is updated. An identical file placed twice is kept once;
     a different one is a :class:`ToolkitError` naming both components. Returns the paths."""
@@ -107,8 +106,10 @@ def place(root: Path, prefix: Path, *, component: str, role: str, platform: str,
         if dest.exists() or dest.is_symlink():
             if _same(src, dest):
                 continue
-            raise ToolkitError(f"{key}: provided by both {owners.get(key, '?')} and {me} with different "
-                               f"content; the component set is inconsistent")
+            raise ToolkitError(
+                f"{key}: provided by both {owners.get(key, '?')} and {me} with different "
+                f"content; the component set is inconsistent"
+            )
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(src, dest)
         owners[key] = me

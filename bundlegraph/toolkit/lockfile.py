@@ -101,14 +101,17 @@ def lock_problems(data: object) -> list[str]:
         if k not in ("version", "cuda", "requirements", "wheel"):
             out.append(f"{k}: unknown key; allowed: version, cuda, requirements, wheel")
     if not isinstance(data.get("cuda"), str):
-        out.append("cuda: required text key (the CUDA version, e.g. \"13.5\")" if "cuda" not in data
-                   else f"cuda: expected text, got {data['cuda']!r}")
+        out.append(
+            'cuda: required text key (the CUDA version, e.g. "13.5")'
+            if "cuda" not in data
+            else f"cuda: expected text, got {data['cuda']!r}"
+        )
     v = data.get("version", 1)
     if not isinstance(v, int) or isinstance(v, bool):
         out.append(f"version: expected a whole number, got {v!r}")
     reqs = data.get("requirements", {})
     if not isinstance(reqs, dict) or not all(isinstance(x, str) for x in reqs.values()):
-        out.append("requirements: expected a table of component = \"pip requirement\"")
+        out.append('requirements: expected a table of component = "pip requirement"')
     rows = data.get("wheel", [])
     if not isinstance(rows, list):
         out.append("wheel: expected an array of [[wheel]] tables")
@@ -135,8 +138,12 @@ def _load_lock(path: Path) -> WheelLock:
     problems = lock_problems(data)
     if problems:
         raise ToolkitError("wheels lock file refused:\n  " + "\n  ".join(f"{path}: {p}" for p in problems))
-    lock = WheelLock(cuda=data["cuda"], version=data.get("version", 1), requirements=dict(data.get("requirements", {})),
-                     wheel=[WheelRow(**r) for r in data.get("wheel", [])])
+    lock = WheelLock(
+        cuda=data["cuda"],
+        version=data.get("version", 1),
+        requirements=dict(data.get("requirements", {})),
+        wheel=[WheelRow(**r) for r in data.get("wheel", [])],
+    )
     seen = set()
     for i, r in enumerate(lock.wheel):
         if (r.component, r.platform) in seen:
@@ -151,9 +158,14 @@ def _q(s: str) -> str:
 
 def dump_lock(lock: WheelLock) -> str:
     """TOML text of ``lock`` (stable order: rows sorted by platform, component)."""
-    out = ["# Written by `bundlegraph lock-wheels`: do not edit the hashes by hand.",
-           "# Change a version in [requirements] and rerun the command to re-pin.",
-           f"version = {lock.version}", f"cuda = {_q(lock.cuda)}", "", "[requirements]"]
+    out = [
+        "# Written by `bundlegraph lock-wheels`: do not edit the hashes by hand.",
+        "# Change a version in [requirements] and rerun the command to re-pin.",
+        f"version = {lock.version}",
+        f"cuda = {_q(lock.cuda)}",
+        "",
+        "[requirements]",
+    ]
     out += [f"{k} = {_q(v)}" for k, v in sorted(lock.requirements.items())]
     for r in sorted(lock.wheel, key=lambda r: (r.platform, r.component)):
         out += ["", "[[wheel]]"]

@@ -94,11 +94,25 @@ def resolve(cs: ComponentSet, bundles: Path) -> tuple[str, Path, list[Artifact]]
             art = comp.artifact(plat)
             if art is None:
                 have = sorted(set(comp.platforms) | set(comp.variants))
-                problems.append(f"component {c} ({role}) has no archive for platform {plat} in manifest "
-                                f"{origin} (it has: {', '.join(have) or 'none'})")
+                problems.append(
+                    f"component {c} ({role}) has no archive for platform {plat} in manifest "
+                    f"{origin} (it has: {', '.join(have) or 'none'})"
+                )
                 continue
-            out.append(Artifact(c, comp.key, role, plat, comp.version, pool + art.relative_path,
-                                art.sha256.lower(), art.size, art.relative_path.rsplit("/", 1)[-1], "redist"))
+            out.append(
+                Artifact(
+                    c,
+                    comp.key,
+                    role,
+                    plat,
+                    comp.version,
+                    pool + art.relative_path,
+                    art.sha256.lower(),
+                    art.size,
+                    art.relative_path.rsplit("/", 1)[-1],
+                    "redist",
+                )
+            )
     if problems:
         raise ToolkitError(f"{cs.spec_file}: cuda.toolkit cannot be resolved:\n  " + "\n  ".join(problems))
     return origin, path, out

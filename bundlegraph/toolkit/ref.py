@@ -15,11 +15,22 @@ from .identity import ComponentSet, host_toolkit_path
 
 RECEIPT = "bundlegraph-toolkit.json"
 
-_LINUX_LIBS = {"cudart": "libcudart.so", "cudart_static": "libcudart_static.a",
-               "cudadevrt": "libcudadevrt.a", "cublas": "libcublas.so", "cublasLt": "libcublasLt.so",
-               "cuda_driver": "stubs/libcuda.so"}
-_WIN_LIBS = {"cudart": "cudart.lib", "cudart_static": "cudart_static.lib", "cudadevrt": "cudadevrt.lib",
-             "cublas": "cublas.lib", "cublasLt": "cublasLt.lib", "cuda_driver": "cuda.lib"}
+_LINUX_LIBS = {
+    "cudart": "libcudart.so",
+    "cudart_static": "libcudart_static.a",
+    "cudadevrt": "libcudadevrt.a",
+    "cublas": "libcublas.so",
+    "cublasLt": "libcublasLt.so",
+    "cuda_driver": "stubs/libcuda.so",
+}
+_WIN_LIBS = {
+    "cudart": "cudart.lib",
+    "cudart_static": "cudart_static.lib",
+    "cudadevrt": "cudadevrt.lib",
+    "cublas": "cublas.lib",
+    "cublasLt": "cublasLt.lib",
+    "cuda_driver": "cuda.lib",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,9 @@ class ToolkitRef:
 
     @property
     def lib_dir(self) -> Path:
-        return self.prefix / "lib" / self.target_dir if self.windows else self.prefix / "targets" / self.target_dir / "lib"
+        return (
+            self.prefix / "lib" / self.target_dir if self.windows else self.prefix / "targets" / self.target_dir / "lib"
+        )
 
     @property
     def bin_dir(self) -> Path:
@@ -87,8 +100,12 @@ class ToolkitRef:
 
     def cmake_cache(self) -> dict[str, str]:
         out = {"CMAKE_CUDA_COMPILER": self.nvcc.as_posix(), "CUDAToolkit_ROOT": self.prefix.as_posix()}
-        for role, var in (("cudart", "CUDA_cudart_LIBRARY"), ("cublas", "CUDA_cublas_LIBRARY"),
-                          ("cublasLt", "CUDA_cublasLt_LIBRARY"), ("cuda_driver", "CUDA_cuda_driver_LIBRARY")):
+        for role, var in (
+            ("cudart", "CUDA_cudart_LIBRARY"),
+            ("cublas", "CUDA_cublas_LIBRARY"),
+            ("cublasLt", "CUDA_cublasLt_LIBRARY"),
+            ("cuda_driver", "CUDA_cuda_driver_LIBRARY"),
+        ):
             out[var] = self.library(role).as_posix()
         return out
 
@@ -113,10 +130,18 @@ def ref_for_set(cs: ComponentSet) -> ToolkitRef:
     else:
         prefix = toolkits_root() / cs.name
         receipt = prefix / RECEIPT
-    return ToolkitRef(task=f"toolkit:{cs.name}", name=cs.name, prefix=prefix, receipt=receipt,
-                      version=cs.cuda_version, source=cs.source, host_platform=cs.host_platform,
-                      target_platform=cs.target_platform, target_dir=target_dir(cs.target_platform),
-                      host_target_dir=target_dir(cs.host_platform))
+    return ToolkitRef(
+        task=f"toolkit:{cs.name}",
+        name=cs.name,
+        prefix=prefix,
+        receipt=receipt,
+        version=cs.cuda_version,
+        source=cs.source,
+        host_platform=cs.host_platform,
+        target_platform=cs.target_platform,
+        target_dir=target_dir(cs.target_platform),
+        host_target_dir=target_dir(cs.host_platform),
+    )
 
 
-__all__ = ["ToolkitRef", "ref_for_set", "toolkits_root", "RECEIPT"]
+__all__ = ["RECEIPT", "ToolkitRef", "ref_for_set", "toolkits_root"]

@@ -19,9 +19,11 @@ import struct
 from pathlib import Path
 
 SONAME = "libcuda.so.1"
-_MACHINES = {"linux-x86_64": (62, b"\xc3\x90\x90\x90"),          # EM_X86_64: ret; nop x3
-             "linux-sbsa": (183, b"\xc0\x03\x5f\xd6"),            # EM_AARCH64: ret
-             "linux-aarch64": (183, b"\xc0\x03\x5f\xd6")}
+_MACHINES = {
+    "linux-x86_64": (62, b"\xc3\x90\x90\x90"),  # EM_X86_64: ret; nop x3
+    "linux-sbsa": (183, b"\xc0\x03\x5f\xd6"),  # EM_AARCH64: ret
+    "linux-aarch64": (183, b"\xc0\x03\x5f\xd6"),
+}
 
 
 def driver_symbols(cuda_h: str) -> list[str]:
@@ -77,8 +79,15 @@ def build_stub(symbols: list[str], platform: str) -> bytes:
     off_dynstr = off_dynsym + 24 * nsym
     off_text = _align(off_dynstr + len(dynstr), 16)
     off_dynamic = _align(off_text + len(ret), 8)
-    dyn = [(14, soname_off), (4, off_hash), (5, off_dynstr), (6, off_dynsym), (10, len(dynstr)),
-           (11, 24), (0, 0)]  # DT_SONAME, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_NULL
+    dyn = [
+        (14, soname_off),
+        (4, off_hash),
+        (5, off_dynstr),
+        (6, off_dynsym),
+        (10, len(dynstr)),
+        (11, 24),
+        (0, 0),
+    ]  # DT_SONAME, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_NULL
     dyn_bytes = b"".join(struct.pack("<qQ", t, v) for t, v in dyn)
     shstr = b"\0.hash\0.dynsym\0.dynstr\0.text\0.dynamic\0.shstrtab\0"
     off_shstr = off_dynamic + len(dyn_bytes)
@@ -92,24 +101,35 @@ def build_stub(symbols: list[str], platform: str) -> bytes:
 
     out = bytearray(off_sh + 64 * 7)
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)  # ELFCLASS64, little endian, SysV
-    out[0:64] = ident + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0, ehsize, off_sh, 0, ehsize,
-                                    phentsize, phnum, 64, 7, 6)
+    out[0:64] = ident + struct.pack(
+        "<HHIQQQIHHHHHH", 3, machine, 1, 0, ehsize, off_sh, 0, ehsize, phentsize, phnum, 64, 7, 6
+    )
     out[64:120] = struct.pack("<IIQQQQQQ", 1, 5, 0, 0, 0, end_load, end_load, 0x10000)  # PT_LOAD R+X
-    out[120:176] = struct.pack("<IIQQQQQQ", 2, 6, off_dynamic, off_dynamic, off_dynamic,
-                               len(dyn_bytes), len(dyn_bytes), 8)  # PT_DYNAMIC RW
-    for off, data in ((off_hash, hash_bytes), (off_dynsym, sym_bytes), (off_dynstr, bytes(dynstr)),
-                      (off_text, ret), (off_dynamic, dyn_bytes), (off_shstr, shstr)):
-        out[off:off + len(data)] = data
-    names = {n: shstr.index(n.encode() + b"\0") for n in
-             (".hash", ".dynsym", ".dynstr", ".text", ".dynamic", ".shstrtab")}
-    sh = [bytes(64),
-          struct.pack("<IIQQQQIIQQ", names[".hash"], 5, 2, off_hash, off_hash, len(hash_bytes), 2, 0, 8, 4),
-          struct.pack("<IIQQQQIIQQ", names[".dynsym"], 11, 2, off_dynsym, off_dynsym, len(sym_bytes), 3, 1, 8, 24),
-          struct.pack("<IIQQQQIIQQ", names[".dynstr"], 3, 2, off_dynstr, off_dynstr, len(dynstr), 0, 0, 1, 0),
-          struct.pack("<IIQQQQIIQQ", names[".text"], 1, 6, off_text, off_text, len(ret), 0, 0, 16, 0),
-          struct.pack("<IIQQQQIIQQ", names[".dynamic"], 6, 3, off_dynamic, off_dynamic, len(dyn_bytes), 3, 0, 8, 16),
-          struct.pack("<IIQQQQIIQQ", names[".shstrtab"], 3, 0, 0, off_shstr, len(shstr), 0, 0, 1, 0)]
-    out[off_sh:off_sh + 64 * 7] = b"".join(sh)
+    out[120:176] = struct.pack(
+        "<IIQQQQQQ", 2, 6, off_dynamic, off_dynamic, off_dynamic, len(dyn_bytes), len(dyn_bytes), 8
+    )  # PT_DYNAMIC RW
+    for off, data in (
+        (off_hash, hash_bytes),
+        (off_dynsym, sym_bytes),
+        (off_dynstr, bytes(dynstr)),
+        (off_text, ret),
+        (off_dynamic, dyn_bytes),
+        (off_shstr, shstr),
+    ):
+        out[off : off + len(data)] = data
+    names = {
+        n: shstr.index(n.encode() + b"\0") for n in (".hash", ".dynsym", ".dynstr", ".text", ".dynamic", ".shstrtab")
+    }
+    sh = [
+        bytes(64),
+        struct.pack("<IIQQQQIIQQ", names[".hash"], 5, 2, off_hash, off_hash, len(hash_bytes), 2, 0, 8, 4),
+        struct.pack("<IIQQQQIIQQ", names[".dynsym"], 11, 2, off_dynsym, off_dynsym, len(sym_bytes), 3, 1, 8, 24),
+        struct.pack("<IIQQQQIIQQ", names[".dynstr"], 3, 2, off_dynstr, off_dynstr, len(dynstr), 0, 0, 1, 0),
+        struct.pack("<IIQQQQIIQQ", names[".text"], 1, 6, off_text, off_text, len(ret), 0, 0, 16, 0),
+        struct.pack("<IIQQQQIIQQ", names[".dynamic"], 6, 3, off_dynamic, off_dynamic, len(dyn_bytes), 3, 0, 8, 16),
+        struct.pack("<IIQQQQIIQQ", names[".shstrtab"], 3, 0, 0, off_shstr, len(shstr), 0, 0, 1, 0),
+    ]
+    out[off_sh : off_sh + 64 * 7] = b"".join(sh)
     return bytes(out)
 
 

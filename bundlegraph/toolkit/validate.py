@@ -17,14 +17,14 @@ def problems(prefix: Path, cs: ComponentSet, *, driver_stub_from: str = "cuda_cu
     """One line per missing required file (empty: valid)."""
     major = int(cs.cuda_version.split(".")[0])
     out = []
-    for r in required_files(cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from,
-                            cublas="libcublas" in cs.target):
+    for r in required_files(
+        cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from, cublas="libcublas" in cs.target
+    ):
         p = prefix / r.path
         if p.exists():  # follows links: a dangling unversioned link is a miss
             continue
         listed = r.component in (cs.host if r.role == "host" else cs.target) or r.component == "generated stub"
-        hint = "" if listed else (f"; {cs.spec_file or 'the spec'}: cuda.toolkit.{r.role} does not list "
-                                  f"{r.component}")
+        hint = "" if listed else (f"; {cs.spec_file or 'the spec'}: cuda.toolkit.{r.role} does not list {r.component}")
         out.append(f"missing {r.path} (should come from component {r.component} for {r.platform}{hint})")
     return out
 
@@ -35,8 +35,12 @@ def required_paths(prefix: Path, cs: ComponentSet) -> list[Path]:
     not up to date."""
     major = int(cs.cuda_version.split(".")[0])
     stub = "generated stub" if cs.source == "wheels" else "cuda_cudart"
-    return [prefix / r.path for r in required_files(cs.host_platform, cs.target_platform, major,
-                                                     driver_stub_from=stub, cublas="libcublas" in cs.target)]
+    return [
+        prefix / r.path
+        for r in required_files(
+            cs.host_platform, cs.target_platform, major, driver_stub_from=stub, cublas="libcublas" in cs.target
+        )
+    ]
 
 
 def check(prefix: Path, cs: ComponentSet, *, what: str, driver_stub_from: str = "cuda_cudart") -> None:

@@ -26,15 +26,26 @@ def _pip_download(requirement: str, platform: str, dest: Path, log: Path | None)
     tags = PIP_TAGS.get(platform)
     if not tags:
         raise ToolkitError(f"no NVIDIA wheel platform tag is known for {platform}; known: {', '.join(PIP_TAGS)}")
-    argv = [proc.python_exe(), "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--disable-pip-version-check", "--python-version", PY_VERSION]
+    argv = [
+        proc.python_exe(),
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--python-version",
+        PY_VERSION,
+    ]
     for t in tags:
         argv += ["--platform", t]
     argv += ["-d", str(dest), requirement]
     proc.run(argv, log=log, what=f"pip download {requirement} for {platform}")
     files = [p for p in dest.iterdir() if p.is_file() and p.name.endswith(".whl")]
     if len(files) != 1:
-        raise ToolkitError(f"pip download {requirement} for {platform} gave {[p.name for p in files]}, expected one wheel")
+        raise ToolkitError(
+            f"pip download {requirement} for {platform} gave {[p.name for p in files]}, expected one wheel"
+        )
     return files[0]
 
 
@@ -50,14 +61,18 @@ def fetch_wheel(row: WheelRow, log: Path | None = None) -> Path:
         with tempfile.TemporaryDirectory(prefix="bg-wheel-", dir=_tmp_root()) as d:
             got = _pip_download(row.requirement, row.platform, Path(d), log)
             if got.name != row.filename:
-                raise ToolkitError(f"pip download {row.requirement} for {row.platform} gave {got.name}, "
-                                   f"the lock pins {row.filename}; rerun `bundlegraph lock-wheels` if intended")
+                raise ToolkitError(
+                    f"pip download {row.requirement} for {row.platform} gave {got.name}, "
+                    f"the lock pins {row.filename}; rerun `bundlegraph lock-wheels` if intended"
+                )
             size = got.stat().st_size
             actual = sha256_file(got)
             if actual != row.sha256 or size != row.size:
                 got.unlink()
-                raise HashMismatch(f"wheel {row.filename} ({row.requirement}): expected sha256 {row.sha256} "
-                                   f"size {row.size}, got sha256 {actual} size {size}")
+                raise HashMismatch(
+                    f"wheel {row.filename} ({row.requirement}): expected sha256 {row.sha256} "
+                    f"size {row.size}, got sha256 {actual} size {size}"
+                )
             return adopt(got, row.sha256, what=f"wheel {row.filename}")
 
 
@@ -81,8 +96,9 @@ def default_requirement(component: str, cuda: str) -> str:
 _WHEEL_RE = re.compile(r"^(?P<dist>[^-]+)-(?P<ver>[^-]+)-")
 
 
-def lock_wheels(cuda: str, wanted: list[tuple[str, str]], requirements: dict[str, str],
-                log: Path | None = None) -> WheelLock:
+def lock_wheels(
+    cuda: str, wanted: list[tuple[str, str]], requirements: dict[str, str], log: Path | None = None
+) -> WheelLock:
     """Resolve each (component, platform) in ``wanted`` with pip, cache the wheel and return the
     lock (versions from ``requirements``, else :func:`default_requirement`)."""
     reqs = dict(requirements)
@@ -98,8 +114,17 @@ def lock_wheels(cuda: str, wanted: list[tuple[str, str]], requirements: dict[str
             sha = sha256_file(got)
             size = got.stat().st_size
             tag = got.name[:-4].split("-")[-1]
-            rows.append(WheelRow(component=comp, platform=plat, tag=tag,
-                                 requirement=f"{WHEELS[comp]}=={version}", version=version,
-                                 filename=got.name, sha256=sha, size=size))
+            rows.append(
+                WheelRow(
+                    component=comp,
+                    platform=plat,
+                    tag=tag,
+                    requirement=f"{WHEELS[comp]}=={version}",
+                    version=version,
+                    filename=got.name,
+                    sha256=sha,
+                    size=size,
+                )
+            )
             adopt(got, sha, what=f"wheel {got.name}")
     return WheelLock(cuda=cuda, requirements=reqs, wheel=rows)

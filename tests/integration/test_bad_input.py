@@ -12,8 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_an_unknown_doit_variable_is_refused_not_ignored(tmp_path):
-    for arg, hint in (("only-leg=linux-x64-cpu", "only_leg"), ("only_lg=linux-x64-cpu", "only_leg"),
-                      ("build_target=ggml", "build_targets")):
+    for arg, hint in (
+        ("only-leg=linux-x64-cpu", "only_leg"),
+        ("only_lg=linux-x64-cpu", "only_leg"),
+        ("build_target=ggml", "build_targets"),
+    ):
         r = graphrun.doit([arg], bundles=ROOT / "bundles", workdir=tmp_path)
         assert r.returncode == 2, (arg, r.stdout[-2000:])
         assert f"{arg}: unknown doit variable '{arg.split('=')[0]}' (did you mean '{hint}'?)" in r.stderr, r.stderr
@@ -21,13 +24,17 @@ def test_an_unknown_doit_variable_is_refused_not_ignored(tmp_path):
 
 
 def test_filters_that_select_no_leg_are_refused_everywhere(tmp_path):
-    r = graphrun.doit(["only_profile=cpu", "only_leg=windows-arm64-cuda13-portable"], bundles=ROOT / "bundles",
-                      workdir=tmp_path)
-    want = ("only_profile=cpu only_leg=windows-arm64-cuda13-portable: together they select no leg "
-            "(the profile of windows-arm64-cuda13-portable is cuda13-portable)")
+    r = graphrun.doit(
+        ["only_profile=cpu", "only_leg=windows-arm64-cuda13-portable"], bundles=ROOT / "bundles", workdir=tmp_path
+    )
+    want = (
+        "only_profile=cpu only_leg=windows-arm64-cuda13-portable: together they select no leg "
+        "(the profile of windows-arm64-cuda13-portable is cuda13-portable)"
+    )
     assert r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr, r.stderr
-    m = graphrun.cli(["matrix", "--only-profile", "cpu", "--only-leg", "windows-arm64-cuda13-portable"],
-                     workdir=tmp_path)
+    m = graphrun.cli(
+        ["matrix", "--only-profile", "cpu", "--only-leg", "windows-arm64-cuda13-portable"], workdir=tmp_path
+    )
     assert m.returncode != 0 and want in m.stderr and '"include": []' not in m.stdout, (m.stdout, m.stderr)
 
 
@@ -118,8 +125,9 @@ def test_a_backend_without_its_entry_point_is_refused(tmp_path):
     src = tmp_path / "cpu.c"
     src.write_text("int ggml_backend_cpu_init(void) { return 1; }\n")  # the entry point is missing
     (built / "libggml-cpu.so").unlink()
-    subprocess.run(["aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-o", str(built / "libggml-cpu.so"), str(src)],
-                   check=True)
+    subprocess.run(
+        ["aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-o", str(built / "libggml-cpu.so"), str(src)], check=True
+    )
     r = graphrun.doit([f"built={built.parent}", f"verify:{leg}"], bundles=tmp_path / "bundles", workdir=tmp_path / "w2")
     assert r.returncode != 0
     assert "libggml-cpu.so: backend: exports no ggml_backend_init" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
@@ -139,8 +147,10 @@ def test_a_filtered_build_is_never_packaged(tmp_path):
     before = bundle.read_bytes()
     r = graphrun.doit(["build_targets=ggml-base", f"package:{leg}"], bundles=bundles, workdir=work)
     assert r.returncode != 0
-    assert (f"merge:{leg}: the last build:{leg} built only ggml-base (build_targets=); a bundle is made from a "
-            f"complete build") in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+    assert (
+        f"merge:{leg}: the last build:{leg} built only ggml-base (build_targets=); a bundle is made from a "
+        f"complete build"
+    ) in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
     assert bundle.read_bytes() == before  # nothing packaged from the partial build
     r = graphrun.doit([f"package:{leg}"], bundles=bundles, workdir=work)
     assert r.returncode == 0 and f"build:{leg}" in graphrun.executed(r.stdout)
@@ -193,7 +203,10 @@ def test_explain_answers_on_a_fresh_clone_for_groups_and_for_legs_of_another_hos
     assert "configure:linux-arm64-cpu: would run\n  - never completed (no stamp)" in out
     assert "depends on source:linux-arm64-cpu, which would run first" in out
     lines = explain("build").splitlines()
-    assert "build:linux-arm64-cpu: would run: never completed (no stamp), or its last run failed or was interrupted" in lines
+    assert (
+        "build:linux-arm64-cpu: would run: never completed (no stamp), or its last run failed or was interrupted"
+        in lines
+    )
     assert len(lines) == 9
     out = explain("configure:windows-arm64-cuda13-portable")
     assert "on this host it is refused before any download: windows-arm64-cuda13-portable compiles on a windows" in out
@@ -211,16 +224,23 @@ def test_a_ggml_key_llama_cpp_never_declared_fails_the_real_configure(tmp_path, 
     spec = bundles_copy / f"{leg}.toml"
     text = spec.read_text()
     assert "LLAMA_CURL = false" in text and "GGML_OPENMP = true" in text
-    spec.write_text(text.replace("GGML_OPENMP = true", "GGML_OPENMPP = true")
-                    .replace("LLAMA_CURL = false", "LLAMA_CURL = false\nLLAMA_CURLL = false"))
+    spec.write_text(
+        text.replace("GGML_OPENMP = true", "GGML_OPENMPP = true").replace(
+            "LLAMA_CURL = false", "LLAMA_CURL = false\nLLAMA_CURLL = false"
+        )
+    )
     work = tmp_path / "work"
     r = graphrun.doit([f"only_leg={leg}", f"configure:{leg}"], bundles=bundles_copy, workdir=work)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-3000:]
-    assert (f"{spec}: cmake.GGML_OPENMPP: the configured tree declares no such option (its cache holds it as "
-            "UNINITIALIZED, set only by the spec); did you mean GGML_OPENMP?") in out, out[-3000:]
-    assert (f"{spec}: cmake.LLAMA_CURLL: the project does not use it (CMake: \"Manually-specified variables were "
-            "not used by the project\"); did you mean LLAMA_CURL? (deprecated: this tree ignores it)") in out
+    assert (
+        f"{spec}: cmake.GGML_OPENMPP: the configured tree declares no such option (its cache holds it as "
+        "UNINITIALIZED, set only by the spec); did you mean GGML_OPENMP?"
+    ) in out, out[-3000:]
+    assert (
+        f'{spec}: cmake.LLAMA_CURLL: the project does not use it (CMake: "Manually-specified variables were '
+        'not used by the project"); did you mean LLAMA_CURL? (deprecated: this tree ignores it)'
+    ) in out
     assert f"configure:{leg}: {spec}: cmake.LLAMA_CURL: deprecated: this tree ignores it" in out
     assert not (work / "build" / leg / "configure.json").exists()
 
@@ -229,8 +249,12 @@ def test_a_misspelt_BUNDLEGRAPH_variable_stops_doit_and_bundlegraph_before_anyth
     """Issue 29: ``BUNDLEGRAPH_ONLY_LEGS=linux-arm64-cpu doit list`` listed the whole graph with
     exit 0 (a bare ``doit`` would have started the whole main job)."""
     for run in (graphrun.doit, graphrun.cli):
-        r = run(["list"] if run is graphrun.doit else ["matrix"], bundles=ROOT / "bundles", workdir=tmp_path,
-                BUNDLEGRAPH_ONLY_LEGS="linux-arm64-cpu")
+        r = run(
+            ["list"] if run is graphrun.doit else ["matrix"],
+            bundles=ROOT / "bundles",
+            workdir=tmp_path,
+            BUNDLEGRAPH_ONLY_LEGS="linux-arm64-cpu",
+        )
         assert r.returncode == 2 and r.stdout == "", r.stdout
         assert "BUNDLEGRAPH_ONLY_LEGS: unknown variable (did you mean BUNDLEGRAPH_ONLY_LEG?)" in r.stderr, r.stderr
     assert not (tmp_path / "build").exists()

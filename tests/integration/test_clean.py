@@ -15,7 +15,10 @@ def test_clean_dry_run_names_what_a_task_wrote_and_clean_removes_it_keeping_the_
     assert dry.returncode == 0, dry.stderr
     lines = {l.split(" - ", 1)[0]: l for l in dry.stdout.splitlines() if " - executing " in l}
     assert f".bundlegraph/stamps/build__{leg}.json, build/{leg}/build.json" in lines[f"build:{leg}"], dry.stdout
-    assert f"build/{leg}/cmake/," in lines[f"configure:{leg}"] and f"build/{leg}/configure.json" in lines[f"configure:{leg}"]
+    assert (
+        f"build/{leg}/cmake/," in lines[f"configure:{leg}"]
+        and f"build/{leg}/configure.json" in lines[f"configure:{leg}"]
+    )
     assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")) == before  # a dry run removes nothing
     r = graphrun.doit(["clean", f"build:{leg}"], bundles=bundles, workdir=work)
     assert r.returncode == 0, r.stderr
@@ -27,6 +30,9 @@ def test_clean_dry_run_names_what_a_task_wrote_and_clean_removes_it_keeping_the_
     # starting over: every task's share of the work directory goes (the cost records stay)
     r = graphrun.doit(["clean", "-a"], bundles=bundles, workdir=work)
     assert r.returncode == 0, r.stderr
-    left = [p for p in work.rglob("*") if p.is_file() and p.parent.name != "costs"
-            and not p.name.startswith(("doit.sqlite3", "run.", "tool-versions"))]
+    left = [
+        p
+        for p in work.rglob("*")
+        if p.is_file() and p.parent.name != "costs" and not p.name.startswith(("doit.sqlite3", "run.", "tool-versions"))
+    ]
     assert left == [], left

@@ -23,10 +23,9 @@ import stat
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import davkit
 import graphrun
+import pytest
 from conftest import linux_only, require_input, require_tools
 
 CPU, CUDA = "mini-linux-arm64-cpu", "mini-linux-arm64-cuda"
@@ -57,14 +56,27 @@ def _release(root: Path, name: str) -> tuple[Path, Path]:
 def _run(root: Path, name: str, **env: str) -> dict:
     bundles, work = _release(root, name)
     summary = root / f"{name}-summary.md"
-    r = graphrun.doit([f"package:{CUDA}"], bundles=bundles, workdir=work, timeout=900,
-                      CCACHE_DIR=str(root / f"{name}-ccache"), GITHUB_STEP_SUMMARY=str(summary), **env)
+    r = graphrun.doit(
+        [f"package:{CUDA}"],
+        bundles=bundles,
+        workdir=work,
+        timeout=900,
+        CCACHE_DIR=str(root / f"{name}-ccache"),
+        GITHUB_STEP_SUMMARY=str(summary),
+        **env,
+    )
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     bundle = next((work / "dist").glob("app-b42-*linux-arm64-cuda13-blackwell.tar.gz"))
     stats = {leg: json.loads((work / "build" / leg / "compiler-cache.json").read_text()) for leg in (CPU, CUDA)}
-    return {"work": work, "bundle": _sha(bundle), "bundle_name": bundle.name, "stats": stats, "run": r,
-            "so": _sha(work / "build" / CUDA / "cmake" / "bin" / "libggml-cuda.so"),
-            "summary": summary.read_text() if summary.is_file() else ""}
+    return {
+        "work": work,
+        "bundle": _sha(bundle),
+        "bundle_name": bundle.name,
+        "stats": stats,
+        "run": r,
+        "so": _sha(work / "build" / CUDA / "cmake" / "bin" / "libggml-cuda.so"),
+        "summary": summary.read_text() if summary.is_file() else "",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +87,17 @@ def builds(tmp_path_factory):
     dav = root / "dav"
     with davkit.webdav(dav, "cache", "readonly") as url:
         remote = f"{url}/cache|layout=flat"
-        out = {"a": _run(root, "a", BUNDLEGRAPH_CACHE_REMOTE=remote),
-               "b": _run(root, "b", BUNDLEGRAPH_CACHE_REMOTE=remote),
-               "c": _run(root, "c", BUNDLEGRAPH_LAUNCHER="none"),
-               "d": _run(root, "d", BUNDLEGRAPH_CACHE_REMOTE=f"{url}/readonly|layout=flat",
-                         BUNDLEGRAPH_CACHE_REMOTE_MODE="read-only")}
+        out = {
+            "a": _run(root, "a", BUNDLEGRAPH_CACHE_REMOTE=remote),
+            "b": _run(root, "b", BUNDLEGRAPH_CACHE_REMOTE=remote),
+            "c": _run(root, "c", BUNDLEGRAPH_LAUNCHER="none"),
+            "d": _run(
+                root,
+                "d",
+                BUNDLEGRAPH_CACHE_REMOTE=f"{url}/readonly|layout=flat",
+                BUNDLEGRAPH_CACHE_REMOTE_MODE="read-only",
+            ),
+        }
     out["dav"] = dav
     return out
 
@@ -103,8 +121,12 @@ def test_the_cuda_bundle_is_byte_identical_whether_hit_missed_or_uncached(builds
     so = (a["work"] / "build" / CUDA / "cmake" / "bin" / "libggml-cuda.so").read_bytes()
     assert b"/shared/minillama/src/ggml-cuda/scale.cu" in so  # compiled by its absolute name, cache or not
     assert a["bundle"] == b["bundle"] == c["bundle"], (a["bundle_name"], a["bundle"], b["bundle"], c["bundle"])
-    assert c["stats"][CUDA] == {"leg": CUDA, "launcher": None, "why": "no compiler cache",
-                                "seconds": c["stats"][CUDA]["seconds"]}
+    assert c["stats"][CUDA] == {
+        "leg": CUDA,
+        "launcher": None,
+        "why": "no compiler cache",
+        "seconds": c["stats"][CUDA]["seconds"],
+    }
 
 
 def test_read_only_remote_storage_is_read_and_never_written(builds):
@@ -140,9 +162,14 @@ def _probe_tools(builds):
 
     rec = json.loads((builds["a"]["work"] / "build" / CUDA / "configure.json").read_text())
     prefix = Path(rec["cuda"]["prefix"])
-    return ProbeTools(shutil.which("aarch64-linux-gnu-gcc") or "", {"PATH": "/usr/bin:/bin"}, str(prefix / "bin" / "nvcc"),
-                      shutil.which("aarch64-linux-gnu-g++"), tuple(get_toolchain(rec["toolchain"]).nvcc_flags()),
-                      ("120", "121"))
+    return ProbeTools(
+        shutil.which("aarch64-linux-gnu-gcc") or "",
+        {"PATH": "/usr/bin:/bin"},
+        str(prefix / "bin" / "nvcc"),
+        shutil.which("aarch64-linux-gnu-g++"),
+        tuple(get_toolchain(rec["toolchain"]).nvcc_flags()),
+        ("120", "121"),
+    )
 
 
 def test_the_probe_refuses_sccache_0_16_on_a_real_cu_and_keeps_its_verdict(builds, tmp_path, monkeypatch):

@@ -10,11 +10,11 @@ import re
 import shutil
 from pathlib import Path
 
+import graphrun
 import pytest
+from conftest import linux_only, needs_host_cuda, require_input, require_tools
 from elftools.elf.elffile import ELFFile
 
-import graphrun
-from conftest import linux_only, needs_host_cuda, require_input, require_tools
 from bundlegraph import proc
 from bundlegraph.toolchains.msvc import hooks_cmake
 from bundlegraph.toolchains.tools import build_tools
@@ -73,7 +73,11 @@ def run(args, bundles, wd, **env):
 def test_cross_cpu_leg_builds_aarch64_and_rerun_is_noop(mini):
     bundles, wd = mini
     out = run(["build:mini-linux-arm64-cpu"], bundles, wd)
-    assert executed(out) == ["source:mini-linux-arm64-cpu", "configure:mini-linux-arm64-cpu", "build:mini-linux-arm64-cpu"]
+    assert executed(out) == [
+        "source:mini-linux-arm64-cpu",
+        "configure:mini-linux-arm64-cpu",
+        "build:mini-linux-arm64-cpu",
+    ]
     assert re.search(r"\[build:mini-linux-arm64-cpu\] 100% \[\d+/\d+\]", out)  # ninja progress
     bdir = wd / "build" / "mini-linux-arm64-cpu"
     rec = json.loads((bdir / "build.json").read_text())
@@ -91,7 +95,9 @@ def test_cross_cuda_leg_arch_change_rebuilds_that_leg_only(mini, blackwell_wheel
     bundles, wd = mini
     tasks = ["build:mini-linux-arm64-cuda", "build:mini-linux-arm64-cpu"]
     out = run(tasks, bundles, wd)
-    assert {"configure:mini-linux-arm64-cuda", "build:mini-linux-arm64-cuda", "build:mini-linux-arm64-cpu"} <= set(executed(out))
+    assert {"configure:mini-linux-arm64-cuda", "build:mini-linux-arm64-cuda", "build:mini-linux-arm64-cpu"} <= set(
+        executed(out)
+    )
     bdir = wd / "build" / "mini-linux-arm64-cuda"
     lib = bdir / "cmake" / "bin" / "libggml-cuda.so"
     assert machine(lib) == "EM_AARCH64"
@@ -137,11 +143,27 @@ def test_cuda_host_flag_hook_adds_once(tmp_path):
     hook.write_text(hooks_cmake("-fno-common"))
     for extra, where in (([], "hook"), (["-DCMAKE_CUDA_FLAGS=-Xcompiler=-fno-common"], "flags")):
         b = tmp_path / f"b-{where}"
-        proc.run([str(tools.cmake.path), "-S", str(DATA / "minillama"), "-B", str(b), "-G", "Ninja",
-                  f"-DCMAKE_MAKE_PROGRAM={tools.ninja.path}", "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc",
-                  "-DGGML_CUDA=ON", "-DGGML_NATIVE=OFF", "-DCMAKE_CUDA_ARCHITECTURES=120",
-                  "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={hook}", *extra],
-                 log=tmp_path / f"{where}.log", echo=False)
+        proc.run(
+            [
+                str(tools.cmake.path),
+                "-S",
+                str(DATA / "minillama"),
+                "-B",
+                str(b),
+                "-G",
+                "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={tools.ninja.path}",
+                "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc",
+                "-DGGML_CUDA=ON",
+                "-DGGML_NATIVE=OFF",
+                "-DCMAKE_CUDA_ARCHITECTURES=120",
+                "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={hook}",
+                *extra,
+            ],
+            log=tmp_path / f"{where}.log",
+            echo=False,
+        )
         cc = json.loads((b / "compile_commands.json").read_text())
         cu = [c["command"] for c in cc if c["file"].endswith(".cu")]
         c_ = [c["command"] for c in cc if c["file"].endswith(".c")]

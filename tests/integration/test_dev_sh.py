@@ -13,8 +13,14 @@ def test_dev_sh_prints_one_line_per_setup_step():
     """The set-up steps of ``./dev.sh main`` (the test run's own .venv, already set up), then the
     main job's command: here ``doit --version``, which starts nothing."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUNDLEGRAPH_")}
-    r = subprocess.run(["bash", str(ROOT / "dev.sh"), "main", "--version"], capture_output=True, text=True,
-                       env=env, cwd=ROOT, timeout=600)
+    r = subprocess.run(
+        ["bash", str(ROOT / "dev.sh"), "main", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     steps = [l.split(":", 2)[1].strip() for l in r.stderr.splitlines() if l.startswith("dev.sh: ")]
     assert steps == ["venv", "pip", "apt", "main job"], r.stderr
@@ -32,7 +38,13 @@ def test_dev_sh_refuses_a_python_older_than_the_project_needs(tmp_path):
     old = tmp_path / "python3.9"
     old.write_text("#!/bin/sh\nexit 1\n")  # `import sys; sys.exit(sys.version_info < (3, 11))` -> 1
     old.chmod(0o755)
-    r = subprocess.run(["bash", "dev.sh", "test"], capture_output=True, text=True, cwd=checkout, timeout=60,
-                       env={**os.environ, "PYTHON": str(old)})
+    r = subprocess.run(
+        ["bash", "dev.sh", "test"],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        timeout=60,
+        env={**os.environ, "PYTHON": str(old)},
+    )
     assert r.returncode == 2 and f"dev.sh: {old} is not Python 3.11 or newer; set PYTHON=" in r.stderr, r.stderr
     assert not (checkout / ".venv").exists()

@@ -8,11 +8,11 @@ import os
 import time
 
 import pytest
+from redistserver import RedistServer
 
 from bundlegraph import paths
 from bundlegraph.download import Settings, check_url, download, download_many
 from bundlegraph.errors import DownloadError, HashMismatch
-from redistserver import RedistServer
 
 FAST = Settings(connect_timeout=2.0, read_timeout=0.5, retries=2, backoff=0.01, jobs=3)
 DATA = os.urandom(300_000)
@@ -142,8 +142,9 @@ def test_download_many_parallel_and_first_error(cache, capsys):
     items = {f"/f{i}.bin": os.urandom(50_000 + i) for i in range(5)}
     with RedistServer() as s:
         s.files.update(items)
-        got = download_many([(s.url(p), hashlib.sha256(b).hexdigest(), len(b)) for p, b in items.items()],
-                            settings=FAST)
+        got = download_many(
+            [(s.url(p), hashlib.sha256(b).hexdigest(), len(b)) for p, b in items.items()], settings=FAST
+        )
         assert [g.read_bytes() for g in got] == list(items.values())
         err = capsys.readouterr().err
         assert err.count(" done in ") == 5  # plain lines in CI

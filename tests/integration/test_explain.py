@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from graphrun import cli, doit
 
 from bundlegraph.fsutil import tree_digest
-from graphrun import cli, doit
 
 
 def test_explain_source_task_through_its_life(workdir, bundles_copy, tmp_path):
@@ -18,20 +18,26 @@ def test_explain_source_task_through_its_life(workdir, bundles_copy, tmp_path):
     assert r.returncode == 0 and r.stdout.splitlines() == [
         f"{task}: would run",
         "  - never completed (no stamp), or its last run failed or was interrupted",
-        "  - it would consume: pin, tree"]
+        "  - it would consume: pin, tree",
+    ]
     assert doit([task], bundles=bundles_copy, workdir=workdir).returncode == 0
     assert cli(["explain", task], bundles=bundles_copy, workdir=workdir).stdout.strip() == f"{task}: up to date"
     other = tmp_path / "src2"
     other.mkdir()
     rel.write_text(rel.read_text().replace(f'path = "{src}"', f'path = "{other}"'))
     lines = cli(["explain", task], bundles=bundles_copy, workdir=workdir).stdout.splitlines()
-    assert lines == [f"{task}: would run", f'  - input pin.path changed: "{src}" -> "{other}"',
-                     f'  - input tree changed: "{tree_digest(src)[0]}" -> "{tree_digest(other)[0]}"']
+    assert lines == [
+        f"{task}: would run",
+        f'  - input pin.path changed: "{src}" -> "{other}"',
+        f'  - input tree changed: "{tree_digest(src)[0]}" -> "{tree_digest(other)[0]}"',
+    ]
     (workdir / "build/linux-x64-cpu/source.json").write_text("{}")
     rel.write_text(rel.read_text().replace(f'path = "{other}"', f'path = "{src}"'))
     lines = cli(["explain", task], bundles=bundles_copy, workdir=workdir).stdout.splitlines()
-    assert lines == [f"{task}: would run",
-                     "  - output build/linux-x64-cpu/source.json was changed outside bundlegraph (fingerprint differs)"]
+    assert lines == [
+        f"{task}: would run",
+        "  - output build/linux-x64-cpu/source.json was changed outside bundlegraph (fingerprint differs)",
+    ]
 
 
 def test_explain_unknown_task(workdir):
@@ -44,8 +50,9 @@ def test_explain_of_a_mistyped_task_names_the_three_closest_not_every_task(workd
     r = cli(["explain", "sorce:linux-arm64-cpu"], workdir=workdir)
     assert r.returncode == 2
     msg = r.stderr.strip()
-    assert msg.startswith("bundlegraph: no task 'sorce:linux-arm64-cpu' in the graph (did you mean "
-                          "'source:linux-arm64-cpu' or "), msg
+    assert msg.startswith(
+        "bundlegraph: no task 'sorce:linux-arm64-cpu' in the graph (did you mean 'source:linux-arm64-cpu' or "
+    ), msg
     assert msg.count("' or '") == 2 and msg.endswith("`doit list` lists all 74 tasks"), msg
     assert "manifest" not in msg and len(msg) < 300
 
@@ -59,5 +66,8 @@ def test_doit_info_prints_one_short_line_per_check_not_the_plan(workdir):
     assert len(r.stdout) < 1500, r.stdout
     assert "TaskPlan" not in r.stdout and "Context(" not in r.stdout
     check = [l for l in r.stdout.splitlines() if l.strip().startswith("- <")]
-    assert len(check) == 1 and check[0].strip().startswith(f"- <{task} check (due: ") \
-        and f"`bundlegraph explain {task}` says why>" in check[0], r.stdout
+    assert (
+        len(check) == 1
+        and check[0].strip().startswith(f"- <{task} check (due: ")
+        and f"`bundlegraph explain {task}` says why>" in check[0]
+    ), r.stdout

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 
+from graphrun import ROOT, cli, doit
 
 from bundlegraph.graph import Filters, load_graph
-from graphrun import ROOT, cli, doit
 
 
 def listed(stdout: str) -> list[str]:
@@ -29,25 +29,35 @@ def test_plain_doit_list_shows_every_stage_task_for_every_leg(workdir):
 
 
 def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
-    want = ["linux-arm64-cuda13-portable", "linux-x64-cuda13-portable",
-            "windows-arm64-cuda13-portable", "windows-x64-cuda13-portable"]
+    want = [
+        "linux-arm64-cuda13-portable",
+        "linux-x64-cuda13-portable",
+        "windows-arm64-cuda13-portable",
+        "windows-x64-cuda13-portable",
+    ]
     g = load_graph(ROOT / "bundles", Filters(only_profile="cuda13-portable"))
     assert g.ctx.legs == want
     m = cli(["matrix", "--only-profile", "cuda13-portable"], workdir=workdir)
     assert m.returncode == 0, m.stderr
     rows = json.loads(m.stdout)["include"]  # pure JSON on stdout
-    assert all(set(r) == {"id", "os", "arch", "profile", "runner", "compile_runner", "role", "merge_base",
-                          "shards", "shard"} for r in rows)
+    assert all(
+        set(r) == {"id", "os", "arch", "profile", "runner", "compile_runner", "role", "merge_base", "shards", "shard"}
+        for r in rows
+    )
     shard_rows = [r for r in rows if r["role"] == "shard"]  # each follows its leg's row, one per shard
-    assert all(r["shard"] == f"{i}/{r['shards']}" for leg in want
-               for i, r in enumerate((x for x in shard_rows if x["id"] == leg), 1))
+    assert all(
+        r["shard"] == f"{i}/{r['shards']}"
+        for leg in want
+        for i, r in enumerate((x for x in shard_rows if x["id"] == leg), 1)
+    )
     rows = [r for r in rows if r["role"] != "shard"]
     assert [r["id"] for r in rows] == want
     assert {r["id"]: (r["role"], r["merge_base"]) for r in rows} == {
         "linux-arm64-cuda13-portable": ("backend", "linux-arm64-cpu"),
         "linux-x64-cuda13-portable": ("backend", "linux-x64-cpu"),
         "windows-arm64-cuda13-portable": ("backend", "windows-arm64-cpu"),
-        "windows-x64-cuda13-portable": ("backend", "windows-x64-cpu")}
+        "windows-x64-cuda13-portable": ("backend", "windows-x64-cpu"),
+    }
     p = cli(["plan", "--json", "--only-profile", "cuda13-portable"], workdir=workdir)
     assert list(json.loads(p.stdout)["legs"]) == want
     d = doit(["list", "only_profile=cuda13-portable"], workdir=workdir)
@@ -59,9 +69,11 @@ def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
 
 def test_a_new_spec_file_is_a_new_leg_everywhere(workdir, bundles_copy):
     src = (bundles_copy / "linux-arm64-cuda13-blackwell.toml").read_text()
-    new = (src.replace("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-newer")
-              .replace('name = "cuda13-blackwell"', 'name = "cuda13-newer"')
-              .replace('klass = "blackwell"', 'klass = "newer"'))
+    new = (
+        src.replace("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-newer")
+        .replace('name = "cuda13-blackwell"', 'name = "cuda13-newer"')
+        .replace('klass = "blackwell"', 'klass = "newer"')
+    )
     (bundles_copy / "linux-arm64-cuda13-newer.toml").write_text(new)
     r = doit(["list"], bundles=bundles_copy, workdir=workdir)
     assert "source:linux-arm64-cuda13-newer" in listed(r.stdout), r.stdout + r.stderr
@@ -77,7 +89,7 @@ def test_a_new_spec_file_is_a_new_leg_everywhere(workdir, bundles_copy):
 
 def test_not_promised_leg_is_listed_but_not_promised(bundles_copy):
     f = bundles_copy / "linux-x64-cpu.toml"
-    f.write_text('promised = false\n' + f.read_text())
+    f.write_text("promised = false\n" + f.read_text())
     g = load_graph(bundles_copy)
     assert "linux-x64-cpu" in g.ctx.legs and "linux-x64-cpu" not in g.ctx.matrix.promised
 
@@ -122,11 +134,20 @@ def test_matrix_roles_come_from_merge_tables_not_profile_names(workdir, bundles_
     start = text.index("[merge]")
     end = text.index("\n[", start + 1)
     cpu_required = (bundles_copy / "linux-arm64-cpu.toml").read_text().split("required = ", 1)[1].split("\n", 1)[0]
-    spec.write_text((text[:start] + text[end + 1:]).replace("GGML_CPU = false", "GGML_CPU = true")
-                    .replace('required = ["libggml-cuda.so*"]', f"required = {cpu_required[:-1]}, \"libggml-cuda.so*\"]"))
-    rows = {r["id"]: r for r in json.loads(cli(["matrix"], bundles=bundles_copy, workdir=workdir).stdout)["include"]
-            if r["role"] != "shard"}  # a sharded leg's shard rows follow its own row
-    assert (rows["linux-arm64-cuda13-blackwell"]["role"], rows["linux-arm64-cuda13-blackwell"]["merge_base"]) == ("base", None)
+    spec.write_text(
+        (text[:start] + text[end + 1 :])
+        .replace("GGML_CPU = false", "GGML_CPU = true")
+        .replace('required = ["libggml-cuda.so*"]', f'required = {cpu_required[:-1]}, "libggml-cuda.so*"]')
+    )
+    rows = {
+        r["id"]: r
+        for r in json.loads(cli(["matrix"], bundles=bundles_copy, workdir=workdir).stdout)["include"]
+        if r["role"] != "shard"
+    }  # a sharded leg's shard rows follow its own row
+    assert (rows["linux-arm64-cuda13-blackwell"]["role"], rows["linux-arm64-cuda13-blackwell"]["merge_base"]) == (
+        "base",
+        None,
+    )
     assert rows["linux-arm64-cpu"]["role"] == "base" and rows["linux-arm64-cuda13-portable"]["role"] == "backend"
 
 
@@ -154,14 +175,24 @@ def test_bundlegraph_reads_BUNDLEGRAPH_BUNDLES_as_doit_does(tmp_path):
     assert legs == ["mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"]
     plan = json.loads(bg("plan", "--json"))
     assert list(plan["legs"]) == legs
-    d = subprocess.run([str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "list"], capture_output=True, text=True,
-                       env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)}, cwd=run_dir)
+    d = subprocess.run(
+        [str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "list"],
+        capture_output=True,
+        text=True,
+        env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)},
+        cwd=run_dir,
+    )
     assert d.returncode == 0, d.stderr
     assert sorted({n.split(":", 1)[1] for n in listed(d.stdout) if n.startswith("source:")}) == legs
     assert "would run" in bg("explain", "source:mini-linux-x64-cpu")
     # doit run in the checkout works there; explain (cwd = the checkout) reads the same stamps
-    d = subprocess.run([str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "source:mini-linux-x64-cpu"],
-                       capture_output=True, text=True, env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)}, cwd=run_dir)
+    d = subprocess.run(
+        [str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "source:mini-linux-x64-cpu"],
+        capture_output=True,
+        text=True,
+        env={**env, "BUNDLEGRAPH_WORKDIR": str(run_dir)},
+        cwd=run_dir,
+    )
     assert d.returncode == 0, d.stdout + d.stderr
     assert "up to date" in bg("explain", "source:mini-linux-x64-cpu")
 

@@ -13,9 +13,8 @@ import shutil
 import tarfile
 from pathlib import Path
 
-import pytest
-
 import graphrun
+import pytest
 from conftest import linux_only, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,8 +30,11 @@ def _tree(root: Path) -> tuple[Path, Path]:
 
 def _members(archive: Path) -> dict[str, str]:
     with tarfile.open(archive) as t:
-        return {m.name.split("/", 1)[-1]: hashlib.sha256(t.extractfile(m).read()).hexdigest()
-                for m in t.getmembers() if m.isfile()}
+        return {
+            m.name.split("/", 1)[-1]: hashlib.sha256(t.extractfile(m).read()).hexdigest()
+            for m in t.getmembers()
+            if m.isfile()
+        }
 
 
 @pytest.fixture(scope="module")
@@ -58,20 +60,41 @@ def test_an_imported_build_is_verified_merged_packaged_and_its_provenance_record
     rec = json.loads((work / "build" / LEG / "build.json").read_text())
     imported = rec["imported"]
     assert imported["from"] == (built / f"built-{LEG}").as_posix()
-    assert imported["files"]["libggml-base.so"] == hashlib.sha256(
-        (built / f"built-{LEG}" / "libggml-base.so").read_bytes()).hexdigest()
+    assert (
+        imported["files"]["libggml-base.so"]
+        == hashlib.sha256((built / f"built-{LEG}" / "libggml-base.so").read_bytes()).hexdigest()
+    )
     # the bundle: the same files as runner A's, and an info file naming where they came from
     name = next(p.name for p in (work_a / "dist").glob("app-*.tar.gz"))
     a, b = _members(work_a / "dist" / name), _members(work / "dist" / name)
-    info = json.loads(tarfile.open(work / "dist" / name).extractfile(
-        next(m for m in tarfile.open(work / "dist" / name).getmembers() if m.name.endswith("BUNDLE_INFO.json"))).read())
+    info = json.loads(
+        tarfile.open(work / "dist" / name)
+        .extractfile(
+            next(m for m in tarfile.open(work / "dist" / name).getmembers() if m.name.endswith("BUNDLE_INFO.json"))
+        )
+        .read()
+    )
     assert [i["leg"] for i in info["imported_builds"]] == [LEG]
     assert info["imported_builds"][0]["files"] == imported["files"]
-    assert {k: v for k, v in a.items() if k != "BUNDLE_INFO.json"} == {k: v for k, v in b.items() if k != "BUNDLE_INFO.json"}
-    assert "imported_builds" not in json.loads(io.BytesIO(tarfile.open(work_a / "dist" / name).extractfile(
-        next(m for m in tarfile.open(work_a / "dist" / name).getmembers() if m.name.endswith("BUNDLE_INFO.json"))).read()).read())
+    assert {k: v for k, v in a.items() if k != "BUNDLE_INFO.json"} == {
+        k: v for k, v in b.items() if k != "BUNDLE_INFO.json"
+    }
+    assert "imported_builds" not in json.loads(
+        io.BytesIO(
+            tarfile.open(work_a / "dist" / name)
+            .extractfile(
+                next(
+                    m for m in tarfile.open(work_a / "dist" / name).getmembers() if m.name.endswith("BUNDLE_INFO.json")
+                )
+            )
+            .read()
+        ).read()
+    )
     # a second run executes nothing; a changed imported file is imported (and verified) again
-    assert graphrun.executed(graphrun.doit([f"built={built}", f"package:{LEG}"], bundles=bundles, workdir=work).stdout) == []
+    assert (
+        graphrun.executed(graphrun.doit([f"built={built}", f"package:{LEG}"], bundles=bundles, workdir=work).stdout)
+        == []
+    )
     (built / f"built-{LEG}" / "libggml-base.so").write_bytes(b"not an ELF file")
     r = graphrun.doit([f"built={built}", f"package:{LEG}"], bundles=bundles, workdir=work)
     assert r.returncode != 0 and f"build:{LEG}" in graphrun.executed(r.stdout)
@@ -100,8 +123,9 @@ def test_plan_shows_the_cuda_host_flags_and_where_they_come_from(tmp_path):
     flags = st["cuda_host_flags"]
     assert flags["-target-dir=arm64"].startswith("toolchain file: CMAKE_CUDA_FLAGS_INIT")
     assert flags["-Xcompiler=/Zc:preprocessor"].startswith("bundlegraph-hooks.cmake (CMAKE_PROJECT_TOP_LEVEL_INCLUDES)")
-    assert st["on_this_host"].startswith(f"refused before any download (by source:{leg}, the leg's first task): "
-                                         f"{leg} compiles on a windows x64 host")
+    assert st["on_this_host"].startswith(
+        f"refused before any download (by source:{leg}, the leg's first task): {leg} compiles on a windows x64 host"
+    )
 
 
 def test_a_compile_runner_job_needs_no_merge_base(tmp_path):

@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import graphrun
+import pytest
 from conftest import linux_only, require_input, require_tools
+
 from bundlegraph import paths
 from bundlegraph.checks import elf, fatbin
 from bundlegraph.fsutil import sha256_file
@@ -38,8 +38,11 @@ CPU, CUDA, X64 = "mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x6
 LEGS = (CPU, CUDA, X64)
 CHAIN = ("source", "configure", "build", "verify", "merge", "package", "smoke")
 TOOLS = f"smoke:tools-{CUDA}"  # test-backend-ops for the GPU checks: nothing built on this host
-BUNDLE = {CPU: "app-b42-linux-arm64-cpu.tar.gz", CUDA: "app-b42-linux-arm64-cuda13-blackwell.tar.gz",
-          X64: "app-b42-linux-x64-cpu.tar.gz"}
+BUNDLE = {
+    CPU: "app-b42-linux-arm64-cpu.tar.gz",
+    CUDA: "app-b42-linux-arm64-cuda13-blackwell.tar.gz",
+    X64: "app-b42-linux-x64-cpu.tar.gz",
+}
 SLOW_STEPS = 600_000  # the stand-in's slow translation unit: ~6 s of GCC constexpr work here
 
 
@@ -49,7 +52,7 @@ pytestmark = linux_only
 
 def chain(leg: str, start: str = "source", stop: str = "smoke") -> list[str]:
     """``<stage>:<leg>`` for the stages ``start`` .. ``stop`` of the leg's chain."""
-    return [f"{s}:{leg}" for s in CHAIN[CHAIN.index(start):CHAIN.index(stop) + 1]]
+    return [f"{s}:{leg}" for s in CHAIN[CHAIN.index(start) : CHAIN.index(stop) + 1]]
 
 
 @dataclass
@@ -90,8 +93,13 @@ class Tree:
     def popen(self, log: Path, **extra: str) -> subprocess.Popen:
         """A bare doit in the background, stdout+stderr into ``log`` (``extra``: environment)."""
         f = open(log, "w")
-        return subprocess.Popen([str(graphrun.BIN / "doit"), "-f", str(ROOT / "dodo.py")], stdout=f,
-                                stderr=subprocess.STDOUT, env=self.env(**extra), text=True)
+        return subprocess.Popen(
+            [str(graphrun.BIN / "doit"), "-f", str(ROOT / "dodo.py")],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            env=self.env(**extra),
+            text=True,
+        )
 
     def spec(self, leg: str) -> Path:
         return self.bundles / f"{leg}.toml"
@@ -111,8 +119,11 @@ class Tree:
         return {p.name: (p.stat().st_mtime_ns, sha256_file(p)) for p in sorted(d.iterdir())}
 
     def snapshot(self, d: Path) -> dict[str, tuple[int, str]]:
-        return {p.relative_to(d).as_posix(): (p.stat().st_mtime_ns, sha256_file(p))
-                for p in sorted(d.rglob("*")) if p.is_file()}
+        return {
+            p.relative_to(d).as_posix(): (p.stat().st_mtime_ns, sha256_file(p))
+            for p in sorted(d.rglob("*"))
+            if p.is_file()
+        }
 
     def member(self, leg: str, name: str) -> bytes:
         with tarfile.open(self.dist / BUNDLE[leg]) as t:
@@ -126,8 +137,11 @@ class Tree:
         return idx["artifacts"][BUNDLE[leg]]["sha256"]
 
     def toolkit_task(self) -> str:
-        return next(t for t in (self.work / ".bundlegraph" / "stamps").iterdir() if t.name.startswith("toolkit__")
-                    ).name[:-5].replace("__", ":")
+        return (
+            next(t for t in (self.work / ".bundlegraph" / "stamps").iterdir() if t.name.startswith("toolkit__"))
+            .name[:-5]
+            .replace("__", ":")
+        )
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +179,7 @@ def tree(built) -> Tree:
 
 # 1 -------------------------------------------------------------------------------------------
 
+
 def test_second_run_executes_nothing(tree):
     dist, stamps = tree.snapshot(tree.dist), tree.stamps()
     r = tree.doit()
@@ -189,8 +204,13 @@ def test_a_no_op_run_imports_nothing_only_a_running_task_needs(tree):
     never imports pefile, httpx, pyelftools or signify; the locks are the OS's (no filelock);
     and an unchanged bundles directory loads from the spec cache, without pydantic (issue 20)."""
     assert graphrun.executed(tree.doit().stdout) == []  # the spec cache holds this tree (a full cache evicts)
-    r = subprocess.run([sys.executable, "-c", NOOP_PROBE, str(ROOT / "dodo.py")], capture_output=True, text=True,
-                       env=tree.env(), timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", NOOP_PROBE, str(ROOT / "dodo.py")],
+        capture_output=True,
+        text=True,
+        env=tree.env(),
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert graphrun.executed(r.stdout) == []
     got = json.loads(r.stdout.strip().splitlines()[-1])
@@ -198,6 +218,7 @@ def test_a_no_op_run_imports_nothing_only_a_running_task_needs(tree):
 
 
 # 2 -------------------------------------------------------------------------------------------
+
 
 def test_touching_specs_and_sources_without_changing_them_runs_nothing(tree):
     later = time.time() + 120
@@ -222,6 +243,7 @@ def test_editing_the_path_pinned_source_rebuilds_every_leg_but_not_the_toolkit(t
 
 # 3 -------------------------------------------------------------------------------------------
 
+
 def test_editing_a_spec_reruns_that_leg_and_what_merges_it_only(tree):
     """Leg A = the aarch64 CPU leg, merge base of the CUDA leg. A cmake entry that changes the
     code: A's configure..package, the CUDA leg's merge and package (it ships A's libraries),
@@ -242,6 +264,7 @@ def test_editing_a_spec_reruns_that_leg_and_what_merges_it_only(tree):
 
 
 # 4 -------------------------------------------------------------------------------------------
+
 
 def _sass(blob: bytes) -> list[int]:
     info = elf.read_elf(blob)
@@ -288,7 +311,9 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
     assert ran == [new_tk, f"configure:{CUDA}", f"build:{CUDA}"]
     assert sha256_file(lib) == lib_before
     assert tree.member(CUDA, "libggml-cuda.so") == lib.read_bytes()
-    receipt = json.loads((paths.cache_root() / "toolkits" / new_tk.split(":", 1)[1] / "bundlegraph-toolkit.json").read_text())
+    receipt = json.loads(
+        (paths.cache_root() / "toolkits" / new_tk.split(":", 1)[1] / "bundlegraph-toolkit.json").read_text()
+    )
     assert {c["component"]: c["version"] for c in receipt["components"]}["cuda_cudart"] == "13.4.92"
     conf = json.loads((tree.work / "build" / CUDA / "configure.json").read_text())
     assert new_tk.split(":", 1)[1] in conf["checks"]["CUDA_cudart_LIBRARY"]
@@ -297,6 +322,7 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
 
 
 # 6 -------------------------------------------------------------------------------------------
+
 
 def test_deleting_a_bundle_repackages_only_it(tree):
     """The deleted bundle is the CUDA leg's merge base: it is packed again, byte for byte the
@@ -327,6 +353,7 @@ def test_deleting_a_build_directory_configures_and_builds_that_leg_again(tree):
 
 # 7 -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["other size", "same size"])
 def test_bundle_overwritten_by_hand_is_detected_and_repackaged(tree, how):
     f = tree.dist / BUNDLE[X64]
@@ -342,6 +369,7 @@ def test_bundle_overwritten_by_hand_is_detected_and_repackaged(tree, how):
 
 
 # 8 -------------------------------------------------------------------------------------------
+
 
 def _procs(pattern: str) -> list[str]:
     """``pgrep -af pattern`` lines: processes whose command line contains ``pattern``."""
@@ -390,7 +418,12 @@ def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
     assert not slow_obj.exists()
     # the next run resumes at the build; the slow object ships nothing, so the built files are
     # identical and verify (keyed on them) stays done; merge/package rerun for the spec edit
-    assert tree.run() == [f"build:{X64}", f"merge:{X64}", f"package:{X64}", "manifest"]  # same bundle bytes: no new smoke
+    assert tree.run() == [
+        f"build:{X64}",
+        f"merge:{X64}",
+        f"package:{X64}",
+        "manifest",
+    ]  # same bundle bytes: no new smoke
     assert slow_obj.is_file() and tree.stamp(f"build:{X64}") is not None
     assert tree.run() == []
 
@@ -424,8 +457,7 @@ def test_cancelled_build_ends_only_when_a_lingering_compiler_is_gone(tree):
     real = str(graphrun.BIN / "ccache")
     (bindir / "ccache").write_text(STANDIN.format(python=sys.executable, marker=str(marker), real=real))
     (bindir / "ccache").chmod(0o755)
-    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "BUNDLEGRAPH_LAUNCHER": "ccache",
-           "CCACHE_DISABLE": "1"}
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "BUNDLEGRAPH_LAUNCHER": "ccache", "CCACHE_DISABLE": "1"}
     tree.edit(X64, "LLAMA_BUILD_TESTS = false", f"LLAMA_BUILD_TESTS = false\nMINI_SLOW_TU = {SLOW_STEPS}")
     slow_src = (tree.src / "src" / "slow.cpp").as_posix()
     log = tree.root / "cancelled.log"
@@ -453,6 +485,7 @@ def test_cancelled_build_ends_only_when_a_lingering_compiler_is_gone(tree):
 
 # 9 -------------------------------------------------------------------------------------------
 
+
 def test_two_doit_runs_at_once_one_stops_with_a_message(tree):
     tree.edit(X64, "LLAMA_BUILD_TESTS = false", "LLAMA_BUILD_TESTS = false\nMINI_SLOW_TU = 200000")
     logs = [tree.root / "a.log", tree.root / "b.log"]
@@ -469,6 +502,11 @@ def test_two_doit_runs_at_once_one_stops_with_a_message(tree):
     assert graphrun.executed(outs[lose]) == []
     # the slow object ships nothing: verify (keyed on the built files) has nothing new to check
     # (nor is the smoke: the bundle came out byte-identical)
-    assert graphrun.executed(outs[win]) == [f"configure:{X64}", f"build:{X64}", f"merge:{X64}",
-                                            f"package:{X64}", "manifest"]
+    assert graphrun.executed(outs[win]) == [
+        f"configure:{X64}",
+        f"build:{X64}",
+        f"merge:{X64}",
+        f"package:{X64}",
+        "manifest",
+    ]
     assert tree.run() == []  # the state both runs saw is intact

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import pytest
-
 import graphrun
 import installerkit
+import pytest
 from conftest import linux_only, require_input, require_tools
+
 from bundlegraph.fsutil import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,8 +77,9 @@ class Release:
 
     def cli_json(self, *args: str) -> dict:
         r = self.cli(*args)
-        assert r.returncode == 0, \
+        assert r.returncode == 0, (
             f"bundlegraph {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+        )
         return json.loads(r.stdout)
 
 
@@ -95,7 +96,9 @@ def release(tmp_path_factory) -> Release:
     if other:
         rel = Release(Path(other).resolve())
         if not (rel.dist / installerkit.INDEX_NAME).is_file():
-            pytest.fail(f"BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE={other}: no dist/{installerkit.INDEX_NAME} there", pytrace=False)
+            pytest.fail(
+                f"BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE={other}: no dist/{installerkit.INDEX_NAME} there", pytrace=False
+            )
         return rel
     require_input("cuda-13.5-sbsa-cross")
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
@@ -148,14 +151,19 @@ def served(ilp, release):
 # how the installer finds the release: the download host with the tag pinned (what we ask for),
 # "latest" through github.com's /releases/latest redirect (a plain install), the REST API (its
 # fallback when the download host fails)
-PATHS = {"pinned": ({}, True), "latest": ({}, False),
-         "rest-api": ({"UNSLOTH_LLAMA_DISABLE_DOWNLOAD_HOST_RESOLVE": "1"}, True)}
+PATHS = {
+    "pinned": ({}, True),
+    "latest": ({}, False),
+    "rest-api": ({"UNSLOTH_LLAMA_DISABLE_DOWNLOAD_HOST_RESOLVE": "1"}, True),
+}
 
 
 def _host(row: dict) -> str:
     sms = ",".join(f"sm_{s}" for s in row.get("sms") or []) or "no GPU"
-    return (f"{row['os']}/{row['arch']} {sms} driver={row.get('driver_cuda')} "
-            f"lines={row.get('runtime_lines')} [{row.get('install_kind')}]")
+    return (
+        f"{row['os']}/{row['arch']} {sms} driver={row.get('driver_cuda')} "
+        f"lines={row.get('runtime_lines')} [{row.get('install_kind')}]"
+    )
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -171,9 +179,11 @@ def test_installer_chooses_what_coverage_says_for_every_row(ilp, release, rows, 
             keys = ("choice", "install_kind", "attempts")
             if [got[k] for k in keys] != [row[k] for k in keys]:
                 why = installerkit.installer_selection(ilp, row, tag)[2]
-                disagree.append(f"{_host(row)}\n    bundlegraph: {row['choice']} {row['attempts']}\n"
-                                f"    installer:   {got['choice']} {got['attempts']} {got['install_kind']}"
-                                + (f" ({why})" if why else ""))
+                disagree.append(
+                    f"{_host(row)}\n    bundlegraph: {row['choice']} {row['attempts']}\n"
+                    f"    installer:   {got['choice']} {got['attempts']} {got['install_kind']}"
+                    + (f" ({why})" if why else "")
+                )
         asked = {p for _method, p in srv.requests}
     assert any(q.startswith("/repos/") for q in asked) == (path == "rest-api"), sorted(asked)
     assert any(q.endswith("/releases/latest") for q in asked) == (path == "latest"), sorted(asked)
@@ -222,9 +232,10 @@ def test_chosen_bundles_install_and_pass_the_installers_health_check(ilp, rows, 
         stage, work = tmp_path / choice.name / "stage", tmp_path / choice.name / "work"
         work.mkdir(parents=True)
         ilp.install_from_archives(choice, host, stage, work)
-        assert ilp.runtime_payload_is_healthy(stage, host, choice), \
-            f"{choice.name}: the installer finds a required runtime file missing: " \
+        assert ilp.runtime_payload_is_healthy(stage, host, choice), (
+            f"{choice.name}: the installer finds a required runtime file missing: "
             f"{sorted(p.name for p in stage.rglob('*') if p.is_file())}"
+        )
     assert done, "no row chose a bundle"
 
 
@@ -241,7 +252,8 @@ def test_installer_finds_and_verifies_our_source_archive(ilp, release, rows, ser
     src = installerkit.source_archive(ilp, sel.release_plans[0])
     assert src["exact"] and src["asset"] == name, (
         f"the installer's source lookup does not take {name} from our release but {src} (it needs "
-        f"that name in the index and source_repo + source_commit in the index header)")
+        f"that name in the index and source_repo + source_commit in the index header)"
+    )
     assert src["ref"] == commit, src
     assert src["url"] == served.download_url(name), src
     published = sha256_file(release.dist / name)
@@ -265,15 +277,30 @@ def test_gb10_gets_the_blackwell_bundle_through_the_installer(ilp, release, serv
 # only the older runtime line on disk
 HOSTS = {
     "gb10": GB10,
-    "two-blackwell-gpus": {"os": "linux", "arch": "arm64", "sms": [120, 121], "driver_cuda": "13.1",
-                           "runtime_lines": None},
+    "two-blackwell-gpus": {
+        "os": "linux",
+        "arch": "arm64",
+        "sms": [120, 121],
+        "driver_cuda": "13.1",
+        "runtime_lines": None,
+    },
     "gh200+gb10": {"os": "linux", "arch": "arm64", "sms": [90, 121], "driver_cuda": "13.0", "runtime_lines": None},
     "sms-unknown": {"os": "linux", "arch": "arm64", "sms": [], "driver_cuda": "13.0", "runtime_lines": None},
-    "gb10-cuda12-libs-only": {"os": "linux", "arch": "arm64", "sms": [121], "driver_cuda": "13.0",
-                              "runtime_lines": ["cuda12"]},
+    "gb10-cuda12-libs-only": {
+        "os": "linux",
+        "arch": "arm64",
+        "sms": [121],
+        "driver_cuda": "13.0",
+        "runtime_lines": ["cuda12"],
+    },
     "x64-rtx5090": {"os": "linux", "arch": "x64", "sms": [120], "driver_cuda": "13.0", "runtime_lines": None},
-    "windows-arm64-gb10": {"os": "windows", "arch": "arm64", "sms": [121], "driver_cuda": "13.0",
-                           "runtime_lines": None},
+    "windows-arm64-gb10": {
+        "os": "windows",
+        "arch": "arm64",
+        "sms": [121],
+        "driver_cuda": "13.0",
+        "runtime_lines": None,
+    },
 }
 
 
@@ -292,7 +319,10 @@ def test_select_cli_agrees_with_the_installer(ilp, release, served, host):
     got = installerkit.installer_choice(ilp, row, served.release_tag)
     assert r.returncode == (0 if got["choice"] else 1), r.stdout[-3000:] + r.stderr[-3000:]  # 1: no bundle
     ours = json.loads(r.stdout)
-    assert (ours["choice"], ours["install_kind"], ours["attempts"]) == \
-        (got["choice"], got["install_kind"], got["attempts"]), (ours, got)
+    assert (ours["choice"], ours["install_kind"], ours["attempts"]) == (
+        got["choice"],
+        got["install_kind"],
+        got["attempts"],
+    ), (ours, got)
     assert isinstance(ours["rejected"], list)
     assert all({"asset", "reason"} <= set(r) for r in ours["rejected"]), ours["rejected"]

@@ -10,17 +10,16 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from bundlekit import ROOT, compile_cuda_backend, linux_cpu_tree, package, real_source
+from redistserver import RedistServer
 
-from bundlekit import compile_cuda_backend, linux_cpu_tree, package, real_source
+from bundlegraph.archive import read_member
 from bundlegraph.pipeline.archivecheck import archive_verifier
 from bundlegraph.pipeline.manifest import record_verified, run_manifest
 from bundlegraph.pipeline.merge import backend_outputs, load_base, run_merge
 from bundlegraph.pipeline.publish import ASSET_LIST, PublishRefused, run_publish
 from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import BundleInfo, Manifest, ShaIndex
-from bundlegraph.archive import read_member
-from redistserver import RedistServer
-from bundlekit import ROOT
 
 RUNTIME = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
 KEEP = {"linux-arm64-cpu", "linux-arm64-cuda13-blackwell"}
@@ -41,7 +40,10 @@ def small(bundles_copy, monkeypatch):
         if f.stem != "release" and f.stem not in KEEP:
             f.write_text("promised = false\n" + f.read_text())
         elif f.stem in KEEP:  # this module's bundles are link-level test kits: no program in them starts
-            f.write_text(f.read_text() + '\n[smoke]\nwaived = "the test kit bundles of test_manifest_publish hold no runnable program"\n')
+            f.write_text(
+                f.read_text()
+                + '\n[smoke]\nwaived = "the test kit bundles of test_manifest_publish hold no runnable program"\n'
+            )
     bw = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
     bw.write_text(bw.read_text().replace("[runtime]\n", f'[runtime]\npaired = [{{ name = "{RUNTIME}" }}]\n', 1))
     return load_matrix(bundles_copy)
@@ -54,9 +56,18 @@ def build_linux(m, tmp: Path, src, dist: Path) -> dict[str, Path]:
     base = dist / cpu.bundle_name(rel.tag)
     package(cpu, rel, linux_cpu_tree(tmp / "cpu-bin"), base, src)
     backend = compile_cuda_backend(tmp / "cuda-bin", "aarch64-linux-gnu-gcc", [120, 121], [121])
-    run_merge(spec=bw, base_spec=cpu, info_file=rel.info_file, base=load_base(base, rel.info_file),
-              backend_files=backend_outputs(backend, bw), runtime=[], source_commit=src.commit,
-              source_digest=src.digest, dest_tree=tmp / "merged", record_path=tmp / "merge.json")
+    run_merge(
+        spec=bw,
+        base_spec=cpu,
+        info_file=rel.info_file,
+        base=load_base(base, rel.info_file),
+        backend_files=backend_outputs(backend, bw),
+        runtime=[],
+        source_commit=src.commit,
+        source_digest=src.digest,
+        dest_tree=tmp / "merged",
+        record_path=tmp / "merge.json",
+    )
     out = dist / bw.bundle_name(rel.tag)
     package(bw, rel, tmp / "merged", out, src, base=cpu, merged_from=base.name)
     for leg, p in (("linux-arm64-cpu", base), ("linux-arm64-cuda13-blackwell", out)):
@@ -76,42 +87,71 @@ def upstream():
             body = b"PK\x05\x06" + n.encode().ljust(18, b"\0")[:18]  # a distinct body per asset
             srv.files["/dl/" + n] = body
             assets.append({"name": n, "browser_download_url": srv.url("/dl/" + n), "size": len(body)})
-        srv.files["/repos/ggml-org/llama.cpp/releases/tags/" + load_matrix(ROOT / "bundles").release.paired_runtime_tag] = json.dumps(
-            {"tag_name": "b6990", "assets": assets}).encode()
+        srv.files[
+            "/repos/ggml-org/llama.cpp/releases/tags/" + load_matrix(ROOT / "bundles").release.paired_runtime_tag
+        ] = json.dumps({"tag_name": "b6990", "assets": assets}).encode()
         yield srv, hashlib.sha256(srv.files["/dl/" + RUNTIME]).hexdigest()
 
 
 def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
-        small, tmp_path, workdir, src, upstream, monkeypatch):
+    small, tmp_path, workdir, src, upstream, monkeypatch
+):
     srv, runtime_sha = upstream
     monkeypatch.setenv("BUNDLEGRAPH_GITHUB_API", srv.url(""))
     dist = workdir / "dist"
     bundles = build_linux(small, tmp_path, src, dist)
     rel = small.release
     assert rel.is_mix
-    res = run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
-                       commit_epoch=src.epoch)
+    res = run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
     man = Manifest.model_validate_json((dist / "llama-prebuilt-manifest.json").read_bytes())
     idx = ShaIndex.model_validate_json((dist / "llama-prebuilt-sha256.json").read_bytes())
-    assert (man.component, man.source_commit, man.release_tag, man.upstream_tag) == ("llama.cpp", src.commit, rel.tag, rel.upstream_tag)
+    assert (man.component, man.source_commit, man.release_tag, man.upstream_tag) == (
+        "llama.cpp",
+        src.commit,
+        rel.tag,
+        rel.upstream_tag,
+    )
     assert [a.asset_name for a in man.artifacts] == sorted(p.name for p in bundles.values())
     for art in man.artifacts:
         info = BundleInfo.model_validate_json(read_member(dist / art.asset_name, rel.info_file))
-        assert (art.install_kind, art.bundle_profile, art.runtime_line, art.coverage_class, art.rank,
-                art.supported_sms, art.min_sm, art.max_sm, art.toolkit_version) == (
-            info.install_kind, info.bundle_profile, info.runtime_line, info.coverage_class, info.bundle_rank,
-            info.supported_sms, info.min_sm, info.max_sm, info.toolkit_version)
+        assert (
+            art.install_kind,
+            art.bundle_profile,
+            art.runtime_line,
+            art.coverage_class,
+            art.rank,
+            art.supported_sms,
+            art.min_sm,
+            art.max_sm,
+            art.toolkit_version,
+        ) == (
+            info.install_kind,
+            info.bundle_profile,
+            info.runtime_line,
+            info.coverage_class,
+            info.bundle_rank,
+            info.supported_sms,
+            info.min_sm,
+            info.max_sm,
+            info.toolkit_version,
+        )
     bw = next(a for a in man.artifacts if a.bundle_profile == "cuda13-blackwell")
     assert (bw.supported_sms, bw.min_sm, bw.max_sm, bw.rank) == ([120, 121], 120, 121, 55)
     kinds = {k: v.kind for k, v in idx.artifacts.items() if v.kind != "runtime"}
-    assert kinds == {bundles["linux-arm64-cpu"].name: "bundle", bundles["linux-arm64-cuda13-blackwell"].name: "bundle",
-                     "llama-prebuilt-manifest.json": "manifest", f"llama.cpp-source-commit-{src.commit}.tar.gz": "upstream-source"}
+    assert kinds == {
+        bundles["linux-arm64-cpu"].name: "bundle",
+        bundles["linux-arm64-cuda13-blackwell"].name: "bundle",
+        "llama-prebuilt-manifest.json": "manifest",
+        f"llama.cpp-source-commit-{src.commit}.tar.gz": "upstream-source",
+    }
     # the paired runtime of every bundle in the release; none of legs without a bundle here
     assert set(idx.of_kind("runtime")) == {RUNTIME}
     assert "cudart-llama-bin-win-cuda-13.4-x64.zip" not in idx.artifacts
     assert idx.artifacts[RUNTIME].sha256 == runtime_sha and srv.hits("/dl/" + RUNTIME) == 1
-    assert idx.artifacts["llama-prebuilt-manifest.json"].sha256 == hashlib.sha256(
-        (dist / "llama-prebuilt-manifest.json").read_bytes()).hexdigest()
+    assert (
+        idx.artifacts["llama-prebuilt-manifest.json"].sha256
+        == hashlib.sha256((dist / "llama-prebuilt-manifest.json").read_bytes()).hexdigest()
+    )
     for name, e in idx.artifacts.items():
         if e.kind != "runtime":
             assert e.sha256 == hashlib.sha256((dist / name).read_bytes()).hexdigest() and e.source_commit == src.commit
@@ -120,15 +160,22 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
     assert f"llama.cpp-source-commit-{src.commit}/LICENSE" in names and not any("/.git/" in n for n in names)
     # a second run writes byte-identical files; a published digest is used without downloading
     before = {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()}
-    srv.files["/repos/ggml-org/llama.cpp/releases/tags/" + rel.paired_runtime_tag] = json.dumps({"assets": [
-        {"name": n, "digest": "sha256:" + e.sha256, "size": e.size} for n, e in idx.of_kind("runtime").items()]}).encode()
+    srv.files["/repos/ggml-org/llama.cpp/releases/tags/" + rel.paired_runtime_tag] = json.dumps(
+        {
+            "assets": [
+                {"name": n, "digest": "sha256:" + e.sha256, "size": e.size} for n, e in idx.of_kind("runtime").items()
+            ]
+        }
+    ).encode()
     run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
     assert {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()} == before
     assert srv.hits("/dl/" + RUNTIME) == 1
     assert res.index == idx
 
 
-def test_gate_passes_a_complete_release_and_refuses_a_filtered_run(small, tmp_path, workdir, src, upstream, monkeypatch):
+def test_gate_passes_a_complete_release_and_refuses_a_filtered_run(
+    small, tmp_path, workdir, src, upstream, monkeypatch
+):
     srv, _ = upstream
     monkeypatch.setenv("BUNDLEGRAPH_GITHUB_API", srv.url(""))
     dist = workdir / "dist"
@@ -139,10 +186,15 @@ def test_gate_passes_a_complete_release_and_refuses_a_filtered_run(small, tmp_pa
     assert not (dist / ASSET_LIST).exists()
     out = run_publish(small, dist, filtered=None, source_commit=src.commit)
     listed = out.read_text().split()
-    assert f"app-{small.release.tag}-linux-arm64-cuda13-blackwell.tar.gz" in listed and "llama-prebuilt-sha256.json" in listed
+    assert (
+        f"app-{small.release.tag}-linux-arm64-cuda13-blackwell.tar.gz" in listed
+        and "llama-prebuilt-sha256.json" in listed
+    )
 
 
-def test_gate_refuses_a_release_missing_bundles_naming_each(bundles_copy, tmp_path, workdir, src, upstream, monkeypatch):
+def test_gate_refuses_a_release_missing_bundles_naming_each(
+    bundles_copy, tmp_path, workdir, src, upstream, monkeypatch
+):
     srv, _ = upstream
     monkeypatch.setenv("BUNDLEGRAPH_GITHUB_API", srv.url(""))
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
@@ -166,7 +218,9 @@ def test_gate_refuses_a_release_missing_bundles_naming_each(bundles_copy, tmp_pa
     assert not (dist / ASSET_LIST).exists()
 
 
-def test_gate_refuses_unverified_or_altered_bundle_and_missing_manifest(small, tmp_path, workdir, src, upstream, monkeypatch):
+def test_gate_refuses_unverified_or_altered_bundle_and_missing_manifest(
+    small, tmp_path, workdir, src, upstream, monkeypatch
+):
     srv, _ = upstream
     monkeypatch.setenv("BUNDLEGRAPH_GITHUB_API", srv.url(""))
     dist = workdir / "dist"
@@ -190,11 +244,21 @@ def test_imported_bundle_is_verified_and_copied(small, tmp_path, workdir, src, u
     arts = tmp_path / "artifacts"
     built = build_linux(small, tmp_path / "b", src, arts / "bundle-linux")
     dist = workdir / "dist"
-    vf = lambda leg: archive_verifier(small.legs[leg], small.release,  # noqa: E731
-                                      base=small.legs.get(small.legs[leg].merge.base) if small.legs[leg].merge else None)
+    vf = lambda leg: archive_verifier(
+        small.legs[leg],
+        small.release,
+        base=small.legs.get(small.legs[leg].merge.base) if small.legs[leg].merge else None,
+    )
     (workdir / ".bundlegraph" / "release" / "verified.json").unlink()
-    res = run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit,
-                       commit_epoch=src.epoch, artifacts=arts, verifier_for=vf)
+    res = run_manifest(
+        small,
+        dist=dist,
+        source_tree=Path(src.tree),
+        source_commit=src.commit,
+        commit_epoch=src.epoch,
+        artifacts=arts,
+        verifier_for=vf,
+    )
     assert set(res.bundles) == KEEP
     for p in built.values():
         assert (dist / p.name).read_bytes() == p.read_bytes()

@@ -15,8 +15,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from bundlekit import (
+    compile_cuda_backend,
+    compile_linux,
+    linux_cpu_tree,
+    npm_bins,
+    package,
+    real_matrix,
+    real_source,
+    redist_root,
+)
 
-from bundlekit import compile_cuda_backend, compile_linux, linux_cpu_tree, npm_bins, package, real_matrix, real_source, redist_root
 from bundlegraph.archive import member_names, read_member
 from bundlegraph.errors import BundleGraphError, VerifyError
 from bundlegraph.pipeline.archivecheck import archive_verifier
@@ -61,7 +70,9 @@ def test_toolchain_runtime_is_the_newest_version_directory(tmp_path, real_input)
     assert rf.info.version == "14.40.33807"  # not 14.9.1 (lexically last) nor 14.38 (first hit)
     assert rf.info.sha256 == sha(bins / "ggml-cpu.dll")
     assert rf.info.source.startswith("14.40.33807/debug_nonredist/arm64/")
-    with pytest.raises(BundleGraphError, match=r"libomp140\.x64\.dll: not found .*14\.40\.33807, 14\.38\.33130, 14\.9\.1"):
+    with pytest.raises(
+        BundleGraphError, match=r"libomp140\.x64\.dll: not found .*14\.40\.33807, 14\.38\.33130, 14\.9\.1"
+    ):
         pick_toolchain_runtime("libomp140.x64.dll", root)
 
 
@@ -77,9 +88,16 @@ def test_windows_package_twice_identical_with_info_and_licenses(tmp_path, real_i
     assert "signing is optional but BUNDLEGRAPH_SIGN_COMMAND is not set" in capsys.readouterr().err
     names = member_names(dest)
     assert names == sorted(names)
-    assert {"ggml-base.dll", "ggml-cpu.dll", "libomp140.aarch64.dll", "THIRD_PARTY_LICENSES.txt", REL.info_file} <= set(names)
+    assert {"ggml-base.dll", "ggml-cpu.dll", "libomp140.aarch64.dll", "THIRD_PARTY_LICENSES.txt", REL.info_file} <= set(
+        names
+    )
     info = info_of(dest)
-    assert (info.leg, info.platform, info.bundle_profile, info.bundle_rank) == ("windows-arm64-cpu", "windows-arm64", "cpu", 10)
+    assert (info.leg, info.platform, info.bundle_profile, info.bundle_rank) == (
+        "windows-arm64-cpu",
+        "windows-arm64",
+        "cpu",
+        10,
+    )
     assert (info.source_commit, info.source_digest, info.release_tag) == (src.commit, src.digest, REL.tag)
     assert info.verify.machine == "arm64" and info.verify.passed
     assert info.signing == "unsigned" and info.ggml_backend_dl is True
@@ -108,13 +126,53 @@ def test_signing_hook_signs_only_this_legs_pe_files_and_masks_secret(tmp_path, r
     require_tools("osslsigncode", "openssl")
     bins = npm_bins(real_input)
     key, crt, p12 = (tmp_path / n for n in ("k.pem", "c.pem", "c.p12"))
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
-                    "-days", "2", "-subj", "/CN=bundlegraph test signer",
-                    "-addext", "extendedKeyUsage=codeSigning", "-addext", "keyUsage=critical,digitalSignature"], check=True, capture_output=True)
-    subprocess.run(["openssl", "pkcs12", "-export", "-inkey", key, "-in", crt, "-out", p12,
-                    "-passout", "pass:s3cret-Pass"], check=True, capture_output=True)
-    env = dict(os.environ, SIGN_PFX_PASS="s3cret-Pass", BUNDLEGRAPH_SIGN_COMMAND=json.dumps(
-        ["osslsigncode", "sign", "-pkcs12", str(p12), "-pass", "{env:SIGN_PFX_PASS}", "-in", "{file}", "-out", "{out}"]))
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            crt,
+            "-days",
+            "2",
+            "-subj",
+            "/CN=bundlegraph test signer",
+            "-addext",
+            "extendedKeyUsage=codeSigning",
+            "-addext",
+            "keyUsage=critical,digitalSignature",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        ["openssl", "pkcs12", "-export", "-inkey", key, "-in", crt, "-out", p12, "-passout", "pass:s3cret-Pass"],
+        check=True,
+        capture_output=True,
+    )
+    env = dict(
+        os.environ,
+        SIGN_PFX_PASS="s3cret-Pass",
+        BUNDLEGRAPH_SIGN_COMMAND=json.dumps(
+            [
+                "osslsigncode",
+                "sign",
+                "-pkcs12",
+                str(p12),
+                "-pass",
+                "{env:SIGN_PFX_PASS}",
+                "-in",
+                "{file}",
+                "-out",
+                "{out}",
+            ]
+        ),
+    )
     # optional signing, credentials present: this leg's PE files are signed, the toolchain's are not
     spec = win_cpu_spec(signing="optional")
     rt = resolve_shipped(spec, origin="toolchain", redist_root=redist_root(tmp_path, bins))
@@ -155,17 +213,26 @@ def test_windows_merge_clash_is_an_error_unless_prefer_says(tmp_path, real_input
     backend_dir.mkdir()
     shutil.copyfile(x64 / "ggml-base.dll", backend_dir / "ggml-base.dll")  # a different ggml-base
     leg = M.legs["windows-arm64-cuda13-portable"]
-    spec = leg.replace(**{"build": leg.build.replace(targets=["ggml-base"]), "required": []})
+    spec = leg.replace(build=leg.build.replace(targets=["ggml-base"]), required=[])
     cud = real_input("cudart-win-arm64", unpack=True) / "nvidia" / "cu13"
-    spec_rt = spec.replace(**{"runtime": spec.runtime.replace(ships=spec.runtime.ships[:1])})
+    spec_rt = spec.replace(runtime=spec.runtime.replace(ships=spec.runtime.ships[:1]))
     rt = resolve_shipped(spec_rt, origin="toolkit", toolkit_prefix=cud, toolkit_version="13.5")
-    kw = dict(base_spec=base_spec, info_file=REL.info_file, base=base, backend_files=backend_outputs(backend_dir, spec),
-              runtime=rt, source_commit=src.commit, source_digest=src.digest)
+    kw = {
+        "base_spec": base_spec,
+        "info_file": REL.info_file,
+        "base": base,
+        "backend_files": backend_outputs(backend_dir, spec),
+        "runtime": rt,
+        "source_commit": src.commit,
+        "source_digest": src.digest,
+    }
     tree, rec = tmp_path / "merged", tmp_path / "merge.json"
-    with pytest.raises(MergeError, match=r"ggml-base\.dll: base file .* and backend file .* differ; set \[merge\] prefer"):
+    with pytest.raises(
+        MergeError, match=r"ggml-base\.dll: base file .* and backend file .* differ; set \[merge\] prefer"
+    ):
         run_merge(spec=spec_rt, dest_tree=tree, record_path=rec, **kw)
     assert not tree.exists() and not rec.exists()
-    pref = spec_rt.replace(**{"merge": spec.merge.replace(prefer="base")})
+    pref = spec_rt.replace(merge=spec.merge.replace(prefer="base"))
     r = run_merge(spec=pref, dest_tree=tree, record_path=rec, **kw)
     assert sha(tree / "ggml-base.dll") == sha(npm_bins(real_input) / "ggml-base.dll")
     assert r.files["cudart64_13.dll"] == "runtime" and r.files["ggml-cpu.dll"] == "base"
@@ -177,9 +244,18 @@ def test_windows_merge_refuses_a_base_from_another_commit_or_lacking_required_fi
     base = load_base(win_base(tmp_path, real_input, src), REL.info_file)
     spec = M.legs["windows-arm64-cuda13-portable"]
     with pytest.raises(MergeError) as e:
-        run_merge(spec=spec, base_spec=M.legs["windows-arm64-cpu"], info_file=REL.info_file, base=base,
-                  backend_files=[], runtime=[], source_commit="1" * 40, source_digest="2" * 64,
-                  dest_tree=tmp_path / "m", record_path=tmp_path / "m.json")
+        run_merge(
+            spec=spec,
+            base_spec=M.legs["windows-arm64-cpu"],
+            info_file=REL.info_file,
+            base=base,
+            backend_files=[],
+            runtime=[],
+            source_commit="1" * 40,
+            source_digest="2" * 64,
+            dest_tree=tmp_path / "m",
+            record_path=tmp_path / "m.json",
+        )
     msg = str(e.value)
     assert f"built from source commit {src.commit}, the backend from {'1' * 40}" in msg
     assert "source tree digest" in msg
@@ -210,18 +286,36 @@ def test_linux_merge_and_package_blackwell_twice_identical(tmp_path, src):
     files = backend_outputs(backend, bw)
     assert [p.name for p in files] == ["libggml-cuda.so"], "only the build target's output is the backend's"
     base = load_base(base_archive, REL.info_file)
-    run_merge(spec=bw, base_spec=cpu, info_file=REL.info_file, base=base, backend_files=files, runtime=[],
-              source_commit=src.commit, source_digest=src.digest,
-              dest_tree=tmp_path / "merged", record_path=tmp_path / "merge.json")
+    run_merge(
+        spec=bw,
+        base_spec=cpu,
+        info_file=REL.info_file,
+        base=base,
+        backend_files=files,
+        runtime=[],
+        source_commit=src.commit,
+        source_digest=src.digest,
+        dest_tree=tmp_path / "merged",
+        record_path=tmp_path / "merge.json",
+    )
     dest = tmp_path / "dist" / bw.bundle_name(REL.tag)
     assert dest.name == f"app-{REL.tag}-linux-arm64-cuda13-blackwell.tar.gz"
-    package(bw, REL, tmp_path / "merged", dest, src, base=cpu, merged_from=base_archive.name, own_files=["libggml-cuda.so"])
+    package(
+        bw, REL, tmp_path / "merged", dest, src, base=cpu, merged_from=base_archive.name, own_files=["libggml-cuda.so"]
+    )
     first = sha(dest)
-    package(bw, REL, tmp_path / "merged", dest, src, base=cpu, merged_from=base_archive.name, own_files=["libggml-cuda.so"])
+    package(
+        bw, REL, tmp_path / "merged", dest, src, base=cpu, merged_from=base_archive.name, own_files=["libggml-cuda.so"]
+    )
     assert sha(dest) == first
     info = info_of(dest)
     assert (info.supported_sms, info.min_sm, info.max_sm) == ([120, 121], 120, 121)
-    assert (info.runtime_line, info.coverage_class, info.bundle_rank, info.toolkit_version) == ("cuda13", "blackwell", 55, "13.5")
+    assert (info.runtime_line, info.coverage_class, info.bundle_rank, info.toolkit_version) == (
+        "cuda13",
+        "blackwell",
+        55,
+        "13.5",
+    )
     assert info.verify.fatbin_sms == [120, 121] and info.verify.machine == "arm64"
     assert info.merged_from == base_archive.name and info.signing == "not-required"
     assert {"libggml-cuda.so", "llama-server", "libllama.so.0"} <= set(member_names(dest))
@@ -235,12 +329,24 @@ def test_failed_package_leaves_no_archive(tmp_path, src):
     cpu, bw = linux_legs()
     base_archive = linux_base(tmp_path, src)
     bad = compile_cuda_backend(tmp_path / "bad-bin", "gcc", [120, 121], [])
-    run_merge(spec=bw, base_spec=cpu, info_file=REL.info_file, base=load_base(base_archive, REL.info_file),
-              backend_files=backend_outputs(bad, bw), runtime=[], source_commit=src.commit,
-              source_digest=src.digest, dest_tree=tmp_path / "merged", record_path=tmp_path / "merge.json")
+    run_merge(
+        spec=bw,
+        base_spec=cpu,
+        info_file=REL.info_file,
+        base=load_base(base_archive, REL.info_file),
+        backend_files=backend_outputs(bad, bw),
+        runtime=[],
+        source_commit=src.commit,
+        source_digest=src.digest,
+        dest_tree=tmp_path / "merged",
+        record_path=tmp_path / "merge.json",
+    )
     dest = tmp_path / "dist" / bw.bundle_name(REL.tag)
     dest.write_bytes(b"an older bundle")
-    with pytest.raises(VerifyError, match=r"verify failed for app-.*-linux-arm64-cuda13-blackwell\.tar\.gz: 1 problem.*\n.*libggml-cuda\.so: machine: .*x64.*arm64"):
+    with pytest.raises(
+        VerifyError,
+        match=r"verify failed for app-.*-linux-arm64-cuda13-blackwell\.tar\.gz: 1 problem.*\n.*libggml-cuda\.so: machine: .*x64.*arm64",
+    ):
         package(bw, REL, tmp_path / "merged", dest, src, base=cpu)
     assert sorted(p.name for p in dest.parent.iterdir()) == [base_archive.name]
     with pytest.raises(VerifyError, match=r"libggml-cpu\.so: machine: .*x64"):
@@ -268,7 +374,9 @@ def test_collect_for_a_leg_without_base_then_package(tmp_path, src):
 
     cpu, _ = linux_legs()
     built = linux_cpu_tree(tmp_path / "cmake" / "bin")
-    rec = run_collect(spec=cpu, built_dir=built, runtime=[], dest_tree=tmp_path / "merged", record_path=tmp_path / "m.json")
+    rec = run_collect(
+        spec=cpu, built_dir=built, runtime=[], dest_tree=tmp_path / "merged", record_path=tmp_path / "m.json"
+    )
     assert (tmp_path / "merged" / "libllama.so.0").is_symlink() and rec.files["llama-server"] == "backend"
     dest = tmp_path / "dist" / cpu.bundle_name(REL.tag)
     package(cpu, REL, tmp_path / "merged", dest, src, own_files=rec.backend_files)

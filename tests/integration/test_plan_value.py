@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import graphrun
+import pytest
 from conftest import linux_only, require_input, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,10 +91,18 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
         assert state.load(name).inputs == json.loads(state.canonical(prepared.key)), name
         assert graph._uptodate(plan) is True, name
     stages = {n.split(":")[0]: t for n, t in seen.items()}
-    assert stages == {"source": "SourceTaskPlan", "toolkit": "ToolkitPlan", "configure": "ConfigurePlan",
-                      "build": "BuildPlan", "verify": "VerifyTreePlan", "merge": "MergePlan",
-                      "package": "PackagePlan", "smoke": stages.get("smoke"), "manifest": "ManifestPlan",
-                      "publish": "PublishPlan"}, stages
+    assert stages == {
+        "source": "SourceTaskPlan",
+        "toolkit": "ToolkitPlan",
+        "configure": "ConfigurePlan",
+        "build": "BuildPlan",
+        "verify": "VerifyTreePlan",
+        "merge": "MergePlan",
+        "package": "PackagePlan",
+        "smoke": stages.get("smoke"),
+        "manifest": "ManifestPlan",
+        "publish": "PublishPlan",
+    }, stages
     assert {seen[n] for n in seen if n.startswith("smoke:")} == {"SmokePlan", "SmokeToolsPlan"}
 
 

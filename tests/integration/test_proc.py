@@ -15,8 +15,9 @@ import pytest
 from bundlegraph import proc
 from bundlegraph.errors import ToolFailed, ToolMissing
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="this host is not Linux (process-group and /proc checks)")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="this host is not Linux (process-group and /proc checks)"
+)
 
 
 def test_missing_program_names_it():
@@ -37,8 +38,9 @@ def test_failure_carries_exit_code_log_and_tail(tmp_path):
 
 def test_on_line_and_secrets(tmp_path, capsys):
     seen = []
-    proc.run(["sh", "-c", "echo '[1/3] a'; echo '[3/3] c'", "token-s3cret"], on_line=seen.append,
-             secrets=["token-s3cret"])
+    proc.run(
+        ["sh", "-c", "echo '[1/3] a'; echo '[3/3] c'", "token-s3cret"], on_line=seen.append, secrets=["token-s3cret"]
+    )
     assert seen == ["[1/3] a", "[3/3] c"]
     out = capsys.readouterr().out
     assert "***" in out and "token-s3cret" not in out

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from bundlekit import compile_cuda_backend, linux_cpu_tree, package, real_matrix, real_source
-from bundlegraph.pipeline.merge import backend_outputs, load_base, run_merge
 from graphrun import doit
+
+from bundlegraph.pipeline.merge import backend_outputs, load_base, run_merge
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +22,18 @@ def artifacts(tmp_path_factory):
     base = arts / "bundle-linux-arm64-cpu" / cpu.bundle_name(rel.tag)
     package(cpu, rel, linux_cpu_tree(tmp / "cpu-bin"), base, src)
     backend = compile_cuda_backend(tmp / "cuda-bin", "aarch64-linux-gnu-gcc", [120, 121], [121])
-    run_merge(spec=bw, base_spec=cpu, info_file=rel.info_file, base=load_base(base, rel.info_file),
-              backend_files=backend_outputs(backend, bw), runtime=[], source_commit=src.commit,
-              source_digest=src.digest, dest_tree=tmp / "merged", record_path=tmp / "merge.json")
+    run_merge(
+        spec=bw,
+        base_spec=cpu,
+        info_file=rel.info_file,
+        base=load_base(base, rel.info_file),
+        backend_files=backend_outputs(backend, bw),
+        runtime=[],
+        source_commit=src.commit,
+        source_digest=src.digest,
+        dest_tree=tmp / "merged",
+        record_path=tmp / "merge.json",
+    )
     package(bw, rel, tmp / "merged", arts / "bundle-bw" / bw.bundle_name(rel.tag), src, base=cpu)
     # the paired runtime assets, as the upstream release would provide them
     for s in m.legs.values():
@@ -42,7 +51,8 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
     m = real_matrix()
     idx = json.loads((workdir / "dist" / "llama-prebuilt-sha256.json").read_text())
     assert {k for k, v in idx["artifacts"].items() if v["kind"] == "bundle"} == {
-        m.legs[l].bundle_name(m.release.tag) for l in ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell")}
+        m.legs[l].bundle_name(m.release.tag) for l in ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell")
+    }
     # a paired runtime is hashed with its bundle: the Windows bundles are not here
     assert "cudart-llama-bin-win-cuda-13.4-arm64.zip" not in idx["artifacts"]
     missing = [l for l in m.promised if l not in ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell")]
@@ -67,5 +77,7 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
     # void the SHA index of the GitHub release)
     r = doit([f"artifacts={artifacts}", "publish"], workdir=workdir, GITHUB_REF="refs/tags/b11643-mix-0c1e570")
     assert r.returncode != 0
-    assert ("release.toml: tag: 'b11642-mix-0c1e570' is not the git tag being released ('b11643-mix-0c1e570')"
-            in r.stdout + r.stderr)
+    assert (
+        "release.toml: tag: 'b11642-mix-0c1e570' is not the git tag being released ('b11643-mix-0c1e570')"
+        in r.stdout + r.stderr
+    )

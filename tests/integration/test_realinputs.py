@@ -14,16 +14,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_offline_with_an_empty_cache_a_test_fails_saying_what_to_fetch(tmp_path):
     env = dict(os.environ)
-    env.update(BUNDLEGRAPH_CACHE=str(tmp_path / "empty-cache"), PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS="",
-               PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_EXTRA_INDEX_URL="", PIP_RETRIES="0",
-               PIP_DEFAULT_TIMEOUT="3")  # a registry that refuses every connection
+    env.update(
+        BUNDLEGRAPH_CACHE=str(tmp_path / "empty-cache"),
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_FIND_LINKS="",
+        PIP_INDEX_URL="http://127.0.0.1:9/simple",
+        PIP_EXTRA_INDEX_URL="",
+        PIP_RETRIES="0",
+        PIP_DEFAULT_TIMEOUT="3",
+    )  # a registry that refuses every connection
     node = "tests/integration/test_verify_sign_elf.py::test_real_nvidia_signature"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 1 and "1 failed" in out and "skipped" not in out, out[-3000:]
-    assert ("test input 'cudart-win-arm64' (nvidia-cuda-runtime==13.5.37) is not in the cache "
-            f"({tmp_path / 'empty-cache'}) and could not be fetched") in out, out[-3000:]
+    assert (
+        "test input 'cudart-win-arm64' (nvidia-cuda-runtime==13.5.37) is not in the cache "
+        f"({tmp_path / 'empty-cache'}) and could not be fetched"
+    ) in out, out[-3000:]
     assert "tests/realinputs.py cudart-win-arm64" in out
     assert not list((tmp_path / "empty-cache").rglob("*.whl")), "nothing half-fetched is left as an input"
 
@@ -32,13 +46,20 @@ def test_a_skip_that_is_not_a_host_absence_fails_the_run(tmp_path):
     """The skip policy of conftest.py: a skip whose reason does not start with 'this host' turns
     an otherwise green run red, and the run ends with the skips counted by reason."""
     probe = ROOT / "tests" / "integration" / f"_skip_policy_probe_{os.getpid()}.py"
-    probe.write_text("import pytest\n\n"
-                     "def test_ok():\n    pass\n\n"
-                     "def test_host():\n    pytest.skip('this host has no NVIDIA GPU')\n\n"
-                     "def test_lazy():\n    pytest.skip('the wheel is not cached')\n")
+    probe.write_text(
+        "import pytest\n\n"
+        "def test_ok():\n    pass\n\n"
+        "def test_host():\n    pytest.skip('this host has no NVIDIA GPU')\n\n"
+        "def test_lazy():\n    pytest.skip('the wheel is not cached')\n"
+    )
     try:
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(probe)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(probe)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         probe.unlink()
     out = r.stdout + r.stderr

@@ -16,9 +16,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 import graphrun
+import pytest
 import smokekit
 from conftest import linux_only, require_input, require_tools
 
@@ -43,8 +42,11 @@ def _record(release, leg) -> dict:
 
 
 def _bundle(release, leg) -> Path:
-    return next((release["work"] / "dist").glob(f"app-b42-*-{'x64' if leg == X64 else 'arm64'}-"
-                                                 f"{'cuda13-blackwell' if leg == CUDA else 'cpu'}.tar.gz"))
+    return next(
+        (release["work"] / "dist").glob(
+            f"app-b42-*-{'x64' if leg == X64 else 'arm64'}-{'cuda13-blackwell' if leg == CUDA else 'cpu'}.tar.gz"
+        )
+    )
 
 
 def test_a_bare_doit_smokes_each_bundle_after_its_package_and_before_the_manifest(release):
@@ -68,12 +70,16 @@ def test_a_bare_doit_smokes_each_bundle_after_its_package_and_before_the_manifes
     # the merged CUDA bundle's backend loads with the CUDA runtime of its toolkit (the stand-in
     # needs no driver; a real one lacks only libcuda.so.1: see the main job)
     cuda = {c["check"]: c for c in _record(release, CUDA)["checks"]}
-    assert cuda["list-devices"]["loaded"]["CUDA"].endswith("/libggml-cuda.so") and cuda["list-devices"]["cuda"] == "loaded"
+    assert (
+        cuda["list-devices"]["loaded"]["CUDA"].endswith("/libggml-cuda.so") and cuda["list-devices"]["cuda"] == "loaded"
+    )
     assert "/targets/sbsa-linux/lib" in cuda["version"]["command"] and "stubs" not in cuda["version"]["command"]
     manifest = json.loads((release["work"] / "dist" / "llama-prebuilt-manifest.json").read_text())
     assert {a["asset_name"]: a["smoke"] for a in manifest["artifacts"]} == {
-        _bundle(release, CPU).name: f"passed ({QEMU})", _bundle(release, CUDA).name: f"passed ({QEMU})",
-        _bundle(release, X64).name: "passed (native)"}
+        _bundle(release, CPU).name: f"passed ({QEMU})",
+        _bundle(release, CUDA).name: f"passed ({QEMU})",
+        _bundle(release, X64).name: "passed (native)",
+    }
 
 
 def test_a_second_run_executes_nothing_and_publish_wants_the_smoke(release):
@@ -89,8 +95,10 @@ def test_a_second_run_executes_nothing_and_publish_wants_the_smoke(release):
         r = graphrun.doit(["manifest", "publish"], bundles=b, workdir=w)
         out = r.stdout + r.stderr
         assert r.returncode != 0
-        assert (f"{_bundle(release, X64).name}: bundle of promised leg {X64} has no passed smoke for these bytes "
-                f"({side.name} missing): run smoke:{X64}") in out, out[-3000:]
+        assert (
+            f"{_bundle(release, X64).name}: bundle of promised leg {X64} has no passed smoke for these bytes "
+            f"({side.name} missing): run smoke:{X64}"
+        ) in out, out[-3000:]
     finally:
         side.write_bytes(kept)
 
@@ -109,8 +117,9 @@ def _smoke_copy(release, leg: str, archive: Path, tmp: Path, **changes):
             del os.environ["BUNDLEGRAPH_WORKDIR"]
         else:
             os.environ["BUNDLEGRAPH_WORKDIR"] = old
-    plan = dataclasses.replace(plan, bundle=archive, record=tmp / "smoke.json", log=tmp / "smoke.log", work_dir=tmp,
-                               **changes)
+    plan = dataclasses.replace(
+        plan, bundle=archive, record=tmp / "smoke.json", log=tmp / "smoke.log", work_dir=tmp, **changes
+    )
     with pytest.raises(Exception) as e:
         smoke.run_smoke(plan)
     rec = json.loads((tmp / "smoke.json").read_text())
@@ -134,7 +143,9 @@ def test_a_wrong_arch_binary_slipped_in_fails_naming_it(release, tmp_path):
     x64_cpu = smokekit.member_bytes(_bundle(release, X64), "libggml-cpu.so")
     broken = smokekit.mutate(src, tmp_path / "dist" / src.name, replace={"libggml-cpu.so": x64_cpu})
     msg, checks = _smoke_copy(release, CPU, broken, tmp_path)
-    assert checks["list-devices"]["status"] == "failed" and "libggml-cpu.so" in checks["list-devices"]["problem"], checks
+    assert checks["list-devices"]["status"] == "failed" and "libggml-cpu.so" in checks["list-devices"]["problem"], (
+        checks
+    )
     assert "libggml-cpu.so: the loader cannot list it" in checks["libraries"]["problem"], checks["libraries"]
     assert "libggml-cpu.so" in msg
 
@@ -154,6 +165,8 @@ def test_the_cuda_backend_without_its_cuda_runtime_fails_naming_the_runtime(rele
     copy.parent.mkdir(parents=True)
     copy.write_bytes(src.read_bytes())
     msg, checks = _smoke_copy(release, CUDA, copy, tmp_path, runtime_dir=None)
-    assert "libggml-cuda.so: libcudart.so.13: cannot open shared object file" in checks["list-devices"]["problem"], checks
+    assert "libggml-cuda.so: libcudart.so.13: cannot open shared object file" in checks["list-devices"]["problem"], (
+        checks
+    )
     assert "libggml-cuda.so: libcudart.so.13 not found" in checks["libraries"]["problem"], checks["libraries"]
     assert "libcudart.so.13" in msg

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from graphrun import doit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,13 +28,32 @@ def _bundle(dist: Path, leg: str, os_name: str, arch: str) -> Path:
     g = load_graph(ROOT / "bundles", Filters(only_leg=leg))
     s, r = g.ctx.spec(leg), g.ctx.release
     name = s.bundle_name(r.tag, r.bundle_prefix)
-    info = BundleInfo(asset_name=name, leg=leg, os=os_name, arch=arch, install_kind=s.install_kind,
-                      source_repo=r.source_repo, source_commit=COMMIT, source_digest="0" * 64,
-                      upstream_tag=r.upstream_tag, release_tag=r.tag, platform=f"{os_name}-{arch}", profile=s.profile.name,
-                      archs=[], bundle_profile=s.profile.name, runtime_line=None, coverage_class="cpu",
-                      bundle_rank=10, toolkit_version=None, supported_sms=[], min_sm=None,
-                      max_sm=None, ggml_backend_dl=True, signing="not-required",
-                      verify=VerifyFindings(machine=arch, fatbin_sms=[], passed=True))
+    info = BundleInfo(
+        asset_name=name,
+        leg=leg,
+        os=os_name,
+        arch=arch,
+        install_kind=s.install_kind,
+        source_repo=r.source_repo,
+        source_commit=COMMIT,
+        source_digest="0" * 64,
+        upstream_tag=r.upstream_tag,
+        release_tag=r.tag,
+        platform=f"{os_name}-{arch}",
+        profile=s.profile.name,
+        archs=[],
+        bundle_profile=s.profile.name,
+        runtime_line=None,
+        coverage_class="cpu",
+        bundle_rank=10,
+        toolkit_version=None,
+        supported_sms=[],
+        min_sm=None,
+        max_sm=None,
+        ggml_backend_dl=True,
+        signing="not-required",
+        verify=VerifyFindings(machine=arch, fatbin_sms=[], passed=True),
+    )
     dist.mkdir(parents=True, exist_ok=True)
     write_archive(dist / name, [Entry(r.info_file, data=info.model_dump_json().encode())], 0)
     return dist / name
@@ -59,7 +77,9 @@ def test_a_bundle_that_cannot_start_here_is_skipped_with_the_reason_and_never_pa
     assert not Path(f"{bundle}.smoke.json").exists()
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has an NVIDIA driver (the no-GPU path is not reachable)")
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None, reason="this host has an NVIDIA driver (the no-GPU path is not reachable)"
+)
 def test_test_backend_ops_is_not_built_where_no_gpu_can_run_it(workdir):
     leg = "linux-x64-cuda13-portable"
     r = doit(["-s", f"smoke:tools-{leg}"], workdir=workdir, BUNDLEGRAPH_ONLY_LEG=leg)
@@ -77,9 +97,22 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
     sdist = real_input("llama-sdist", unpack=True)
     src = next(sdist.glob("*/vendor/llama.cpp"), None) or next(sdist.glob("vendor/llama.cpp"))
     out = tmp_path / "tiny.gguf"
-    r = subprocess.run([sys.executable, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", str(src / "gguf-py"),
-                        "--vocab", str(src / "models" / "ggml-vocab-llama-spm.gguf"), "--out", str(out)],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bundlegraph.pipeline.tinygguf",
+            "--gguf-py",
+            str(src / "gguf-py"),
+            "--vocab",
+            str(src / "models" / "ggml-vocab-llama-spm.gguf"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stderr
     assert not list(tmp_path.glob(".tiny.gguf.tmp*"))
     sys.path.insert(0, str(src / "gguf-py"))
@@ -103,7 +136,20 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
     assert {t.name: t.tensor_type.name for t in rd.tensors}["blk.1.ffn_down.weight"] == "F16"
     # deterministic: same vocabulary, same bytes
     out2 = tmp_path / "again.gguf"
-    subprocess.run([sys.executable, "-m", "bundlegraph.pipeline.tinygguf", "--gguf-py", str(src / "gguf-py"),
-                    "--vocab", str(src / "models" / "ggml-vocab-llama-spm.gguf"), "--out", str(out2)],
-                   check=True, capture_output=True, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bundlegraph.pipeline.tinygguf",
+            "--gguf-py",
+            str(src / "gguf-py"),
+            "--vocab",
+            str(src / "models" / "ggml-vocab-llama-spm.gguf"),
+            "--out",
+            str(out2),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
     assert out2.read_bytes() == out.read_bytes()

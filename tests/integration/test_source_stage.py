@@ -3,15 +3,14 @@ a tarball served by a real local HTTP server, a local git repository, and unsafe
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
 import tarfile
-import hashlib
 from pathlib import Path
 
 import pytest
-
 from graphrun import doit, executed
 from redistserver import RedistServer
 
@@ -65,8 +64,11 @@ def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache)
     sha = hashlib.sha256(body).hexdigest()
     with RedistServer() as srv:
         srv.files["/src.tar.gz"] = body
-        release_with(bundles_copy, f'kind = "tarball"\nurl = "{srv.url("/src.tar.gz")}"\nsha256 = "{sha}"\n'
-                                   f'commit = "{"a" * 40}"\ncommit_date = 2026-10-01T00:00:00Z\n')
+        release_with(
+            bundles_copy,
+            f'kind = "tarball"\nurl = "{srv.url("/src.tar.gz")}"\nsha256 = "{sha}"\n'
+            f'commit = "{"a" * 40}"\ncommit_date = 2026-10-01T00:00:00Z\n',
+        )
         r = doit(["source:linux-x64-cpu"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
         assert r.returncode == 0, r.stdout + r.stderr
         rec = json.loads((workdir / "build/linux-x64-cpu/source.json").read_text())
@@ -76,7 +78,9 @@ def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache)
         r2 = doit(["source:linux-arm64-cpu"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
         assert r2.returncode == 0 and srv.hits("/src.tar.gz") == 1
         r3 = doit(["--continue", "source"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
-        others = [p.stem for p in bundles_copy.glob("*.toml") if p.stem not in ("release", "linux-x64-cpu", "linux-arm64-cpu")]
+        others = [
+            p.stem for p in bundles_copy.glob("*.toml") if p.stem not in ("release", "linux-x64-cpu", "linux-arm64-cpu")
+        ]
         assert sorted(executed(r3.stdout)) == sorted(f"source:{l}" for l in others)
         # the Windows legs compile on Windows runners: on this host their sources are refused (before any
         # download), naming the host they need; the Linux legs' sources are done
@@ -87,6 +91,7 @@ def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache)
         assert all((workdir / "build" / l / "source.json").is_file() for l in others if l not in windows)
         # deleting the cached tree makes the source task run again
         import shutil
+
         shutil.rmtree(own_cache / "sources")
         r4 = doit(["source:linux-x64-cpu"], bundles=bundles_copy, workdir=workdir, BUNDLEGRAPH_CACHE=str(own_cache))
         assert executed(r4.stdout) == ["source:linux-x64-cpu"] and srv.hits("/src.tar.gz") == 1  # blob still cached
@@ -124,9 +129,15 @@ def test_tarball_with_traversal_entry_is_refused(workdir, bundles_copy, own_cach
 def test_git_pin_records_commit_and_date(workdir, bundles_copy, own_cache, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@e", "GIT_COMMITTER_DATE": "2026-10-01T12:00:00Z",
-           "GIT_AUTHOR_DATE": "2026-10-01T12:00:00Z", "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_COMMITTER_DATE": "2026-10-01T12:00:00Z",
+        "GIT_AUTHOR_DATE": "2026-10-01T12:00:00Z",
+        "PATH": "/usr/bin:/bin",
+    }
     (repo / "CMakeLists.txt").write_text("project(x)\n")
     for argv in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "x"]):
         subprocess.run(argv, cwd=repo, env=env, check=True)

@@ -22,8 +22,9 @@ print(json.dumps({"legs": list(m.legs), "tag": m.release.tag, "pydantic": "pydan
 
 def _probe(bundles: Path, cache: Path) -> dict:
     env = {**os.environ, "BUNDLEGRAPH_CACHE": str(cache)}
-    r = subprocess.run([sys.executable, "-c", PROBE, str(bundles)], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE, str(bundles)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from redistkit import LINK, build_pool, linux_components, windows_components
+from redistserver import RedistServer
 
 from bundlegraph import paths
 from bundlegraph.errors import DownloadError, HashMismatch, ToolkitError, UnsafeArchive
 from bundlegraph.pipeline.toolkit import ref_for_set
 from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
-from redistkit import LINK, build_pool, linux_components, windows_components
-from redistserver import RedistServer
 
 HOST = ("cuda_cccl", "cuda_crt", "cuda_nvcc", "libnvvm")
 
@@ -36,10 +36,19 @@ def env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def make_set(server, host="linux-x86_64", target="linux-sbsa", target_comps=("cuda_cudart", "libcublas"),
-             label="13.9.1") -> ComponentSet:
-    return ComponentSet("redist", "13.9", host, target, HOST, tuple(sorted(target_comps)),
-                        {"manifest": label, "pool": server.url("/")}, "bundles/test-leg.toml")
+def make_set(
+    server, host="linux-x86_64", target="linux-sbsa", target_comps=("cuda_cudart", "libcublas"), label="13.9.1"
+) -> ComponentSet:
+    return ComponentSet(
+        "redist",
+        "13.9",
+        host,
+        target,
+        HOST,
+        tuple(sorted(target_comps)),
+        {"manifest": label, "pool": server.url("/")},
+        "bundles/test-leg.toml",
+    )
 
 
 def serve(server, comps, **kw):
@@ -84,7 +93,10 @@ def test_install_layout_receipt_and_noop(env, tmp_path):
         assert r["source"] == "redist" and r["generated"] == [] and r["profile"] is None
         assert r["manifest"]["origin"] == s.url("/redistrib_13.9.1.json")
         by = {(c["component"], c["platform"]): c for c in r["components"]}
-        assert set(by) == {(c, "linux-x86_64") for c in HOST} | {("cuda_cudart", "linux-sbsa"), ("libcublas", "linux-sbsa")}
+        assert set(by) == {(c, "linux-x86_64") for c in HOST} | {
+            ("cuda_cudart", "linux-sbsa"),
+            ("libcublas", "linux-sbsa"),
+        }
         assert by[("cuda_cccl", "linux-x86_64")]["manifest_key"] == "cccl"  # cuda_cccl vs cccl
         for (comp, plat), c in by.items():
             key = "cccl" if comp == "cuda_cccl" else comp
@@ -146,8 +158,11 @@ def test_each_shipped_runtime_gets_the_license_nvidia_put_beside_its_component(e
 
     got = toolkit_licenses(p, [info("cudart64_13.dll", "bin/arm64/cudart64_13.dll")])
     assert got == [("NVIDIA cuda_cudart (shipped: cudart64_13.dll)", p / "share/cuda_cudart/LICENSE")]
-    with pytest.raises(ToolkitError, match=r"bin/arm64/cublas64_13.dll: its component libcublas .* came without a "
-                                           r"license file"):
+    with pytest.raises(
+        ToolkitError,
+        match=r"bin/arm64/cublas64_13.dll: its component libcublas .* came without a "
+        r"license file",
+    ):
         toolkit_licenses(p, [info("cublas64_13.dll", "bin/arm64/cublas64_13.dll")])
 
 
@@ -171,14 +186,16 @@ def test_truncated_body(env, tmp_path):
         rel = manifest["libcublas"]["linux-sbsa"]["relative_path"]
         s.files["/" + rel] = files["/" + rel][:92]
         cs = make_set(s)
-        with pytest.raises(HashMismatch, match=rf"size {manifest['libcublas']['linux-sbsa']['size']}, got sha256 \w+ size 92"):
+        with pytest.raises(
+            HashMismatch, match=rf"size {manifest['libcublas']['linux-sbsa']['size']}, got sha256 \w+ size 92"
+        ):
             install(cs, ref_for_set(cs), tmp_path)
         assert_clean(env, cs, manifest["libcublas"]["linux-sbsa"]["sha256"])
 
 
 def test_500_then_200_succeeds(env, tmp_path):
     with RedistServer() as s:
-        files, manifest = serve(s, linux_components())
+        _files, manifest = serve(s, linux_components())
         rel = "/" + manifest["cuda_nvcc"]["linux-x86_64"]["relative_path"]
         s.faults[rel] = [500]
         cs = make_set(s)
@@ -188,7 +205,7 @@ def test_500_then_200_succeeds(env, tmp_path):
 
 def test_404(env, tmp_path):
     with RedistServer() as s:
-        files, manifest = serve(s, linux_components())
+        _files, manifest = serve(s, linux_components())
         rel = "/" + manifest["libnvvm"]["linux-x86_64"]["relative_path"]
         del s.files[rel]
         cs = make_set(s)
@@ -200,11 +217,14 @@ def test_404(env, tmp_path):
 
 def test_stall_past_timeout(env, tmp_path):
     with RedistServer(stall_s=1.5) as s:
-        files, manifest = serve(s, linux_components())
+        _files, manifest = serve(s, linux_components())
         rel = "/" + manifest["cuda_crt"]["linux-x86_64"]["relative_path"]
         s.faults[rel] = ["stall", "stall"]
         cs = make_set(s)
-        with pytest.raises(DownloadError, match=r"cuda_crt-linux-x86_64-13.9.1-archive.tar.xz: failed after 2 attempt\(s\): ReadTimeout"):
+        with pytest.raises(
+            DownloadError,
+            match=r"cuda_crt-linux-x86_64-13.9.1-archive.tar.xz: failed after 2 attempt\(s\): ReadTimeout",
+        ):
             install(cs, ref_for_set(cs), tmp_path)
         assert_clean(env, cs, manifest["cuda_crt"]["linux-x86_64"]["sha256"])
 
@@ -255,8 +275,11 @@ def test_validation_names_file_and_component(env, tmp_path):
     with RedistServer() as s:
         serve(s, comps)
         cs = make_set(s)
-        with pytest.raises(ToolkitError, match=r"missing targets/sbsa-linux/lib/libcublasLt.so \(should come from "
-                                               r"component libcublas for linux-sbsa\)"):
+        with pytest.raises(
+            ToolkitError,
+            match=r"missing targets/sbsa-linux/lib/libcublasLt.so \(should come from "
+            r"component libcublas for linux-sbsa\)",
+        ):
             install(cs, ref_for_set(cs), tmp_path)
         assert_clean(env, cs)
 
@@ -278,8 +301,16 @@ def test_two_concurrent_installs_do_not_corrupt(env, tmp_path):
     with RedistServer() as s:
         serve(s, linux_components())
         code = _CHILD.format(tests=str(Path(__file__).parents[1]), host=HOST, pool=s.url("/"))
-        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, env=os.environ.copy()) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=os.environ.copy(),
+            )
+            for _ in range(2)
+        ]
         outs = [p.communicate(timeout=120)[0] for p in procs]
         assert [p.returncode for p in procs] == [0, 0], outs
         joined = "\n".join(outs)
@@ -306,8 +337,16 @@ def test_host_toolkit_source_read_only_with_receipt(env, tmp_path):
     shutil.copytree(ref_for_set(cs0).prefix, host_root, symlinks=True)
     (host_root / "bundlegraph-toolkit.json").unlink()
     before = sorted(p.relative_to(host_root).as_posix() for p in host_root.rglob("*"))
-    cs = ComponentSet("host", "13.9", "linux-x86_64", "linux-sbsa", HOST, ("cuda_cudart", "libcublas"),
-                      {"path": host_root.as_posix(), "version_json": "x"}, "bundles/dev.toml")
+    cs = ComponentSet(
+        "host",
+        "13.9",
+        "linux-x86_64",
+        "linux-sbsa",
+        HOST,
+        ("cuda_cudart", "libcublas"),
+        {"path": host_root.as_posix(), "version_json": "x"},
+        "bundles/dev.toml",
+    )
     ref = ref_for_set(cs)
     assert ref.prefix == host_root and ref.receipt.parent.parent == paths.cache_root() / "toolkits"
     receipt = install(cs, ref, tmp_path)
@@ -320,12 +359,24 @@ def test_host_toolkit_source_read_only_with_receipt(env, tmp_path):
     (host_root / "targets/sbsa-linux/lib/libcudart_static.a").write_bytes(b"!<arch>\nchanged")
     assert key_inputs(cs, tmp_path) != k1 and fingerprint(cs)["targets/sbsa-linux/lib/libcudart_static.a"][0] == 15
     # wrong version, missing version.json, missing file: each named
-    bad = ComponentSet("host", "13.5", "linux-x86_64", "linux-sbsa", HOST, ("cuda_cudart",),
-                       {"path": host_root.as_posix()}, "bundles/dev.toml")
-    with pytest.raises(ToolkitError, match=r"version.json: CUDA 13.9.1, but bundles/dev.toml asks for cuda.version 13.5"):
+    bad = ComponentSet(
+        "host",
+        "13.5",
+        "linux-x86_64",
+        "linux-sbsa",
+        HOST,
+        ("cuda_cudart",),
+        {"path": host_root.as_posix()},
+        "bundles/dev.toml",
+    )
+    with pytest.raises(
+        ToolkitError, match=r"version.json: CUDA 13.9.1, but bundles/dev.toml asks for cuda.version 13.5"
+    ):
         install(bad, ref_for_set(bad), tmp_path)
     (host_root / "nvvm/bin/cicc").unlink()
-    with pytest.raises(ToolkitError, match=r"missing nvvm/bin/cicc \(should come from component libnvvm for linux-x86_64\)"):
+    with pytest.raises(
+        ToolkitError, match=r"missing nvvm/bin/cicc \(should come from component libnvvm for linux-x86_64\)"
+    ):
         install(cs, ref, tmp_path)
     (host_root / "version.json").unlink()
     with pytest.raises(ToolkitError, match=r"host-cuda/version.json: missing"):

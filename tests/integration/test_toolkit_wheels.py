@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pefile
 import pytest
+from conftest import require_input, require_tools
 from elftools.elf.elffile import ELFFile
 
 from bundlegraph import proc
@@ -21,7 +22,6 @@ from bundlegraph.toolkit import layout
 from bundlegraph.toolkit.identity import ComponentSet, component_set
 from bundlegraph.toolkit.install import install
 from bundlegraph.toolkit.lockfile import load_lock
-from conftest import require_input, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 LEG = "linux-arm64-cuda13-blackwell"
@@ -31,8 +31,11 @@ pytestmark = pytest.mark.network
 
 def _no_cublas_set(bundles: Path) -> ComponentSet:
     spec = bundles / f"{LEG}.toml"
-    spec.write_text(spec.read_text().replace('target_platform = "linux-sbsa"',
-                                             'target_platform = "linux-sbsa"\ntarget = ["cuda_cudart"]'))
+    spec.write_text(
+        spec.read_text().replace(
+            'target_platform = "linux-sbsa"', 'target_platform = "linux-sbsa"\ntarget = ["cuda_cudart"]'
+        )
+    )
     m = load_matrix(bundles)
     return component_set(m.legs[LEG], m.root, str(spec))
 
@@ -46,8 +49,9 @@ def test_wheels_sbsa_toolkit_cross_compiles(bundles_copy, workdir, tmp_path):
     r = json.loads(receipt.read_text())
     lock = load_lock(bundles_copy / "locks/cuda-13.5-wheels.toml")
     comps = {(c["component"], c["platform"]): c for c in r["components"]}
-    assert set(comps) == {(c, "linux-x86_64") for c in ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl")} | \
-        {("cuda_cudart", "linux-sbsa")}
+    assert set(comps) == {(c, "linux-x86_64") for c in ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl")} | {
+        ("cuda_cudart", "linux-sbsa")
+    }
     for (c, plat), row in comps.items():
         assert row["sha256"] == lock.row(c, plat).sha256 and row["source"] == "wheels"
     # the wheels' simplified profile is replaced by the standard one that honours -target-dir
@@ -75,18 +79,39 @@ def test_wheels_sbsa_toolkit_cross_compiles(bundles_copy, workdir, tmp_path):
 
     require_tools("aarch64-linux-gnu-g++")
     src = tmp_path / "t.cu"
-    src.write_text("#include <cuda_runtime.h>\n#include <cuda/std/cstddef>\n#include <cuda.h>\n"
-                   "__global__ void k(float *x) { x[threadIdx.x] *= 2; }\n"
-                   "int main() { float *d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); CUdevice v; cuDeviceGet(&v, 0);"
-                   " return cudaDeviceSynchronize(); }\n")
+    src.write_text(
+        "#include <cuda_runtime.h>\n#include <cuda/std/cstddef>\n#include <cuda.h>\n"
+        "__global__ void k(float *x) { x[threadIdx.x] *= 2; }\n"
+        "int main() { float *d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); CUdevice v; cuDeviceGet(&v, 0);"
+        " return cudaDeviceSynchronize(); }\n"
+    )
     exe = tmp_path / "t"
-    proc.run([ref.nvcc, "-ccbin", "aarch64-linux-gnu-g++", *ref.nvcc_target_flags(), "-arch", "sm_120",
-              "-o", exe, src, "-lcuda"], cwd=tmp_path, log=tmp_path / "nvcc.log")
+    proc.run(
+        [
+            ref.nvcc,
+            "-ccbin",
+            "aarch64-linux-gnu-g++",
+            *ref.nvcc_target_flags(),
+            "-arch",
+            "sm_120",
+            "-o",
+            exe,
+            src,
+            "-lcuda",
+        ],
+        cwd=tmp_path,
+        log=tmp_path / "nvcc.log",
+    )
     with open(exe, "rb") as f:
         elf = ELFFile(f)
         assert elf["e_machine"] == "EM_AARCH64"
-        needed = [t.needed for s in elf.iter_sections() if s.header.sh_type == "SHT_DYNAMIC"
-                  for t in s.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+        needed = [
+            t.needed
+            for s in elf.iter_sections()
+            if s.header.sh_type == "SHT_DYNAMIC"
+            for t in s.iter_tags()
+            if t.entry.d_tag == "DT_NEEDED"
+        ]
     assert "libcuda.so.1" in needed and not any("stubs" in n for n in needed)
     assert "libcudart" not in " ".join(needed)  # cudart_static from the sbsa directory was linked
 
@@ -96,8 +121,9 @@ def test_win_arm64_cudart_wheel_lands_in_bin_arm64(real_input, tmp_path):
     stage, prefix = tmp_path / "stage", tmp_path / "prefix"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(stage)
-    layout.place(stage / "nvidia/cu13", prefix, component="cuda_cudart", role="target",
-                 platform="windows-arm64", owners={})
+    layout.place(
+        stage / "nvidia/cu13", prefix, component="cuda_cudart", role="target", platform="windows-arm64", owners={}
+    )
     dll = prefix / "bin/arm64/cudart64_13.dll"
     pe = pefile.PE(str(dll), fast_load=True)
     assert pe.FILE_HEADER.Machine == 0xAA64  # a real ARM64 DLL
@@ -105,8 +131,16 @@ def test_win_arm64_cudart_wheel_lands_in_bin_arm64(real_input, tmp_path):
         assert (prefix / f"lib/arm64/{lib}.lib").is_file()
     assert (prefix / "include/cuda_runtime.h").is_file()
     # ...but a whole Windows toolkit from wheels is refused (the cublas wheel has no .lib)
-    cs = ComponentSet("wheels", "13.5", "windows-x86_64", "windows-arm64", ("cuda_nvcc",),
-                      ("cuda_cudart", "libcublas"), {"lock": "x"}, "bundles/w.toml")
+    cs = ComponentSet(
+        "wheels",
+        "13.5",
+        "windows-x86_64",
+        "windows-arm64",
+        ("cuda_nvcc",),
+        ("cuda_cudart", "libcublas"),
+        {"lock": "x"},
+        "bundles/w.toml",
+    )
     with pytest.raises(ToolkitError, match="no cublas.lib/cublasLt.lib import libraries"):
         install(cs, ref_for_set(cs), tmp_path)
 
@@ -129,7 +163,9 @@ def test_doit_toolkit_for_blackwell_leg_then_noop(workdir, tmp_path, monkeypatch
     assert "installed 6 components" in r1.stdout
     r = json.loads(ref.receipt.read_text())
     lock = load_lock(ROOT / "bundles/locks/cuda-13.5-wheels.toml")
-    assert {c["sha256"] for c in r["components"]} == {lock.row(c["component"], c["platform"]).sha256 for c in r["components"]}
+    assert {c["sha256"] for c in r["components"]} == {
+        lock.row(c["component"], c["platform"]).sha256 for c in r["components"]
+    }
     assert len(r["components"]) == 6
     assert ref.library("cublasLt").resolve().stat().st_size > 100_000_000
     with open(ref.library("cublas"), "rb") as f:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import graphrun
+import pytest
 import winekit
 from conftest import ROOT, require_input, require_tools
 
@@ -36,9 +35,13 @@ def win(tmp_path_factory):
 def _cli(win, args, tmp_path, **extra):
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    return win.run(["-m", "bundlegraph.cli", "--bundles", winekit.winpath(ROOT / "bundles"), *args], cwd=tmp_path,
-                   BUNDLEGRAPH_WORKDIR=winekit.winpath(work), BUNDLEGRAPH_CACHE=winekit.winpath(tmp_path / "cache"),
-                   **extra)
+    return win.run(
+        ["-m", "bundlegraph.cli", "--bundles", winekit.winpath(ROOT / "bundles"), *args],
+        cwd=tmp_path,
+        BUNDLEGRAPH_WORKDIR=winekit.winpath(work),
+        BUNDLEGRAPH_CACHE=winekit.winpath(tmp_path / "cache"),
+        **extra,
+    )
 
 
 def test_matrix_on_windows_is_the_matrix_on_linux(win, tmp_path):
@@ -73,12 +76,16 @@ def test_plan_of_the_cpu_leg_and_doit_list_run_there(win, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "== windows-arm64-cpu  ->  app-" in r.stdout and "toolchain clang-arm64-windows" in r.stdout
     work = tmp_path / "work"
-    d = win.run(["-m", "doit", "-f", winekit.winpath(ROOT / "dodo.py"), "list"], cwd=tmp_path,
-                BUNDLEGRAPH_WORKDIR=winekit.winpath(work), BUNDLEGRAPH_CACHE=winekit.winpath(tmp_path / "cache"))
+    d = win.run(
+        ["-m", "doit", "-f", winekit.winpath(ROOT / "dodo.py"), "list"],
+        cwd=tmp_path,
+        BUNDLEGRAPH_WORKDIR=winekit.winpath(work),
+        BUNDLEGRAPH_CACHE=winekit.winpath(tmp_path / "cache"),
+    )
     assert d.returncode == 0, d.stderr[-3000:]
     linux = graphrun.doit(["list"], workdir=tmp_path / "linux")
     assert linux.returncode == 0, linux.stderr
-    names = lambda out: sorted(l.split()[0] for l in out.splitlines() if l.strip())  # noqa: E731
+    names = lambda out: sorted(l.split()[0] for l in out.splitlines() if l.strip())
     assert names(d.stdout) == names(linux.stdout)
 
 
@@ -135,10 +142,14 @@ def test_windows_code_paths_on_a_windows_runtime(win, tmp_path):
     assert got["which_python_mixed_case_path"] == got["which_python"]
     assert got["which_cmd"].lower().endswith("cmd.exe"), got
     # cmd's `set` (what vcvarsall's capture parses) keeps the names' case; Windows' os.environ does not
-    assert got["set_has"] == {"PATH": True, "PATHEXT": True, "BgProbeVar": False, "BGPROBEVAR": True} \
-        or got["set_has"]["BgProbeVar"], got["set_has"]
+    assert (
+        got["set_has"] == {"PATH": True, "PATHEXT": True, "BgProbeVar": False, "BGPROBEVAR": True}
+        or got["set_has"]["BgProbeVar"]
+    ), got["set_has"]
     assert got["environ_keys"] == ["VCTOOLSINSTALLDIR"]  # why msvc.canonical exists
     assert got["canonical"] == ["VCToolsInstallDir"]
     # no developer shell and no Visual Studio: refused, naming where vswhere was looked for
-    assert got["developer_env"].startswith("ToolMissing: MSVC: no developer shell is initialised and vswhere.exe "
-                                           "is not at C:\\Program Files (x86)\\Microsoft Visual Studio\\Installer"), got
+    assert got["developer_env"].startswith(
+        "ToolMissing: MSVC: no developer shell is initialised and vswhere.exe "
+        "is not at C:\\Program Files (x86)\\Microsoft Visual Studio\\Installer"
+    ), got

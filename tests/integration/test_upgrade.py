@@ -12,9 +12,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-import pytest
-
 import graphrun
+import pytest
 from conftest import linux_only, require_input, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,8 +31,7 @@ def test_a_release_built_before_the_renovation_is_up_to_date_after_it(tmp_path):
     require_tools("git", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
     require_input("cuda-13.5-sbsa-cross")
     if _git("cat-file", "-e", f"{BEFORE}^{{commit}}").returncode != 0:
-        pytest.fail(f"needs this repository's git history (commit {BEFORE[:12]}): run from a full clone",
-                    pytrace=False)
+        pytest.fail(f"needs this repository's git history (commit {BEFORE[:12]}): run from a full clone", pytrace=False)
     old = tmp_path / "old"
     arch = _git("archive", "--format=tar", BEFORE, "bundlegraph", "dodo.py", "tests/data", "bundles/locks")
     assert arch.returncode == 0, arch.stderr
@@ -48,8 +46,14 @@ def test_a_release_built_before_the_renovation_is_up_to_date_after_it(tmp_path):
     work = tree / "work"
     work.mkdir()
     env = graphrun.env_for(tree / "bundles", work, PYTHONPATH=str(old), PYTHONUNBUFFERED="1")
-    before = subprocess.run([str(graphrun.BIN / "doit"), "-f", str(old / "dodo.py")], capture_output=True,
-                            text=True, env=env, timeout=900, cwd=tmp_path)
+    before = subprocess.run(
+        [str(graphrun.BIN / "doit"), "-f", str(old / "dodo.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert before.returncode == 0, before.stdout[-4000:] + before.stderr[-3000:]
     ran = graphrun.executed(before.stdout)
     assert "build:mini-linux-arm64-cuda" in ran and "manifest" in ran, ran

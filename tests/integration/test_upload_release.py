@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import graphrun
+import pytest
 from conftest import linux_only, require_input, require_tools
 from githubkit import Asset, FakeGitHub, Release
 
@@ -40,8 +39,14 @@ def gated(tmp_path_factory) -> tuple[Path, Path, str]:
 
 def _upload(gated, gh: FakeGitHub, *extra: str, **env: str):
     bundles, work, _tag = gated
-    return graphrun.cli(["upload-release", "--repo", REPO, *extra], bundles=bundles, workdir=work,
-                        BUNDLEGRAPH_GITHUB_API=gh.api, GITHUB_TOKEN="t0ken", **env)
+    return graphrun.cli(
+        ["upload-release", "--repo", REPO, *extra],
+        bundles=bundles,
+        workdir=work,
+        BUNDLEGRAPH_GITHUB_API=gh.api,
+        GITHUB_TOKEN="t0ken",
+        **env,
+    )
 
 
 def _want(work: Path) -> dict[str, str]:
@@ -66,8 +71,15 @@ def test_upload_is_a_draft_until_every_asset_is_there(gated):
         # the order of calls: nothing visible before the last one
         base = f"/repos/{REPO}/releases"
         up = f"/uploads/repos/{REPO}/releases/{rel.id}/assets"
-        assert gh.calls == [f"GET {base}/tags/{tag}", f"GET {base}", f"POST {base}", f"GET {base}/{rel.id}/assets",
-                            *[f"POST {up}"] * len(want), f"GET {base}/{rel.id}/assets", f"PATCH {base}/{rel.id}"]
+        assert gh.calls == [
+            f"GET {base}/tags/{tag}",
+            f"GET {base}",
+            f"POST {base}",
+            f"GET {base}/{rel.id}/assets",
+            *[f"POST {up}"] * len(want),
+            f"GET {base}/{rel.id}/assets",
+            f"PATCH {base}/{rel.id}",
+        ]
         assert [a.name for a in rel.assets][-1] == INDEX  # the index goes last
         # a rerun: already published, identical -> nothing uploaded, nothing changed
         gh.calls.clear()
@@ -113,7 +125,7 @@ def test_a_half_uploaded_asset_is_replaced(gated):
 
 
 def test_a_published_release_that_differs_is_never_changed(gated):
-    _b, work, tag = gated
+    _b, _work, tag = gated
     with FakeGitHub(REPO) as gh:
         old = Release(gh.new_id(), tag, draft=False, assets=[Asset(gh.new_id(), "app-old.tar.gz", b"x")])
         gh.releases.append(old)

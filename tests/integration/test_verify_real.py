@@ -12,9 +12,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import binkit
 import pytest
 
-import binkit
 from bundlegraph import cli
 from bundlegraph.checks.fatbin import Inventory
 from bundlegraph.pipeline.verify import VerifyPolicy, verify_path
@@ -50,14 +50,32 @@ def kit(tmp_path_factory) -> Path:
     """Tiny real ARM64/x64 DLLs, built once per session."""
     d = tmp_path_factory.mktemp("pekit")
     a = "arm64"
-    binkit.build_dll(binkit.Dll("prov.dll", a, exports=("bg_add", "bg_mul"), forwards=(("bg_tick", "kernel32.GetTickCount"),)), d)
-    binkit.build_dll(binkit.Dll("user.dll", a, imports=(("prov.dll", ("bg_add", "bg_tick", "#1")),
-                                                       ("KERNEL32.dll", ("GetTickCount",)))), d)
+    binkit.build_dll(
+        binkit.Dll("prov.dll", a, exports=("bg_add", "bg_mul"), forwards=(("bg_tick", "kernel32.GetTickCount"),)), d
+    )
+    binkit.build_dll(
+        binkit.Dll(
+            "user.dll", a, imports=(("prov.dll", ("bg_add", "bg_tick", "#1")), ("KERNEL32.dll", ("GetTickCount",)))
+        ),
+        d,
+    )
     binkit.build_dll(binkit.Dll("omp-user.dll", a, imports=(("libomp140.aarch64.dll", ("__kmpc_fork_call",)),)), d)
-    binkit.build_dll(binkit.Dll("delay-user.dll", a, imports=(("libomp140.aarch64.dll", ("__kmpc_fork_call",)),),
-                                delay=("libomp140.aarch64.dll",)), d)
+    binkit.build_dll(
+        binkit.Dll(
+            "delay-user.dll",
+            a,
+            imports=(("libomp140.aarch64.dll", ("__kmpc_fork_call",)),),
+            delay=("libomp140.aarch64.dll",),
+        ),
+        d,
+    )
     binkit.build_dll(binkit.Dll("libomp140.aarch64.dll", a, exports=("__kmpc_fork_call",)), d)
-    binkit.build_dll(binkit.Dll("ggml-cpu.dll", a, imports=(("libomp140.aarch64.dll", ("__kmpc_fork_call", "__kmpc_dispatch_deinit")),)), d)
+    binkit.build_dll(
+        binkit.Dll(
+            "ggml-cpu.dll", a, imports=(("libomp140.aarch64.dll", ("__kmpc_fork_call", "__kmpc_dispatch_deinit")),)
+        ),
+        d,
+    )
     binkit.build_dll(binkit.Dll("cuda-user.dll", a, imports=(("nvcuda.dll", ("cuInit",)),)), d)
     (d / "x64").mkdir()
     binkit.build_dll(binkit.Dll("prov.dll", "x64", exports=("bg_add", "bg_mul")), d / "x64")
@@ -74,14 +92,37 @@ def bundle(tmp_path: Path, kit: Path, *names: str) -> Path:
 
 # ------------------------------------------------------------------ the real ARM64 set
 
+
 def test_real_arm64_set_passes_with_runtimes_declared(arm64_set, capsys):
     r = verify_path(arm64_set, ARM64)
     assert r.failures == []
     pes = {p: f["machine"] for p, f in r.files.items() if f["format"] == "pe"}
-    assert pes == {n: "arm64" for n in ("ggml-base.dll", "ggml-cpu.dll", "ggml.v0.4.0.dll", "llama-addon.node",
-                                        "llama-common.dll", "llama.v0.4.0.dll")}
-    rc = cli.main(["verify", str(arm64_set), "--os", "windows", "--arch", "arm64",
-                   "--runtime", *VC, "cudart64_13.dll", "--require", *ARM64_REQUIRED])
+    assert pes == dict.fromkeys(
+        (
+            "ggml-base.dll",
+            "ggml-cpu.dll",
+            "ggml.v0.4.0.dll",
+            "llama-addon.node",
+            "llama-common.dll",
+            "llama.v0.4.0.dll",
+        ),
+        "arm64",
+    )
+    rc = cli.main(
+        [
+            "verify",
+            str(arm64_set),
+            "--os",
+            "windows",
+            "--arch",
+            "arm64",
+            "--runtime",
+            *VC,
+            "cudart64_13.dll",
+            "--require",
+            *ARM64_REQUIRED,
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and out.strip().endswith("(directory; 6 PE, 0 ELF files): OK")
 
@@ -90,8 +131,10 @@ def test_vc_runtime_counts_only_when_declared(arm64_set, capsys):
     rc = cli.main(["verify", str(arm64_set), "--os", "windows", "--arch", "arm64"])
     lines = capsys.readouterr().out.splitlines()
     assert rc == 1
-    assert ("ggml-base.dll: imports: MSVCP140.dll: the Visual C++ runtime, neither in the bundle nor declared as an "
-            "external runtime (runtime.external / --runtime) [chain: ggml-cpu.dll -> ggml-base.dll -> MSVCP140.dll (unresolved)]") in lines
+    assert (
+        "ggml-base.dll: imports: MSVCP140.dll: the Visual C++ runtime, neither in the bundle nor declared as an "
+        "external runtime (runtime.external / --runtime) [chain: ggml-cpu.dll -> ggml-base.dll -> MSVCP140.dll (unresolved)]"
+    ) in lines
     assert len([l for l in lines if ": imports: " in l]) == 12  # 6 files x (MSVCP140, VCRUNTIME140)
 
 
@@ -109,7 +152,10 @@ def test_ggml_base_removed(arm64_set, tmp_path):
     lines = verify_path(b, ARM64).lines()
     missing = "ggml-base.dll: missing: not in the bundle, not a Windows DLL, not declared as an external runtime"
     assert f"ggml-cpu.dll: imports: {missing} [chain: ggml-cpu.dll -> ggml-base.dll (missing)]" in lines
-    assert f"llama.v0.4.0.dll: imports: {missing} [chain: llama-addon.node -> llama.v0.4.0.dll -> ggml-base.dll (missing)]" in lines
+    assert (
+        f"llama.v0.4.0.dll: imports: {missing} [chain: llama-addon.node -> llama.v0.4.0.dll -> ggml-base.dll (missing)]"
+        in lines
+    )
     assert "ggml-base.dll: content: required file is missing from the bundle" in lines
 
 
@@ -130,7 +176,8 @@ def test_unmet_libomp_import_ordinary_and_delay_load(arm64_set, kit, tmp_path):
 def test_import_of_a_name_the_bundled_provider_lacks(kit, tmp_path):
     b = bundle(tmp_path, kit, "ggml-cpu.dll", "libomp140.aarch64.dll")
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64")).lines() == [
-        "ggml-cpu.dll: symbols: imports 1 name(s) from libomp140.aarch64.dll that it does not export: __kmpc_dispatch_deinit"]
+        "ggml-cpu.dll: symbols: imports 1 name(s) from libomp140.aarch64.dll that it does not export: __kmpc_dispatch_deinit"
+    ]
 
 
 def test_names_ordinals_and_forwarders_resolve(kit, tmp_path):
@@ -147,7 +194,8 @@ def test_nvcuda_only_for_cuda_legs(kit, tmp_path):
     b = bundle(tmp_path, kit, "cuda-user.dll")
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64")).lines() == [
         "cuda-user.dll: imports: nvcuda.dll: the NVIDIA driver DLL, which only CUDA legs may import "
-        "[chain: cuda-user.dll -> nvcuda.dll (unresolved)]"]
+        "[chain: cuda-user.dll -> nvcuda.dll (unresolved)]"
+    ]
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64", cuda=True)).lines() == []
 
 
@@ -186,17 +234,19 @@ def test_archives_are_inspected_in_place(arm64_set, tmp_path):
         assert r.files["app/ggml-cpu.dll"]["machine"] == "arm64"
     with zipfile.ZipFile(z, "a") as zf:
         zf.write(arm64_set / "ggml-base.dll", "../ggml-base.dll")
-    assert verify_path(z, ARM64).lines() == ["app.zip: archive: entry '../ggml-base.dll' climbs out of the extraction root ('..')"]
+    assert verify_path(z, ARM64).lines() == [
+        "app.zip: archive: entry '../ggml-base.dll' climbs out of the extraction root ('..')"
+    ]
 
 
 # ------------------------------------------------------------------ GPU code
+
 
 def test_fatbin_command_lists_the_real_x64_backend(x64_cuda_dll, capsys):
     assert cli.main(["fatbin", str(x64_cuda_dll)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-2:] == ["SASS: 86, 89, 120, 121", "PTX: 75, 80, 90"]
     assert out[0] == "ggml-cuda.dll: PE x64, 143 fatbin containers, 1001 entries (1001 compressed)"
-
 
 
 def _archs(*forms: str) -> tuple:
@@ -215,9 +265,13 @@ def test_real_x64_backend_against_promised_archs(x64_cuda_dll, tmp_path):
     assert r.lines() == []
     assert r.bundle["fatbin"] == {"ggml-cuda.dll": "SASS 86,89,120,121; PTX 75,80,90"}
     found = "(promised 100,120,121; found SASS 86,89,120,121; PTX 75,80,90)"
-    lines = verify_path(b, VerifyPolicy(os="windows", arch="x64", archs=_archs("100", "120", "121"), cuda=True, external=ext)).lines()
-    assert lines[:2] == [f"ggml-cuda.dll: gpu-code: missing SASS for sm_100 {found}",
-                         f"ggml-cuda.dll: gpu-code: unexpected SASS for sm_86 {found}"]
+    lines = verify_path(
+        b, VerifyPolicy(os="windows", arch="x64", archs=_archs("100", "120", "121"), cuda=True, external=ext)
+    ).lines()
+    assert lines[:2] == [
+        f"ggml-cuda.dll: gpu-code: missing SASS for sm_100 {found}",
+        f"ggml-cuda.dll: gpu-code: unexpected SASS for sm_86 {found}",
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -227,8 +281,10 @@ def sm90_so(tmp_path_factory) -> Path:
     if not nvcc.exists():
         pytest.skip("this host has no CUDA toolkit at /usr/local/cuda")
     d = tmp_path_factory.mktemp("nvcc")
-    (d / "k.cu").write_text("__global__ void bg_scale(float *x, float s) { x[threadIdx.x] *= s; }\n"
-                            'extern "C" int bg_launch(float *x) { bg_scale<<<1, 32>>>(x, 2.0f); return (int)cudaGetLastError(); }\n')
+    (d / "k.cu").write_text(
+        "__global__ void bg_scale(float *x, float s) { x[threadIdx.x] *= s; }\n"
+        'extern "C" int bg_launch(float *x) { bg_scale<<<1, 32>>>(x, 2.0f); return (int)cudaGetLastError(); }\n'
+    )
     binkit._run([nvcc, "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", "-o", d / "libggml-cuda.so", d / "k.cu"], d)
     return d / "libggml-cuda.so"
 
@@ -238,20 +294,23 @@ def test_linux_backend_without_promised_sm_121(sm90_so, tmp_path):
     b = tmp_path / "lib"
     b.mkdir()
     shutil.copy2(sm90_so, b / "libggml-cuda.so")
-    linux = dict(os="linux", arch="x64", cuda=True, glibc_floor="2.36", glibcxx_floor="3.4.30")
+    linux = {"os": "linux", "arch": "x64", "cuda": True, "glibc_floor": "2.36", "glibcxx_floor": "3.4.30"}
     ok = verify_path(b, VerifyPolicy(archs=_archs("90"), **linux))
     assert ok.lines() == [] and ok.files["libggml-cuda.so"]["machine"] == "x64"
     assert ok.bundle["fatbin"] == {"libggml-cuda.so": "SASS 90; PTX 90"}
     assert verify_path(b, VerifyPolicy(archs=_archs("90", "121"), **linux)).lines() == [
-        "libggml-cuda.so: gpu-code: missing SASS for sm_121 (promised 90,121; found SASS 90; PTX 90)"]
+        "libggml-cuda.so: gpu-code: missing SASS for sm_121 (promised 90,121; found SASS 90; PTX 90)"
+    ]
     assert verify_path(b, VerifyPolicy(archs=_archs("90"), **{**linux, "arch": "arm64"})).lines() == [
-        "libggml-cuda.so: machine: ELF e_machine is EM_X86_64 (x64), the leg needs EM_AARCH64 (arm64)"]
+        "libggml-cuda.so: machine: ELF e_machine is EM_X86_64 (x64), the leg needs EM_AARCH64 (arm64)"
+    ]
 
 
 def test_no_backend_in_a_cuda_bundle(kit, tmp_path):
     b = bundle(tmp_path, kit, "prov.dll")
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64", archs=_archs("120"), cuda=True)).lines() == [
-        "ggml-cuda.dll: gpu-code: the leg promises CUDA archs 120 but the bundle has no ggml-cuda.dll"]
+        "ggml-cuda.dll: gpu-code: the leg promises CUDA archs 120 but the bundle has no ggml-cuda.dll"
+    ]
 
 
 def test_fatbin_inventory_type_is_json_ready():
@@ -270,9 +329,24 @@ def test_fatbin_flags_tell_arch_specific_sass_from_plain(tmp_path):
         pytest.skip("this host has no CUDA toolkit at /usr/local/cuda")
     (tmp_path / "k.cu").write_text("__global__ void bg_k(float *x) { x[threadIdx.x] *= 2; }\n")
     so = tmp_path / "libggml-cuda.so"
-    binkit._run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90",
-                 "-gencode", "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_100f,code=sm_103f",
-                 "-o", so, tmp_path / "k.cu"], tmp_path)
+    binkit._run(
+        [
+            nvcc,
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-gencode",
+            "arch=compute_90,code=sm_90",
+            "-gencode",
+            "arch=compute_100a,code=sm_100a",
+            "-gencode",
+            "arch=compute_100f,code=sm_103f",
+            "-o",
+            so,
+            tmp_path / "k.cu",
+        ],
+        tmp_path,
+    )
     with mapped(so) as data:
         inv = inspect_file(so.name, data).fatbin
     assert inv is not None and inv.sass_archs() == ["90", "100a", "103f"], inv.sass_features

@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import binkit
 import pytest
 
-import binkit
 from bundlegraph import cli
 from bundlegraph.checks.bundle import mapped
 from bundlegraph.checks.signatures import check_signature
@@ -46,7 +46,9 @@ def test_signature_outcomes_are_told_apart(signed, tmp_path):
     assert r.files["good.dll"]["signature"] == "ok"
     # the same intact signature, without the test root: untrusted, not tampered
     lines = verify_path(b, VerifyPolicy(os="windows", arch="arm64", signing_required=True)).lines()
-    assert lines[0].startswith("good.dll: signature: untrusted: the signature is intact but its certificate chain is not trusted")
+    assert lines[0].startswith(
+        "good.dll: signature: untrusted: the signature is intact but its certificate chain is not trusted"
+    )
     assert "bundlegraph test root" in lines[0]
     # signing not required: nothing is checked
     assert verify_path(b, VerifyPolicy(os="windows", arch="arm64")).lines() == []
@@ -96,10 +98,19 @@ def elfkit(tmp_path_factory) -> Path:
     binkit.gcc_so(d / "libnorpath.so", USER, f"-L{d / 'v2'}", "-lprov")
     # a link-only stub without a soname, linked by path, and a build-directory RUNPATH
     binkit.gcc_so(d / "libcuda.so", "int cuInit(unsigned f) { return 0; }\n")
-    binkit.gcc_so(d / "libbad.so", "int cuInit(unsigned); int bg_bad(void) { return cuInit(0); }\n",
-                  str(d / "libcuda.so"), f"-Wl,-rpath,{d}", "-Wl,--enable-new-dtags")
-    binkit.gcc_so(d / "libthreads.so", "#include <pthread.h>\nstatic void *f(void *a) { return a; }\n"
-                  "int bg_t(void) { pthread_t t; return pthread_create(&t, 0, f, 0); }\n", "-pthread")
+    binkit.gcc_so(
+        d / "libbad.so",
+        "int cuInit(unsigned); int bg_bad(void) { return cuInit(0); }\n",
+        str(d / "libcuda.so"),
+        f"-Wl,-rpath,{d}",
+        "-Wl,--enable-new-dtags",
+    )
+    binkit.gcc_so(
+        d / "libthreads.so",
+        "#include <pthread.h>\nstatic void *f(void *a) { return a; }\n"
+        "int bg_t(void) { pthread_t t; return pthread_create(&t, 0, f, 0); }\n",
+        "-pthread",
+    )
     return d
 
 
@@ -112,10 +123,13 @@ def test_elf_origin_closure_and_symbol_versions(elfkit, tmp_path):
     assert verify_path(b, linux).lines() == []
     shutil.copy2(elfkit / "v1" / "libprov.so", b)  # an older provider: BG_1.0 only
     assert verify_path(b, linux).lines() == [
-        "libuser.so: symbols: needs version BG_2.0 of libprov.so (symbol bg_fn), which libprov.so does not define (it defines BG_1.0)"]
+        "libuser.so: symbols: needs version BG_2.0 of libprov.so (symbol bg_fn), which libprov.so does not define (it defines BG_1.0)"
+    ]
     shutil.copy2(elfkit / "libnorpath.so", b)
-    assert "libnorpath.so: imports: libprov.so: in the bundle at libprov.so but not reachable through an $ORIGIN " \
-           "RPATH/RUNPATH (has: none) [chain: libnorpath.so -> libprov.so (unresolved)]" in verify_path(b, linux).lines()
+    assert (
+        "libnorpath.so: imports: libprov.so: in the bundle at libprov.so but not reachable through an $ORIGIN "
+        "RPATH/RUNPATH (has: none) [chain: libnorpath.so -> libprov.so (unresolved)]" in verify_path(b, linux).lines()
+    )
 
 
 def test_elf_path_in_dt_needed_and_build_dir_runpath(elfkit, tmp_path):
@@ -134,7 +148,9 @@ def test_glibc_floor_reports_file_and_symbol(elfkit, tmp_path):
     shutil.copy2(elfkit / "libthreads.so", b)
     assert verify_path(b, VerifyPolicy(os="linux", arch="x64", glibc_floor="2.36")).lines() == []
     lines = verify_path(b, VerifyPolicy(os="linux", arch="x64", glibc_floor="2.17")).lines()
-    assert lines == ["libthreads.so: glibc: needs GLIBC_2.34 from libc.so.6 (symbol pthread_create), above the leg's floor GLIBC_2.17"]
+    assert lines == [
+        "libthreads.so: glibc: needs GLIBC_2.34 from libc.so.6 (symbol pthread_create), above the leg's floor GLIBC_2.17"
+    ]
 
 
 def test_windows_file_in_linux_bundle(elfkit, tmp_path):
@@ -145,4 +161,5 @@ def test_windows_file_in_linux_bundle(elfkit, tmp_path):
     binkit.build_dll(binkit.Dll("stray.dll", "x64"), b)
     shutil.rmtree(b / ".build-x64-stray.dll")
     assert verify_path(b, VerifyPolicy(os="linux", arch="x64")).lines() == [
-        "stray.dll: machine: a Windows PE file (x64) in a Linux bundle"]
+        "stray.dll: machine: a Windows PE file (x64) in a Linux bundle"
+    ]

@@ -32,10 +32,9 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import pytest
-
 import binkit
 import graphrun
+import pytest
 import winbuild
 import winredist
 from bundlekit import npm_bins
@@ -72,7 +71,10 @@ def _bundles(dest: Path, arch: str) -> Path:
         (dest / f"{cuda}.toml").write_text(text.replace(line, f"archs = {json.dumps(X64_ARCHS)}"))
         for leg in (cpu, cuda):  # the release smoke-tests these natively on windows-2022, not here
             f = dest / f"{leg}.toml"
-            f.write_text(f.read_text() + '\n[smoke]\nwaived = "this test runs on Linux; the release starts them on windows-2022"\n')
+            f.write_text(
+                f.read_text()
+                + '\n[smoke]\nwaived = "this test runs on Linux; the release starts them on windows-2022"\n'
+            )
     return dest
 
 
@@ -95,22 +97,46 @@ def pair(request, tmp_path_factory):
     ca = binkit.make_ca(root / "ca")
     (work / "dist").mkdir(parents=True)
     paired = winredist.paired_runtime_zip(work / "dist", arch)  # the upstream asset the SHA index pairs
-    sign = ["osslsigncode", "sign", "-certs", str(ca.leaf_pem), "-key", str(ca.leaf_key), "-h", "sha256",
-            "-in", "{file}", "-out", "{out}"]
+    sign = [
+        "osslsigncode",
+        "sign",
+        "-certs",
+        str(ca.leaf_pem),
+        "-key",
+        str(ca.leaf_key),
+        "-h",
+        "sha256",
+        "-in",
+        "{file}",
+        "-out",
+        "{out}",
+    ]
     with RedistServer() as server:
         server.files.update(winredist.windows_pool((f"windows-{'arm64' if arch == 'arm64' else 'x86_64'}",)))
-        env = {"BUNDLEGRAPH_REDIST_URL": server.url("/"), "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign),
-               "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)}
+        env = {
+            "BUNDLEGRAPH_REDIST_URL": server.url("/"),
+            "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign),
+            "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem),
+        }
 
         def doit(*args: str, **extra: str):
-            return graphrun.doit([f"built={built}", *args], bundles=bundles, workdir=work, timeout=1200,
-                                 **env, **extra)
+            return graphrun.doit([f"built={built}", *args], bundles=bundles, workdir=work, timeout=1200, **env, **extra)
 
         first = doit()
         gate = doit("publish")
         again = doit()
-        yield {"arch": arch, "cpu": cpu, "cuda": cuda, "paired": paired.name, "work": work, "first": first,
-               "gate": gate, "again": again, "doit": doit, "bundles": bundles}
+        yield {
+            "arch": arch,
+            "cpu": cpu,
+            "cuda": cuda,
+            "paired": paired.name,
+            "work": work,
+            "first": first,
+            "gate": gate,
+            "again": again,
+            "doit": doit,
+            "bundles": bundles,
+        }
 
 
 def _info(archive: Path) -> dict:

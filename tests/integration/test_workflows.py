@@ -46,7 +46,11 @@ def test_actionlint_passes_on_every_workflow():
 
 def test_actionlint_catches_a_broken_workflow(tmp_path):
     bad = tmp_path / "bad.yml"
-    bad.write_text((ROOT / ".github/workflows/tests.yml").read_text(encoding="utf-8").replace(
-        "runs-on: ${{ matrix.os }}", "runs-on: ${{ matrix.nosuchkey }}"), encoding="utf-8")
+    bad.write_text(
+        (ROOT / ".github/workflows/tests.yml")
+        .read_text(encoding="utf-8")
+        .replace("runs-on: ${{ matrix.os }}", "runs-on: ${{ matrix.nosuchkey }}"),
+        encoding="utf-8",
+    )
     r = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True)
     assert r.returncode != 0 and "nosuchkey" in r.stdout

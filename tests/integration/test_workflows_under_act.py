@@ -36,11 +36,10 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-import pytest
-
 import actkit
 import binkit
 import graphrun
+import pytest
 import winbuild
 import winredist
 from bundlekit import npm_bins
@@ -56,8 +55,11 @@ pytestmark = linux_only
 
 def _artifact_files(store: Path, name: str) -> dict[str, bytes]:
     """The files of artifact ``name`` in act's artifact store (one zip per v4 artifact)."""
-    zips = sorted(p for p in store.rglob("*") if p.is_file() and name in p.relative_to(store).parts[:3]
-                  or p.name in (f"{name}.zip",))
+    zips = sorted(
+        p
+        for p in store.rglob("*")
+        if (p.is_file() and name in p.relative_to(store).parts[:3]) or p.name in (f"{name}.zip",)
+    )
     assert zips, f"no artifact {name} in {store}: {[str(p.relative_to(store)) for p in store.rglob('*')]}"
     out: dict[str, bytes] = {}
     for z in zips:
@@ -80,32 +82,65 @@ def _release_run(root: Path, *, windows_legs: bool, broken: str | None = None) -
     if windows_legs:  # what the Windows compile rows would upload (act runs only the ubuntu rows)
         built = root / "built"
         x64_bins = next((require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins").iterdir())
-        actkit.seed_artifact(store, "built-mini-windows-arm64-cpu",
-                             winbuild.cpu_tree(built / "cpu", npm_bins(require_input)))
-        actkit.seed_artifact(store, "built-mini-windows-arm64-cuda",
-                             winbuild.cuda_tree(built / "cuda", x64_bins / "ggml-cuda.dll"))
+        actkit.seed_artifact(
+            store, "built-mini-windows-arm64-cpu", winbuild.cpu_tree(built / "cpu", npm_bins(require_input))
+        )
+        actkit.seed_artifact(
+            store, "built-mini-windows-arm64-cuda", winbuild.cuda_tree(built / "cuda", x64_bins / "ggml-cuda.dll")
+        )
     (root / "upstream").mkdir()
     paired = winredist.paired_runtime_zip(root / "upstream", "arm64")
     ca = binkit.make_ca(root / "ca")
-    sign = ["osslsigncode", "sign", "-certs", str(ca.leaf_pem), "-key", str(ca.leaf_key), "-h", "sha256",
-            "-in", "{file}", "-out", "{out}"]
+    sign = [
+        "osslsigncode",
+        "sign",
+        "-certs",
+        str(ca.leaf_pem),
+        "-key",
+        str(ca.leaf_key),
+        "-h",
+        "sha256",
+        "-in",
+        "{file}",
+        "-out",
+        "{out}",
+    ]
     with FakeGitHub(actkit.REPO, token="act-t0ken") as gh, RedistServer() as pool:
         pool.files.update(winredist.windows_pool(("windows-arm64",)))
         gh.publish_upstream(rel["source_repo"], rel["paired_runtime_tag"], {paired.name: paired.read_bytes()})
         r, seconds = actkit.run_act(
-            repo, ".github/workflows/release.yml", event="push",
+            repo,
+            ".github/workflows/release.yml",
+            event="push",
             event_json={"ref": f"refs/tags/{tag}", "ref_name": tag, "repository": {"full_name": actkit.REPO}},
-            artifacts=store, secrets={"GITHUB_TOKEN": "act-t0ken", "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign)},
+            artifacts=store,
+            secrets={"GITHUB_TOKEN": "act-t0ken", "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign)},
             matrix=("runner:ubuntu-24.04",),
-            env={"BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse()),
-                 "BUNDLEGRAPH_GITHUB_API": gh.api, "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
-                 "BUNDLEGRAPH_REDIST_URL": pool.url("/"), "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem)})
+            env={
+                "BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(),
+                "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse()),
+                "BUNDLEGRAPH_GITHUB_API": gh.api,
+                "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
+                "BUNDLEGRAPH_REDIST_URL": pool.url("/"),
+                "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem),
+            },
+        )
         log = root / "act.log"
         log.write_text(r.stdout + r.stderr)
         published = gh.release(tag)
         calls = list(gh.calls)
-    return {"repo": repo, "store": store, "tag": tag, "out": r.stdout + r.stderr, "seconds": seconds, "rc": r.returncode,
-            "log": log, "published": published, "calls": calls, "paired": paired}
+    return {
+        "repo": repo,
+        "store": store,
+        "tag": tag,
+        "out": r.stdout + r.stderr,
+        "seconds": seconds,
+        "rc": r.returncode,
+        "log": log,
+        "published": published,
+        "calls": calls,
+        "paired": paired,
+    }
 
 
 def _tools() -> None:
@@ -129,9 +164,17 @@ def _job_lines(out: str, job: str) -> str:
 
 def test_every_job_ran_in_its_wave_on_its_own_runner(run):
     out = run["out"]
-    for job in ("plan", "compile mini-linux-arm64-cuda shard 1/2", "compile mini-linux-arm64-cuda shard 2/2",
-                "base mini-linux-arm64-cpu", "base mini-linux-x64-cpu", "base mini-windows-arm64-cpu",
-                "backend mini-linux-arm64-cuda", "backend mini-windows-arm64-cuda", "manifest"):
+    for job in (
+        "plan",
+        "compile mini-linux-arm64-cuda shard 1/2",
+        "compile mini-linux-arm64-cuda shard 2/2",
+        "base mini-linux-arm64-cpu",
+        "base mini-linux-x64-cpu",
+        "base mini-windows-arm64-cpu",
+        "backend mini-linux-arm64-cuda",
+        "backend mini-windows-arm64-cuda",
+        "manifest",
+    ):
         assert f"[release/{job}" in out, job
     assert "Job succeeded" in out and "Job failed" not in out
     # the Windows legs' compile rows are a Windows runner's: act ran only the ubuntu rows, and
@@ -149,7 +192,9 @@ def test_the_shards_compiled_half_each_and_the_final_compile_missed_nothing(run)
         lines = _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")
         assert re.search(rf"build:mini-linux-arm64-cuda: shard {i}/2: 2 of 4 compile steps", lines), lines[-3000:]
         assert "links nothing" in lines and "Linking" not in lines
-        assert re.search(rf"shard {i}/2 compiled 2 object\(s\) in [\d.]+s; [1-9]\d* cache entries", lines), lines[-3000:]
+        assert re.search(rf"shard {i}/2 compiled 2 object\(s\) in [\d.]+s; [1-9]\d* cache entries", lines), lines[
+            -3000:
+        ]
         files = _artifact_files(run["store"], f"shard-mini-linux-arm64-cuda-{i}")
         shard = json.loads(files["shard.json"])
         assert shard["shard"] == f"{i}/2" and len(shard["objects"]) == 2 and shard["cache"]["misses"] == 2
@@ -173,8 +218,13 @@ def test_the_sharded_bundle_is_byte_identical_to_an_unsharded_build(run, tmp_pat
     name = next(n for n in files if n.endswith("-linux-arm64-cuda13-blackwell.tar.gz"))
     local = tmp_path / "local"
     shutil.copytree(run["repo"], local, ignore=shutil.ignore_patterns(".git"))
-    r = graphrun.doit(["package:mini-linux-arm64-cuda"], bundles=local / "bundles", workdir=local, timeout=900,
-                      CCACHE_DIR=str(tmp_path / "ccache"))
+    r = graphrun.doit(
+        ["package:mini-linux-arm64-cuda"],
+        bundles=local / "bundles",
+        workdir=local,
+        timeout=900,
+        CCACHE_DIR=str(tmp_path / "ccache"),
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     assert "shard" not in "\n".join(graphrun.executed(r.stdout))
     assert hashlib.sha256((local / "dist" / name).read_bytes()).hexdigest() == hashlib.sha256(files[name]).hexdigest()
@@ -186,8 +236,12 @@ def test_a_failing_shard_stops_the_release_before_anything_is_published(tmp_path
     out = r["out"]
     assert r["rc"] != 0, out[-4000:]
     # (act marks every row of a matrix job failed once one failed: the failing step tells them apart)
-    failed = [i for i in (1, 2) if "Failure - Main compile mini-linux-arm64-cuda shard"
-              in _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")]
+    failed = [
+        i
+        for i in (1, 2)
+        if "Failure - Main compile mini-linux-arm64-cuda shard"
+        in _job_lines(out, f"compile mini-linux-arm64-cuda shard {i}/2")
+    ]
     assert len(failed) == 1, out[-6000:]
     assert "scale.cu" in _job_lines(out, f"compile mini-linux-arm64-cuda shard {failed[0]}/2")
     assert "[release/backend" not in out or "Job succeeded" not in _job_lines(out, "backend")
@@ -232,7 +286,9 @@ def test_release_artifact_is_the_whole_verified_release(run):
     smoke = {a["asset_name"]: a["smoke"] for a in manifest["artifacts"]}
     for name in bundles:
         if "-linux-" in name:
-            assert smoke[name] == ("passed (native)" if "-x64-" in name else "passed (qemu-aarch64 -L /usr/aarch64-linux-gnu)")
+            assert smoke[name] == (
+                "passed (native)" if "-x64-" in name else "passed (qemu-aarch64 -L /usr/aarch64-linux-gnu)"
+            )
             assert f"{name}.smoke.json" in files, name
         else:
             assert smoke[name] is None, name
@@ -241,6 +297,7 @@ def test_release_artifact_is_the_whole_verified_release(run):
     ours = [n for n, e in index["artifacts"].items() if e["kind"] != "runtime"]
     listed = files["release-assets.txt"].decode().split()
     assert sorted(listed) == sorted([*ours, INDEX]), listed
+
     # the CUDA bundle (built and merged on its own runner) holds every file of its base
     def members(name: str) -> set[str]:
         with tarfile.open(fileobj=io.BytesIO(files[name])) as t:
@@ -269,8 +326,12 @@ def test_the_windows_legs_were_imported_signed_and_merged_on_linux(run):
     manifest = json.loads(files[MANIFEST])
     assert {"windows-arm64", "windows-arm64-cuda"} <= {a["install_kind"] for a in manifest["artifacts"]}
     out = run["out"]  # the legs' own jobs imported what the compile runner uploaded (built=built)
-    assert re.search(r"build:mini-windows-arm64-cpu: imported \d+ files built elsewhere from \S+/built/mini-windows-arm64-cpu", out)
-    assert re.search(r"build:mini-windows-arm64-cuda: imported 1 file built elsewhere from \S+/built/mini-windows-arm64-cuda", out)
+    assert re.search(
+        r"build:mini-windows-arm64-cpu: imported \d+ files built elsewhere from \S+/built/mini-windows-arm64-cpu", out
+    )
+    assert re.search(
+        r"build:mini-windows-arm64-cuda: imported 1 file built elsewhere from \S+/built/mini-windows-arm64-cuda", out
+    )
 
 
 def test_the_tag_push_published_the_release_as_a_draft_first(run):
@@ -291,10 +352,18 @@ def test_the_tests_workflow_linux_job_runs_a_selected_part(tmp_path):
     require_tools("npm", "git", "flock")
     repo = actkit.standin_repo(tmp_path / "repo", standin_release=False)
     r, seconds = actkit.run_act(
-        repo, ".github/workflows/tests.yml", event="workflow_dispatch",
+        repo,
+        ".github/workflows/tests.yml",
+        event="workflow_dispatch",
         event_json={"inputs": {"pytest-args": "tests/unit -q -p no:cacheprovider"}},
-        artifacts=tmp_path / "artifacts", labels=("ubuntu-latest",), matrix=("os:ubuntu-latest",),
-        env={"BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(), "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse())})
+        artifacts=tmp_path / "artifacts",
+        labels=("ubuntu-latest",),
+        matrix=("os:ubuntu-latest",),
+        env={
+            "BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(),
+            "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse()),
+        },
+    )
     out = r.stdout + r.stderr
     (tmp_path / "act.log").write_text(out)
     assert r.returncode == 0, f"act failed after {seconds:.0f} s:\n" + out[-8000:]

@@ -6,8 +6,17 @@ from actkit import act_process_env
 
 
 def test_act_keeps_the_test_runs_cache_and_drops_the_rest_of_bundlegraphs_settings():
-    env = act_process_env({"BUNDLEGRAPH_CACHE": "/c", "BUNDLEGRAPH_JOBS": "3", "BUNDLEGRAPH_ONLY_LEG": "x",
-                           "GITHUB_ACTIONS": "true", "RUNNER_TEMP": "/t", "PATH": "/bin", "HOME": "/h"})
+    env = act_process_env(
+        {
+            "BUNDLEGRAPH_CACHE": "/c",
+            "BUNDLEGRAPH_JOBS": "3",
+            "BUNDLEGRAPH_ONLY_LEG": "x",
+            "GITHUB_ACTIONS": "true",
+            "RUNNER_TEMP": "/t",
+            "PATH": "/bin",
+            "HOME": "/h",
+        }
+    )
     assert env == {"BUNDLEGRAPH_CACHE": "/c", "PATH": "/bin", "HOME": "/h"}
 
 

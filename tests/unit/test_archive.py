@@ -74,7 +74,11 @@ def test_zip_entries_sorted_with_one_timestamp_and_no_links(tmp_path):
         infos = zf.infolist()
     assert [i.filename for i in infos] == ["a.exe", "m.txt", "z.dll"]
     assert {i.date_time for i in infos} == {(2026, 9, 21, 14, 13, 20)}
-    assert {i.filename: (i.external_attr >> 16) & 0o777 for i in infos} == {"a.exe": 0o755, "m.txt": 0o644, "z.dll": 0o755}
+    assert {i.filename: (i.external_attr >> 16) & 0o777 for i in infos} == {
+        "a.exe": 0o755,
+        "m.txt": 0o644,
+        "z.dll": 0o755,
+    }
     with pytest.raises(ArchiveError, match="symlink"):
         write_archive(tmp_path / "y.zip", [Entry("l.dll", link="z.dll")], EPOCH)
     assert not (tmp_path / "y.zip").exists()

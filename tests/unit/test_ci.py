@@ -15,7 +15,10 @@ def test_annotations_only_on_actions_and_escaped(monkeypatch):
     assert ci.annotate(["x"], "a.zip", out=buf) == 0 and buf.getvalue() == ""
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert ci.annotate(["ggml-cuda.dll: machine: x64\nsecond line 100%"], "app-b1-windows-arm64-cpu.zip", out=buf) == 1
-    assert buf.getvalue() == "::error file=app-b1-windows-arm64-cpu.zip::ggml-cuda.dll: machine: x64%0Asecond line 100%25\n"
+    assert (
+        buf.getvalue()
+        == "::error file=app-b1-windows-arm64-cpu.zip::ggml-cuda.dll: machine: x64%0Asecond line 100%25\n"
+    )
 
 
 def test_summary_table_from_index_and_info(tmp_path, workdir, monkeypatch):
@@ -27,9 +30,17 @@ def test_summary_table_from_index_and_info(tmp_path, workdir, monkeypatch):
     bundle = dist / "app-b1-linux-arm64-x.tar.gz"
     state.record("package:leg-a", {"x": 1}, [bundle], seconds=12.4)  # times live in the stamps
     idx = tmp_path / "index.json"
-    idx.write_text(json.dumps({"release_tag": "b1", "artifacts": {
-        "app-b1-linux-arm64-x.tar.gz": {"kind": "bundle", "sha256": "ab" * 32},
-        "src.tar.gz": {"kind": "upstream-source", "sha256": "cd" * 32}}}))
+    idx.write_text(
+        json.dumps(
+            {
+                "release_tag": "b1",
+                "artifacts": {
+                    "app-b1-linux-arm64-x.tar.gz": {"kind": "bundle", "sha256": "ab" * 32},
+                    "src.tar.gz": {"kind": "upstream-source", "sha256": "cd" * 32},
+                },
+            }
+        )
+    )
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     assert ci.write_summary(dist, idx, "INFO.json") is False
     out = tmp_path / "summary.md"

@@ -13,8 +13,8 @@ from bundlegraph.errors import HostMismatch, SpecError
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.build import plan_build, target_filter
 from bundlegraph.pipeline.configure import plan_configure, run_configure
-from bundlegraph.schemas.validation import validate_leg
 from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.schemas.validation import validate_leg
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -29,8 +29,13 @@ def golden_text(ctx, leg: str) -> str:
     paths replaced by placeholders, newlines normalised."""
     p = plan_configure(ctx, leg)
     b = plan_build(ctx, leg)
-    text = (f"# toolchain file {leg}\n{p.toolchain_text}\n# configure\n" + "\n".join(p.argv)
-            + "\n# build\n" + "\n".join([*b.argv, "-j", "<N>"]) + "\n")
+    text = (
+        f"# toolchain file {leg}\n{p.toolchain_text}\n# configure\n"
+        + "\n".join(p.argv)
+        + "\n# build\n"
+        + "\n".join([*b.argv, "-j", "<N>"])
+        + "\n"
+    )
     subs = [(p.source_tree.as_posix(), "<SOURCE>"), (str(Path(sys.executable).parent.as_posix()), "<BIN>")]
     if p.cuda is not None:
         subs.append((p.cuda.root, "<CUDA_ROOT>"))
@@ -92,7 +97,6 @@ def test_download_option_refused_when_the_specs_load(workdir, bundles_copy):
     runs), and again by the configure plan for a caller that built a spec by hand."""
     from bundlegraph.pipeline.cmake_cache import cache_entries
 
-
     f = bundles_copy / "linux-arm64-cpu.toml"
     good = load_matrix(bundles_copy).legs["linux-arm64-cpu"]
     text = f.read_text().replace("GGML_NATIVE = false", "GGML_NATIVE = true")
@@ -120,10 +124,20 @@ def test_target_filter(monkeypatch, workdir):
 
 
 def test_spec_sets_derived_entry_refused(workdir):
-    spec = validate_leg({
-        "id": "x", "os": "linux", "arch": "x64", "backend": "cpu", "install_kind": "k", "runner": "r",
-        "toolchain": "gcc-linux-x86_64", "profile": {"name": "cpu", "klass": "cpu", "rank": 1},
-        "cmake": {"CMAKE_CUDA_ARCHITECTURES": "90"}, "linux": {"glibc_floor": "2.36", "glibcxx_floor": "3.4.30"}})
+    spec = validate_leg(
+        {
+            "id": "x",
+            "os": "linux",
+            "arch": "x64",
+            "backend": "cpu",
+            "install_kind": "k",
+            "runner": "r",
+            "toolchain": "gcc-linux-x86_64",
+            "profile": {"name": "cpu", "klass": "cpu", "rank": 1},
+            "cmake": {"CMAKE_CUDA_ARCHITECTURES": "90"},
+            "linux": {"glibc_floor": "2.36", "glibcxx_floor": "3.4.30"},
+        }
+    )
     from bundlegraph.pipeline.cmake_cache import cache_entries
 
     with pytest.raises(SpecError, match=r"x.toml: cmake.CMAKE_CUDA_ARCHITECTURES: set by bundlegraph"):

@@ -9,9 +9,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "bundlegraph"
 ROLE = re.compile(r":(?:func|class|mod|data|attr|meth|exc|obj):`~?\.?([^`<>]+?)`")
-OUTSIDE = ("doit", "pydantic", "httpx", "subprocess", "os", "pathlib", "shutil", "json", "hashlib", "platformdirs",
-           "signal", "tarfile", "zipfile", "sqlite3", "dataclasses", "typing", "collections", "functools", "re",
-           "pefile", "elftools", "signify", "filelock", "argparse", "difflib", "tomllib", "zlib", "gzip", "io")
+OUTSIDE = (
+    "doit",
+    "pydantic",
+    "httpx",
+    "subprocess",
+    "os",
+    "pathlib",
+    "shutil",
+    "json",
+    "hashlib",
+    "platformdirs",
+    "signal",
+    "tarfile",
+    "zipfile",
+    "sqlite3",
+    "dataclasses",
+    "typing",
+    "collections",
+    "functools",
+    "re",
+    "pefile",
+    "elftools",
+    "signify",
+    "filelock",
+    "argparse",
+    "difflib",
+    "tomllib",
+    "zlib",
+    "gzip",
+    "io",
+)
 
 
 def defined_names() -> set[str]:

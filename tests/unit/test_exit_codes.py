@@ -7,15 +7,25 @@ import pytest
 from bundlegraph import cli, errors
 
 
-@pytest.mark.parametrize("error,code", [
-    (errors.SpecError(["a.toml: x: bad"]), 2), (errors.SettingError("BUNDLEGRAPH_JOBS='0'"), 2),
-    (errors.StateError("held"), 2), (errors.BundleGraphError("no task"), 2),
-    (errors.HashMismatch("sha256 differs"), 3), (errors.UnsafeArchive("../x"), 3),
-    (errors.VerifyError(["machine"]), 3), (errors.HostMismatch("needs windows"), 3),
-    (errors.ToolFailed("cmake exited 1"), 4), (errors.ToolMissing("no nvcc"), 4),
-    (errors.DownloadError("HTTP 503"), 4), (errors.ToolkitError("lacks cublas"), 4),
-    (RuntimeError("oops"), 70), (KeyError("x"), 70),
-])
+@pytest.mark.parametrize(
+    "error,code",
+    [
+        (errors.SpecError(["a.toml: x: bad"]), 2),
+        (errors.SettingError("BUNDLEGRAPH_JOBS='0'"), 2),
+        (errors.StateError("held"), 2),
+        (errors.BundleGraphError("no task"), 2),
+        (errors.HashMismatch("sha256 differs"), 3),
+        (errors.UnsafeArchive("../x"), 3),
+        (errors.VerifyError(["machine"]), 3),
+        (errors.HostMismatch("needs windows"), 3),
+        (errors.ToolFailed("cmake exited 1"), 4),
+        (errors.ToolMissing("no nvcc"), 4),
+        (errors.DownloadError("HTTP 503"), 4),
+        (errors.ToolkitError("lacks cublas"), 4),
+        (RuntimeError("oops"), 70),
+        (KeyError("x"), 70),
+    ],
+)
 def test_each_error_class_has_its_exit_status(error, code):
     assert errors.exit_code(error) == code
 

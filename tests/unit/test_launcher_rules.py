@@ -28,23 +28,28 @@ def test_the_real_legs_nvcc_commands_carry_objtemp_and_one_distinct_seed_each():
     cc = _real()
     assert reproducibility_problems(cc) == []
     seeds = [a for c in cc for a in c["command"].split() if a.startswith("-frandom-seed=")]
-    assert seeds == ["-frandom-seed=ggml/src/ggml-cuda/argmax.cu",
-                     "-frandom-seed=ggml/src/ggml-cuda/template-instances/fattn-vec-instance-f16-f16.cu",
-                     "-frandom-seed=ggml/src/ggml-cuda/ggml-cuda.cu"]
+    assert seeds == [
+        "-frandom-seed=ggml/src/ggml-cuda/argmax.cu",
+        "-frandom-seed=ggml/src/ggml-cuda/template-instances/fattn-vec-instance-f16-f16.cu",
+        "-frandom-seed=ggml/src/ggml-cuda/ggml-cuda.cu",
+    ]
 
 
 def test_a_command_without_objtemp_or_seed_or_with_a_shared_seed_is_named():
     cc = _real()
     no_objtemp = dict(cc[0], command=cc[0]["command"].replace(" -objtemp", ""))
     no_seed = dict(cc[1], command=cc[1]["command"].replace("-frandom-seed=", "-fno-such="))
-    shared = dict(cc[2], command=cc[2]["command"].replace("-frandom-seed=ggml/src/ggml-cuda/ggml-cuda.cu",
-                                                          "-frandom-seed=ggml/src/ggml-cuda/argmax.cu"))
+    shared = dict(
+        cc[2],
+        command=cc[2]["command"].replace(
+            "-frandom-seed=ggml/src/ggml-cuda/ggml-cuda.cu", "-frandom-seed=ggml/src/ggml-cuda/argmax.cu"
+        ),
+    )
     bad = reproducibility_problems([no_objtemp, no_seed, shared, cc[3]])
     assert len(bad) == 3, bad
     assert bad[0].endswith("argmax.cu: its nvcc command lacks -objtemp (tmpxft_<pid> names would land in the object)")
     assert "fattn-vec-instance-f16-f16.cu: -frandom-seed appears 0 times" in bad[1]
-    assert bad[2].endswith("ggml-cuda.cu: shares -frandom-seed=ggml/src/ggml-cuda/argmax.cu with "
-                           f"{cc[0]['file']}")
+    assert bad[2].endswith(f"ggml-cuda.cu: shares -frandom-seed=ggml/src/ggml-cuda/argmax.cu with {cc[0]['file']}")
 
 
 def test_the_hooks_script_holds_what_is_asked_and_nothing_else():
@@ -72,18 +77,37 @@ def test_remote_storage_setting_read_only_and_bad_scheme():
         compiler_cache.remote_storage({"BUNDLEGRAPH_CACHE_REMOTE": "ftp://x"})
     with pytest.raises(SettingError, match="BUNDLEGRAPH_CACHE_REMOTE_MODE"):
         settings.check_environment({"BUNDLEGRAPH_CACHE_REMOTE_MODE": "write-only"})
-    assert compiler_cache.redact("http://ci:s3cret@cache.example:8080/c|layout=flat") == "http://ci:***@cache.example:8080/c|layout=flat"
+    assert (
+        compiler_cache.redact("http://ci:s3cret@cache.example:8080/c|layout=flat")
+        == "http://ci:***@cache.example:8080/c|layout=flat"
+    )
     assert compiler_cache.redact("redis://cache:6379") == "redis://cache:6379"
 
 
 def test_the_probe_compiles_the_legs_cuda_architectures():
-    t = launcher.ProbeTools("/usr/bin/cc", {}, "/tk/bin/nvcc", "/usr/bin/aarch64-linux-gnu-g++",
-                            ("-target-dir=sbsa-linux", "-objtemp"), ("120", "121-real", "native"))
+    t = launcher.ProbeTools(
+        "/usr/bin/cc",
+        {},
+        "/tk/bin/nvcc",
+        "/usr/bin/aarch64-linux-gnu-g++",
+        ("-target-dir=sbsa-linux", "-objtemp"),
+        ("120", "121-real", "native"),
+    )
     argv = t.cuda_argv(Path("/s/probe.cu"), Path("/s/probe.o"))
-    assert argv == ["/tk/bin/nvcc", "-ccbin=/usr/bin/aarch64-linux-gnu-g++", "-target-dir=sbsa-linux", "-objtemp",
-                    "--generate-code=arch=compute_120,code=[compute_120,sm_120]",
-                    "--generate-code=arch=compute_121,code=[sm_121]",  # -real: SASS only, as CMake compiles it
-                    "-x", "cu", "-c", "/s/probe.cu", "-o", "/s/probe.o"]
+    assert argv == [
+        "/tk/bin/nvcc",
+        "-ccbin=/usr/bin/aarch64-linux-gnu-g++",
+        "-target-dir=sbsa-linux",
+        "-objtemp",
+        "--generate-code=arch=compute_120,code=[compute_120,sm_120]",
+        "--generate-code=arch=compute_121,code=[sm_121]",  # -real: SASS only, as CMake compiles it
+        "-x",
+        "cu",
+        "-c",
+        "/s/probe.cu",
+        "-o",
+        "/s/probe.o",
+    ]
 
 
 def test_msvc_legs_and_launcher_none_get_no_launcher(monkeypatch):
@@ -97,10 +121,21 @@ def test_msvc_legs_and_launcher_none_get_no_launcher(monkeypatch):
 
 
 def test_describe_says_remote_errors_loudly():
-    stats = {"launcher": "ccache", "version": "ccache version 4.14.2", "hits": 3, "remote_hits": 3, "local_hits": 0,
-             "misses": 1, "uncacheable": 0, "remote": "http://127.0.0.1:1/c", "remote_errors": 2}
+    stats = {
+        "launcher": "ccache",
+        "version": "ccache version 4.14.2",
+        "hits": 3,
+        "remote_hits": 3,
+        "local_hits": 0,
+        "misses": 1,
+        "uncacheable": 0,
+        "remote": "http://127.0.0.1:1/c",
+        "remote_errors": 2,
+    }
     line = compiler_cache.describe(stats)
-    assert line.startswith("ccache 4.14.2: 3 hits (3 remote, 0 local), 1 misses, 0 uncacheable, remote http://127.0.0.1:1/c")
+    assert line.startswith(
+        "ccache 4.14.2: 3 hits (3 remote, 0 local), 1 misses, 0 uncacheable, remote http://127.0.0.1:1/c"
+    )
     assert "2 REMOTE ERRORS" in line
 
 

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 from conftest import HOST_NVCC, derived_marks, require_input
 
-
 # the sample helpers are compiled as a module of another tree (SAMPLE_TREE), so the walk over this
 # module's own tests does not follow them: these tests stay unmarked
 _SAMPLE = """
@@ -32,8 +31,12 @@ _fetch_twice_removed, _helper, _pure, _nvcc = (_ns[n] for n in ("fetch_twice_rem
 
 def _item(fn, fixtures: dict | None = None) -> SimpleNamespace:
     defs = {k: [SimpleNamespace(func=f)] for k, f in (fixtures or {}).items()}
-    return SimpleNamespace(function=fn, fixturenames=list(defs), _fixtureinfo=SimpleNamespace(name2fixturedefs=defs),
-                           get_closest_marker=lambda name: None)
+    return SimpleNamespace(
+        function=fn,
+        fixturenames=list(defs),
+        _fixtureinfo=SimpleNamespace(name2fixturedefs=defs),
+        get_closest_marker=lambda name: None,
+    )
 
 
 def test_a_fetch_reached_through_helpers_marks_network():

@@ -30,7 +30,10 @@ def test_every_fixture_cites_its_source():
 def test_vswhere_json_gives_the_installation_and_its_vcvarsall():
     inst = msvc.pick_installation(_text(VSWHERE_2022), "arm64")
     assert inst == r"C:\Program Files\Microsoft Visual Studio\2022\Community"
-    assert msvc.vcvarsall_of(inst) == r"C:\Program Files\Microsoft Visual Studio\2022\Community\VC\Auxiliary\Build\vcvarsall.bat"
+    assert (
+        msvc.vcvarsall_of(inst)
+        == r"C:\Program Files\Microsoft Visual Studio\2022\Community\VC\Auxiliary\Build\vcvarsall.bat"
+    )
 
 
 def test_vswhere_is_asked_for_the_target_tools_as_json():
@@ -45,7 +48,9 @@ def test_vswhere_finding_nothing_or_printing_no_json_is_refused_with_the_reason(
     with pytest.raises(BundleGraphError, match="printed no JSON.*Visual Studio Locator"):
         msvc.pick_installation("Visual Studio Locator version 3.1.7 [query version 3.5.2]\n", "arm64")
     incomplete = _text(VSWHERE_2022).replace('"isComplete": true', '"isComplete": false')
-    with pytest.raises(BundleGraphError, match="Visual Studio Community 2022 17.5.33530.505 is not completely installed"):
+    with pytest.raises(
+        BundleGraphError, match="Visual Studio Community 2022 17.5.33530.505 is not completely installed"
+    ):
         msvc.pick_installation(incomplete, "x64")
 
 
@@ -57,8 +62,13 @@ def test_a_vs2022_x64_prompt_is_the_amd64_shell_and_not_the_arm64_cross_one():
     assert msvc.shell_problems(env, "amd64") == []
     probs = msvc.shell_problems(env, "amd64_arm64")
     assert probs == ["this developer shell targets x64->x64; the leg needs x64->arm64 ('vcvarsall.bat amd64_arm64')"]
-    assert msvc.key_env(env) == {"VCToolsVersion": "14.40.33807", "WindowsSDKVersion": "10.0.22621.0\\",
-                                 "VSCMD_ARG_HOST_ARCH": "x64", "VSCMD_ARG_TGT_ARCH": "x64", "VSCMD_VER": "17.10.4"}
+    assert msvc.key_env(env) == {
+        "VCToolsVersion": "14.40.33807",
+        "WindowsSDKVersion": "10.0.22621.0\\",
+        "VSCMD_ARG_HOST_ARCH": "x64",
+        "VSCMD_ARG_TGT_ARCH": "x64",
+        "VSCMD_VER": "17.10.4",
+    }
     assert msc_ver_of(env["VCToolsVersion"]) == 1940
 
 
@@ -72,7 +82,8 @@ def test_a_vs2017_15_0_prompt_lacks_vctoolsversion_and_says_so():
     assert env["VSCMD_VER"] == "15.0.26228.4" and "VCToolsVersion" not in env
     assert msvc.shell_problems(env, "amd64") == [
         "VCToolsVersion is not set (Visual Studio 15.0.26228.4): nvcc's supported MSVC range cannot be checked; "
-        "use Visual Studio 2022"]
+        "use Visual Studio 2022"
+    ]
 
 
 def test_names_are_read_as_windows_reads_them_whatever_their_case():

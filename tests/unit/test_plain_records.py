@@ -22,8 +22,12 @@ def _models() -> dict[str, type]:
     out = {}
     for mod in (spec_models, release_models):
         for name, obj in vars(mod).items():
-            if isinstance(obj, type) and hasattr(obj, "model_fields") and obj.__module__ == mod.__name__ \
-                    and not name.startswith("_"):
+            if (
+                isinstance(obj, type)
+                and hasattr(obj, "model_fields")
+                and obj.__module__ == mod.__name__
+                and not name.startswith("_")
+            ):
                 out[name] = obj
     return out
 

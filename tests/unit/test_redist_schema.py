@@ -14,9 +14,14 @@ from bundlegraph.schemas.redist import load_manifest, parse_manifest
 DATA = Path(__file__).resolve().parents[1] / "data" / "redist"
 
 
-@pytest.mark.parametrize("label,n,cccl_key,cccl_version", [
-    ("12.9.1", 49, "cuda_cccl", "12.9.27"), ("13.0.2", 49, "cuda_cccl", "13.0.85"),
-    ("13.4.2", 40, "cccl", "13.3.4.3.1")])
+@pytest.mark.parametrize(
+    "label,n,cccl_key,cccl_version",
+    [
+        ("12.9.1", 49, "cuda_cccl", "12.9.27"),
+        ("13.0.2", 49, "cuda_cccl", "13.0.85"),
+        ("13.4.2", 40, "cccl", "13.3.4.3.1"),
+    ],
+)
 def test_real_manifests_parse(label, n, cccl_key, cccl_version):
     m = load_manifest(DATA / f"redistrib_{label}.json")
     raw = json.loads((DATA / f"redistrib_{label}.json").read_text())
@@ -44,13 +49,26 @@ def test_windows_arm64_first_in_13_4():
 def test_variant_nested_and_unknown_keys_kept():
     # the documented shape of e.g. cuda_compat in 13.3.1: "<platform>": {"<variant>": {...}}
     doc = {
-        "release_date": "2026-05-01", "release_label": "13.3.1", "release_product": "cuda",
+        "release_date": "2026-05-01",
+        "release_label": "13.3.1",
+        "release_product": "cuda",
         "release_notes": "kept",
         "cuda_compat": {
-            "name": "CUDA compat L4T", "license": "CUDA Toolkit", "license_path": "cuda_compat/LICENSE.txt",
-            "version": "13.3.40", "cuda_variant": ["13.3"], "future_field": {"x": 1},
-            "linux-x86_64": {"cuda13.3": {"relative_path": "cuda_compat/linux-x86_64/cuda_compat-linux-x86_64-13.3.40_cuda13.3-archive.tar.xz",
-                                          "sha256": "a" * 64, "md5": "b" * 32, "size": "1234", "extra": "kept"}},
+            "name": "CUDA compat L4T",
+            "license": "CUDA Toolkit",
+            "license_path": "cuda_compat/LICENSE.txt",
+            "version": "13.3.40",
+            "cuda_variant": ["13.3"],
+            "future_field": {"x": 1},
+            "linux-x86_64": {
+                "cuda13.3": {
+                    "relative_path": "cuda_compat/linux-x86_64/cuda_compat-linux-x86_64-13.3.40_cuda13.3-archive.tar.xz",
+                    "sha256": "a" * 64,
+                    "md5": "b" * 32,
+                    "size": "1234",
+                    "extra": "kept",
+                }
+            },
             "linux-sbsa": {"relative_path": "cuda_compat/linux-sbsa/c.tar.xz", "sha256": "c" * 64, "size": "5"},
         },
     }
@@ -67,8 +85,13 @@ def test_variant_nested_and_unknown_keys_kept():
 
 
 def test_refused_with_component_and_field_named():
-    bad = {"release_label": "1.0",
-           "libfoo": {"version": "1", "linux-x86_64": {"relative_path": "../../etc/passwd", "sha256": "zz", "size": "12kB"}}}
+    bad = {
+        "release_label": "1.0",
+        "libfoo": {
+            "version": "1",
+            "linux-x86_64": {"relative_path": "../../etc/passwd", "sha256": "zz", "size": "12kB"},
+        },
+    }
     with pytest.raises(ToolkitError) as e:
         parse_manifest(bad, "redistrib_1.0.json")
     msg = str(e.value)

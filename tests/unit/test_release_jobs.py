@@ -38,8 +38,12 @@ def test_every_compile_is_in_the_first_wave_and_a_backend_imports_or_merges():
     legs = ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell", "windows-arm64-cpu", "windows-arm64-cuda13-portable"]
     rs = rows(m, legs)
     jobs = _by_job(rs)
-    assert jobs["compile"] == ["linux-arm64-cuda13-blackwell shard 1/3", "linux-arm64-cuda13-blackwell shard 2/3",
-                               "linux-arm64-cuda13-blackwell shard 3/3", "windows-arm64-cuda13-portable"]
+    assert jobs["compile"] == [
+        "linux-arm64-cuda13-blackwell shard 1/3",
+        "linux-arm64-cuda13-blackwell shard 2/3",
+        "linux-arm64-cuda13-blackwell shard 3/3",
+        "windows-arm64-cuda13-portable",
+    ]
     assert jobs["base"] == ["linux-arm64-cpu", "windows-arm64-cpu"]
     assert jobs["backend"] == ["linux-arm64-cuda13-blackwell", "windows-arm64-cuda13-portable"]
     assert "compile-final" not in jobs and "base-imported" not in jobs

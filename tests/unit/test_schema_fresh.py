@@ -30,8 +30,12 @@ def test_every_field_is_described_and_the_schema_says_what_the_loader_refuses():
     for name in SCHEMAS:
         s = json.loads(render(name))
         assert s["$id"] == f"urn:bundlegraph:schema:{name}"
-        missing = [f"{title}.{k}" for title, node in [(s["title"], s), *s.get("$defs", {}).items()]
-                   for k, v in node.get("properties", {}).items() if not v.get("description")]
+        missing = [
+            f"{title}.{k}"
+            for title, node in [(s["title"], s), *s.get("$defs", {}).items()]
+            for k, v in node.get("properties", {}).items()
+            if not v.get("description")
+        ]
         assert missing == [], missing
     s = json.loads(render("bundle-spec"))
     from bundlegraph.toolchains.registry import TOOLCHAINS
@@ -47,18 +51,22 @@ def test_editors_validate_the_specs_as_you_type():
 
     cfg = tomllib.loads((JSON_DIR.parents[2] / ".taplo.toml").read_text(encoding="utf-8"))
     rules = {tuple(r["include"]): r["schema"]["path"] for r in cfg["rule"]}
-    assert rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundlegraph/schemas/json/bundle-spec.schema.json"
-    assert rules[("bundles/release.toml", "tests/data/bundles/release.toml")] == "./bundlegraph/schemas/json/release.schema.json"
+    assert (
+        rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundlegraph/schemas/json/bundle-spec.schema.json"
+    )
+    assert (
+        rules[("bundles/release.toml", "tests/data/bundles/release.toml")]
+        == "./bundlegraph/schemas/json/release.schema.json"
+    )
 
 
 def test_the_real_specs_pass_the_schema_and_what_it_refuses_fails():
     import copy
+    import datetime
     import json
     import tomllib
 
     import jsonschema
-
-    import datetime
 
     def as_json(v):  # TOML date-times are strings of format date-time to a JSON Schema (as taplo sees them)
         return json.loads(json.dumps(v, default=lambda o: o.isoformat() if isinstance(o, datetime.datetime) else o))
@@ -70,7 +78,11 @@ def test_the_real_specs_pass_the_schema_and_what_it_refuses_fails():
             data = as_json(tomllib.loads(f.read_text(encoding="utf-8")))
             jsonschema.validate(data, json.loads(render("release")) if f.name == "release.toml" else spec_schema)
     leg = tomllib.loads((root / "bundles" / "windows-arm64-cuda13-portable.toml").read_text(encoding="utf-8"))
-    for path, bad in ((("cuda", "archs"), ["sm_120"]), (("toolchain",), "msvc-arm64-cuda"), (("profile", "rank"), "60")):
+    for path, bad in (
+        (("cuda", "archs"), ["sm_120"]),
+        (("toolchain",), "msvc-arm64-cuda"),
+        (("profile", "rank"), "60"),
+    ):
         broken = copy.deepcopy(leg)
         node = broken
         for k in path[:-1]:

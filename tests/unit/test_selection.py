@@ -15,16 +15,31 @@ from bundlegraph.selection import Host, claimed, coverage, coverage_problems, se
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
-HEAD = dict(source_repo="ggml-org/llama.cpp", source_commit=COMMIT, upstream_tag="b11642",
-            release_tag="b11642-mix-0c1e570")
+HEAD = {
+    "source_repo": "ggml-org/llama.cpp",
+    "source_commit": COMMIT,
+    "upstream_tag": "b11642",
+    "release_tag": "b11642-mix-0c1e570",
+}
 
 
 def art(name, kind, os, arch, klass="cpu", line=None, sass=(), rank=10, cuda=(13, 5)):
     sms = supported_sms_of(list(sass), cuda) if sass else []
-    return ManifestArtifact(asset_name=name, install_kind=kind, os=os, arch=arch, bundle_profile=name,
-                            runtime_line=line, coverage_class=klass, supported_sms=sms,
-                            min_sm=min(sms) if sms else None, max_sm=max(sms) if sms else None, rank=rank,
-                            toolkit_version=f"{cuda[0]}.{cuda[1]}" if line else None, ggml_backend_dl=True)
+    return ManifestArtifact(
+        asset_name=name,
+        install_kind=kind,
+        os=os,
+        arch=arch,
+        bundle_profile=name,
+        runtime_line=line,
+        coverage_class=klass,
+        supported_sms=sms,
+        min_sm=min(sms) if sms else None,
+        max_sm=max(sms) if sms else None,
+        rank=rank,
+        toolkit_version=f"{cuda[0]}.{cuda[1]}" if line else None,
+        ggml_backend_dl=True,
+    )
 
 
 RELEASE = [
@@ -32,7 +47,9 @@ RELEASE = [
     art("la-bw", "linux-arm64-cuda", "linux", "arm64", "blackwell", "cuda13", ["120a", "121a"], 55),
     art("la-port", "linux-arm64-cuda", "linux", "arm64", "portable", "cuda13", ["90", "100", "120"], 60),
     art("lx-cpu", "linux-cpu", "linux", "x64"),
-    art("lx-port", "linux-cuda", "linux", "x64", "portable", "cuda13", ["75", "80", "86", "89", "90", "100", "120"], 60),
+    art(
+        "lx-port", "linux-cuda", "linux", "x64", "portable", "cuda13", ["75", "80", "86", "89", "90", "100", "120"], 60
+    ),
     art("wa-cpu", "windows-arm64", "windows", "arm64"),
     art("wa-port", "windows-arm64-cuda", "windows", "arm64", "portable", "cuda13", ["120a", "121a"], 60, (13, 4)),
     art("wx-cpu", "windows-cpu", "windows", "x64"),
@@ -42,7 +59,9 @@ RELEASE = [
 def release(arts=RELEASE, hashed=None) -> tuple[Manifest, ShaIndex]:
     m = Manifest(**HEAD, artifacts=arts)
     names = hashed if hashed is not None else [a.asset_name for a in arts]
-    idx = ShaIndex(**HEAD, artifacts={n: IndexEntry(kind="bundle", sha256="0" * 64, source_commit=COMMIT) for n in names})
+    idx = ShaIndex(
+        **HEAD, artifacts={n: IndexEntry(kind="bundle", sha256="0" * 64, source_commit=COMMIT) for n in names}
+    )
     return m, idx
 
 
@@ -113,14 +132,21 @@ def test_coverage_gate_catches_a_lost_sm_and_a_dropped_leg():
     m = load_matrix(ROOT / "bundles")
     mine = {"linux-arm64-cpu", "linux-arm64-cuda13-blackwell"}
     small = dataclasses.replace(m, legs={k: v for k, v in m.legs.items() if k in mine})
-    assert {(h.sms, k) for h, k, _ in claimed(small)} == {((), "linux-arm64"), ((120,), "linux-arm64-cuda"),
-                                                          ((121,), "linux-arm64-cuda")}
+    assert {(h.sms, k) for h, k, _ in claimed(small)} == {
+        ((), "linux-arm64"),
+        ((120,), "linux-arm64-cuda"),
+        ((121,), "linux-arm64-cuda"),
+    }
     ok = [RELEASE[0], RELEASE[1]]
     assert coverage_problems(small, *release(ok)) == []
     lost = art("la-bw", "linux-arm64-cuda", "linux", "arm64", "blackwell", "cuda13", ["120a"], 55)
     probs = coverage_problems(small, *release([RELEASE[0], lost]))
-    assert probs == ["linux arm64 (sm 121, driver CUDA 13.0): gets no bundle, though linux-arm64-cuda13-blackwell "
-                     "claims it (la-bw: sm 121 not in supported_sms [120])"]
+    assert probs == [
+        "linux arm64 (sm 121, driver CUDA 13.0): gets no bundle, though linux-arm64-cuda13-blackwell "
+        "claims it (la-bw: sm 121 not in supported_sms [120])"
+    ]
     probs = coverage_problems(small, *release([RELEASE[1]]))
-    assert probs == ["linux arm64 (no NVIDIA GPU): gets no bundle, though linux-arm64-cpu claims it "
-                     "(no bundle of linux-arm64 in the release)"]
+    assert probs == [
+        "linux arm64 (no NVIDIA GPU): gets no bundle, though linux-arm64-cpu claims it "
+        "(no bundle of linux-arm64 in the release)"
+    ]

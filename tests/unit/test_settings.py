@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_readme_table_is_the_generated_one():
     text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\r\n", "\n")
     start = text.index("<!-- settings table:")
-    table = text[text.index("\n", start) + 1:text.index("<!-- end of settings table -->")].strip()
+    table = text[text.index("\n", start) + 1 : text.index("<!-- end of settings table -->")].strip()
     assert table == settings.markdown_table(), "regenerate the README table from settings.markdown_table()"
 
 
@@ -31,14 +31,17 @@ def test_every_variable_the_code_names_is_a_setting():
     assert known <= named | {"DOWNLOAD_JOBS"}, f"documented but never read: {sorted(known - named)}"
 
 
-@pytest.mark.parametrize("var,value,expected", [
-    ("LOCK_WAIT", "abc", "BUNDLEGRAPH_LOCK_WAIT='abc': expected a number of seconds >= 0"),
-    ("RETRIES", "x", "BUNDLEGRAPH_RETRIES='x': expected an integer >= 0"),
-    ("CONNECT_TIMEOUT", "x", "BUNDLEGRAPH_CONNECT_TIMEOUT='x': expected a number of seconds >= 0.1"),
-    ("JOBS", "0", "BUNDLEGRAPH_JOBS='0': expected an integer >= 1"),
-    ("LAUNCHER", "distcc", "BUNDLEGRAPH_LAUNCHER='distcc': expected one of ccache, sccache, none"),
-    ("ALLOW_HTTP", "yes", "BUNDLEGRAPH_ALLOW_HTTP='yes': expected 1 or 0"),
-])
+@pytest.mark.parametrize(
+    "var,value,expected",
+    [
+        ("LOCK_WAIT", "abc", "BUNDLEGRAPH_LOCK_WAIT='abc': expected a number of seconds >= 0"),
+        ("RETRIES", "x", "BUNDLEGRAPH_RETRIES='x': expected an integer >= 0"),
+        ("CONNECT_TIMEOUT", "x", "BUNDLEGRAPH_CONNECT_TIMEOUT='x': expected a number of seconds >= 0.1"),
+        ("JOBS", "0", "BUNDLEGRAPH_JOBS='0': expected an integer >= 1"),
+        ("LAUNCHER", "distcc", "BUNDLEGRAPH_LAUNCHER='distcc': expected one of ccache, sccache, none"),
+        ("ALLOW_HTTP", "yes", "BUNDLEGRAPH_ALLOW_HTTP='yes': expected 1 or 0"),
+    ],
+)
 def test_a_bad_value_is_one_line_naming_the_variable(var, value, expected):
     with pytest.raises(SettingError) as e:
         settings.get(var, {f"BUNDLEGRAPH_{var}": value})

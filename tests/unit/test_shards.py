@@ -16,14 +16,17 @@ from bundlegraph.pipeline.ninja_graph import CompileStep, object_key, parse_quer
 from bundlegraph.pipeline.shards import ESTIMATE_SECONDS, costed, estimate, makespan, parse_shard, split
 
 
-@pytest.mark.parametrize("raw, says", [
-    ("3/2", "shard=3/2: I must be between 1 and 2"),
-    ("0/2", "shard=0/2: I must be between 1 and 2"),
-    ("a/b", "shard='a/b': expected I/N, two whole numbers with 1 <= I <= N (e.g. 1/3)"),
-    ("1/1", "shard=1/1: N must be at least 2"),
-    ("", "shard='': expected I/N"),
-    ("2", "shard='2': expected I/N"),
-])
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        ("3/2", "shard=3/2: I must be between 1 and 2"),
+        ("0/2", "shard=0/2: I must be between 1 and 2"),
+        ("a/b", "shard='a/b': expected I/N, two whole numbers with 1 <= I <= N (e.g. 1/3)"),
+        ("1/1", "shard=1/1: N must be at least 2"),
+        ("", "shard='': expected I/N"),
+        ("2", "shard='2': expected I/N"),
+    ],
+)
 def test_a_bad_shard_is_one_line_naming_the_value(raw, says):
     with pytest.raises(BundleGraphError) as e:
         parse_shard(raw)
@@ -33,12 +36,17 @@ def test_a_bad_shard_is_one_line_naming_the_value(raw, says):
 def test_a_good_shard_parses_and_prints_as_written():
     s = parse_shard(" 2 / 3 ")
     assert (s.index, s.count, str(s)) == (2, 3, "2/3")
-    assert "BUNDLEGRAPH_SHARD='x'" in str(pytest.raises(BundleGraphError, parse_shard, "x", "BUNDLEGRAPH_SHARD").value)
+    with pytest.raises(BundleGraphError) as e:
+        parse_shard("x", "BUNDLEGRAPH_SHARD")
+    assert "BUNDLEGRAPH_SHARD='x'" in str(e.value)
 
 
 def _steps(costs_by_name: dict[str, float]) -> list:
-    return costed([CompileStep(f"d/{n}.o", f"/src/{n}", "CUDA") for n in costs_by_name],
-                  {f"d/{n}": c for n, c in costs_by_name.items()}, 2)
+    return costed(
+        [CompileStep(f"d/{n}.o", f"/src/{n}", "CUDA") for n in costs_by_name],
+        {f"d/{n}": c for n, c in costs_by_name.items()},
+        2,
+    )
 
 
 def test_split_is_longest_first_balanced_complete_and_deterministic():
@@ -83,9 +91,11 @@ def test_makespan_is_the_longest_first_list_schedule():
 
 
 def test_object_key_names_linux_and_windows_objects_alike():
-    assert object_key("ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu.o") == \
-        object_key("ggml\\src\\ggml-cuda\\CMakeFiles\\ggml-cuda.dir\\argmax.cu.obj") == \
-        "ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu"
+    assert (
+        object_key("ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu.o")
+        == object_key("ggml\\src\\ggml-cuda\\CMakeFiles\\ggml-cuda.dir\\argmax.cu.obj")
+        == "ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu"
+    )
 
 
 QUERY = """\
@@ -134,8 +144,10 @@ def test_ninja_log_gives_the_last_seconds_of_each_output(tmp_path):
 
 def test_ccache_stats_log_tells_hits_from_misses(tmp_path):
     f = tmp_path / "stats.log"
-    f.write_text("# /src/a.cu\ncache_miss\ndirect_cache_miss\nlocal_storage_write\n"
-                 "# /src/b.cu\ndirect_cache_hit\nlocal_storage_hit\n# /src/c.c\ncalled_for_link\n")
+    f.write_text(
+        "# /src/a.cu\ncache_miss\ndirect_cache_miss\nlocal_storage_write\n"
+        "# /src/b.cu\ndirect_cache_hit\nlocal_storage_hit\n# /src/c.c\ncalled_for_link\n"
+    )
     assert results_by_source(f) == {"/src/a.cu": "miss", "/src/b.cu": "hit", "/src/c.c": "uncacheable"}
     assert results_by_source(tmp_path / "none") == {}
 
@@ -150,15 +162,21 @@ def test_a_build_measures_real_compiles_only(tmp_path):
     assert nocache.objects == {"d/a.cu": 40.0, "d/b.cu": 0.1} and nocache.missed == []
 
 
-@pytest.mark.parametrize("body, says", [
-    (b"{not json", "not JSON"),
-    (b'{"format": "other/1", "leg": "L"}', "format 'other/1'"),
-    (b'[]', "format 'list'"),
-    (b'{"format": "bundlegraph-costs/1", "leg": "L", "objects": {"a": -1}}', "objects.a: -1 is not a number of seconds"),
-    (b'{"format": "bundlegraph-costs/1", "leg": "L", "objects": {"a": "5"}}', "objects.a: '5' is not a number"),
-    (b'{"format": "bundlegraph-costs/1", "leg": "M", "objects": {}}', "the record is of 'M', expected 'L'"),
-    (b'{"format": "bundlegraph-costs/1", "leg": "L", "extra": 1}', "unknown key 'extra'"),
-])
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        (b"{not json", "not JSON"),
+        (b'{"format": "other/1", "leg": "L"}', "format 'other/1'"),
+        (b"[]", "format 'list'"),
+        (
+            b'{"format": "bundlegraph-costs/1", "leg": "L", "objects": {"a": -1}}',
+            "objects.a: -1 is not a number of seconds",
+        ),
+        (b'{"format": "bundlegraph-costs/1", "leg": "L", "objects": {"a": "5"}}', "objects.a: '5' is not a number"),
+        (b'{"format": "bundlegraph-costs/1", "leg": "M", "objects": {}}', "the record is of 'M', expected 'L'"),
+        (b'{"format": "bundlegraph-costs/1", "leg": "L", "extra": 1}', "unknown key 'extra'"),
+    ],
+)
 def test_a_cost_record_that_is_not_one_is_refused_in_one_line_naming_the_file(tmp_path, body, says):
     f = tmp_path / "L.json"
     f.write_bytes(body)

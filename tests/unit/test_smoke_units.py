@@ -33,15 +33,18 @@ def test_parse_query_reads_nvidia_smi_csv():
         parse_query("0, nine, X")
 
 
-@pytest.mark.parametrize("sm,sass,ptx,want", [
-    (90, [90], [], "SASS sm_90"),
-    (89, [86], [], "SASS sm_86"),          # same major, higher minor: binary compatible
-    (86, [89], [], None),                  # lower minor: not
-    (90, [86, 89], [], None),              # other major: not
-    (90, [86], [80], "PTX compute_80 (JIT)"),
-    (75, [], [80], None),                  # PTX only JITs upwards
-    (121, [120], [], "SASS sm_120"),
-])
+@pytest.mark.parametrize(
+    "sm,sass,ptx,want",
+    [
+        (90, [90], [], "SASS sm_90"),
+        (89, [86], [], "SASS sm_86"),  # same major, higher minor: binary compatible
+        (86, [89], [], None),  # lower minor: not
+        (90, [86, 89], [], None),  # other major: not
+        (90, [86], [80], "PTX compute_80 (JIT)"),
+        (75, [], [80], None),  # PTX only JITs upwards
+        (121, [120], [], "SASS sm_120"),
+    ],
+)
 def test_coverage_rule(sm, sass, ptx, want):
     assert covered(sm, sass, ptx) == want
 
@@ -52,8 +55,9 @@ def test_decide_skips_with_reasons():
     d = decide("linux", "arm64", ("linux", "x64"), H200)
     assert not d.run and d.reason == "the bundle is linux arm64, this host is linux x64"
     d = decide("linux", "x64", ("linux", "x64"), H200, {120, 121}, set())
-    assert not d.run and d.reason == ("no GPU the bundle's CUDA code covers: GPU 0 NVIDIA H200 (sm_90); "
-                                      "the bundle has SASS 120,121, PTX none")
+    assert not d.run and d.reason == (
+        "no GPU the bundle's CUDA code covers: GPU 0 NVIDIA H200 (sm_90); the bundle has SASS 120,121, PTX none"
+    )
     d = decide("linux", "x64", ("linux", "x64"), H200, {90}, {90})
     assert d.run and d.gpu == {"index": 0, "sm": 90, "name": "NVIDIA H200"} and d.coverage == "SASS sm_90"
 
@@ -61,8 +65,10 @@ def test_decide_skips_with_reasons():
 def test_judgements_name_what_failed():
     ok = "Testing 2 devices\n\nBackend 1/2: CUDA0\n  1234/1234 tests passed\n  Backend CUDA0: \x1b[1;32mOK\x1b[0m\n"
     assert judge_op(ok, 0, "CUDA0") == (None, {"passed": 1234, "total": 1234, "failed_cases": []})
-    bad = ("  MUL_MAT(type_a=q4_0,type_b=f32,m=16): [MUL_MAT] NMSE = 0.5 > 0.0005 \x1b[1;31mFAIL\x1b[0m\n"
-           "  1233/1234 tests passed\n  Backend CUDA0: \x1b[1;31mFAIL\x1b[0m\n")
+    bad = (
+        "  MUL_MAT(type_a=q4_0,type_b=f32,m=16): [MUL_MAT] NMSE = 0.5 > 0.0005 \x1b[1;31mFAIL\x1b[0m\n"
+        "  1233/1234 tests passed\n  Backend CUDA0: \x1b[1;31mFAIL\x1b[0m\n"
+    )
     p, facts = judge_op(bad, 1, "CUDA0")
     assert p == "exit code 1" and facts["failed_cases"][0].startswith("MUL_MAT(type_a=q4_0")
     assert judge_op("  0/0 tests passed\n  Backend CUDA0: OK\n", 0, "CUDA0")[0] == "ran no test case"
@@ -82,14 +88,30 @@ def test_smoke_plan_for_a_bundle():
     assert p.base == "linux-x64-cpu" and p.record.name == "smoke.json"
     names = [c.name for c in p.checks]
     # the host checks first (every host that can start the bundle), then the GPU checks
-    assert names == ["version", "backends", "list-devices", "generate", "serve", "devices", "generate-gpu",
-                     *(f"op:{op}" for op in OPS)]
+    assert names == [
+        "version",
+        "backends",
+        "list-devices",
+        "generate",
+        "serve",
+        "devices",
+        "generate-gpu",
+        *(f"op:{op}" for op in OPS),
+    ]
     assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)
     by = {c.name: c.argv for c in p.checks}
     assert by["version"] == ["{bundle}/llama-cli", "--version"]
     assert by["devices"] == ["{bundle}/llama-cli", "--list-devices"]
-    assert by["op:FLASH_ATTN_EXT"] == ["{bundle}/test-backend-ops", "test", "-b", "{dev}", "-o", "FLASH_ATTN_EXT",
-                                      "-j", "{jobs}"]
+    assert by["op:FLASH_ATTN_EXT"] == [
+        "{bundle}/test-backend-ops",
+        "test",
+        "-b",
+        "{dev}",
+        "-o",
+        "FLASH_ATTN_EXT",
+        "-j",
+        "{jobs}",
+    ]
     assert by["generate"][by["generate"].index("-ngl") + 1] == "0"  # the host generation runs on the CPU
     assert by["serve"][by["serve"].index("-ngl") + 1] == "0"
     assert by["generate-gpu"][by["generate-gpu"].index("-ngl") + 1] == "99"
@@ -201,7 +223,9 @@ def test_host_toolkit_version_falls_back_to_cuda_h(tmp_path):
     with pytest.raises(ToolkitError, match=r"version.json: missing, and so is .*include/cuda.h"):
         read_version(tmp_path)
     (tmp_path / "include" / "cuda.h").write_text("/* no version here */\n")
-    with pytest.raises(ToolkitError, match=r"version.json: missing, and .*include/cuda.h has no '#define CUDA_VERSION <n>'"):
+    with pytest.raises(
+        ToolkitError, match=r"version.json: missing, and .*include/cuda.h has no '#define CUDA_VERSION <n>'"
+    ):
         read_version(tmp_path)
     (tmp_path / "include" / "cuda.h").write_text("#define CUDA_VERSION 13000\n")
     assert read_version(tmp_path) == "13.0"
@@ -224,8 +248,10 @@ def test_version_judge_reads_the_real_llama_cli_line():
     commit = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
     p, facts = judge_version(out, 0, build_number=11642, commit=commit)
     assert p is None and facts["build"] == 11642 and facts["commit"] == "0c1e570" and facts["version"] == "0.5.0-dev"
-    assert judge_version(out, 0, build_number=11643, commit=commit)[0] == \
-        "llama-cli reports build 11642, the release's upstream build is 11643"
+    assert (
+        judge_version(out, 0, build_number=11643, commit=commit)[0]
+        == "llama-cli reports build 11642, the release's upstream build is 11643"
+    )
     assert judge_version(out, 0, build_number=11642, commit="1" * 40)[0].startswith("llama-cli reports commit 0c1e570")
     assert judge_version("", 127, build_number=1, commit=None)[0] == "llama-cli --version: exit code 127: (no output)"
 
@@ -242,13 +268,17 @@ def test_backend_and_generation_judges_read_real_llama_simple_output():
     p, _ = judge_backends(out, 0, cuda_library="libggml-cuda.so")
     assert p == "libggml-cuda.so: ggml neither loaded it nor reported why"
     # ggml's own failure line (ggml-backend-reg.cpp): the driver alone may be missing
-    cuda = out + ("load_backend: failed to load /b/libggml-cuda.so: libcuda.so.1: cannot open shared object file: "
-                  "No such file or directory\n")
+    cuda = out + (
+        "load_backend: failed to load /b/libggml-cuda.so: libcuda.so.1: cannot open shared object file: "
+        "No such file or directory\n"
+    )
     p, facts = judge_backends(cuda, 0, cuda_library="libggml-cuda.so")
     assert p is None and facts["cuda"].startswith("needs the driver (libcuda.so.1)")
     runtime = cuda.replace("libcuda.so.1", "libcublas.so.13")
-    assert judge_backends(runtime, 0, cuda_library="libggml-cuda.so")[0] == \
-        "libggml-cuda.so: libcublas.so.13: cannot open shared object file: No such file or directory"
+    assert (
+        judge_backends(runtime, 0, cuda_library="libggml-cuda.so")[0]
+        == "libggml-cuda.so: libcublas.so.13: cannot open shared object file: No such file or directory"
+    )
     no_cpu = out.replace("load_backend: loaded CPU backend", "load_backend: skipped")
     assert judge_backends(no_cpu, 0, cuda_library=None)[0].startswith("libggml-cpu*.so: no CPU backend was loaded")
 
@@ -256,10 +286,16 @@ def test_backend_and_generation_judges_read_real_llama_simple_output():
 def test_loader_trace_judge_allows_only_what_it_is_told():
     from bundlegraph.pipeline.smokechecks import judge_deps
 
-    trace = ("\tlinux-vdso.so.1 (0x0000005502850000)\n\tlibcudart.so.13 => /t/lib/libcudart.so.13 (0x1)\n"
-             "\tlibcuda.so.1 => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x2)\n")
-    assert judge_deps(trace, 0, "libggml-cuda.so", allowed_missing=frozenset({"libcuda.so.1"})) == \
-        (None, {"missing": ["libcuda.so.1"]})
+    trace = (
+        "\tlinux-vdso.so.1 (0x0000005502850000)\n\tlibcudart.so.13 => /t/lib/libcudart.so.13 (0x1)\n"
+        "\tlibcuda.so.1 => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x2)\n"
+    )
+    assert judge_deps(trace, 0, "libggml-cuda.so", allowed_missing=frozenset({"libcuda.so.1"})) == (
+        None,
+        {"missing": ["libcuda.so.1"]},
+    )
     assert judge_deps(trace, 0, "libggml-cuda.so")[0] == "libggml-cuda.so: libcuda.so.1 not found"
-    assert judge_deps("not a dynamic executable\n", 1, "x.so")[0] == \
-        "x.so: the loader cannot list it (exit code 1: not a dynamic executable)"
+    assert (
+        judge_deps("not a dynamic executable\n", 1, "x.so")[0]
+        == "x.so: the loader cannot list it (exit code 1: not a dynamic executable)"
+    )

@@ -15,6 +15,7 @@ from bundlegraph.schemas.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "cache"
@@ -54,8 +55,11 @@ def test_every_edit_is_seen(bundles_copy, cache):
     assert load_matrix(bundles_copy).legs["linux-x64-cpu"].profile.rank != base.legs["linux-x64-cpu"].profile.rank
     # the release edited
     rel = bundles_copy / "release.toml"
-    rel.write_text(rel.read_text().replace('bundle_prefix = "', 'bundle_prefix = "x', 1)
-                   if 'bundle_prefix = "' in rel.read_text() else rel.read_text() + '\nbundle_prefix = "xapp"\n')
+    rel.write_text(
+        rel.read_text().replace('bundle_prefix = "', 'bundle_prefix = "x', 1)
+        if 'bundle_prefix = "' in rel.read_text()
+        else rel.read_text() + '\nbundle_prefix = "xapp"\n'
+    )
     assert load_matrix(bundles_copy).release.bundle_prefix != base.release.bundle_prefix
     # a new spec file
     (bundles_copy / "new-leg.toml").write_text('id = "new-leg"\n')

@@ -35,10 +35,11 @@ def _edit(f: Path, old: str, new: str) -> None:
 
 def test_two_legs_that_write_one_bundle_are_refused(bundles):
     text = (bundles / "linux-x64-cpu.toml").read_text()
-    (bundles / "linux-x64-cpu-copy.toml").write_text(
-        text.replace('id = "linux-x64-cpu"', 'id = "linux-x64-cpu-copy"'))
+    (bundles / "linux-x64-cpu-copy.toml").write_text(text.replace('id = "linux-x64-cpu"', 'id = "linux-x64-cpu-copy"'))
     msg = _problems(bundles)
-    assert "linux-x64-cpu.toml: produces the bundle app-" in msg or "linux-x64-cpu-copy.toml: produces the bundle" in msg
+    assert (
+        "linux-x64-cpu.toml: produces the bundle app-" in msg or "linux-x64-cpu-copy.toml: produces the bundle" in msg
+    )
     assert "-linux-x64-cpu.tar.gz, as " in msg and "two legs would write one file" in msg
 
 
@@ -62,14 +63,18 @@ def test_ggml_cpu_on_the_msvc_arm64_cuda_leg_is_refused(bundles):
 def test_a_merge_base_typo_gets_a_did_you_mean(bundles):
     f = bundles / "windows-arm64-cuda13-portable.toml"
     _edit(f, 'base = "windows-arm64-cpu"', 'base = "windows-arm64-cpux"')
-    assert "merge.base: no leg 'windows-arm64-cpux' in the bundles directory (did you mean 'windows-arm64-cpu'?)" \
+    assert (
+        "merge.base: no leg 'windows-arm64-cpux' in the bundles directory (did you mean 'windows-arm64-cpu'?)"
         in _problems(bundles)
+    )
 
 
 def test_a_duplicate_install_kind_and_profile_names_both_files(bundles):
     f = bundles / "linux-x64-cuda13-portable.toml"
     text = f.read_text().replace('id = "linux-x64-cuda13-portable"', 'id = "linux-x64-cuda13-portable2"')
-    (bundles / "linux-x64-cuda13-portable2.toml").write_text(text.replace('name = "cuda13-portable"', 'name = "cuda13-portable"'))
+    (bundles / "linux-x64-cuda13-portable2.toml").write_text(
+        text.replace('name = "cuda13-portable"', 'name = "cuda13-portable"')
+    )
     msg = _problems(bundles)
     assert "install_kind: ('linux-cuda', profile 'cuda13-portable') is also used by " in msg
     assert str(bundles / "linux-x64-cuda13-portable.toml") in msg and "linux-x64-cuda13-portable2.toml" in msg

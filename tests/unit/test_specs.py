@@ -30,15 +30,25 @@ def problems(bundles: Path) -> list[str]:
 def test_real_matrix_loads_and_everything_is_promised():
     m = load_matrix(ROOT / "bundles")
     assert set(m.legs) == {
-        "windows-arm64-cuda13-portable", "windows-arm64-cpu", "windows-x64-cuda13-portable",
-        "windows-x64-cpu", "linux-x64-cpu", "linux-x64-cuda13-portable", "linux-arm64-cpu",
-        "linux-arm64-cuda13-portable", "linux-arm64-cuda13-blackwell",
+        "windows-arm64-cuda13-portable",
+        "windows-arm64-cpu",
+        "windows-x64-cuda13-portable",
+        "windows-x64-cpu",
+        "linux-x64-cpu",
+        "linux-x64-cuda13-portable",
+        "linux-arm64-cpu",
+        "linux-arm64-cuda13-portable",
+        "linux-arm64-cuda13-blackwell",
     }
     assert m.promised == list(m.legs)
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
     w = m.legs["windows-arm64-cuda13-portable"]
     assert (w.cuda.cmake_archs, w.merge.base, w.install_kind, w.signing) == (
-        ["120", "121"], "windows-arm64-cpu", "windows-arm64-cuda", "required")
+        ["120", "121"],
+        "windows-arm64-cpu",
+        "windows-arm64-cuda",
+        "required",
+    )
     assert (w.profile.line, w.profile.klass, w.profile.rank) == ("cuda13", "portable", 60)
     assert [r.name for r in w.runtime.ships] == ["cudart64_13.dll", "cublas64_13.dll", "cublasLt64_13.dll"]
     assert [p.name for p in w.runtime.paired] == ["cudart-llama-bin-win-cuda-13.4-arm64.zip"]
@@ -113,7 +123,10 @@ def test_merge_needs_backend_dl_on_both_legs(bundles_copy):
     # both legs merging into it are named, each with the base as the culprit
     for leg in ("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-portable"):
         f = bundles_copy / f"{leg}.toml"
-        assert f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; base 'linux-arm64-cpu' (linux-arm64-cpu.toml) does not set it" in ps
+        assert (
+            f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; base 'linux-arm64-cpu' (linux-arm64-cpu.toml) does not set it"
+            in ps
+        )
 
 
 def test_install_kind_profile_pair_unique(bundles_copy):
@@ -129,14 +142,21 @@ def test_all_errors_reported_at_once_across_files(bundles_copy):
     edit(bundles_copy / "release.toml", 'tag = "b11642-mix-0c1e570"', 'tag = "v1.0"')
     ps = problems(bundles_copy)
     files = {p.split(": ", 1)[0] for p in ps}
-    assert {str(bundles_copy / n) for n in ("linux-arm64-cpu.toml", "windows-x64-cuda13-portable.toml", "release.toml")} <= files
-    assert any(re.match(rf"{re.escape(str(bundles_copy / 'release.toml'))}: tag: String should match pattern", p) for p in ps), ps
+    assert {
+        str(bundles_copy / n) for n in ("linux-arm64-cpu.toml", "windows-x64-cuda13-portable.toml", "release.toml")
+    } <= files
+    assert any(
+        re.match(rf"{re.escape(str(bundles_copy / 'release.toml'))}: tag: String should match pattern", p) for p in ps
+    ), ps
 
 
 def test_default_legs_must_exist(bundles_copy):
     edit(bundles_copy / "release.toml", '"linux-arm64-cpu", "linux-arm64', '"linux-arm64-cpux", "linux-arm64')
     ps = problems(bundles_copy)
-    assert f"{bundles_copy / 'release.toml'}: default_legs[0]: no leg 'linux-arm64-cpux' (did you mean 'linux-arm64-cpu'?)" in ps
+    assert (
+        f"{bundles_copy / 'release.toml'}: default_legs[0]: no leg 'linux-arm64-cpux' (did you mean 'linux-arm64-cpu'?)"
+        in ps
+    )
 
 
 def test_id_must_match_file_name(bundles_copy):
@@ -149,7 +169,10 @@ def test_unknown_toolchain_suggests(bundles_copy):
     f = bundles_copy / "linux-x64-cpu.toml"
     edit(f, 'toolchain = "gcc-linux-x86_64"', 'toolchain = "gcc-linux-x86-64"')
     ps = problems(bundles_copy)
-    assert any(p.startswith(f"{f}: toolchain: unknown toolchain 'gcc-linux-x86-64' (did you mean 'gcc-linux-x86_64'?)") for p in ps), ps
+    assert any(
+        p.startswith(f"{f}: toolchain: unknown toolchain 'gcc-linux-x86-64' (did you mean 'gcc-linux-x86_64'?)")
+        for p in ps
+    ), ps
 
 
 def test_toml_syntax_error_names_file(bundles_copy):
@@ -159,10 +182,15 @@ def test_toml_syntax_error_names_file(bundles_copy):
     assert any(p.startswith(f"{f}: (TOML syntax):") for p in ps), ps
 
 
-@pytest.mark.parametrize("text,cmake,sass,ptx", [
-    ("120", "120", True, True), ("120a", "120a", True, True),
-    ("86-real", "86-real", True, False), ("75-virtual", "75-virtual", False, True),
-])
+@pytest.mark.parametrize(
+    "text,cmake,sass,ptx",
+    [
+        ("120", "120", True, True),
+        ("120a", "120a", True, True),
+        ("86-real", "86-real", True, False),
+        ("75-virtual", "75-virtual", False, True),
+    ],
+)
 def test_arch_forms(text, cmake, sass, ptx):
     a = parse_arch(text)
     assert (a.cmake, a.sass, a.ptx) == (cmake, sass, ptx)
@@ -190,20 +218,29 @@ def test_a_key_typo_does_not_hide_an_impossible_arch_or_confuse_references(bundl
 
 # -- the installer contract (bundlegraph.schemas.installer) --------------------------------------
 
+
 def test_an_install_kind_the_installer_never_asks_for_is_refused(bundles_copy):
     f = bundles_copy / "windows-x64-cpu.toml"
     edit(f, 'install_kind = "windows-cpu"', 'install_kind = "windows-x64-cpu"')
     ps = problems(bundles_copy)
-    assert any(p.startswith(f"{f}: install_kind: 'windows-x64-cpu' is not a kind the installer asks for "
-                            f"(a windows-x64 cpu leg is 'windows-cpu')") and "unsloth==2026.10.9" in p for p in ps), ps
+    assert any(
+        p.startswith(
+            f"{f}: install_kind: 'windows-x64-cpu' is not a kind the installer asks for "
+            f"(a windows-x64 cpu leg is 'windows-cpu')"
+        )
+        and "unsloth==2026.10.9" in p
+        for p in ps
+    ), ps
 
 
 def test_an_install_kind_of_another_host_is_refused(bundles_copy):
     f = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
     edit(f, 'install_kind = "linux-arm64-cuda"', 'install_kind = "linux-cuda"')
     ps = problems(bundles_copy)
-    assert (f"{f}: install_kind: 'linux-cuda' serves linux-x64 cuda hosts; the leg is linux-arm64 backend 'cuda': "
-            f"use 'linux-arm64-cuda'") in ps
+    assert (
+        f"{f}: install_kind: 'linux-cuda' serves linux-x64 cuda hosts; the leg is linux-arm64 backend 'cuda': "
+        f"use 'linux-arm64-cuda'"
+    ) in ps
 
 
 def test_required_must_cover_what_the_installer_requires(bundles_copy):
@@ -212,11 +249,16 @@ def test_required_must_cover_what_the_installer_requires(bundles_copy):
     ps = problems(bundles_copy)
     # the CPU leg and both CUDA legs merged into it (the base's list counts for them)
     for leg in ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-portable"):
-        assert any(p.startswith(f"{bundles_copy / (leg + '.toml')}: required: lacks 'libmtmd.so*'") for p in ps), (leg, ps)
+        assert any(p.startswith(f"{bundles_copy / (leg + '.toml')}: required: lacks 'libmtmd.so*'") for p in ps), (
+            leg,
+            ps,
+        )
     w = bundles_copy / "windows-arm64-cuda13-portable.toml"
     edit(w, '"cublasLt64_*.dll"', '"cublasLt64_13.dll"')
-    assert any(p.startswith(f"{w}: required: lacks 'cublasLt64_*.dll' (with base 'windows-arm64-cpu')")
-               for p in problems(bundles_copy))
+    assert any(
+        p.startswith(f"{w}: required: lacks 'cublasLt64_*.dll' (with base 'windows-arm64-cpu')")
+        for p in problems(bundles_copy)
+    )
 
 
 def test_the_impl_libraries_are_required_from_the_split_build_on(bundles_copy):
@@ -231,8 +273,9 @@ def test_tag_must_start_with_the_upstream_build(bundles_copy):
     rel = bundles_copy / "release.toml"
     edit(rel, 'upstream_tag = "b11642"', 'upstream_tag = "b11643"')
     ps = problems(bundles_copy)
-    assert any(p.startswith(f"{rel}: tag: 'b11642-mix-0c1e570' must start with upstream_tag's build 'b11643'")
-               for p in ps), ps
+    assert any(
+        p.startswith(f"{rel}: tag: 'b11642-mix-0c1e570' must start with upstream_tag's build 'b11643'") for p in ps
+    ), ps
 
 
 def test_source_stage_refuses_an_upstream_tag_below_the_tool_split(tmp_path):
@@ -247,8 +290,11 @@ def test_source_stage_refuses_an_upstream_tag_below_the_tool_split(tmp_path):
     (tree / "tools" / "server" / "CMakeLists.txt").write_text("set(TARGET llama-server-impl)\nadd_library(${TARGET})\n")
     check_upstream_tag(tree, rel)  # b11642: fine
     old = rel.replace(upstream_tag="b6990", tag="b6990-mix-0c1e570")
-    with pytest.raises(BundleGraphError, match=r"release.toml: upstream_tag: b6990 is below b9283, but the source "
-                                               r"tree already builds llama-server-impl"):
+    with pytest.raises(
+        BundleGraphError,
+        match=r"release.toml: upstream_tag: b6990 is below b9283, but the source "
+        r"tree already builds llama-server-impl",
+    ):
         check_upstream_tag(tree, old)
     (tree / "tools" / "server" / "CMakeLists.txt").write_text("add_executable(llama-server server.cpp)\n")
     check_upstream_tag(tree, old)  # a tree before the split: an old build number is right

@@ -16,8 +16,7 @@ def test_record_then_current_then_each_kind_of_change(workdir):
     out = workdir / "out.bin"
     out.write_bytes(b"x" * 10)
     inputs = {"spec": {"archs": ["120", "121"]}, "cmake": "4.4.5"}
-    assert state.explain("build:a", inputs) == [
-        "never completed (no stamp), or its last run failed or was interrupted"]
+    assert state.explain("build:a", inputs) == ["never completed (no stamp), or its last run failed or was interrupted"]
     state.record("build:a", inputs, [out])
     assert state.is_current("build:a", inputs)
     # an input changed: named, from what to what
@@ -29,8 +28,7 @@ def test_record_then_current_then_each_kind_of_change(workdir):
     assert state.is_current("build:a", inputs)
     # overwriting an output by hand is detected, even at the same size
     out.write_bytes(b"y" * 10)
-    assert state.explain("build:a", inputs) == [
-        "output out.bin was changed outside bundlegraph (fingerprint differs)"]
+    assert state.explain("build:a", inputs) == ["output out.bin was changed outside bundlegraph (fingerprint differs)"]
     out.unlink()
     assert state.explain("build:a", inputs) == ["output out.bin is missing"]
 
@@ -73,13 +71,24 @@ def test_explain_names_the_items_of_a_long_command_line_that_changed(workdir):
     identical-looking truncated prefixes."""
     out = workdir / "o"
     out.write_text("1")
-    argv = ["cmake", "--fresh", "-S", "/src/" + "x" * 200, "-B", "/w/build/a/cmake", "-G", "Ninja",
-            "-DCMAKE_MAKE_PROGRAM=/a/.venv/bin/ninja", "-DGGML_CUDA=ON"]
+    argv = [
+        "cmake",
+        "--fresh",
+        "-S",
+        "/src/" + "x" * 200,
+        "-B",
+        "/w/build/a/cmake",
+        "-G",
+        "Ninja",
+        "-DCMAKE_MAKE_PROGRAM=/a/.venv/bin/ninja",
+        "-DGGML_CUDA=ON",
+    ]
     state.record("configure:a", {"argv": argv}, [out])
     changed = argv[:8] + ["-DCMAKE_MAKE_PROGRAM=/b/.venv/bin/ninja"] + argv[9:]
     assert state.explain("configure:a", {"argv": changed}) == [
-        'input argv[8] changed: "-DCMAKE_MAKE_PROGRAM=/a/.venv/bin/ninja" -> "-DCMAKE_MAKE_PROGRAM=/b/.venv/bin/ninja"']
+        'input argv[8] changed: "-DCMAKE_MAKE_PROGRAM=/a/.venv/bin/ninja" -> "-DCMAKE_MAKE_PROGRAM=/b/.venv/bin/ninja"'
+    ]
     assert state.explain("configure:a", {"argv": argv + ["-DGGML_NATIVE=OFF"]}) == [
-        'input argv[10] inserted: ["-DGGML_NATIVE=OFF"]']
-    assert state.explain("configure:a", {"argv": argv[:9]}) == [
-        'input argv[9:10] removed (was ["-DGGML_CUDA=ON"])']
+        'input argv[10] inserted: ["-DGGML_NATIVE=OFF"]'
+    ]
+    assert state.explain("configure:a", {"argv": argv[:9]}) == ['input argv[9:10] removed (was ["-DGGML_CUDA=ON"])']

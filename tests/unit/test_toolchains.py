@@ -17,7 +17,9 @@ from bundlegraph.toolchains.registry import TOOLCHAINS
 from bundlegraph.toolchains.tools import PINS, build_tools
 
 HOST_CONFIG = Path("/usr/local/cuda/include/crt/host_config.h")
-needs_cuda = pytest.mark.skipif(not HOST_CONFIG.is_file(), reason="this host has no CUDA toolkit headers at /usr/local/cuda")
+needs_cuda = pytest.mark.skipif(
+    not HOST_CONFIG.is_file(), reason="this host has no CUDA toolkit headers at /usr/local/cuda"
+)
 
 
 def test_every_registered_id_has_a_definition():
@@ -63,14 +65,16 @@ def test_msc_range_missing_is_named(tmp_path):
 
 
 def test_zc_preprocessor_detection():
-    once = {"file": "a.cu", "command": "nvcc.exe -Xcompiler \"/Zc:preprocessor /EHsc\" -c a.cu"}
-    twice = {"file": "b.cu", "command": "nvcc.exe -Xcompiler=/Zc:preprocessor -Xcompiler \"/Zc:preprocessor\" -c b.cu"}
+    once = {"file": "a.cu", "command": 'nvcc.exe -Xcompiler "/Zc:preprocessor /EHsc" -c a.cu'}
+    twice = {"file": "b.cu", "command": 'nvcc.exe -Xcompiler=/Zc:preprocessor -Xcompiler "/Zc:preprocessor" -c b.cu'}
     none = {"file": "c.cu", "command": "nvcc.exe -c c.cu"}
     cpp = {"file": "d.cpp", "command": "cl.exe /c d.cpp"}
     assert msvc.zc_preprocessor_problems([once, cpp]) == []
     bad = msvc.zc_preprocessor_problems([once, twice, none, cpp])
-    assert bad == ["b.cu: /Zc:preprocessor appears 2 times in its nvcc command",
-                   "c.cu: /Zc:preprocessor appears 0 times in its nvcc command"]
+    assert bad == [
+        "b.cu: /Zc:preprocessor appears 2 times in its nvcc command",
+        "c.cu: /Zc:preprocessor appears 0 times in its nvcc command",
+    ]
 
 
 def test_parse_set_output():
@@ -100,4 +104,7 @@ def test_jobs(monkeypatch):
 def test_pinned_tools_are_the_wheels(workdir):
     t = build_tools()
     assert t.cmake.version == PINS["cmake"] and t.ninja.version == PINS["ninja"]
-    assert t.key() == {"cmake": {"version": "4.4.5", "origin": "wheel"}, "ninja": {"version": "1.13.2", "origin": "wheel"}}
+    assert t.key() == {
+        "cmake": {"version": "4.4.5", "origin": "wheel"},
+        "ninja": {"version": "1.13.2", "origin": "wheel"},
+    }

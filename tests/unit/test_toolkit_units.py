@@ -45,7 +45,13 @@ def test_legs_with_one_component_set_share_one_task():
 def test_ref_paths_linux_and_windows():
     ctx = ctx_for(ROOT / "bundles")
     r = toolkit_for_leg(ctx, "linux-arm64-cuda13-blackwell")
-    assert (r.version, r.source, r.target_platform, r.target_dir, r.cross) == ("13.5", "wheels", "linux-sbsa", "sbsa-linux", True)
+    assert (r.version, r.source, r.target_platform, r.target_dir, r.cross) == (
+        "13.5",
+        "wheels",
+        "linux-sbsa",
+        "sbsa-linux",
+        True,
+    )
     assert r.nvcc == r.prefix / "bin/nvcc" and r.receipt.parent == r.prefix
     assert r.library("cudart") == r.prefix / "targets/sbsa-linux/lib/libcudart.so"
     assert r.library("cuda_driver") == r.prefix / "targets/sbsa-linux/lib/stubs/libcuda.so"
@@ -82,17 +88,23 @@ def test_lock_row_without_hash_refused(tmp_path):
 def test_lock_missing_row_names_spec_key(tmp_path, bundles_copy):
     lock = bundles_copy / "locks/cuda-13.5-wheels.toml"
     text = lock.read_text()
-    lock.write_text(re.sub(r'\n\[\[wheel\]\]\ncomponent = "libcublas"\nplatform = "linux-sbsa"\n(?:[^\[]*\n)', "\n", text))
+    lock.write_text(
+        re.sub(r'\n\[\[wheel\]\]\ncomponent = "libcublas"\nplatform = "linux-sbsa"\n(?:[^\[]*\n)', "\n", text)
+    )
     m = load_matrix(bundles_copy)
-    with pytest.raises(ToolkitError, match=r"linux-arm64-cuda13-blackwell.toml: cuda.toolkit.target: component "
-                                           r"libcublas on linux-sbsa has no row in .*cuda-13.5-wheels.toml"):
+    with pytest.raises(
+        ToolkitError,
+        match=r"linux-arm64-cuda13-blackwell.toml: cuda.toolkit.target: component "
+        r"libcublas on linux-sbsa has no row in .*cuda-13.5-wheels.toml",
+    ):
         component_set(m.legs["linux-arm64-cuda13-blackwell"], m.root, str(m.files["linux-arm64-cuda13-blackwell"]))
 
 
 def test_windows_target_from_wheels_refused_with_reason(bundles_copy):
     spec = bundles_copy / "windows-arm64-cuda13-portable.toml"
-    t = spec.read_text().replace('source = "redist"\nmanifest = "13.4.2"',
-                                 'source = "wheels"\nlock = "locks/cuda-13.5-wheels.toml"')
+    t = spec.read_text().replace(
+        'source = "redist"\nmanifest = "13.4.2"', 'source = "wheels"\nlock = "locks/cuda-13.5-wheels.toml"'
+    )
     t = t.replace('version = "13.4"', 'version = "13.5"')  # the lock's version (refused at load otherwise)
     spec.write_text(t)
     m = load_matrix(bundles_copy)
@@ -101,31 +113,53 @@ def test_windows_target_from_wheels_refused_with_reason(bundles_copy):
         component_set(m.legs[leg], m.root, str(spec))
     from bundlegraph.toolkit.identity import ComponentSet
 
-    cs = ComponentSet("wheels", "13.5", "windows-x86_64", "windows-arm64", ("cuda_nvcc",), ("libcublas",), {}, str(spec))
-    with pytest.raises(ToolkitError, match=r"windows-arm64-cuda13-portable.toml: cuda.toolkit.source: 'wheels' "
-                                           r"cannot provide .* no cublas.lib/cublasLt.lib import libraries"):
+    cs = ComponentSet(
+        "wheels", "13.5", "windows-x86_64", "windows-arm64", ("cuda_nvcc",), ("libcublas",), {}, str(spec)
+    )
+    with pytest.raises(
+        ToolkitError,
+        match=r"windows-arm64-cuda13-portable.toml: cuda.toolkit.source: 'wheels' "
+        r"cannot provide .* no cublas.lib/cublasLt.lib import libraries",
+    ):
         refuse_windows_wheels(cs)
 
 
 def test_required_files_per_role_and_platform():
     lin = {r.path: r.component for r in required_files("linux-x86_64", "linux-sbsa", 13)}
-    for f in ("bin/nvcc", "nvvm/bin/cicc", "bin/crt/link.stub", "targets/sbsa-linux/include/cccl/cuda/std/version",
-              "targets/sbsa-linux/lib/libcudart_static.a", "targets/sbsa-linux/lib/libcudadevrt.a",
-              "targets/sbsa-linux/lib/stubs/libcuda.so", "targets/sbsa-linux/lib/libcublasLt.so"):
+    for f in (
+        "bin/nvcc",
+        "nvvm/bin/cicc",
+        "bin/crt/link.stub",
+        "targets/sbsa-linux/include/cccl/cuda/std/version",
+        "targets/sbsa-linux/lib/libcudart_static.a",
+        "targets/sbsa-linux/lib/libcudadevrt.a",
+        "targets/sbsa-linux/lib/stubs/libcuda.so",
+        "targets/sbsa-linux/lib/libcublasLt.so",
+    ):
         assert f in lin
     assert lin["targets/sbsa-linux/lib/libcublas.so"] == "libcublas"
     win = {r.path: r.component for r in required_files("windows-x86_64", "windows-arm64", 13)}
-    for f in ("bin/nvcc.exe", "nvvm/bin/cicc.exe", "lib/arm64/cudart.lib", "lib/arm64/cudart_static.lib",
-              "lib/arm64/cudadevrt.lib", "lib/arm64/cublas.lib", "lib/arm64/cublasLt.lib", "lib/arm64/cuda.lib",
-              "bin/arm64/cudart64_13.dll"):
+    for f in (
+        "bin/nvcc.exe",
+        "nvvm/bin/cicc.exe",
+        "lib/arm64/cudart.lib",
+        "lib/arm64/cudart_static.lib",
+        "lib/arm64/cudadevrt.lib",
+        "lib/arm64/cublas.lib",
+        "lib/arm64/cublasLt.lib",
+        "lib/arm64/cuda.lib",
+        "bin/arm64/cudart64_13.dll",
+    ):
         assert f in win
     assert not any("cublas" in r.path for r in required_files("linux-x86_64", "linux-sbsa", 13, cublas=False))
 
 
 @pytest.mark.parametrize("platform,machine", [("linux-sbsa", "EM_AARCH64"), ("linux-x86_64", "EM_X86_64")])
 def test_driver_stub_is_an_elf_with_soname(platform, machine):
-    header = "#define cuMemAlloc cuMemAlloc_v2\nCUresult CUDAAPI cuInit(unsigned int Flags);\n" \
-             "CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n); /* cuFake( */\n"
+    header = (
+        "#define cuMemAlloc cuMemAlloc_v2\nCUresult CUDAAPI cuInit(unsigned int Flags);\n"
+        "CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n); /* cuFake( */\n"
+    )
     syms = driver_symbols(header)
     assert syms == ["cuInit", "cuMemAlloc", "cuMemAlloc_v2"]
     elf = ELFFile(io.BytesIO(build_stub(syms, platform)))

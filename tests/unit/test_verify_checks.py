@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.checks import Failure, NotParsable, claims_elf_library, claims_pe
-from bundlegraph.checks import closure, content, glibc, systemdlls
+from bundlegraph.checks import Failure, NotParsable, claims_elf_library, claims_pe, closure, content, glibc, systemdlls
 from bundlegraph.checks import fatbin as fb
 from bundlegraph.checks.bundle import read_bundle
 from bundlegraph.checks.elf import ELFInfo
@@ -28,10 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- fatbin
 
+
 def entry(kind: int, sm: int, payload: bytes, hsize: int = 64, compressed: bool = True) -> bytes:
     padded = (len(payload) + 7) & ~7
-    head = struct.pack("<HHIQI4xHHI8xQ", kind, 0x0101, hsize, padded, len(payload), 1, 8, sm,
-                       0x8041 if compressed else 0x41)
+    head = struct.pack(
+        "<HHIQI4xHHI8xQ", kind, 0x0101, hsize, padded, len(payload), 1, 8, sm, 0x8041 if compressed else 0x41
+    )
     head += b"\0" * (hsize - len(head))
     return head + payload + b"\0" * (padded - len(payload))
 
@@ -42,11 +43,13 @@ def container(*entries: bytes) -> bytes:
 
 
 def test_fatbin_walks_containers_entries_and_padding():
-    sec = b"".join([
-        container(entry(2, 86, b"x" * 13), entry(1, 75, b"ptx" * 5, hsize=80)),
-        b"\0" * 8,  # padding between containers, as in the real ggml-cuda.dll
-        container(entry(2, 120, b"y" * 9, hsize=104), entry(2, 86, b"z", compressed=False)),
-    ])
+    sec = b"".join(
+        [
+            container(entry(2, 86, b"x" * 13), entry(1, 75, b"ptx" * 5, hsize=80)),
+            b"\0" * 8,  # padding between containers, as in the real ggml-cuda.dll
+            container(entry(2, 120, b"y" * 9, hsize=104), entry(2, 86, b"z", compressed=False)),
+        ]
+    )
     data = b"HEAD" * 4 + sec + b"TAIL"
     inv = fb.parse(data, 16, len(sec))
     assert dict(inv.sass) == {86: 2, 120: 1}
@@ -57,7 +60,7 @@ def test_fatbin_walks_containers_entries_and_padding():
 
 def test_fatbin_rejects_garbage_and_overruns_with_offsets():
     good = container(entry(2, 90, b"a" * 8))
-    with pytest.raises(NotParsable, match=r"bytes at section offset 0x%x are neither padding" % len(good)):
+    with pytest.raises(NotParsable, match=rf"bytes at section offset 0x{len(good):x} are neither padding"):
         fb.parse(good + b"\x01garbage", 0, len(good) + 8)
     cut = good[:-8]
     with pytest.raises(NotParsable, match="container at section offset 0x0 runs past the section end"):
@@ -68,7 +71,10 @@ def test_check_archs_maps_arch_specific_and_reports_missing_and_unexpected():
     inv = fb.Inventory()
     inv.sass.update({86: 1, 89: 1, 120: 1, 121: 1})
     inv.ptx.update({75: 1, 80: 1, 90: 1})
-    promised = [parse_arch(a) for a in ("75-virtual", "80-virtual", "86-real", "89-real", "90-virtual", "120a-real", "121a-real")]
+    promised = [
+        parse_arch(a)
+        for a in ("75-virtual", "80-virtual", "86-real", "89-real", "90-virtual", "120a-real", "121a-real")
+    ]
     assert fb.check_archs(inv, promised) == []
     assert fb.check_archs(inv, [parse_arch("120a"), parse_arch("121"), parse_arch("100")]) == [
         "missing SASS for sm_100",
@@ -86,6 +92,7 @@ def test_check_archs_maps_arch_specific_and_reports_missing_and_unexpected():
 
 
 # ---------------------------------------------------------------- names, system DLLs
+
 
 def test_binary_names():
     assert claims_pe("bin/GGML-CUDA.DLL") and claims_pe("llama-addon.node") and not claims_pe("llama-addon.lib")
@@ -107,6 +114,7 @@ def test_read_pe_refuses_non_pe_bytes():
 
 # ---------------------------------------------------------------- PE closure
 
+
 def pe(imports=(), exports=(), ordinals=(), forwarders=None) -> PEInfo:
     return PEInfo(0xAA64, "arm64", tuple(imports), frozenset(exports), frozenset(ordinals), dict(forwarders or {}))
 
@@ -114,8 +122,10 @@ def pe(imports=(), exports=(), ordinals=(), forwarders=None) -> PEInfo:
 def test_pe_chain_names_the_path_from_the_top_level_file():
     files = {
         "llama.dll": pe([PEImport("GGML.dll", ("ggml_init",), ())]),
-        "ggml.dll": pe([PEImport("libiomp5md.dll", ("__kmpc_fork_call",), ()), PEImport("KERNEL32.dll", ("Sleep",), ())],
-                       exports=["ggml_init"]),
+        "ggml.dll": pe(
+            [PEImport("libiomp5md.dll", ("__kmpc_fork_call",), ()), PEImport("KERNEL32.dll", ("Sleep",), ())],
+            exports=["ggml_init"],
+        ),
     }
     out = closure.pe_closure(files, list(files))
     assert [f.line() for f in out] == [
@@ -126,28 +136,46 @@ def test_pe_chain_names_the_path_from_the_top_level_file():
 
 def test_pe_rules_driver_host_external_and_directory():
     files = {
-        "bin/ggml-cuda.dll": pe([PEImport("nvcuda.dll", ("cuInit",), ()), PEImport("CUBLAS64_13.DLL", ("cublasCreate_v2",), ())]),
+        "bin/ggml-cuda.dll": pe(
+            [PEImport("nvcuda.dll", ("cuInit",), ()), PEImport("CUBLAS64_13.DLL", ("cublasCreate_v2",), ())]
+        ),
         "bin/addon.node": pe([PEImport("NODE.EXE", ("napi_create_object",), (), delay=True)]),
         "bin/user.dll": pe([PEImport("helper.dll", ("h",), ())]),
         "lib/helper.dll": pe(exports=["h"]),
     }
     names = list(files)
     lines = [f.line() for f in closure.pe_closure(files, names, external=["cublas64_13.dll"], cuda=False)]
-    assert "bin/ggml-cuda.dll: imports: nvcuda.dll: the NVIDIA driver DLL, which only CUDA legs may import " \
-           "[chain: ggml-cuda.dll -> nvcuda.dll (unresolved)]" in lines
-    assert any(l.startswith("bin/user.dll: imports: helper.dll: in the bundle at lib/helper.dll but not beside the importer") for l in lines)
+    assert (
+        "bin/ggml-cuda.dll: imports: nvcuda.dll: the NVIDIA driver DLL, which only CUDA legs may import "
+        "[chain: ggml-cuda.dll -> nvcuda.dll (unresolved)]" in lines
+    )
+    assert any(
+        l.startswith("bin/user.dll: imports: helper.dll: in the bundle at lib/helper.dll but not beside the importer")
+        for l in lines
+    )
     assert len(lines) == 2  # node.exe for a .node addon and the declared cublas are fine
-    assert [f.line() for f in closure.pe_closure(files, names + ["bin/helper.dll"], external=["cublas64_13.dll"], cuda=True)] == []
+    assert [
+        f.line() for f in closure.pe_closure(files, names + ["bin/helper.dll"], external=["cublas64_13.dll"], cuda=True)
+    ] == []
 
 
 def test_pe_symbols_by_name_ordinal_and_forwarder():
     files = {
-        "ggml-cpu.dll": pe([PEImport("libomp140.aarch64.dll", ("__kmpc_fork_call", "__kmpc_dispatch_deinit"), (7, 9)),
-                            PEImport("prov.dll", ("fwd_ok", "fwd_bad"), ())]),
+        "ggml-cpu.dll": pe(
+            [
+                PEImport("libomp140.aarch64.dll", ("__kmpc_fork_call", "__kmpc_dispatch_deinit"), (7, 9)),
+                PEImport("prov.dll", ("fwd_ok", "fwd_bad"), ()),
+            ]
+        ),
         "libomp140.aarch64.dll": pe(exports=["__kmpc_fork_call"], ordinals=[1, 7]),
-        "prov.dll": pe(exports=["fwd_ok", "fwd_bad", "k32"], forwarders={"fwd_ok": "libomp140.aarch64.__kmpc_fork_call",
-                                                                         "fwd_bad": "libomp140.aarch64.gone",
-                                                                         "k32": "kernel32.Sleep"}),
+        "prov.dll": pe(
+            exports=["fwd_ok", "fwd_bad", "k32"],
+            forwarders={
+                "fwd_ok": "libomp140.aarch64.__kmpc_fork_call",
+                "fwd_bad": "libomp140.aarch64.gone",
+                "k32": "kernel32.Sleep",
+            },
+        ),
     }
     lines = [f.line() for f in closure.pe_closure(files, list(files))]
     assert lines == [
@@ -158,18 +186,34 @@ def test_pe_symbols_by_name_ordinal_and_forwarder():
 
 # ---------------------------------------------------------------- ELF closure and glibc
 
+
 def elf(needed=(), runpath=(), rpath=(), verneed=None, verdef=(), symbols=None, soname=None) -> ELFInfo:
-    return ELFInfo("EM_AARCH64", "arm64", "ET_DYN", soname, tuple(needed), tuple(rpath), tuple(runpath),
-                   {k: frozenset(v) for k, v in (verneed or {}).items()}, dict(symbols or {}), frozenset(verdef))
+    return ELFInfo(
+        "EM_AARCH64",
+        "arm64",
+        "ET_DYN",
+        soname,
+        tuple(needed),
+        tuple(rpath),
+        tuple(runpath),
+        {k: frozenset(v) for k, v in (verneed or {}).items()},
+        dict(symbols or {}),
+        frozenset(verdef),
+    )
 
 
 def test_elf_origin_resolution_paths_and_versions():
     files = {
         "bin/llama-server": elf(["libllama.so", "libc.so.6", "libgomp.so.1"], runpath=["$ORIGIN/../lib"]),
-        "lib/libllama.so": elf(["libggml.so", "libcuda.so.1"], runpath=["$ORIGIN"],
-                                verneed={"libggml.so": ["GGML_2"]}, symbols={("libggml.so", "GGML_2"): "ggml_new"}),
-        "lib/libggml.so": elf(["/opt/cuda/targets/sbsa-linux/lib/stubs/libcuda.so"], runpath=["/home/ci/build/bin"],
-                               verdef=["GGML_1"]),
+        "lib/libllama.so": elf(
+            ["libggml.so", "libcuda.so.1"],
+            runpath=["$ORIGIN"],
+            verneed={"libggml.so": ["GGML_2"]},
+            symbols={("libggml.so", "GGML_2"): "ggml_new"},
+        ),
+        "lib/libggml.so": elf(
+            ["/opt/cuda/targets/sbsa-linux/lib/stubs/libcuda.so"], runpath=["/home/ci/build/bin"], verdef=["GGML_1"]
+        ),
         "lib/libnorpath.so": elf(["libggml.so"]),
     }
     lines = [f.line() for f in closure.elf_closure(files, list(files), cuda=False)]
@@ -186,10 +230,18 @@ def test_elf_origin_resolution_paths_and_versions():
 
 
 def test_glibc_floor_names_file_version_and_symbol():
-    files = {"lib/libggml-cpu.so": elf(verneed={"libc.so.6": ["GLIBC_2.17", "GLIBC_2.38", "GLIBC_PRIVATE"],
-                                                 "libstdc++.so.6": ["GLIBCXX_3.4.32", "CXXABI_1.3"]},
-                                        symbols={("libc.so.6", "GLIBC_2.38"): "__isoc23_strtol",
-                                                 ("libstdc++.so.6", "GLIBCXX_3.4.32"): "_ZSt21ios_base_library_initv"})}
+    files = {
+        "lib/libggml-cpu.so": elf(
+            verneed={
+                "libc.so.6": ["GLIBC_2.17", "GLIBC_2.38", "GLIBC_PRIVATE"],
+                "libstdc++.so.6": ["GLIBCXX_3.4.32", "CXXABI_1.3"],
+            },
+            symbols={
+                ("libc.so.6", "GLIBC_2.38"): "__isoc23_strtol",
+                ("libstdc++.so.6", "GLIBCXX_3.4.32"): "_ZSt21ios_base_library_initv",
+            },
+        )
+    }
     fails, top = glibc.check_floors(files, glibc="2.36", glibcxx="3.4.30")
     assert [f.line() for f in fails] == [
         "lib/libggml-cpu.so: glibc: needs GLIBC_2.38 from libc.so.6 (symbol __isoc23_strtol), above the leg's floor GLIBC_2.36",
@@ -201,14 +253,17 @@ def test_glibc_floor_names_file_version_and_symbol():
 
 # ---------------------------------------------------------------- content
 
+
 def test_required_files_and_info_json():
     names = ["bin/GGML-BASE.dll", "bin/llama-server.exe"]
     assert content.missing_required(names, ["ggml-base.dll", "llama-server.exe"], fold=True) == []
     assert content.missing_required(names, ["ggml-cpu.dll"], fold=True) == [
-        Failure("ggml-cpu.dll", "content", "required file is missing from the bundle")]
+        Failure("ggml-cpu.dll", "content", "required file is missing from the bundle")
+    ]
     expect = {"install_kind": "windows-arm64-cuda", "profile": "cuda13-portable", "archs": ("120", "121")}
-    good = json.dumps({"install_kind": "windows-arm64-cuda", "profile": {"name": "cuda13-portable"},
-                       "archs": ["120a", "sm_121"]}).encode()
+    good = json.dumps(
+        {"install_kind": "windows-arm64-cuda", "profile": {"name": "cuda13-portable"}, "archs": ["120a", "sm_121"]}
+    ).encode()
     assert content.check_info("BUNDLE_INFO.json", good, expect) == []
     bad = json.dumps({"install_kind": "windows-arm64-cpu", "archs": ["120"]}).encode()
     assert [f.line() for f in content.check_info("BUNDLE_INFO.json", bad, expect)] == [
@@ -220,6 +275,7 @@ def test_required_files_and_info_json():
 
 
 # ---------------------------------------------------------------- policy
+
 
 def test_policy_validation_names_the_field():
     from bundlegraph.commands.verify import _archs
@@ -237,9 +293,19 @@ def test_policy_from_real_specs():
     m = load_matrix(ROOT / "bundles")
     cuda, cpu = m.legs["windows-arm64-cuda13-portable"], m.legs["windows-arm64-cpu"]
     p = policy_from_spec(cuda, m.release, base=cpu)
-    assert (p.os, p.arch, tuple(p.cmake_archs), p.cuda, p.signing_required) == ("windows", "arm64", ("120", "121"), True, True)
+    assert (p.os, p.arch, tuple(p.cmake_archs), p.cuda, p.signing_required) == (
+        "windows",
+        "arm64",
+        ("120", "121"),
+        True,
+        True,
+    )
     assert "ggml-base.dll" in p.required and "ggml-cuda.dll" in p.required and "MSVCP140.dll" in p.external
-    assert dict(p.info_expect) == {"install_kind": "windows-arm64-cuda", "profile": "cuda13-portable", "archs": ("120", "121")}
+    assert dict(p.info_expect) == {
+        "install_kind": "windows-arm64-cuda",
+        "profile": "cuda13-portable",
+        "archs": ("120", "121"),
+    }
     assert p.info_file == m.release.info_file
     built = policy_from_spec(cuda, m.release, base=cpu, built_tree=True)
     assert built.required == ("ggml-cuda.dll",) and not built.signing_required and built.info_file is None
@@ -249,6 +315,7 @@ def test_policy_from_real_specs():
 
 
 # ---------------------------------------------------------------- archives (written in-process)
+
 
 def test_zip_with_parent_entry_is_reported_not_extracted(tmp_path):
     z = tmp_path / "app.zip"
@@ -276,7 +343,8 @@ def test_tar_listing_links_and_outside_link(tmp_path):
     assert [p for p, _ in files] == ["app/readme.txt"]
     assert bundle.kind == "tar" and bundle.names == ["app/readme.txt"]
     assert [f.line() for f in bundle.failures] == [
-        "app.tar.gz: archive: link 'app/libx.so' -> '../../etc/libx.so' points outside the extraction root"]
+        "app.tar.gz: archive: link 'app/libx.so' -> '../../etc/libx.so' points outside the extraction root"
+    ]
 
 
 def test_report_json_shape(tmp_path):
@@ -285,12 +353,18 @@ def test_report_json_shape(tmp_path):
     r = verify_path(tmp_path / "b", VerifyPolicy(os="windows", arch="x64"))
     doc = json.loads(json.dumps(r.to_json(), default=list))
     assert doc["ok"] is False and doc["kind"] == "directory"
-    assert doc["failures"] == [{"file": "fake.dll", "check": "parse", "reason":
-                                "named like a Windows PE binary but not a PE file: DOS header magic 'MZ' not found (16 bytes)"}]
+    assert doc["failures"] == [
+        {
+            "file": "fake.dll",
+            "check": "parse",
+            "reason": "named like a Windows PE binary but not a PE file: DOS header magic 'MZ' not found (16 bytes)",
+        }
+    ]
     assert doc["files"]["fake.dll"]["format"] == "pe"
 
 
 # ---------------------------------------------------------------- graph stage
+
 
 def test_verify_stage_plans_and_runs_on_the_built_tree(workdir):
     from bundlegraph import paths
@@ -313,6 +387,7 @@ def test_verify_stage_plans_and_runs_on_the_built_tree(workdir):
     with pytest.raises(VerifyError) as e:
         p.apply(p.prepared())
     assert e.value.failures == [
-        "ggml-cuda.dll: parse: named like a Windows PE binary but not a PE file: DOS header magic 'MZ' not found (9 bytes)"]
+        "ggml-cuda.dll: parse: named like a Windows PE binary but not a PE file: DOS header magic 'MZ' not found (9 bytes)"
+    ]
     report = json.loads((paths.build_dir("windows-arm64-cuda13-portable") / "verify.json").read_text())
     assert report["ok"] is False and report["failures"][0]["file"] == "ggml-cuda.dll"
