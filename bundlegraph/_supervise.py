@@ -36,7 +36,7 @@ PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 def _become_subreaper() -> bool:
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

@@ -142,7 +142,7 @@ def _tar_exec(e: Entry) -> bool:
     return bool(e.path.stat().st_mode & 0o100)
 
 
-def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> Path:
+def write_zip(dest: str | os.PathLike[str], entries: Iterable[Entry], epoch: int) -> Path:
     """Write a deterministic ``.zip`` of ``entries`` to ``dest`` (DEFLATE level 6; times
     clamped to 1980 at the earliest, written in UTC). Returns ``dest``."""
     dest = Path(dest)
@@ -167,7 +167,7 @@ def write_zip(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> 
     return dest
 
 
-def write_tar_gz(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> Path:
+def write_tar_gz(dest: str | os.PathLike[str], entries: Iterable[Entry], epoch: int) -> Path:
     """Write a deterministic ``.tar.gz`` (pax format, gzip level 6, header mtime 0) of
     ``entries`` to ``dest``. Returns ``dest``."""
     dest = Path(dest)
@@ -198,7 +198,7 @@ def write_tar_gz(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) 
     return dest
 
 
-def write_archive(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int) -> Path:
+def write_archive(dest: str | os.PathLike[str], entries: Iterable[Entry], epoch: int) -> Path:
     """:func:`write_zip` for ``*.zip``, :func:`write_tar_gz` for ``*.tar.gz``; anything else
     is an :class:`ArchiveError`."""
     name = Path(dest).name
@@ -209,7 +209,7 @@ def write_archive(dest: str | os.PathLike, entries: Iterable[Entry], epoch: int)
     raise ArchiveError(f"{name}: unknown archive type (expected .zip or .tar.gz)")
 
 
-def member_names(archive: str | os.PathLike) -> list[str]:
+def member_names(archive: str | os.PathLike[str]) -> list[str]:
     """The file/link member names of a ``.zip`` or ``.tar.gz`` (directories left out)."""
     archive = Path(archive)
     if archive.name.endswith(".zip"):
@@ -219,7 +219,7 @@ def member_names(archive: str | os.PathLike) -> list[str]:
         return [m.name for m in tf.getmembers() if not m.isdir()]
 
 
-def read_member(archive: str | os.PathLike, name: str) -> bytes | None:
+def read_member(archive: str | os.PathLike[str], name: str) -> bytes | None:
     """The bytes of member ``name`` (None when absent). Raises :class:`ArchiveError` when the
     archive cannot be read."""
     archive = Path(archive)

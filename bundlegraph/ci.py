@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .archive import read_member
 
@@ -26,7 +26,7 @@ def _escape(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def annotate(failures: list[str], file: str | os.PathLike, *, out: TextIO | None = None) -> int:
+def annotate(failures: list[str], file: str | os.PathLike[str], *, out: TextIO | None = None) -> int:
     """Print one ``::error file=...::`` line per failure (only on GitHub Actions). Returns the count."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return 0
@@ -49,7 +49,7 @@ def _seconds(leg: str) -> str:
     return ", ".join(parts) or "-"
 
 
-def summary_rows(dist: Path, index: dict, info_file: str) -> list[list[str]]:
+def summary_rows(dist: Path, index: dict[str, Any], info_file: str) -> list[list[str]]:
     """Rows ``[bundle, size, sha256, SMs, times]`` for the ``bundle`` entries of ``index``."""
     rows = []
     for name, e in sorted(index.get("artifacts", {}).items()):
@@ -106,7 +106,7 @@ def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
     return _append_summary(lines)
 
 
-def write_cache_summary(stats: dict) -> bool:
+def write_cache_summary(stats: dict[str, Any]) -> bool:
     """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compiler_cache.build_stats`
     plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
     lines = [

@@ -322,7 +322,7 @@ def fetch_small(
         return with_retries(url, once, s)
 
 
-def adopt(file: str | os.PathLike, sha256: str, *, what: str) -> Path:
+def adopt(file: str | os.PathLike[str], sha256: str, *, what: str) -> Path:
     """Move a file fetched by another client (pip, npm) into the blob cache after checking
     its sha256; raise :class:`HashMismatch` naming ``what`` otherwise (the file is deleted)."""
     actual = sha256_file(file)

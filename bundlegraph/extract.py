@@ -41,7 +41,7 @@ def _check_link(archive: Path, name: PurePosixPath, target: str) -> None:
             raise UnsafeArchive(f"{archive}: link {str(name)!r} -> {target!r} points outside the extraction root")
 
 
-def extract(archive: str | os.PathLike, dest: str | os.PathLike, *, strip: int = 0) -> list[str]:
+def extract(archive: str | os.PathLike[str], dest: str | os.PathLike[str], *, strip: int = 0) -> list[str]:
     """Extract ``archive`` into the existing directory ``dest``, dropping ``strip`` leading
     path components. Returns the extracted relative paths. Raises :class:`UnsafeArchive`."""
     archive = Path(archive)

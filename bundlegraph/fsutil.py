@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .errors import StateError
 from .oslock import FileLock, Timeout
@@ -28,7 +28,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def sha256_file(path: str | os.PathLike) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of a file, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -38,7 +38,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike) -> Iterator:
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[Any]:
     """Yield a binary file in ``path``'s directory; on success it is fsynced and renamed onto
     ``path``, on any error it is removed and ``path`` is untouched."""
     path = Path(path)
@@ -57,18 +57,18 @@ def atomic_writer(path: str | os.PathLike) -> Iterator:
         raise
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temp file in the same directory + rename."""
     with atomic_writer(path) as f:
         f.write(data)
 
 
-def atomic_write_json(path: str | os.PathLike, obj: object) -> None:
+def atomic_write_json(path: str | os.PathLike[str], obj: object) -> None:
     """Pretty JSON (sorted keys, trailing newline) written atomically."""
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
-def rmtree(path: str | os.PathLike) -> None:
+def rmtree(path: str | os.PathLike[str]) -> None:
     """Remove a tree, clearing read-only bits (Windows refuses to delete read-only files)."""
 
     def onerror(func: Callable[[str], object], p: str, exc: object) -> None:  # pragma: no cover - Windows path
@@ -80,7 +80,7 @@ def rmtree(path: str | os.PathLike) -> None:
 
 
 @contextlib.contextmanager
-def atomic_dir(dest: str | os.PathLike) -> Iterator[Path]:
+def atomic_dir(dest: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a fresh temp directory beside ``dest``; on success it replaces ``dest``
     (an existing ``dest`` is moved aside first and removed after). On error the temp
     directory is removed and ``dest`` is untouched."""
@@ -116,7 +116,7 @@ def settled(st: os.stat_result) -> bool:
 _PARSED: dict[tuple[str, object], tuple[tuple[int, int, int], object]] = {}
 
 
-def parsed_once(path: str | os.PathLike, parse: Callable[[Path], T]) -> T:
+def parsed_once(path: str | os.PathLike[str], parse: Callable[[Path], T]) -> T:
     """``parse(path)``, computed once per process while the file is unchanged (same size,
     mtime and inode, and :func:`settled`): the stamps, records and locks every task's key reads
     (issue 20). ``parse`` must return a value nobody modifies (a frozen record). Whatever
@@ -138,12 +138,12 @@ def parsed_once(path: str | os.PathLike, parse: Callable[[Path], T]) -> T:
     return value
 
 
-_TREES: dict[tuple, tuple[str, int]] = {}
+_TREES: dict[tuple[Any, ...], tuple[str, int]] = {}
 """Tree digests of this process by the tree's listing and every file's (size, mtime_ns, inode,
 mode): legs that share a source tree each key on its digest (issue 20: hashed once per run)."""
 
 
-def tree_digest(root: str | os.PathLike, exclude_dirs: tuple[str, ...] = (".git",)) -> tuple[str, int]:
+def tree_digest(root: str | os.PathLike[str], exclude_dirs: tuple[str, ...] = (".git",)) -> tuple[str, int]:
     """Content digest of a directory tree: sha256 over sorted ``relpath, mode-x-bit, sha256``
     lines (symlinks contribute their target text). Returns ``(hex digest, file count)``.
     Independent of mtimes, owners and the host's path separator. The files are read again only
@@ -176,7 +176,7 @@ def tree_digest(root: str | os.PathLike, exclude_dirs: tuple[str, ...] = (".git"
 
 
 @contextlib.contextmanager
-def locked(path: str | os.PathLike, *, what: str, timeout: float = -1) -> Iterator[None]:
+def locked(path: str | os.PathLike[str], *, what: str, timeout: float = -1) -> Iterator[None]:
     """Hold an exclusive inter-process lock on ``path`` (a ``.lock`` file). ``timeout``
     seconds (-1: wait forever); on timeout raise :class:`StateError` naming ``what``."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -142,8 +142,8 @@ class GitHub:
             raise BundleGraphError(f"GitHub {method} {url.split('?')[0]}: HTTP {r.status_code} {msg}".rstrip())
         return r.json() if r.content else None
 
-    def paged(self, path: str) -> list[dict]:
-        out: list[dict] = []
+    def paged(self, path: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         page = 1
         while True:
             got = self.call("GET", path, params={"per_page": 100, "page": page})
@@ -153,7 +153,7 @@ class GitHub:
             page += 1
 
 
-def _digest(asset: dict) -> str | None:
+def _digest(asset: dict[str, Any]) -> str | None:
     d = asset.get("digest") or ""
     return d.removeprefix("sha256:") if d.startswith("sha256:") else None
 

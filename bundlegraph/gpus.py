@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from . import proc
 from .errors import BundleGraphError
@@ -48,7 +49,7 @@ class GpuProbe:
     problem: str | None
     command: str
 
-    def key(self) -> dict:
+    def key(self) -> dict[str, Any]:
         """JSON for action keys: which GPUs, so a GPU appearing changes the key."""
         return {"gpus": [[g.index, g.sm, g.name] for g in self.gpus], "problem": self.problem}
 

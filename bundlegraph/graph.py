@@ -119,7 +119,7 @@ class Graph:
             "default_tasks": self.default_tasks(),
         }
 
-    def task_creators(self) -> dict[str, Callable[[], Iterable[dict]]]:
+    def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
         """``{"task_<stage>": generator}`` for dodo.py's globals."""
         out = {}
         for stage, plans in self.by_stage().items():
@@ -150,8 +150,8 @@ def _usable_db(db: Path) -> None:
         )
 
 
-def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict]]:
-    def gen() -> Iterable[dict]:
+def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict[str, Any]]]:
+    def gen() -> Iterable[dict[str, Any]]:
         if len(plans) == 1 and not plans[0].name:
             yield to_doit(plans[0])
             return
@@ -163,7 +163,7 @@ def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict]]:
     return gen
 
 
-def to_doit(plan: TaskPlan) -> dict:
+def to_doit(plan: TaskPlan) -> dict[str, Any]:
     """The doit task dict of one plan: no file_dep; ``uptodate`` compares the stamp."""
     d: dict[str, Any] = {
         "basename": plan.stage,

@@ -53,7 +53,7 @@ class FileLock:
 
     POLL = 0.05
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._fd: int | None = None
 

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
@@ -172,21 +172,21 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
     return dataclasses.replace(matrix, legs=new)
 
 
-def _valid_leg(data: dict, where: object) -> BundleSpec:
+def _valid_leg(data: dict[str, Any], where: object) -> BundleSpec:
     """A leg's table with overrides applied, validated like a spec file."""
     from .schemas.validation import validate_leg
 
     return _validated(validate_leg, data, where)
 
 
-def _valid_cuda(data: dict, where: object) -> CudaSpec:
+def _valid_cuda(data: dict[str, Any], where: object) -> CudaSpec:
     """A ``[cuda]`` table with overrides applied, validated like a spec file."""
     from .schemas.validation import validate_cuda
 
     return _validated(validate_cuda, data, where)
 
 
-def _validated(validate: Callable[[dict], T], data: dict, where: object) -> T:
+def _validated(validate: Callable[[dict[str, Any]], T], data: dict[str, Any], where: object) -> T:
     """``validate(data)``, a pydantic error as a :class:`BundleGraphError` naming ``where``
     (pydantic is imported only here: a graph without overrides never needs it)."""
     from pydantic import ValidationError

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
-_RESOLVED: dict[tuple, Path] = {}
+_RESOLVED: dict[tuple[Any, ...], Path] = {}
 """Resolved directories by what decides them (the variable, the current directory when the
 path is relative, the home and cache variables platformdirs reads): every task's key asks for
 them many times (issue 20: ``resolve()`` is a ``realpath`` per call)."""
@@ -25,7 +26,7 @@ _HOME_VARS = ("HOME", "XDG_CACHE_HOME", "LOCALAPPDATA", "USERPROFILE")
 """What ``platformdirs.user_cache_dir`` reads on Linux and Windows."""
 
 
-def _deciding(env: str | None) -> tuple:
+def _deciding(env: str | None) -> tuple[Any, ...]:
     """What a directory named by ``env`` (None: the default) resolves by, besides ``env``."""
     if env and os.path.isabs(os.path.expanduser(env)):
         return ()
@@ -56,7 +57,7 @@ def workdir() -> Path:
     return _RESOLVED[k]
 
 
-def choose(bundles: str | os.PathLike | None, root: Path) -> tuple[Path, Path]:
+def choose(bundles: str | os.PathLike[str] | None, root: Path) -> tuple[Path, Path]:
     """``(bundles directory, work directory)`` of a run: the one rule ``doit`` and ``bundlegraph``
     both follow (issue 29: ``bundlegraph --bundles DIR`` once used DIR's parent as the work
     directory where ``doit bundles=DIR`` used the checkout).
@@ -94,7 +95,7 @@ def dist_dir() -> Path:
     return workdir() / "dist"
 
 
-def norm(path: str | os.PathLike) -> str:
+def norm(path: str | os.PathLike[str]) -> str:
     """A path as a stable string key: absolute, resolved, forward slashes (doit compares
     paths as strings, and Windows spells them two ways)."""
     return Path(path).resolve().as_posix()

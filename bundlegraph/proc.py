@@ -98,7 +98,7 @@ STOP_WAIT_S = 5.0
 """Seconds an unsupervised child's group gets between SIGTERM and SIGKILL."""
 
 
-def _kill_group(proc: subprocess.Popen, supervised: bool) -> None:
+def _kill_group(proc: subprocess.Popen[bytes], supervised: bool) -> None:
     """End the child's process tree and wait for it, bounded.
 
     A supervised child (Linux) is the supervisor: SIGTERM makes it end every descendant and
@@ -134,11 +134,11 @@ def _kill_group(proc: subprocess.Popen, supervised: bool) -> None:
 
 
 def run(
-    argv: Sequence[str | os.PathLike],
+    argv: Sequence[str | os.PathLike[str]],
     *,
-    cwd: str | os.PathLike | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
-    log: str | os.PathLike | None = None,
+    log: str | os.PathLike[str] | None = None,
     capture: bool = False,
     echo: bool = True,
     on_line: Callable[[str], None] | None = None,
@@ -188,7 +188,7 @@ def run(
         logf.flush()
     import subprocess
 
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     spawn = args
     supervised = False
     if IS_WINDOWS:
@@ -266,11 +266,11 @@ class Background:
         argv: Sequence[str],
         *,
         env: Mapping[str, str] | None = None,
-        log: str | os.PathLike,
-        cwd: str | os.PathLike | None = None,
+        log: str | os.PathLike[str],
+        cwd: str | os.PathLike[str] | None = None,
     ):
         self.argv, self.env, self.log, self.cwd = list(argv), env, log, cwd
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Background:
         import subprocess

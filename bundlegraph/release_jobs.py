@@ -35,6 +35,7 @@ makes: ``imports_build`` (download ``built-<leg>``, ``doit built=built``), ``mer
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from .schemas.plain import BundleSpec, Matrix
 
@@ -78,7 +79,7 @@ class JobRow:
     name: str
     timeout: int = 0
 
-    def matrix_entry(self) -> dict:
+    def matrix_entry(self) -> dict[str, Any]:
         """The row as a GitHub matrix ``include`` entry (every field; ``job`` left out)."""
         d = asdict(self)
         d.pop("job")
@@ -152,7 +153,7 @@ def rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
     return [r for name, _ in JOBS for r in out[name]]
 
 
-def matrices(all_rows: list[JobRow]) -> dict[str, dict]:
+def matrices(all_rows: list[JobRow]) -> dict[str, dict[str, Any]]:
     """``{job: {"include": [entry, ...]}}`` for every job of :data:`JOBS` (empty ones too: the
     workflow skips a job whose ``include`` is empty)."""
     return {name: {"include": [r.matrix_entry() for r in all_rows if r.job == name]} for name, _ in JOBS}

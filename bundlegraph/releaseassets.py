@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .download import Settings, check_url, fetch_small
 from .errors import DownloadError, HashMismatch
@@ -92,7 +92,7 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
     return with_retries(url, once, Settings.from_env())
 
 
-def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dict]:
+def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dict[str, Any]]:
     """The assets of release ``tag`` of ``repo``, by name (GitHub REST release object)."""
     from . import settings
 

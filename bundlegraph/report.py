@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 LEVELS = {"quiet": 0, "normal": 1, "verbose": 2}
 
@@ -72,7 +73,7 @@ def error(msg: str) -> None:
 
 
 @contextmanager
-def task(name: str) -> Iterator[dict]:
+def task(name: str) -> Iterator[dict[str, Any]]:
     """Fold one task's output (GitHub Actions) and time it. The body sets ``outcome`` in the
     yielded dict (``done``/``skipped``/``failed``) and, for ``skipped``, ``why``; the end line
     is ``[name] done in 1.2s`` / ``[name] SKIPPED after 0.1s: why`` / ``[name] FAILED after

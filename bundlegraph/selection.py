@@ -23,6 +23,7 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import PORTABLE_CLASS, kind_for
@@ -64,7 +65,7 @@ class Host:
         )
         return f"{self.os} {self.arch} ({gpu})"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "os": self.os,
             "arch": self.arch,
@@ -90,7 +91,7 @@ class Selection:
     def choice(self) -> str | None:
         return self.attempts[0] if self.attempts else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "host": self.host.to_json(),
             "asked": self.asked,

@@ -121,7 +121,7 @@ class Stamp:
         rebuild gives an identical digest.)"""
         return key_of({k: v["sha256"] for k, v in self.outputs.items()})
 
-    def file_digest(self, path: str | os.PathLike) -> str | None:
+    def file_digest(self, path: str | os.PathLike[str]) -> str | None:
         """The recorded sha256 of one output (``None`` when it is not an output)."""
         fp = self.outputs.get(_rel(Path(path)))
         return fp["sha256"] if fp else None
@@ -158,7 +158,10 @@ _SAID_UNREADABLE: set[Path] = set()
 
 
 def record(
-    task: str, inputs: Mapping[str, Any], outputs: Iterable[str | os.PathLike | Present], seconds: float | None = None
+    task: str,
+    inputs: Mapping[str, Any],
+    outputs: Iterable[str | os.PathLike[str] | Present],
+    seconds: float | None = None,
 ) -> Stamp:
     """Write the stamp of a successful action (atomically). Every output must exist; a
     :class:`Present` output is recorded by its path alone. ``seconds``: how long the action

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import BundleGraphError
 
@@ -48,7 +49,7 @@ class Failure:
         """``<file>: <check>: <reason>`` on one line (what the CLI prints)."""
         return f"{self.file}: {self.check}: {self.reason}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "check": self.check, "reason": self.reason}
 
 

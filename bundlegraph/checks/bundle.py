@@ -45,7 +45,7 @@ def is_archive(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-def read_bundle(path: str | os.PathLike) -> tuple[Bundle, Iterator[tuple[str, BytesLike]]]:
+def read_bundle(path: str | os.PathLike[str]) -> tuple[Bundle, Iterator[tuple[str, BytesLike]]]:
     """Open ``path`` and return its listing plus an iterator of ``(bundle path, content)`` for
     every regular file, in name order for directories and stored order for archives. The
     content is valid only until the iterator advances; the listing (``names``, ``links``,

@@ -42,6 +42,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..schemas.archs import Arch, fatbin_sm
 from . import BytesLike, NotParsable
@@ -66,19 +67,19 @@ class Inventory:
       payload; ``other``: entry kinds other than PTX/ELF -> count.
     """
 
-    sass: Counter = field(default_factory=Counter)
-    ptx: Counter = field(default_factory=Counter)
+    sass: Counter[int] = field(default_factory=Counter)
+    ptx: Counter[int] = field(default_factory=Counter)
     sass_features: dict[int, set[str]] = field(default_factory=dict)
     """SM -> the feature suffixes its SASS entries carry: ``""`` plain, ``"a"``, ``"f"``."""
     containers: int = 0
     compressed: int = 0
-    other: Counter = field(default_factory=Counter)
+    other: Counter[str] = field(default_factory=Counter)
 
     def sass_archs(self) -> list[str]:
         """Each SASS target as its arch spelling (``120a``, ``100f``, ``86``), sorted by SM."""
         return [f"{sm}{f}" for sm in sorted(self.sass) for f in sorted(self.sass_features.get(sm, {""}))]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """``{"sass": {"86": n, ...}, "sass_archs": ["86", "120a"], "ptx": {...}, "containers": n,
         "compressed": n}``."""
         return {

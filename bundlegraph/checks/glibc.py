@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import Failure
 
@@ -59,7 +59,9 @@ def highest_needs(info: ELFInfo) -> dict[str, Need]:
     return best
 
 
-def check_floors(files: Mapping[str, ELFInfo], *, glibc: str | None, glibcxx: str | None) -> tuple[list[Failure], dict]:
+def check_floors(
+    files: Mapping[str, ELFInfo], *, glibc: str | None, glibcxx: str | None
+) -> tuple[list[Failure], dict[str, Any]]:
     """Compare every file's needs with the floors (``"2.36"``, ``"3.4.30"``; None = no limit).
 
     Returns ``(failures, finding)``: a failure per file and family above its floor, naming the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import BytesLike, Failure, NotParsable, claims_elf_library, claims_pe
 from . import fatbin as fb
@@ -36,9 +37,9 @@ class FileResult:
     signature: SignatureStatus | None = None
     failures: list[Failure] = field(default_factory=list)
 
-    def finding(self) -> dict:
+    def finding(self) -> dict[str, Any]:
         """The JSON finding for the report: format, machine, fatbin summary, signature."""
-        out: dict = {"format": self.format, "machine": self.machine}
+        out: dict[str, Any] = {"format": self.format, "machine": self.machine}
         if self.fatbin is not None:
             out["fatbin"] = self.fatbin.to_json()
         if self.signature is not None:
@@ -53,7 +54,7 @@ def inspect_file(
     os_name: str | None = None,
     arch: str | None = None,
     signatures: bool = False,
-    trust_roots: Sequence[str | os.PathLike] = (),
+    trust_roots: Sequence[str | os.PathLike[str]] = (),
 ) -> FileResult:
     """Check one file (bundle path ``path``, whole content ``data``).
 

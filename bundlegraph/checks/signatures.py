@@ -67,7 +67,7 @@ def _store(trust_roots: tuple[str, ...]) -> Any:
     return TRUSTED_CERTIFICATE_STORE | CertificateStore(certs, trusted=True)
 
 
-def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike] = ()) -> SignatureStatus:
+def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike[str]] = ()) -> SignatureStatus:
     """Verify the Authenticode signature of one PE file (its whole content in ``data``: bytes
     or a read-only mmap; signify hashes it in 1 MB blocks). Never raises for a bad file."""
     from ._oscrypto_compat import ensure_oscrypto

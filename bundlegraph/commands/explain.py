@@ -24,7 +24,7 @@ def explain_task(g: Graph, plan: TaskPlan) -> tuple[bool, list[str]]:
     lines: list[str] = []
     stamp = state.load(plan.full_name)
     try:
-        key: dict | None = plan.key()
+        key: dict[str, Any] | None = plan.key()
         err = None
     except BundleGraphError as e:
         key, err = None, str(e).splitlines()[0]

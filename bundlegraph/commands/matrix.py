@@ -27,7 +27,7 @@ from ..schemas.loader import load_matrix
 from . import add_filter_args, filters_from
 
 
-def matrix_rows(args: argparse.Namespace) -> list[dict]:
+def matrix_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The default output's rows (module docstring)."""
     m = load_matrix(args.bundles)
     rows = []
@@ -56,7 +56,7 @@ def matrix_rows(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-def job_matrices(args: argparse.Namespace) -> dict[str, dict]:
+def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout."""
     import dataclasses
 

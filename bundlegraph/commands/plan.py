@@ -210,7 +210,7 @@ def _critical_path(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key(p: TaskPlan) -> dict:
+def _key(p: TaskPlan) -> dict[str, Any]:
     """The task's action key as its plan value computes it now (``key``, and ``key_digest``
     as the stamp records it), or why it cannot be computed on this host (``key_unavailable``)."""
     try:

@@ -176,11 +176,11 @@ def run_coverage(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(rows: list[dict]) -> None:
+def _summary(rows: list[dict[str, Any]]) -> None:
     """Which bundle serves which install kind, driver and SMs (rows grouped by what they get),
     then the host classes that get nothing, counted per kind and driver."""
-    served: dict[tuple, list[int]] = {}
-    none: dict[tuple, list[int]] = {}
+    served: dict[tuple[Any, ...], list[int]] = {}
+    none: dict[tuple[Any, ...], list[int]] = {}
     for r in rows:
         key = (r["asked"][0], r["driver_cuda"] or "no GPU", r["choice"], tuple(r["attempts"][1:]))
         (served if r["choice"] else none).setdefault(key, []).extend(r["sms"])

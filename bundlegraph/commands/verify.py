@@ -44,7 +44,7 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
         spec = m.legs[args.leg]
         base = m.legs.get(spec.merge.base) if spec.merge else None
         policy = policy_from_spec(spec, m.release, base=base, built_tree=args.built_tree)
-    changes: dict = {}
+    changes: dict[str, Any] = {}
     if args.os:
         changes["os"] = args.os
     if args.arch:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import paths, state
 from ..errors import BundleGraphError
@@ -188,7 +189,7 @@ class Prepared:
     (the action-key inputs the stamp records and ``bundlegraph plan``/``explain`` show) and
     ``plan`` (the frozen ``<Stage>Plan`` the run receives, e.g. a ``ConfigurePlan``)."""
 
-    key: dict
+    key: dict[str, Any]
     plan: object
 
 
@@ -214,10 +215,10 @@ class TaskPlan:
     name: str
     doc: str
     prepare: Callable[[], Prepared]
-    apply: Callable[[Prepared], list]
+    apply: Callable[[Prepared], list[Any]]
     deps: list[str] = field(default_factory=list)
     leg: str | None = None
-    details: Callable[[], dict] = dict
+    details: Callable[[], dict[str, Any]] = dict
     recorded: bool = True
     """False for a task that is never complete (a shard build): it has no stamp, is never up to
     date and runs every time (ninja skips what is already built)."""
@@ -226,7 +227,7 @@ class TaskPlan:
         """The task's plan value now (what ``plan``/``explain`` show)."""
         return self.prepare()
 
-    def key(self) -> dict:
+    def key(self) -> dict[str, Any]:
         """The action-key inputs now."""
         return self.prepared().key
 

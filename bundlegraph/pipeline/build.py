@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc, report, settings
 from ..errors import BundleGraphError, ToolFailed
@@ -60,7 +61,8 @@ def target_filter(get_var: Callable[[str, object], object] | None = None) -> lis
         raw = get_var("build_targets", None)
     if raw:
         return [t.strip() for t in re.split(r"[,;]", str(raw)) if t.strip()]
-    return settings.get("BUILD_TARGETS")
+    targets: list[str] | None = settings.get("BUILD_TARGETS")
+    return targets
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
     )
 
 
-def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict:
+def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict[str, Any]:
     """configure's output digest, the source digest, the targets, the tool versions."""
 
     plan = plan or plan_build(ctx, leg)
@@ -236,7 +238,7 @@ def run_build(plan: BuildPlan) -> list[Path]:
 
 
 def _measure_full_build(
-    plan: BuildPlan, chosen: dict | None, stats_log: Path, offset: int
+    plan: BuildPlan, chosen: dict[str, Any] | None, stats_log: Path, offset: int
 ) -> build_measure.Measured | None:
     """After a complete build: what it measured (:mod:`.build_measure`), folded into the leg's
     cost record (:mod:`.costs`: only real compiles and the other steps it ran). A failure to
@@ -258,7 +260,7 @@ def _measure_full_build(
         return None
 
 
-def configured_launcher(plan: BuildPlan) -> dict | None:
+def configured_launcher(plan: BuildPlan) -> dict[str, Any] | None:
     """The ``launcher`` entry configure recorded (``configure.json``), None when none."""
     try:
         got = json.loads((plan.record.parent / "configure.json").read_text(encoding="utf-8")).get("launcher")
@@ -269,7 +271,7 @@ def configured_launcher(plan: BuildPlan) -> dict | None:
 
 def record_cache_stats(
     plan: BuildPlan,
-    chosen: dict | None,
+    chosen: dict[str, Any] | None,
     env: dict[str, str],
     stats_log: Path,
     seconds: float,
@@ -277,8 +279,8 @@ def record_cache_stats(
     ok: bool,
     measured: build_measure.Measured | None = None,
     record: Path | None = None,
-    extra: dict | None = None,
-) -> dict | None:
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """Write ``build/<leg>/compiler-cache.json`` (or ``record``; not a stamp output: hit counts
     describe the run, not the outputs) and, on GitHub Actions, a line of the step summary. With
     ``measured``: ``missed_objects`` lists the compile steps the cache missed; a sharded leg's
@@ -406,7 +408,7 @@ def _apply_import(p: Prepared) -> list[Path]:
     return run_import(p.plan)
 
 
-def build_record(leg: str) -> dict | None:
+def build_record(leg: str) -> dict[str, Any] | None:
     """``build/<leg>/build.json`` as written by ``build:<leg>`` (the one reader of that file for
     later stages), or None when the leg was never built. Raises :class:`BundleGraphError` naming
     the file when it is unreadable."""
@@ -420,13 +422,13 @@ def build_record(leg: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def imported_provenance(leg: str) -> dict | None:
+def imported_provenance(leg: str) -> dict[str, Any] | None:
     """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output, else None."""
     imp = (build_record(leg) or {}).get("imported")
     return imp if isinstance(imp, dict) else None
 
 
-def plans(ctx: Context) -> list:
+def plans(ctx: Context) -> list[Any]:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>`` (a shard run's tasks:
     :func:`bundlegraph.pipeline.shard_build.plans`, which the graph uses for this stage)."""
 
@@ -448,7 +450,7 @@ def plans(ctx: Context) -> list:
             )
             continue
 
-        def details(leg: str = leg) -> dict:
+        def details(leg: str = leg) -> dict[str, Any]:
             p = plan_build(ctx, leg)
             j = jobs_mod.decide(p.cuda_archs, p.windows)
             return {

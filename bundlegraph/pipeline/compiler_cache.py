@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc, settings
 
@@ -39,7 +40,7 @@ def redact(url: str) -> str:
     return url
 
 
-def build_env(launcher: dict | None, base: dict[str, str], stats_log: Path) -> dict[str, str]:
+def build_env(launcher: dict[str, Any] | None, base: dict[str, str], stats_log: Path) -> dict[str, str]:
     """The environment a build runs in when configure chose ``launcher`` (``configure.json``'s
     entry): ``base`` plus, for ccache, ``CCACHE_BASEDIR`` (the work directory; a
     ``CCACHE_BASEDIR`` of ``base`` wins), ``CCACHE_COMPILERCHECK=content``,
@@ -99,14 +100,14 @@ _UNCACHEABLE = (
 )
 
 
-def build_stats(launcher: dict | None, env: dict[str, str], stats_log: Path) -> dict | None:
+def build_stats(launcher: dict[str, Any] | None, env: dict[str, str], stats_log: Path) -> dict[str, Any] | None:
     """What the launcher did in one build: ``{"launcher", "version", "remote", "hits",
     "misses", "local_hits", "remote_hits", "remote_errors", "uncacheable", "counters"}`` read from the build's
     stats log (``ccache --print-log-stats --format json``; ``counters``: every nonzero one).
     None without ccache; an unreadable log gives ``counters`` empty and the reason in ``error``."""
     if not launcher or launcher.get("name") != "ccache" or not launcher.get("path"):
         return None
-    out: dict = {
+    out: dict[str, Any] = {
         "launcher": "ccache",
         "version": launcher.get("version", ""),
         "remote": redact(env.get("CCACHE_REMOTE_STORAGE", "")),
@@ -143,7 +144,7 @@ def build_stats(launcher: dict | None, env: dict[str, str], stats_log: Path) -> 
     return out
 
 
-def describe(stats: dict) -> str:
+def describe(stats: dict[str, Any]) -> str:
     """One line: ``ccache 4.14.2: 140 hits (140 remote, 0 local), 0 misses, 3 uncacheable``."""
     return (
         f"{stats['launcher']} {stats['version'].split()[-1] if stats['version'] else ''}: "
@@ -187,7 +188,7 @@ _NOT_ENTRIES = {"stats", "CACHEDIR.TAG", "ccache.conf"}
 "Cache directory layout")."""
 
 
-def local_dir(launcher: dict | None, env: dict[str, str]) -> Path | None:
+def local_dir(launcher: dict[str, Any] | None, env: dict[str, str]) -> Path | None:
     """ccache's local cache directory for ``env`` (``CCACHE_DIR``, else ``ccache -k cache_dir``);
     None without ccache."""
     if not launcher or launcher.get("name") != "ccache" or not launcher.get("path"):

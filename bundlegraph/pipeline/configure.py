@@ -25,6 +25,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc, settings
 from ..errors import BundleGraphError, HostMismatch, ToolkitError
@@ -215,7 +216,7 @@ def check_host(ctx: Context, leg: str) -> Toolchain:
     return tc
 
 
-def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict]:
+def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict[str, Any]]:
     """Check the host, resolve tools and compilers, and return the run-time plan plus the
     action-key inputs. Starts processes only for tool versions (cached) and MSVC capture."""
     tc = check_host(ctx, leg)
@@ -244,7 +245,7 @@ def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict]:
     return plan, inputs
 
 
-def key_inputs(ctx: Context, leg: str) -> dict:
+def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``configure:<leg>`` (:func:`resolved_plan`'s second value)."""
     return resolved_plan(ctx, leg)[1]
 
@@ -265,7 +266,7 @@ def _apply(p: Prepared) -> list[Path | Present]:
     return run(p.plan, p.key)
 
 
-def run(plan: ConfigurePlan, inputs: dict) -> list[Path | Present]:
+def run(plan: ConfigurePlan, inputs: dict[str, Any]) -> list[Path | Present]:
     """Run the configure from ``plan`` alone (``inputs``: its action key, recorded in
     ``configure.json``); returns the stamp's outputs. Raises :class:`ToolkitError` (the toolkit
     lacks a file), :class:`ToolFailed`."""
@@ -376,11 +377,11 @@ def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
     return out
 
 
-def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict:
+def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
     """After cmake: the CUDA library pins are in effect (cross builds), every nvcc compile is
     reproducible (:func:`~bundlegraph.toolchains.cmake_hooks.reproducibility_problems`) and, for
     MSVC + CUDA, passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     if plan.cuda is None:
         return out
     cache = read_cmake_cache(plan.cmake_dir)
@@ -406,7 +407,7 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict:
     return out
 
 
-def plans(ctx: Context) -> list:
+def plans(ctx: Context) -> list[Any]:
     """``configure:<leg>`` for every selected leg, after ``source:<leg>`` and its toolkit task."""
 
     out = []
@@ -416,7 +417,7 @@ def plans(ctx: Context) -> list:
         spec = ctx.spec(leg)
         _cuda, task = toolkit_layout(ctx, leg, get_toolchain(spec.toolchain))
 
-        def details(leg: str = leg) -> dict:
+        def details(leg: str = leg) -> dict[str, Any]:
             p = plan_configure(ctx, leg)
             tc = get_toolchain(p.toolchain)
             d: dict[str, object] = {

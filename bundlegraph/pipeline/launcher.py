@@ -34,6 +34,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc, settings
 from ..errors import BundleGraphError
@@ -70,7 +71,7 @@ class Launcher:
     why: str = ""
     probe: str = ""
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """The ``launcher`` entry of ``configure.json``."""
         return {
             "name": self.name,
@@ -254,8 +255,8 @@ def _versioned(path: str) -> list[str]:
     return [p.as_posix(), _version_by_run(p, p.name)]
 
 
-def _probe_key(name: str, exe: str, tools: ProbeTools, version: str) -> dict:
-    key: dict = {
+def _probe_key(name: str, exe: str, tools: ProbeTools, version: str) -> dict[str, Any]:
+    key: dict[str, Any] = {
         "revision": PROBE_REVISION,
         "launcher": [name, Path(exe).as_posix(), version],
         "cc": _versioned(tools.cc),

@@ -52,9 +52,10 @@ def verified_path() -> Path:
     return paths.state_dir() / "release" / "verified.json"
 
 
-def read_verified() -> dict[str, dict]:
+def read_verified() -> dict[str, dict[str, Any]]:
     try:
-        return json.loads(verified_path().read_text(encoding="utf-8"))
+        verified: dict[str, dict[str, Any]] = json.loads(verified_path().read_text(encoding="utf-8"))
+        return verified
     except (OSError, ValueError):
         return {}
 
@@ -254,7 +255,7 @@ def plan_manifest(ctx: Context) -> ManifestPlan:
     )
 
 
-def key_inputs(ctx: Context) -> dict:
+def key_inputs(ctx: Context) -> dict[str, Any]:
     """The action-key inputs of ``manifest``: every selected leg's package digest, the bundles in
     ``dist/`` and the artifacts directory (name, size, mtime), the source and the release."""
     art = ctx.filters.artifacts

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import paths
 from ..checks.content import missing_required, required_matches
@@ -82,12 +82,12 @@ class MergeRecord:
     base_sha256: str
     files: dict[str, str]
     backend_files: list[str]
-    runtime: list[dict]
+    runtime: list[dict[str, Any]]
     resolved: list[str] = field(default_factory=list)
-    base_imported: list[dict] = field(default_factory=list)
+    base_imported: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> MergeRecord:
+    def read(cls, path: str | os.PathLike[str]) -> MergeRecord:
         """The record at ``path`` (once per process while the file is unchanged)."""
         return parsed_once(path, _read_merge_record)
 
@@ -393,7 +393,7 @@ def _refuse_filtered_build(leg: str) -> None:
         )
 
 
-def key_inputs(ctx: Context, leg: str) -> dict:
+def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``merge:<leg>``: the spec, the built files (``build:<leg>``'s
     output digest), and for a merge the base bundle (``package:<base>``'s digest, or the sha256
     of an imported one), the source and, when runtime files come from it, the toolkit."""

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import paths, settings
 from ..errors import BundleGraphError, VerifyError
@@ -341,7 +341,7 @@ def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
     return out
 
 
-def key_inputs(ctx: Context, leg: str) -> dict:
+def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``package:<leg>``: spec, release, the merged tree's digest, the
     source, ``SOURCE_DATE_EPOCH`` and whether a signing command is set."""
     return {

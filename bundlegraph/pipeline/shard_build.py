@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc, settings
 from ..errors import BundleGraphError, ToolFailed
@@ -190,7 +191,7 @@ class MergeResult:
     ``{"shards": found, "of": N, "measured": n}``, ``problems`` (one line each)."""
 
     entries: int
-    legs: dict[str, dict]
+    legs: dict[str, dict[str, Any]]
     problems: list[str]
 
 
@@ -229,7 +230,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
     return out
 
 
-def _read_shard(f: Path) -> dict:
+def _read_shard(f: Path) -> dict[str, Any]:
     try:
         data = json.loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -249,12 +250,12 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
     :func:`~.costs.write_dir`). ``problems`` names a leg whose shards are incomplete or split
     differently (the final compile will then miss: slower, not wrong)."""
     found = sorted(root.rglob("shard.json"))
-    by_leg: dict[str, list[tuple[Path, dict]]] = {}
+    by_leg: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for f in found:
         d = _read_shard(f)
         by_leg.setdefault(d["leg"], []).append((f.parent, d))
     entries = 0
-    legs: dict[str, dict] = {}
+    legs: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for leg, items in sorted(by_leg.items()):
         count = {ShardRef(*map(int, d["shard"].split("/"))).count for _, d in items}

@@ -293,7 +293,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     assert not isinstance(launcher, str)
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     t_all = time.monotonic()
     plan.work_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="smoke-", dir=plan.work_dir))
@@ -327,7 +327,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                 for a in argv
             ]
 
-        def step(name: str, fn: Callable[[], tuple[Any, dict, str | None]]) -> bool:
+        def step(name: str, fn: Callable[[], tuple[Any, dict[str, Any], str | None]]) -> bool:
             t0 = time.monotonic()
             try:
                 problem, facts, cmd = fn()
@@ -376,13 +376,13 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
 
         by = {c.name: c for c in plan.checks}
 
-        def version() -> tuple[Any, dict, str | None]:
+        def version() -> tuple[Any, dict[str, Any], str | None]:
             out, rc, cmd = run_prog(by["version"].argv, "version", prog_env)
             p, facts = sc.judge_version(out, rc, build_number=plan.build_number, commit=plan.commit)
             return p, facts, cmd
 
-        def backends(name: str) -> Callable[[], tuple[Any, dict, str | None]]:
-            def one() -> tuple[Any, dict, str | None]:
+        def backends(name: str) -> Callable[[], tuple[Any, dict[str, Any], str | None]]:
+            def one() -> tuple[Any, dict[str, Any], str | None]:
                 env = dict(prog_env)
                 if cuda_lib:  # ggml then says why the CUDA backend did not load, if it did not
                     env["GGML_BACKEND_PATH"] = (bundle_dir / cuda_lib).as_posix()
@@ -392,7 +392,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
 
             return one
 
-        def libraries() -> tuple[Any, dict, str | None]:
+        def libraries() -> tuple[Any, dict[str, Any], str | None]:
             lib_path = [bundle_dir] + ([plan.runtime_dir] if plan.runtime_dir else [])
             probs, listed = [], {}
             for f in _elf_files(bundle_dir):
@@ -419,7 +419,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
         )
         llama = (plan.source_tree / "gguf-py").is_dir() and vocab is not None
 
-        def make_model() -> tuple[Any, dict, str | None]:
+        def make_model() -> tuple[Any, dict[str, Any], str | None]:
             assert vocab is not None
             a = [x.replace("{vocab}", vocab.as_posix()).replace("{model}", model.as_posix()) for x in plan.model_argv]
             penv = dict(os.environ)
@@ -441,8 +441,8 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
                 step("backends", backends("backends"))
             texts: list[str] = []
 
-            def gen(i: int) -> Callable[[], tuple[Any, dict, str | None]]:
-                def one() -> tuple[Any, dict, str | None]:
+            def gen(i: int) -> Callable[[], tuple[Any, dict[str, Any], str | None]]:
+                def one() -> tuple[Any, dict[str, Any], str | None]:
                     out, rc, cmd = run_prog(by["generate"].argv, f"generate #{i}", prog_env)
                     p, facts = sc.judge_generate(out, rc)
                     text = sc.generated_text(out)
@@ -462,7 +462,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
             if have_model:
                 generated = step("generate", gen(1)) and step("generate again", gen(2))
 
-                def serving() -> tuple[Any, dict, str | None]:
+                def serving() -> tuple[Any, dict[str, Any], str | None]:
                     port["value"] = _free_port()
                     a = fill(by["serve"].argv)
                     full = launcher.argv(a[0], a[1:], prog_env)
@@ -525,7 +525,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     return [plan.record, sidecar(plan.bundle)]
 
 
-def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict:
+def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict[str, Any]:
     """The action-key inputs of ``smoke:<leg>``: the bundle and source digests, this host and
     how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), each check's command
     (placeholders, no host paths); for a CUDA
@@ -553,7 +553,7 @@ def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict:
     return key
 
 
-def tools_inputs(ctx: Context, leg: str) -> dict:
+def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``smoke:tools-<leg>``: the source, the base's cache entries and
     toolchain text (as planned, before compilers resolve), the tools' cache, host and GPUs."""
     from ..gpus import probe
@@ -612,14 +612,14 @@ def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
     )
 
 
-def plans(ctx: Context) -> list:
+def plans(ctx: Context) -> list[Any]:
     """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a CUDA leg
     ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
     out = []
     for leg in ctx.legs:
         cuda = ctx.spec(leg).cuda is not None
 
-        def details(leg: str = leg) -> dict:
+        def details(leg: str = leg) -> dict[str, Any]:
             p = plan_smoke(ctx, leg)
             return {
                 "bundle": p.bundle.as_posix(),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 VERSION_RE = re.compile(
     r"^version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>[0-9A-Za-z]+)\)", re.MULTILINE
@@ -40,11 +41,11 @@ CPU_BACKENDS = {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
 """The CPU backend's file names ggml looks for beside the programs (``GGML_BACKEND_DL``)."""
 
 
-def judge_version(out: str, rc: int, *, build_number: int, commit: str | None) -> tuple[str | None, dict]:
+def judge_version(out: str, rc: int, *, build_number: int, commit: str | None) -> tuple[str | None, dict[str, Any]]:
     """``llama-cli --version``: exit 0, the version line, its build number ``build_number`` (the
     release's upstream build) and its commit a prefix of the source's ``commit``."""
     m = VERSION_RE.search(out)
-    facts: dict = {"line": m.group(0) if m else None}
+    facts: dict[str, Any] = {"line": m.group(0) if m else None}
     if rc != 0:
         return f"llama-cli --version: exit code {rc}: {_last_line(out)}", facts
     if not m:
@@ -58,14 +59,16 @@ def judge_version(out: str, rc: int, *, build_number: int, commit: str | None) -
     return None, facts
 
 
-def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str = "linux") -> tuple[str | None, dict]:
+def judge_backends(
+    out: str, rc: int, *, cuda_library: str | None, os_name: str = "linux"
+) -> tuple[str | None, dict[str, Any]]:
     """Backend loading from ggml's own messages: a CPU backend loaded; any other failure is a
     problem naming the library and the loader's error, except a CUDA backend (``cuda_library``)
     whose only missing piece is the driver (:data:`DRIVERS` of ``os_name``)."""
     driver = DRIVERS[os_name]
     loaded = {m.group("name"): m.group("path") for m in LOADED_RE.finditer(out)}
     failed = {m.group("path"): m.group("error") for m in FAILED_RE.finditer(out)}
-    facts: dict = {"loaded": loaded, "failed": failed}
+    facts: dict[str, Any] = {"loaded": loaded, "failed": failed}
     probs = []
     for path, err in failed.items():
         name = Path(path).name
@@ -89,11 +92,11 @@ def judge_backends(out: str, rc: int, *, cuda_library: str | None, os_name: str 
 
 def judge_deps(
     out: str, rc: int, file: str, *, allowed_missing: frozenset[str] = frozenset()
-) -> tuple[str | None, dict]:
+) -> tuple[str | None, dict[str, Any]]:
     """The loader's trace of FILE (``ldd``): every dependency resolves, except the sonames in
     ``allowed_missing``."""
     missing = sorted({m.group("soname") for m in NOT_FOUND_RE.finditer(out)})
-    facts: dict = {"missing": missing} if missing else {}
+    facts: dict[str, Any] = {"missing": missing} if missing else {}
     bad = [s for s in missing if s not in allowed_missing]
     if bad:
         return f"{file}: {', '.join(bad)} not found", facts
@@ -102,7 +105,7 @@ def judge_deps(
     return None, facts
 
 
-def judge_generate(out: str, rc: int) -> tuple[str | None, dict]:
+def judge_generate(out: str, rc: int) -> tuple[str | None, dict[str, Any]]:
     """One ``llama-simple`` run on the CPU: exit 0 and ``decoded N tokens`` with N > 0; the text
     is kept to compare with the repeat run."""
     dec = re.search(r"decoded (\d+) tokens", out)
@@ -135,7 +138,7 @@ def serve(
     timeout: float,
     n_predict: int = 8,
     expect: str | None = None,
-) -> tuple[str | None, dict]:
+) -> tuple[str | None, dict[str, Any]]:
     """Start ``llama-server`` (``argv``, listening on 127.0.0.1:``port``), wait for ``/health``,
     ask one ``/completion`` of ``Hello`` (greedy, ``n_predict`` tokens), then stop it with SIGTERM
     and wait for a clean exit. ``expect``: the text llama-simple generated from the same model
@@ -145,7 +148,7 @@ def serve(
 
     from ..proc import Background
 
-    facts: dict = {"port": port}
+    facts: dict[str, Any] = {"port": port}
     t0 = time.monotonic()
     base = f"http://127.0.0.1:{port}"
     # (the server is ended with its process group whatever happens: Background's exit)

@@ -65,9 +65,9 @@ class Decision:
 
     run: bool
     reason: str = ""
-    gpu: dict | None = None
+    gpu: dict[str, Any] | None = None
     coverage: str | None = None
-    probe: dict = field(default_factory=dict)
+    probe: dict[str, Any] = field(default_factory=dict)
 
 
 def decide(
@@ -204,7 +204,7 @@ def judge_devices(out: str) -> str | None:
     return "no CUDA<n> device listed (the CUDA backend did not load or sees no GPU)"
 
 
-def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict]:
+def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict[str, Any]]:
     """``(problem or None, facts)`` for one ``test-backend-ops test -b DEV -o OP`` run."""
     out = _ANSI.sub("", out)
     m = re.findall(r"^\s*(\d+)/(\d+) tests passed", out, re.MULTILINE)
@@ -225,7 +225,7 @@ def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict]:
     return None, facts
 
 
-def judge_gpu_generate(out: str, rc: int) -> tuple[str | None, dict]:
+def judge_gpu_generate(out: str, rc: int) -> tuple[str | None, dict[str, Any]]:
     """``(problem or None, facts)`` for the generation run."""
     off = re.search(r"offloaded (\d+)/(\d+) layers to GPU", out)
     dec = re.search(r"decoded (\d+) tokens", out)
@@ -243,20 +243,20 @@ def gpu_checks(
     plan: SmokePlan,
     d: Decision,
     by: dict[str, Check],
-    step: Callable,
-    run_prog: Callable,
+    step: Callable[..., Any],
+    run_prog: Callable[..., Any],
     prog_env: dict[str, str],
     have_model: bool,
     bundle_dir: Path,
-    results: list[dict],
+    results: list[dict[str, Any]],
 ) -> None:
     """The GPU checks of a CUDA leg on a host whose GPU the bundle covers (module docstring)."""
-    gpu: dict = d.gpu or {}
+    gpu: dict[str, Any] = d.gpu or {}
     dev = "CUDA0"  # the chosen GPU alone is made visible, in the driver's (PCI) order
     say(f"smoke:{plan.leg}: on GPU {gpu['index']} {gpu['name']} (sm_{gpu['sm']}) via {d.coverage}")
     env = dict(prog_env, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(gpu["index"]))
 
-    def devices() -> tuple[Any, dict, str | None]:
+    def devices() -> tuple[Any, dict[str, Any], str | None]:
         out, rc, cmd = run_prog(by["devices"].argv, "devices", env)
         p = judge_devices(out) if rc == 0 else f"exit code {rc}"
         return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
@@ -264,7 +264,7 @@ def gpu_checks(
     step("devices", devices)
     if have_model:
 
-        def gen() -> tuple[Any, dict, str | None]:
+        def gen() -> tuple[Any, dict[str, Any], str | None]:
             out, rc, cmd = run_prog(by["generate-gpu"].argv, "generate on the GPU", env)
             p, facts = judge_gpu_generate(out, rc)
             return p, facts, cmd
@@ -273,7 +273,7 @@ def gpu_checks(
     else:
         results.append({"check": "generate-gpu", "status": "not run", "problem": "no model"})
 
-    def tools() -> tuple[Any, dict, str | None]:
+    def tools() -> tuple[Any, dict[str, Any], str | None]:
         prog = tools_program(plan)
         if not prog.is_file():
             raise BundleGraphError(f"{prog} is missing; run smoke:tools-{plan.leg}")
@@ -286,7 +286,7 @@ def gpu_checks(
             results.append({"check": f"op:{op}", "status": "not run", "problem": "test-backend-ops was not built"})
             continue
 
-        def one(op: str = op) -> tuple[Any, dict, str | None]:
+        def one(op: str = op) -> tuple[Any, dict[str, Any], str | None]:
             out, rc, cmd = run_prog(by[f"op:{op}"].argv, f"test-backend-ops {op}", env, dev)
             p, facts = judge_op(out, rc, dev)
             return p, facts, cmd

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc
 from ..errors import BundleGraphError, HashMismatch, HostMismatch
@@ -35,13 +36,13 @@ class SourcePlan:
     ``cache_dir`` (where the unpacked source lives, None for a ``path`` pin), ``tree``
     (the directory later stages use), and ``base_dir`` for resolving ``path`` pins."""
 
-    pin: dict
+    pin: dict[str, Any]
     kind: str
     cache_dir: Path | None
     tree: Path
     subdirectory: str | None
 
-    def key_inputs(self) -> dict:
+    def key_inputs(self) -> dict[str, Any]:
         """The action-key inputs of this plan: the pin. (The cache entry's receipt is an
         output of every source task, so a deleted cache entry makes them run again.) A
         ``path`` pin is used in place and its content can change under the same pin, so its
@@ -71,7 +72,7 @@ class SourceRecord:
     origin: str
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> SourceRecord:
+    def read(cls, path: str | os.PathLike[str]) -> SourceRecord:
         """The record at ``path``. Raises :class:`BundleGraphError` (one line naming the file)
         when it is unreadable or not a source record. Read once per process while the file is
         unchanged (every stage of the leg reads it)."""
@@ -145,9 +146,10 @@ def _fetch_git(pin: GitPin, dest: Path, log: Path) -> None:
         proc.run(argv, log=log, what=f"source: git {pin.url}")
 
 
-def _receipt(cache_dir: Path) -> dict | None:
+def _receipt(cache_dir: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((cache_dir / RECEIPT).read_text(encoding="utf-8"))
+        receipt: dict[str, Any] = json.loads((cache_dir / RECEIPT).read_text(encoding="utf-8"))
+        return receipt
     except (OSError, ValueError):
         return None
 
@@ -309,11 +311,11 @@ def _prepare(plan: SourceTaskPlan) -> Prepared:
     return Prepared(plan.fetch.key_inputs(), plan)
 
 
-def _details(plan: SourcePlan, record: Path) -> dict:
+def _details(plan: SourcePlan, record: Path) -> dict[str, Any]:
     return {"pin": plan.pin, "tree": str(plan.tree), "record": str(record)}
 
 
-def plans(ctx: Context) -> list:
+def plans(ctx: Context) -> list[Any]:
     """``source:<leg>`` for every selected leg (all share one content-addressed cache entry)."""
     fetch = plan_source(ctx.release, ctx.matrix.root)
     out = []

@@ -29,7 +29,7 @@ HPARAMS = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 2, "n_ff": 128,
 ARCH = "llama"
 
 
-def tensor_shapes(n_vocab: int, hp: dict = HPARAMS) -> dict[str, tuple[int, ...]]:
+def tensor_shapes(n_vocab: int, hp: dict[str, Any] = HPARAMS) -> dict[str, tuple[int, ...]]:
     """Tensor name -> numpy shape (ggml ``ne`` reversed) for the tiny model."""
     e, ff = hp["n_embd"], hp["n_ff"]
     kv = e // hp["n_head"] * hp["n_head_kv"]
@@ -54,7 +54,7 @@ def tensor_shapes(n_vocab: int, hp: dict = HPARAMS) -> dict[str, tuple[int, ...]
     return out
 
 
-def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict:
+def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict[str, Any]:
     """Write the model to ``out`` (atomically) using the imported ``gguf`` package; returns a
     summary ``{"n_vocab", "tensors", "bytes"}``. Raises ``ValueError`` naming ``vocab`` when it
     holds no token list."""

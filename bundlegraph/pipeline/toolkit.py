@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ..errors import HostMismatch
 from ..state import Present
@@ -78,7 +79,7 @@ def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaLayout | 
     return layout, ref.task
 
 
-def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict:
+def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict[str, Any]:
     return {
         "legs": legs,
         "prefix": str(ref.prefix),
@@ -131,7 +132,7 @@ def _apply(p: Prepared) -> list[Path | Present]:
     return run(p.plan)
 
 
-def plans(ctx: Context) -> list:
+def plans(ctx: Context) -> list[Any]:
     """One ``toolkit:<set name>`` task per distinct component set among the selected CUDA legs."""
     groups: dict[str, tuple[ComponentSet, list[str]]] = {}
     for leg in ctx.legs:

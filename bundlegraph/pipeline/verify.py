@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..checks import Failure, content
 from ..errors import BundleGraphError, VerifyError
@@ -104,7 +104,7 @@ class VerifyPolicy:
             return self.gpu_backends
         return BACKENDS[self.os] if self.os else BACKENDS["windows"] + BACKENDS["linux"]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``).
         ``backend_dl`` and ``cuda_major`` are left out: they follow the spec's ``GGML_BACKEND_DL``
         and CUDA version, which change the build (and so the verify key) anyway, and verify keys
@@ -182,8 +182,8 @@ class Report:
     kind: str
     policy: VerifyPolicy
     failures: list[Failure] = field(default_factory=list)
-    files: dict[str, dict] = field(default_factory=dict)
-    bundle: dict = field(default_factory=dict)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bundle: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -193,7 +193,7 @@ class Report:
         """One line per failure: ``<file>: <check>: <reason>``."""
         return [f.line() for f in self.failures]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """``{"subject", "kind", "ok", "failures": [{file, check, reason}], "files": {...},
         "bundle": {...}, "policy": {...}}`` (JSON-serialisable)."""
         return {
@@ -212,7 +212,7 @@ class Report:
             raise VerifyError(self.lines(), subject=self.subject)
 
 
-def verify_path(path: str | os.PathLike, policy: VerifyPolicy) -> Report:
+def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
     """Verify the directory or archive at ``path`` against ``policy`` (see the module
     docstring). Each file is read once. Raises :class:`BundleGraphError` only when ``path``
     is neither a directory nor a readable archive."""
@@ -324,8 +324,9 @@ class VerifyTreePlan:
     report: Path
 
 
-def _policy_json(policy: VerifyPolicy) -> dict:
-    return json.loads(json.dumps(policy.to_json(), default=list))
+def _policy_json(policy: VerifyPolicy) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(json.dumps(policy.to_json(), default=list))
+    return out
 
 
 def prepare(ctx: Context, leg: str) -> Prepared:
@@ -339,7 +340,7 @@ def prepare(ctx: Context, leg: str) -> Prepared:
     return Prepared({"build": upstream_digest(f"build:{leg}"), "policy": _policy_json(plan.policy)}, plan)
 
 
-def run_verify_built(plan: VerifyTreePlan) -> list:
+def run_verify_built(plan: VerifyTreePlan) -> list[Any]:
     """``verify:<leg>``: verify the build stage's artifacts directory, write the report and
     raise :class:`VerifyError` on any failure."""
     from ..fsutil import atomic_write_json
@@ -353,12 +354,12 @@ def run_verify_built(plan: VerifyTreePlan) -> list:
     return [plan.report]
 
 
-def _apply(p: Prepared) -> list:
+def _apply(p: Prepared) -> list[Any]:
     assert isinstance(p.plan, VerifyTreePlan)
     return run_verify_built(p.plan)
 
 
-def plans(ctx: Context) -> list:
+def plans(ctx: Context) -> list[Any]:
     """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
     again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
@@ -366,7 +367,7 @@ def plans(ctx: Context) -> list:
     out = []
     for leg in ctx.legs:
 
-        def details(leg: str = leg) -> dict:
+        def details(leg: str = leg) -> dict[str, Any]:
             from .build import plan_build
 
             return {

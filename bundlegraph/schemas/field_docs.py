@@ -5,6 +5,8 @@ validation's (:mod:`bundlegraph.schemas.validation`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 _PIN = {
     "commit": "the 40-hex upstream commit the source is (llama.cpp's build number and the release's source commit)",
     "commit_date": "the commit's date (archive timestamps)",
@@ -94,10 +96,10 @@ FIELD_DOCS: dict[str, str] = {
 }
 
 
-def add_descriptions(schema: dict, root_title: str) -> dict:
+def add_descriptions(schema: dict[str, Any], root_title: str) -> dict[str, Any]:
     """Fill every property's ``description`` from :data:`FIELD_DOCS` (in place; returns it)."""
 
-    def fill(model: str, node: dict) -> None:
+    def fill(model: str, node: dict[str, Any]) -> None:
         for name, prop in node.get("properties", {}).items():
             doc = FIELD_DOCS.get(f"{model}.{name}")
             if doc and "description" not in prop:

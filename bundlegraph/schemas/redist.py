@@ -114,7 +114,7 @@ class RedistManifest(BaseModel):
         return None
 
 
-def _split_component(key: str, raw: dict) -> dict:
+def _split_component(key: str, raw: dict[str, Any]) -> dict[str, Any]:
     comp: dict[str, Any] = {"key": key}
     platforms: dict[str, Any] = {}
     variants: dict[str, dict[str, Any]] = {}
@@ -130,7 +130,7 @@ def _split_component(key: str, raw: dict) -> dict:
     return comp
 
 
-def parse_manifest(data: dict, source: str = "<manifest>") -> RedistManifest:
+def parse_manifest(data: dict[str, Any], source: str = "<manifest>") -> RedistManifest:
     """Validate a decoded manifest. Raises :class:`ToolkitError` listing every problem as
     ``<source>: <component>.<platform>.<field>: <message>``."""
     if not isinstance(data, dict):

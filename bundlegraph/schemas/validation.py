@@ -60,20 +60,20 @@ def _plain_value(v: Any) -> Any:
     return v
 
 
-def validate_leg(data: dict) -> BundleSpec:
+def validate_leg(data: dict[str, Any]) -> BundleSpec:
     """One leg's table (a spec file's content, or a spec's ``dump()`` with changes) validated
     by the model and returned as its record. Raises pydantic's ``ValidationError``."""
     rec: BundleSpec = to_plain(BundleSpecModel.model_validate(data))
     return rec
 
 
-def validate_cuda(data: dict) -> CudaSpec:
+def validate_cuda(data: dict[str, Any]) -> CudaSpec:
     """A ``[cuda]`` table validated by the model, as its record. Raises ``ValidationError``."""
     rec: CudaSpec = to_plain(CudaSpecModel.model_validate(data))
     return rec
 
 
-def _model_fields(model: type[BaseModel], loc: tuple) -> list[str]:
+def _model_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Field names (aliases) valid at ``loc`` inside ``model``, for did-you-mean."""
     cur: Any = model
     for part in loc:
@@ -127,7 +127,7 @@ def format_validation(path: Path, err: ValidationError, model: type[BaseModel]) 
     return out
 
 
-def _read_toml(path: Path, problems: list[str]) -> dict | None:
+def _read_toml(path: Path, problems: list[str]) -> dict[str, Any] | None:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -214,7 +214,7 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
     return out
 
 
-def _partial_problems(path: Path, data: dict) -> list[str]:
+def _partial_problems(path: Path, data: dict[str, Any]) -> list[str]:
     """Rules that can still be checked on a spec that failed the schema elsewhere (so a typo in
     one key does not hide an impossible arch): the [cuda] table on its own."""
     cuda = data.get("cuda")
@@ -257,7 +257,10 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     if base is not None:
         have += base.required
     fold = s.os == "windows"
-    norm = (lambda x: x.lower()) if fold else (lambda x: x)
+
+    def norm(x: str) -> str:
+        return x.lower() if fold else x
+
     have_n = {norm(x) for x in have}
     missing = [
         p for p in required_patterns(kind.name, release.build_number if release else None) if norm(p) not in have_n

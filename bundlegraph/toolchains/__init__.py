@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .base import Toolchain
 
 
@@ -20,7 +22,7 @@ def get(toolchain_id: str) -> Toolchain:
     from .linux import GccLinux
     from .windows import ClangWindows, Msvc
 
-    table = {
+    table: dict[str, Callable[[], Toolchain]] = {
         "gcc-linux-x86_64": lambda: GccLinux("gcc-linux-x86_64", "", "gcc g++", "x86_64"),
         "gcc-cross-linux-aarch64": lambda: GccLinux(
             "gcc-cross-linux-aarch64", "aarch64-linux-gnu-", "gcc-aarch64-linux-gnu g++-aarch64-linux-gnu", "aarch64"

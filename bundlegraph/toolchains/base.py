@@ -21,6 +21,7 @@ import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .cuda import CudaLayout
 from .registry import ToolchainInfo
@@ -60,7 +61,7 @@ class Resolved:
 
     binaries: dict[str, str]
     env: dict[str, str]
-    key: dict
+    key: dict[str, Any]
 
 
 class Toolchain:

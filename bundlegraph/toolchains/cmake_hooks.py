@@ -19,6 +19,8 @@ Each action prints one ``bundlegraph:`` status line per target into the configur
 
 from __future__ import annotations
 
+from typing import Any
+
 _TARGETS = r"""function( _bundlegraph_targets dir out )
     get_property( tgts DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS )
     get_property( subs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES )
@@ -105,7 +107,7 @@ def hooks_script(*, seeds: bool, host_flag: str | None = None) -> str:
     return "".join(parts)
 
 
-def reproducibility_problems(commands: list[dict]) -> list[str]:
+def reproducibility_problems(commands: list[dict[str, Any]]) -> list[str]:
     """For ``compile_commands.json`` entries (CMake's format: ``file`` and ``command`` or
     ``arguments``): every nvcc compile must pass ``-objtemp`` and exactly one ``-frandom-seed=``,
     and no two sources may share a seed. Returns one line per offending source."""

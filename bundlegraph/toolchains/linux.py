@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from .. import proc
 from ..errors import BundleGraphError, ToolMissing
@@ -40,7 +41,7 @@ class GccLinux(Toolchain):
     def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         bins: dict[str, str] = {}
-        key: dict = {}
+        key: dict[str, Any] = {}
         for role, name in self.names().items():
             p = proc.which(name, env)
             if p is None:

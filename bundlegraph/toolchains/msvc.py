@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path, PureWindowsPath
+from typing import Any
 
 from .. import proc
 from ..errors import BundleGraphError, HostMismatch, ToolMissing
@@ -222,7 +223,7 @@ def check_nvcc_supports(cuda: CudaLayout, env: dict[str, str]) -> int:
     return msc
 
 
-def zc_preprocessor_problems(commands: list[dict]) -> list[str]:
+def zc_preprocessor_problems(commands: list[dict[str, Any]]) -> list[str]:
     """For ``compile_commands.json`` entries: every nvcc compile must pass ``/Zc:preprocessor``
     to the host compiler exactly once. Returns one line per offending source."""
     out = []

@@ -19,6 +19,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import paths, proc, settings
 from ..errors import BundleGraphError, ToolMissing
@@ -40,7 +41,7 @@ class Tool:
     version: str
     origin: str
 
-    def key(self) -> dict:
+    def key(self) -> dict[str, Any]:
         return {"version": self.version, "origin": self.origin}
 
 
@@ -51,7 +52,7 @@ class BuildTools:
     cmake: Tool
     ninja: Tool
 
-    def key(self) -> dict:
+    def key(self) -> dict[str, Any]:
         """Action-key inputs: versions and origins (never paths, so checkouts share keys)."""
         return {"cmake": self.cmake.key(), "ninja": self.ninja.key()}
 
@@ -61,7 +62,7 @@ def _scripts_dir() -> Path:
 
 
 _SEEN: dict[str, str] = {}  # this process's answers of _version_by_run, by ident
-_FOUND: dict[tuple, BuildTools] = {}  # this process's build_tools() answers, by what decides them
+_FOUND: dict[tuple[Any, ...], BuildTools] = {}  # this process's build_tools() answers, by what decides them
 
 
 def _version_by_run(path: Path, name: str) -> str:
@@ -78,8 +79,8 @@ def _version_by_run(path: Path, name: str) -> str:
     except (OSError, ValueError):
         known = {}
     if ident in known:
-        _SEEN[ident] = known[ident]
-        return known[ident]
+        _SEEN[ident] = str(known[ident])
+        return _SEEN[ident]
     out = proc.run([str(path), "--version"], capture=True, echo=False, what=f"{name} --version").output
     m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out)
     if not m:

@@ -16,6 +16,7 @@ and ``bundlegraph plan`` can print it on Linux.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .. import settings
 from ..errors import ToolMissing
@@ -57,7 +58,7 @@ class Msvc(Toolchain):
                 f"toolchain {self.id}: {cl} is missing; add the MSVC {self.info.target_arch} build tools "
                 f"(VCToolsVersion {env.get('VCToolsVersion')}) in the Visual Studio Installer"
             )
-        key: dict = {"msvc": msvc.key_env(env)}
+        key: dict[str, Any] = {"msvc": msvc.key_env(env)}
         bins = {"c": cl.as_posix(), "cxx": cl.as_posix()}
         if cuda is not None:
             key["msc_ver"] = msvc.check_nvcc_supports(cuda, env)

@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import ToolkitError
 from ..schemas.plain import BundleSpec
@@ -49,10 +50,10 @@ class ComponentSet:
     target_platform: str
     host: tuple[str, ...]
     target: tuple[str, ...]
-    pins: dict = field(hash=False, compare=True)
+    pins: dict[str, Any] = field(hash=False, compare=True)
     spec_file: str = field(default="", compare=False)
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         """The JSON document the name's digest is taken over (also the task's action key)."""
         return {
             "source": self.source,
@@ -91,7 +92,7 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
         )
     host = tuple(sorted(tk.host))
     target = tuple(sorted(tk.target))
-    pins: dict
+    pins: dict[str, Any]
     if tk.source == "wheels":
         assert tk.lock is not None
         lock_path = (bundles_dir / tk.lock).resolve()

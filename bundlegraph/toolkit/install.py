@@ -31,6 +31,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from ..download import download_many
 from ..errors import ToolkitError, UnsafeArchive
@@ -107,7 +108,7 @@ def install(cs: ComponentSet, ref: ToolkitRef, bundles: Path) -> Path:
             say(f"toolkit {cs.name}: already installed at {prefix}")
             return receipt
         t0 = time.monotonic()
-        extra: dict = {}
+        extra: dict[str, Any] = {}
         if cs.source == "redist":
             origin, mpath, arts = resolve(cs, bundles)
             extra["manifest"] = {"origin": origin, "sha256": sha256_file(mpath)}
@@ -204,7 +205,7 @@ def license_of(prefix: Path, rel: str) -> tuple[str, Path]:
     )
 
 
-def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: str) -> None:
+def _assemble(cs: ComponentSet, tmp: Path, pairs: list[Any], extra: dict[str, Any], stub_from: str) -> None:
     owners: dict[str, str] = {}
     comps = []
     for art, blob in pairs:
@@ -280,12 +281,12 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list, extra: dict, stub_from: 
     )
 
 
-def _write_receipt(path: Path, data: dict) -> None:
+def _write_receipt(path: Path, data: dict[str, Any]) -> None:
     atomic_write_json(path, data)
     os.chmod(path, 0o644)
 
 
-def _version_json(cs: ComponentSet, comps: list[dict]) -> dict:
+def _version_json(cs: ComponentSet, comps: list[dict[str, Any]]) -> dict[str, Any]:
     """NVIDIA's ``version.json`` form: ``{"cuda": {"name", "version"}, "<component>": {...}}``."""
     nvcc = next((c["version"] for c in comps if c["component"] == "cuda_nvcc"), cs.cuda_version)
     out = {"cuda": {"name": "CUDA SDK", "version": nvcc}}

@@ -5,6 +5,7 @@ imports neither the download, extract nor redist-manifest code (issue 20)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .identity import ComponentSet
 
@@ -12,12 +13,12 @@ LAYOUT_VERSION = 1
 """The layout of an installed toolkit (:mod:`.layout`); a change reinstalls every toolkit."""
 
 
-def key_inputs(cs: ComponentSet, bundles: Path) -> dict:
+def key_inputs(cs: ComponentSet, bundles: Path) -> dict[str, Any]:
     """The toolkit task's action-key inputs: the component set with every resolved name,
     version, platform and sha256 (redist: from the manifest; wheels: the lock rows, which the
     set's identity holds; host: a fingerprint of the files used). Raises
     :class:`~bundlegraph.errors.ToolkitError` when a redist manifest cannot be had."""
-    d: dict = {"set": cs.identity(), "layout": LAYOUT_VERSION}
+    d: dict[str, Any] = {"set": cs.identity(), "layout": LAYOUT_VERSION}
     if cs.source == "redist":
         from .redist import resolve
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import paths
 from ..download import fetch_small
@@ -39,7 +40,7 @@ class Artifact:
     filename: str
     source: str
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
