@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import memo
 from .errors import StateError
 from .oslock import FileLock, Timeout
 
@@ -113,7 +114,7 @@ def settled(st: os.stat_result) -> bool:
     return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
 
 
-_PARSED: dict[tuple[str, object], tuple[tuple[int, int, int], object]] = {}
+_PARSED: dict[tuple[str, object], tuple[tuple[int, int, int], object]] = memo.table("fsutil.parsed")
 
 
 def parsed_once(path: str | os.PathLike[str], parse: Callable[[Path], T]) -> T:
@@ -138,7 +139,7 @@ def parsed_once(path: str | os.PathLike[str], parse: Callable[[Path], T]) -> T:
     return value
 
 
-_TREES: dict[tuple[Any, ...], tuple[str, int]] = {}
+_TREES: dict[tuple[Any, ...], tuple[str, int]] = memo.table("fsutil.trees")
 """Tree digests of this process by the tree's listing and every file's (size, mtime_ns, inode,
 mode): legs that share a source tree each key on its digest (issue 20: hashed once per run)."""
 

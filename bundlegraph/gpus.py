@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import proc
+from . import memo, proc
 from .errors import BundleGraphError
 
 QUERY = ["nvidia-smi", "--query-gpu=index,compute_cap,name", "--format=csv,noheader"]
@@ -76,7 +76,7 @@ def parse_query(output: str) -> tuple[Gpu, ...]:
     return tuple(gpus)
 
 
-_PROBED: dict[str | None, GpuProbe] = {}
+_PROBED: dict[str | None, GpuProbe] = memo.table("gpus.probed")
 """Probes by the nvidia-smi they ran, once per process: every CUDA leg's smoke key asks, and the
 GPUs of a host do not change during a run (issue 20)."""
 

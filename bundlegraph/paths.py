@@ -17,7 +17,9 @@ from typing import Any
 
 import platformdirs
 
-_RESOLVED: dict[tuple[Any, ...], Path] = {}
+from . import memo
+
+_RESOLVED: dict[tuple[Any, ...], Path] = memo.table("paths.resolved")
 """Resolved directories by what decides them (the variable, the current directory when the
 path is relative, the home and cache variables platformdirs reads): every task's key asks for
 them many times (issue 20: ``resolve()`` is a ``realpath`` per call)."""

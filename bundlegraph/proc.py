@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import memo
 from .errors import ToolFailed, ToolMissing
 
 if TYPE_CHECKING:  # imported where a process starts (planning starts none)
@@ -79,7 +80,7 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
     return found
 
 
-_FOUND: dict[tuple[str, str, str | None], str | None] = {}
+_FOUND: dict[tuple[str, str, str | None], str | None] = memo.table("proc.which")
 """:func:`which` answers of this process by (program, PATH, PATHEXT): every task's key asks
 for its compilers, launcher and emulator, and each lookup stats every PATH directory (issue 20).
 A remembered path that is gone is looked up again."""

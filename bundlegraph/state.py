@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import memo, paths
 from .fsutil import atomic_write_json, parsed_once, sha256_file
 from .schemas.plain import Record, json_of
 
@@ -57,7 +57,7 @@ def key_of(inputs: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(inputs).encode()).hexdigest()
 
 
-_STAMP_FILES: dict[tuple[Path, str], Path] = {}
+_STAMP_FILES: dict[tuple[Path, str], Path] = memo.table("state.stamp_files")
 
 
 def stamp_path(task: str) -> Path:

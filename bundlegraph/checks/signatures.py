@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .. import memo
 from . import BytesLike
 
 OK, UNSIGNED, TAMPERED, UNTRUSTED, INVALID = "ok", "unsigned", "tampered", "untrusted", "invalid"
@@ -65,6 +66,9 @@ def _store(trust_roots: tuple[str, ...]) -> Any:
     for p in trust_roots:
         certs += list(Certificate.from_pems(Path(p).read_bytes()))
     return TRUSTED_CERTIFICATE_STORE | CertificateStore(certs, trusted=True)
+
+
+memo.register("signatures.trust_store", _store.cache_clear)
 
 
 def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike[str]] = ()) -> SignatureStatus:

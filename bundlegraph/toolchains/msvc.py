@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
-from .. import proc
+from .. import memo, proc
 from ..errors import BundleGraphError, HostMismatch, ToolMissing
 from .cuda import CudaLayout, msc_ver_of, msc_ver_range
 
@@ -169,6 +169,9 @@ def _capture(vcvars_arch: str, env_items: tuple[tuple[str, str], ...]) -> tuple[
         set_argv(str(vcvarsall), vcvars_arch), env=env, capture=True, echo=True, what=f"vcvarsall.bat {vcvars_arch}"
     ).output
     return tuple(sorted(parse_set_output(text).items()))
+
+
+memo.register("msvc.vcvars", _capture.cache_clear)
 
 
 def set_argv(vcvarsall: str, vcvars_arch: str) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc, settings
+from .. import memo, paths, proc, settings
 from ..errors import BundleGraphError, ToolMissing
 from ..fsutil import atomic_write_json
 
@@ -61,8 +61,10 @@ def _scripts_dir() -> Path:
     return Path(sys.executable).parent
 
 
-_SEEN: dict[str, str] = {}  # this process's answers of _version_by_run, by ident
-_FOUND: dict[tuple[Any, ...], BuildTools] = {}  # this process's build_tools() answers, by what decides them
+_SEEN: dict[str, str] = memo.table("tools.versions")  # this process's answers of _version_by_run, by ident
+_FOUND: dict[tuple[Any, ...], BuildTools] = memo.table(
+    "tools.found"
+)  # this process's build_tools() answers, by what decides them
 
 
 def _version_by_run(path: Path, name: str) -> str:

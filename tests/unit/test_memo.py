@@ -1,0 +1,30 @@
+"""One place for the process's memo tables (issue 30): every table registered, one clear() empties all."""
+
+from __future__ import annotations
+
+import pytest
+
+from bundlegraph import memo
+
+
+def test_every_process_cache_is_a_registered_memo_table_and_clear_empties_them(tmp_path, monkeypatch):
+    import bundlegraph.checks.signatures
+    import bundlegraph.graph
+    import bundlegraph.gpus
+    import bundlegraph.toolchains.msvc  # noqa: F401 (each module registers its tables on import)
+    from bundlegraph import paths
+
+    assert {"paths.resolved", "fsutil.parsed", "fsutil.trees", "gpus.probed", "proc.which", "state.stamp_files",
+            "tools.found", "tools.versions", "signatures.trust_store", "msvc.vcvars"} <= set(memo.names())
+    monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(tmp_path))
+    paths.workdir()
+    assert paths._RESOLVED
+    memo.clear()
+    assert not paths._RESOLVED
+    paths.workdir()
+    memo.clear("paths.resolved")
+    assert not paths._RESOLVED
+    with pytest.raises(ValueError, match="'paths.resolved' is registered already"):
+        memo.table("paths.resolved")
+    with pytest.raises(KeyError):
+        memo.clear("no.such.table")
