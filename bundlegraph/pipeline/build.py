@@ -43,7 +43,7 @@ from ..toolchains.tools import build_tools
 from . import build_measure, compiler_cache, costs
 from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan, upstream_digest
-from .source import SourceRecord
+from .source import source_record_if_any
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 
@@ -126,10 +126,10 @@ def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict[st
     """configure's output digest, the source digest, the targets, the tool versions."""
 
     plan = plan or plan_build(ctx, leg)
-    src = paths.build_dir(leg) / "source.json"
+    src = source_record_if_any(leg)
     return {
         "configure": upstream_digest(f"configure:{leg}"),
-        "source_digest": SourceRecord.read(src).digest if src.is_file() else "missing",
+        "source_digest": src.digest if src is not None else "missing",
         "targets": plan.targets,
         "filtered": plan.filtered,
         "tools": build_tools().key(),

@@ -42,7 +42,7 @@ from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .cmake_cache import cache_entries
 from .launcher import ProbeTools, compiler_launcher
-from .source import SourceRecord, plan_source
+from .source import plan_source, source_record_if_any
 from .toolkit import toolkit_layout
 
 UNKNOWN = "<known after source:{leg}>"
@@ -83,9 +83,8 @@ class ConfigurePlan:
 
 
 def _source(ctx: Context, leg: str) -> tuple[Path, str, str | None]:
-    rec_path = paths.build_dir(leg) / "source.json"
-    if rec_path.is_file():
-        rec = SourceRecord.read(rec_path)
+    rec = source_record_if_any(leg)
+    if rec is not None:
         return Path(rec.tree), rec.digest, rec.commit
     sp = plan_source(ctx.release, ctx.matrix.root)
     return sp.tree, UNKNOWN.format(leg=leg), None

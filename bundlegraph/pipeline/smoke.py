@@ -108,7 +108,7 @@ from .smokegpu import (
     tools_program,
 )
 from .smokeplan import Check, SmokePlan
-from .source import SourceRecord
+from .source import source_record_if_any
 
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
 N_PREDICT = 8
@@ -120,17 +120,17 @@ def host_platform() -> tuple[str, str]:
 
 
 def _source_tree(leg: str, ctx: Context) -> Path:
-    from .source import SourceRecord, plan_source
+    from .source import plan_source
 
-    rec = paths.build_dir(leg) / "source.json"
-    if rec.is_file():
-        return Path(SourceRecord.read(rec).tree)
+    rec = source_record_if_any(leg)
+    if rec is not None:
+        return Path(rec.tree)
     return plan_source(ctx.release, ctx.matrix.root).tree
 
 
 def _source_commit(leg: str) -> str | None:
-    rec = paths.build_dir(leg) / "source.json"
-    return SourceRecord.read(rec).commit if rec.is_file() else None
+    rec = source_record_if_any(leg)
+    return rec.commit if rec is not None else None
 
 
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
@@ -237,7 +237,6 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
     tc = check_host(ctx, base)
     tools = build_tools()
     resolved = tc.resolve(None)
-    srec = paths.build_dir(leg) / "source.json"
     return SmokeToolsPlan(
         smoke,
         d,
@@ -245,7 +244,7 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
         resolved,
         cmake=str(tools.cmake.path),
         ninja=str(tools.ninja.path),
-        commit=SourceRecord.read(srec).commit if srec.is_file() else None,
+        commit=_source_commit(leg),
     )
 
 

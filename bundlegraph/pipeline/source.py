@@ -154,13 +154,25 @@ def _receipt(cache_dir: Path) -> dict[str, Any] | None:
         return None
 
 
+def record_path(leg: str) -> Path:
+    """``build/<leg>/source.json``: where ``source:<leg>`` writes its :class:`SourceRecord` (the
+    one place that path is spelled)."""
+    return paths.build_dir(leg) / "source.json"
+
+
 def source_record(leg: str) -> SourceRecord:
-    """The :class:`SourceRecord` ``source:<leg>`` wrote (``build/<leg>/source.json``): the one
-    reader of that file for later stages. Raises :class:`BundleGraphError` when it is missing."""
-    f = paths.build_dir(leg) / "source.json"
+    """The :class:`SourceRecord` ``source:<leg>`` wrote (:func:`record_path`): the one reader of
+    that file for later stages. Raises :class:`BundleGraphError` when it is missing."""
+    f = record_path(leg)
     if not f.is_file():
         raise BundleGraphError(f"{leg}: {f} is missing; run source:{leg}")
     return SourceRecord.read(f)
+
+
+def source_record_if_any(leg: str) -> SourceRecord | None:
+    """:func:`source_record`, or None while ``source:<leg>`` has not run (a plan made before it)."""
+    f = record_path(leg)
+    return SourceRecord.read(f) if f.is_file() else None
 
 
 def check_upstream_tag(tree: Path, release: Release) -> None:
@@ -324,7 +336,7 @@ def plans(ctx: Context) -> list[Any]:
             leg=leg,
             fetch=fetch,
             release=ctx.release,
-            record=paths.build_dir(leg) / "source.json",
+            record=record_path(leg),
             log=ctx.log(leg, "source"),
             refusal=ctx.host_problem(leg) or ctx.merge_base_problem(leg),
         )
