@@ -29,6 +29,28 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ToolkitError
 
+LIBRARIES: dict[str, dict[str, str]] = {
+    "linux": {
+        "cudart": "libcudart.so",
+        "cudart_static": "libcudart_static.a",
+        "cudadevrt": "libcudadevrt.a",
+        "cublas": "libcublas.so",
+        "cublasLt": "libcublasLt.so",
+        "cuda_driver": "stubs/libcuda.so",
+    },
+    "windows": {
+        "cudart": "cudart.lib",
+        "cudart_static": "cudart_static.lib",
+        "cudadevrt": "cudadevrt.lib",
+        "cublas": "cublas.lib",
+        "cublasLt": "cublasLt.lib",
+        "cuda_driver": "cuda.lib",
+    },
+}
+"""The link inputs of a target, by role, in its library directory (the layouts above): the one
+table the toolchain file (:class:`CudaLayout`) and the installed toolkit
+(:class:`bundlegraph.toolkit.ref.ToolkitRef`) read."""
+
 PINNED_VARS = (
     "CUDA_CUDART",
     "CUDA_cudart_LIBRARY",
@@ -73,32 +95,21 @@ class CudaLayout:
     def libraries(self) -> dict[str, str]:
         """``{cache variable: path relative to the prefix}`` of the pinned target libraries."""
         d = self.lib_rel()
-        if self.target_os == "windows":
-            f = {"cudart": "cudart.lib", "cublas": "cublas.lib", "cublasLt": "cublasLt.lib", "cuda": "cuda.lib"}
-        else:
-            f = {
-                "cudart": "libcudart.so",
-                "cublas": "libcublas.so",
-                "cublasLt": "libcublasLt.so",
-                "cuda": "stubs/libcuda.so",
-            }
+        f = LIBRARIES["windows" if self.target_os == "windows" else "linux"]
         return {
             "CUDA_CUDART": f"{d}/{f['cudart']}",
             "CUDA_cudart_LIBRARY": f"{d}/{f['cudart']}",
             "CUDA_cublas_LIBRARY": f"{d}/{f['cublas']}",
             "CUDA_cublasLt_LIBRARY": f"{d}/{f['cublasLt']}",
-            "CUDA_cuda_driver_LIBRARY": f"{d}/{f['cuda']}",
+            "CUDA_cuda_driver_LIBRARY": f"{d}/{f['cuda_driver']}",
         }
 
     def required_files(self, with_cublas: bool = True) -> list[str]:
         """Files (relative) a configure cannot do without: nvcc, the pinned libraries, and the
         ``cudart_static``/``cudadevrt`` CMake's compiler check links."""
         d = self.lib_rel()
-        extra = (
-            ["cudart_static.lib", "cudadevrt.lib"]
-            if self.target_os == "windows"
-            else ["libcudart_static.a", "libcudadevrt.a"]
-        )
+        table = LIBRARIES["windows" if self.target_os == "windows" else "linux"]
+        extra = [table["cudart_static"], table["cudadevrt"]]
         libs = self.libraries()
         if not with_cublas:
             libs = {k: v for k, v in libs.items() if "cublas" not in k and "driver" not in k}

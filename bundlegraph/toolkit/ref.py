@@ -10,27 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from ..toolchains.cuda import LIBRARIES
 from .components import is_windows, target_dir
 from .identity import ComponentSet, host_toolkit_path
 
 RECEIPT = "bundlegraph-toolkit.json"
-
-_LINUX_LIBS = {
-    "cudart": "libcudart.so",
-    "cudart_static": "libcudart_static.a",
-    "cudadevrt": "libcudadevrt.a",
-    "cublas": "libcublas.so",
-    "cublasLt": "libcublasLt.so",
-    "cuda_driver": "stubs/libcuda.so",
-}
-_WIN_LIBS = {
-    "cudart": "cudart.lib",
-    "cudart_static": "cudart_static.lib",
-    "cudadevrt": "cudadevrt.lib",
-    "cublas": "cublas.lib",
-    "cublasLt": "cublasLt.lib",
-    "cuda_driver": "cuda.lib",
-}
 
 
 @dataclass(frozen=True)
@@ -81,13 +65,13 @@ class ToolkitRef:
     def library(self, role: str) -> Path:
         """The link input for ``role`` (``cudart``, ``cudart_static``, ``cudadevrt``, ``cublas``,
         ``cublasLt``, ``cuda_driver``). Raises KeyError for another role."""
-        table = _WIN_LIBS if self.windows else _LINUX_LIBS
+        table = LIBRARIES["windows" if self.windows else "linux"]
         if role not in table:
             raise KeyError(f"unknown library role {role!r}; roles: {', '.join(table)}")
         return self.lib_dir / table[role]
 
     def libraries(self) -> dict[str, Path]:
-        return {r: self.library(r) for r in _LINUX_LIBS}
+        return {r: self.library(r) for r in LIBRARIES["linux"]}
 
     def runtime(self, name: str) -> Path:
         """A runtime file of ``name`` (``cudart``, ``cublas``, ``cublasLt``) as shipped."""
