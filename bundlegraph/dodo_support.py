@@ -102,6 +102,8 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
             filters = dataclasses.replace(filters, shard=shard)
         acquire(doit_command(sys.argv[1:]))
         graph = load_graph(bundles, filters)
+        command = doit_command(sys.argv[1:])
+        check_task_names(graph, command, targets)
         if shard is not None:
             check_shard_targets(graph, shard, targets)
         return graph
@@ -132,6 +134,22 @@ def shard_filter(
                 f"{where}={raw}: a shard only compiles (doit build:L {where}={raw}); it cannot run {', '.join(wrong)}"
             )
     return shard
+
+
+TASK_COMMANDS = ("run", "clean", "info", "forget", "ignore", "list")
+"""doit commands whose positional arguments are task names."""
+
+
+def check_task_names(graph: Graph, command: str, names: list[str]) -> None:
+    """Refuse (exit 2) a task name the graph does not have, with the three closest names, before
+    doit says "Invalid parameter" (``run``) or prints a traceback (``info``). Group names
+    (``build``) and doit's wildcards pass."""
+    if command not in TASK_COMMANDS:
+        return
+    known = {p.full_name for p in graph.plans} | {p.stage for p in graph.plans}
+    for name in names:
+        if name not in known and not any(c in name for c in "*?["):
+            graph.find(name)  # raises, naming the closest tasks
 
 
 def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> None:

@@ -244,6 +244,13 @@ class _Clean(_OfPlan):
 
         return f"<remove {cleanup.describe(self._found())}>"
 
+    def __str__(self) -> str:
+        # doit prints a clean action as "Python: " + str(callable)[1:], cut at " at ": the first
+        # character is dropped on purpose, and " at " in a path is spelled so that doit keeps it
+        from .pipeline import cleanup
+
+        return " remove " + cleanup.describe(self._found()).replace(" at ", " at\u00a0")
+
 
 _PREPARED: dict[str, Prepared] = {}
 """Each task's plan value, computed by its up-to-date check and handed to its run (doit checks

@@ -44,12 +44,15 @@ _VALUED = {
 
 
 def _positionals(argv: list[str]) -> list[str]:
-    """``argv`` without options and their values: the sub-command, ``key=value`` vars, tasks."""
+    """``argv`` without options and their values: the sub-command, ``key=value`` vars, tasks.
+    After ``clean``, ``-n`` is its dry-run flag, not ``run``'s process count."""
     out: list[str] = []
     skip_next = False
     for a in argv:
         if skip_next:
             skip_next = False
+        elif a == "-n" and out[:1] == ["clean"]:
+            continue
         elif a in _VALUED:
             skip_next = True
         elif not a.startswith("-"):

@@ -239,7 +239,8 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
 
 def unknown_names(env: Mapping[str, str]) -> list[str]:
     """One line per ``BUNDLEGRAPH_*`` name in ``env`` that :data:`SETTINGS` does not know (and
-    that is not under :data:`PASS_PREFIX`), with the closest known name."""
+    that is not under :data:`PASS_PREFIX`), with the closest known name, then one line naming
+    every known variable; empty when every name is known."""
     import difflib
 
     known = [s.var for s in SETTINGS]
@@ -248,11 +249,9 @@ def unknown_names(env: Mapping[str, str]) -> list[str]:
         if not k.startswith(PREFIX) or k.startswith(PASS_PREFIX) or k.removeprefix(PREFIX) in _BY_NAME:
             continue
         close = difflib.get_close_matches(k.removeprefix(PREFIX), list(_BY_NAME), n=1, cutoff=0.6)
-        out.append(
-            f"{k}: unknown variable"
-            + (f" (did you mean {PREFIX}{close[0]}?)" if close else "")
-            + f"; known: {', '.join(known)}; names under {PASS_PREFIX} are passed through unread"
-        )
+        out.append(f"{k}: unknown variable" + (f" (did you mean {PREFIX}{close[0]}?)" if close else ""))
+    if out:
+        out.append(f"known: {', '.join(known)} (README, Settings); names under {PASS_PREFIX} pass through unread")
     return out
 
 
@@ -270,7 +269,7 @@ def check_environment(env: Mapping[str, str] | None = None) -> None:
             except SettingError as e:
                 bad.append(str(e))
     if bad:
-        raise SettingError("; ".join(bad))
+        raise SettingError("\n".join(bad))
 
 
 def markdown_table() -> str:

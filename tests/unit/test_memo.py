@@ -14,8 +14,18 @@ def test_every_process_cache_is_a_registered_memo_table_and_clear_empties_them(t
     import bundlegraph.toolchains.msvc  # noqa: F401 (each module registers its tables on import)
     from bundlegraph import paths
 
-    assert {"paths.resolved", "fsutil.parsed", "fsutil.trees", "gpus.probed", "proc.which", "state.stamp_files",
-            "tools.found", "tools.versions", "signatures.trust_store", "msvc.vcvars"} <= set(memo.names())
+    assert {
+        "paths.resolved",
+        "fsutil.parsed",
+        "fsutil.trees",
+        "gpus.probed",
+        "proc.which",
+        "state.stamp_files",
+        "tools.found",
+        "tools.versions",
+        "signatures.trust_store",
+        "msvc.vcvars",
+    } <= set(memo.names())
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(tmp_path))
     paths.workdir()
     assert paths._RESOLVED
