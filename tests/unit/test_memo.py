@@ -8,11 +8,17 @@ from bundlegraph import memo
 
 
 def test_every_process_cache_is_a_registered_memo_table_and_clear_empties_them(tmp_path, monkeypatch):
-    import bundlegraph.checks.signatures
-    import bundlegraph.graph
-    import bundlegraph.gpus
-    import bundlegraph.toolchains.msvc  # noqa: F401 (each module registers its tables on import)
+    import importlib
+
     from bundlegraph import paths
+
+    for mod in (
+        "bundlegraph.checks.signatures",
+        "bundlegraph.graph",
+        "bundlegraph.gpus",
+        "bundlegraph.toolchains.msvc",
+    ):
+        importlib.import_module(mod)  # each module registers its tables on import
 
     assert {
         "paths.resolved",
