@@ -252,7 +252,7 @@ class _Clean(_OfPlan):
         return " remove " + cleanup.describe(self._found()).replace(" at ", " at\u00a0")
 
 
-_PREPARED: dict[str, Prepared] = {}
+_PREPARED: dict[str, Prepared[Any]] = {}
 """Each task's plan value, computed by its up-to-date check and handed to its run (doit checks
 a task right before it runs it, in the same process)."""
 

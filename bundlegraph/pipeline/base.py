@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .. import paths, state
 from ..errors import BundleGraphError
@@ -183,14 +183,19 @@ class Context:
         return paths.build_dir(leg) / "logs" / f"{stage}.log"
 
 
+P = TypeVar("P")
+"""The plan type of a :class:`Prepared` value (a stage's ``<Stage>Plan``)."""
+
+
 @dataclass(frozen=True)
-class Prepared:
+class Prepared(Generic[P]):
     """One task's plan value for one run, computed once after its upstream tasks ran: ``key``
     (the action-key inputs the stamp records and ``bundlegraph plan``/``explain`` show) and
-    ``plan`` (the frozen ``<Stage>Plan`` the run receives, e.g. a ``ConfigurePlan``)."""
+    ``plan`` (the frozen ``<Stage>Plan`` the run receives, e.g. ``Prepared[ConfigurePlan]``: the
+    stage's run is typed by it, so no run checks what it was handed)."""
 
     key: dict[str, Any]
-    plan: object
+    plan: P
 
 
 @dataclass
@@ -214,8 +219,8 @@ class TaskPlan:
     stage: str
     name: str
     doc: str
-    prepare: Callable[[], Prepared]
-    apply: Callable[[Prepared], list[Any]]
+    prepare: Callable[[], Prepared[Any]]
+    apply: Callable[[Prepared[Any]], list[Any]]
     deps: list[str] = field(default_factory=list)
     leg: str | None = None
     details: Callable[[], dict[str, Any]] = dict
@@ -223,7 +228,7 @@ class TaskPlan:
     """False for a task that is never complete (a shard build): it has no stamp, is never up to
     date and runs every time (ninja skips what is already built)."""
 
-    def prepared(self) -> Prepared:
+    def prepared(self) -> Prepared[Any]:
         """The task's plan value now (what ``plan``/``explain`` show)."""
         return self.prepare()
 

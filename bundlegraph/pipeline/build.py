@@ -174,7 +174,7 @@ class Progress:
             self.failed.append(line)  # ninja prints the failing command right after FAILED:
 
 
-def prepare(ctx: Context, leg: str) -> Prepared:
+def prepare(ctx: Context, leg: str) -> Prepared[BuildPlan]:
     """``build:<leg>``'s plan value: the :class:`BuildPlan` and the key computed from it."""
     plan = plan_build(ctx, leg)
     return Prepared(key_inputs(ctx, leg, plan), plan)
@@ -323,8 +323,7 @@ def _rel(p: Path, wd: Path) -> str:
         return p.resolve().as_posix()
 
 
-def _apply(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, BuildPlan)
+def _apply(p: Prepared[BuildPlan]) -> list[Path]:
     return run_build(p.plan)
 
 
@@ -359,7 +358,7 @@ def _listing(d: Path) -> list[tuple[str, int, int]]:
     )
 
 
-def prepare_import(ctx: Context, leg: str) -> Prepared:
+def prepare_import(ctx: Context, leg: str) -> Prepared[ImportPlan]:
     """``build:<leg>`` (imported)'s plan value: keyed by the imported files (name, size, mtime)."""
     plan = plan_import(ctx, leg)
     return Prepared({"imported": _listing(plan.source)}, plan)
@@ -403,8 +402,7 @@ def run_import(plan: ImportPlan) -> list[Path]:
     return [plan.record, *outs]
 
 
-def _apply_import(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, ImportPlan)
+def _apply_import(p: Prepared[ImportPlan]) -> list[Path]:
     return run_import(p.plan)
 
 

@@ -249,7 +249,7 @@ def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     return resolved_plan(ctx, leg)[1]
 
 
-def prepare(ctx: Context, leg: str) -> Prepared:
+def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
     """``configure:<leg>``'s plan value: the resolved :class:`ConfigurePlan` and its key."""
     plan, inputs = resolved_plan(ctx, leg)
     return Prepared(inputs, plan)
@@ -260,8 +260,7 @@ def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
     return _apply(prepare(ctx, leg))
 
 
-def _apply(p: Prepared) -> list[Path | Present]:
-    assert isinstance(p.plan, ConfigurePlan)
+def _apply(p: Prepared[ConfigurePlan]) -> list[Path | Present]:
     return run(p.plan, p.key)
 
 

@@ -296,7 +296,7 @@ def key_inputs(ctx: Context) -> dict[str, Any]:
     return key
 
 
-def prepare(ctx: Context) -> Prepared:
+def prepare(ctx: Context) -> Prepared[ManifestPlan]:
     """``manifest``'s plan value: its key and its :class:`ManifestPlan`."""
     return Prepared(key_inputs(ctx), plan_manifest(ctx))
 
@@ -326,8 +326,7 @@ def run(plan: ManifestPlan) -> list[Path]:
     return [plan.dist / MANIFEST_NAME, plan.dist / INDEX_NAME, plan.dist / source_archive_name(plan.source_commit)]
 
 
-def _apply(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, ManifestPlan)
+def _apply(p: Prepared[ManifestPlan]) -> list[Path]:
     return run(p.plan)
 
 

@@ -421,7 +421,7 @@ def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     return keys
 
 
-def prepare(ctx: Context, leg: str) -> Prepared:
+def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
     """``merge:<leg>``'s plan value: its key and its :class:`MergePlan`."""
     return Prepared(key_inputs(ctx, leg), plan_merge(ctx, leg))
 
@@ -456,8 +456,7 @@ def run(plan: MergePlan) -> list[Path]:
     return [plan.record, *_tree_files(plan.dest_tree)]
 
 
-def _apply(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, MergePlan)
+def _apply(p: Prepared[MergePlan]) -> list[Path]:
     return run(p.plan)
 
 

@@ -354,7 +354,7 @@ def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     }
 
 
-def prepare(ctx: Context, leg: str) -> Prepared:
+def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
     """``package:<leg>``'s plan value: its key and its :class:`PackagePlan`."""
     return Prepared(key_inputs(ctx, leg), plan_package(ctx, leg))
 
@@ -391,8 +391,7 @@ def run(plan: PackagePlan) -> list[Path]:
     return [dest, plan.receipt]
 
 
-def _apply(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, PackagePlan)
+def _apply(p: Prepared[PackagePlan]) -> list[Path]:
     return run(p.plan)
 
 

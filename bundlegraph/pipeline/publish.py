@@ -220,7 +220,7 @@ def plan_publish(ctx: Context) -> PublishPlan:
     )
 
 
-def prepare(ctx: Context) -> Prepared:
+def prepare(ctx: Context) -> Prepared[PublishPlan]:
     """``publish``'s plan value: its key (the manifest's digest, the filters, the files in dist/)
     and its plan."""
     plan = plan_publish(ctx)
@@ -250,8 +250,7 @@ def run(plan: PublishPlan) -> list[Path]:
     return [out]
 
 
-def _apply(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, PublishPlan)
+def _apply(p: Prepared[PublishPlan]) -> list[Path]:
     return run(p.plan)
 
 

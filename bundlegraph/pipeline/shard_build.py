@@ -64,7 +64,7 @@ def plan_shard(ctx: Context, leg: str, shard: ShardRef) -> ShardPlan:
     return ShardPlan(plan_build(ctx, leg), shard, paths.build_dir(leg) / "shard")
 
 
-def prepare_shard(ctx: Context, leg: str, shard: ShardRef) -> Prepared:
+def prepare_shard(ctx: Context, leg: str, shard: ShardRef) -> Prepared[ShardPlan]:
     """The shard task's plan value (its key is shown, never recorded)."""
     plan = plan_shard(ctx, leg, shard)
     return Prepared({"shard": str(shard), "targets": plan.build.targets}, plan)
@@ -180,8 +180,7 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     return []
 
 
-def apply_shard(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, ShardPlan)
+def apply_shard(p: Prepared[ShardPlan]) -> list[Path]:
     return run_shard(p.plan)
 
 

@@ -569,22 +569,20 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     }
 
 
-def _prepare_smoke(ctx: Context, leg: str) -> Prepared:
+def _prepare_smoke(ctx: Context, leg: str) -> Prepared[SmokePlan]:
     plan = plan_smoke(ctx, leg)
     return Prepared(smoke_inputs(ctx, leg, plan), plan)
 
 
-def _prepare_tools(ctx: Context, leg: str) -> Prepared:
+def _prepare_tools(ctx: Context, leg: str) -> Prepared[SmokeToolsPlan]:
     return Prepared(tools_inputs(ctx, leg), plan_tools(ctx, leg))
 
 
-def _apply_smoke(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, SmokePlan)
+def _apply_smoke(p: Prepared[SmokePlan]) -> list[Path]:
     return run_smoke(p.plan)
 
 
-def _apply_tools(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, SmokeToolsPlan)
+def _apply_tools(p: Prepared[SmokeToolsPlan]) -> list[Path]:
     return run_tools(p.plan)
 
 

@@ -314,12 +314,11 @@ def run(plan: SourceTaskPlan) -> list[Path]:
     return [plan.record] + ([plan.fetch.receipt] if plan.fetch.receipt else [])
 
 
-def _apply(p: Prepared) -> list[Path]:
-    assert isinstance(p.plan, SourceTaskPlan)
+def _apply(p: Prepared[SourceTaskPlan]) -> list[Path]:
     return run(p.plan)
 
 
-def _prepare(plan: SourceTaskPlan) -> Prepared:
+def _prepare(plan: SourceTaskPlan) -> Prepared[SourceTaskPlan]:
     return Prepared(plan.fetch.key_inputs(), plan)
 
 

@@ -104,7 +104,7 @@ class ToolkitPlan:
     host_problem: str | None = None
 
 
-def _prepare(plan: ToolkitPlan) -> Prepared:
+def _prepare(plan: ToolkitPlan) -> Prepared[ToolkitPlan]:
     from ..toolkit.key import key_inputs
 
     return Prepared(key_inputs(plan.components, plan.bundles), plan)
@@ -127,8 +127,7 @@ def run(plan: ToolkitPlan) -> list[Path | Present]:
     return [receipt, *(Present(p) for p in required_paths(plan.ref.prefix, plan.components))]
 
 
-def _apply(p: Prepared) -> list[Path | Present]:
-    assert isinstance(p.plan, ToolkitPlan)
+def _apply(p: Prepared[ToolkitPlan]) -> list[Path | Present]:
     return run(p.plan)
 
 

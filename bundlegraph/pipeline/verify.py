@@ -329,7 +329,7 @@ def _policy_json(policy: VerifyPolicy) -> dict[str, Any]:
     return out
 
 
-def prepare(ctx: Context, leg: str) -> Prepared:
+def prepare(ctx: Context, leg: str) -> Prepared[VerifyTreePlan]:
     """The plan value of ``verify:<leg>`` and its key (the build's output digest, the policy)."""
     from .. import paths
     from .build import plan_build
@@ -354,8 +354,7 @@ def run_verify_built(plan: VerifyTreePlan) -> list[Any]:
     return [plan.report]
 
 
-def _apply(p: Prepared) -> list[Any]:
-    assert isinstance(p.plan, VerifyTreePlan)
+def _apply(p: Prepared[VerifyTreePlan]) -> list[Any]:
     return run_verify_built(p.plan)
 
 
