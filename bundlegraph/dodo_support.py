@@ -144,12 +144,21 @@ def check_task_names(graph: Graph, command: str, names: list[str]) -> None:
     """Refuse (exit 2) a task name the graph does not have, with the three closest names, before
     doit says "Invalid parameter" (``run``) or prints a traceback (``info``). Group names
     (``build``) and doit's wildcards pass."""
-    if command not in TASK_COMMANDS:
+    if command not in TASK_COMMANDS or not _argv_is_doits():
         return
     known = {p.full_name for p in graph.plans} | {p.stage for p in graph.plans}
     for name in names:
-        if name not in known and not any(c in name for c in "*?["):
-            graph.find(name)  # raises, naming the closest tasks
+        if name in known or any(c in name for c in "*?[/\\") or Path(name).exists():
+            continue  # a task, a wildcard, or a file (doit also takes file targets)
+        graph.find(name)  # raises, naming the closest tasks
+
+
+def _argv_is_doits() -> bool:
+    """Whether ``sys.argv`` is doit's own command line (``doit ...``, ``python -m doit ...``),
+    not that of a program that runs doit inside it (``DoitMain().run([...])``), whose arguments
+    are not doit's."""
+    name = Path(sys.argv[0]).name.lower() if sys.argv else ""
+    return name in ("doit", "doit.exe", "doit-script.py") or (name == "__main__.py" and "doit" in sys.argv[0])
 
 
 def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> None:

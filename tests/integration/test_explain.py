@@ -71,3 +71,18 @@ def test_doit_info_prints_one_short_line_per_check_not_the_plan(workdir):
         and check[0].strip().startswith(f"- <{task} check (due: ")
         and f"`bundlegraph explain {task}` says why>" in check[0]
     ), r.stdout
+
+
+def test_doit_refuses_a_task_name_the_graph_lacks_with_the_closest(workdir):
+    """A newcomer's find: ``doit biuld:L`` was doit's exit 3 ("Invalid parameter"), ``doit info``
+    of it a traceback; both now stop with the three closest names (exit 2), like ``explain``."""
+    for args in (
+        ["biuld:linux-arm64-cpu"],
+        ["info", "biuld:linux-arm64-cpu"],
+        ["clean", "-n", "biuld:linux-arm64-cpu"],
+    ):
+        r = doit(args, workdir=workdir)
+        assert r.returncode == 2, (args, r.stdout[-2000:], r.stderr[-2000:])
+        assert "no task 'biuld:linux-arm64-cpu' in the graph (did you mean 'build:linux-arm64-cpu' or " in r.stderr
+        assert "Traceback" not in r.stderr
+    assert doit(["list", "build"], workdir=workdir).returncode == 0  # a stage's group name is a task
