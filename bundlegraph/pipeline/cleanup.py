@@ -16,7 +16,6 @@ the next ``doit`` starts over with the cache kept.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -52,16 +51,12 @@ _OWNED = ("build", "dist", ".bundlegraph")
 
 def owned_paths(task: str, stage: str, leg: str | None) -> list[Path]:
     """Every path ``doit clean <task>`` would remove now that exists (module docstring), sorted."""
-    from ..state import stamp_path
+    from .. import state
 
     work = paths.workdir()
-    stamp = stamp_path(task)
-    found: set[Path] = {stamp}
-    try:
-        rec = json.loads(stamp.read_text(encoding="utf-8"))
-        recorded = [*rec.get("outputs", {}), *rec.get("present", [])]
-    except (OSError, ValueError, AttributeError):
-        recorded = []
+    found: set[Path] = {state.stamp_path(task)}
+    stamp = state.load(task)
+    recorded = [*stamp.outputs, *stamp.present] if stamp is not None else []
     for rel in recorded:
         p = Path(rel) if Path(rel).is_absolute() else work / rel
         try:
@@ -83,14 +78,13 @@ def owned_paths(task: str, stage: str, leg: str | None) -> list[Path]:
 
 def _smoke_files(leg: str) -> set[Path]:
     """``dist/<bundle>.smoke.json`` of ``leg``'s packaged bundle (from its package stamp)."""
-    from ..state import stamp_path
+    from .. import state
 
-    try:
-        rec = json.loads(stamp_path(f"package:{leg}").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    stamp = state.load(f"package:{leg}")
+    if stamp is None:
         return set()
     work = paths.workdir()
-    return {work / f"{rel}.smoke.json" for rel in rec.get("outputs", {}) if rel.startswith("dist/")}
+    return {work / f"{rel}.smoke.json" for rel in stamp.outputs if rel.startswith("dist/")}
 
 
 def remove(found: list[Path]) -> None:

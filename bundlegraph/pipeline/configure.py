@@ -365,14 +365,11 @@ def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
 
 
 def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
-    """``CMakeCache.txt`` as ``{NAME: value}`` (types dropped)."""
-    out = {}
-    for line in (cmake_dir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line or line.startswith(("#", "//")) or "=" not in line:
-            continue
-        k, _, v = line.partition("=")
-        out[k.split(":", 1)[0]] = v
-    return out
+    """``CMakeCache.txt`` as ``{NAME: value}`` (types dropped; :func:`.cmake_keys.read_typed_cache`
+    is the one parser)."""
+    from .cmake_keys import read_typed_cache
+
+    return {k: v for k, (_kind, v) in read_typed_cache(cmake_dir).items()}
 
 
 def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
