@@ -1,7 +1,7 @@
 """bundlegraph: a declarative build graph for prebuilt llama.cpp / ggml bundles.
 
-Layout: ``schemas`` (pydantic models of specs, manifests and NVIDIA's redist JSON, and the
-plain records of validated specs the graph uses),
+Layout: ``schemas`` (the spec records the graph uses, their validation, and pydantic models of
+manifests and NVIDIA's redist JSON),
 ``toolchains`` (typed toolchain descriptions and CMake toolchain files), ``pipeline``
 (one module per stage: a pure plan plus a run function), ``graph`` (turns plans into doit
 task dicts; ``dodo.py`` only calls it) and ``cli`` (the ``bundlegraph`` command).

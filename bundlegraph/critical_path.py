@@ -30,7 +30,7 @@ from .pipeline.costs import CostRecord
 from .pipeline.ninja_graph import CompileStep
 from .pipeline.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
 from .release_jobs import JOBS, MANIFEST_NEEDS, JobRow
-from .schemas.plain import BundleSpec
+from .schemas.records import BundleSpec
 
 OVERHEAD_S: dict[str, float] = {
     "job": 90.0,  # a hosted runner's start, checkout, setup-python and `pip install -e .[tools]`

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from .errors import BundleGraphError
 from .schemas.archs import arch_supported, parse_arch, parse_version
-from .schemas.plain import BundleSpec, CudaSpec, Matrix
+from .schemas.records import BundleSpec, CudaSpec, Matrix
 
 LOCAL_MARK = "-local"
 T = TypeVar("T")

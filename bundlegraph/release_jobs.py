@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .schemas.plain import BundleSpec, Matrix
+from .schemas.records import BundleSpec, Matrix
 
 JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("compile", ("plan",)),

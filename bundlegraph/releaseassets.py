@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .download import Settings, check_url, fetch_small
 from .errors import DownloadError, HashMismatch
 from .fsutil import CHUNK, sha256_file
-from .schemas.plain import PairedAsset
+from .schemas.records import PairedAsset
 
 if TYPE_CHECKING:  # imported where used (planning needs no HTTP client)
     import httpx

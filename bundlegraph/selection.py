@@ -28,7 +28,7 @@ from typing import Any
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import PORTABLE_CLASS, kind_for
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
-from .schemas.plain import Matrix
+from .schemas.records import Matrix
 
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
@@ -249,7 +249,7 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
             out.append((Host(s.os, s.arch), s.install_kind, leg))
             continue
         drv = driver_for(s.profile.line or f"cuda{s.cuda.version_tuple[0]}")
-        for sm in sorted({fatbin_sm(a) for a in s.cuda.parsed_archs if a.sass}):
+        for sm in sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
             out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
     return out
 

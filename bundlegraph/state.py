@@ -28,7 +28,7 @@ from typing import Any
 
 from . import memo, paths
 from .fsutil import atomic_write_json, parsed_once, sha256_file
-from .schemas.plain import Record, json_of
+from .schemas.records import Record, json_of
 
 STAMP_VERSION = 1
 

@@ -13,7 +13,7 @@ from bundlegraph.pipeline.archivecheck import archive_verifier
 from bundlegraph.pipeline.package import PackageInputs, run_package
 from bundlegraph.pipeline.source import SourceRecord, plan_source, run_source
 from bundlegraph.schemas.loader import load_matrix
-from bundlegraph.schemas.plain import Matrix
+from bundlegraph.schemas.records import Matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,5 @@
-"""``bundlegraph schema``: the JSON Schema of the spec formats, generated from the models.
+"""``bundlegraph schema``: the JSON Schema of the spec formats, generated from the records
+(:mod:`bundlegraph.schemas.records`: each property's description is its field's docstring).
 
 The committed copies live in ``bundlegraph/schemas/json/`` (``bundle-spec.schema.json``,
 ``release.schema.json``); a test keeps them equal to what this prints.
@@ -11,26 +12,64 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from ..schemas.records import BundleSpec, Record, Release
 
-from ..schemas.release import Release
-from ..schemas.spec import BundleSpec
-
-SCHEMAS: dict[str, type[BaseModel]] = {"bundle-spec": BundleSpec, "release": Release}
+SCHEMAS: dict[str, type[Record]] = {"bundle-spec": BundleSpec, "release": Release}
 
 
 def render(name: str) -> str:
     """The schema text of ``name`` (sorted keys, 2-space indent, trailing newline)."""
-    from ..schemas.field_docs import add_descriptions
+    from ..schemas.validation import adapter
     from ..toolchains.registry import TOOLCHAINS
 
-    model = SCHEMAS[name]
-    s = add_descriptions(model.model_json_schema(by_alias=True), model.__name__)
+    s = adapter(SCHEMAS[name]).json_schema(by_alias=True)
+    if name == "bundle-spec":  # set by the load-time overrides only: a spec file may not say it
+        del s["properties"]["local"]
+        del s["$defs"]["LocalBuild"]
+    _fill_defaults(SCHEMAS[name], s)
     s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     s["$id"] = f"urn:bundlegraph:schema:{name}"
     if name == "bundle-spec":  # what the loader refuses, where a schema can say it
         s["properties"]["toolchain"]["enum"] = sorted(TOOLCHAINS)
     return json.dumps(s, indent=2, sort_keys=True) + "\n"
+
+
+def _fill_defaults(root: type[Record], schema: dict[str, Any]) -> None:
+    """Each property's description (its field's docstring), and the default of a field made by a factory
+    (pydantic leaves those out), in its JSON form: what an editor shows as you type."""
+    import dataclasses
+    import typing
+
+    from ..schemas.records import field_docs, json_form
+
+    seen: set[type] = set()
+
+    def walk(cls: type[Record], node: dict[str, Any]) -> None:
+        if cls in seen:
+            return
+        seen.add(cls)
+        hints = typing.get_type_hints(cls)
+        docs = field_docs(cls)
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            prop = node.get("properties", {}).get(f.name.rstrip("_"))
+            if prop is None:
+                continue
+            if f.name in docs:
+                prop["description"] = docs[f.name]
+            if f.default_factory is not dataclasses.MISSING:
+                prop["default"] = json_form(f.default_factory())
+            for arg in (hints[f.name], *typing.get_args(hints[f.name])):
+                if isinstance(arg, type) and issubclass(arg, Record) and arg.__name__ in schema.get("$defs", {}):
+                    walk(arg, schema["$defs"][arg.__name__])
+                for inner in typing.get_args(arg):
+                    if (
+                        isinstance(inner, type)
+                        and issubclass(inner, Record)
+                        and inner.__name__ in schema.get("$defs", {})
+                    ):
+                        walk(inner, schema["$defs"][inner.__name__])
+
+    walk(root, schema)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import VerifyError
 from ..schemas.manifest import VerifyFindings
-from ..schemas.plain import BundleSpec, Release
+from ..schemas.records import BundleSpec, Release
 from .verify import Report, policy_from_spec, verify_path
 
 

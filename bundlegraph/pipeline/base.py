@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from .. import paths, state
 from ..errors import BundleGraphError
-from ..schemas.plain import BundleSpec, Matrix, Release
+from ..schemas.records import BundleSpec, Matrix, Release
 from .shards import ShardRef
 
 STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest", "publish"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..errors import SpecError
 from ..schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
-from ..schemas.plain import BundleSpec, CMakeValue
+from ..schemas.records import BundleSpec, CMakeValue
 
 __all__ = ["DERIVED", "FORCED_OFF", "cache_entries", "render_value"]
 

@@ -35,7 +35,7 @@ from .. import paths
 from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
-from ..schemas.plain import Matrix
+from ..schemas.records import Matrix
 from ..smokestatus import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record

@@ -38,7 +38,7 @@ from .. import paths
 from ..checks.content import missing_required, required_matches
 from ..errors import BundleGraphError
 from ..fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
-from ..schemas.plain import BundleSpec, Release
+from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
 from .build import build_record, plan_build
 from .source import source_record

@@ -34,7 +34,7 @@ from ..errors import BundleGraphError, VerifyError
 from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
 from ..schemas.archs import supported_sms_of
-from ..schemas.plain import BundleSpec, Release
+from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .build import imported_provenance
 from .manifest import record_verified

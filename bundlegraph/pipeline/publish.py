@@ -35,7 +35,7 @@ from ..fsutil import atomic_write_bytes, sha256_file
 from ..overrides import is_local
 from ..report import say
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
-from ..schemas.plain import Matrix
+from ..schemas.records import Matrix
 from ..smokestatus import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .manifest import read_verified, source_leg

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BundleGraphError
 from ..fsutil import sha256_file
-from ..schemas.plain import BundleSpec
+from ..schemas.records import BundleSpec
 
 if TYPE_CHECKING:  # the info format is imported where a runtime file is resolved (never while planning)
     from ..schemas.manifest import RuntimeFileInfo

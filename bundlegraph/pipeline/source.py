@@ -24,7 +24,7 @@ from ..errors import BundleGraphError, HashMismatch, HostMismatch
 from ..fsutil import atomic_dir, atomic_write_json, locked, parsed_once, rmtree, sha256_file, tree_digest
 from ..gitmeta import read_commit
 from ..report import say
-from ..schemas.plain import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
+from ..schemas.records import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, Prepared, TaskPlan
 
 RECEIPT = "receipt.json"
@@ -178,9 +178,9 @@ def source_record_if_any(leg: str) -> SourceRecord | None:
 def check_upstream_tag(tree: Path, release: Release) -> None:
     """Refuse a stated ``upstream_tag`` below the tool split for a tree that has it: a tree
     whose ``tools/server/CMakeLists.txt`` builds ``llama-server-impl`` is upstream build
-    >= :data:`~bundlegraph.schemas.plain.IMPL_SPLIT_BUILD`, and installers gate their checks
+    >= :data:`~bundlegraph.schemas.records.IMPL_SPLIT_BUILD`, and installers gate their checks
     for the ``*-impl`` libraries on that number. Raises :class:`BundleGraphError`."""
-    from ..schemas.plain import IMPL_SPLIT_BUILD
+    from ..schemas.records import IMPL_SPLIT_BUILD
 
     cml = tree / "tools" / "server" / "CMakeLists.txt"
     try:

@@ -2,7 +2,7 @@
 
 :class:`VerifyPolicy` says what the leg promises (os, arch, GPU archs, external runtimes,
 signing, glibc floors, required files, info JSON); :func:`policy_from_spec` derives it from a
-:class:`~bundlegraph.schemas.spec.BundleSpec`. :func:`verify_path` reads every file of a
+:class:`~bundlegraph.schemas.records.BundleSpec`. :func:`verify_path` reads every file of a
 directory or archive once and returns a :class:`Report`; it raises nothing for what it finds
 (only for a path that is neither a directory nor a readable archive). The checks themselves
 live in :mod:`bundlegraph.checks`.
@@ -30,7 +30,7 @@ from ..checks import Failure, content
 from ..errors import BundleGraphError, VerifyError
 from ..report import say
 from ..schemas.archs import Arch
-from ..schemas.plain import BundleSpec, Release
+from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest
 
 if TYPE_CHECKING:  # the file checks are imported where a bundle is verified (never while planning)

@@ -1,4 +1,4 @@
-"""The formats: pydantic v2 models of bundle specs (``spec``), the release (``release``), the
-published JSON (``manifest``) and NVIDIA's redist manifests (``redist``); the validation of a
-whole ``bundles/`` directory (``validation``); the plain records the graph is built from
-(``plain``: no pydantic) and the loader that keeps them in the spec cache (``loader``)."""
+"""The formats: the spec and release records (``records``: standard-library dataclasses, one per
+TOML table, no pydantic), validated by pydantic when a ``bundles/`` directory is new or changed
+(``validation``) and kept in the spec cache (``loader``); the published JSON (``manifest``) and
+NVIDIA's redist manifests (``redist``) as pydantic models."""

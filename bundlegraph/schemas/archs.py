@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 Version = tuple[int, int]
 
@@ -66,6 +67,63 @@ class Arch:
 
     def __str__(self) -> str:
         return self.cmake
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """How pydantic validates a spec's arch (the CMake text, parsed once by
+        :func:`parse_arch`; an :class:`Arch` is taken as is) and writes it back (CMake text)."""
+        from pydantic_core import core_schema as cs
+
+        return cs.no_info_plain_validator_function(
+            lambda v: v if isinstance(v, Arch) else parse_arch(str(v)),
+            serialization=cs.plain_serializer_function_ser_schema(lambda a: a.cmake, return_schema=cs.str_schema()),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "pattern": r"^\d{2,3}[af]?(-real|-virtual)?$",
+            "description": "a CUDA arch in CMake form: 120, 120a, 100f, 86-real, 75-virtual",
+        }
+
+
+class CudaVersion(str):
+    """A CUDA toolkit version as a spec writes it (``"13.4"``; ``"13.4.2"`` is accepted), with
+    its numbers: :attr:`major`, :attr:`minor`, :attr:`parts` (``(13, 4)``, what the arch table
+    and the toolkit rules compare). It is the text it was written as, so it prints, joins paths
+    and serialises as that text. Raises ``ValueError`` for text of another form."""
+
+    def __new__(cls, text: object) -> CudaVersion:
+        parse_version(str(text))
+        return super().__new__(cls, str(text))
+
+    @property
+    def parts(self) -> Version:
+        """``(major, minor)``: ``"13.4"`` -> ``(13, 4)``."""
+        return parse_version(self)
+
+    @property
+    def major(self) -> int:
+        """``"13.4"`` -> 13 (the runtime line: ``cuda13``)."""
+        return self.parts[0]
+
+    @property
+    def minor(self) -> int:
+        """``"13.4"`` -> 4."""
+        return self.parts[1]
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema as cs
+
+        return cs.no_info_after_validator_function(
+            cls, cs.str_schema(), serialization=cs.plain_serializer_function_ser_schema(str)
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string", "pattern": r"^\d+\.\d+(\.\d+)?$"}
 
 
 def parse_arch(text: str) -> Arch:

@@ -13,7 +13,7 @@ The configure stage (:mod:`bundlegraph.pipeline.cmake_cache`) forces and derives
 
 from __future__ import annotations
 
-from .plain import BundleSpec
+from .records import BundleSpec
 
 FORCED_OFF = (
     "GGML_NATIVE",

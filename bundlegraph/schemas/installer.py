@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .plain import IMPL_SPLIT_BUILD
+from .records import IMPL_SPLIT_BUILD
 
 CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
 """The installer version this contract was checked against."""
@@ -70,7 +70,7 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     (``llama-server``, ``llama-quantize``; ``.exe`` on Windows). Then its runtime health
     groups: ``llama``, ``llama-common``, ``ggml``, ``ggml-base``, ``ggml-cpu*``, ``mtmd`` shared
     libraries; the ``llama-server-impl`` / ``llama-quantize-impl`` libraries when
-    ``build_number`` >= :data:`~bundlegraph.schemas.plain.IMPL_SPLIT_BUILD` (or unknown);
+    ``build_number`` >= :data:`~bundlegraph.schemas.records.IMPL_SPLIT_BUILD` (or unknown);
     ``ggml-cuda`` for CUDA kinds, and on Windows the CUDA runtime trio it checks when a bundle
     carries one (``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``)."""
     k = INSTALL_KINDS[kind]

@@ -1,5 +1,5 @@
-"""Load a whole ``bundles/`` directory: the release and every leg spec, validated, as plain
-records (:mod:`.plain`).
+"""Load a whole ``bundles/`` directory: the release and every leg spec, validated, as their
+records (:mod:`.records`).
 
 Validation (pydantic models and cross-field rules, :mod:`.validation`) runs when the directory
 is new or has changed. Its result is kept in the spec cache, one file per bundles directory
@@ -14,7 +14,7 @@ import nor validation). An entry is used only when all of these equal what it wa
   :mod:`bundlegraph.toolchains` (the rules and the toolchain registry), and Python's version.
 
 An entry is a magic line, the sha256 of its payload and the payload (a pickle of the
-:class:`~.plain.Matrix` of plain records). A truncated, altered or unreadable entry, or one of
+:class:`~.records.Matrix` of records). A truncated, altered or unreadable entry, or one of
 another shape, is ignored and written again after validation: the cache can only save time,
 never change what loads. Entries are written by atomic rename; at most :data:`KEEP` are kept.
 The payload is a pickle, so the cache directory is trusted like the toolkits and downloads
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..fsutil import atomic_write_bytes, sha256_file
-from .plain import Matrix
+from .records import Matrix
 
 MAGIC = b"bundlegraph-spec-cache 1\n"
 """First line of an entry; a new layout changes it."""

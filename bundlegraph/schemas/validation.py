@@ -1,5 +1,5 @@
-"""Validate a whole ``bundles/`` directory with the pydantic models: the release and every leg
-spec, then the cross-field rules on their plain records (:mod:`.plain`). The loader
+"""Validate a whole ``bundles/`` directory: the release and every leg spec as their records
+(:mod:`.records`, by pydantic), then the rules over several tables and files. The loader
 (:func:`bundlegraph.schemas.loader.load_matrix`) calls :func:`validate_matrix` only when the
 spec cache has no entry for the directory's bytes.
 
@@ -21,107 +21,103 @@ Cross-field rules (need several specs or tables):
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from .. import memo
 from ..errors import SpecError
 from ..toolchains.registry import TOOLCHAINS
-from . import plain
 from .archs import arch_supported
 from .cmake_rules import cmake_problems
-from .plain import BundleSpec, CudaSpec, Matrix, Release, build_number_of
-from .release import Release as ReleaseModel
-from .spec import BundleSpec as BundleSpecModel
-from .spec import CudaSpec as CudaSpecModel
+from .records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 
 RELEASE_FILE = "release.toml"
 WINDOWS_ARM64_CUDA_MIN = (13, 4)
 
-
-def to_plain(model: BaseModel) -> Any:
-    """The record (:mod:`.plain`) of a validated model, nested models as nested records; its
-    ``dump()`` is the model's ``model_dump(mode="json", by_alias=True)``. Raises ``KeyError``
-    for a model without a record (a new model needs its record in :data:`plain.RECORDS`)."""
-    cls = plain.RECORDS[type(model).__name__]
-    values = {n: _plain_value(getattr(model, n)) for n in cls.FIELDS}
-    return cls.make(values, model.model_dump(mode="json", by_alias=True))
+T = TypeVar("T")
 
 
-def _plain_value(v: Any) -> Any:
-    if isinstance(v, BaseModel):
-        return to_plain(v)
-    if isinstance(v, list):
-        return [_plain_value(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _plain_value(x) for k, x in v.items()}
-    return v
+def adapter(cls: type[T]) -> TypeAdapter[T]:
+    """pydantic's validator of record class ``cls``, built once per process (a few ms each;
+    memo table ``spec-adapters``)."""
+    made: dict[type, TypeAdapter[T]] = memo.table("spec-adapters")
+    if cls not in made:
+        made[cls] = TypeAdapter(cls)
+    return made[cls]
 
 
 def validate_leg(data: dict[str, Any]) -> BundleSpec:
-    """One leg's table (a spec file's content, or a spec's ``dump()`` with changes) validated
-    by the model and returned as its record. Raises pydantic's ``ValidationError``."""
-    rec: BundleSpec = to_plain(BundleSpecModel.model_validate(data))
-    return rec
+    """One leg's table (a spec file's content, or a spec's ``dump()`` with changes), validated
+    as a :class:`BundleSpec`. Raises pydantic's ``ValidationError``."""
+    return adapter(BundleSpec).validate_python(data)
 
 
 def validate_cuda(data: dict[str, Any]) -> CudaSpec:
-    """A ``[cuda]`` table validated by the model, as its record. Raises ``ValidationError``."""
-    rec: CudaSpec = to_plain(CudaSpecModel.model_validate(data))
-    return rec
+    """A ``[cuda]`` table validated as a :class:`CudaSpec`. Raises ``ValidationError``."""
+    return adapter(CudaSpec).validate_python(data)
 
 
-def _model_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """Field names (aliases) valid at ``loc`` inside ``model``, for did-you-mean."""
-    cur: Any = model
-    for part in loc:
-        if isinstance(part, int) or cur is None:
-            continue
-        fields = getattr(cur, "model_fields", None)
-        if not fields or (part not in fields and part not in {f.alias for f in fields.values() if f.alias}):
-            return []
-        fi = fields.get(part) or next(f for f in fields.values() if f.alias == part)
-        cur = _inner_model(fi.annotation)
-    if cur is None or not hasattr(cur, "model_fields"):
-        return []
-    return [f.alias or n for n, f in cur.model_fields.items()]
-
-
-def _inner_model(ann: Any) -> Any:
-    import typing
-
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
+def _record_class(ann: Any) -> type[Record] | None:
+    """The record class inside a field's annotation (``CudaSpec | None`` -> ``CudaSpec``)."""
+    if isinstance(ann, type) and issubclass(ann, Record):
         return ann
     for arg in typing.get_args(ann):
-        m = _inner_model(arg)
-        if m is not None:
-            return m
+        found = _record_class(arg)
+        if found is not None:
+            return found
     return None
 
 
-def format_validation(path: Path, err: ValidationError, model: type[BaseModel]) -> list[str]:
-    """One line per pydantic error: ``file: key.path: message`` (+ did-you-mean on extras)."""
+def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
+    """The TOML keys valid at ``loc`` inside record ``cls``, for did-you-mean."""
+    cur: type[Record] | None = cls
+    for part in loc:
+        if isinstance(part, int) or cur is None:
+            continue
+        hints = typing.get_type_hints(cur)
+        name = next((f for f in cur.FIELDS if f.rstrip("_") == part), None)
+        if name is None:
+            return []
+        cur = _record_class(hints[name])
+    return [f.rstrip("_") for f in cur.FIELDS] if cur is not None else []
+
+
+_EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
+_MISSING = ("missing", "missing_keyword_only_argument", "missing_argument")
+_RULE_KEY = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
+
+
+def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> list[str]:
+    """One line per pydantic error: ``file: key.path: message`` (+ did-you-mean on an unknown
+    key). A table's own rule (``__post_init__``) names its key first (``archs: holds
+    duplicates``); that key joins the path."""
     out = []
     for e in err.errors():
-        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
         clean: list[object] = []
-        for p in loc:
+        for p in e["loc"]:
             if isinstance(p, str) and p in ("tarball", "git", "path", "pip-sdist") and clean and clean[-1] == "source":
                 continue
             clean.append(p)
-        key = ".".join(str(p) for p in clean) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        if e["type"] == "extra_forbidden":
-            parent = tuple(clean[:-1])
-            choices = _model_fields(model, parent)
+        if e["type"] == "value_error":
+            m = _RULE_KEY.match(msg)
+            if m:
+                clean.append(m.group(1))
+                msg = m.group(2)
+        key = ".".join(str(p) for p in clean) or "(top level)"
+        if e["type"] in _EXTRA:
+            choices = _keys_at(cls, tuple(clean[:-1]))
             close = difflib.get_close_matches(str(clean[-1]), choices, n=1)
             msg = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
             if choices:
                 msg += f"; allowed here: {', '.join(choices)}"
-        elif e["type"] == "missing":
+        elif e["type"] in _MISSING:
             msg = "required key is missing"
         out.append(f"{path}: {key}: {msg}")
     return out
@@ -140,7 +136,7 @@ def _read_toml(path: Path, problems: list[str]) -> dict[str, Any] | None:
 
 def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
     """Validate ``root/release.toml`` and every other ``root/*.toml`` as a leg spec; returns
-    the matrix (plain records) and the files read besides ``root/*.toml`` (the wheels locks the
+    the matrix (records) and the files read besides ``root/*.toml`` (the wheels locks the
     legs name), which the spec cache must also key on.
 
     Raises :class:`SpecError` listing every problem found (schema and cross-field) at once.
@@ -157,9 +153,9 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
         data = _read_toml(rel_path, problems)
         if data is not None:
             try:
-                release = to_plain(ReleaseModel.model_validate(data))
+                release = adapter(Release).validate_python(data)
             except ValidationError as e:
-                problems += format_validation(rel_path, e, ReleaseModel)
+                problems += format_validation(rel_path, e, Release)
 
     legs: dict[str, BundleSpec] = {}
     files: dict[str, Path] = {}
@@ -180,7 +176,7 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
         try:
             spec = validate_leg(data)
         except ValidationError as e:
-            problems += format_validation(path, e, BundleSpecModel)
+            problems += format_validation(path, e, BundleSpec)
             problems += _partial_problems(path, data)
             continue
         if spec.id != path.stem:
@@ -202,7 +198,7 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
     """Each GPU arch within the CUDA version's range; Windows ARM64 needs CUDA >= 13.4."""
     out = []
     v = cuda.version_tuple
-    for i, a in enumerate(cuda.parsed_archs):
+    for i, a in enumerate(cuda.archs):
         why = arch_supported(a, v)
         if why:
             out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i].cmake}': {why}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolkitError
-from ..schemas.plain import BundleSpec
+from ..schemas.records import BundleSpec
 from ..toolchains.registry import TOOLCHAINS
 from .lockfile import load_lock
 

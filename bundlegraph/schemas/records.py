@@ -1,0 +1,584 @@
+"""The records of the spec formats: ``bundles/<leg>.toml`` (:class:`BundleSpec`) and
+``bundles/release.toml`` (:class:`Release`), one frozen dataclass per table.
+
+Each record is written once, here, and everything else comes from it:
+
+- **Fields and their docs.** A field's attribute docstring is its one description: the JSON
+  Schema (``bundlegraph schema``) carries it, an editor shows it as you type.
+- **Validation.** A spec file is validated on a spec-cache miss (:mod:`.validation`) by a
+  pydantic ``TypeAdapter`` of these very classes. The rules of one field are ``Annotated``
+  metadata (:mod:`.constraints`; :class:`~.archs.Arch` and :class:`~.archs.CudaVersion` carry
+  their own core schema); a rule over several fields of one table is its ``__post_init__``
+  (a ``ValueError`` whose text starts with the key it is about); rules over several tables or
+  files are :func:`.validation.cross_field_problems`. This module imports no pydantic: a
+  graph loaded from the spec cache never imports it.
+- **Typed values.** Archs are :class:`~.archs.Arch`, the CUDA version a
+  :class:`~.archs.CudaVersion`, ``commit_date`` a ``datetime``; they become text only at the
+  CMake and JSON edges.
+- **The JSON form** (:meth:`Record.dump`), what action keys hold: field by field, the TOML key
+  (``from``) for the Python name (``from_``), archs in CMake spelling, datetimes in ISO 8601
+  (UTC as ``Z``), fields of :attr:`Record.OMIT_NONE` left out while None and
+  :attr:`Record.NOT_DUMPED` never written (what changes no output byte). It is byte-for-byte
+  the dump of the pydantic models these records replaced (issue 30), so no stamp changes.
+
+Records are read-only (``dataclasses.FrozenInstanceError``); :meth:`Record.replace` makes a
+changed copy and runs the table's own rules again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, dataclass_transform
+
+from .archs import Arch, CudaVersion
+from .constraints import Check, Tagged
+
+OS = Literal["windows", "linux"]
+CPUArch = Literal["x64", "arm64"]
+RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
+"""NVIDIA's redist platform keys (the keys of a ``redistrib_<ver>.json`` component)."""
+CMakeValue = bool | int | str | list[str]
+
+_ID = Check(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+_SHA256 = Check(pattern=r"^[0-9a-f]{64}$")
+_COMMIT = Check(pattern=r"^[0-9a-f]{40}$")
+_BUILD_TAG = Check(pattern=r"^b\d+$")
+
+_PYDANTIC_CONFIG = {
+    "extra": "forbid",
+    "alias_generator": lambda name: name.rstrip("_"),
+}
+"""How pydantic reads every record (a plain dict: pydantic's ``ConfigDict`` is a TypedDict):
+unknown keys are errors, and a field named after a Python keyword (``from_``) is the TOML key
+without the underscore."""
+
+
+class Record:
+    """Base of the records: the JSON form (:meth:`dump`), a checked :meth:`replace`, and a
+    hash of the JSON form (records hold lists, which a field-wise hash cannot take)."""
+
+    __pydantic_config__: ClassVar[Any] = _PYDANTIC_CONFIG
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    """The field names, in order (Python names: ``from_``)."""
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+    """Fields the JSON form leaves out while None (so release keys keep their form)."""
+    NOT_DUMPED: ClassVar[tuple[str, ...]] = ()
+    """Fields the JSON form never holds (what changes no output byte)."""
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON form (a fresh dict each call): plain JSON values, TOML keys, archs in CMake
+        spelling."""
+        out: dict[str, Any] = json_form(self)
+        return out
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied; the table's own rules (``__post_init__``) run
+        again, the field types are not checked (build a spec by hand only in tests). Raises
+        ``TypeError`` naming an unknown field."""
+        unknown = set(changes) - set(self.FIELDS)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown fields {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, json.dumps(json_form(self), sort_keys=True)))
+
+
+R = TypeVar("R", bound=type)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
+def record(cls: R) -> R:
+    """Make ``cls`` (a :class:`Record` subclass) a frozen, keyword-only dataclass, hashed by
+    its JSON form, with :attr:`Record.FIELDS` filled in."""
+    made: Any = dataclass(frozen=True, kw_only=True)(cls)  # the same class object, made a dataclass
+    made.__hash__ = Record.__hash__
+    made.FIELDS = tuple(f.name for f in dataclasses.fields(made))
+    return cls
+
+
+def json_form(v: Any) -> Any:
+    """``v`` in its JSON form (:meth:`Record.dump`): records field by field, archs in CMake
+    spelling, datetimes in ISO 8601 with UTC as ``Z`` (as the spec models wrote them)."""
+    if isinstance(v, Record):
+        out = {}
+        for n in v.FIELDS:
+            x = getattr(v, n)
+            if (x is None and n in v.OMIT_NONE) or n in v.NOT_DUMPED:
+                continue
+            out[n.rstrip("_")] = json_form(x)
+        return out
+    if isinstance(v, Arch):
+        return v.cmake
+    if isinstance(v, CudaVersion):
+        return str(v)
+    if isinstance(v, _dt.datetime):
+        text = v.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if isinstance(v, list):
+        return [json_form(x) for x in v]
+    if isinstance(v, dict):
+        return {k: json_form(x) for k, x in v.items()}
+    return v
+
+
+def field_docs(cls: type[Record]) -> dict[str, str]:
+    """Each field's attribute docstring (the string right below it), by field name, inherited
+    ones included, on one line: the descriptions of the JSON Schema. Read from the source."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not (isinstance(klass, type) and issubclass(klass, Record)) or klass is Record:
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
+        assert isinstance(body, ast.ClassDef)
+        for stmt, nxt in zip(body.body, body.body[1:], strict=False):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def json_of(rec: Record) -> dict[str, Any]:
+    """The JSON form of ``rec`` for serialisers (action keys, JSON output)."""
+    out: dict[str, Any] = json_form(rec)
+    return out
+
+
+# --- a leg: bundles/<leg>.toml ---------------------------------------------------------------
+
+
+@record
+class Profile(Record):
+    """What an installer chooses a bundle by (:mod:`bundlegraph.selection`)."""
+
+    name: Annotated[str, _ID]
+    """the profile in the bundle name (cuda13-portable, cpu)"""
+    line: Literal["cuda12", "cuda13"] | None = None
+    """CUDA runtime line (cuda12/cuda13) of a cuda leg; must match cuda.version's major"""
+    klass: Annotated[str, _ID]
+    """coverage class: older/newer/portable/legacy/blackwell/cpu"""
+    rank: Annotated[int, Check(ge=0, le=1000, strict=True)]
+    """an integer 0-1000; lower wins a tie between bundles of the same SM span"""
+
+
+@record
+class ToolkitSpec(Record):
+    """Where the leg's CUDA toolkit comes from and what it holds: ``host`` components run on the
+    build machine (installed for ``host_platform``), ``target`` components are linked into the
+    output (installed for ``target_platform``)."""
+
+    source: Literal["redist", "wheels", "host"] = "redist"
+    """redist (NVIDIA's archives), wheels (NVIDIA's PyPI wheels) or host (already installed)"""
+    manifest: str | None = None
+    """redist: the redistrib_<label>.json label (13.4.2); its major.minor must be cuda.version"""
+    lock: str | None = None
+    """wheels: the lock file (bundles/locks/...) pinning each wheel by sha256"""
+    path: str | None = None
+    """host: the toolkit root (default CUDA_PATH, else /usr/local/cuda)"""
+    host: list[str] = field(default_factory=lambda: ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl"])
+    """components that run on the build machine (nvcc, crt, nvvm, cccl)"""
+    target: list[str] = field(default_factory=lambda: ["cuda_cudart", "libcublas"])
+    """components linked into the output (cudart, cublas)"""
+    host_platform: RedistPlatform | None = None
+    """NVIDIA's platform key of the build machine (default: the toolchain's)"""
+    target_platform: RedistPlatform
+    """NVIDIA's platform key of the target libraries (windows-arm64, linux-sbsa)"""
+
+    def __post_init__(self) -> None:
+        if self.source == "redist" and not self.manifest:
+            raise ValueError("manifest: source 'redist' needs 'manifest' (a redist release label such as '13.4.2')")
+        if self.source == "wheels" and not self.lock:
+            raise ValueError("lock: source 'wheels' needs 'lock' (a lock file under bundles/locks/)")
+
+
+@record
+class CudaSpec(Record):
+    """CUDA settings of a GPU leg."""
+
+    version: CudaVersion
+    """the CUDA toolkit version major.minor (13.4)"""
+    archs: Annotated[list[Arch], Check(min_length=1)]
+    """GPU archs in CMake form (120, 120a, 86-real, 75-virtual); each must be buildable with version"""
+    toolkit: ToolkitSpec
+    """where the toolkit comes from and its components"""
+
+    def __post_init__(self) -> None:
+        if len(set(self.archs)) != len(self.archs):
+            raise ValueError("archs: holds duplicates")
+
+    @property
+    def version_tuple(self) -> tuple[int, int]:
+        """``"13.4"`` -> ``(13, 4)``."""
+        return CudaVersion(self.version).parts
+
+    @property
+    def cmake_archs(self) -> list[str]:
+        """The archs in CMake's spelling (``["120", "121"]``)."""
+        return [a.cmake for a in self.archs]
+
+
+@record
+class BuildSpec(Record):
+    """What ``cmake --build`` builds, and over how many CI jobs its compile is spread
+    (:mod:`bundlegraph.pipeline.shards`)."""
+
+    NOT_DUMPED = ("shards",)
+
+    targets: list[str] = field(default_factory=list)
+    """the CMake targets built (empty: all)"""
+    shards: Annotated[int, Check(ge=1, le=32)] = 1
+    """CI jobs the compile is spread over (1-32, default 1): each shard compiles a cost-balanced slice of the
+    targets' compile steps into the compiler cache; one final compile links. Never in an action key: a sharded
+    build's bundle is an unsharded one's."""
+
+
+@record
+class MergeSpec(Record):
+    """The merge base of a backend-only leg and how a file clash is decided."""
+
+    base: Annotated[str, _ID]
+    """the id of the CPU leg (same os and arch) whose packaged bundle this backend joins"""
+    prefer: Literal["error", "base", "backend"] = "error"
+    """which file wins when base and backend hold different files of one name: error, base or backend"""
+
+
+@record
+class PackageSpec(Record):
+    """Which files of the merged tree go into the bundle (glob patterns on relative paths)."""
+
+    keep: list[str] = field(default_factory=lambda: ["**"])
+    """globs of built files to pack (default: all)"""
+    exclude: list[str] = field(default_factory=list)
+    """globs of built files never packed"""
+
+
+@record
+class ShippedRuntime(Record):
+    """A runtime file the bundle ships, taken from the leg's target toolkit or its toolchain
+    (the newest version directory of MSVC's redist folders)."""
+
+    name: str
+    """the file's name in the bundle (cudart64_13.dll)"""
+    from_: Literal["toolkit", "toolchain"]
+    """toolkit or toolchain"""
+    path: str | None = None
+    """toolkit: the file's path under the toolkit prefix (bin/arm64/cudart64_13.dll)"""
+
+
+@record
+class PairedAsset(Record):
+    """A runtime asset published beside the bundles (upstream's
+    ``cudart-llama-bin-win-cuda-13.4-arm64.zip``); its hash goes into the SHA index."""
+
+    name: str
+    """the asset's file name (cudart-llama-bin-win-cuda-13.4-arm64.zip)"""
+    url: str | None = None
+    """where to fetch it when the upstream release does not list it"""
+    sha256: Annotated[str, _SHA256] | None = None
+    """its sha256 when pinned (else hashed from a local copy or the upstream release)"""
+
+
+@record
+class RuntimeSpec(Record):
+    """Runtime files: shipped inside the bundle, relied on without shipping, or published beside it."""
+
+    ships: list[ShippedRuntime] = field(default_factory=list)
+    """runtime files copied into the bundle (from the toolkit or the toolchain's redist)"""
+    external: list[str] = field(default_factory=list)
+    """libraries the bundle imports but does not ship (the installer provides them)"""
+    paired: list[PairedAsset] = field(default_factory=list)
+    """upstream assets published beside the bundle and hashed in the SHA index"""
+
+
+@record
+class LinuxSpec(Record):
+    """The glibc / libstdc++ floors of a Linux leg."""
+
+    glibc_floor: Annotated[str, Check(pattern=r"^\d+\.\d+$")]
+    """the highest GLIBC_x.y version any ELF file may need (2.36)"""
+    glibcxx_floor: Annotated[str, Check(pattern=r"^\d+\.\d+\.\d+$")]
+    """the highest GLIBCXX_x.y.z version any ELF file may need (3.4.30)"""
+
+
+@record
+class SmokeSpec(Record):
+    """Why the leg's bundle may be published without a passed smoke: publish refuses a promised
+    bundle whose smoke did not pass for exactly its bytes unless this says why."""
+
+    waived: Annotated[str, Check(min_length=10)]
+    """why no runner of the release can start this bundle (publish refuses an unsmoked bundle otherwise)"""
+
+
+@record
+class LocalBuild(Record):
+    """What makes a leg a local build (:mod:`bundlegraph.overrides`; never in a spec file)."""
+
+    tag: str
+    """the profile suffix after + (sm90-local, host13.0-local)"""
+    origin: str
+    """the overrides that made it (archs=90)"""
+
+
+@record
+class BundleSpec(Record):
+    """One leg: a bundle's build (``bundles/<id>.toml``; ``bundlegraph schema`` prints its JSON
+    Schema)."""
+
+    OMIT_NONE = ("compile_runner", "smoke", "local")
+
+    id: Annotated[str, _ID]
+    """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
+    os: OS
+    """target operating system: windows or linux"""
+    arch: CPUArch
+    """target CPU architecture: x64 or arm64"""
+    backend: Literal["cpu", "cuda"]
+    """cpu, or cuda (then a [cuda] table and profile.line are required)"""
+    install_kind: Annotated[str, _ID]
+    """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows"""
+    promised: bool = True
+    """the publish gate requires this leg's bundle (default true)"""
+    runner: str
+    """the CI runner label the leg's job runs on (windows-2022, ubuntu-24.04)"""
+    compile_runner: str | None = None
+    """the CI runner label the leg compiles on when that is not runner: its build output is handed over as
+    artifact built-<id> and imported on runner (doit built=DIR)"""
+    signing: Literal["none", "optional", "required"] = "none"
+    """Authenticode signing: none, optional (unsigned if no signer is set) or required"""
+    toolchain: str
+    """the toolchain that compiles the leg (see bundlegraph/toolchains)"""
+    profile: Profile
+    """what an installer chooses by: name, line, klass, rank"""
+    cuda: CudaSpec | None = None
+    """CUDA version, archs and toolkit of a cuda leg"""
+    cmake: dict[str, CMakeValue] = field(default_factory=dict)
+    """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
+    the configure"""
+    build: BuildSpec = field(default_factory=BuildSpec)
+    """what the build compiles"""
+    required: list[str] = field(default_factory=list)
+    """file names (globs) the bundle must hold; verify refuses a bundle without them"""
+    merge: MergeSpec | None = None
+    """a backend-only leg: the CPU leg whose bundle it is merged into"""
+    package: PackageSpec = field(default_factory=PackageSpec)
+    """which built files go into the bundle"""
+    runtime: RuntimeSpec = field(default_factory=RuntimeSpec)
+    """runtime files shipped in the bundle, declared external, or paired as separate assets"""
+    linux: LinuxSpec | None = None
+    """the glibc and libstdc++ floors every ELF file must keep (Linux legs)"""
+    smoke: SmokeSpec | None = None
+    """[smoke] waived = why the bundle may be published without a passed smoke (no runner starts it)"""
+    local: LocalBuild | None = None
+    """set by the load-time overrides only (the loader refuses it in a spec file; not in the JSON Schema)"""
+
+    def __post_init__(self) -> None:
+        if self.backend == "cuda" and self.cuda is None:
+            raise ValueError("cuda: backend 'cuda' needs a [cuda] table")
+        if self.backend == "cpu" and self.cuda is not None:
+            raise ValueError("cuda: backend 'cpu' must not have a [cuda] table")
+        if self.backend == "cuda" and self.profile.line is None:
+            raise ValueError("profile.line: a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
+        if self.os == "linux" and self.linux is None:
+            raise ValueError("linux: a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
+        if self.os == "windows" and self.linux is not None:
+            raise ValueError("linux: [linux] is only for Linux legs")
+        if self.compile_runner is not None and self.compile_runner == self.runner:
+            raise ValueError(
+                f"compile_runner: '{self.compile_runner}' is runner: leave it out (set it only when the leg "
+                "compiles on another runner than the one that packages it)"
+            )
+
+    @property
+    def profile_name(self) -> str:
+        """The bundle's profile: ``profile.name``, plus ``+<local tag>`` for a local build
+        (``cuda13-portable+sm90-local``)."""
+        return f"{self.profile.name}+{self.local.tag}" if self.local else self.profile.name
+
+    def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
+        """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/YES/NO/1/0 accepted), else ``default``."""
+        v = self.cmake.get(key)
+        if v is None:
+            return default
+        if isinstance(v, bool):
+            return v
+        s = str(v).strip().upper()
+        if s in ("ON", "TRUE", "YES", "1"):
+            return True
+        if s in ("OFF", "FALSE", "NO", "0"):
+            return False
+        return default
+
+    @property
+    def archive_suffix(self) -> str:
+        """``.zip`` on Windows, ``.tar.gz`` on Linux."""
+        return ".zip" if self.os == "windows" else ".tar.gz"
+
+    def bundle_name(self, tag: str, prefix: str = "app") -> str:
+        """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""
+        return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile_name}{self.archive_suffix}"
+
+
+# --- the release: bundles/release.toml -------------------------------------------------------
+
+IMPL_SPLIT_BUILD = 9283
+"""The upstream build from which llama.cpp splits its tools into ``llama-server-impl`` /
+``llama-quantize-impl`` shared libraries; installers require those libraries in bundles of
+builds >= this number (unsloth's installer: ``LLAMA_SERVER_IMPL_SPLIT_BUILD``)."""
+
+
+def build_number_of(tag: str) -> int | None:
+    """``b11642`` / ``b11642-mix-0c1e570`` -> 11642; None for a tag of another form."""
+    m = re.match(r"^b(\d+)(?:$|[-.])", tag)
+    return int(m.group(1)) if m else None
+
+
+@record
+class _Pin(Record):
+    """What every source pin may say: the tree inside the fetched source, and the commit and
+    its date when the source carries no git metadata (they become ``LLAMA_BUILD_COMMIT`` and the
+    archives' timestamp)."""
+
+    subdirectory: str | None = None
+    """the llama.cpp tree inside the fetched source (e.g. vendor/llama.cpp of a Python sdist)"""
+    commit: Annotated[str, _COMMIT] | None = None
+    """the 40-hex upstream commit the source is (llama.cpp's build number and the release's source commit)"""
+    commit_date: _dt.datetime | None = None
+    """the commit's date (archive timestamps)"""
+
+
+@record
+class TarballPin(_Pin):
+    """``kind = "tarball"``: an archive by ``url`` and ``sha256``."""
+
+    kind: Literal["tarball"]
+    """tarball"""
+    url: str
+    """the archive's URL"""
+    sha256: Annotated[str, _SHA256]
+    """the archive's sha256"""
+
+
+@record
+class GitPin(_Pin):
+    """``kind = "git"``: a git ``url`` and a full 40-hex ``commit``."""
+
+    kind: Literal["git"]
+    """git"""
+    url: str
+    """the git URL"""
+    commit: Annotated[str, _COMMIT] = field()  # required here (optional in _Pin)
+    """the 40-hex commit fetched (llama.cpp's build number and the release's source commit)"""
+
+
+@record
+class PathPin(_Pin):
+    """``kind = "path"``: a local directory, used as is."""
+
+    kind: Literal["path"]
+    """path"""
+    path: str
+    """a local directory (relative to the bundles directory)"""
+
+
+@record
+class PipSdistPin(_Pin):
+    """``kind = "pip-sdist"``: a Python sdist that vendors llama.cpp, fetched with ``pip download
+    --no-deps --no-binary <name>`` (``subdirectory = "vendor/llama.cpp"`` for llama-cpp-python)."""
+
+    kind: Literal["pip-sdist"]
+    """pip-sdist"""
+    requirement: Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!-]+$")]
+    """the sdist requirement (llama-cpp-python==0.3.36)"""
+    sha256: Annotated[str, _SHA256]
+    """the sdist's sha256"""
+
+    @property
+    def name(self) -> str:
+        """The distribution's name (``llama-cpp-python``)."""
+        return self.requirement.split("==", 1)[0]
+
+    @property
+    def version(self) -> str:
+        """The distribution's version (``0.3.36``)."""
+        return self.requirement.split("==", 1)[1]
+
+
+SourcePin = TarballPin | GitPin | PathPin | PipSdistPin
+
+
+def _unique(what: str, values: list[str]) -> None:
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what}: holds duplicates")
+
+
+@record
+class Release(Record):
+    """The release (``bundles/release.toml``): the tag, the llama.cpp source pin and the main job."""
+
+    tag: Annotated[str, Check(pattern=r"^b\d+(-mix-[0-9a-f]{7})?$")]
+    """the release tag (b11642-mix-0c1e570): the GitHub release and the SHA index's release_tag"""
+    upstream_tag: Annotated[str, _BUILD_TAG]
+    """llama.cpp's build tag of the pinned commit (b11642); tag must begin with it. It becomes LLAMA_BUILD_NUMBER
+    and gates the *-impl libraries"""
+    paired_runtime_tag: Annotated[str, _BUILD_TAG]
+    """the upstream release whose paired runtime assets are hashed"""
+    source_repo: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+    """the upstream repository the source comes from (owner/name)"""
+    bundle_prefix: Annotated[str, Check(pattern=r"^[a-z0-9][a-z0-9-]*$")] = "app"
+    """the bundle name prefix (app): <prefix>-<tag>-<os>-<arch>-<profile>"""
+    info_file: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.-]+\.json$")] = "BUNDLE_INFO.json"
+    """the info JSON's name inside every bundle"""
+    default_legs: Annotated[list[str], Check(min_length=1)]
+    """the legs a bare doit builds (the main job)"""
+    source: Annotated[SourcePin, Tagged("kind")]
+    """the llama.cpp source pin (git, tarball, pip-sdist or path)"""
+
+    def __post_init__(self) -> None:
+        _unique("default_legs", self.default_legs)
+
+    @property
+    def build_number(self) -> int:
+        """The upstream build number (``b11642`` -> 11642): ``LLAMA_BUILD_NUMBER``."""
+        n = build_number_of(self.upstream_tag)
+        if n is None:
+            raise ValueError(f"upstream_tag {self.upstream_tag!r} is not b<digits>")
+        return n
+
+    @property
+    def is_mix(self) -> bool:
+        """A mix release (``b<N>-mix-<7 hex>``)."""
+        return "-mix-" in self.tag
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated ``bundles/`` directory: ``release``, ``legs`` by id (sorted), and the file
+    each leg came from."""
+
+    root: Path
+    release: Release
+    legs: dict[str, BundleSpec]
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def promised(self) -> list[str]:
+        """Ids of the legs whose bundles the release promises (``promised = true``)."""
+        return [i for i, s in self.legs.items() if s.promised]
+
+    def merged_into(self, base: str) -> list[str]:
+        """Legs whose merge base is ``base``."""
+        return [i for i, s in self.legs.items() if s.merge and s.merge.base == base]
