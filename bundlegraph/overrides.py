@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import BundleGraphError
-from .schemas.archs import arch_supported, parse_arch, parse_version
+from .schemas.archs import CudaVersion, arch_supported, parse_arch
 from .schemas.records import BundleSpec, CudaSpec, Matrix
 
 LOCAL_MARK = "-local"
@@ -129,7 +129,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
         cuda = spec.cuda
         if ov.host_toolkit is not None:
             assert ov.toolkit_version is not None  # read from the host toolkit with its path
-            major = parse_version(ov.toolkit_version)[0]
+            major = CudaVersion(ov.toolkit_version).major
             if spec.profile.line and spec.profile.line != f"cuda{major}":
                 problems.append(
                     f"{where}: profile.line: {spec.profile.line}, but toolkit_source=host is CUDA "
@@ -143,7 +143,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 "lock": None,
                 "manifest": None,
             }
-            mm = ".".join(ov.toolkit_version.split(".")[:2])
+            mm = "{}.{}".format(*CudaVersion(ov.toolkit_version).parts)
             cuda = _valid_cuda({**cuda.dump(), "toolkit": tk, "version": mm}, where)
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
             # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
@@ -153,7 +153,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
             # re-validated like a spec (typed archs, duplicates), not copied unchecked
             cuda = _valid_cuda({**cuda.dump(), "archs": list(ov.archs)}, where)
         for a in cuda.archs:
-            why = arch_supported(a, cuda.version_tuple)
+            why = arch_supported(a, cuda.version.parts)
             if why:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
         # re-validated like a spec file (the cross-field shape); the bundle's profile becomes

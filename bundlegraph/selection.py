@@ -248,7 +248,7 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
         if s.cuda is None:
             out.append((Host(s.os, s.arch), s.install_kind, leg))
             continue
-        drv = driver_for(s.profile.line or f"cuda{s.cuda.version_tuple[0]}")
+        drv = driver_for(s.profile.line or f"cuda{s.cuda.version.major}")
         for sm in sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
             out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
     return out

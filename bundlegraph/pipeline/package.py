@@ -124,7 +124,7 @@ def supported_sms(spec: BundleSpec, found: VerifyFindings) -> list[int]:
     supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); [] for CPU legs."""
     if spec.cuda is None:
         return []
-    return supported_sms_of(found.fatbin_sass, spec.cuda.version_tuple)
+    return supported_sms_of(found.fatbin_sass, spec.cuda.version.parts)
 
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:

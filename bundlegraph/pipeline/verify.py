@@ -167,7 +167,7 @@ def policy_from_spec(
         info_file=None if built_tree or release is None else release.info_file,
         info_expect=() if built_tree else tuple(expect),
         backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
-        cuda_major=spec.cuda.version_tuple[0] if spec.cuda else None,
+        cuda_major=spec.cuda.version.major if spec.cuda else None,
     )
 
 

@@ -219,11 +219,8 @@ class CudaSpec(Record):
     def __post_init__(self) -> None:
         if len(set(self.archs)) != len(self.archs):
             raise ValueError("archs: holds duplicates")
-
-    @property
-    def version_tuple(self) -> tuple[int, int]:
-        """``"13.4"`` -> ``(13, 4)``."""
-        return CudaVersion(self.version).parts
+        if not isinstance(self.version, CudaVersion):  # a record built by hand: typed all the same
+            object.__setattr__(self, "version", CudaVersion(self.version))
 
     @property
     def cmake_archs(self) -> list[str]:

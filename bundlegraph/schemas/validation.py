@@ -32,7 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 from .. import memo
 from ..errors import SpecError
 from ..toolchains.registry import TOOLCHAINS
-from .archs import arch_supported
+from .archs import CudaVersion, arch_supported
 from .cmake_rules import cmake_problems
 from .records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 
@@ -42,13 +42,16 @@ WINDOWS_ARM64_CUDA_MIN = (13, 4)
 T = TypeVar("T")
 
 
+_ADAPTERS: dict[type, Any] = memo.table("schemas.validation.adapters")
+
+
 def adapter(cls: type[T]) -> TypeAdapter[T]:
     """pydantic's validator of record class ``cls``, built once per process (a few ms each;
-    memo table ``spec-adapters``)."""
-    made: dict[type, TypeAdapter[T]] = memo.table("spec-adapters")
-    if cls not in made:
-        made[cls] = TypeAdapter(cls)
-    return made[cls]
+    memo table ``schemas.validation.adapters``)."""
+    if cls not in _ADAPTERS:
+        _ADAPTERS[cls] = TypeAdapter(cls)
+    made: TypeAdapter[T] = _ADAPTERS[cls]
+    return made
 
 
 def validate_leg(data: dict[str, Any]) -> BundleSpec:
@@ -197,7 +200,7 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
 def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[str]:
     """Each GPU arch within the CUDA version's range; Windows ARM64 needs CUDA >= 13.4."""
     out = []
-    v = cuda.version_tuple
+    v = cuda.version.parts
     for i, a in enumerate(cuda.archs):
         why = arch_supported(a, v)
         if why:
@@ -375,9 +378,9 @@ def cross_field_problems(
             else:
                 seen_bundle[name] = lid
         if s.cuda is not None:
-            major = s.cuda.version_tuple[0]
+            major = s.cuda.version.major
             tk = s.cuda.toolkit
-            if tk.source == "redist" and tk.manifest and ".".join(tk.manifest.split(".")[:2]) != s.cuda.version:
+            if tk.source == "redist" and tk.manifest and CudaVersion(tk.manifest).parts != s.cuda.version.parts:
                 out.append(
                     f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
                     f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import ToolkitError
 from ..fsutil import atomic_write_json, sha256_file
 from ..report import say
+from ..schemas.archs import CudaVersion
 from . import validate
 from .components import required_files, target_dir
 from .identity import ComponentSet
@@ -67,7 +68,7 @@ def version_source(root: Path) -> Path:
 
 def used_files(cs: ComponentSet) -> list[str]:
     """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
-    major = int(cs.cuda_version.split(".")[0])
+    major = cs.cuda_version.major
     files = {
         r.path for r in required_files(cs.host_platform, cs.target_platform, major, cublas="libcublas" in cs.target)
     }
@@ -96,8 +97,7 @@ def describe(cs: ComponentSet, ref: ToolkitRef) -> Path:
             f"{cs.spec_file}: cuda.toolkit: host toolkit {root} does not exist (set cuda.toolkit.path or CUDA_PATH)"
         )
     version = read_version(root)
-    want = cs.cuda_version.split(".")[:2]
-    if version.split(".")[:2] != want:
+    if CudaVersion(version).parts != cs.cuda_version.parts:
         raise ToolkitError(
             f"{version_source(root)}: CUDA {version}, but {cs.spec_file} asks for cuda.version {cs.cuda_version}"
         )

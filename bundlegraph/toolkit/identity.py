@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolkitError
+from ..schemas.archs import CudaVersion
 from ..schemas.records import BundleSpec
 from ..toolchains.registry import TOOLCHAINS
 from .lockfile import load_lock
@@ -45,7 +46,7 @@ class ComponentSet:
     ``spec_file`` names where the set came from (for error messages)."""
 
     source: str
-    cuda_version: str
+    cuda_version: CudaVersion
     host_platform: str
     target_platform: str
     host: tuple[str, ...]
@@ -53,11 +54,14 @@ class ComponentSet:
     pins: dict[str, Any] = field(hash=False, compare=True)
     spec_file: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cuda_version", CudaVersion(self.cuda_version))
+
     def identity(self) -> dict[str, Any]:
         """The JSON document the name's digest is taken over (also the task's action key)."""
         return {
             "source": self.source,
-            "cuda": self.cuda_version,
+            "cuda": str(self.cuda_version),
             "host_platform": self.host_platform,
             "target_platform": self.target_platform,
             "host": list(self.host),

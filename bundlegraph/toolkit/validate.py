@@ -15,7 +15,7 @@ from .identity import ComponentSet
 
 def problems(prefix: Path, cs: ComponentSet, *, driver_stub_from: str = "cuda_cudart") -> list[str]:
     """One line per missing required file (empty: valid)."""
-    major = int(cs.cuda_version.split(".")[0])
+    major = cs.cuda_version.major
     out = []
     for r in required_files(
         cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from, cublas="libcublas" in cs.target
@@ -33,7 +33,7 @@ def required_paths(prefix: Path, cs: ComponentSet) -> list[Path]:
     """Every required file of ``prefix`` for ``cs`` (redist or wheels source): what the toolkit
     task's stamp records by presence, so a toolkit whose files were deleted after install is
     not up to date."""
-    major = int(cs.cuda_version.split(".")[0])
+    major = cs.cuda_version.major
     stub = "generated stub" if cs.source == "wheels" else "cuda_cudart"
     return [
         prefix / r.path

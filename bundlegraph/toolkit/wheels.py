@@ -16,6 +16,7 @@ from .. import paths, proc
 from ..download import adopt
 from ..errors import HashMismatch, ToolkitError
 from ..fsutil import locked, sha256_file
+from ..schemas.archs import CudaVersion
 from .components import PIP_TAGS, RELEASE_VERSIONED, WHEELS
 from .lockfile import WheelLock, WheelRow
 
@@ -87,7 +88,7 @@ def default_requirement(component: str, cuda: str) -> str:
     for components with their own version line (cccl, cublas)."""
     if component not in WHEELS:
         raise ToolkitError(f"component {component} has no NVIDIA wheel; wheels exist for {', '.join(WHEELS)}")
-    major = int(cuda.split(".")[0])
+    major = CudaVersion(cuda).major
     if component in RELEASE_VERSIONED:
         return f"{WHEELS[component]}=={cuda}.*"
     return f"{WHEELS[component]}>={major},<{major + 1}"
