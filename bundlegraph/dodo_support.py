@@ -14,8 +14,8 @@ from . import paths, settings
 from .errors import BundleGraphError, exit_code
 from .graph import Filters, Graph, load_graph
 from .pipeline import costs
-from .pipeline.base import COMPILE_STAGES
 from .pipeline.shards import ShardRef, parse_shard
+from .pipeline.stages import COMPILE_STAGES
 from .runlock import acquire, doit_command, doit_targets
 
 DOIT_VARS = (

@@ -29,34 +29,10 @@ from typing import Any
 
 from . import overrides, paths, report, state
 from .errors import BundleGraphError, SpecError, TaskSkipped
-from .pipeline import configure, manifest, merge, package, publish, shard_build, smoke, source, toolkit, verify
-from .pipeline.base import (
-    OPT_IN_STAGES,
-    STAGE_ORDER,
-    Context,
-    Filters,
-    Planner,
-    Prepared,
-    TaskPlan,
-    select,
-    upstream_digest,
-)
+from .pipeline import smoke
+from .pipeline.base import Context, Filters, Prepared, TaskPlan, select, upstream_digest
+from .pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES
 from .schemas.loader import load_matrix
-
-PLANNERS: list[tuple[str, Planner]] = [
-    ("source", source.plans),
-    ("toolkit", toolkit.plans),
-    ("configure", configure.plans),
-    ("build", shard_build.plans),  # build.plans, a shard run's sharded legs as their shard
-    ("verify", verify.plans),
-    ("merge", merge.plans),
-    ("package", package.plans),
-    ("smoke", smoke.plans),
-    ("manifest", manifest.plans),
-    ("publish", publish.plans),
-]
-"""Every stage's planner, in stage order (the names are :data:`STAGE_ORDER`'s; checked below)."""
-assert [name for name, _ in PLANNERS] == STAGE_ORDER, "PLANNERS and STAGE_ORDER name the stages differently"
 
 
 @dataclass
@@ -316,14 +292,13 @@ def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
     matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
     ctx = Context(matrix, legs, filters)
     plans: list[TaskPlan] = []
-    for _stage, planner in PLANNERS:
-        plans += planner(ctx)
+    for stage in STAGES:
+        plans += stage.plans(ctx)
     return Graph(ctx, plans)
 
 
 __all__ = [
     "OPT_IN_STAGES",
-    "PLANNERS",
     "STAGE_ORDER",
     "Context",
     "Filters",

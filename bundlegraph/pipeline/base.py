@@ -1,6 +1,7 @@
 """What every stage module and the graph share, and nothing else: the load-time
 :class:`Filters`, the typed :class:`Context` a planner gets, the :class:`TaskPlan` it returns,
-:func:`upstream_digest` (what a task's key reads of an upstream task) and the stage order.
+:func:`upstream_digest` (what a task's key reads of an upstream task). The stages themselves are
+listed in :mod:`.stages`.
 
 Layering (checked by import-linter in CI, ``[tool.importlinter]`` in pyproject.toml):
 ``bundlegraph.graph`` imports the stage modules, the stage modules import this module, and no
@@ -18,14 +19,6 @@ from .. import paths, state
 from ..errors import BundleGraphError
 from ..schemas.records import BundleSpec, Matrix, Release
 from .shards import ShardRef
-
-STAGE_ORDER = ["source", "toolkit", "configure", "build", "verify", "merge", "package", "smoke", "manifest", "publish"]
-"""Every stage, in the order its tasks run for one leg."""
-OPT_IN_STAGES = ("smoke",)
-"""Stages never part of a bare ``doit``."""
-COMPILE_STAGES = tuple(STAGE_ORDER[: STAGE_ORDER.index("build") + 1])
-"""Stages a compile runner's job asks for (``doit build:L``): a run naming only tasks of these
-stages needs no merge base."""
 
 
 @dataclass(frozen=True)
@@ -274,7 +267,3 @@ def upstream_digest(task: str) -> str:
     ``"missing"`` when the task has not completed."""
     st = state.load(task)
     return st.output_digest() if st else "missing"
-
-
-Planner = Callable[[Context], list[TaskPlan]]
-"""A stage module's ``plans(ctx)``."""

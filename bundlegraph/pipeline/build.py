@@ -45,6 +45,9 @@ from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record_if_any
 
+NAME = "build"
+"""The stage's name: its tasks are ``build:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
 
 
@@ -436,7 +439,7 @@ def plans(ctx: Context) -> list[Any]:
         if src is not None:
             out.append(
                 TaskPlan(
-                    stage="build",
+                    stage=NAME,
                     name=leg,
                     leg=leg,
                     deps=[f"source:{leg}"],
@@ -460,7 +463,7 @@ def plans(ctx: Context) -> list[Any]:
 
         out.append(
             TaskPlan(
-                stage="build",
+                stage=NAME,
                 name=leg,
                 leg=leg,
                 doc=f"cmake --build of {leg}",

@@ -45,6 +45,9 @@ from .launcher import ProbeTools, compiler_launcher
 from .source import plan_source, source_record_if_any
 from .toolkit import toolkit_layout
 
+NAME = "configure"
+"""The stage's name: its tasks are ``configure:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 UNKNOWN = "<known after source:{leg}>"
 
 
@@ -432,7 +435,7 @@ def plans(ctx: Context) -> list[Any]:
 
         out.append(
             TaskPlan(
-                stage="configure",
+                stage=NAME,
                 name=leg,
                 leg=leg,
                 doc=f"cmake configure of {leg} ({spec.toolchain})",

@@ -40,6 +40,9 @@ from ..smokestatus import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record
 
+NAME = "manifest"
+"""The stage's name: its tasks are ``manifest:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 if TYPE_CHECKING:  # the formats and checks are imported where a run uses them: planning needs neither
     from ..schemas.manifest import BundleInfo, Manifest, ShaIndex
 
@@ -336,7 +339,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
     lists them before the manifest)."""
     return [
         TaskPlan(
-            stage="manifest",
+            stage=NAME,
             name="",
             leg=None,
             deps=[f"source:{source_leg(ctx)}"],
@@ -348,6 +351,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
 
 
 __all__ = [
+    "NAME",
     "VerifyError",
     "bundle_info",
     "plans",

@@ -44,6 +44,9 @@ from .build import build_record, plan_build
 from .source import source_record
 from .toolkit import toolkit_for_leg
 
+NAME = "merge"
+"""The stage's name: its tasks are ``merge:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 if TYPE_CHECKING:  # imported where a run uses them: planning needs neither the formats nor the checks
     from ..schemas.manifest import BundleInfo, VerifyFindings
     from .runtimes import RuntimeFile
@@ -482,7 +485,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
             doc = f"merge {leg}'s backend into the {base} bundle" + (" (imported from artifacts)" if imported else "")
         out.append(
             TaskPlan(
-                stage="merge", name=leg, leg=leg, deps=deps, doc=doc, prepare=partial(prepare, ctx, leg), apply=_apply
+                stage=NAME, name=leg, leg=leg, deps=deps, doc=doc, prepare=partial(prepare, ctx, leg), apply=_apply
             )
         )
     return out

@@ -42,6 +42,9 @@ from .merge import LICENSES_FILE, MergeRecord
 from .source import source_record
 from .toolkit import toolkit_for_leg
 
+NAME = "package"
+"""The stage's name: its tasks are ``package:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 if TYPE_CHECKING:  # imported where a run uses them: planning needs neither the formats nor the checks
     from ..schemas.manifest import BundleInfo, ImportedBuild, RuntimeFileInfo, VerifyFindings
     from .runtimes import RuntimeFile
@@ -400,7 +403,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
     archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
     return [
         TaskPlan(
-            stage="package",
+            stage=NAME,
             name=leg,
             leg=leg,
             deps=[f"merge:{leg}", f"source:{leg}"],

@@ -41,6 +41,9 @@ from .base import Context, Prepared, TaskPlan, upstream_digest
 from .manifest import read_verified, source_leg
 from .source import source_record
 
+NAME = "publish"
+"""The stage's name: its tasks are ``publish:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 ASSET_LIST = "release-assets.txt"
 
 
@@ -258,7 +261,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
     """``publish``: the gate after the manifest; refused in a filtered run."""
     return [
         TaskPlan(
-            stage="publish",
+            stage=NAME,
             name="",
             leg=None,
             deps=["manifest"],

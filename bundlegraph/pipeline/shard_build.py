@@ -38,7 +38,7 @@ from ..report import say, warn
 from . import build_measure, compiler_cache, costs
 from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan
-from .build import BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
+from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
 from .shards import ShardRef, ShardSlice, costed, split
 
 SHARD_FORMAT = "bundlegraph-shard/1"
@@ -215,7 +215,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
             continue
         out.append(
             TaskPlan(
-                stage="build",
+                stage=NAME,
                 name=leg,
                 leg=leg,
                 deps=[f"configure:{leg}"],
@@ -296,12 +296,14 @@ def ccache_dir_for_merge(env: dict[str, str] | None = None) -> Path | None:
 
 
 __all__ = [
+    "NAME",
     "MergeResult",
     "ShardPlan",
     "ccache_dir_for_merge",
     "leg_slices",
     "merge_shards",
     "plan_shard",
+    "plans",
     "prepare_shard",
     "run_shard",
     "split_digest",

@@ -110,6 +110,11 @@ from .smokegpu import (
 from .smokeplan import Check, SmokePlan
 from .source import source_record_if_any
 
+NAME = "smoke"
+"""The stage's name: its tasks are ``smoke:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+OPT_IN = True
+"""Never part of a bare ``doit`` on its own (the graph adds the smoke of legs this host can start)."""
+
 VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
 N_PREDICT = 8
 
@@ -629,7 +634,7 @@ def plans(ctx: Context) -> list[Any]:
         if cuda:
             out.append(
                 TaskPlan(
-                    stage="smoke",
+                    stage=NAME,
                     name=f"tools-{leg}",
                     leg=leg,
                     deps=[f"source:{leg}"],
@@ -640,7 +645,7 @@ def plans(ctx: Context) -> list[Any]:
             )
         out.append(
             TaskPlan(
-                stage="smoke",
+                stage=NAME,
                 name=leg,
                 leg=leg,
                 deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
@@ -654,7 +659,9 @@ def plans(ctx: Context) -> list[Any]:
 
 
 __all__ = [
+    "NAME",
     "OPS",
+    "OPT_IN",
     "TOOLS_CACHE",
     "Check",
     "Decision",

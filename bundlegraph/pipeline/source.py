@@ -27,6 +27,9 @@ from ..report import say
 from ..schemas.records import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, Prepared, TaskPlan
 
+NAME = "source"
+"""The stage's name: its tasks are ``source:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 RECEIPT = "receipt.json"
 
 
@@ -341,7 +344,7 @@ def plans(ctx: Context) -> list[Any]:
         )
         out.append(
             TaskPlan(
-                stage="source",
+                stage=NAME,
                 name=leg,
                 leg=leg,
                 doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",

@@ -52,6 +52,9 @@ from ..toolkit.identity import ComponentSet, component_set
 from ..toolkit.ref import RECEIPT, ToolkitRef, ref_for_set, toolkits_root
 from .base import Context, Prepared, TaskPlan
 
+NAME = "toolkit"
+"""The stage's name: its tasks are ``toolkit:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+
 
 def _set_of(ctx: Context, leg: str) -> ComponentSet:
     spec = ctx.spec(leg)
@@ -151,7 +154,7 @@ def plans(ctx: Context) -> list[Any]:
         )
         out.append(
             TaskPlan(
-                stage="toolkit",
+                stage=NAME,
                 name=name,
                 leg=None,
                 doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
@@ -164,4 +167,4 @@ def plans(ctx: Context) -> list[Any]:
     return out
 
 
-__all__ = ["RECEIPT", "ToolkitPlan", "ToolkitRef", "plans", "ref_for_set", "toolkit_for_leg", "toolkits_root"]
+__all__ = ["NAME", "RECEIPT", "ToolkitPlan", "ToolkitRef", "plans", "ref_for_set", "toolkit_for_leg", "toolkits_root"]

@@ -12,7 +12,7 @@ GPU backend's fatbin against the promised archs; PE and ELF import closure (file
 level); glibc floors; required files; the info JSON.
 
 Graph: :func:`plans` yields ``verify:<leg>`` (the built tree, after ``build:<leg>``, report in
-``build/<leg>/verify.json``); the graph lists it in ``graph.PLANNERS``. The package stage
+``build/<leg>/verify.json``); the stage registry lists it (:data:`bundlegraph.pipeline.stages.STAGES`). The package stage
 verifies the finished archive with :func:`policy_from_spec` + :func:`verify_path` and turns
 ``Report.failures`` into ``VerifyError`` (:meth:`Report.raise_for_failures`).
 """
@@ -32,6 +32,9 @@ from ..report import say
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest
+
+NAME = "verify"
+"""The stage's name: its tasks are ``verify:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
 
 if TYPE_CHECKING:  # the file checks are imported where a bundle is verified (never while planning)
     from ..checks.inspect import FileResult
@@ -376,7 +379,7 @@ def plans(ctx: Context) -> list[Any]:
 
         out.append(
             TaskPlan(
-                stage="verify",
+                stage=NAME,
                 name=leg,
                 leg=leg,
                 doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
