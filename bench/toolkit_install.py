@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bundlegraph import proc
+from bundlegraph.core import proc
 from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.lockfile import load_lock
 from bundlegraph.toolkit.stub import build_stub, driver_symbols

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bundlegraph.checks.bundle import mapped
 from bundlegraph.checks.closure import pe_closure
 from bundlegraph.checks.inspect import inspect_file
-from bundlegraph.proc import run
+from bundlegraph.core.proc import run
 
 LINUX = sys.platform.startswith("linux")
 

@@ -34,8 +34,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .checks import claims_pe
-from .errors import BundleGraphError
-from .fsutil import atomic_writer
+from .core.errors import BundleGraphError
+from .core.fsutil import atomic_writer
 
 if TYPE_CHECKING:
     from .schemas.manifest import BundleInfo

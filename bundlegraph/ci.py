@@ -2,7 +2,7 @@
 
 - :func:`write_summary`: when ``GITHUB_STEP_SUMMARY`` names a file, append a table with one row
   per bundle in ``dist/``: bundle, size (MiB), sha256, fatbin SMs (from its info JSON's verify
-  findings), and time per stage (seconds recorded in each task's stamp, :mod:`bundlegraph.state`).
+  findings), and time per stage (seconds recorded in each task's stamp, :mod:`bundlegraph.core.state`).
 - :func:`write_cache_summary`: the same, one table row per build: the leg, the compiler cache and
   its version, hits (remote/local), misses, uncacheable calls and the build's seconds.
 - :func:`annotate`: when ``GITHUB_ACTIONS=true``, print each verify failure as
@@ -38,7 +38,7 @@ def annotate(failures: list[str], file: str | os.PathLike[str], *, out: TextIO |
 
 
 def _seconds(leg: str) -> str:
-    from . import state
+    from .core import state
 
     parts = []
     for st in STAGES:

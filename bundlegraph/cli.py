@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import settings
-from .errors import BUG, BundleGraphError, exit_code
+from .core import settings
+from .core.errors import BUG, BundleGraphError, exit_code
 
 COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.plan": ("plan",),
@@ -70,17 +70,17 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def resolve_bundles(args: argparse.Namespace) -> None:
     """Choose the bundles and work directories by the one rule ``doit`` follows too
-    (:func:`bundlegraph.paths.choose`, the current directory as the root): ``--bundles DIR``, else
+    (:func:`bundlegraph.core.paths.choose`, the current directory as the root): ``--bundles DIR``, else
     ``$BUNDLEGRAPH_BUNDLES``, else ``./bundles``; the work directory ``$BUNDLEGRAPH_WORKDIR``, else
     the current directory. Sets ``args.bundles`` to the directory used."""
-    from . import paths
+    from .core import paths
 
     bundles, _ = paths.choose(args.bundles, Path.cwd())
     args.bundles = str(bundles)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status (:func:`bundlegraph.errors.exit_code`: 1 a check answered
+    """Entry point; returns the exit status (:func:`bundlegraph.core.errors.exit_code`: 1 a check answered
     no, 2 a user error, 3 a refused input, 4 a tool that failed, 70 a bug)."""
     import gc
 

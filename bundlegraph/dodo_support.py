@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from . import paths, settings
-from .errors import BundleGraphError, exit_code
+from .core import paths, settings
+from .core.errors import BundleGraphError, exit_code
+from .core.runlock import acquire, doit_command, doit_targets
 from .graph import Filters, Graph, load_graph
 from .pipeline import costs
 from .pipeline.shards import ShardRef, parse_shard
 from .pipeline.stages import COMPILE_STAGES
-from .runlock import acquire, doit_command, doit_targets
 
 DOIT_VARS = (
     "bundles",

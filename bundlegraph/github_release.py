@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .download import Settings, check_url
-from .errors import BundleGraphError
-from .fsutil import sha256_file
+from .core.download import Settings, check_url
+from .core.errors import BundleGraphError
+from .core.fsutil import sha256_file
+from .core.report import say
 from .pipeline.publish import ASSET_LIST
-from .report import say
 from .schemas.manifest import INDEX_NAME, ShaIndex
 
 if TYPE_CHECKING:

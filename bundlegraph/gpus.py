@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import memo, proc
-from .errors import BundleGraphError
+from .core import memo, proc
+from .core.errors import BundleGraphError
 
 QUERY = ["nvidia-smi", "--query-gpu=index,compute_cap,name", "--format=csv,noheader"]
 

@@ -2,7 +2,7 @@
 
 A task is ``<stage>:<leg>`` (or ``<stage>:<shared name>`` for tasks several legs share, such as
 a toolkit), built from a :class:`TaskPlan`. Every task is keyed by its action key
-(:mod:`bundlegraph.state`), not by mtimes: the doit task has no ``file_dep``; ordering comes
+(:mod:`bundlegraph.core.state`), not by mtimes: the doit task has no ``file_dep``; ordering comes
 from ``task_dep`` and up-to-dateness from one ``uptodate`` callable that compares the stamp with
 the current inputs and output fingerprints. So a killed doit run (which loses doit's own state)
 still resumes exactly: completed tasks have stamps, the interrupted one has none.
@@ -15,7 +15,7 @@ the selected CUDA legs into local builds that can never be published.
 ``smoke:<leg>`` is a default task of the legs whose bundle this host can start
 (:func:`bundlegraph.pipeline.smoke.runs_here`), opt-in for the others; ``smoke:tools-<leg>`` is
 always opt-in (it serves the GPU checks). A task may end as *skipped*
-(:class:`~bundlegraph.errors.TaskSkipped`): it succeeds for doit, prints the reason and records
+(:class:`~bundlegraph.core.errors.TaskSkipped`): it succeeds for doit, prints the reason and records
 no stamp, so it is never up to date and is evaluated again on the next run.
 """
 
@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import overrides, paths, report, state
-from .errors import BundleGraphError, SpecError, TaskSkipped
+from . import overrides
+from .core import paths, report, state
+from .core.errors import BundleGraphError, SpecError, TaskSkipped
 from .pipeline import smoke
 from .pipeline.base import Context, Filters, Prepared, TaskPlan, select, upstream_digest
 from .pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import BundleGraphError
+from .core.errors import BundleGraphError
 from .schemas.archs import CudaVersion, arch_supported, parse_arch
 from .schemas.records import BundleSpec, CudaSpec, Matrix
 

@@ -10,7 +10,7 @@ for the SHA index, in this order (first that applies):
 
 ``api`` is ``BUNDLEGRAPH_GITHUB_API`` (default ``https://api.github.com``); a ``GITHUB_TOKEN``
 in the environment is sent as a bearer token and never printed. URLs pass the same https rule
-as :func:`bundlegraph.download.download` (loopback http for tests).
+as :func:`bundlegraph.core.download.download` (loopback http for tests).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .download import Settings, check_url, fetch_small
-from .errors import DownloadError, HashMismatch
-from .fsutil import CHUNK, sha256_file
+from .core.download import Settings, check_url, fetch_small
+from .core.errors import DownloadError, HashMismatch
+from .core.fsutil import CHUNK, sha256_file
 from .schemas.records import PairedAsset
 
 if TYPE_CHECKING:  # imported where used (planning needs no HTTP client)
@@ -65,10 +65,10 @@ def _headers() -> dict[str, str]:
 
 def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
     """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (nothing stored),
-    with the download module's retries (:func:`bundlegraph.download.with_retries`)."""
+    with the download module's retries (:func:`bundlegraph.core.download.with_retries`)."""
     import httpx
 
-    from .download import Retryable, retry_after, with_retries
+    from .core.download import Retryable, retry_after, with_retries
 
     check_url(url)
 
@@ -94,7 +94,7 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
 
 def release_assets(repo: str, tag: str, api: str | None = None) -> dict[str, dict[str, Any]]:
     """The assets of release ``tag`` of ``repo``, by name (GitHub REST release object)."""
-    from . import settings
+    from .core import settings
 
     api = (api or settings.get("GITHUB_API") or DEFAULT_API).rstrip("/")
     url = f"{api}/repos/{repo}/releases/tags/{tag}"

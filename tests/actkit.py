@@ -287,6 +287,6 @@ def base_python() -> str:
 
 def shared_cache() -> Path:
     """The bundlegraph cache of this test run (jobs share it, as runners share a cache action)."""
-    from bundlegraph import paths
+    from bundlegraph.core import paths
 
     return paths.cache_root()

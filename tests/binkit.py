@@ -1,7 +1,7 @@
 """Build tiny real binaries for the verify tests: PE DLLs (x64/ARM64) with Debian's clang,
 ``lld-link`` and ``llvm-dlltool``; Authenticode signatures with ``osslsigncode`` and a test CA
 made with ``openssl``; ELF shared objects with ``gcc`` and ``nvcc``. Every program runs through
-:func:`bundlegraph.proc.run`. A missing tool fails the test (``./dev.sh test`` installs them).
+:func:`bundlegraph.core.proc.run`. A missing tool fails the test (``./dev.sh test`` installs them).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlegraph.proc import run
+from bundlegraph.core.proc import run
 
 CLANG_TARGET = {"x64": "x86_64-pc-windows-msvc", "arm64": "aarch64-pc-windows-msvc"}
 DLLTOOL_MACHINE = {"x64": "i386:x86-64", "arm64": "arm64"}

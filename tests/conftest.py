@@ -134,7 +134,7 @@ def real_input():
 def require_tools(*programs: str, linux_only: bool = True) -> None:
     """Fail the calling test unless every program is on PATH (``./dev.sh test`` installs them);
     on a host that is not Linux (where the Debian packages do not exist) skip instead."""
-    from bundlegraph.proc import which
+    from bundlegraph.core.proc import which
 
     if linux_only and not IS_LINUX:
         pytest.skip(f"{HOST_SKIP} is not Linux (needs {', '.join(programs)} from Debian)")

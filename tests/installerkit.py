@@ -44,8 +44,8 @@ from typing import Any
 
 import pytest
 
-from bundlegraph import paths
-from bundlegraph.fsutil import atomic_dir, locked, sha256_file
+from bundlegraph.core import paths
+from bundlegraph.core.fsutil import atomic_dir, locked, sha256_file
 
 UNSLOTH_VERSION = "2026.10.9"
 WHEEL_NAME = f"unsloth-{UNSLOTH_VERSION}-py3-none-any.whl"

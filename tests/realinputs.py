@@ -30,10 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlegraph import paths
-from bundlegraph.errors import BundleGraphError
-from bundlegraph.extract import extract
-from bundlegraph.fsutil import atomic_dir, locked, sha256_file
+from bundlegraph.core import paths
+from bundlegraph.core.errors import BundleGraphError
+from bundlegraph.core.extract import extract
+from bundlegraph.core.fsutil import atomic_dir, locked, sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "bundles" / "locks" / "cuda-13.5-wheels.toml"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from binkit import Dll, build_dll
 
-from bundlegraph import proc
 from bundlegraph.checks.pe import read_pe
+from bundlegraph.core import proc
 
 ROOT = Path(__file__).resolve().parents[1]
 NVCC = Path("/usr/local/cuda/bin/nvcc")

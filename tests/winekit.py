@@ -29,8 +29,8 @@ from pathlib import Path, PureWindowsPath
 
 import realinputs
 
-from bundlegraph import paths
-from bundlegraph.fsutil import atomic_dir, locked
+from bundlegraph.core import paths
+from bundlegraph.core.fsutil import atomic_dir, locked
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "data" / "wine" / "requirements-win_amd64.txt"

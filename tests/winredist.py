@@ -73,7 +73,7 @@ from pathlib import Path, PurePosixPath
 import realinputs
 from realinputs import MissingInput
 
-from bundlegraph.fsutil import atomic_dir, locked, sha256_file
+from bundlegraph.core.fsutil import atomic_dir, locked, sha256_file
 
 LABEL = "13.4.2"
 CUDA = "13.4"
@@ -278,8 +278,8 @@ def _exports(dll: Path) -> list[str]:
 
 def _import_lib(dll: Path, platform: str, out: Path) -> None:
     """``out``: an import library (``llvm-dlltool``) of every named export of ``dll``."""
-    from bundlegraph.errors import ToolMissing
-    from bundlegraph.proc import run
+    from bundlegraph.core.errors import ToolMissing
+    from bundlegraph.core.proc import run
 
     d = out.with_suffix(".def")
     d.write_text(f"LIBRARY {dll.name}\nEXPORTS\n" + "".join(f'  "{n}"\n' for n in _exports(dll)), encoding="utf-8")

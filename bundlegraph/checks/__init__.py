@@ -22,7 +22,7 @@ import mmap
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BundleGraphError
+from ..core.errors import BundleGraphError
 
 
 class NotParsable(BundleGraphError):

@@ -3,7 +3,7 @@
 Each regular file is read once: a directory's files are memory-mapped read-only (only the
 pages a check touches are read), an archive's members are decompressed once into memory and
 dropped after the caller's step. Archives are inspected in place, never extracted; their
-entry names are checked with :mod:`bundlegraph.extract`'s rules (absolute paths, ``..``,
+entry names are checked with :mod:`bundlegraph.core.extract`'s rules (absolute paths, ``..``,
 backslashes, links leaving the root, device files), and every unsafe entry becomes a failure
 naming it. Links (archive symlinks, directory symlinks) count as names but are not read.
 """
@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..errors import BundleGraphError, UnsafeArchive
-from ..extract import _check_link, _check_name, check_tar_member  # the same rules extraction enforces
+from ..core.errors import BundleGraphError, UnsafeArchive
+from ..core.extract import _check_link, _check_name, check_tar_member  # the same rules extraction enforces
 from . import BytesLike, Failure
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2")

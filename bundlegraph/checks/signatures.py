@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .. import memo
+from ..core import memo
 from . import BytesLike
 
 OK, UNSIGNED, TAMPERED, UNTRUSTED, INVALID = "ok", "unsigned", "tampered", "untrusted", "invalid"

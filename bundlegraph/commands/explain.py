@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import state
-from ..errors import BundleGraphError
+from ..core import state
+from ..core.errors import BundleGraphError
 from ..graph import Graph, TaskPlan, load_graph
 from . import add_filter_args, filters_from
 

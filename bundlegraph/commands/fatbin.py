@@ -13,7 +13,7 @@ from typing import Any
 
 from ..checks.bundle import mapped
 from ..checks.inspect import inspect_file
-from ..errors import BundleGraphError
+from ..core.errors import BundleGraphError
 
 
 def run(args: argparse.Namespace) -> int:

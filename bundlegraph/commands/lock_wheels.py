@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import BundleGraphError
+from ..core.errors import BundleGraphError
 from ..schemas.loader import load_matrix
 from ..toolchains.registry import TOOLCHAINS
 from ..toolkit.lockfile import load_lock, write_lock

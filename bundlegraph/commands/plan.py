@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import BundleGraphError
+from ..core.errors import BundleGraphError
+from ..core.state import canonical, key_of
 from ..graph import STAGE_ORDER, TaskPlan, load_graph
-from ..state import canonical, key_of
 from . import add_filter_args, filters_from
 
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         for p in g.plans
         if p.leg is None
     ]
-    from .. import paths
+    from ..core import paths
 
     if args.json:
         print(

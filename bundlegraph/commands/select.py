@@ -26,8 +26,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from ..errors import BundleGraphError
+from ..core import paths
+from ..core.errors import BundleGraphError
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex
 from ..selection import Host, Selection, coverage, select
 
@@ -45,7 +45,7 @@ def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
             ) from None
 
     if where and where.startswith(("http://", "https://")):
-        from ..download import fetch_small
+        from ..core.download import fetch_small
 
         base = where.rstrip("/")
         return (

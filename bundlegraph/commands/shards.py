@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import BundleGraphError
+from ..core.errors import BundleGraphError
 from . import add_filter_args, filters_from
 
 

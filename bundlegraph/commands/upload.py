@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import paths, settings
-from ..errors import BundleGraphError
-from ..report import say
+from ..core import paths, settings
+from ..core.errors import BundleGraphError
+from ..core.report import say
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import dataclasses
 import json
 from typing import Any
 
-from ..errors import BundleGraphError
+from ..core.errors import BundleGraphError
 from ..pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
 from ..schemas.archs import Arch, parse_arch
 

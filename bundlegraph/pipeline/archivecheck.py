@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import VerifyError
+from ..core.errors import VerifyError
 from ..schemas.manifest import VerifyFindings
 from ..schemas.records import BundleSpec, Release
 from .verify import Report, policy_from_spec, verify_path
@@ -46,7 +46,7 @@ def archive_verifier(
     signature check, default ``BUNDLEGRAPH_TRUST_ROOTS``). Raises :class:`VerifyError` listing
     every failure."""
     if not trust_roots:
-        from .. import settings
+        from ..core import settings
 
         trust_roots = tuple(settings.get("TRUST_ROOTS") or ())
 

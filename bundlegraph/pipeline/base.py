@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .. import paths, state
-from ..errors import BundleGraphError
+from ..core import paths, state
+from ..core.errors import BundleGraphError
 from ..schemas.records import BundleSpec, Matrix, Release
 from .shards import ShardRef
 
@@ -47,7 +47,7 @@ class Filters:
         (``BUNDLEGRAPH_ONLY_PROFILE``, ``BUNDLEGRAPH_ONLY_LEG``, ``BUNDLEGRAPH_ARTIFACTS``,
         ``BUNDLEGRAPH_BUILT``, ``BUNDLEGRAPH_ARCHS``, ``BUNDLEGRAPH_TOOLKIT_SOURCE``)."""
 
-        from .. import settings
+        from ..core import settings
 
         def pick(name: str, env: str) -> str | None:
             v = overrides.get(name)
@@ -257,7 +257,7 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
 
 
 def _sha256(p: Path) -> str:
-    from ..fsutil import sha256_file
+    from ..core.fsutil import sha256_file
 
     return sha256_file(p)
 

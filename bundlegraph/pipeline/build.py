@@ -35,10 +35,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc, report, settings
-from ..errors import BundleGraphError, ToolFailed
-from ..fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
-from ..report import say
+from ..core import paths, proc, report, settings
+from ..core.errors import BundleGraphError, ToolFailed
+from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
+from ..core.report import say
 from ..toolchains.tools import build_tools
 from . import build_measure, compiler_cache, costs
 from . import jobs as jobs_mod

@@ -19,7 +19,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import paths
+from ..core import paths
 
 STAGE_PATHS: dict[str, tuple[str, ...]] = {
     "source": ("source.json",),
@@ -51,7 +51,7 @@ _OWNED = ("build", "dist", ".bundlegraph")
 
 def owned_paths(task: str, stage: str, leg: str | None) -> list[Path]:
     """Every path ``doit clean <task>`` would remove now that exists (module docstring), sorted."""
-    from .. import state
+    from ..core import state
 
     work = paths.workdir()
     found: set[Path] = {state.stamp_path(task)}
@@ -78,7 +78,7 @@ def owned_paths(task: str, stage: str, leg: str | None) -> list[Path]:
 
 def _smoke_files(leg: str) -> set[Path]:
     """``dist/<bundle>.smoke.json`` of ``leg``'s packaged bundle (from its package stamp)."""
-    from .. import state
+    from ..core import state
 
     stamp = state.load(f"package:{leg}")
     if stamp is None:

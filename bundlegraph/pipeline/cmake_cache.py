@@ -19,7 +19,7 @@ tag's number).
 
 from __future__ import annotations
 
-from ..errors import SpecError
+from ..core.errors import SpecError
 from ..schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
 from ..schemas.records import BundleSpec, CMakeValue
 

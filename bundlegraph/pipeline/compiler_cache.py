@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc, settings
+from ..core import paths, proc, settings
 
 
 def remote_storage(env: dict[str, str] | None = None) -> str:
     """ccache's ``remote_storage`` value from ``BUNDLEGRAPH_CACHE_REMOTE`` and
     ``BUNDLEGRAPH_CACHE_REMOTE_MODE`` (empty when unset). Raises
-    :class:`~bundlegraph.errors.SettingError` for a URL of another scheme."""
+    :class:`~bundlegraph.core.errors.SettingError` for a URL of another scheme."""
     url = settings.get("CACHE_REMOTE", env) or ""
     if not url:
         return ""

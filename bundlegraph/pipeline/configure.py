@@ -27,11 +27,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc, settings
-from ..errors import BundleGraphError, HostMismatch, ToolkitError
-from ..fsutil import atomic_write_bytes, atomic_write_json
-from ..report import say, warn
-from ..state import Present, key_of
+from ..core import paths, proc, settings
+from ..core.errors import BundleGraphError, HostMismatch, ToolkitError
+from ..core.fsutil import atomic_write_bytes, atomic_write_json
+from ..core.report import say, warn
+from ..core.state import Present, key_of
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.base import Toolchain

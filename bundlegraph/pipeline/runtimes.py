@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BundleGraphError
-from ..fsutil import sha256_file
+from ..core.errors import BundleGraphError
+from ..core.fsutil import sha256_file
 from ..schemas.records import BundleSpec
 
 if TYPE_CHECKING:  # the info format is imported where a runtime file is resolved (never while planning)
@@ -45,7 +45,7 @@ def msvc_redist_root(env: dict[str, str] | None = None) -> Path | None:
     """The MSVC redist root (``VC/Redist/MSVC``): ``BUNDLEGRAPH_MSVC_REDIST``, else the parent
     of ``VCToolsRedistDir``, else ``VCINSTALLDIR/Redist/MSVC``; None when none is set."""
     env = dict(os.environ) if env is None else env
-    from .. import settings
+    from ..core import settings
 
     own = settings.get("MSVC_REDIST", env)
     if own:
@@ -141,7 +141,7 @@ def toolkit_licenses(prefix: Path, shipped: list[RuntimeFileInfo]) -> list[tuple
     """``[(title, license file)]`` for the runtime files in ``shipped`` that come from the toolkit
     at ``prefix``: each component's own license, as NVIDIA put it beside the component
     (:func:`bundlegraph.toolkit.install.license_of`), once per component, titled with the files it
-    covers. Raises :class:`~bundlegraph.errors.ToolkitError` naming a file that has none."""
+    covers. Raises :class:`~bundlegraph.core.errors.ToolkitError` naming a file that has none."""
     from ..toolkit.install import license_of
 
     by: dict[str, tuple[Path, list[str]]] = {}

@@ -31,10 +31,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc, settings
-from ..errors import BundleGraphError, ToolFailed
-from ..fsutil import atomic_dir, atomic_write_json
-from ..report import say, warn
+from ..core import paths, proc, settings
+from ..core.errors import BundleGraphError, ToolFailed
+from ..core.fsutil import atomic_dir, atomic_write_json
+from ..core.report import say, warn
 from . import build_measure, compiler_cache, costs
 from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan

@@ -11,7 +11,7 @@ Configuration comes from the environment (CI secrets), never from a spec:
   ``{env:NAME}`` (the value of variable ``NAME``).
 - ``BUNDLEGRAPH_SIGN_SECRETS``: comma-separated names of the variables holding credentials.
   Every one must be set and non-empty for signing to happen; their values are masked (``***``)
-  in every echoed command and log line (:func:`bundlegraph.proc.run` ``secrets=``). Variables
+  in every echoed command and log line (:func:`bundlegraph.core.proc.run` ``secrets=``). Variables
   named in ``{env:NAME}`` placeholders are masked too.
 
 Outcome by the spec's ``signing``: ``none`` -> ``not-required`` (nothing runs); configured and
@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .. import proc
 from ..checks import claims_pe
-from ..errors import BundleGraphError
-from ..report import warn
+from ..core import proc
+from ..core.errors import BundleGraphError
+from ..core.report import warn
 
 SignOutcome = Literal["not-required", "signed", "unsigned"]
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -53,7 +53,7 @@ class SignerConfig:
     def from_env(cls, env: Mapping[str, str]) -> SignerConfig | None:
         """Read ``BUNDLEGRAPH_SIGN_COMMAND``/``_SECRETS``; None when no command is set. A command
         that is not a JSON list of strings is a :class:`SigningError`."""
-        from .. import settings
+        from ..core import settings
 
         raw = settings.get("SIGN_COMMAND", env)
         if not raw:

@@ -37,7 +37,7 @@ main job smoke-tests its bundles before the manifest; for the others it is opt-i
 Otherwise the GPU checks are recorded as not applicable, with the reason (the probe result is
 part of the action key, so a GPU appearing is noticed). A task whose bundle cannot start here at
 all is **skipped**: ``build/<leg>/smoke.json`` records ``status: "skipped"`` and the reason, the
-reason is printed, and :class:`~bundlegraph.errors.TaskSkipped` ends the task without a stamp, so
+reason is printed, and :class:`~bundlegraph.core.errors.TaskSkipped` ends the task without a stamp, so
 it is never shown as up to date and runs again on the next ``doit``. A skip is never a pass.
 
 The GPU checks:
@@ -83,10 +83,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc
-from ..errors import BundleGraphError, TaskSkipped
-from ..fsutil import atomic_write_json, rmtree
-from ..report import say
+from ..core import paths, proc
+from ..core.errors import BundleGraphError, TaskSkipped
+from ..core.fsutil import atomic_write_json, rmtree
+from ..core.report import say
 from ..smokestatus import sidecar
 from ..toolchains.base import this_host
 from ..toolchains.tools import build_tools
@@ -279,8 +279,8 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     ``[smoke.json, sidecar]`` when every check that applies passed; raises :class:`TaskSkipped`
     (recorded) when the bundle cannot start here, or :class:`BundleGraphError` naming the failing
     checks (recorded)."""
+    from ..core.extract import extract
     from ..emulation import launcher_for
-    from ..extract import extract
     from ..gpus import probe
     from . import jobs as jobs_mod
     from . import smokechecks as sc
@@ -495,7 +495,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
         rmtree(tmp)
     failed = [r for r in results if r["status"] not in ("passed", "not applicable")]
     status = "failed" if failed else "passed"
-    from ..fsutil import sha256_file
+    from ..core.fsutil import sha256_file
 
     record = {
         "leg": leg,

@@ -146,7 +146,7 @@ def serve(
     ``(problem or None, facts)`` with the seconds of each step."""
     import httpx
 
-    from ..proc import Background
+    from ..core.proc import Background
 
     facts: dict[str, Any] = {"port": port}
     t0 = time.monotonic()

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import proc
-from ..errors import BundleGraphError
-from ..fsutil import atomic_write_json
-from ..report import say
+from ..core import proc
+from ..core.errors import BundleGraphError
+from ..core.fsutil import atomic_write_json
+from ..core.report import say
 from ..toolchains.base import Resolved
 from .configure import ConfigurePlan
 from .smokeplan import Check, SmokePlan
@@ -142,8 +142,8 @@ def tools_argv(plan: SmokeToolsPlan) -> tuple[list[str], str]:
 
 def _build_tools(plan: SmokeToolsPlan) -> Path:
     """Configure (when its command changed) and build ``test-backend-ops``; returns the program."""
-    from ..fsutil import atomic_write_bytes
-    from ..state import key_of
+    from ..core.fsutil import atomic_write_bytes
+    from ..core.state import key_of
     from . import jobs as jobs_mod
 
     sp = plan.smoke

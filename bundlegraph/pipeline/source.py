@@ -19,11 +19,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc
-from ..errors import BundleGraphError, HashMismatch, HostMismatch
-from ..fsutil import atomic_dir, atomic_write_json, locked, parsed_once, rmtree, sha256_file, tree_digest
-from ..gitmeta import read_commit
-from ..report import say
+from ..core import paths, proc
+from ..core.errors import BundleGraphError, HashMismatch, HostMismatch
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, parsed_once, rmtree, sha256_file, tree_digest
+from ..core.gitmeta import read_commit
+from ..core.report import say
 from ..schemas.records import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, Prepared, TaskPlan
 
@@ -135,7 +135,7 @@ def _fetch_pip_sdist(pin: PipSdistPin, log: Path) -> Path:
             raise BundleGraphError(
                 f"source: pip download {pin.requirement} gave {[p.name for p in files]}, expected one sdist"
             )
-        from ..download import adopt
+        from ..core.download import adopt
 
         return adopt(files[0], pin.sha256, what=f"source: sdist {files[0].name} of {pin.requirement}")
 
@@ -257,7 +257,7 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
                 origin = pin.requirement
             else:
                 assert isinstance(pin, TarballPin)
-                from ..download import download
+                from ..core.download import download
 
                 blob = download(pin.url, pin.sha256)
                 origin = pin.url
@@ -265,7 +265,7 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
             if archive_sha != pin.sha256:  # the cache was tampered with
                 os.unlink(blob)
                 raise HashMismatch(f"source: cached archive {blob} has sha256 {archive_sha}, pin {pin.sha256}")
-            from ..extract import extract
+            from ..core.extract import extract
 
             extract(blob, tree, strip=1)
         sub = tree / plan.subdirectory if plan.subdirectory else tree

@@ -7,7 +7,7 @@ Contract for later stages (configure, build, verify, package)
 toolkit is installed). The configure task of ``leg`` adds ``ref.task`` to its ``deps`` and
 ``upstream_digest(ref.task)`` to its action-key inputs; after that task ran, the paths below
 exist and have passed validation (every required file of both roles present). Raises
-:class:`~bundlegraph.errors.ToolkitError` for a leg without ``[cuda]`` or an unusable toolkit
+:class:`~bundlegraph.core.errors.ToolkitError` for a leg without ``[cuda]`` or an unusable toolkit
 spec (message names the spec file and key).
 
 ``ToolkitRef`` (frozen):
@@ -44,8 +44,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import HostMismatch
-from ..state import Present
+from ..core.errors import HostMismatch
+from ..core.state import Present
 from ..toolchains.base import Toolchain
 from ..toolchains.cuda import CudaLayout
 from ..toolkit.identity import ComponentSet, component_set

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..checks import Failure, content
-from ..errors import BundleGraphError, VerifyError
-from ..report import say
+from ..core.errors import BundleGraphError, VerifyError
+from ..core.report import say
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, upstream_digest
@@ -334,7 +334,7 @@ def _policy_json(policy: VerifyPolicy) -> dict[str, Any]:
 
 def prepare(ctx: Context, leg: str) -> Prepared[VerifyTreePlan]:
     """The plan value of ``verify:<leg>`` and its key (the build's output digest, the policy)."""
-    from .. import paths
+    from ..core import paths
     from .build import plan_build
 
     plan = VerifyTreePlan(
@@ -346,7 +346,7 @@ def prepare(ctx: Context, leg: str) -> Prepared[VerifyTreePlan]:
 def run_verify_built(plan: VerifyTreePlan) -> list[Any]:
     """``verify:<leg>``: verify the build stage's artifacts directory, write the report and
     raise :class:`VerifyError` on any failure."""
-    from ..fsutil import atomic_write_json
+    from ..core.fsutil import atomic_write_json
 
     if not plan.tree.is_dir():
         raise BundleGraphError(f"verify:{plan.leg}: {plan.tree} does not exist; run build:{plan.leg}")

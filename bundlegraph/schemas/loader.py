@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..fsutil import atomic_write_bytes, sha256_file
+from ..core.fsutil import atomic_write_bytes, sha256_file
 from .records import Matrix
 
 MAGIC = b"bundlegraph-spec-cache 1\n"
@@ -46,7 +46,7 @@ def load_matrix(root: str | Path) -> Matrix:
     """The validated matrix of ``root``: from the spec cache when its entry matches, else
     validated (:func:`.validation.validate_matrix`) and stored.
 
-    Raises :class:`~bundlegraph.errors.SpecError` listing every problem found, exactly as
+    Raises :class:`~bundlegraph.core.errors.SpecError` listing every problem found, exactly as
     validation does (an invalid directory is never cached)."""
     root = Path(root)
     key = _key(root) if root.is_dir() else None  # (a missing directory: validation says so)
@@ -65,7 +65,7 @@ def load_matrix(root: str | Path) -> Matrix:
 def _entry_path(root: Path) -> Path | None:
     """The entry file of ``root``; None when no cache directory can be named."""
     try:
-        from ..paths import cache_root
+        from ..core.paths import cache_root
 
         digest = hashlib.sha256(os.fsencode(f"{root}\0{root.resolve()}")).hexdigest()[:24]
         return cache_root() / "spec-cache" / f"{digest}.pickle"

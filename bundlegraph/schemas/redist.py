@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ToolkitError
+from ..core.errors import ToolkitError
 
 PLATFORM_KEYS = (
     "linux-x86_64",

@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from .. import memo
-from ..errors import SpecError
+from ..core import memo
+from ..core.errors import SpecError
 from ..toolchains.registry import TOOLCHAINS
 from .archs import CudaVersion, arch_supported
 from .cmake_rules import cmake_problems

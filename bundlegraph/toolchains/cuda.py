@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import ToolkitError
+from ..core.errors import ToolkitError
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import proc
-from ..errors import BundleGraphError, ToolMissing
+from ..core import proc
+from ..core.errors import BundleGraphError, ToolMissing
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaLayout
 from .registry import TOOLCHAINS

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
-from .. import memo, proc
-from ..errors import BundleGraphError, HostMismatch, ToolMissing
+from ..core import memo, proc
+from ..core.errors import BundleGraphError, HostMismatch, ToolMissing
 from .cuda import CudaLayout, msc_ver_of, msc_ver_range
 
 KEY_VARS = ("VCToolsVersion", "WindowsSDKVersion", "VSCMD_ARG_HOST_ARCH", "VSCMD_ARG_TGT_ARCH", "VSCMD_VER")

@@ -4,7 +4,7 @@ Default: the PyPI wheels installed in bundlegraph's own environment (``pip insta
 bundlegraph[tools]`` pins ``cmake==4.4.5`` and ``ninja==1.13.2``); their executables sit beside
 the interpreter (``<venv>/bin`` or ``<venv>\\Scripts``). ``BUNDLEGRAPH_TOOLS=system`` uses the
 ``cmake``/``ninja`` on PATH instead, and ``BUNDLEGRAPH_CMAKE`` / ``BUNDLEGRAPH_NINJA`` name
-explicit executables (:mod:`bundlegraph.settings`). The version of each (read from the wheel's metadata without starting a
+explicit executables (:mod:`bundlegraph.core.settings`). The version of each (read from the wheel's metadata without starting a
 process, else from ``<tool> --version``) is part of configure's action key.
 
 Errors: :class:`ToolMissing` naming the tool and how to install it; :class:`BundleGraphError`
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import memo, paths, proc, settings
-from ..errors import BundleGraphError, ToolMissing
-from ..fsutil import atomic_write_json
+from ..core import memo, paths, proc, settings
+from ..core.errors import BundleGraphError, ToolMissing
+from ..core.fsutil import atomic_write_json
 
 PINS = {"cmake": "4.4.5", "ninja": "1.13.2"}
 """The versions ``bundlegraph[tools]`` installs (``pyproject.toml``); a wheel must match."""

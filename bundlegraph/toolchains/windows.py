@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import settings
-from ..errors import ToolMissing
+from ..core import settings
+from ..core.errors import ToolMissing
 from . import msvc
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaLayout

@@ -18,9 +18,9 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..fsutil import atomic_write_json, sha256_file
-from ..report import say
+from ..core.errors import ToolkitError
+from ..core.fsutil import atomic_write_json, sha256_file
+from ..core.report import say
 from ..schemas.archs import CudaVersion
 from . import validate
 from .components import required_files, target_dir

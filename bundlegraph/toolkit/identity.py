@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolkitError
+from ..core.errors import ToolkitError
 from ..schemas.archs import CudaVersion
 from ..schemas.records import BundleSpec
 from ..toolchains.registry import TOOLCHAINS
@@ -28,7 +28,7 @@ DEFAULT_REDIST_URL = "https://developer.download.nvidia.com/compute/cuda/redist/
 
 def redist_pool_url() -> str:
     """The redist pool (``$BUNDLEGRAPH_REDIST_URL``, default NVIDIA's redist URL), ending in ``/``."""
-    from .. import settings
+    from ..core import settings
 
     u = settings.get("REDIST_URL") or DEFAULT_REDIST_URL
     return u if u.endswith("/") else u + "/"

@@ -33,11 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..download import download_many
-from ..errors import ToolkitError, UnsafeArchive
-from ..extract import extract
-from ..fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file
-from ..report import say
+from ..core.download import download_many
+from ..core.errors import ToolkitError, UnsafeArchive
+from ..core.extract import extract
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file
+from ..core.report import say
 from . import layout, validate
 from .components import is_windows, target_dir
 from .identity import ComponentSet

@@ -17,7 +17,7 @@ def key_inputs(cs: ComponentSet, bundles: Path) -> dict[str, Any]:
     """The toolkit task's action-key inputs: the component set with every resolved name,
     version, platform and sha256 (redist: from the manifest; wheels: the lock rows, which the
     set's identity holds; host: a fingerprint of the files used). Raises
-    :class:`~bundlegraph.errors.ToolkitError` when a redist manifest cannot be had."""
+    :class:`~bundlegraph.core.errors.ToolkitError` when a redist manifest cannot be had."""
     d: dict[str, Any] = {"set": cs.identity(), "layout": LAYOUT_VERSION}
     if cs.source == "redist":
         from .redist import resolve

@@ -30,7 +30,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from ..errors import ToolkitError
+from ..core.errors import ToolkitError
 from .components import is_windows, target_dir
 
 IS_WINDOWS_HOST = os.name == "nt"

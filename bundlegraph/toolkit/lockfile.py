@@ -27,8 +27,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..fsutil import atomic_write_bytes, parsed_once
+from ..core.errors import ToolkitError
+from ..core.fsutil import atomic_write_bytes, parsed_once
 
 _FILENAME = re.compile(r"^[A-Za-z0-9_.+-]+\.whl$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -123,7 +123,7 @@ def lock_problems(data: object) -> list[str]:
 
 def load_lock(path: Path) -> WheelLock:
     """Read and check a lock file, once per process while the file is unchanged (every CUDA
-    leg's key reads its lock; :func:`~bundlegraph.fsutil.parsed_once`). Raises
+    leg's key reads its lock; :func:`~bundlegraph.core.fsutil.parsed_once`). Raises
     :class:`ToolkitError` naming the file and key."""
     return parsed_once(path, _load_lock)
 

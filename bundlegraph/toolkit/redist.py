@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from ..download import fetch_small
-from ..errors import ToolkitError
-from ..fsutil import atomic_write_bytes
+from ..core import paths
+from ..core.download import fetch_small
+from ..core.errors import ToolkitError
+from ..core.fsutil import atomic_write_bytes
 from ..schemas.redist import RedistManifest, load_manifest
 from .identity import ComponentSet
 

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
+from ..core import paths
 from ..toolchains.cuda import LIBRARIES
 from .components import is_windows, target_dir
 from .identity import ComponentSet, host_toolkit_path

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ToolkitError
+from ..core.errors import ToolkitError
 from .components import required_files
 from .identity import ComponentSet
 

@@ -12,10 +12,10 @@ import re
 import tempfile
 from pathlib import Path
 
-from .. import paths, proc
-from ..download import adopt
-from ..errors import HashMismatch, ToolkitError
-from ..fsutil import locked, sha256_file
+from ..core import paths, proc
+from ..core.download import adopt
+from ..core.errors import HashMismatch, ToolkitError
+from ..core.fsutil import locked, sha256_file
 from ..schemas.archs import CudaVersion
 from .components import PIP_TAGS, RELEASE_VERSIONED, WHEELS
 from .lockfile import WheelLock, WheelRow

@@ -15,7 +15,7 @@ import pytest
 from conftest import linux_only, needs_host_cuda, require_input, require_tools
 from elftools.elf.elffile import ELFFile
 
-from bundlegraph import proc
+from bundlegraph.core import proc
 from bundlegraph.toolchains.msvc import hooks_cmake
 from bundlegraph.toolchains.tools import build_tools
 

@@ -10,9 +10,9 @@ import time
 import pytest
 from redistserver import RedistServer
 
-from bundlegraph import paths
-from bundlegraph.download import Settings, check_url, download, download_many
-from bundlegraph.errors import DownloadError, HashMismatch
+from bundlegraph.core import paths
+from bundlegraph.core.download import Settings, check_url, download, download_many
+from bundlegraph.core.errors import DownloadError, HashMismatch
 
 FAST = Settings(connect_timeout=2.0, read_timeout=0.5, retries=2, backoff=0.01, jobs=3)
 DATA = os.urandom(300_000)

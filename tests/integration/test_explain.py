@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from graphrun import cli, doit
 
-from bundlegraph.fsutil import tree_digest
+from bundlegraph.core.fsutil import tree_digest
 
 
 def test_explain_source_task_through_its_life(workdir, bundles_copy, tmp_path):

@@ -26,9 +26,9 @@ import graphrun
 import pytest
 from conftest import linux_only, require_input, require_tools
 
-from bundlegraph import paths
 from bundlegraph.checks import elf, fatbin
-from bundlegraph.fsutil import sha256_file
+from bundlegraph.core import paths
+from bundlegraph.core.fsutil import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

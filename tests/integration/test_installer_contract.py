@@ -36,7 +36,7 @@ import installerkit
 import pytest
 from conftest import linux_only, require_input, require_tools
 
-from bundlegraph.fsutil import sha256_file
+from bundlegraph.core.fsutil import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

@@ -27,7 +27,7 @@ from bundlekit import (
 )
 
 from bundlegraph.archive import member_names, read_member
-from bundlegraph.errors import BundleGraphError, VerifyError
+from bundlegraph.core.errors import BundleGraphError, VerifyError
 from bundlegraph.pipeline.archivecheck import archive_verifier
 from bundlegraph.pipeline.merge import MergeError, backend_outputs, load_base, run_merge
 from bundlegraph.pipeline.runtimes import pick_toolchain_runtime, resolve_shipped

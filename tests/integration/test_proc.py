@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from bundlegraph import proc
-from bundlegraph.errors import ToolFailed, ToolMissing
+from bundlegraph.core import proc
+from bundlegraph.core.errors import ToolFailed, ToolMissing
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="this host is not Linux (process-group and /proc checks)"
@@ -58,7 +58,7 @@ def test_no_grandchild_outlives_the_parent(sig, tmp_path):
     code = textwrap.dedent(f"""
         import signal, sys
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from bundlegraph import proc
+        from bundlegraph.core import proc
         proc.run(["sh", "-c", "sleep {marker} & sleep {marker}; wait"])
     """)
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -76,12 +76,12 @@ def test_no_grandchild_outlives_the_parent(sig, tmp_path):
 
 def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
     """The supervisor's SIGKILL escalation: a group member that traps SIGTERM still ends."""
-    from bundlegraph import _supervise
+    from bundlegraph.core import _supervise
 
     marker = f"{int(time.time() * 1000) % 100000 + 500000}"
     ready = tmp_path / "ready"
     script = f"trap '' TERM; touch {ready}; sleep {marker} & sleep {marker}; wait"
-    sup = subprocess.Popen([sys.executable, "-m", "bundlegraph._supervise", "--", "sh", "-c", script])
+    sup = subprocess.Popen([sys.executable, "-m", "bundlegraph.core._supervise", "--", "sh", "-c", script])
     deadline = time.time() + 20
     while (not ready.exists() or len(_alive(f"sleep {marker}")) < 2) and time.time() < deadline:
         time.sleep(0.1)
@@ -130,7 +130,7 @@ def _interrupt_a_run_of(tool: str, tmp_path) -> tuple[int, float, list[str]]:
         def stop(*_):
             raise KeyboardInterrupt
         signal.signal(signal.SIGTERM, stop)
-        from bundlegraph import proc
+        from bundlegraph.core import proc
         try:
             proc.run([sys.executable, {str(script)!r}, {str(marker)!r}], echo=False)
         except KeyboardInterrupt:
@@ -161,7 +161,7 @@ def test_run_returns_only_when_a_lingering_grandchild_in_its_own_group_is_gone(t
 def test_a_lingering_grandchild_is_killed_after_the_grace_period(tmp_path):
     """The same job ignoring SIGTERM altogether: SIGKILL after the supervisor's grace period,
     and the caller still returns only when it is gone."""
-    from bundlegraph import _supervise
+    from bundlegraph.core import _supervise
 
     ignoring = LINGER.replace("signal.signal(signal.SIGTERM, term)", "signal.signal(signal.SIGTERM, signal.SIG_IGN)")
     grandchild, took, _lines = _interrupt_a_run_of(ignoring, tmp_path)

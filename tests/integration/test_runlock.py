@@ -13,7 +13,7 @@ def hold_lock(workdir):
     code = textwrap.dedent(f"""
         import os, sys, time
         os.environ["BUNDLEGRAPH_WORKDIR"] = {str(workdir)!r}
-        from bundlegraph.runlock import acquire
+        from bundlegraph.core.runlock import acquire
         acquire("run")
         print("locked", flush=True)
         time.sleep(60)

@@ -16,8 +16,8 @@ import pytest
 from redistkit import LINK, build_pool, linux_components, windows_components
 from redistserver import RedistServer
 
-from bundlegraph import paths
-from bundlegraph.errors import DownloadError, HashMismatch, ToolkitError, UnsafeArchive
+from bundlegraph.core import paths
+from bundlegraph.core.errors import DownloadError, HashMismatch, ToolkitError, UnsafeArchive
 from bundlegraph.pipeline.toolkit import ref_for_set
 from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
@@ -136,7 +136,7 @@ def test_each_shipped_runtime_gets_the_license_nvidia_put_beside_its_component(e
     """A redist archive's LICENSE (at its root) is kept under share/<component>/ and named by the
     receipt; package takes each shipped file's license from its own component, and refuses a file
     whose component came without one, naming it."""
-    from bundlegraph.errors import ToolkitError
+    from bundlegraph.core.errors import ToolkitError
     from bundlegraph.pipeline.runtimes import toolkit_licenses
     from bundlegraph.schemas.manifest import RuntimeFileInfo
 

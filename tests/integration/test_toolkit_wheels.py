@@ -14,8 +14,8 @@ import pytest
 from conftest import require_input, require_tools
 from elftools.elf.elffile import ELFFile
 
-from bundlegraph import proc
-from bundlegraph.errors import ToolkitError
+from bundlegraph.core import proc
+from bundlegraph.core.errors import ToolkitError
 from bundlegraph.pipeline.toolkit import ref_for_set
 from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.toolkit import layout

@@ -91,8 +91,8 @@ def test_plan_of_the_cpu_leg_and_doit_list_run_there(win, tmp_path):
 
 PROBE = r"""
 import json, os, sys
-from bundlegraph import proc
-from bundlegraph.errors import BundleGraphError
+from bundlegraph.core import proc
+from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.toolchains import msvc
 from bundlegraph.toolchains.base import this_host
 
@@ -114,7 +114,7 @@ try:
     out["developer_env"] = "no error"
 except BundleGraphError as e:
     out["developer_env"] = f"{type(e).__name__}: {e}"
-from bundlegraph.oslock import FileLock, Timeout
+from bundlegraph.core.oslock import FileLock, Timeout
 a, b = FileLock("probe.lock"), FileLock("probe.lock")
 a.acquire(timeout=0)
 try:

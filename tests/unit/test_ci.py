@@ -25,7 +25,7 @@ def test_summary_table_from_index_and_info(tmp_path, workdir, monkeypatch):
     dist = tmp_path / "dist"
     info = {"leg": "leg-a", "verify": {"fatbin_sms": [120, 121]}}
     write_archive(dist / "app-b1-linux-arm64-x.tar.gz", [Entry("INFO.json", data=json.dumps(info).encode())], 0)
-    from bundlegraph import state
+    from bundlegraph.core import state
 
     bundle = dist / "app-b1-linux-arm64-x.tar.gz"
     state.record("package:leg-a", {"x": 1}, [bundle], seconds=12.4)  # times live in the stamps

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import HostMismatch, SpecError
+from bundlegraph.core.errors import HostMismatch, SpecError
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.build import plan_build, target_filter
 from bundlegraph.pipeline.configure import plan_configure, run_configure

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bundlegraph import cli, errors
+from bundlegraph import cli
+from bundlegraph.core import errors
 
 
 @pytest.mark.parametrize(

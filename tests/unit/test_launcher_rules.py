@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph import settings
-from bundlegraph.errors import SettingError
+from bundlegraph.core import settings
+from bundlegraph.core.errors import SettingError
 from bundlegraph.pipeline import compiler_cache, launcher
 from bundlegraph.toolchains import get as get_toolchain
 from bundlegraph.toolchains.cmake_hooks import hooks_script, reproducibility_problems

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bundlegraph import memo
+from bundlegraph.core import memo
 
 
 def test_every_process_cache_is_a_registered_memo_table_and_clear_empties_them(tmp_path, monkeypatch):
     import importlib
 
-    from bundlegraph import paths
+    from bundlegraph.core import paths
 
     for mod in (
         "bundlegraph.checks.signatures",

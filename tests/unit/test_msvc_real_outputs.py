@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import BundleGraphError, ToolMissing
+from bundlegraph.core.errors import BundleGraphError, ToolMissing
 from bundlegraph.toolchains import msvc
 from bundlegraph.toolchains.cuda import msc_ver_of
 

@@ -1,4 +1,4 @@
-"""bundlegraph.oslock: the OS's exclusive file lock (fcntl/msvcrt), without a process: two
+"""bundlegraph.core.oslock: the OS's exclusive file lock (fcntl/msvcrt), without a process: two
 FileLock objects on one path conflict as two processes' would (each holds its own open file)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from bundlegraph.oslock import FileLock, Timeout
+from bundlegraph.core.oslock import FileLock, Timeout
 
 
 def test_a_second_holder_times_out_until_the_first_releases(tmp_path):

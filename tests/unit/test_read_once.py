@@ -9,8 +9,8 @@ import re
 import time
 from pathlib import Path
 
-from bundlegraph import state
-from bundlegraph.fsutil import RACY_NS, tree_digest
+from bundlegraph.core import state
+from bundlegraph.core.fsutil import RACY_NS, tree_digest
 from bundlegraph.toolkit.lockfile import load_lock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def test_a_recent_lock_is_read_again_and_an_old_one_once(tmp_path, monkeypatch):
     assert load_lock(lock).cuda == "13.5"
     lock.write_text(text.replace('cuda = "13.5"', 'cuda = "13.4"'))  # same size, same tick: still seen
     assert load_lock(lock).cuda == "13.4"
-    monkeypatch.setattr("bundlegraph.fsutil.RACY_NS", 0)  # every file counts as settled now
+    monkeypatch.setattr("bundlegraph.core.fsutil.RACY_NS", 0)  # every file counts as settled now
     first = load_lock(lock)
     assert load_lock(lock) is first  # remembered
     lock.write_text(text + "\n")  # another size (and a new mtime): read again
@@ -64,7 +64,7 @@ def test_a_tree_digest_follows_its_files(tmp_path):
 
 
 def test_parsed_once_remembers_only_settled_files_and_never_a_failure(tmp_path, monkeypatch):
-    from bundlegraph.fsutil import parsed_once
+    from bundlegraph.core.fsutil import parsed_once
 
     calls = []
 
@@ -77,7 +77,7 @@ def test_parsed_once_remembers_only_settled_files_and_never_a_failure(tmp_path, 
 
     f = tmp_path / "r.json"
     f.write_text("bad")
-    monkeypatch.setattr("bundlegraph.fsutil.RACY_NS", 0)  # every file counts as settled
+    monkeypatch.setattr("bundlegraph.core.fsutil.RACY_NS", 0)  # every file counts as settled
     for _ in range(2):
         try:
             parsed_once(f, parse)
@@ -86,14 +86,14 @@ def test_parsed_once_remembers_only_settled_files_and_never_a_failure(tmp_path, 
     assert len(calls) == 2  # a failure is never remembered
     f.write_text("good")
     assert parsed_once(f, parse) == "good" and parsed_once(f, parse) == "good" and len(calls) == 3  # remembered
-    monkeypatch.setattr("bundlegraph.fsutil.RACY_NS", 10**12)  # now every file is recent
+    monkeypatch.setattr("bundlegraph.core.fsutil.RACY_NS", 10**12)  # now every file is recent
     g = tmp_path / "g.json"
     g.write_text("good")
     assert parsed_once(g, parse) == "good" and parsed_once(g, parse) == "good" and len(calls) == 5  # read each time
 
 
 def test_which_looks_again_for_a_program_that_is_gone(tmp_path):
-    from bundlegraph import proc
+    from bundlegraph.core import proc
 
     exe = tmp_path / "bg-which-probe"
     exe.write_text("#!/bin/sh\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import ToolkitError
+from bundlegraph.core.errors import ToolkitError
 from bundlegraph.schemas.redist import load_manifest, parse_manifest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "redist"

@@ -1,9 +1,9 @@
-"""The one output path (bundlegraph.report): a task's lines folded in a ::group:: on GitHub
+"""The one output path (bundlegraph.core.report): a task's lines folded in a ::group:: on GitHub
 Actions with its outcome and time, errors annotated there, and the verbosity setting."""
 
 from __future__ import annotations
 
-from bundlegraph import report
+from bundlegraph.core import report
 
 
 def test_task_folds_and_times_on_github_actions(monkeypatch, capsys):

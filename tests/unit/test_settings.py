@@ -1,4 +1,4 @@
-"""Settings: every BUNDLEGRAPH_* variable the code reads is in bundlegraph/settings.py, the
+"""Settings: every BUNDLEGRAPH_* variable the code reads is in bundlegraph/core/settings.py, the
 README's table is generated from it, and a bad value is one line naming the variable."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph import settings
-from bundlegraph.errors import SettingError
+from bundlegraph.core import settings
+from bundlegraph.core.errors import SettingError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,8 +59,8 @@ def test_typed_values_and_defaults():
 
 
 def test_a_run_is_refused_at_once_listing_every_bad_value():
-    from bundlegraph.errors import SettingError
-    from bundlegraph.settings import check_environment
+    from bundlegraph.core.errors import SettingError
+    from bundlegraph.core.settings import check_environment
 
     check_environment({"BUNDLEGRAPH_JOBS": "4", "BUNDLEGRAPH_TOOLS": "system", "BUNDLEGRAPH_EXTRA_MINE": "x"})
     with pytest.raises(SettingError) as e:
@@ -73,8 +73,8 @@ def test_a_run_is_refused_at_once_listing_every_bad_value():
 def test_an_unknown_BUNDLEGRAPH_name_is_refused_with_the_closest_known_one():
     """Issue 29: ``BUNDLEGRAPH_ONLY_LEGS`` (a typo of ``BUNDLEGRAPH_ONLY_LEG``) was ignored, so a
     bare ``doit`` would have started the whole main job."""
-    from bundlegraph.errors import SettingError
-    from bundlegraph.settings import check_environment
+    from bundlegraph.core.errors import SettingError
+    from bundlegraph.core.settings import check_environment
 
     with pytest.raises(SettingError) as e:
         check_environment({"BUNDLEGRAPH_ONLY_LEGS": "linux-arm64-cpu", "BUNDLEGRAPH_JOBS": "4"})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import BundleGraphError
+from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.pipeline import costs
 from bundlegraph.pipeline.build_measure import measure
 from bundlegraph.pipeline.compiler_cache import results_by_source

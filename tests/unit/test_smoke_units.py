@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import BundleGraphError
+from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.gpus import Gpu, GpuProbe, covered, parse_query
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
@@ -143,8 +143,8 @@ def test_arch_override_is_a_distinct_local_build():
     assert ls.cuda.cmake_archs == ["90"] and rs.cuda.cmake_archs == ["75", "80", "86", "89", "90", "100", "120"]
     assert is_local(ls) and not is_local(rs)
     assert ls.local is not None and ls.local.tag == "sm90-local" and ls.local.origin == "archs=90"
+    from bundlegraph.core.state import key_of
     from bundlegraph.pipeline.configure import plan_configure
-    from bundlegraph.state import key_of
 
     assert plan_configure(loc.ctx, LEG).cache["CMAKE_CUDA_ARCHITECTURES"] == "90"
     from bundlegraph.pipeline import merge, package
@@ -216,7 +216,7 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
 
 
 def test_host_toolkit_version_falls_back_to_cuda_h(tmp_path):
-    from bundlegraph.errors import ToolkitError
+    from bundlegraph.core.errors import ToolkitError
     from bundlegraph.toolkit.hostsrc import read_version
 
     (tmp_path / "include").mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import SpecError
+from bundlegraph.core.errors import SpecError
 from bundlegraph.schemas import loader
 from bundlegraph.schemas.loader import load_matrix
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.errors import SpecError
+from bundlegraph.core.errors import SpecError
 from bundlegraph.schemas.archs import arch_supported, parse_arch
 from bundlegraph.schemas.loader import load_matrix
 
@@ -281,7 +281,7 @@ def test_tag_must_start_with_the_upstream_build(bundles_copy):
 def test_source_stage_refuses_an_upstream_tag_below_the_tool_split(tmp_path):
     """The pinned tree builds llama-server-impl (upstream b9283 on): a release stating an older
     upstream build is refused by the source stage, naming the key."""
-    from bundlegraph.errors import BundleGraphError
+    from bundlegraph.core.errors import BundleGraphError
     from bundlegraph.pipeline.source import check_upstream_tag
 
     rel = load_matrix(ROOT / "bundles").release

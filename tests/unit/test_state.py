@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from bundlegraph import state
+from bundlegraph.core import state
 
 
 def test_key_is_canonical():

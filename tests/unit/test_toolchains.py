@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bundlegraph import toolchains
-from bundlegraph.errors import BundleGraphError, ToolkitError
+from bundlegraph.core.errors import BundleGraphError, ToolkitError
 from bundlegraph.pipeline import jobs
 from bundlegraph.toolchains import msvc
 from bundlegraph.toolchains.cuda import CudaLayout, msc_ver_of, msc_ver_range

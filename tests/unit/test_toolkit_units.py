@@ -11,7 +11,7 @@ import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from bundlegraph.errors import ToolkitError
+from bundlegraph.core.errors import ToolkitError
 from bundlegraph.graph import Context, Filters
 from bundlegraph.pipeline.toolkit import plans, toolkit_for_leg
 from bundlegraph.schemas.loader import load_matrix

@@ -17,7 +17,7 @@ from bundlegraph.checks import fatbin as fb
 from bundlegraph.checks.bundle import read_bundle
 from bundlegraph.checks.elf import ELFInfo
 from bundlegraph.checks.pe import PEImport, PEInfo, read_pe
-from bundlegraph.errors import BundleGraphError, VerifyError
+from bundlegraph.core.errors import BundleGraphError, VerifyError
 from bundlegraph.pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
 from bundlegraph.schemas.archs import parse_arch
 from bundlegraph.schemas.loader import load_matrix
@@ -367,7 +367,7 @@ def test_report_json_shape(tmp_path):
 
 
 def test_verify_stage_plans_and_runs_on_the_built_tree(workdir):
-    from bundlegraph import paths
+    from bundlegraph.core import paths
     from bundlegraph.graph import Context, Filters
     from bundlegraph.pipeline import verify as vstage
 

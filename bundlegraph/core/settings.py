@@ -2,7 +2,7 @@
 
 :data:`SETTINGS` is the table (name, form, default, what it does); :func:`get` reads one
 variable, checks its form and returns a typed value. A bad value is a
-:class:`~bundlegraph.errors.SettingError` of one line naming the variable, the value and the
+:class:`~bundlegraph.core.errors.SettingError` of one line naming the variable, the value and the
 expected form (``BUNDLEGRAPH_LOCK_WAIT='abc': expected a number of seconds >= 0, e.g. 30``),
 never a traceback. The README's "Settings" table is :func:`markdown_table` (a test keeps the
 two equal).

@@ -1,6 +1,6 @@
-"""Process supervisor used by :func:`bundlegraph.proc.run` on Linux.
+"""Process supervisor used by :func:`bundlegraph.core.proc.run` on Linux.
 
-``python -m bundlegraph._supervise -- PROGRAM ARGS...`` starts PROGRAM as the leader of a new
+``python -m bundlegraph.core._supervise -- PROGRAM ARGS...`` starts PROGRAM as the leader of a new
 process group and waits for it. The supervisor is started with ``PR_SET_PDEATHSIG`` (SIGTERM),
 so even when bundlegraph/doit is killed with SIGKILL the supervisor is told.
 

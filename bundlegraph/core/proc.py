@@ -161,7 +161,7 @@ def run(
 
     On KeyboardInterrupt/SystemExit the child is ended before re-raising, and this function
     returns only when it is gone (bounded: SIGKILL after a grace period). On Linux the child
-    runs under :mod:`bundlegraph._supervise` (``supervise=True``), which ends and waits for
+    runs under :mod:`bundlegraph.core._supervise` (``supervise=True``), which ends and waits for
     every descendant, also those in process groups of their own (ninja's jobs), and also when
     this process is killed outright (SIGKILL).
     """
@@ -196,7 +196,7 @@ def run(
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]  # Windows only
     elif IS_LINUX and supervise:
         # a supervisor owns the child's process group and ends it if we die (even SIGKILL)
-        spawn = [sys.executable, "-m", "bundlegraph._supervise", "--", *args]
+        spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args]
         supervised = True
         kwargs["start_new_session"] = True
         kwargs["preexec_fn"] = _pdeathsig

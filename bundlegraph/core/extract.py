@@ -3,7 +3,7 @@
 Refused, before anything is written: absolute paths (``/x``, ``C:\\x``), ``..`` components,
 backslash traversal (``..\\x`` means traversal on Windows), links whose target leaves the
 root, hard links to outside, device files and FIFOs. Extraction goes into a fresh directory
-which the caller renames into place (:func:`bundlegraph.fsutil.atomic_dir`).
+which the caller renames into place (:func:`bundlegraph.core.fsutil.atomic_dir`).
 """
 
 from __future__ import annotations

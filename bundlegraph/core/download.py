@@ -18,7 +18,7 @@ the pin. Nothing unverified is ever returned.
 - **Only https**, except loopback hosts (tests), ``allow_insecure=True`` or
   ``BUNDLEGRAPH_ALLOW_HTTP=1``.
 - **Parallel**: :func:`download_many` runs a few downloads at once (``jobs``, env
-  ``BUNDLEGRAPH_DOWNLOAD_JOBS``, default 3; build parallelism is ``BUNDLEGRAPH_JOBS``) with one progress display (:mod:`bundlegraph.progress`).
+  ``BUNDLEGRAPH_DOWNLOAD_JOBS``, default 3; build parallelism is ``BUNDLEGRAPH_JOBS``) with one progress display (:mod:`bundlegraph.core.progress`).
 - **Locks**: one inter-process lock per hash, so two runs never write the same blob.
 """
 

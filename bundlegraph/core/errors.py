@@ -78,7 +78,7 @@ class VerifyError(BundleGraphError):
 
 
 class SettingError(BundleGraphError):
-    """A ``BUNDLEGRAPH_*`` variable has a value of the wrong form (:mod:`bundlegraph.settings`)."""
+    """A ``BUNDLEGRAPH_*`` variable has a value of the wrong form (:mod:`bundlegraph.core.settings`)."""
 
 
 class StateError(BundleGraphError):

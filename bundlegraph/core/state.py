@@ -28,7 +28,6 @@ from typing import Any
 
 from . import memo, paths
 from .fsutil import atomic_write_json, parsed_once, sha256_file
-from .schemas.records import Record, json_of
 
 STAMP_VERSION = 1
 
@@ -43,8 +42,8 @@ def canonical(obj: Any) -> str:
             return sorted(o)
         if isinstance(o, (_dt.date, _dt.datetime)):
             return o.isoformat()
-        if isinstance(o, Record):
-            return json_of(o)
+        if callable(getattr(o, "dump", None)):  # a spec record (bundlegraph.schemas.records): its JSON form
+            return o.dump()
         if hasattr(o, "model_dump"):
             return o.model_dump(mode="json", by_alias=True)
         raise TypeError(f"cannot put {type(o).__name__} into an action key")
@@ -129,7 +128,7 @@ class Stamp:
 
 def load(task: str) -> Stamp | None:
     """The stamp of ``task``, or None (never run, or an unreadable stamp). Read once per
-    process while its file is unchanged (:func:`~bundlegraph.fsutil.parsed_once`): a task's
+    process while its file is unchanged (:func:`~bundlegraph.core.fsutil.parsed_once`): a task's
     stamp is read by its own check and by each downstream key (issue 20)."""
     return parsed_once(_stamp_file(task), _read_stamp)
 
