@@ -35,6 +35,13 @@ from .pipeline.base import Context, Filters, Prepared, TaskPlan, select, upstrea
 from .pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES
 from .schemas.loader import load_matrix
 
+NOT_ON_THE_LOAD_PATH = ("pydantic", "pefile", "httpx", "elftools", "signify", "filelock")
+"""Libraries loading the graph never imports: validation (pydantic: only on a spec-cache miss),
+reading PE and ELF files, downloading and Authenticode belong to tasks that run, and the locks
+are the OS's. A no-op ``doit`` pays for none of them (issue 20). The contract is checked by
+``tests/unit/test_load_path.py`` (loading the real graph) and by the no-op run of
+``tests/integration/test_incremental.py`` (every up-to-date check too)."""
+
 
 @dataclass
 class Graph:
