@@ -101,7 +101,7 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
         [
             sys.executable,
             "-m",
-            "bundlegraph.pipeline.tinygguf",
+            "bundlegraph.pipeline.smoke.tinygguf",
             "--gguf-py",
             str(src / "gguf-py"),
             "--vocab",
@@ -123,7 +123,7 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
         vocab = gguf.GGUFReader(str(src / "models" / "ggml-vocab-llama-spm.gguf"))
     finally:
         sys.path.remove(str(src / "gguf-py"))
-    from bundlegraph.pipeline.tinygguf import HPARAMS, tensor_shapes
+    from bundlegraph.pipeline.smoke.tinygguf import HPARAMS, tensor_shapes
 
     assert rd.fields["general.architecture"].contents() == "llama"
     assert rd.fields["llama.block_count"].contents() == HPARAMS["n_layer"]
@@ -140,7 +140,7 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
         [
             sys.executable,
             "-m",
-            "bundlegraph.pipeline.tinygguf",
+            "bundlegraph.pipeline.smoke.tinygguf",
             "--gguf-py",
             str(src / "gguf-py"),
             "--vocab",

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bundlegraph.pipeline.smoke.judges import judge_gpu_generate as judge_generate
 
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.gpus import Gpu, GpuProbe, covered, parse_query
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
 from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_op, plan_smoke
-from bundlegraph.pipeline.smokegpu import judge_gpu_generate as judge_generate
 
 ROOT = Path(__file__).resolve().parents[2]
 LEG = "linux-x64-cuda13-portable"
@@ -116,7 +116,7 @@ def test_smoke_plan_for_a_bundle():
     assert by["serve"][by["serve"].index("-ngl") + 1] == "0"
     assert by["generate-gpu"][by["generate-gpu"].index("-ngl") + 1] == "99"
     assert by["serve"][by["serve"].index("--host") + 1] == "127.0.0.1" and "{port}" in by["serve"]
-    assert p.model_argv[1:3] == ["-m", "bundlegraph.pipeline.tinygguf"]
+    assert p.model_argv[1:3] == ["-m", "bundlegraph.pipeline.smoke.tinygguf"]
     assert p.build_number == g.ctx.release.build_number and p.work_dir.name == LEG
     sm = g.find(f"smoke:{LEG}")
     assert f"package:{LEG}" in sm.deps and f"smoke:tools-{LEG}" in sm.deps
@@ -242,7 +242,7 @@ SMOKE_DATA = ROOT / "tests" / "data" / "smoke"
 
 
 def test_version_judge_reads_the_real_llama_cli_line():
-    from bundlegraph.pipeline.smokechecks import judge_version
+    from bundlegraph.pipeline.smoke.judges import judge_version
 
     out = (SMOKE_DATA / "llama-cli-version-qemu-aarch64.txt").read_text(encoding="utf-8")
     commit = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
@@ -257,7 +257,7 @@ def test_version_judge_reads_the_real_llama_cli_line():
 
 
 def test_backend_and_generation_judges_read_real_llama_simple_output():
-    from bundlegraph.pipeline.smokechecks import generated_text, judge_backends, judge_generate
+    from bundlegraph.pipeline.smoke.judges import generated_text, judge_backends, judge_generate
 
     out = (SMOKE_DATA / "llama-simple-n8-qemu-aarch64.txt").read_text(encoding="utf-8")
     p, facts = judge_backends(out, 0, cuda_library=None)
@@ -284,7 +284,7 @@ def test_backend_and_generation_judges_read_real_llama_simple_output():
 
 
 def test_loader_trace_judge_allows_only_what_it_is_told():
-    from bundlegraph.pipeline.smokechecks import judge_deps
+    from bundlegraph.pipeline.smoke.judges import judge_deps
 
     trace = (
         "\tlinux-vdso.so.1 (0x0000005502850000)\n\tlibcudart.so.13 => /t/lib/libcudart.so.13 (0x1)\n"

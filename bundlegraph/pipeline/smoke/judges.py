@@ -1,6 +1,5 @@
-"""The smoke checks that need no GPU, each a pure judge of a program's output (plus the one that
-serves): what :mod:`.smoke` runs on every bundle this host can start (natively or through
-qemu-user, :mod:`bundlegraph.emulation`).
+"""The judges of ``smoke:<leg>``: pure functions from a program's output (and exit code) to a
+verdict, for the host checks (:mod:`.host`) and the GPU checks (:mod:`.gpu`).
 
 Formats read (llama.cpp's own; the stand-in ``tests/data/minillama`` prints the same lines):
 
@@ -12,8 +11,10 @@ Formats read (llama.cpp's own; the stand-in ``tests/data/minillama`` prints the 
   for what is missing;
 - ``llama-simple``: the prompt and generated text on stdout, ``decoded <N> tokens`` on stderr
   (``examples/simple/simple.cpp``);
-- ``llama-server``: ``GET /health`` answers 200 once the model is loaded; ``POST /completion``
-  returns JSON with ``content`` and ``tokens_predicted`` (``tools/server/README.md``).
+- ``llama-cli --list-devices``: ``  CUDA0: <name> (<MiB> MiB, <MiB> MiB free)`` (``common/arg.cpp``);
+- ``test-backend-ops``: ``  <op>(...): OK`` / ``FAIL`` per case, ``<n>/<m> tests passed``,
+  ``Backend <dev>: OK`` (``tests/test-backend-ops.cpp``);
+- ``llama-simple`` on the GPU: ``offloaded N/M layers to GPU`` (``src/llama-model.cpp``).
 
 Every judge returns ``(problem or None, facts)``; a problem names the file or program.
 """
@@ -21,9 +22,10 @@ Every judge returns ``(problem or None, facts)``; a problem names the file or pr
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 VERSION_RE = re.compile(
     r"^version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>[0-9A-Za-z]+)\)", re.MULTILINE
@@ -129,64 +131,45 @@ def generated_text(out: str) -> str | None:
     return found[-1].group("text") if found else None
 
 
-def serve(
-    argv: list[str],
-    env: dict[str, str],
-    port: int,
-    log: Path,
-    *,
-    timeout: float,
-    n_predict: int = 8,
-    expect: str | None = None,
-) -> tuple[str | None, dict[str, Any]]:
-    """Start ``llama-server`` (``argv``, listening on 127.0.0.1:``port``), wait for ``/health``,
-    ask one ``/completion`` of ``Hello`` (greedy, ``n_predict`` tokens), then stop it with SIGTERM
-    and wait for a clean exit. ``expect``: the text llama-simple generated from the same model
-    and prompt; greedy decoding must give the server the same. Output goes to ``log``. Returns
-    ``(problem or None, facts)`` with the seconds of each step."""
-    import httpx
+def judge_devices(out: str) -> str | None:
+    """None when ``--list-devices`` output lists a CUDA device, else what is wrong."""
+    if re.search(r"^\s*CUDA\d+: ", out, re.MULTILINE):
+        return None
+    return "no CUDA<n> device listed (the CUDA backend did not load or sees no GPU)"
 
-    from ..core.proc import Background
 
-    facts: dict[str, Any] = {"port": port}
-    t0 = time.monotonic()
-    base = f"http://127.0.0.1:{port}"
-    # (the server is ended with its process group whatever happens: Background's exit)
-    with Background(argv, env=env, log=log) as server, httpx.Client(timeout=30.0, trust_env=False) as c:
-        while True:
-            if server.poll() is not None:
-                return f"llama-server exited with code {server.poll()} before answering /health", facts
-            try:
-                if c.get(f"{base}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() - t0 > timeout:
-                return f"llama-server did not answer /health within {timeout:.0f} s", facts
-            time.sleep(0.25)
-        facts["health_s"] = round(time.monotonic() - t0, 1)
-        t1 = time.monotonic()
-        r = c.post(
-            f"{base}/completion",
-            json={"prompt": "Hello", "n_predict": n_predict, "temperature": 0, "seed": 1},
-            timeout=timeout,
-        )
-        facts["completion_s"] = round(time.monotonic() - t1, 1)
-        if r.status_code != 200:
-            return f"/completion answered HTTP {r.status_code}: {r.text[:200]}", facts
-        body = r.json()
-        facts |= {"content": body.get("content"), "tokens_predicted": body.get("tokens_predicted")}
-        if not body.get("tokens_predicted"):
-            return "/completion predicted no token", facts
-        if expect is not None and body.get("content") != expect:
-            return (
-                f"/completion gave {body.get('content')!r}, llama-simple generated {expect!r} from the same model "
-                "and prompt (both greedy)"
-            ), facts
-        rc = server.stop(30.0)
-    facts["exit_code"] = rc
-    if rc is None:
-        return "llama-server did not stop within 30 s of SIGTERM", facts
+def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict[str, Any]]:
+    """``(problem or None, facts)`` for one ``test-backend-ops test -b DEV -o OP`` run."""
+    out = _ANSI.sub("", out)
+    m = re.findall(r"^\s*(\d+)/(\d+) tests passed", out, re.MULTILINE)
+    passed, total = (int(m[-1][0]), int(m[-1][1])) if m else (0, 0)
+    facts = {
+        "passed": passed,
+        "total": total,
+        "failed_cases": [l.strip() for l in out.splitlines() if re.search(r"\bFAIL\b", l)][:10],
+    }
+    if rc != 0:
+        return f"exit code {rc}", facts
+    if not re.search(rf"Backend {re.escape(dev)}: OK", out):
+        return f"no 'Backend {dev}: OK'", facts
+    if total == 0:
+        return "ran no test case", facts
+    if passed != total:
+        return f"{passed}/{total} tests passed", facts
+    return None, facts
+
+
+def judge_gpu_generate(out: str, rc: int) -> tuple[str | None, dict[str, Any]]:
+    """``(problem or None, facts)`` for the generation run."""
+    off = re.search(r"offloaded (\d+)/(\d+) layers to GPU", out)
+    dec = re.search(r"decoded (\d+) tokens", out)
+    facts = {"offloaded": off.group(0) if off else None, "decoded": int(dec.group(1)) if dec else None}
+    if rc != 0:
+        return f"exit code {rc}", facts
+    if not off or off.group(1) != off.group(2) or off.group(1) == "0":
+        return "not every layer was offloaded to the GPU", facts
+    if not dec or int(dec.group(1)) == 0:
+        return "no token was generated", facts
     return None, facts
 
 
@@ -203,7 +186,9 @@ __all__ = [
     "generated_text",
     "judge_backends",
     "judge_deps",
+    "judge_devices",
     "judge_generate",
+    "judge_gpu_generate",
+    "judge_op",
     "judge_version",
-    "serve",
 ]

@@ -3,7 +3,7 @@ source's own ``gguf-py`` and one of the vocabulary files the source ships
 (``models/ggml-vocab-llama-spm.gguf``: a GGUF holding only ``tokenizer.*`` keys and LLaMA
 hyper-parameters, no tensors).
 
-Runs as ``python -m bundlegraph.pipeline.tinygguf --gguf-py DIR --vocab FILE --out FILE``
+Runs as ``python -m bundlegraph.pipeline.smoke.tinygguf --gguf-py DIR --vocab FILE --out FILE``
 (``gguf-py`` needs numpy and PyYAML; run in a subprocess so the source's ``gguf`` package never
 enters bundlegraph's own interpreter state). The file is written beside ``--out`` and renamed
 into place.

@@ -1,0 +1,264 @@
+"""Stage ``smoke:<leg>``: run the finished bundle before it is published. The package holds the
+plan (:mod:`.plan`: the checks, the GPU decision), the run (:mod:`.run`: a step table walked in
+order), the host steps (:mod:`.host`), the GPU steps and the tools build (:mod:`.gpu`), the
+judges (:mod:`.judges`) and the tiny model (:mod:`.tinygguf`); this module is the stage (its tasks
+and keys).
+
+**On every host that can start the bundle's programs** (natively, or a Linux bundle of another
+CPU through qemu-user with the target's sysroot: :mod:`bundlegraph.emulation`) the host checks
+run (:mod:`.host`), cheap first:
+
+- ``version``: ``llama-cli --version``: its build number is the release's upstream build and
+  its commit the source's;
+- ``libraries`` (Linux): glibc's loader traces every ELF file of the bundle (``ldd``: the loader
+  with ``LD_TRACE_LOADED_OBJECTS=1``): every dependency resolves (bundle, the toolkit's CUDA
+  runtime, the target's system), except the driver (``libcuda.so.1``) for the CUDA backend;
+- with a llama.cpp source (its ``gguf-py`` and vocab models): ``model`` (a tiny random-weight
+  GGUF, :mod:`.tinygguf`); ``backends``: ``llama-simple -n 1``, judged from ggml's own
+  ``load_backend`` messages: a CPU backend loads, and a CUDA backend (named by
+  ``GGML_BACKEND_PATH``, so ggml says why it did not load) loads or lacks nothing but the
+  driver, with the CUDA runtime the leg declares taken from its toolkit's target libraries (never
+  the link-only stub); ``generate`` (``llama-simple``, N tokens, greedy) run twice, the same text
+  both times; ``serve`` (``llama-server`` on a free loopback port: ``/health``, one
+  ``/completion`` that must give llama-simple's text, clean exit on SIGTERM). With another source
+  (the tests' stand-in) ``list-devices`` (``llama-cli --list-devices``, the stand-in logs its
+  backend loading there) judges the backends, and model, generate and serve are recorded as not
+  applicable.
+
+A host that cannot start the bundle skips the task with the reason (a skip is never a pass, see
+below). ``smoke:<leg>`` is a default task of every leg whose bundle this host can start, so the
+main job smoke-tests its bundles before the manifest; for the others it is opt-in.
+
+**On a host with an NVIDIA GPU, for a CUDA leg**, the GPU checks follow. Decision first
+(:func:`.plan.decide`, from the probe the plan took):
+
+1. the bundle's os/arch (its info JSON) must be this host's;
+2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.gpus`);
+3. the bundle's CUDA backend must cover one of those GPUs: its fatbin inventory (SASS and PTX
+   per SM, :mod:`bundlegraph.checks.fatbin`, read from the unpacked ``libggml-cuda.so`` /
+   ``ggml-cuda.dll``) against the GPU's compute capability (:func:`bundlegraph.gpus.covered`).
+
+Otherwise the GPU checks are recorded as not applicable, with the reason (the probe result is
+part of the action key, so a GPU appearing is noticed). A task whose bundle cannot start here at
+all is **skipped**: ``build/<leg>/smoke.json`` records ``status: "skipped"`` and the reason, the
+reason is printed, and :class:`~bundlegraph.core.errors.TaskSkipped` ends the task without a stamp, so
+it is never shown as up to date and runs again on the next ``doit``. A skip is never a pass.
+
+The GPU checks:
+
+Checks, run in this order (cheap first), each recorded with its command, seconds and result (a
+failure names the step or op):
+
+- ``devices``: ``llama-cli --list-devices`` (common's ``common_print_available_devices``,
+  ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` device — the CUDA backend
+  was loaded by ``GGML_BACKEND_DL`` and sees the GPU;
+- ``test-backend-ops`` (built by its own task ``smoke:tools-<leg>``, which is skipped — nothing
+  built — where the smoke test would be skipped): built from the same source with the merge
+  base's generated toolchain and cache entries (``LLAMA_BUILD_TESTS=ON``; ``GGML_CPU``/``GGML_CPU_ALL_VARIANTS`` OFF because
+  ggml makes every backend module a dependency of ``ggml``; tools, examples, server, app OFF) in
+  ``build/<leg>/smoke-tools``, target ``test-backend-ops`` only; copied next to the bundle's
+  libraries, where its ``$ORIGIN`` RUNPATH finds the bundle's ``libggml*``/``libllama*`` and
+  ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA<n> -o OP``
+  compares CUDA with the CPU backend per op in :data:`OPS` (usage text in
+  ``tests/test-backend-ops.cpp``); an op passes when it exits 0, prints ``Backend CUDA<n>: OK``
+  and ``k/k tests passed`` with k > 0;
+- ``model``: a tiny random-weight GGUF (:mod:`.tinygguf`, the source's ``gguf-py`` and its
+  ``models/ggml-vocab-llama-spm.gguf``);
+- ``generate``: ``llama-simple -m tiny.gguf -n 8 -ngl 99`` (or ``llama-completion``): exit 0, the
+  loader's ``offloaded k/k layers to GPU`` (``src/llama-model.cpp``) and ``decoded N tokens``
+  with N > 0.
+
+The external CUDA runtime (``runtime.external``: ``libcudart.so.13``, cuBLAS) is taken from the
+leg's toolkit (its target ``lib`` directory is put first on ``LD_LIBRARY_PATH``; ``PATH`` on
+Windows), as an installer pairs it. Output: ``build/<leg>/smoke.json`` (atomic; one format for
+both kinds of host: ``status``, ``how`` it ran, and per check its command, seconds, result and
+what it printed that matters), copied beside the bundle as ``dist/<bundle>.smoke.json`` (it
+travels with the bundle to the manifest job); full program output in
+``build/<leg>/logs/smoke.log``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ...core import proc
+from ...smokestatus import sidecar
+from ..base import Context, Prepared, TaskPlan, upstream_digest
+from ..configure import plan_configure
+from .gpu import inventory, run_tools, tools_argv, tools_program
+from .judges import judge_devices, judge_gpu_generate, judge_op
+from .plan import (
+    OPS,
+    TOOLS_CACHE,
+    Check,
+    Decision,
+    SmokePlan,
+    SmokeToolsPlan,
+    decide,
+    host_platform,
+    plan_smoke,
+    plan_tools,
+)
+from .run import run_smoke
+
+NAME = "smoke"
+"""The stage's name: its tasks are ``smoke:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
+OPT_IN = True
+"""Never part of a bare ``doit`` on its own (the graph adds the smoke of legs this host can start)."""
+
+
+def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict[str, Any]:
+    """The action-key inputs of ``smoke:<leg>``: the bundle and source digests, this host and
+    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), each check's command
+    (placeholders, no host paths); for a CUDA
+    leg also the test-backend-ops digest, the GPUs (probe key), the ops and the tools' cache."""
+    from ...emulation import launcher_for
+
+    spec = ctx.spec(leg)
+    how = launcher_for(spec.os, spec.arch)
+    plan = plan or plan_smoke(ctx, leg)
+    key: dict[str, object] = {
+        "bundle": upstream_digest(f"package:{leg}"),
+        "source": upstream_digest(f"source:{leg}"),
+        "host": list(host_platform()),
+        "how": how if isinstance(how, str) else how.describe(),
+        "checks": {c.name: c.argv for c in plan.checks},
+    }  # a changed command reruns
+    if plan.gpus is not None:  # a CUDA leg: the probe its plan took
+        key |= {
+            "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
+            "gpus": plan.gpus.key(),
+            "ops": list(OPS),
+            "tools": TOOLS_CACHE,
+        }
+    return key
+
+
+def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
+    """The action-key inputs of ``smoke:tools-<leg>``: the source, the base's cache entries and
+    toolchain text (as planned, before compilers resolve), the tools' cache, host and GPUs."""
+    from ...gpus import probe
+
+    spec = ctx.spec(leg)
+    base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
+    return {
+        "source": upstream_digest(f"source:{leg}"),
+        "base_cache": base.cache,
+        "toolchain": base.toolchain_text,
+        "tools": TOOLS_CACHE,
+        "host": list(host_platform()),
+        "gpus": probe().key(),
+    }
+
+
+def _prepare_smoke(ctx: Context, leg: str) -> Prepared[SmokePlan]:
+    plan = plan_smoke(ctx, leg)
+    return Prepared(smoke_inputs(ctx, leg, plan), plan)
+
+
+def _prepare_tools(ctx: Context, leg: str) -> Prepared[SmokeToolsPlan]:
+    return Prepared(tools_inputs(ctx, leg), plan_tools(ctx, leg))
+
+
+def _apply_smoke(p: Prepared[SmokePlan]) -> list[Path]:
+    return run_smoke(p.plan)
+
+
+def _apply_tools(p: Prepared[SmokeToolsPlan]) -> list[Path]:
+    return run_tools(p.plan)
+
+
+def runs_here(ctx: Context, leg: str) -> bool:
+    """Whether this host can start ``leg``'s bundle (then its smoke is a default task)."""
+    from ...emulation import launcher_for
+
+    spec = ctx.spec(leg)
+    return not isinstance(launcher_for(spec.os, spec.arch), str)
+
+
+def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
+    """What ``doit list`` says of ``smoke:<leg>`` on this host: how the bundle starts here, or
+    why it cannot (then the task is skipped, and the spec's ``[smoke] waived``, if any)."""
+    from ...emulation import launcher_for
+
+    spec = ctx.spec(leg)
+    how = launcher_for(spec.os, spec.arch)
+    if isinstance(how, str):
+        waived = f"; waived: {spec.smoke.waived}" if spec.smoke else "; publish needs a passed smoke from another host"
+        return f"skipped here ({how}){waived}"
+    return f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving" + (
+        "; on an NVIDIA GPU its CUDA kernels" if cuda else ""
+    )
+
+
+def plans(ctx: Context) -> list[Any]:
+    """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a CUDA leg
+    ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
+    out = []
+    for leg in ctx.legs:
+        cuda = ctx.spec(leg).cuda is not None
+
+        def details(leg: str = leg) -> dict[str, Any]:
+            p = plan_smoke(ctx, leg)
+            return {
+                "bundle": p.bundle.as_posix(),
+                "record": p.record.as_posix(),
+                "tools_dir": p.tools_dir.as_posix(),
+                "checks": {c.name: proc.quote(c.argv) for c in p.checks},
+                "model": proc.quote(p.model_argv),
+            }
+
+        if cuda:
+            out.append(
+                TaskPlan(
+                    stage=NAME,
+                    name=f"tools-{leg}",
+                    leg=leg,
+                    deps=[f"source:{leg}"],
+                    prepare=partial(_prepare_tools, ctx, leg),
+                    apply=_apply_tools,
+                    doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
+                )
+            )
+        out.append(
+            TaskPlan(
+                stage=NAME,
+                name=leg,
+                leg=leg,
+                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
+                prepare=partial(_prepare_smoke, ctx, leg),
+                apply=_apply_smoke,
+                details=details,
+                doc=_smoke_doc(ctx, leg, cuda),
+            )
+        )
+    return out
+
+
+__all__ = [
+    "NAME",
+    "OPS",
+    "OPT_IN",
+    "TOOLS_CACHE",
+    "Check",
+    "Decision",
+    "SmokePlan",
+    "SmokeToolsPlan",
+    "decide",
+    "host_platform",
+    "inventory",
+    "judge_devices",
+    "judge_gpu_generate",
+    "judge_op",
+    "plan_smoke",
+    "plan_tools",
+    "plans",
+    "run_smoke",
+    "run_tools",
+    "runs_here",
+    "sidecar",
+    "tools_argv",
+    "tools_program",
+]

@@ -1,0 +1,305 @@
+"""The plan of ``smoke:<leg>`` and ``smoke:tools-<leg>``: what runs, on which GPU, decided before
+anything runs. :func:`plan_smoke` gives the :class:`SmokePlan` (the bundle, each check's command
+with placeholders, the tiny model's command, the CUDA runtime directory and, for a CUDA leg, the
+GPU probe and the :class:`Decision` it allows); :func:`decide` is the one GPU decision (host,
+driver, then the bundle's fatbin coverage); :func:`plan_tools` plans the ``test-backend-ops``
+build from it."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core import paths, proc
+from ...core.errors import BundleGraphError
+from ...toolchains.base import Resolved, this_host
+from ...toolchains.tools import build_tools
+from ..base import Context
+from ..configure import ConfigurePlan, check_host, plan_configure
+from ..source import source_record_if_any
+
+if TYPE_CHECKING:
+    from ...gpus import GpuProbe
+
+OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
+TOOLS_CACHE = {
+    "LLAMA_BUILD_TESTS": "ON",
+    "GGML_CPU": "OFF",
+    "GGML_CPU_ALL_VARIANTS": "OFF",
+    "LLAMA_BUILD_TOOLS": "OFF",
+    "LLAMA_BUILD_EXAMPLES": "OFF",
+    "LLAMA_BUILD_SERVER": "OFF",
+    "LLAMA_BUILD_APP": "OFF",
+}
+VOCABS = ("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf")
+"""The vocab models of a llama.cpp source (``models/``) the tiny model may take, in order."""
+N_PREDICT = 8
+"""Tokens each generation asks for."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One smoke step: ``name`` (``devices``, ``op:MUL_MAT``, ``generate``, ...), ``argv`` with
+    ``{bundle}``/``{model}``/``{dev}`` placeholders filled at run time."""
+
+    name: str
+    argv: list[str]
+
+
+@dataclass
+class Decision:
+    """``run``: whether to run the checks; ``reason`` when not; ``gpu`` chosen and how the
+    bundle covers it (``coverage``); ``probe`` as JSON."""
+
+    run: bool
+    reason: str = ""
+    gpu: dict[str, Any] | None = None
+    coverage: str | None = None
+    probe: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SmokePlan:
+    """What ``smoke:<leg>`` does. ``bundle``: the archive; ``record``/``log``; ``tools_dir``: the
+    test-backend-ops build; ``checks`` in order; ``model_argv`` writes the tiny model;
+    ``runtime_dir``: the toolkit directory holding the external CUDA runtime; ``info_file``: the
+    release's info JSON name inside the bundle; ``gpus``/``decision``: the GPU probe of a CUDA
+    leg and what it allows (None for a CPU leg)."""
+
+    leg: str
+    base: str | None
+    os: str
+    arch: str
+    bundle: Path
+    record: Path
+    log: Path
+    tools_dir: Path
+    source_tree: Path
+    checks: list[Check]
+    model_argv: list[str]
+    runtime_dir: Path | None
+    exe: str = ""
+    info_file: str = "BUNDLE_INFO.json"
+    work_dir: Path = Path("build")
+    """The leg's build directory: the unpacked bundle goes under it while the smoke runs, and a
+    bundle that fails is moved to ``<work_dir>/smoke-failed/`` (out of ``dist/``)."""
+    cuda: bool = False
+    build_number: int = 0
+    commit: str | None = None
+    gpus: GpuProbe | None = None
+    decision: Decision | None = None
+
+    def program(self, name: str) -> str:
+        return f"{{bundle}}/{name}{self.exe}"
+
+    def check(self, name: str) -> Check:
+        """The check called ``name``. Raises ``KeyError`` naming it."""
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(f"smoke:{self.leg}: no check {name!r}")
+
+
+@dataclass(frozen=True)
+class SmokeToolsPlan:
+    """What ``smoke:tools-<leg>`` does: ``smoke`` (the leg's :class:`SmokePlan`), ``decision``
+    (host and driver judged; nothing is built when it says no), and when it says yes the merge
+    base's (else the leg's own) ``configure`` plan with this host's resolved tools
+    (``cmake``/``ninja``) and compilers (``resolved``), and the source ``commit``."""
+
+    smoke: SmokePlan
+    decision: Decision
+    configure: ConfigurePlan | None = None
+    resolved: Resolved | None = None
+    cmake: str = "cmake"
+    ninja: str = "ninja"
+    commit: str | None = None
+
+
+def decide(
+    bundle_os: str,
+    bundle_arch: str,
+    host: tuple[str, str],
+    probe: Any,
+    sass: Collection[int] | None = None,
+    ptx: Collection[int] | None = None,
+) -> Decision:
+    """Whether a bundle can be smoke-tested here on a GPU, and on which (pure): the bundle's
+    os/arch must be this host's, the driver must list a GPU, and (once the bundle's fatbin is
+    read: ``sass``/``ptx``, None before) its CUDA code must cover one of them
+    (:func:`bundlegraph.gpus.covered`)."""
+    from ...gpus import covered
+
+    pj = probe.key() | {"command": probe.command}
+    if (bundle_os, bundle_arch) != host:
+        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
+    if not probe.gpus:
+        return Decision(False, f"no NVIDIA GPU: {probe.problem}", probe=pj)
+    if sass is None:
+        return Decision(True, probe=pj)
+    for g in probe.gpus:
+        how = covered(g.sm, sass, ptx or [])
+        if how:
+            return Decision(True, gpu={"index": g.index, "sm": g.sm, "name": g.name}, coverage=how, probe=pj)
+    gl = ", ".join(g.describe() for g in probe.gpus)
+    s = ",".join(str(x) for x in sorted(sass)) or "none"
+    p = ",".join(str(x) for x in sorted(ptx or [])) or "none"
+    return Decision(False, f"no GPU the bundle's CUDA code covers: {gl}; the bundle has SASS {s}, PTX {p}", probe=pj)
+
+
+def host_platform() -> tuple[str, str]:
+    """``(os, arch)`` of this host in spec terms (:func:`bundlegraph.toolchains.base.this_host`)."""
+    return this_host()
+
+
+def _source_tree(leg: str, ctx: Context) -> Path:
+    from ..source import plan_source
+
+    rec = source_record_if_any(leg)
+    if rec is not None:
+        return Path(rec.tree)
+    return plan_source(ctx.release, ctx.matrix.root).tree
+
+
+def _source_commit(leg: str) -> str | None:
+    rec = source_record_if_any(leg)
+    return rec.commit if rec is not None else None
+
+
+def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
+    """The smoke plan of ``leg`` (nothing written). For a CUDA leg the GPUs are probed here
+    (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`) and the plan carries the
+    probe and the decision it allows (host and driver); the run only adds the bundle's fatbin
+    coverage to that decision, and the key holds the same probe."""
+    from ...gpus import probe
+    from ..toolkit import toolkit_for_leg
+
+    spec = ctx.spec(leg)
+    bdir = paths.build_dir(leg)
+    exe = ".exe" if spec.os == "windows" else ""
+    tree = _source_tree(leg, ctx)
+    py = proc.python_exe()
+    bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
+    tbo = f"{{bundle}}/test-backend-ops{exe}"
+    checks = [
+        Check("version", [f"{{bundle}}/llama-cli{exe}", "--version"]),
+        # ggml logs each backend it loads (or why not) when a program starts loading them:
+        # llama-simple does, with a model; llama-cli --list-devices of a real llama.cpp
+        # prints no log, so it is the check only where no model can be made (the stand-in)
+        Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "-ngl", "0", "Hello"]),
+        Check("list-devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+        # the host checks compute on the CPU (-ngl 0; llama-simple offloads 99 layers by
+        # default): the same text on every host, and no GPU log lines inside it
+        Check(
+            "generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "0", "Hello"]
+        ),
+        Check(
+            "serve",
+            [
+                f"{{bundle}}/llama-server{exe}",
+                "-m",
+                "{model}",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "{port}",
+                "-c",
+                "256",
+                "-t",
+                "2",
+                "-ngl",
+                "0",
+            ],
+        ),
+    ]
+    if spec.cuda is not None:
+        checks += [
+            Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+            Check(
+                "generate-gpu",
+                [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "99", "Hello"],
+            ),
+        ]
+        checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
+    rdir: Path | None = None
+    gpus = probe() if spec.cuda is not None else None
+    if spec.cuda is not None:
+        try:
+            rdir = toolkit_for_leg(ctx, leg).bin_dir
+        except BundleGraphError:
+            rdir = None
+    model_argv = [
+        py,
+        "-m",
+        "bundlegraph.pipeline.smoke.tinygguf",
+        "--gguf-py",
+        (tree / "gguf-py").as_posix(),
+        "--vocab",
+        "{vocab}",
+        "--out",
+        "{model}",
+    ]
+    return SmokePlan(
+        leg=leg,
+        base=spec.merge.base if spec.merge else None,
+        os=spec.os,
+        arch=spec.arch,
+        bundle=bundle,
+        record=bdir / "smoke.json",
+        log=ctx.log(leg, "smoke"),
+        tools_dir=bdir / "smoke-tools",
+        source_tree=tree,
+        checks=checks,
+        model_argv=model_argv,
+        runtime_dir=rdir,
+        exe=exe,
+        info_file=ctx.release.info_file,
+        work_dir=bdir,
+        cuda=spec.cuda is not None,
+        build_number=ctx.release.build_number,
+        commit=_source_commit(leg),
+        gpus=gpus,
+        decision=decide(spec.os, spec.arch, host_platform(), gpus) if gpus is not None else None,
+    )
+
+
+def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
+    """The :class:`SmokeToolsPlan` of ``leg`` now: from the smoke plan's GPU decision; when the smoke test can run
+    here, checks the host and resolves tools and compilers (:class:`HostMismatch`,
+    :class:`ToolMissing` otherwise)."""
+    smoke = plan_smoke(ctx, leg)
+    d = smoke.decision
+    assert d is not None  # a CUDA leg's plan (only CUDA legs have a tools task)
+    if not d.run:
+        return SmokeToolsPlan(smoke, d)
+    base = smoke.base or leg
+    tc = check_host(ctx, base)
+    tools = build_tools()
+    resolved = tc.resolve(None)
+    return SmokeToolsPlan(
+        smoke,
+        d,
+        plan_configure(ctx, base, tools, resolved.binaries),
+        resolved,
+        cmake=str(tools.cmake.path),
+        ninja=str(tools.ninja.path),
+        commit=_source_commit(leg),
+    )
+
+
+__all__ = [
+    "N_PREDICT",
+    "OPS",
+    "TOOLS_CACHE",
+    "VOCABS",
+    "Check",
+    "Decision",
+    "SmokePlan",
+    "SmokeToolsPlan",
+    "decide",
+    "host_platform",
+    "plan_smoke",
+    "plan_tools",
+]
