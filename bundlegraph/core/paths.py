@@ -17,7 +17,7 @@ from typing import Any
 
 import platformdirs
 
-from . import memo
+from . import memo, settings
 
 _RESOLVED: dict[tuple[Any, ...], Path] = memo.table("paths.resolved")
 """Resolved directories by what decides them (the variable, the current directory when the
@@ -37,7 +37,7 @@ def _deciding(env: str | None) -> tuple[Any, ...]:
 
 def cache_root() -> Path:
     """The shared cache directory (created on demand)."""
-    env = os.environ.get("BUNDLEGRAPH_CACHE")
+    env = settings.get("CACHE")
     k = ("cache", env, *_deciding(env), *(() if env else (os.environ.get(v) for v in _HOME_VARS)))
     if k not in _RESOLVED:
         p = Path(env) if env else Path(platformdirs.user_cache_dir("bundlegraph", appauthor=False))
@@ -52,7 +52,7 @@ def blob_path(sha256: str) -> Path:
 
 def workdir() -> Path:
     """The per-checkout work directory (``$BUNDLEGRAPH_WORKDIR`` or the current directory)."""
-    env = os.environ.get("BUNDLEGRAPH_WORKDIR")
+    env = settings.get("WORKDIR")
     k = ("work", env, *_deciding(env))
     if k not in _RESOLVED:
         _RESOLVED[k] = Path(env).expanduser().resolve() if env else Path.cwd().resolve()
@@ -72,7 +72,7 @@ def choose(bundles: str | os.PathLike[str] | None, root: Path) -> tuple[Path, Pa
 
     Sets ``BUNDLEGRAPH_WORKDIR`` when it was unset, so every later :func:`workdir` (and any
     process started from here) agrees. Both paths are absolute and resolved."""
-    env = os.environ.get("BUNDLEGRAPH_BUNDLES")
+    env = settings.get("BUNDLES")
     chosen = Path(bundles) if bundles else (Path(env) if env and env.strip() else root / "bundles")
     os.environ.setdefault("BUNDLEGRAPH_WORKDIR", str(root.resolve()))
     return chosen.expanduser().resolve(), workdir()

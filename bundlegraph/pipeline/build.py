@@ -23,7 +23,6 @@ the stamp, not here, so a record holds only what describes the outputs). The sta
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -44,6 +43,7 @@ from . import build_measure, compiler_cache, costs
 from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record_if_any
+from .stage_records import BuildRecord, read_build, read_configure
 
 NAME = "build"
 """The stage's name: its tasks are ``build:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -222,17 +222,15 @@ def run_build(plan: BuildPlan) -> list[Path]:
         if missing:
             raise BundleGraphError(f"build:{leg}: the build did not produce {', '.join(missing)}")
     wd = paths.workdir()
-    atomic_write_json(
-        plan.record,
-        {
-            "leg": leg,
-            "targets": plan.targets,
-            "filtered": plan.filtered,
-            "artifacts_dir": plan.artifacts_dir.as_posix(),
-            "cmake_dir": plan.cmake_dir.as_posix(),
-            "outputs": {_rel(p, wd): sha256_file(p) for p in outs},
-        },
+    built = BuildRecord(
+        leg=leg,
+        targets=plan.targets,
+        filtered=plan.filtered,
+        artifacts_dir=plan.artifacts_dir.as_posix(),
+        cmake_dir=plan.cmake_dir.as_posix(),
+        outputs={_rel(p, wd): sha256_file(p) for p in outs},
     )
+    atomic_write_json(plan.record, built.to_json())
     took = time.monotonic() - t0
     measured = None if plan.filtered else _measure_full_build(plan, chosen, stats_log, offset)
     record_cache_stats(plan, chosen, env, stats_log, took, ok=True, measured=measured)
@@ -266,9 +264,10 @@ def _measure_full_build(
 def configured_launcher(plan: BuildPlan) -> dict[str, Any] | None:
     """The ``launcher`` entry configure recorded (``configure.json``), None when none."""
     try:
-        got = json.loads((plan.record.parent / "configure.json").read_text(encoding="utf-8")).get("launcher")
-    except (OSError, ValueError):
+        rec = read_configure(plan.leg, plan.record.parent)
+    except BundleGraphError:
         return None
+    got = rec.launcher if rec is not None else None
     return got if isinstance(got, dict) and got.get("name") else None
 
 
@@ -388,17 +387,15 @@ def run_import(plan: ImportPlan) -> list[Path]:
     outs = sorted(p for p in plan.artifacts_dir.rglob("*") if p.is_file())
     digests = {p.relative_to(plan.artifacts_dir).as_posix(): sha256_file(p) for p in outs}
     wd = paths.workdir()
-    atomic_write_json(
-        plan.record,
-        {
-            "leg": plan.leg,
-            "targets": [],
-            "filtered": False,
-            "artifacts_dir": plan.artifacts_dir.as_posix(),
-            "imported": {"from": plan.source.as_posix(), "files": digests},
-            "outputs": {_rel(p, wd): digests[p.relative_to(plan.artifacts_dir).as_posix()] for p in outs},
-        },
+    built = BuildRecord(
+        leg=plan.leg,
+        targets=[],
+        filtered=False,
+        artifacts_dir=plan.artifacts_dir.as_posix(),
+        imported={"from": plan.source.as_posix(), "files": digests},
+        outputs={_rel(p, wd): digests[p.relative_to(plan.artifacts_dir).as_posix()] for p in outs},
     )
+    atomic_write_json(plan.record, built.to_json())
     say(
         f"build:{plan.leg}: imported {len(outs)} file{'' if len(outs) == 1 else 's'} built elsewhere from {plan.source}"
     )
@@ -409,24 +406,10 @@ def _apply_import(p: Prepared[ImportPlan]) -> list[Path]:
     return run_import(p.plan)
 
 
-def build_record(leg: str) -> dict[str, Any] | None:
-    """``build/<leg>/build.json`` as written by ``build:<leg>`` (the one reader of that file for
-    later stages), or None when the leg was never built. Raises :class:`BundleGraphError` naming
-    the file when it is unreadable."""
-    f = paths.build_dir(leg) / "build.json"
-    try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise BundleGraphError(f"{f}: unreadable ({e}); run build:{leg} again") from None
-    return data if isinstance(data, dict) else None
-
-
 def imported_provenance(leg: str) -> dict[str, Any] | None:
     """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output, else None."""
-    imp = (build_record(leg) or {}).get("imported")
-    return imp if isinstance(imp, dict) else None
+    rec = read_build(leg)
+    return rec.imported if rec is not None else None
 
 
 def plans(ctx: Context) -> list[Any]:

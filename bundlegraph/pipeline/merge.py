@@ -40,8 +40,9 @@ from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
-from .build import build_record, plan_build
+from .build import plan_build
 from .source import source_record
+from .stage_records import read_build
 from .toolkit import toolkit_for_leg
 
 NAME = "merge"
@@ -385,12 +386,12 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
 def _refuse_filtered_build(leg: str) -> None:
     """A bundle is made only from a complete build of its leg: after ``build_targets=`` the
     output directory may hold stale files of targets that were not rebuilt."""
-    rec = build_record(leg)
+    rec = read_build(leg)
     if rec is None:
         raise BundleGraphError(f"merge:{leg}: {paths.build_dir(leg) / 'build.json'} is missing; run build:{leg}")
-    if rec.get("filtered"):
+    if rec.filtered:
         raise BundleGraphError(
-            f"merge:{leg}: the last build:{leg} built only {', '.join(rec.get('targets', []))} "
+            f"merge:{leg}: the last build:{leg} built only {', '.join(rec.targets)} "
             f"(build_targets=); a bundle is made from a complete build: run build:{leg} "
             f"without build_targets"
         )

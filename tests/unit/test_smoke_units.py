@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bundlegraph.pipeline.smoke.judges import judge_gpu_generate as judge_generate
 
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.gpus import Gpu, GpuProbe, covered, parse_query
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
 from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_op, plan_smoke
+from bundlegraph.pipeline.smoke.judges import judge_gpu_generate as judge_generate
 
 ROOT = Path(__file__).resolve().parents[2]
 LEG = "linux-x64-cuda13-portable"
