@@ -22,7 +22,7 @@ still rebuilds only objects whose commands changed.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.base import Toolchain
 from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
-from ..toolchains.cuda import CudaLayout
+from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
@@ -72,7 +72,7 @@ class ConfigurePlan:
     source_digest: str
     cache: dict[str, str]
     argv: list[str]
-    cuda: CudaLayout | None
+    cuda: CudaToolkit | None
     toolkit_task: str | None
     record: Path
     log: Path
@@ -318,7 +318,7 @@ def run(plan: ConfigurePlan, inputs: dict[str, Any]) -> list[Path | Present]:
             "launcher": launcher.record(),
             "inputs": inputs,
             "checks": checks,
-            "cuda": asdict(plan.cuda) | {"prefix": plan.cuda.root} if plan.cuda else None,
+            "cuda": plan.cuda.layout_json() if plan.cuda else None,
         },
     )
     return [
@@ -341,7 +341,7 @@ def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> Prob
     return ProbeTools(
         cc,
         env,
-        str(plan.cuda.nvcc_path),
+        str(plan.cuda.nvcc),
         plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
         tuple(tc.nvcc_flags()),
         archs,

@@ -3,14 +3,14 @@ target, and tell later stages where everything is.
 
 Contract for later stages (configure, build, verify, package)
 -------------------------------------------------------------
-``toolkit_for_leg(ctx, leg) -> ToolkitRef`` (no side effects, no network; works before the
+``toolkit_for_leg(ctx, leg) -> CudaToolkit`` (no side effects, no network; works before the
 toolkit is installed). The configure task of ``leg`` adds ``ref.task`` to its ``deps`` and
 ``upstream_digest(ref.task)`` to its action-key inputs; after that task ran, the paths below
 exist and have passed validation (every required file of both roles present). Raises
 :class:`~bundlegraph.core.errors.ToolkitError` for a leg without ``[cuda]`` or an unusable toolkit
 spec (message names the spec file and key).
 
-``ToolkitRef`` (frozen):
+``CudaToolkit`` (frozen):
 
 - ``task``: full doit task name, ``toolkit:cuda13.5-linux-x86_64+linux-sbsa-3f9a1c``; legs
   with the same component set get the same task.
@@ -47,9 +47,8 @@ from typing import Any
 from ..core.errors import HostMismatch
 from ..core.state import Present
 from ..toolchains.base import Toolchain
-from ..toolchains.cuda import CudaLayout
 from ..toolkit.identity import ComponentSet, component_set
-from ..toolkit.ref import RECEIPT, ToolkitRef, ref_for_set, toolkits_root
+from ..toolkit.ref import RECEIPT, CudaToolkit, ref_for_set, toolkits_root
 from .base import Context, Prepared, TaskPlan
 
 NAME = "toolkit"
@@ -62,27 +61,24 @@ def _set_of(ctx: Context, leg: str) -> ComponentSet:
     return component_set(spec, ctx.matrix.root, str(f) if f else "")
 
 
-def toolkit_for_leg(ctx: Context, leg: str) -> ToolkitRef:
+def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
     """The toolkit of ``leg`` (see the module docstring). Raises :class:`ToolkitError`."""
     return ref_for_set(_set_of(ctx, leg))
 
 
-def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaLayout | None, str | None]:
-    """How configure sees ``leg``'s CUDA toolkit: ``(layout, toolkit task)`` — the
-    :class:`~bundlegraph.toolchains.cuda.CudaLayout` its toolchain file is rendered from and the
+def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaToolkit | None, str | None]:
+    """How configure sees ``leg``'s CUDA toolkit: ``(toolkit, toolkit task)`` — the
+    :class:`~bundlegraph.toolchains.cuda.CudaToolkit` its toolchain file is rendered from and the
     ``toolkit:`` task configure waits for; ``(None, None)`` for a leg without ``[cuda]``. Pure (no
     process, no network). Raises :class:`ToolkitError` for an unusable toolkit spec."""
     spec = ctx.spec(leg)
     if spec.cuda is None:
         return None, None
     ref = toolkit_for_leg(ctx, leg)
-    layout = CudaLayout(
-        prefix=ref.prefix, target_os=spec.os, target_dir=ref.target_dir, host_os=tc.info.build_os, version=ref.version
-    )
-    return layout, ref.task
+    return ref, ref.task
 
 
-def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict[str, Any]:
+def _details(cs: ComponentSet, ref: CudaToolkit, legs: list[str]) -> dict[str, Any]:
     return {
         "legs": legs,
         "prefix": str(ref.prefix),
@@ -96,12 +92,12 @@ def _details(cs: ComponentSet, ref: ToolkitRef, legs: list[str]) -> dict[str, An
 class ToolkitPlan:
     """What ``toolkit:<set name>`` does: install ``components`` (the resolved
     :class:`~bundlegraph.toolkit.identity.ComponentSet`) at ``ref`` (the
-    :class:`ToolkitRef` later stages read); ``bundles`` resolves the spec's lock files;
+    :class:`CudaToolkit` later stages read); ``bundles`` resolves the spec's lock files;
     ``legs`` use it; ``host_problem``: set when none of them can compile on this host (and none
     imports its build output), so nothing is downloaded for them."""
 
     components: ComponentSet
-    ref: ToolkitRef
+    ref: CudaToolkit
     bundles: Path
     legs: tuple[str, ...]
     host_problem: str | None = None
@@ -167,4 +163,4 @@ def plans(ctx: Context) -> list[Any]:
     return out
 
 
-__all__ = ["NAME", "RECEIPT", "ToolkitPlan", "ToolkitRef", "plans", "ref_for_set", "toolkit_for_leg", "toolkits_root"]
+__all__ = ["NAME", "RECEIPT", "CudaToolkit", "ToolkitPlan", "plans", "ref_for_set", "toolkit_for_leg", "toolkits_root"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cuda import CudaLayout
+from .cuda import PLATFORMS, CudaToolkit, target_dir
 from .registry import ToolchainInfo
 
 
@@ -87,9 +87,7 @@ class Toolchain:
     def cuda_target_dir(self) -> str:
         """nvcc's ``-target-dir`` for this target (``sbsa-linux``, ``x86_64-linux``, ``arm64``,
         ``x64``)."""
-        if self.info.target_os == "windows":
-            return self.info.target_arch
-        return {"arm64": "sbsa-linux", "x64": "x86_64-linux"}[self.info.target_arch]
+        return target_dir(PLATFORMS[(self.info.target_os, self.info.target_arch)])
 
     def nvcc_flags(self) -> list[str]:
         """nvcc flags of every CUDA compile (``CMAKE_CUDA_FLAGS_INIT``): ``-target-dir`` (the
@@ -105,10 +103,10 @@ class Toolchain:
         """The environment cmake and the compilers run in (default: this process's)."""
         return dict(os.environ if base is None else base)
 
-    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         raise NotImplementedError
 
-    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str]) -> str:
+    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str]) -> str:
         raise NotImplementedError
 
     # -- shared rendering pieces -------------------------------------------------------------
@@ -124,13 +122,13 @@ class Toolchain:
             ]
         return out
 
-    def _cuda_lines(self, cuda: CudaLayout, host_compiler: str, pin_comment: str) -> list[str]:
+    def _cuda_lines(self, cuda: CudaToolkit, host_compiler: str, pin_comment: str) -> list[str]:
         """CUDA_ROOT, nvcc, its host compiler, ``-target-dir`` and (cross only) the library pins."""
         lines = [
             "",
             f"set( CUDA_ROOT {cmake_str(cuda.root)} )",
             'set( CUDAToolkit_ROOT "${CUDA_ROOT}" CACHE PATH "" )',
-            f'set( CMAKE_CUDA_COMPILER "${{CUDA_ROOT}}/{Path(cuda.nvcc).relative_to(cuda.root).as_posix()}"'
+            f'set( CMAKE_CUDA_COMPILER "${{CUDA_ROOT}}/{Path(cuda.nvcc_posix).relative_to(cuda.root).as_posix()}"'
             ' CACHE FILEPATH "" )',
             f'set( CMAKE_CUDA_HOST_COMPILER {host_compiler} CACHE FILEPATH "" )',
             f'set( CMAKE_CUDA_FLAGS_INIT "{" ".join(self.nvcc_flags())}" )',

@@ -1,4 +1,5 @@
-"""Where a toolkit prefix keeps what a CMake CUDA configure needs, per target.
+"""A CUDA toolkit (:class:`CudaToolkit`): where its prefix keeps what a CMake CUDA configure and the
+stages need, per target.
 
 Layouts (the toolkit stage's, see ``pipeline/toolkit.py``):
 
@@ -23,6 +24,7 @@ holding the default include and library paths), which a standard ``nvcc.profile`
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -48,8 +50,7 @@ LIBRARIES: dict[str, dict[str, str]] = {
     },
 }
 """The link inputs of a target, by role, in its library directory (the layouts above): the one
-table the toolchain file (:class:`CudaLayout`) and the installed toolkit
-(:class:`bundlegraph.toolkit.ref.ToolkitRef`) read."""
+table :class:`CudaToolkit` reads."""
 
 PINNED_VARS = (
     "CUDA_CUDART",
@@ -60,42 +61,139 @@ PINNED_VARS = (
 )
 
 
+TARGET_DIRS: dict[str, str] = {
+    "linux-x86_64": "x86_64-linux",
+    "linux-sbsa": "sbsa-linux",
+    "linux-aarch64": "aarch64-linux",
+    "windows-x86_64": "x64",
+    "windows-arm64": "arm64",
+}
+"""nvcc's ``-target-dir`` per NVIDIA redist platform (the subfolder of ``targets`` on Linux, of
+``lib``/``bin`` on Windows): the one table every ``-target-dir`` comes from."""
+
+PLATFORMS: dict[tuple[str, str], str] = {
+    ("linux", "x64"): "linux-x86_64",
+    ("linux", "arm64"): "linux-sbsa",
+    ("windows", "x64"): "windows-x86_64",
+    ("windows", "arm64"): "windows-arm64",
+}
+"""The redist platform of a machine in spec terms (``(os, arch)``)."""
+
+
+def is_windows(platform: str) -> bool:
+    """True for ``windows-*`` redist platforms."""
+    return platform.startswith("windows-")
+
+
+def target_dir(platform: str) -> str:
+    """nvcc's ``-target-dir`` value for a redist platform (``linux-sbsa`` -> ``sbsa-linux``).
+    Raises ``KeyError`` naming an unknown platform."""
+    try:
+        return TARGET_DIRS[platform]
+    except KeyError:
+        raise KeyError(f"no nvcc target directory known for platform {platform!r}") from None
+
+
 @dataclass(frozen=True)
-class CudaLayout:
-    """A toolkit prefix seen from one target: ``prefix`` (absolute), ``target_os``,
-    ``target_dir`` (``sbsa-linux``/``x86_64-linux``/``arm64``/``x64``), ``host_os`` (where nvcc
-    runs), ``version`` (``"13.5"``). Paths are rendered with forward slashes (CMake's form on
-    every host)."""
+class CudaToolkit:
+    """A CUDA toolkit as a leg uses it: installed (or to be installed, by ``toolkit:<name>``) at
+    ``prefix``, ``version`` (``"13.5"``), with nvcc for ``host_platform`` and libraries for
+    ``target_platform`` (NVIDIA's redist keys: ``linux-x86_64``, ``windows-arm64``, ...).
+    ``name``/``task``/``receipt``/``source``: the component set it was made from
+    (:func:`bundlegraph.toolkit.ref.ref_for_set`). One type for the toolchain file (rendered with
+    forward slashes, CMake's form on every host) and the stages that read the installed files.
+
+    Layout: nvcc in ``bin/``; target libraries in ``targets/<target_dir>/lib`` (Linux) or
+    ``lib/<target_dir>`` (Windows), runtime DLLs in ``bin/<target_dir>`` (Windows)."""
 
     prefix: Path
-    target_os: str
-    target_dir: str
-    host_os: str
     version: str
+    host_platform: str
+    target_platform: str
+    name: str = ""
+    task: str = ""
+    receipt: Path | None = None
+    source: str = ""
+
+    # -- the machines --------------------------------------------------------------------------
+    @property
+    def target_dir(self) -> str:
+        """nvcc's ``-target-dir`` for the target (``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``)."""
+        return target_dir(self.target_platform)
 
     @property
+    def host_target_dir(self) -> str:
+        """The host's target directory (where the host's own headers are)."""
+        return target_dir(self.host_platform)
+
+    @property
+    def windows(self) -> bool:
+        """The target is Windows."""
+        return is_windows(self.target_platform)
+
+    @property
+    def target_os(self) -> str:
+        return "windows" if self.windows else "linux"
+
+    @property
+    def host_os(self) -> str:
+        """Where nvcc runs."""
+        return "windows" if is_windows(self.host_platform) else "linux"
+
+    @property
+    def cross(self) -> bool:
+        return self.host_platform != self.target_platform
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
     def root(self) -> str:
+        """The prefix with forward slashes (CMake's form)."""
         return PurePosixPath(self.prefix.as_posix()).as_posix()
 
     @property
-    def nvcc(self) -> str:
+    def nvcc(self) -> Path:
+        """nvcc, a path of this host."""
+        return self.prefix / "bin" / ("nvcc.exe" if self.host_os == "windows" else "nvcc")
+
+    @property
+    def nvcc_posix(self) -> str:
+        """nvcc below :attr:`root` (CMake's form)."""
         return f"{self.root}/bin/nvcc{'.exe' if self.host_os == 'windows' else ''}"
 
     @property
-    def nvcc_path(self) -> Path:
-        """nvcc as a path of this host (``prefix`` joined with :attr:`nvcc`'s part below the root)."""
-        return self.prefix / Path(self.nvcc).relative_to(self.root)
+    def include_dir(self) -> Path:
+        return self.prefix / "include" if self.windows else self.prefix / "targets" / self.target_dir / "include"
 
     def lib_rel(self) -> str:
         """The target library directory relative to the prefix."""
-        if self.target_os == "windows":
-            return f"lib/{self.target_dir}"
-        return f"targets/{self.target_dir}/lib"
+        return f"lib/{self.target_dir}" if self.windows else f"targets/{self.target_dir}/lib"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.prefix / self.lib_rel()
+
+    @property
+    def bin_dir(self) -> Path:
+        """Where the target's runtime files are (``bin/<target_dir>`` on Windows, the library directory on Linux)."""
+        return self.prefix / "bin" / self.target_dir if self.windows else self.lib_dir
+
+    def library(self, role: str) -> Path:
+        """The link input for ``role`` (``cudart``, ``cudart_static``, ``cudadevrt``, ``cublas``,
+        ``cublasLt``, ``cuda_driver``: :data:`LIBRARIES`). Raises KeyError for another role."""
+        table = LIBRARIES[self.target_os]
+        if role not in table:
+            raise KeyError(f"unknown library role {role!r}; roles: {', '.join(table)}")
+        return self.lib_dir / table[role]
 
     def libraries(self) -> dict[str, str]:
-        """``{cache variable: path relative to the prefix}`` of the pinned target libraries."""
+        """``{cache variable: path relative to the prefix}`` of the pinned target libraries
+        (:data:`PINNED_VARS`)."""
         d = self.lib_rel()
-        f = LIBRARIES["windows" if self.target_os == "windows" else "linux"]
+        f = LIBRARIES[self.target_os]
         return {
             "CUDA_CUDART": f"{d}/{f['cudart']}",
             "CUDA_cudart_LIBRARY": f"{d}/{f['cudart']}",
@@ -104,20 +202,72 @@ class CudaLayout:
             "CUDA_cuda_driver_LIBRARY": f"{d}/{f['cuda_driver']}",
         }
 
+    def runtime(self, name: str) -> Path:
+        """A runtime file of ``name`` (``cudart``, ``cublas``, ``cublasLt``) as shipped."""
+        if self.windows:
+            return self.bin_dir / f"{name}64_{self.major}.dll"
+        return self.lib_dir / f"lib{name}.so.{self.major}"
+
     def required_files(self, with_cublas: bool = True) -> list[str]:
         """Files (relative) a configure cannot do without: nvcc, the pinned libraries, and the
         ``cudart_static``/``cudadevrt`` CMake's compiler check links."""
         d = self.lib_rel()
-        table = LIBRARIES["windows" if self.target_os == "windows" else "linux"]
+        table = LIBRARIES[self.target_os]
         extra = [table["cudart_static"], table["cudadevrt"]]
         libs = self.libraries()
         if not with_cublas:
             libs = {k: v for k, v in libs.items() if "cublas" not in k and "driver" not in k}
-        nvcc = self.nvcc[len(self.root) + 1 :]
+        nvcc = self.nvcc_posix[len(self.root) + 1 :]
         return [nvcc, *dict.fromkeys(libs.values()), *(f"{d}/{e}" for e in extra)]
 
     def missing(self, with_cublas: bool = True) -> list[str]:
+        """:meth:`required_files` that are not there."""
         return [r for r in self.required_files(with_cublas) if not (self.prefix / r).is_file()]
+
+    def nvcc_target_flags(self) -> list[str]:
+        """``["-target-dir", target_dir]`` for a cross toolkit, else ``[]``."""
+        return ["-target-dir", self.target_dir] if self.cross else []
+
+    def cmake_cache(self) -> dict[str, str]:
+        """The CMake cache entries that point a configure at this toolkit's target files."""
+        out = {"CMAKE_CUDA_COMPILER": self.nvcc.as_posix(), "CUDAToolkit_ROOT": self.prefix.as_posix()}
+        for role, var in (
+            ("cudart", "CUDA_cudart_LIBRARY"),
+            ("cublas", "CUDA_cublas_LIBRARY"),
+            ("cublasLt", "CUDA_cublasLt_LIBRARY"),
+            ("cuda_driver", "CUDA_cuda_driver_LIBRARY"),
+        ):
+            out[var] = self.library(role).as_posix()
+        return out
+
+    @property
+    def receipt_file(self) -> Path:
+        """The install receipt's path. Raises :class:`ToolkitError` for a toolkit not made from a
+        component set (no receipt)."""
+        if self.receipt is None:
+            raise ToolkitError(f"the toolkit at {self.prefix} has no install receipt (not made from a component set)")
+        return self.receipt
+
+    def never_ship(self) -> list[str]:
+        """Prefix-relative paths the install receipt marks as generated (the link-only driver
+        stub): what no bundle may ship. Empty before the toolkit task ran."""
+        if self.receipt is None:
+            return []
+        try:
+            data = json.loads(self.receipt.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [g["path"] for g in data.get("generated", [])]
+
+    def layout_json(self) -> dict[str, str]:
+        """What ``configure.json`` records of the toolkit (its ``cuda`` entry)."""
+        return {
+            "prefix": self.root,
+            "target_os": self.target_os,
+            "target_dir": self.target_dir,
+            "host_os": self.host_os,
+            "version": self.version,
+        }
 
 
 _MSC_RE = re.compile(r"#if\s+_MSC_VER\s*<\s*(\d{4})\s*\|\|\s*_MSC_VER\s*>=\s*(\d{4})")

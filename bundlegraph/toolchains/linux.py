@@ -16,7 +16,7 @@ from typing import Any
 from ..core import proc
 from ..core.errors import BundleGraphError, ToolMissing
 from .base import Resolved, Toolchain, cmake_str
-from .cuda import CudaLayout
+from .cuda import CudaToolkit
 from .registry import TOOLCHAINS
 from .tools import _version_by_run
 
@@ -38,7 +38,7 @@ class GccLinux(Toolchain):
     def names(self) -> dict[str, str]:
         return {"c": f"{self.prefix}gcc", "cxx": f"{self.prefix}g++"}
 
-    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         bins: dict[str, str] = {}
         key: dict[str, Any] = {}
@@ -53,13 +53,13 @@ class GccLinux(Toolchain):
             key[name] = _version_by_run(Path(p).resolve(), name)
         if cuda is not None:
             bins["cuda_host"] = bins["cxx"]
-            nvcc = cuda.nvcc_path
+            nvcc = cuda.nvcc
             if not nvcc.is_file():
                 raise ToolMissing(f"toolchain {self.id}: nvcc not found at {nvcc} (toolkit {cuda.prefix})")
             self._check_gcc_supported(cuda, key[self.names()["cxx"]])
         return Resolved(bins, env, key)
 
-    def _check_gcc_supported(self, cuda: CudaLayout, gcc_version: str) -> None:
+    def _check_gcc_supported(self, cuda: CudaToolkit, gcc_version: str) -> None:
         hc = cuda.prefix / "include" / "crt" / "host_config.h"
         if not hc.is_file():
             hc = cuda.prefix / "targets" / "x86_64-linux" / "include" / "crt" / "host_config.h"
@@ -73,7 +73,7 @@ class GccLinux(Toolchain):
                 f"passes -allow-unsupported-compiler"
             )
 
-    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str]) -> str:
+    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str]) -> str:
         what = (
             "Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
             if self.info.cross

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core import memo, proc
 from ..core.errors import BundleGraphError, HostMismatch, ToolMissing
-from .cuda import CudaLayout, msc_ver_of, msc_ver_range
+from .cuda import CudaToolkit, msc_ver_of, msc_ver_range
 
 KEY_VARS = ("VCToolsVersion", "WindowsSDKVersion", "VSCMD_ARG_HOST_ARCH", "VSCMD_ARG_TGT_ARCH", "VSCMD_VER")
 """Environment variables that go into configure's action key."""
@@ -208,7 +208,7 @@ def key_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: _get(env, k) or "" for k in KEY_VARS}
 
 
-def check_nvcc_supports(cuda: CudaLayout, env: dict[str, str]) -> int:
+def check_nvcc_supports(cuda: CudaToolkit, env: dict[str, str]) -> int:
     """``_MSC_VER`` of the environment's MSVC, checked against nvcc's accepted range read from
     ``<prefix>/include/crt/host_config.h``. Raises :class:`BundleGraphError` naming both."""
     ver = env.get("VCToolsVersion", "")

@@ -22,7 +22,7 @@ from ..core import settings
 from ..core.errors import ToolMissing
 from . import msvc
 from .base import Resolved, Toolchain, cmake_str
-from .cuda import CudaLayout
+from .cuda import CudaToolkit
 from .registry import TOOLCHAINS
 
 _ENV_GUARD = (
@@ -50,7 +50,7 @@ class Msvc(Toolchain):
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         return msvc.developer_env(self.vcvars_arch, base)
 
-    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         cl = Path(env["VCToolsInstallDir"]) / self.cl_rel
         if not cl.is_file():
@@ -65,7 +65,7 @@ class Msvc(Toolchain):
             bins["cuda_host"] = cl.as_posix()
         return Resolved(bins, env, key)
 
-    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str] | None = None) -> str:
+    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None) -> str:
         what = {
             ("arm64", True): "Used to cross-compile ggml-cuda for Windows ARM64 on an x64 Windows host.",
             ("x64", True): "Native Windows x64 build with MSVC and nvcc.",
@@ -102,7 +102,7 @@ class ClangWindows(Toolchain):
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         return msvc.developer_env(self.vcvars_arch, base)
 
-    def resolve(self, cuda: CudaLayout | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         override = settings.get("CLANG", env) or settings.get("CLANG")
         base = (
@@ -117,7 +117,7 @@ class ClangWindows(Toolchain):
                 )
         return Resolved(bins, env, {"msvc": msvc.key_env(env), "clang_dir": base.as_posix() if override else ""})
 
-    def render(self, leg: str, cuda: CudaLayout | None, binaries: dict[str, str] | None = None) -> str:
+    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None) -> str:
         lines = self._header(leg, "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake).")
         override = settings.get("CLANG")
         lines.append("")

@@ -17,14 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# NVIDIA redist platform key -> nvcc ``-target-dir`` value.
-TARGET_DIRS: dict[str, str] = {
-    "linux-x86_64": "x86_64-linux",
-    "linux-sbsa": "sbsa-linux",
-    "linux-aarch64": "aarch64-linux",
-    "windows-x86_64": "x64",
-    "windows-arm64": "arm64",
-}
+from ..toolchains.cuda import is_windows, target_dir
 
 # component -> NVIDIA wheel distribution (pip name).
 WHEELS: dict[str, str] = {
@@ -58,19 +51,6 @@ PIP_TAGS: dict[str, tuple[str, ...]] = {
 
 # Alternative spellings of one component across manifest releases.
 ALIASES: dict[str, tuple[str, ...]] = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
-
-
-def is_windows(platform: str) -> bool:
-    """True for ``windows-*`` redist platforms."""
-    return platform.startswith("windows-")
-
-
-def target_dir(platform: str) -> str:
-    """nvcc's ``-target-dir`` value for a redist platform (``linux-sbsa`` -> ``sbsa-linux``)."""
-    try:
-        return TARGET_DIRS[platform]
-    except KeyError:
-        raise KeyError(f"no nvcc target directory known for platform {platform!r}") from None
 
 
 @dataclass(frozen=True)

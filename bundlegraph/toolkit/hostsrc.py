@@ -22,10 +22,11 @@ from ..core.errors import ToolkitError
 from ..core.fsutil import atomic_write_json, sha256_file
 from ..core.report import say
 from ..schemas.archs import CudaVersion
+from ..toolchains.cuda import target_dir
 from . import validate
-from .components import required_files, target_dir
+from .components import required_files
 from .identity import ComponentSet
-from .ref import ToolkitRef
+from .ref import CudaToolkit
 
 
 def _root(cs: ComponentSet) -> Path:
@@ -89,7 +90,7 @@ def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
     return out
 
 
-def describe(cs: ComponentSet, ref: ToolkitRef) -> Path:
+def describe(cs: ComponentSet, ref: CudaToolkit) -> Path:
     """Check the host toolkit and write its receipt; returns the receipt path."""
     root = _root(cs)
     if not root.is_dir():
@@ -107,7 +108,7 @@ def describe(cs: ComponentSet, ref: ToolkitRef) -> Path:
 
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     atomic_write_json(
-        ref.receipt,
+        ref.receipt_file,
         {
             "name": cs.name,
             "set_digest": cs.digest,
@@ -125,4 +126,4 @@ def describe(cs: ComponentSet, ref: ToolkitRef) -> Path:
         },
     )
     say(f"toolkit {cs.name}: host toolkit {root} (CUDA {version}), {len(files)} files checked")
-    return ref.receipt
+    return ref.receipt_file

@@ -38,13 +38,13 @@ from ..core.errors import ToolkitError, UnsafeArchive
 from ..core.extract import extract
 from ..core.fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file
 from ..core.report import say
+from ..toolchains.cuda import is_windows, target_dir
 from . import layout, validate
-from .components import is_windows, target_dir
 from .identity import ComponentSet
 from .key import LAYOUT_VERSION
 from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
-from .ref import ToolkitRef
+from .ref import CudaToolkit
 from .stub import SONAME, write_stub
 from .wheels import fetch_wheel
 
@@ -90,7 +90,7 @@ def _wheel_root(stage: Path, filename: str) -> Path:
     return roots[0]
 
 
-def install(cs: ComponentSet, ref: ToolkitRef, bundles: Path) -> Path:
+def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
     """Install (or reuse) the toolkit of ``cs`` at ``ref.prefix``; returns the receipt path.
 
     Raises :class:`ToolkitError` (unresolvable set, refused combination, validation failure),
@@ -103,7 +103,7 @@ def install(cs: ComponentSet, ref: ToolkitRef, bundles: Path) -> Path:
     prefix: Path = ref.prefix
     stub_from = "generated stub" if cs.source == "wheels" else "cuda_cudart"
     with locked(prefix.parent / f".{prefix.name}.lock", what=f"toolkit {cs.name}"):
-        receipt = prefix / ref.receipt.name
+        receipt = prefix / ref.receipt_file.name
         if _reusable(receipt, cs) and not validate.problems(prefix, cs, driver_stub_from=stub_from):
             say(f"toolkit {cs.name}: already installed at {prefix}")
             return receipt

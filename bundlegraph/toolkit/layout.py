@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from ..core.errors import ToolkitError
-from .components import is_windows, target_dir
+from ..toolchains.cuda import is_windows, target_dir
 
 IS_WINDOWS_HOST = os.name == "nt"
 _ARCH_DIRS = {"x64", "arm64", "Win32", "x86"}

@@ -12,7 +12,7 @@ from bundlegraph import toolchains
 from bundlegraph.core.errors import BundleGraphError, ToolkitError
 from bundlegraph.pipeline import jobs
 from bundlegraph.toolchains import msvc
-from bundlegraph.toolchains.cuda import CudaLayout, msc_ver_of, msc_ver_range
+from bundlegraph.toolchains.cuda import CudaToolkit, msc_ver_of, msc_ver_range
 from bundlegraph.toolchains.registry import TOOLCHAINS
 from bundlegraph.toolchains.tools import PINS, build_tools
 
@@ -48,7 +48,7 @@ def test_msc_ver_of():
 def test_unsupported_msvc_names_both(tmp_path):
     (tmp_path / "include" / "crt").mkdir(parents=True)
     shutil.copy(HOST_CONFIG, tmp_path / "include" / "crt" / "host_config.h")
-    cuda = CudaLayout(tmp_path, "windows", "arm64", "windows", "13.0")
+    cuda = CudaToolkit(tmp_path, "13.0", "windows-x86_64", "windows-arm64")
     assert msvc.check_nvcc_supports(cuda, {"VCToolsVersion": "14.44.35207"}) == 1944
     with pytest.raises(BundleGraphError) as e:
         msvc.check_nvcc_supports(cuda, {"VCToolsVersion": "14.50.35717"})
@@ -83,7 +83,7 @@ def test_parse_set_output():
 
 
 def test_linux_required_files_and_pins(tmp_path):
-    cuda = CudaLayout(tmp_path, "linux", "sbsa-linux", "linux", "13.5")
+    cuda = CudaToolkit(tmp_path, "13.5", "linux-x86_64", "linux-sbsa")
     libs = cuda.libraries()
     assert libs["CUDA_cuda_driver_LIBRARY"] == "targets/sbsa-linux/lib/stubs/libcuda.so"
     assert "targets/sbsa-linux/lib/libcudadevrt.a" in cuda.missing()

@@ -1,4 +1,4 @@
-"""Toolkit pieces without processes or network: shared task names, ToolkitRef paths, the
+"""Toolkit pieces without processes or network: shared task names, CudaToolkit paths, the
 wheels lock against REAL-INPUTS, refusals, the required-file list, the driver stub's ELF."""
 
 from __future__ import annotations
