@@ -11,7 +11,8 @@ import nor validation). An entry is used only when all of these equal what it wa
   edited spec or release file misses);
 - the bytes of every other file validation read (the wheels locks the legs name);
 - bundlegraph's version, the size and mtime of every module of :mod:`bundlegraph.schemas` and
-  :mod:`bundlegraph.toolchains` (the rules and the toolchain registry), and Python's version.
+  :mod:`bundlegraph.toolchains` and of every toolchain machine file (the rules and the
+  toolchains), and Python's version.
 
 An entry is a magic line, the sha256 of its payload and the payload (a pickle of the
 :class:`~.records.Matrix` of records). A truncated, altered or unreadable entry, or one of
@@ -38,7 +39,7 @@ MAGIC = b"bundlegraph-spec-cache 1\n"
 KEEP = 256
 """Entries kept (one per bundles directory); the least recently written go first."""
 
-_CODE_DIRS = ("schemas", "toolchains")
+_CODE_DIRS = ("schemas", "toolchains", "toolchains/machines")
 """Packages of bundlegraph whose code decides what a spec directory validates to."""
 
 
@@ -83,7 +84,7 @@ def _key(root: Path) -> str | None:
     try:
         for sub in _CODE_DIRS:
             for e in sorted(os.scandir(pkg / sub), key=lambda e: e.name):
-                if e.name.endswith(".py"):
+                if e.name.endswith((".py", ".toml")):
                     st = e.stat()
                     h.update(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
         for p in sorted(root.glob("*.toml")):

@@ -17,7 +17,7 @@ from ..core import proc
 from ..core.errors import BundleGraphError, ToolMissing
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaToolkit
-from .registry import TOOLCHAINS
+from .registry import ToolchainInfo
 from .tools import _version_by_run
 
 # nvcc 13's crt/host_config.h refuses GCC newer than this (``#if __GNUC__ > 15``).
@@ -25,18 +25,18 @@ _GNUC_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
 
 
 class GccLinux(Toolchain):
-    """``prefix``: the GNU triplet prefix of the compilers (``""`` native,
-    ``"aarch64-linux-gnu-"`` cross); ``package``: the Debian package providing them."""
+    """A machine file of kind ``gcc``: ``binaries`` ``c``/``cxx`` (names looked up on PATH),
+    ``properties`` ``packages`` (the Debian packages providing them) and
+    ``cmake_system_processor``."""
 
-    def __init__(self, tid: str, prefix: str, package: str, processor: str):
-        self.info = TOOLCHAINS[tid]
-        self.prefix = prefix
-        self.package = package
+    def __init__(self, info: ToolchainInfo):
+        self.info = info
+        self.package = info.prop("packages")
         self.system_name = "Linux"
-        self.system_processor = processor
+        self.system_processor = info.prop("cmake_system_processor")
 
     def names(self) -> dict[str, str]:
-        return {"c": f"{self.prefix}gcc", "cxx": f"{self.prefix}g++"}
+        return {"c": self.info.binary("c"), "cxx": self.info.binary("cxx")}
 
     def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)

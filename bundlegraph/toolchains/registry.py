@@ -1,24 +1,65 @@
-"""The known toolchain ids and the machines they involve.
+"""The toolchains as data: one machine file per toolchain id, ``toolchains/machines/<id>.toml``,
+in the shape of Meson's machine files (its "Cross and native file reference"): the
+``[build_machine]`` the compilers run on and the ``[host_machine]`` the output runs on (``system``
+and ``cpu``), the ``[binaries]`` the CMake toolchain file names, and ``[properties]``. ``kind``
+says which class gives the behaviour (:func:`bundlegraph.toolchains.get`); the classes hold no
+facts of their own.
 
-Host and target are always explicit (Meson's build/host machine split): the Windows ARM64
-CUDA leg is built on a Windows x64 host for an ARM64 target. ``redist_host`` is NVIDIA's redist
-platform key of the build host, used for host CUDA components (nvcc, crt, nvvm, cccl).
+Every file is checked when it loads against the tables below (:data:`SYSTEMS`, :data:`CPUS`,
+:data:`KINDS` with the binaries and properties each kind needs, NVIDIA's redist platforms): an
+unknown or missing key, or a value outside its table, is a :class:`ToolchainFileError` naming the
+file, the key and what was expected. The Windows ARM64 CUDA leg is built on a Windows x64
+build machine for an ARM64 host machine, and says so here.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
+
+from ..core.errors import BundleGraphError
+from .cuda import TARGET_DIRS
+
+MACHINES_DIR = Path(__file__).resolve().parent / "machines"
+"""Where the machine files are."""
+
+SYSTEMS = ("linux", "windows")
+"""Known ``system`` values (spec terms: a leg's ``os``)."""
+CPUS = ("x64", "arm64")
+"""Known ``cpu`` values (spec terms: a leg's ``arch``)."""
+KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "gcc": (("c", "cxx"), ("redist_host", "cmake_system_processor", "packages"), ()),
+    "msvc": (("c", "cxx"), ("redist_host", "vcvars_arch"), ()),
+    "clang-windows": (("c", "cxx"), ("redist_host", "vcvars_arch", "target", "arch_flags", "warn_flags"), ()),
+}
+"""Each kind: (binaries it needs, properties it needs, properties it may have)."""
+VCVARS_ARCHES = ("amd64", "amd64_arm64")
+"""``vcvarsall.bat`` arguments bundlegraph knows (an x64 build machine)."""
+_TOP = {"kind", "summary", "cuda", "build_machine", "host_machine", "binaries", "properties"}
+
+
+class ToolchainFileError(BundleGraphError):
+    """A machine file that does not hold what its kind needs: ``problems``, one line each,
+    ``<file>: <key>: <what was expected>``."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        n = len(self.problems)
+        head = f"{n} problem{'s' if n != 1 else ''} in the toolchain machine files:"
+        super().__init__("\n".join([head, *("  " + p for p in self.problems)]))
 
 
 @dataclass(frozen=True)
 class ToolchainInfo:
-    """Static facts of one toolchain id.
+    """One toolchain id's machine file, loaded and checked.
 
     ``build_os``/``build_arch``: the machine the build runs on; ``target_os``/``target_arch``:
     the machine the output runs on; ``cuda``: can compile CUDA; ``redist_host``: NVIDIA redist
-    platform key of the build machine.
-    """
+    platform key of the build machine; ``binaries`` (role -> name or relative path) and
+    ``properties`` as the file says; ``kind``: the class that implements it; ``file``: where it
+    came from."""
 
     id: str
     build_os: Literal["windows", "linux"]
@@ -28,74 +69,115 @@ class ToolchainInfo:
     cuda: bool
     redist_host: str
     summary: str
+    kind: str = "gcc"
+    binaries: tuple[tuple[str, str], ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    file: str = ""
 
     @property
     def cross(self) -> bool:
         return (self.build_os, self.build_arch) != (self.target_os, self.target_arch)
 
+    def binary(self, role: str) -> str:
+        """The binary of ``role`` (``c``, ``cxx``). Raises ``KeyError`` naming the file."""
+        for r, v in self.binaries:
+            if r == role:
+                return v
+        raise KeyError(f"{self.file}: binaries.{role} is not set")
 
-TOOLCHAINS: dict[str, ToolchainInfo] = {
-    t.id: t
-    for t in [
-        ToolchainInfo(
-            "msvc-amd64_arm64-cuda",
-            "windows",
-            "x64",
-            "windows",
-            "arm64",
-            True,
-            "windows-x86_64",
-            "MSVC amd64_arm64 cross (Hostx64/arm64/cl.exe) with x86_64 nvcc -target-dir=arm64",
-        ),
-        ToolchainInfo(
-            "clang-arm64-windows",
-            "windows",
-            "x64",
-            "windows",
-            "arm64",
-            False,
-            "windows-x86_64",
-            "clang targeting arm64-pc-windows-msvc (-march=armv8.7-a) on a Windows x64 host",
-        ),
-        ToolchainInfo(
-            "msvc-x64-cuda",
-            "windows",
-            "x64",
-            "windows",
-            "x64",
-            True,
-            "windows-x86_64",
-            "MSVC x64 native with nvcc",
-        ),
-        ToolchainInfo(
-            "msvc-x64",
-            "windows",
-            "x64",
-            "windows",
-            "x64",
-            False,
-            "windows-x86_64",
-            "MSVC x64 native",
-        ),
-        ToolchainInfo(
-            "gcc-linux-x86_64",
-            "linux",
-            "x64",
-            "linux",
-            "x64",
-            True,
-            "linux-x86_64",
-            "GCC native on Linux x86_64 (also the nvcc host compiler)",
-        ),
-        ToolchainInfo(
-            "gcc-cross-linux-aarch64",
-            "linux",
-            "x64",
-            "linux",
-            "arm64",
-            True,
-            "linux-x86_64",
-            "Debian's aarch64-linux-gnu-gcc/g++ on an x86_64 host, also CMAKE_CUDA_HOST_COMPILER",
-        ),
-    ]
-}
+    def prop(self, name: str) -> str:
+        """Property ``name``. Raises ``KeyError`` naming the file."""
+        for k, v in self.properties:
+            if k == name:
+                return v
+        raise KeyError(f"{self.file}: properties.{name} is not set")
+
+
+def _one_of(problems: list[str], f: Path, key: str, value: object, allowed: tuple[str, ...] | list[str]) -> None:
+    if value not in allowed:
+        problems.append(f"{f}: {key}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def load_machine(f: Path) -> ToolchainInfo:
+    """Read and check one machine file. Raises :class:`ToolchainFileError` listing every
+    problem."""
+    problems: list[str] = []
+    try:
+        data: dict[str, Any] = tomllib.loads(f.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ToolchainFileError([f"{f}: (TOML): {e}"]) from None
+    for k in sorted(set(data) - _TOP):
+        problems.append(f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP))}")
+    for k in sorted(_TOP - set(data)):
+        problems.append(f"{f}: {k}: required key is missing")
+    kind = data.get("kind")
+    _one_of(problems, f, "kind", kind, list(KINDS))
+    if not isinstance(data.get("cuda", False), bool):
+        problems.append(f"{f}: cuda: expected true or false")
+    machines = {}
+    for m in ("build_machine", "host_machine"):
+        t = data.get(m, {})
+        if not isinstance(t, dict):
+            problems.append(f"{f}: {m}: expected a table with system and cpu")
+            continue
+        for k in sorted(set(t) - {"system", "cpu"}):
+            problems.append(f"{f}: {m}.{k}: unknown key; allowed: cpu, system")
+        _one_of(problems, f, f"{m}.system", t.get("system"), SYSTEMS)
+        _one_of(problems, f, f"{m}.cpu", t.get("cpu"), CPUS)
+        machines[m] = t
+    bins = data.get("binaries", {})
+    props = data.get("properties", {})
+    if kind in KINDS and isinstance(bins, dict) and isinstance(props, dict):
+        need_bins, need_props, may_props = KINDS[kind]
+        for k in need_bins:
+            if not isinstance(bins.get(k), str) or not bins[k]:
+                problems.append(f"{f}: binaries.{k}: required for kind '{kind}' (a program name or path)")
+        for k in sorted(set(bins) - set(need_bins)):
+            problems.append(f"{f}: binaries.{k}: unknown for kind '{kind}'; known: {', '.join(need_bins)}")
+        for k in need_props:
+            if not isinstance(props.get(k), str) or not props[k]:
+                problems.append(f"{f}: properties.{k}: required for kind '{kind}'")
+        for k in sorted(set(props) - set(need_props) - set(may_props)):
+            problems.append(
+                f"{f}: properties.{k}: unknown for kind '{kind}'; known: {', '.join(need_props + may_props)}"
+            )
+        if "redist_host" in props:
+            _one_of(problems, f, "properties.redist_host", props["redist_host"], list(TARGET_DIRS))
+        if "vcvars_arch" in props:
+            _one_of(problems, f, "properties.vcvars_arch", props["vcvars_arch"], VCVARS_ARCHES)
+    if problems:
+        raise ToolchainFileError(problems)
+    b, h = machines["build_machine"], machines["host_machine"]
+    return ToolchainInfo(
+        id=f.stem,
+        build_os=b["system"],
+        build_arch=b["cpu"],
+        target_os=h["system"],
+        target_arch=h["cpu"],
+        cuda=bool(data["cuda"]),
+        redist_host=props["redist_host"],
+        summary=str(data["summary"]),
+        kind=str(kind),
+        binaries=tuple(sorted(bins.items())),
+        properties=tuple(sorted(props.items())),
+        file=f.as_posix(),
+    )
+
+
+def load_machines(directory: Path = MACHINES_DIR) -> dict[str, ToolchainInfo]:
+    """Every machine file of ``directory`` by id (the file stem), checked. Raises
+    :class:`ToolchainFileError` listing the problems of every file."""
+    out: dict[str, ToolchainInfo] = {}
+    problems: list[str] = []
+    for f in sorted(directory.glob("*.toml")):
+        try:
+            out[f.stem] = load_machine(f)
+        except ToolchainFileError as e:
+            problems += e.problems
+    if problems:
+        raise ToolchainFileError(problems)
+    return out
+
+
+TOOLCHAINS: dict[str, ToolchainInfo] = load_machines()
+"""The known toolchain ids and their machines (loaded when bundlegraph imports this module)."""

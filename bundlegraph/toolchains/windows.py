@@ -23,7 +23,7 @@ from ..core.errors import ToolMissing
 from . import msvc
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaToolkit
-from .registry import TOOLCHAINS
+from .registry import ToolchainInfo
 
 _ENV_GUARD = (
     "if ( NOT DEFINED ENV{{{var}}} )\n"
@@ -37,15 +37,16 @@ _ENV_GUARD = (
 class Msvc(Toolchain):
     """MSVC ``cl.exe`` from ``$VCToolsInstallDir/bin/Hostx64/<target arch>``; CUDA optional."""
 
-    def __init__(self, tid: str, vcvars_arch: str):
-        self.info = TOOLCHAINS[tid]
-        self.vcvars_arch = vcvars_arch
+    def __init__(self, info: ToolchainInfo):
+        self.info = info
+        self.vcvars_arch = info.prop("vcvars_arch")
         self.system_name = "Windows"
         self.system_processor = self.info.target_arch
 
     @property
     def cl_rel(self) -> str:
-        return f"bin/Hostx64/{self.info.target_arch}/cl.exe"
+        """``cl.exe`` below ``$VCToolsInstallDir`` (the machine file's ``binaries.c``)."""
+        return self.info.binary("c")
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         return msvc.developer_env(self.vcvars_arch, base)
@@ -89,15 +90,15 @@ class ClangWindows(Toolchain):
     """clang targeting ``arm64-pc-windows-msvc`` with ``-march=armv8.7-a``, linking against the
     ARM64 libraries of an ``amd64_arm64`` MSVC environment (``LIB``)."""
 
-    TARGET = "arm64-pc-windows-msvc"
-    ARCH_FLAGS = "-march=armv8.7-a -fvectorize -ffp-model=fast -fno-finite-math-only"
-    WARN_FLAGS = "-Wno-format -Wno-unused-variable -Wno-unused-function -Wno-gnu-zero-variadic-macro-arguments"
-
-    def __init__(self, tid: str):
-        self.info = TOOLCHAINS[tid]
-        self.vcvars_arch = "amd64_arm64"
+    def __init__(self, info: ToolchainInfo):
+        self.info = info
+        self.vcvars_arch = info.prop("vcvars_arch")
         self.system_name = "Windows"
-        self.system_processor = "arm64"
+        self.system_processor = info.target_arch
+        self.TARGET = info.prop("target")
+        self.ARCH_FLAGS = info.prop("arch_flags")
+        self.WARN_FLAGS = info.prop("warn_flags")
+        self.c_rel, self.cxx_rel = info.binary("c"), info.binary("cxx")
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         return msvc.developer_env(self.vcvars_arch, base)
@@ -105,10 +106,9 @@ class ClangWindows(Toolchain):
     def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         override = settings.get("CLANG", env) or settings.get("CLANG")
-        base = (
-            Path(override).parent if override else Path(env.get("VCINSTALLDIR", "")) / "Tools" / "Llvm" / "x64" / "bin"
-        )
-        bins = {"c": (base / "clang.exe").as_posix(), "cxx": (base / "clang++.exe").as_posix()}
+        vc = Path(env.get("VCINSTALLDIR", ""))
+        base = Path(override).parent if override else (vc / self.c_rel).parent
+        bins = {"c": (base / Path(self.c_rel).name).as_posix(), "cxx": (base / Path(self.cxx_rel).name).as_posix()}
         for b in bins.values():
             if not Path(b).is_file():
                 raise ToolMissing(
@@ -123,10 +123,10 @@ class ClangWindows(Toolchain):
         lines.append("")
         if override:
             d = Path(override).parent.as_posix()
-            cc, cxx = cmake_str(f"{d}/clang.exe"), cmake_str(f"{d}/clang++.exe")
+            cc, cxx = cmake_str(f"{d}/{Path(self.c_rel).name}"), cmake_str(f"{d}/{Path(self.cxx_rel).name}")
         else:
             lines.append(_ENV_GUARD.format(var="VCINSTALLDIR", arch=self.vcvars_arch, cmvar="VC_ROOT"))
-            cc, cxx = '"${VC_ROOT}/Tools/Llvm/x64/bin/clang.exe"', '"${VC_ROOT}/Tools/Llvm/x64/bin/clang++.exe"'
+            cc, cxx = f'"${{VC_ROOT}}/{self.c_rel}"', f'"${{VC_ROOT}}/{self.cxx_rel}"'
         lines += [
             f"set( target {self.TARGET} )",
             "",
