@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bundlegraph.critical_path import Assumptions, timeline
-from bundlegraph.pipeline import costs
-from bundlegraph.pipeline.shards import makespan
+from bundlegraph.pipeline.compile import costs
+from bundlegraph.pipeline.compile.shards import makespan
 from bundlegraph.release_jobs import JOBS, JobRow, rows
 from bundlegraph.schemas.loader import load_matrix
 

@@ -102,9 +102,9 @@ def main() -> int:
     spec_file.write_text(text, encoding="utf-8")
 
     from bundlegraph.critical_path import Assumptions
-    from bundlegraph.pipeline import costs
-    from bundlegraph.pipeline.ninja_graph import compile_steps
-    from bundlegraph.pipeline.shards import makespan
+    from bundlegraph.pipeline.compile import costs
+    from bundlegraph.pipeline.compile.ninja_graph import compile_steps
+    from bundlegraph.pipeline.compile.shards import makespan
 
     record = costs.find(a.leg, bundles)
     assert record is not None, f"{a.leg} has no cost record in {bundles}"
@@ -251,7 +251,7 @@ def main() -> int:
     sharded = slowest + results["runs"]["final"]["wall_seconds"]
     results["ratio_single_over_sharded"] = round(results["runs"]["single"]["wall_seconds"] / sharded, 2)
     # the model's prediction for the same slice (no speed factor: a ratio)
-    from bundlegraph.pipeline.shards import costed, split
+    from bundlegraph.pipeline.compile.shards import costed, split
 
     jobs = Assumptions(jobs=a.jobs).jobs
     single_pred = makespan(cost, jobs)

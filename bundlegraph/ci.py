@@ -107,7 +107,7 @@ def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
 
 
 def write_cache_summary(stats: dict[str, Any]) -> bool:
-    """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compiler_cache.build_stats`
+    """Append one build's compiler-cache figures (:func:`bundlegraph.pipeline.compile.compiler_cache.build_stats`
     plus ``leg`` and ``seconds``) to ``$GITHUB_STEP_SUMMARY``; False when it is not set."""
     lines = [
         f"### Compiler cache of build:{stats['leg']}",

@@ -1,6 +1,6 @@
 """The predicted timeline of a release: every job of the release workflow
 (:mod:`bundlegraph.release_jobs`), its predicted minutes from the legs' cost records
-(:mod:`bundlegraph.pipeline.costs`) and the runners' job count, and the critical path (the chain
+(:mod:`bundlegraph.pipeline.compile.costs`) and the runners' job count, and the critical path (the chain
 of jobs that decides when the manifest job ends). ``bundlegraph plan --critical-path`` prints it
 and writes the same timeline as a Mermaid ``gantt`` block (GitHub renders it in a step summary);
 ``bench/critical_path.py`` compares workflow shapes and shard counts with it.
@@ -26,9 +26,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .pipeline.costs import CostRecord
-from .pipeline.ninja_graph import CompileStep
-from .pipeline.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
+from .pipeline.compile.costs import CostRecord
+from .pipeline.compile.ninja_graph import CompileStep
+from .pipeline.compile.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
 from .release_jobs import JOBS, MANIFEST_NEEDS, JobRow
 from .schemas.records import BundleSpec
 

@@ -14,8 +14,8 @@ from .core import paths, settings
 from .core.errors import BundleGraphError, exit_code
 from .core.runlock import acquire, doit_command, doit_targets
 from .graph import Filters, Graph, load_graph
-from .pipeline import costs
-from .pipeline.shards import ShardRef, parse_shard
+from .pipeline.compile import costs
+from .pipeline.compile.shards import ShardRef, parse_shard
 from .pipeline.stages import COMPILE_STAGES
 
 DOIT_VARS = (
@@ -163,7 +163,7 @@ def _argv_is_doits() -> bool:
 
 def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> None:
     """Each ``build:<leg>`` a shard run names must be a leg of ``shards = N`` (N of ``shard``), and
-    the cost record it splits by must be one (:func:`bundlegraph.pipeline.costs.find` raises)."""
+    the cost record it splits by must be one (:func:`bundlegraph.pipeline.compile.costs.find` raises)."""
     for t in targets:
         leg = t.split(":", 1)[1] if ":" in t else ""
         if leg in graph.ctx.legs:

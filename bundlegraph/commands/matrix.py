@@ -61,7 +61,7 @@ def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     import dataclasses
 
     from ..critical_path import Assumptions, row_seconds, timeout_minutes
-    from ..pipeline import costs
+    from ..pipeline.compile import costs
     from ..release_jobs import matrices, rows
 
     m = load_matrix(args.bundles)

@@ -100,10 +100,10 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
     """Each shard's objects and predicted seconds: from ninja's graph when the leg is configured
     in this work directory, else from the leg's cost record (said in the output)."""
     from ..critical_path import leg_steps
-    from ..pipeline import costs
     from ..pipeline.build import plan_build
+    from ..pipeline.compile import costs
+    from ..pipeline.compile.shards import split
     from ..pipeline.shard_build import leg_slices, split_digest
-    from ..pipeline.shards import split
 
     spec = ctx.spec(leg)
     n = args.count or spec.build.shards
@@ -161,8 +161,8 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
 def _critical_path(args: argparse.Namespace) -> int:
     """The release workflow's predicted timeline (:mod:`bundlegraph.critical_path`)."""
     from ..critical_path import Assumptions, predict_release
-    from ..pipeline import costs
     from ..pipeline.base import select
+    from ..pipeline.compile import costs
     from ..schemas.loader import load_matrix
 
     m = load_matrix(args.bundles)

@@ -7,14 +7,14 @@
   seconds into each leg's cost record. Exit 0; 1 when a leg's shards are incomplete or split
   differently (the final compile would miss: it still runs, slower); 2 for bad input.
 - ``bundlegraph costs [LEG ...] --out DIR``: write each selected leg's cost record as this run
-  would use it (:func:`bundlegraph.pipeline.costs.find`; an empty record where there is none, so
+  would use it (:func:`bundlegraph.pipeline.compile.costs.find`; an empty record where there is none, so
   the stated estimates apply) into DIR: the release workflow's plan job hands that directory to
   every job (``BUNDLEGRAPH_COSTS``), so all shards of a leg split alike.
 - ``bundlegraph costs LEG --build-dir DIR [--note TEXT]``: a record from a configured build
   directory's ``.ninja_log`` (every compile step of the leg's targets and every other step),
   for maintainers seeding ``bundles/costs/<leg>.json`` from a real cold build.
 - ``bundlegraph costs LEG --derive-from OTHER``: LEG's record made from OTHER's (found as
-  :func:`~bundlegraph.pipeline.costs.find` finds it), each CUDA object's seconds scaled by LEG's
+  :func:`~bundlegraph.pipeline.compile.costs.find` finds it), each CUDA object's seconds scaled by LEG's
   arch count over OTHER's; the note says so. A seed for a leg no runner here can build (the
   Windows legs), replaced by what its first real build measures.
 """
@@ -55,8 +55,8 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def run_costs(args: argparse.Namespace) -> int:
-    from ..pipeline import costs
     from ..pipeline.base import select
+    from ..pipeline.compile import costs
     from ..schemas.loader import load_matrix
 
     m = load_matrix(args.bundles)
@@ -116,8 +116,8 @@ def run_costs(args: argparse.Namespace) -> int:
 
 
 def _from_build_dir(leg: str, build_dir: Path, targets: list[str], note: str) -> Any:
-    from ..pipeline import costs
-    from ..pipeline.ninja_graph import compile_steps, object_key, read_ninja_log
+    from ..pipeline.compile import costs
+    from ..pipeline.compile.ninja_graph import compile_steps, object_key, read_ninja_log
     from ..toolchains.tools import build_tools
 
     steps = compile_steps(str(build_tools().ninja.path), build_dir, list(targets))

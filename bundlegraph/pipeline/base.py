@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from ..core import paths, state
 from ..core.errors import BundleGraphError
 from ..schemas.records import BundleSpec, Matrix, Release
-from .shards import ShardRef
+from .compile.shards import ShardRef
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,9 @@ from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.report import say
 from ..toolchains.tools import build_tools
-from . import build_measure, compiler_cache, costs
-from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan, upstream_digest
+from .compile import build_measure, compiler_cache, costs
+from .compile import jobs as jobs_mod
 from .source import source_record_if_any
 from .stage_records import BuildRecord, read_build, read_configure
 
@@ -244,7 +244,7 @@ def _measure_full_build(
     """After a complete build: what it measured (:mod:`.build_measure`), folded into the leg's
     cost record (:mod:`.costs`: only real compiles and the other steps it ran). A failure to
     read ninja's graph or log costs the record, never the build: it is said and ignored."""
-    from .ninja_graph import compile_steps
+    from .compile.ninja_graph import compile_steps
 
     try:
         steps = compile_steps(plan.ninja, plan.cmake_dir, plan.targets)

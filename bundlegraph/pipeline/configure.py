@@ -40,8 +40,8 @@ from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
-from .cmake_cache import cache_entries
-from .launcher import ProbeTools, compiler_launcher
+from .compile.cmake_cache import cache_entries
+from .compile.launcher import ProbeTools, compiler_launcher
 from .source import plan_source, source_record_if_any
 from .toolkit import toolkit_layout
 
@@ -353,7 +353,7 @@ def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
     (:func:`~.cmake_keys.judge`: one line each naming the spec file, the key and the closest
     declared option); a deprecated key is only warned about. Bundlegraph's own cache entries are
     not the spec's and are never judged."""
-    from . import cmake_keys
+    from .compile import cmake_keys
 
     try:
         cache = cmake_keys.read_typed_cache(plan.cmake_dir)
@@ -370,7 +370,7 @@ def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
 def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
     """``CMakeCache.txt`` as ``{NAME: value}`` (types dropped; :func:`.cmake_keys.read_typed_cache`
     is the one parser)."""
-    from .cmake_keys import read_typed_cache
+    from .compile.cmake_keys import read_typed_cache
 
     return {k: v for k, (_kind, v) in read_typed_cache(cmake_dir).items()}
 

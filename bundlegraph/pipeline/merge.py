@@ -50,7 +50,7 @@ NAME = "merge"
 
 if TYPE_CHECKING:  # imported where a run uses them: planning needs neither the formats nor the checks
     from ..schemas.manifest import BundleInfo, VerifyFindings
-    from .runtimes import RuntimeFile
+    from .bundle.runtimes import RuntimeFile
 
 LICENSES_FILE = "THIRD_PARTY_LICENSES.txt"
 
@@ -433,7 +433,7 @@ def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
 def run(plan: MergePlan) -> list[Path]:
     """Merge (or collect) from ``plan`` alone; returns ``merge.json`` and every file of the tree."""
     from .archivecheck import archive_verifier
-    from .runtimes import resolve_shipped
+    from .bundle.runtimes import resolve_shipped
 
     runtime = resolve_shipped(
         plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix, toolkit_version=plan.toolkit_version

@@ -47,7 +47,7 @@ NAME = "package"
 
 if TYPE_CHECKING:  # imported where a run uses them: planning needs neither the formats nor the checks
     from ..schemas.manifest import BundleInfo, ImportedBuild, RuntimeFileInfo, VerifyFindings
-    from .runtimes import RuntimeFile
+    from .bundle.runtimes import RuntimeFile
 
 Verifier = Callable[[Path], "VerifyFindings"]
 """``verifier(archive) -> findings``; raises :class:`VerifyError` listing failures."""
@@ -216,8 +216,8 @@ def run_package(
     written into the bundle. Raises :class:`BundleGraphError` subclasses (``VerifyError``,
     ``SigningError``, ``ArchiveError``) naming the leg and file."""
     from ..archive import Entry, archive_epoch, write_archive
-    from .runtimes import third_party_text, toolkit_licenses
-    from .sign import is_pe, sign_files
+    from .bundle.runtimes import third_party_text, toolkit_licenses
+    from .bundle.sign import is_pe, sign_files
 
     s = inp.spec
     inp.dest.parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +319,7 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
     redist_root = None
     if toolchain:
-        from .runtimes import msvc_redist_root
+        from .bundle.runtimes import msvc_redist_root
 
         redist_root = msvc_redist_root()
     return PackagePlan(
@@ -368,7 +368,7 @@ def run(plan: PackagePlan) -> list[Path]:
     from .. import ci
     from ..schemas.manifest import RuntimeFileInfo
     from .archivecheck import archive_verifier
-    from .runtimes import resolve_shipped
+    from .bundle.runtimes import resolve_shipped
 
     rec = plan.merge_record
     inp = replace(

@@ -35,11 +35,11 @@ from ..core import paths, proc, settings
 from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json
 from ..core.report import say, warn
-from . import build_measure, compiler_cache, costs
-from . import jobs as jobs_mod
 from .base import Context, Prepared, TaskPlan
 from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
-from .shards import ShardRef, ShardSlice, costed, split
+from .compile import build_measure, compiler_cache, costs
+from .compile import jobs as jobs_mod
+from .compile.shards import ShardRef, ShardSlice, costed, split
 
 SHARD_FORMAT = "bundlegraph-shard/1"
 
@@ -81,7 +81,7 @@ def split_digest(slices: list[ShardSlice]) -> str:
 
 def leg_slices(plan: BuildPlan, count: int) -> tuple[list[ShardSlice], costs.CostRecord | None]:
     """The split of a configured leg into ``count`` slices, and the cost record it used."""
-    from .ninja_graph import compile_steps
+    from .compile.ninja_graph import compile_steps
 
     steps = compile_steps(plan.ninja, plan.cmake_dir, plan.targets)
     record = costs.find(plan.leg, plan.bundles)
@@ -286,7 +286,7 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
 def ccache_dir_for_merge(env: dict[str, str] | None = None) -> Path | None:
     """The local ccache directory the final compile will use (``CCACHE_DIR``, else what the
     installed ccache says), None without ccache."""
-    from .launcher import find
+    from .compile.launcher import find
 
     env = dict(os.environ if env is None else env)
     if settings.get("LAUNCHER", env) == "none":

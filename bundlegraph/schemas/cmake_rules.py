@@ -8,7 +8,7 @@ matrix`` refuses a bad spec before CI fans out, and no ``source:`` task runs fir
 - :data:`DERIVED`: entries bundlegraph sets itself (from the spec, the toolchain, the release)
   may not be set by a spec.
 
-The configure stage (:mod:`bundlegraph.pipeline.cmake_cache`) forces and derives them.
+The configure stage (:mod:`bundlegraph.pipeline.compile.cmake_cache`) forces and derives them.
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ class CudaSpec(Record):
 @record
 class BuildSpec(Record):
     """What ``cmake --build`` builds, and over how many CI jobs its compile is spread
-    (:mod:`bundlegraph.pipeline.shards`)."""
+    (:mod:`bundlegraph.pipeline.compile.shards`)."""
 
     NOT_DUMPED = ("shards",)
 

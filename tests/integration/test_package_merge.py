@@ -29,9 +29,9 @@ from bundlekit import (
 from bundlegraph.archive import member_names, read_member
 from bundlegraph.core.errors import BundleGraphError, VerifyError
 from bundlegraph.pipeline.archivecheck import archive_verifier
+from bundlegraph.pipeline.bundle.runtimes import pick_toolchain_runtime, resolve_shipped
+from bundlegraph.pipeline.bundle.sign import SigningError
 from bundlegraph.pipeline.merge import MergeError, backend_outputs, load_base, run_merge
-from bundlegraph.pipeline.runtimes import pick_toolchain_runtime, resolve_shipped
-from bundlegraph.pipeline.sign import SigningError
 from bundlegraph.schemas.manifest import BundleInfo
 
 M = real_matrix()

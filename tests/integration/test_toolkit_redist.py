@@ -137,7 +137,7 @@ def test_each_shipped_runtime_gets_the_license_nvidia_put_beside_its_component(e
     receipt; package takes each shipped file's license from its own component, and refuses a file
     whose component came without one, naming it."""
     from bundlegraph.core.errors import ToolkitError
-    from bundlegraph.pipeline.runtimes import toolkit_licenses
+    from bundlegraph.pipeline.bundle.runtimes import toolkit_licenses
     from bundlegraph.schemas.manifest import RuntimeFileInfo
 
     comps = windows_components()

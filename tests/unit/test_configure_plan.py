@@ -95,7 +95,7 @@ def test_linux_cross_cache_entries(workdir):
 def test_download_option_refused_when_the_specs_load(workdir, bundles_copy):
     """Refused by the loader (so `bundlegraph matrix` fails before CI fans out and no task
     runs), and again by the configure plan for a caller that built a spec by hand."""
-    from bundlegraph.pipeline.cmake_cache import cache_entries
+    from bundlegraph.pipeline.compile.cmake_cache import cache_entries
 
     f = bundles_copy / "linux-arm64-cpu.toml"
     good = load_matrix(bundles_copy).legs["linux-arm64-cpu"]
@@ -138,7 +138,7 @@ def test_spec_sets_derived_entry_refused(workdir):
             "linux": {"glibc_floor": "2.36", "glibcxx_floor": "3.4.30"},
         }
     )
-    from bundlegraph.pipeline.cmake_cache import cache_entries
+    from bundlegraph.pipeline.compile.cmake_cache import cache_entries
 
     with pytest.raises(SpecError, match=r"x.toml: cmake.CMAKE_CUDA_ARCHITECTURES: set by bundlegraph"):
         cache_entries(spec, "x.toml", commit=None, build_number=1)

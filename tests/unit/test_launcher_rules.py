@@ -13,7 +13,7 @@ import pytest
 
 from bundlegraph.core import settings
 from bundlegraph.core.errors import SettingError
-from bundlegraph.pipeline import compiler_cache, launcher
+from bundlegraph.pipeline.compile import compiler_cache, launcher
 from bundlegraph.toolchains import get as get_toolchain
 from bundlegraph.toolchains.cmake_hooks import hooks_script, reproducibility_problems
 
@@ -144,7 +144,7 @@ def test_the_probe_compiles_for_every_arch_form_as_cmake_does():
     feature suffix was silently left out of the compiler-cache probe."""
     from pathlib import Path
 
-    from bundlegraph.pipeline.launcher import ProbeTools
+    from bundlegraph.pipeline.compile.launcher import ProbeTools
 
     t = ProbeTools("cc", {}, "nvcc", None, (), ("120a", "121", "86-real", "75-virtual", "native"))
     argv = t.cuda_argv(Path("x.cu"), Path("x.o"))

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from bundlegraph.critical_path import LEG_TIMEOUT_MAX, Assumptions, predict_release, row_seconds, timeout_minutes
-from bundlegraph.pipeline.costs import CostRecord
+from bundlegraph.pipeline.compile.costs import CostRecord
 from bundlegraph.release_jobs import JOBS, matrices, rows
 from bundlegraph.schemas.loader import load_matrix
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import BundleGraphError
-from bundlegraph.pipeline import costs
-from bundlegraph.pipeline.build_measure import measure
-from bundlegraph.pipeline.compiler_cache import results_by_source
-from bundlegraph.pipeline.ninja_graph import CompileStep, object_key, parse_query, read_ninja_log
-from bundlegraph.pipeline.shards import ESTIMATE_SECONDS, costed, estimate, makespan, parse_shard, split
+from bundlegraph.pipeline.compile import costs
+from bundlegraph.pipeline.compile.build_measure import measure
+from bundlegraph.pipeline.compile.compiler_cache import results_by_source
+from bundlegraph.pipeline.compile.ninja_graph import CompileStep, object_key, parse_query, read_ninja_log
+from bundlegraph.pipeline.compile.shards import ESTIMATE_SECONDS, costed, estimate, makespan, parse_shard, split
 
 
 @pytest.mark.parametrize(

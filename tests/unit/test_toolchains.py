@@ -10,7 +10,7 @@ import pytest
 
 from bundlegraph import toolchains
 from bundlegraph.core.errors import BundleGraphError, ToolkitError
-from bundlegraph.pipeline import jobs
+from bundlegraph.pipeline.compile import jobs
 from bundlegraph.toolchains import msvc
 from bundlegraph.toolchains.cuda import CudaToolkit, msc_ver_of, msc_ver_range
 from bundlegraph.toolchains.registry import TOOLCHAINS

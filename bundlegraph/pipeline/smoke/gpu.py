@@ -65,7 +65,7 @@ def _build_tools(plan: SmokeToolsPlan) -> Path:
     """Configure (when its command changed) and build ``test-backend-ops``; returns the program."""
     from ...core.fsutil import atomic_write_bytes
     from ...core.state import key_of
-    from .. import jobs as jobs_mod
+    from ..compile import jobs as jobs_mod
 
     sp = plan.smoke
     assert plan.resolved is not None

@@ -182,7 +182,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     from ...archive import read_bundle_info
     from ...core.extract import extract
     from ...emulation import launcher_for
-    from .. import jobs as jobs_mod
+    from ..compile import jobs as jobs_mod
     from . import gpu, host
 
     leg = plan.leg

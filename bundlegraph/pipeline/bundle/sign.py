@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..checks import claims_pe
-from ..core import proc
-from ..core.errors import BundleGraphError
-from ..core.report import warn
+from ...checks import claims_pe
+from ...core import proc
+from ...core.errors import BundleGraphError
+from ...core.report import warn
 
 SignOutcome = Literal["not-required", "signed", "unsigned"]
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -53,7 +53,7 @@ class SignerConfig:
     def from_env(cls, env: Mapping[str, str]) -> SignerConfig | None:
         """Read ``BUNDLEGRAPH_SIGN_COMMAND``/``_SECRETS``; None when no command is set. A command
         that is not a JSON list of strings is a :class:`SigningError`."""
-        from ..core import settings
+        from ...core import settings
 
         raw = settings.get("SIGN_COMMAND", env)
         if not raw:

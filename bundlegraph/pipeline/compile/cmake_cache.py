@@ -19,9 +19,9 @@ tag's number).
 
 from __future__ import annotations
 
-from ..core.errors import SpecError
-from ..schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
-from ..schemas.records import BundleSpec, CMakeValue
+from ...core.errors import SpecError
+from ...schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
+from ...schemas.records import BundleSpec, CMakeValue
 
 __all__ = ["DERIVED", "FORCED_OFF", "cache_entries", "render_value"]
 

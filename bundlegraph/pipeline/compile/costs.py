@@ -35,9 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import paths, settings
-from ..core.errors import BundleGraphError
-from ..core.fsutil import atomic_write_bytes
+from ...core import paths, settings
+from ...core.errors import BundleGraphError
+from ...core.fsutil import atomic_write_bytes
 
 FORMAT = "bundlegraph-costs/1"
 EXPECTED = (

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import BundleGraphError
-from ..core.fsutil import sha256_file
-from ..schemas.records import BundleSpec
+from ...core.errors import BundleGraphError
+from ...core.fsutil import sha256_file
+from ...schemas.records import BundleSpec
 
 if TYPE_CHECKING:  # the info format is imported where a runtime file is resolved (never while planning)
-    from ..schemas.manifest import RuntimeFileInfo
+    from ...schemas.manifest import RuntimeFileInfo
 
 _VERSION_DIR = re.compile(r"^\d+(\.\d+)+$")
 
@@ -45,7 +45,7 @@ def msvc_redist_root(env: dict[str, str] | None = None) -> Path | None:
     """The MSVC redist root (``VC/Redist/MSVC``): ``BUNDLEGRAPH_MSVC_REDIST``, else the parent
     of ``VCToolsRedistDir``, else ``VCINSTALLDIR/Redist/MSVC``; None when none is set."""
     env = dict(os.environ) if env is None else env
-    from ..core import settings
+    from ...core import settings
 
     own = settings.get("MSVC_REDIST", env)
     if own:
@@ -80,7 +80,7 @@ def pick_toolchain_runtime(name: str, redist_root: Path) -> RuntimeFile:
         hits.sort(key=lambda p: ("debug" in p.relative_to(vdir).as_posix().lower(), p.relative_to(vdir).as_posix()))
         best = hits[0]
         rel = best.relative_to(redist_root).as_posix()
-        from ..schemas.manifest import RuntimeFileInfo
+        from ...schemas.manifest import RuntimeFileInfo
 
         return RuntimeFile(
             name,
@@ -99,7 +99,7 @@ def toolkit_runtime(name: str, rel: str, prefix: Path, version: str | None) -> R
     p = prefix / rel
     if not p.is_file():
         raise BundleGraphError(f"runtime {name}: {rel} is not in the target toolkit at {prefix}")
-    from ..schemas.manifest import RuntimeFileInfo
+    from ...schemas.manifest import RuntimeFileInfo
 
     return RuntimeFile(
         name, p, RuntimeFileInfo(name=name, origin="toolkit", version=version, source=rel, sha256=sha256_file(p))
@@ -142,7 +142,7 @@ def toolkit_licenses(prefix: Path, shipped: list[RuntimeFileInfo]) -> list[tuple
     at ``prefix``: each component's own license, as NVIDIA put it beside the component
     (:func:`bundlegraph.toolkit.install.license_of`), once per component, titled with the files it
     covers. Raises :class:`~bundlegraph.core.errors.ToolkitError` naming a file that has none."""
-    from ..toolkit.install import license_of
+    from ...toolkit.install import license_of
 
     by: dict[str, tuple[Path, list[str]]] = {}
     for r in sorted(shipped, key=lambda r: r.name):

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..core import proc
-from ..core.errors import BundleGraphError
+from ...core import proc
+from ...core.errors import BundleGraphError
 
 _COMPILER_RULE = re.compile(r"^([A-Za-z]+)_COMPILER__")
 """CMake's Ninja generator names its compile rules ``<LANG>_COMPILER__<target>_<suffix>``."""

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core import paths, proc, settings
+from ...core import paths, proc, settings
 
 
 def remote_storage(env: dict[str, str] | None = None) -> str:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core.errors import BundleGraphError
+from ...core.errors import BundleGraphError
 from .ninja_graph import CompileStep
 
 ESTIMATE_SECONDS = {"CUDA_PER_ARCH": 15.0, "CXX": 4.0, "C": 2.0, "OTHER_LANG": 3.0, "LINK": 5.0}

@@ -22,7 +22,7 @@ MSVC legs (``cl.exe``) get no launcher: they cannot be probed on the Linux machi
 tested on, so their configure lines carry no ``CMAKE_<LANG>_COMPILER_LAUNCHER`` (a test pins it).
 
 What a build does with the chosen launcher (its environment, remote storage, statistics):
-:mod:`bundlegraph.pipeline.compiler_cache`.
+:mod:`bundlegraph.pipeline.compile.compiler_cache`.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import paths, proc, settings
-from ..core.errors import BundleGraphError
-from ..core.fsutil import atomic_write_json
-from ..core.report import warn
-from ..toolchains.tools import _version_by_run
+from ...core import paths, proc, settings
+from ...core.errors import BundleGraphError
+from ...core.fsutil import atomic_write_json
+from ...core.report import warn
+from ...toolchains.tools import _version_by_run
 
 #: Bumped when what the probe compiles or requires changes (old verdicts are then ignored).
 PROBE_REVISION = 3
@@ -103,7 +103,7 @@ class ProbeTools:
         if self.ccbin:
             argv.append(f"-ccbin={self.ccbin}")
         argv += list(self.nvcc_flags)
-        from ..schemas.archs import gencode, parse_arch
+        from ...schemas.archs import gencode, parse_arch
 
         for a in self.archs:
             try:

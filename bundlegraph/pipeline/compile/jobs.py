@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..core import settings
+from ...core import settings
 
 PER_JOB_MB = {"cuda_linux_2arch": 904, "cuda_extra_arch": 200, "cuda_windows": 3072, "cpu": 512}
 
