@@ -46,7 +46,7 @@ def archive_verifier(
     signature check, default ``BUNDLEGRAPH_TRUST_ROOTS``). Raises :class:`VerifyError` listing
     every failure."""
     if not trust_roots:
-        from ...core import settings
+        from ..core import settings
 
         trust_roots = tuple(settings.get("TRUST_ROOTS") or ())
 
