@@ -12,8 +12,8 @@ PKG = Path(__file__).resolve().parents[2] / "bundlegraph"
 
 
 def _package_of(f: Path) -> list[str]:
-    parts = ["bundlegraph", *f.relative_to(PKG).with_suffix("").parts]
-    return parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    """The package a module's relative imports start from (a package's ``__init__``: itself)."""
+    return ["bundlegraph", *f.relative_to(PKG).with_suffix("").parts][:-1]
 
 
 def test_every_import_of_every_module_resolves():
