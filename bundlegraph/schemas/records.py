@@ -88,6 +88,38 @@ class Record:
     def __hash__(self) -> int:
         return hash((type(self).__name__, json.dumps(json_form(self), sort_keys=True)))
 
+    def __init__(self, **values: Any) -> None:
+        """A record of ``values`` by field name; a field left out takes its default. Raises
+        ``TypeError`` naming a missing or unknown field; the table's own rules
+        (``__post_init__``) run. (pydantic builds validated records without it.)"""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.name in values:
+                v = values.pop(f.name)
+            elif f.default is not dataclasses.MISSING:
+                v = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                v = f.default_factory()
+            else:
+                raise TypeError(f"{type(self).__name__}: missing field {f.name!r}")
+            object.__setattr__(self, f.name, v)
+        if values:
+            raise TypeError(f"{type(self).__name__}: unknown fields {sorted(values)}")
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: a record is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}: a record is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
+
 
 R = TypeVar("R", bound=type)
 
@@ -95,9 +127,10 @@ R = TypeVar("R", bound=type)
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
 def record(cls: R) -> R:
     """Make ``cls`` (a :class:`Record` subclass) a frozen, keyword-only dataclass, hashed by
-    its JSON form, with :attr:`Record.FIELDS` filled in."""
-    made: Any = dataclass(frozen=True, kw_only=True)(cls)  # the same class object, made a dataclass
-    made.__hash__ = Record.__hash__
+    its JSON form, with :attr:`Record.FIELDS` filled in. ``__init__``, read-only attributes,
+    equality and repr are the base's (one function for every record: a generated method costs an
+    ``exec`` on every start, and the graph's load path imports every record)."""
+    made: Any = dataclass(kw_only=True, init=False, eq=False, repr=False)(cls)  # the same class object
     made.FIELDS = tuple(f.name for f in dataclasses.fields(made))
     return cls
 
