@@ -60,12 +60,14 @@ def run(args: argparse.Namespace) -> int:
     ]
     from ..core import paths
 
+    release = _release(g.ctx.release)
     if args.json:
         print(
             json.dumps(
                 {
                     "work_directory": paths.workdir().as_posix(),
                     "bundles": Path(args.bundles).as_posix(),
+                    "release": release,
                     "legs": out,
                     "shared": shared,
                 },
@@ -75,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"work directory {paths.workdir()} (build/, dist/, .bundlegraph/); bundles {args.bundles}")
+    print(f"release {release['tag']}: {release['source']}")
+    for pr in release["merged_prs"]:
+        print(f"   + {pr['repo']}#{pr['number']} at {pr['sha']}" + (f": {pr['title']}" if pr["title"] else ""))
     for leg, info in out.items():
         print(f"== {leg}  ->  {info['bundle']}{'' if info['promised'] else '  (not promised)'}")
         print(
@@ -94,6 +99,35 @@ def run(args: argparse.Namespace) -> int:
         if st["deps"]:
             print(f"      after: {', '.join(st['deps'])}")
     return 0
+
+
+def _release(rel: Any) -> dict[str, Any]:
+    """What ``plan`` says of the release: its tag, upstream build, the kind of source and, for a
+    mix, the base build and the pull requests merged on top (in order), and how the tag follows
+    from them."""
+    from ..schemas.records import MixPin
+
+    src = rel.source
+    out: dict[str, Any] = {
+        "tag": rel.tag,
+        "upstream_tag": rel.upstream_tag,
+        "source_ref_kind": rel.source_ref_kind,
+        "merged_prs": [],
+    }
+    if isinstance(src, MixPin):
+        out["base"] = {"tag": src.base.tag, "commit": src.base.commit, "sha256": src.base.sha256, "url": src.url}
+        out["merged_prs"] = [
+            {"repo": p.repo, "number": p.number, "sha": p.sha, "title": p.title, "pin": p.pin_text} for p in src.prs
+        ]
+        out["source"] = (
+            f"mix of upstream build {src.base.tag} ({src.base.commit[:12]}, from {src.url}) and "
+            f"{len(src.prs)} pull request{'' if len(src.prs) == 1 else 's'}; tag derived from the pins"
+            if src.prs
+            else f"upstream build {src.base.tag} ({src.base.commit[:12]}, from {src.url}), no pull request"
+        )
+    else:
+        out["source"] = f"{src.kind} source, upstream build {rel.upstream_tag}"
+    return out
 
 
 def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:

@@ -35,7 +35,7 @@ from ..core import paths
 from ..core.errors import BundleGraphError, VerifyError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
-from ..schemas.records import Matrix
+from ..schemas.records import Matrix, MixPin, Release
 from ..smokestatus import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .source import source_record
@@ -107,6 +107,22 @@ class ManifestResult:
     bundles: dict[str, Path]
 
 
+def release_header(rel: Release, source_commit: str, ggml_tree: str | None) -> dict[str, Any]:
+    """The header the manifest and the SHA index share (:class:`~..schemas.manifest.ReleaseHeader`):
+    the source, its upstream build, the release tag, what kind of source it is and, for a mix,
+    the pull requests merged (in merge order), and the source's ggml tree id."""
+    prs = rel.source.prs if isinstance(rel.source, MixPin) else []
+    return {
+        "source_repo": rel.source_repo,
+        "source_commit": source_commit,
+        "upstream_tag": rel.upstream_tag,
+        "release_tag": rel.tag,
+        "source_ref_kind": rel.source_ref_kind,
+        "merged_prs": [{"repo": p.repo, "number": p.number, "sha": p.sha, "url": p.url, "title": p.title} for p in prs],
+        "ggml_tree": ggml_tree,
+    }
+
+
 def run_manifest(
     matrix: Matrix,
     *,
@@ -114,6 +130,7 @@ def run_manifest(
     source_tree: Path,
     source_commit: str,
     commit_epoch: int | None,
+    ggml_tree: str | None = None,
     artifacts: Path | None = None,
     verifier_for: VerifierFor | None = None,
     local_dirs: list[Path] | None = None,
@@ -171,12 +188,7 @@ def run_manifest(
         smoke[name] = smoked.summary() if smoked else None
     if problems:
         raise BundleGraphError("manifest: " + "; ".join(problems))
-    header = {
-        "source_repo": rel.source_repo,
-        "source_commit": source_commit,
-        "upstream_tag": rel.upstream_tag,
-        "release_tag": rel.tag,
-    }
+    header = release_header(rel, source_commit, ggml_tree)
     manifest = Manifest(
         **header,
         artifacts=sorted(
@@ -232,6 +244,7 @@ class ManifestPlan:
     source_tree: Path
     source_commit: str
     commit_epoch: int | None
+    ggml_tree: str | None = None
 
 
 def source_leg(ctx: Context) -> str:
@@ -255,6 +268,7 @@ def plan_manifest(ctx: Context) -> ManifestPlan:
         source_tree=Path(src.tree),
         source_commit=src.commit,
         commit_epoch=src.epoch,
+        ggml_tree=src.ggml_tree,
     )
 
 
@@ -322,6 +336,7 @@ def run(plan: ManifestPlan) -> list[Path]:
         source_tree=plan.source_tree,
         source_commit=plan.source_commit,
         commit_epoch=plan.commit_epoch,
+        ggml_tree=plan.ggml_tree,
         artifacts=plan.artifacts,
         verifier_for=verifier_for,
     )

@@ -11,6 +11,7 @@ unpacking the same source. Each leg's task writes ``build/<leg>/source.json`` (a
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import tempfile
@@ -24,7 +25,7 @@ from ..core.errors import BundleGraphError, HashMismatch, HostMismatch
 from ..core.fsutil import atomic_dir, atomic_write_json, locked, parsed_once, rmtree, sha256_file, tree_digest
 from ..core.gitmeta import read_commit
 from ..core.report import say
-from ..schemas.records import GitPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
+from ..schemas.records import GitPin, MixPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, Prepared, TaskPlan
 
 NAME = "source"
@@ -64,7 +65,8 @@ class SourcePlan:
 class SourceRecord:
     """``build/<leg>/source.json``: ``tree`` (absolute path), ``digest`` (tree digest of
     the source, ``.git`` excluded), ``files`` (count), ``commit``, ``commit_date`` (ISO 8601),
-    ``kind`` and ``origin`` (URL / requirement / path)."""
+    ``kind`` and ``origin`` (URL / requirement / path); ``ggml_tree``: ``git rev-parse
+    HEAD:ggml`` of a tree that carries git metadata (None otherwise, and in older records)."""
 
     tree: str
     digest: str
@@ -73,6 +75,7 @@ class SourceRecord:
     commit_date: str | None
     kind: str
     origin: str
+    ggml_tree: str | None = None
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> SourceRecord:
@@ -102,7 +105,12 @@ def plan_source(release: Release, release_dir: Path) -> SourcePlan:
     if isinstance(pin, PathPin):
         base = (release_dir / pin.path).resolve()
         return SourcePlan(pin.dump(), pin.kind, None, base / sub if sub else base, sub)
-    ident = pin.commit if isinstance(pin, GitPin) else pin.sha256
+    if isinstance(pin, GitPin):
+        ident = pin.commit
+    elif isinstance(pin, MixPin):  # the base and every pin decide the merged tree
+        ident = hashlib.sha256(json.dumps(pin.dump(), sort_keys=True).encode()).hexdigest()[:32]
+    else:
+        ident = pin.sha256
     cache_dir = paths.cache_root() / "sources" / f"{pin.kind}-{ident}"
     tree = cache_dir / "tree"
     return SourcePlan(pin.dump(), pin.kind, cache_dir, tree / sub if sub else tree, sub)
@@ -228,6 +236,8 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
             f"source: the tree carries commit {info.commit} but the pin declares commit {pin.commit}"
         )
     check_upstream_tag(plan.tree, release)
+    from .mix import ggml_tree
+
     rec = SourceRecord(
         tree=str(plan.tree),
         digest=digest,
@@ -236,6 +246,7 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
         commit_date=date.astimezone(_dt.UTC).isoformat() if date else None,
         kind=plan.kind,
         origin=origin,
+        ggml_tree=ggml_tree(plan.tree, log) if (plan.tree / ".git").exists() else None,
     )
     atomic_write_json(record_path, asdict(rec))
     return rec
@@ -251,6 +262,11 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
         if isinstance(pin, GitPin):
             _fetch_git(pin, tree, log)
             origin, archive_sha = pin.url, None
+        elif isinstance(pin, MixPin):
+            from .mix import fetch_and_merge
+
+            fetch_and_merge(pin, tree, log)
+            origin, archive_sha = pin.url, pin.base.sha256
         else:
             if isinstance(pin, PipSdistPin):
                 blob = _fetch_pip_sdist(pin, log)

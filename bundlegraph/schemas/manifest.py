@@ -127,8 +127,23 @@ class BundleInfo(Strict):
         return self
 
 
+class MergedPr(Strict):
+    """A pull request merged into a mix release's source (the fork pipeline's ``merged_prs``)."""
+
+    repo: str
+    number: int
+    sha: COMMIT
+    url: str
+    title: str | None = None
+
+
 class ReleaseHeader(Strict):
-    """Header shared by the manifest and the SHA index."""
+    """Header shared by the manifest and the SHA index. ``upstream_tag``: the upstream build the
+    source starts from; ``source_commit``: the source's commit (a mix's merge commit);
+    ``source_ref_kind``: ``tag`` (an upstream build as it is), ``mix`` (pull requests merged on
+    top: ``merged_prs``, in merge order) or ``ref`` (another commit); ``ggml_tree``: ``git
+    rev-parse <commit>:ggml`` of the source (the ggml ABI key installers record), None when the
+    source carries no git metadata. Older headers lack the last three."""
 
     schema_version: Literal[1] = 1
     component: Literal["llama.cpp"] = "llama.cpp"
@@ -136,6 +151,9 @@ class ReleaseHeader(Strict):
     source_commit: COMMIT
     upstream_tag: str
     release_tag: str
+    source_ref_kind: Literal["tag", "mix", "ref"] | None = None
+    merged_prs: list[MergedPr] = []
+    ggml_tree: Annotated[str | None, Field(pattern=r"^[0-9a-f]{40}$")] = None
 
 
 class ManifestArtifact(Strict):

@@ -88,6 +88,38 @@ class Record:
     def __hash__(self) -> int:
         return hash((type(self).__name__, json.dumps(json_form(self), sort_keys=True)))
 
+    def __init__(self, **values: Any) -> None:
+        """A record of ``values`` by field name; a field left out takes its default. Raises
+        ``TypeError`` naming a missing or unknown field; the table's own rules
+        (``__post_init__``) run. (pydantic builds validated records without it.)"""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.name in values:
+                v = values.pop(f.name)
+            elif f.default is not dataclasses.MISSING:
+                v = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                v = f.default_factory()
+            else:
+                raise TypeError(f"{type(self).__name__}: missing field {f.name!r}")
+            object.__setattr__(self, f.name, v)
+        if values:
+            raise TypeError(f"{type(self).__name__}: unknown fields {sorted(values)}")
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: a record is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}: a record is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
+
 
 R = TypeVar("R", bound=type)
 
@@ -95,9 +127,10 @@ R = TypeVar("R", bound=type)
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
 def record(cls: R) -> R:
     """Make ``cls`` (a :class:`Record` subclass) a frozen, keyword-only dataclass, hashed by
-    its JSON form, with :attr:`Record.FIELDS` filled in."""
-    made: Any = dataclass(frozen=True, kw_only=True)(cls)  # the same class object, made a dataclass
-    made.__hash__ = Record.__hash__
+    its JSON form, with :attr:`Record.FIELDS` filled in. ``__init__``, read-only attributes,
+    equality and repr are the base's (one function for every record: a generated method costs an
+    ``exec`` on every start, and the graph's load path imports every record)."""
+    made: Any = dataclass(kw_only=True, init=False, eq=False, repr=False)(cls)  # the same class object
     made.FIELDS = tuple(f.name for f in dataclasses.fields(made))
     return cls
 
@@ -514,7 +547,80 @@ class PipSdistPin(_Pin):
         return self.requirement.split("==", 1)[1]
 
 
-SourcePin = TarballPin | GitPin | PathPin | PipSdistPin
+@record
+class BaseBuild(Record):
+    """The upstream build a mix release starts from: its tag and commit, and the sha256 of its
+    tree as ``git archive --format=tar <commit>`` writes it (checked after the fetch: the base
+    is the bytes it was when pinned; ``bundlegraph bump`` computes it)."""
+
+    tag: Annotated[str, _BUILD_TAG]
+    """the upstream build tag (b11642): the release's upstream_tag and LLAMA_BUILD_NUMBER"""
+    commit: Annotated[str, _COMMIT]
+    """the 40-hex commit the tag names"""
+    sha256: Annotated[str, _SHA256]
+    """sha256 of `git archive --format=tar <commit>` of the base (its tree, byte for byte)"""
+
+
+@record
+class PullPin(Record):
+    """A pull request merged on top of the base, pinned at the head commit it was reviewed at."""
+
+    repo: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+    """the repository the pull request is in (owner/name)"""
+    number: Annotated[int, Check(ge=1, strict=True)]
+    """the pull request's number"""
+    sha: Annotated[str, _COMMIT]
+    """the 40-hex head commit merged (a head that moved since is refused)"""
+    title: str | None = None
+    """what the pull request does (the SHA index's merged_prs title)"""
+
+    @property
+    def pin_text(self) -> str:
+        """``owner/name#number:sha``: the line the mix tag's digest is taken over."""
+        return f"{self.repo}#{self.number}:{self.sha}"
+
+    @property
+    def url(self) -> str:
+        """The pull request's page on GitHub."""
+        return f"https://github.com/{self.repo}/pull/{self.number}"
+
+
+def mix_tag(base_tag: str, prs: list[PullPin]) -> str:
+    """The release tag of ``base_tag`` with ``prs`` merged on top: ``base_tag`` itself without
+    pull requests, else ``<base_tag>-mix-<7 hex>``, the hex the first seven of the sha256 of the
+    pins' :attr:`PullPin.pin_text` joined by newlines, in merge order (as the fork's pipeline
+    derives it)."""
+    import hashlib
+
+    if not prs:
+        return base_tag
+    digest = hashlib.sha256("\n".join(p.pin_text for p in prs).encode()).hexdigest()
+    return f"{base_tag}-mix-{digest[:7]}"
+
+
+@record
+class MixPin(_Pin):
+    """``kind = "mix"``: an upstream build (``[source.base]``) with pull requests merged on top
+    in order (``[[source.prs]]``), fetched with git from ``url`` and merged with real git; the
+    merged commit is the release's source commit."""
+
+    kind: Literal["mix"]
+    """mix"""
+    url: str
+    """the git URL of the base repository (https://github.com/ggml-org/llama.cpp.git); pull request heads are
+    fetched from it as refs/pull/<number>/head"""
+    base: BaseBuild
+    """the upstream build the release starts from"""
+    prs: list[PullPin] = field(default_factory=list)
+    """the pull requests merged on top, in order"""
+
+    def __post_init__(self) -> None:
+        seen = [p.number for p in self.prs]
+        if len(set(seen)) != len(seen):
+            raise ValueError("prs: a pull request is listed twice")
+
+
+SourcePin = TarballPin | GitPin | PathPin | PipSdistPin | MixPin
 
 
 def _unique(what: str, values: list[str]) -> None:
@@ -528,9 +634,9 @@ class Release(Record):
 
     tag: Annotated[str, Check(pattern=r"^b\d+(-mix-[0-9a-f]{7})?$")]
     """the release tag (b11642-mix-0c1e570): the GitHub release and the SHA index's release_tag"""
-    upstream_tag: Annotated[str, _BUILD_TAG]
+    upstream_tag: Annotated[str, _BUILD_TAG] | None = None
     """llama.cpp's build tag of the pinned commit (b11642); tag must begin with it. It becomes LLAMA_BUILD_NUMBER
-    and gates the *-impl libraries"""
+    and gates the *-impl libraries. A mix source's comes from [source.base] and is never stated"""
     paired_runtime_tag: Annotated[str, _BUILD_TAG]
     """the upstream release whose paired runtime assets are hashed"""
     source_repo: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
@@ -542,15 +648,47 @@ class Release(Record):
     default_legs: Annotated[list[str], Check(min_length=1)]
     """the legs a bare doit builds (the main job)"""
     source: Annotated[SourcePin, Tagged("kind")]
-    """the llama.cpp source pin (git, tarball, pip-sdist or path)"""
+    """the llama.cpp source pin (git, tarball, pip-sdist, path, or mix: an upstream build plus pull requests)"""
 
     def __post_init__(self) -> None:
         _unique("default_legs", self.default_legs)
+        src = self.source
+        if isinstance(src, MixPin):
+            if self.upstream_tag is not None and self.upstream_tag != src.base.tag:
+                raise ValueError(
+                    f"upstream_tag: '{self.upstream_tag}' is stated, but a mix source's upstream build is its "
+                    f"[source.base] tag '{src.base.tag}': remove upstream_tag"
+                )
+            object.__setattr__(self, "upstream_tag", src.base.tag)
+            want = mix_tag(src.base.tag, src.prs)
+            if self.tag != want:
+                raise ValueError(
+                    f"tag: '{self.tag}', but the base {src.base.tag} with "
+                    f"{len(src.prs)} pinned pull request{'' if len(src.prs) == 1 else 's'} is '{want}' (the "
+                    f'sha256 of the newline-joined repo#number:sha pins); set tag = "{want}"'
+                )
+        else:
+            if self.upstream_tag is None:
+                raise ValueError("upstream_tag: required key is missing (the upstream build of the pinned commit)")
+            if "-mix-" in self.tag:
+                raise ValueError(
+                    f"tag: '{self.tag}' names a mix, but the source (kind '{src.kind}') merges no pull request: "
+                    f"a release of one upstream build is tagged '{self.upstream_tag}' (a mix is [source] kind = \"mix\")"
+                )
+
+    @property
+    def source_ref_kind(self) -> str:
+        """What the source is, as the SHA index and manifest say it (the fork pipeline's words):
+        ``mix`` (an upstream build with pull requests merged), ``tag`` (an upstream build as it
+        is), or ``ref`` (another commit)."""
+        if isinstance(self.source, MixPin):
+            return "mix" if self.source.prs else "tag"
+        return "tag" if self.tag == self.upstream_tag else "ref"
 
     @property
     def build_number(self) -> int:
         """The upstream build number (``b11642`` -> 11642): ``LLAMA_BUILD_NUMBER``."""
-        n = build_number_of(self.upstream_tag)
+        n = build_number_of(self.upstream_tag or "")
         if n is None:
             raise ValueError(f"upstream_tag {self.upstream_tag!r} is not b<digits>")
         return n

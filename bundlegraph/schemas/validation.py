@@ -403,7 +403,7 @@ def cross_field_problems(
                 f"ggml-cpu for ARM64); the CPU backend comes from the merge base, built with clang"
             )
     if release is not None:
-        if build_number_of(release.tag) != build_number_of(release.upstream_tag):
+        if build_number_of(release.tag) != build_number_of(release.upstream_tag or ""):
             out.append(
                 f"{rel_path}: tag: '{release.tag}' must start with upstream_tag's build "
                 f"'{release.upstream_tag}' (installers read the build number from either); state the "

@@ -75,9 +75,6 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
     assert r.returncode != 0 and "a filtered run can never publish" in r.stdout + r.stderr
     # on a tag push, a release.toml tag that is not the pushed tag is refused (installers would
     # void the SHA index of the GitHub release)
-    r = doit([f"artifacts={artifacts}", "publish"], workdir=workdir, GITHUB_REF="refs/tags/b11643-mix-0c1e570")
+    r = doit([f"artifacts={artifacts}", "publish"], workdir=workdir, GITHUB_REF="refs/tags/b11643")
     assert r.returncode != 0
-    assert (
-        "release.toml: tag: 'b11642-mix-0c1e570' is not the git tag being released ('b11643-mix-0c1e570')"
-        in r.stdout + r.stderr
-    )
+    assert "release.toml: tag: 'b11642' is not the git tag being released ('b11643')" in r.stdout + r.stderr

@@ -41,5 +41,3 @@ def test_every_import_of_every_module_resolves():
                             missing.append(f"{f.relative_to(PKG.parent)}:{node.lineno}: no {mod}.{a.name}")
     assert checked > 300
     assert missing == []
-
-

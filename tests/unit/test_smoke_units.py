@@ -84,7 +84,7 @@ def test_judgements_name_what_failed():
 def test_smoke_plan_for_a_bundle():
     g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
     p = plan_smoke(g.ctx, LEG)
-    assert p.bundle.name == "app-b11642-mix-0c1e570-linux-x64-cuda13-portable.tar.gz"
+    assert p.bundle.name == "app-b11642-linux-x64-cuda13-portable.tar.gz"
     assert p.base == "linux-x64-cpu" and p.record.name == "smoke.json"
     names = [c.name for c in p.checks]
     # the host checks first (every host that can start the bundle), then the GPU checks
