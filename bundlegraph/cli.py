@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.lock_wheels": ("lock-wheels",),
     "bundlegraph.commands.select": ("select", "coverage"),
     "bundlegraph.commands.upload": ("upload-release",),
+    "bundlegraph.commands.upstream": ("upstream", "bump"),
     "bundlegraph.commands.shards": ("shard-merge", "costs"),
 }
 """Each command module and the command names its ``register`` adds (a test checks they agree)."""

@@ -48,6 +48,8 @@ class Release:
     name: str = ""
     body: str = ""
     assets: list[Asset] = field(default_factory=list)
+    prerelease: bool = False
+    published_at: str | None = None
 
 
 class FakeGitHub:
@@ -61,6 +63,8 @@ class FakeGitHub:
         """Published releases of other repositories (``owner/name`` -> releases), served read-only
         on the same API: what the release's ``source_repo`` publishes (paired runtime assets)."""
         self.calls: list[str] = []
+        self.commits: dict[str, str] = {}
+        """``GET /repos/{repo}/commits/{ref}``: ref (a tag) -> the commit sha it names."""
         self._ids = iter(range(1, 10**6))
         self._lock = threading.Lock()
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -85,7 +89,8 @@ class FakeGitHub:
             "name": r.name,
             "body": r.body,
             "draft": r.draft,
-            "prerelease": False,
+            "prerelease": r.prerelease,
+            "published_at": None if r.draft else r.published_at,
             "html_url": f"{self.api}/{repo}/releases/tag/{r.tag_name}",
             "upload_url": f"{self.api}/uploads/repos/{repo}/releases/{r.id}/assets{{?name,label}}",
             "assets": [a.json(self.api, repo, r.tag_name) for a in r.assets],
@@ -177,6 +182,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._send_asset(
                     next((a for a in r.assets if a.name == name), None) if r and not r.draft else None
                 )
+            commits = f"/repos/{gh.repo}/commits/"
+            if path.startswith(commits) and self.command == "GET":
+                sha = gh.commits.get(path[len(commits) :])
+                return self._send(200, {"sha": sha}) if sha else self._send(422, {"message": "No commit found"})
             if not path.startswith(prefix):
                 return self._send(404, {"message": "Not Found"})
             rest = path[len(prefix) :].strip("/").split("/") if path != prefix else []

@@ -108,6 +108,20 @@ class GitServer:
             git("update-ref", f"refs/pull/{n}/head", shas[str(n)], cwd=bare)
         return shas
 
+    def add_build(self, name: str, tag: str, patch: Path | None = None, date: str = "2026-10-05T00:00:00Z") -> str:
+        """Commit ``patch`` (or an empty commit) on top of the main branch as upstream's next
+        build ``tag``, and publish the branch and the tag; returns its commit."""
+        work = self.root.parent / f"{name}-work"
+        git("checkout", "-q", "main", cwd=work)
+        if patch is not None:
+            git("apply", "--index", str(patch), cwd=work)
+            git("commit", "-q", "-m", tag, cwd=work, date=date)
+        else:
+            git("commit", "-q", "--allow-empty", "-m", tag, cwd=work, date=date)
+        git("tag", tag, cwd=work)
+        git("fetch", "-q", str(work), "+main:main", f"+refs/tags/{tag}:refs/tags/{tag}", cwd=self.root / name)
+        return git("rev-parse", "HEAD", cwd=work)
+
     def move_head(self, name: str, number: int, extra_file: str) -> str:
         """Push one more commit onto pull request ``number`` (its head moves); returns the new head."""
         work = self.root.parent / f"{name}-work"

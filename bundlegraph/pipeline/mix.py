@@ -65,30 +65,32 @@ def archive_sha256(tree: Path, commit: str, log: Path) -> str:
         out.unlink(missing_ok=True)
 
 
-def fetch_and_merge(pin: MixPin, tree: Path, log: Path) -> str:
+def fetch_and_merge(pin: MixPin, tree: Path, log: Path, base: tuple[str, str] | None = None) -> tuple[str, str]:
     """Fetch the base and the pull requests of ``pin`` into a new repository at ``tree``, check
-    them against their pins and merge them in order; returns the merged commit. Raises
-    :class:`BundleGraphError` naming a moved tag or head or a conflicting pull request and its
-    files, :class:`HashMismatch` for a base whose tree is not the pinned bytes, and
+    them against their pins and merge them in order; returns ``(merged commit, the base
+    archive's sha256)``. ``base``: ``(tag, commit)`` of another base than the pin's (``bundlegraph
+    bump``: its archive's sha256 is computed, not checked). Raises :class:`BundleGraphError`
+    naming a moved tag or head or a conflicting pull request and its files,
+    :class:`HashMismatch` for a base whose tree is not the pinned bytes, and
     :class:`~bundlegraph.core.errors.ToolFailed` when git itself fails (an unreachable URL)."""
-    base = pin.base
+    tag, commit = base or (pin.base.tag, pin.base.commit)
     _git(tree, "init", "-q", log=log)
-    _git(tree, "fetch", "-q", "--no-tags", pin.url, f"+refs/tags/{base.tag}:refs/bundlegraph/base", log=log)
+    _git(tree, "fetch", "-q", "--no-tags", pin.url, f"+refs/tags/{tag}:refs/bundlegraph/base", log=log)
     got = _rev(tree, "refs/bundlegraph/base", log)
-    if got != base.commit:
+    if got != commit:
         raise BundleGraphError(
-            f"source: tag {base.tag} of {pin.url} is commit {got}, the pin ([source.base] commit) says {base.commit}"
+            f"source: tag {tag} of {pin.url} is commit {got}, the pin ([source.base] commit) says {commit}"
         )
-    sha = archive_sha256(tree, base.commit, log)
-    if sha != base.sha256:
+    sha = archive_sha256(tree, commit, log)
+    if base is None and sha != pin.base.sha256:
         raise HashMismatch(
-            f"source: the base {base.tag} ({base.commit[:12]}) archives to sha256 {sha}, the pin ([source.base] "
-            f"sha256) says {base.sha256}"
+            f"source: the base {tag} ({commit[:12]}) archives to sha256 {sha}, the pin ([source.base] "
+            f"sha256) says {pin.base.sha256}"
         )
-    _git(tree, "checkout", "-q", "--detach", base.commit, log=log)
+    _git(tree, "checkout", "-q", "--detach", commit, log=log)
     for pr in pin.prs:
         _merge_one(tree, pin.url, pr, log)
-    return _rev(tree, "HEAD", log)
+    return _rev(tree, "HEAD", log), sha
 
 
 def _merge_one(tree: Path, url: str, pr: PullPin, log: Path) -> None:

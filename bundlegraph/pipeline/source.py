@@ -265,7 +265,7 @@ def _populate(plan: SourcePlan, pin: SourcePin, log: Path) -> None:
         elif isinstance(pin, MixPin):
             from .mix import fetch_and_merge
 
-            fetch_and_merge(pin, tree, log)
+            fetch_and_merge(pin, tree, log)  # (merged commit, base sha256): checked, recorded by git
             origin, archive_sha = pin.url, pin.base.sha256
         else:
             if isinstance(pin, PipSdistPin):

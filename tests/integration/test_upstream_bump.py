@@ -1,0 +1,143 @@
+"""Tracking upstream (issue 31): ``bundlegraph upstream`` reads the release list the way upstream
+publishes since 2026-08 (every bNNNN a prerelease, a v* pointer whose nightly-tag.txt names a
+build, drafts, an age floor), from a GitHub releases API on 127.0.0.1 (tests/githubkit.py, replies
+shaped as GitHub's REST docs give them); ``bundlegraph bump`` moves a mix release's base to a
+newer build from a real git server, keeping the pins, and stops naming a pull request that no
+longer merges."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import graphrun
+import pytest
+from conftest import linux_only, require_tools
+from githubkit import Asset, FakeGitHub, Release
+from gitkit import GitServer, archive_sha256
+
+from bundlegraph.schemas.records import PullPin, mix_tag
+
+ROOT = Path(__file__).resolve().parents[2]
+PRS = ROOT / "tests" / "data" / "minillama-prs"
+
+pytestmark = linux_only
+
+
+def _ago(hours: float) -> str:
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _seed(gh: FakeGitHub) -> None:
+    def rel(tag: str, hours: float | None, *, pre: bool = True, draft: bool = False, assets=()) -> None:
+        r = Release(gh.new_id(), tag, draft, tag, prerelease=pre, published_at=None if hours is None else _ago(hours))
+        r.assets = [Asset(gh.new_id(), n, d) for n, d in assets]
+        gh.releases.append(r)
+
+    rel("b11710", None, draft=True)  # a draft: never a candidate
+    rel("v1.2.0", 1.0, pre=False, assets=[("nightly-tag.txt", b"b11700\n")])  # /releases/latest's pointer
+    rel("b11700", 2.0)
+    rel("b11690", 30.0)
+    rel("b11600", 100.0, pre=False)
+    gh.commits.update({"b11700": "7" * 40, "b11690": "6" * 40, "b11600": "5" * 40})
+
+
+def test_upstream_names_the_newest_build_past_the_age_floor(tmp_path):
+    with FakeGitHub("ggml-org/llama.cpp") as gh:
+        _seed(gh)
+        env = {"BUNDLEGRAPH_GITHUB_API": gh.api}
+        r = graphrun.cli(["upstream", "--json"], workdir=tmp_path, **env)
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        assert got["build"]["tag"] == "b11700" and got["build"]["commit"] == "7" * 40
+        assert got["build"]["via"] == "v1.2.0" and 1.5 < got["build"]["age_hours"] < 2.5
+        assert "b11710: a draft" in got["skipped"]
+
+        r = graphrun.cli(["upstream", "--min-age-hours", "24"], workdir=tmp_path, **env)
+        assert r.returncode == 0, r.stderr
+        assert "ggml-org/llama.cpp: newest build b11690, commit " + "6" * 40 in r.stdout
+        assert "skipped b11700: published 2.0 h ago, younger than the 24 h floor" in r.stdout
+
+        r = graphrun.cli(["upstream", "--min-age-hours", "1000"], workdir=tmp_path, **env)
+        assert r.returncode == 1 and "no bNNNN build at least 1000 h old" in r.stderr
+        # /releases/latest was never asked: it is the v* pointer, not a build
+        assert not any(c.endswith("/releases/latest") for c in gh.calls)
+
+
+@pytest.fixture
+def mix(tmp_path):
+    require_tools("git")
+    with GitServer(tmp_path / "srv") as srv:
+        shas = srv.repository(
+            "minillama",
+            ROOT / "tests" / "data" / "minillama",
+            "b42",
+            {1: PRS / "1-diffusion-gemma-visual-server.patch"},
+        )
+        bundles, work = graphrun.standin_tree(tmp_path / "tree")
+        pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
+        sha256 = archive_sha256(srv.root / "minillama", shas["base"])
+        (bundles / "release.toml").write_text(
+            "\n".join(
+                [
+                    "# the stand-in as a mix release",
+                    f'tag = "{mix_tag("b42", pins)}"',
+                    'paired_runtime_tag = "b42"',
+                    'source_repo = "example/minillama"',
+                    'default_legs = ["mini-linux-x64-cpu"]',
+                    "",
+                    "[source]",
+                    'kind = "mix"',
+                    f'url = "{srv.url("minillama")}"',
+                    "",
+                    "[source.base]  # moved by bundlegraph bump",
+                    'tag = "b42"',
+                    f'commit = "{shas["base"]}"',
+                    f'sha256 = "{sha256}"',
+                    "",
+                    "[[source.prs]]",
+                    'repo = "example/minillama"',
+                    "number = 1",
+                    f'sha = "{shas["1"]}"',
+                    'title = "DiffusionGemma visual server"',
+                    "",
+                ]
+            ),
+            encoding="utf-8",
+        )
+        yield srv, shas, bundles, work, pins
+
+
+def test_bump_moves_the_base_and_keeps_the_pins(mix):
+    srv, shas, bundles, work, pins = mix
+    b43 = srv.add_build("minillama", "b43")
+    with FakeGitHub("example/minillama") as gh:
+        gh.releases.append(Release(gh.new_id(), "b43", False, "b43", prerelease=True, published_at=_ago(48)))
+        gh.releases.append(Release(gh.new_id(), "b42", False, "b42", prerelease=True, published_at=_ago(96)))
+        gh.commits.update({"b43": b43, "b42": shas["base"]})
+        r = graphrun.cli(
+            ["bump", "--min-age-hours", "24"], bundles=bundles, workdir=work, BUNDLEGRAPH_GITHUB_API=gh.api
+        )
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = (bundles / "release.toml").read_text(encoding="utf-8")
+    want = mix_tag("b43", pins)
+    assert f'tag = "{want}"' in text and f'commit = "{b43}"' in text
+    assert f'sha256 = "{archive_sha256(srv.root / "minillama", b43)}"' in text
+    assert f'sha = "{shas["1"]}"' in text and 'title = "DiffusionGemma visual server"' in text  # pins kept
+    assert "# the stand-in as a mix release" in text and "# moved by bundlegraph bump" in text  # comments kept
+    plan = graphrun.cli(["plan"], bundles=bundles, workdir=work)
+    assert plan.returncode == 0 and f"release {want}: mix of upstream build b43" in plan.stdout, plan.stderr
+
+
+def test_bump_stops_naming_a_pull_request_that_no_longer_merges(mix):
+    srv, _shas, bundles, work, _pins = mix
+    b44 = srv.add_build("minillama", "b44", PRS / "2-conflicts-with-1.patch")
+    before = (bundles / "release.toml").read_bytes()
+    with FakeGitHub("example/minillama") as gh:
+        gh.commits.update({"b44": b44})
+        r = graphrun.cli(["bump", "b44"], bundles=bundles, workdir=work, BUNDLEGRAPH_GITHUB_API=gh.api)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert "example/minillama#1" in out and "conflicts in CMakeLists.txt" in out, out
+    assert (bundles / "release.toml").read_bytes() == before  # nothing written
