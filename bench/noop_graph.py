@@ -248,6 +248,7 @@ def main() -> int:
         "pairs": {},
     }
     dodo = [DOIT, "-f", str(ROOT / "dodo.py")]
+
     def mode(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
         # "pyc": bytecode is written and used, whatever this shell says (a host that exports
         # PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module on every run of both modes)

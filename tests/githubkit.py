@@ -64,6 +64,14 @@ class FakeGitHub:
         on the same API: what the release's ``source_repo`` publishes (paired runtime assets)."""
         self.calls: list[str] = []
         self.commits: dict[str, str] = {}
+        self.upstream_commits: dict[str, dict[str, str]] = {}
+        """``GET /repos/{other}/commits/{ref}`` of an upstream repository: repo -> ref -> sha."""
+        self.runs: dict[int, dict[str, Any]] = {}
+        """``GET /repos/{repo}/actions/runs/{id}``: id -> the run's JSON, its ``jobs`` inside
+        (served by ``.../jobs``); ``POST .../rerun`` appends the id to ``reruns``."""
+        self.reruns: list[int] = []
+        self.dispatches: list[tuple[str, str]] = []
+        """``POST /repos/{repo}/actions/workflows/{file}/dispatches``: (file, ref) in order."""
         """``GET /repos/{repo}/commits/{ref}``: ref (a tag) -> the commit sha it names."""
         self._ids = iter(range(1, 10**6))
         self._lock = threading.Lock()
@@ -96,9 +104,11 @@ class FakeGitHub:
             "assets": [a.json(self.api, repo, r.tag_name) for a in r.assets],
         }
 
-    def publish_upstream(self, repo: str, tag: str, files: dict[str, bytes]) -> None:
+    def publish_upstream(
+        self, repo: str, tag: str, files: dict[str, bytes], prerelease: bool = False, published_at: str | None = None
+    ) -> None:
         """Seed a published release ``tag`` of ``repo`` holding ``files`` (name -> bytes)."""
-        rel = Release(self.new_id(), tag, False, tag)
+        rel = Release(self.new_id(), tag, False, tag, prerelease=prerelease, published_at=published_at)
         rel.assets = [Asset(self.new_id(), n, d) for n, d in files.items()]
         self.upstream.setdefault(repo, []).append(rel)
 
@@ -142,6 +152,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         for other, releases in gh.upstream.items():  # read-only: a published release and its files
+            if path == f"/repos/{other}/releases" and self.command == "GET":  # the list, newest first
+                return self._send(
+                    200, [gh.release_json(r, other) for r in releases][::-1] if query.get("page", "1") == "1" else []
+                )
+            if path.startswith(f"/repos/{other}/commits/") and self.command == "GET":
+                sha = gh.upstream_commits.get(other, {}).get(path.split("/")[-1])
+                return self._send(200, {"sha": sha}) if sha else self._send(422, {"message": "No commit found"})
             if (
                 path.startswith((f"/repos/{other}/releases/tags/", f"/{other}/releases/download/"))
                 and self.command == "GET"
@@ -182,6 +199,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._send_asset(
                     next((a for a in r.assets if a.name == name), None) if r and not r.draft else None
                 )
+            actions = f"/repos/{gh.repo}/actions/"
+            if path.startswith(actions):
+                part = path[len(actions) :].split("/")
+                if part[0] == "runs" and len(part) >= 2 and part[1].isdigit():
+                    run = gh.runs.get(int(part[1]))
+                    if run is None:
+                        return self._send(404, {"message": "Not Found"})
+                    if len(part) == 2 and self.command == "GET":
+                        return self._send(200, {k: v for k, v in run.items() if k != "jobs"})
+                    if part[2:] == ["jobs"] and self.command == "GET":
+                        return self._send(200, {"total_count": len(run["jobs"]), "jobs": run["jobs"]})
+                    if part[2:] == ["rerun"] and self.command == "POST":
+                        gh.reruns.append(int(part[1]))
+                        return self._send(201, {})
+                if part[0] == "workflows" and part[2:] == ["dispatches"] and self.command == "POST":
+                    gh.dispatches.append((part[1], json.loads(body)["ref"]))
+                    self.send_response(204)
+                    self.end_headers()
+                    return None
+                return self._send(404, {"message": "Not Found"})
             commits = f"/repos/{gh.repo}/commits/"
             if path.startswith(commits) and self.command == "GET":
                 sha = gh.commits.get(path[len(commits) :])

@@ -1,0 +1,162 @@
+"""The operations workflows (issue 31), run for real under act against a GitHub API on 127.0.0.1
+(tests/githubkit.py) and a real git server (tests/gitkit.py):
+
+- ``upstream.yml`` (scheduled): bumps the stand-in mix release to the newest upstream build past
+  its age floor, pushes the commit and the tag, and dispatches ``release.yml`` on the tag;
+- ``release-age.yml`` (daily): passes on a recent release, fails naming the tag when the newest
+  published release is older than the limit;
+- ``rerun-cancelled.yml`` (on a finished release run): re-runs a cancelled first attempt with a
+  succeeded job and no failure, once; leaves a run with a failure alone."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import tomllib
+from pathlib import Path
+
+import actkit
+import pytest
+from conftest import linux_only, require_tools
+from githubkit import FakeGitHub, Release
+from gitkit import GitServer, archive_sha256, git
+
+from bundlegraph.schemas.records import PullPin, mix_tag
+
+ROOT = Path(__file__).resolve().parents[2]
+PRS = ROOT / "tests" / "data" / "minillama-prs"
+
+pytestmark = linux_only
+
+
+def _ago(hours: float) -> str:
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _env(gh: FakeGitHub) -> dict[str, str]:
+    return {
+        "BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(),
+        "BUNDLEGRAPH_EXTRA_ACT_WHEELS": str(actkit.wheelhouse()),
+        "BUNDLEGRAPH_GITHUB_API": gh.api,
+        "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
+    }
+
+
+def _act(repo: Path, workflow: str, event: str, event_json: dict, gh: FakeGitHub, **env: str):
+    r, _s = actkit.run_act(
+        repo,
+        f".github/workflows/{workflow}",
+        event=event,
+        event_json={"repository": {"full_name": actkit.REPO}, **event_json},
+        artifacts=repo.parent / f"artifacts-{workflow}-{len(gh.calls)}",
+        secrets={"GITHUB_TOKEN": "act-t0ken"},
+        env=_env(gh) | env,
+        timeout=900,
+    )
+    return r.returncode, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def plain_repo(tmp_path_factory):
+    require_tools("git")
+    return actkit.standin_repo(tmp_path_factory.mktemp("ops") / "repo")
+
+
+def test_release_age_passes_on_a_recent_release_and_fails_loudly_on_an_old_one(plain_repo):
+    with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+        gh.releases.append(Release(gh.new_id(), "b42", False, "b42", published_at=_ago(24)))
+        gh.releases.append(Release(gh.new_id(), "b43", True, "b43"))  # a draft is not a release yet
+        rc, out = _act(plain_repo, "release-age.yml", "workflow_dispatch", {}, gh)
+        assert rc == 0, out[-4000:]
+        assert f"{actkit.REPO}: newest published release b42" in out
+        gh.releases[0].published_at = _ago(24 * 5)
+        rc, out = _act(plain_repo, "release-age.yml", "schedule", {"schedule": "41 7 * * *"}, gh)
+        assert rc != 0
+        assert "newest published release b42" in out and "older than 3 days; releases have stopped" in out, out[-4000:]
+
+
+def _run(run_id: int, conclusion: str, attempt: int, jobs: list[tuple[str, str]]) -> dict:
+    return {
+        "id": run_id,
+        "name": "release",
+        "conclusion": conclusion,
+        "run_attempt": attempt,
+        "jobs": [{"name": n, "conclusion": c} for n, c in jobs],
+    }
+
+
+def test_a_cancelled_release_run_is_rerun_once_and_a_failed_one_never(plain_repo):
+    with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+        gh.runs[77] = _run(77, "cancelled", 1, [("plan", "success"), ("compile (linux-arm64-cpu)", "cancelled")])
+        gh.runs[78] = _run(78, "cancelled", 1, [("plan", "success"), ("compile (a)", "failure")])
+        gh.runs[79] = _run(79, "cancelled", 2, [("plan", "success")])
+        for rid in (77, 78, 79):
+            r = gh.runs[rid]
+            ev = {"workflow_run": {"id": rid, "conclusion": r["conclusion"], "run_attempt": r["run_attempt"]}}
+            rc, out = _act(plain_repo, "rerun-cancelled.yml", "workflow_run", ev, gh)
+            assert rc == 0, out[-4000:]
+            if rid == 77:
+                assert "run 77: re-run: cancelled after 1 successful job(s) and no failure" in out
+            if rid == 78:
+                assert "run 78: left as it is: job(s) failed: compile (a)" in out
+        assert gh.reruns == [77]  # 79 (a second attempt) never reached the job: its `if` said no
+        assert not any("/actions/runs/79" in c for c in gh.calls)
+
+
+def test_the_scheduled_upstream_bump_releases_the_newest_build(tmp_path):
+    require_tools("git")
+    with GitServer(tmp_path / "srv") as srv:
+        shas = srv.repository(
+            "minillama",
+            ROOT / "tests" / "data" / "minillama",
+            "b42",
+            {1: PRS / "1-diffusion-gemma-visual-server.patch"},
+        )
+        b43 = srv.add_build("minillama", "b43")
+        pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
+        repo = actkit.standin_repo(tmp_path / "repo")
+        rel = repo / "bundles" / "release.toml"
+        rel.write_text(
+            "\n".join(
+                [
+                    f'tag = "{mix_tag("b42", pins)}"',
+                    'paired_runtime_tag = "b42"',
+                    'source_repo = "example/minillama"',
+                    'default_legs = ["mini-linux-x64-cpu"]',
+                    "[source]",
+                    'kind = "mix"',
+                    f'url = "{srv.url("minillama")}"',
+                    "[source.base]",
+                    'tag = "b42"',
+                    f'commit = "{shas["base"]}"',
+                    f'sha256 = "{archive_sha256(srv.root / "minillama", shas["base"])}"',
+                    "[[source.prs]]",
+                    'repo = "example/minillama"',
+                    "number = 1",
+                    f'sha = "{shas["1"]}"',
+                    "",
+                ]
+            ),
+            encoding="utf-8",
+        )
+        git("commit", "-q", "-am", "the stand-in as a mix release at b42", cwd=repo)
+        origin = tmp_path / "origin.git"
+        git("clone", "-q", "--bare", str(repo), str(origin))
+        # origin stays github.com/<REPO> for act (it names the repository after its URL); pushes go here
+        git("remote", "set-url", "--push", "origin", str(origin), cwd=repo)
+        with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+            gh.publish_upstream("example/minillama", "b42", {}, prerelease=True, published_at=_ago(96))
+            gh.publish_upstream("example/minillama", "b43", {}, prerelease=True, published_at=_ago(30))
+            gh.upstream_commits["example/minillama"] = {"b42": shas["base"], "b43": b43}
+            rc, out = _act(repo, "upstream.yml", "schedule", {"schedule": "23 */6 * * *", "ref": "refs/heads/main"}, gh)
+            assert rc == 0, out[-6000:]
+            want = mix_tag("b43", pins)
+            assert gh.dispatches == [("release.yml", f"refs/tags/{want}")]
+        pushed = subprocess.run(["git", "-C", str(origin), "tag"], capture_output=True, text=True).stdout.split()
+        assert want in pushed
+        text = subprocess.run(
+            ["git", "-C", str(origin), "show", f"{want}:bundles/release.toml"], capture_output=True, text=True
+        ).stdout
+        released = tomllib.loads(text)
+        assert released["tag"] == want and released["source"]["base"]["commit"] == b43
+        assert released["source"]["prs"][0]["sha"] == shas["1"]  # the pin kept
