@@ -483,3 +483,21 @@ def source_archive(ilp: Any, plan: Any) -> dict[str, Any]:
         "sha256": archive.sha256 if archive else None,
         "url": url,
     }
+
+
+def backfill_after_install(ilp: Any, rows: list[dict], served: Any, tmp_path: Path) -> dict[str, bool]:
+    """Each distinct chosen bundle installed by the installer; then, for each, whether the
+    installer's next run would download and extract it again to backfill the DiffusionGemma
+    visual server (``diffusion_visual_server_backfill_needed``: a published bundle of the fork
+    whose install lacks ``llama-diffusion-gemma-visual-server``)."""
+    out: dict[str, bool] = {}
+    for row in rows:
+        _sel, attempts, _why = installer_selection(ilp, row, served.release_tag)
+        if not attempts or attempts[0].name in out:
+            continue
+        choice, host = attempts[0], make_host(ilp, row)
+        stage, work = tmp_path / choice.name / "stage", tmp_path / choice.name / "work"
+        work.mkdir(parents=True)
+        ilp.install_from_archives(choice, host, stage, work)
+        out[choice.name] = ilp.diffusion_visual_server_backfill_needed(stage, host, choice)
+    return out

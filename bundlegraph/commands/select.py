@@ -134,8 +134,38 @@ def _why_none(sel: Selection) -> str | None:
     return reasons[0] if reasons else f"no {' or '.join(sel.asked)} bundle"
 
 
+def redownloads(where: str | None, manifest: Manifest) -> dict[str, bool | None]:
+    """For each bundle of the release: whether the installer re-downloads it on every run (it
+    lacks :data:`~bundlegraph.schemas.installer.BACKFILLED`); None where the bundle is not a
+    local file (a release URL) and so was not looked into."""
+    import tarfile
+    import zipfile
+
+    from ..schemas.installer import BACKFILLED
+
+    d = None if where and where.startswith(("http://", "https://")) else (Path(where) if where else paths.dist_dir())
+    out: dict[str, bool | None] = {}
+    for a in manifest.artifacts:
+        f = d / a.asset_name if d is not None else None
+        if f is None or not f.is_file():
+            out[a.asset_name] = None
+            continue
+        want = BACKFILLED + (".exe" if a.os == "windows" else "")
+        if a.asset_name.endswith(".zip"):
+            with zipfile.ZipFile(f) as z:
+                names = [Path(n).name for n in z.namelist()]
+        else:
+            with tarfile.open(f) as t:
+                names = [Path(m.name).name for m in t.getmembers()]
+        out[a.asset_name] = want not in names
+    return out
+
+
 def run_coverage(args: argparse.Namespace) -> int:
+    from ..schemas.installer import BACKFILLED, CHECKED_AGAINST
+
     manifest, index = read_release(args.release)
+    again = redownloads(args.release, manifest)
     rows = []
     for sel in coverage(manifest, index):
         h = sel.host.to_json()
@@ -153,7 +183,13 @@ def run_coverage(args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                {"release_tag": manifest.release_tag, "bundles": len(manifest.artifacts), "rows": rows}, indent=2
+                {
+                    "release_tag": manifest.release_tag,
+                    "bundles": len(manifest.artifacts),
+                    "rows": rows,
+                    "redownloaded_every_run": again,
+                },
+                indent=2,
             )
         )
         return 1 if empty else 0
@@ -173,6 +209,12 @@ def run_coverage(args: argparse.Namespace) -> int:
             else f"none: {r['why_none']}"
         )
         print(f"| {host} | {sm} | {r['driver_cuda'] or 'no GPU'} | {', '.join(r['asked'])} | {got} |")
+    for name, yes in sorted(again.items()):
+        if yes:
+            print(
+                f"\nnote: {name} has no {BACKFILLED}: the installer ({CHECKED_AGAINST}) downloads and extracts it "
+                f"again on every install run to backfill it (a mix with the DiffusionGemma pull request ships it)"
+            )
     return 0
 
 

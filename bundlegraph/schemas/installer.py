@@ -109,3 +109,11 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
 
 
 __all__ = ["CHECKED_AGAINST", "INSTALL_KINDS", "PORTABLE_CLASS", "InstallKind", "kind_for", "required_patterns"]
+
+
+BACKFILLED = "llama-diffusion-gemma-visual-server"
+"""A program the installer expects in every published bundle of the fork (it comes from a pull
+request the fork merges; upstream has no such target): an install without it is downloaded and
+extracted again on every run of the installer to backfill it
+(``diffusion_visual_server_backfill_needed``; ``.exe`` on Windows). Checked against
+:data:`CHECKED_AGAINST`."""

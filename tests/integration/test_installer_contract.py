@@ -326,3 +326,19 @@ def test_select_cli_agrees_with_the_installer(ilp, release, served, host):
     ), (ours, got)
     assert isinstance(ours["rejected"], list)
     assert all({"asset", "reason"} <= set(r) for r in ours["rejected"]), ours["rejected"]
+
+
+def test_without_the_diffusion_pull_request_every_second_run_downloads_again(ilp, release, rows, served, tmp_path):
+    """The installer expects the fork's published bundles to hold
+    ``llama-diffusion-gemma-visual-server`` (from a pull request the fork merges; upstream has no
+    such target) and backfills it on every run when it is missing: a release built without that
+    pull request is downloaded and extracted again on each install run, on every host class
+    (docs/installer-contract.md). The mix release with the pull request does not
+    (``tests/integration/test_mix_source.py``)."""
+    got = installerkit.backfill_after_install(ilp, rows, served, tmp_path)
+    assert got and all(got.values()), got
+    # and bundlegraph coverage says so, for each bundle
+    again = release.cli_json("coverage", "--json", str(release.dist))["redownloaded_every_run"]
+    assert again == dict.fromkeys(again, True) and set(got) <= set(again)
+    text = release.cli("coverage", str(release.dist)).stdout
+    assert f"note: {next(iter(got))} has no llama-diffusion-gemma-visual-server: the installer" in text

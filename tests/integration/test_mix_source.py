@@ -120,6 +120,17 @@ def test_a_mix_release_builds_the_merged_tree_and_says_so(server, tmp_path):
     # it keeps None for it (docs/installer-contract.md)
     assert parsed.source_ref_kind is None
 
+    # the second-run check: with the pull request's program in every bundle, an installed bundle
+    # needs no backfill, so the installer's next run downloads nothing (without it, every run
+    # re-downloads: test_installer_contract.py)
+    cov = graphrun.cli(["coverage", "--json", str(work / "dist")], bundles=bundles, workdir=work)
+    assert cov.returncode == 0, cov.stderr
+    rows = json.loads(cov.stdout)["rows"]
+    assert not any(json.loads(cov.stdout)["redownloaded_every_run"].values())
+    with installerkit.released(inst, work / "dist") as served:
+        got = installerkit.backfill_after_install(inst, rows, served, tmp_path / "installs")
+    assert len(got) == 3 and not any(got.values()), got
+
 
 def test_a_conflicting_pull_request_is_refused_naming_it_and_its_files(server, tmp_path):
     srv, shas, sha256 = server
