@@ -40,6 +40,7 @@ from .core.errors import BundleGraphError
 from .core.fsutil import sha256_file
 from .core.report import say
 from .pipeline.publish import ASSET_LIST
+from .provenance import PROVENANCE_NAME
 from .schemas.manifest import INDEX_NAME, ShaIndex
 
 if TYPE_CHECKING:
@@ -68,6 +69,30 @@ class UploadResult:
     uploaded: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     already_published: bool = False
+
+
+def provenance_problems(statement: Path, index: Path) -> list[str]:
+    """What is wrong with the provenance statement ``statement`` against the SHA index file
+    ``index``: its subjects must be exactly the index's assets and the index itself, by sha256."""
+    import json
+
+    from .provenance import subjects
+
+    try:
+        st = json.loads(statement.read_bytes())
+        raw = index.read_bytes()
+        want = {s["name"]: s["digest"]["sha256"] for s in subjects(index.name, raw, json.loads(raw))}
+        got = {s["name"]: s["digest"].get("sha256") for s in st["subject"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [f"{statement.name}: not a provenance statement ({e})"]
+    out = [f"{statement.name}: subject {n} missing (the index has it)" for n in sorted(set(want) - set(got))]
+    out += [f"{statement.name}: subject {n} is not in the index" for n in sorted(set(got) - set(want))]
+    out += [
+        f"{statement.name}: subject {n} has sha256 {got[n]}, the index's is {want[n]}"
+        for n in sorted(set(want) & set(got))
+        if got[n] != want[n]
+    ]
+    return out
 
 
 def local_assets(dist: Path, tag: str, git_ref: str = "") -> dict[str, str]:
@@ -102,7 +127,9 @@ def local_assets(dist: Path, tag: str, git_ref: str = "") -> dict[str, str]:
             problems.append(f"{n}: listed in {ASSET_LIST} but not in {dist}")
             continue
         sha = sha256_file(p)
-        if n != INDEX_NAME:
+        if n == PROVENANCE_NAME:  # not in the index (it names the index's digest): its subjects must be the index
+            problems += provenance_problems(p, dist / INDEX_NAME)
+        elif n != INDEX_NAME:
             entry = index.artifacts.get(n)
             if entry is None:
                 problems.append(f"{n}: not in {INDEX_NAME}")

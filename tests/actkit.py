@@ -36,6 +36,7 @@ STANDINS = {
     "actions/upload-artifact@v4": "upload-artifact",
     "actions/download-artifact@v4": "download-artifact",
     "actions/cache@v4": "cache",
+    "actions/attest@1e69f48acb82d1966a394da916b4c1698aa569d6": "attest",
 }
 """``uses:`` of the workflows -> our stand-in folder under ``tests/act/``."""
 

@@ -335,3 +335,45 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f"with {HOST_SKIP!r}); a test must fetch what it needs or fail",
             red=True,
         )
+
+
+# the stand-in release, built once per session (tests/releasekit.py)
+@pytest.fixture(scope="session")
+def release(tmp_path_factory):
+    """The stand-in release, built once through the real graph (doit, dodo.py).
+
+    ``BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE=<checkout>`` runs the same tests on a release built before,
+    e.g. the main job's: ``<checkout>/bundles`` and ``<checkout>/dist`` (a work directory that
+    is the checkout, as `./dev.sh main` leaves it)."""
+    import os
+    import shutil
+
+    import graphrun
+    import installerkit
+    import releasekit
+
+    DATA = ROOT / "tests" / "data"
+
+    other = os.environ.get("BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE")
+    if other:
+        rel = releasekit.Release(Path(other).resolve())
+        if not (rel.dist / installerkit.INDEX_NAME).is_file():
+            pytest.fail(
+                f"BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE={other}: no dist/{installerkit.INDEX_NAME} there", pytrace=False
+            )
+        return rel
+    require_input("cuda-13.5-sbsa-cross")
+    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    rel = releasekit.Release(tmp_path_factory.mktemp("installer-contract"))
+    shutil.copytree(DATA / "minillama", rel.root / "minillama")
+    shutil.copytree(DATA / "bundles", rel.bundles)
+    shutil.copytree(ROOT / "bundles" / "locks", rel.bundles / "locks", dirs_exist_ok=True)
+    rel.work.mkdir()
+    r = graphrun.doit([], bundles=rel.bundles, workdir=rel.work, timeout=900)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    names = sorted(p.name for p in rel.dist.iterdir())
+    assert len([n for n in names if n.startswith("app-") and n.endswith(".tar.gz")]) == 3, names
+    # each bundle smoke-tested before the manifest, its result beside it
+    assert len([n for n in names if n.endswith(".smoke.json")]) == 3, names
+    assert {installerkit.MANIFEST_NAME, installerkit.INDEX_NAME} <= set(names), names
+    return rel

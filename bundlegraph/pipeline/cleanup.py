@@ -42,7 +42,12 @@ STAGE_PATHS: dict[str, tuple[str, ...]] = {
 (``smoke-tools``: the task ``smoke:tools-<leg>``)."""
 
 DIST_PATHS: dict[str, tuple[str, ...]] = {
-    "manifest": ("llama-prebuilt-manifest.json", "llama-prebuilt-sha256.json", "release-assets.txt"),
+    "manifest": (
+        "llama-prebuilt-manifest.json",
+        "llama-prebuilt-sha256.json",
+        "llama-prebuilt-provenance.json",
+        "release-assets.txt",
+    ),
 }
 """Files in ``dist/`` a shared task writes besides its stamped outputs."""
 

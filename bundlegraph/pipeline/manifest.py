@@ -212,6 +212,7 @@ def run_manifest(
         kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(), source_commit=source_commit, size=len(mbytes)
     )
     dirs = [dist, *([artifacts] if artifacts else []), *(local_dirs or [])]
+    paired: list[dict[str, Any]] = []
     # a paired runtime belongs to its bundle: hashed when that bundle is in the release (the
     # publish gate requires every promised bundle, so a published index holds every one)
     for leg in bundles:
@@ -222,9 +223,34 @@ def run_manifest(
             entries[pa.name] = IndexEntry(
                 kind="runtime", sha256=h.sha256, source_commit=None, size=h.size, upstream_tag=rel.paired_runtime_tag
             )
+            paired.append({"name": pa.name, "sha256": h.sha256, "verified": h.how})
     index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
+    ibytes = (index.model_dump_json(indent=2) + "\n").encode()
+    from .. import provenance
+
+    statement = provenance.statement(
+        index_name=INDEX_NAME,
+        index_bytes=ibytes,
+        release=rel,
+        legs=list(bundles),
+        spec_files={
+            "release.toml": matrix.root / "release.toml",
+            **{f.name: f for leg, f in matrix.files.items() if leg in bundles},
+        },
+        source={
+            "repo": rel.source_repo,
+            "commit": source_commit,
+            "archive": src_archive.name,
+            "archive_sha256": entries[src_archive.name].sha256,
+            "ggml_tree": ggml_tree,
+        },
+        bundle_infos=infos,
+        paired=paired,
+        env=provenance.environment(),
+    )
     atomic_write_bytes(dist / MANIFEST_NAME, mbytes)
-    atomic_write_bytes(dist / INDEX_NAME, (index.model_dump_json(indent=2) + "\n").encode())
+    atomic_write_bytes(dist / INDEX_NAME, ibytes)
+    atomic_write_bytes(dist / provenance.PROVENANCE_NAME, provenance.render(statement))
     return ManifestResult(manifest, index, bundles)
 
 
@@ -341,7 +367,14 @@ def run(plan: ManifestPlan) -> list[Path]:
         verifier_for=verifier_for,
     )
     ci.write_summary(plan.dist, plan.dist / INDEX_NAME, m.release.info_file)
-    return [plan.dist / MANIFEST_NAME, plan.dist / INDEX_NAME, plan.dist / source_archive_name(plan.source_commit)]
+    from ..provenance import PROVENANCE_NAME
+
+    return [
+        plan.dist / MANIFEST_NAME,
+        plan.dist / INDEX_NAME,
+        plan.dist / PROVENANCE_NAME,
+        plan.dist / source_archive_name(plan.source_commit),
+    ]
 
 
 def _apply(p: Prepared[ManifestPlan]) -> list[Path]:

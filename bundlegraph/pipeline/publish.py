@@ -97,7 +97,13 @@ def gate(
             probs.append(f"{MANIFEST_NAME}: its sha256 {mh[:12]}… is not the one the index lists")
     in_manifest = {a.asset_name for a in manifest.artifacts} if manifest else set()
     verified = read_verified()
+    from ..provenance import PROVENANCE_NAME
+
     assets = [MANIFEST_NAME, INDEX_NAME]
+    if not (dist / PROVENANCE_NAME).is_file():
+        probs.append(f"{PROVENANCE_NAME}: the provenance statement is missing (the manifest task writes it)")
+    else:
+        assets.append(PROVENANCE_NAME)
     for leg in matrix.promised:
         spec = matrix.legs[leg]
         name = spec.bundle_name(rel.tag, rel.bundle_prefix)

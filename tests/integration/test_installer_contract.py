@@ -25,16 +25,12 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import shutil
-import subprocess
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
-import graphrun
 import installerkit
 import pytest
-from conftest import linux_only, require_input, require_tools
+import releasekit
+from conftest import linux_only
 
 from bundlegraph.core.fsutil import sha256_file
 
@@ -46,75 +42,6 @@ GB10 = {"os": "linux", "arch": "arm64", "sms": [121], "driver_cuda": "13.0", "ru
 
 # the legs build on a Linux x86_64 host with Debian's cross compiler
 pytestmark = linux_only
-
-
-@dataclass
-class Release:
-    """The built stand-in: ``bundles/`` (specs, locks), ``work/`` (``BUNDLEGRAPH_WORKDIR``),
-    ``work/dist`` (bundles, manifest, SHA index, source archive)."""
-
-    root: Path
-
-    @property
-    def bundles(self) -> Path:
-        return self.root / "bundles"
-
-    @property
-    def work(self) -> Path:
-        w = self.root / "work"
-        return w if w.is_dir() or not (self.root / "dist").is_dir() else self.root
-
-    @property
-    def dist(self) -> Path:
-        return self.work / "dist"
-
-    @cached_property
-    def index(self) -> dict:
-        return json.loads((self.dist / installerkit.INDEX_NAME).read_text())
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return graphrun.cli(list(args), bundles=self.bundles, workdir=self.work)
-
-    def cli_json(self, *args: str) -> dict:
-        r = self.cli(*args)
-        assert r.returncode == 0, (
-            f"bundlegraph {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
-        )
-        return json.loads(r.stdout)
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Release:
-    """The stand-in release, built once through the real graph (doit, dodo.py).
-
-    ``BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE=<checkout>`` runs the same tests on a release built before,
-    e.g. the main job's: ``<checkout>/bundles`` and ``<checkout>/dist`` (a work directory that
-    is the checkout, as `./dev.sh main` leaves it)."""
-    import os
-
-    other = os.environ.get("BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE")
-    if other:
-        rel = Release(Path(other).resolve())
-        if not (rel.dist / installerkit.INDEX_NAME).is_file():
-            pytest.fail(
-                f"BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE={other}: no dist/{installerkit.INDEX_NAME} there", pytrace=False
-            )
-        return rel
-    require_input("cuda-13.5-sbsa-cross")
-    require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
-    rel = Release(tmp_path_factory.mktemp("installer-contract"))
-    shutil.copytree(DATA / "minillama", rel.root / "minillama")
-    shutil.copytree(DATA / "bundles", rel.bundles)
-    shutil.copytree(ROOT / "bundles" / "locks", rel.bundles / "locks", dirs_exist_ok=True)
-    rel.work.mkdir()
-    r = graphrun.doit([], bundles=rel.bundles, workdir=rel.work, timeout=900)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    names = sorted(p.name for p in rel.dist.iterdir())
-    assert len([n for n in names if n.startswith("app-") and n.endswith(".tar.gz")]) == 3, names
-    # each bundle smoke-tested before the manifest, its result beside it
-    assert len([n for n in names if n.endswith(".smoke.json")]) == 3, names
-    assert {installerkit.MANIFEST_NAME, installerkit.INDEX_NAME} <= set(names), names
-    return rel
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +59,7 @@ def rows(release) -> list[dict]:
 
 
 @contextlib.contextmanager
-def serving(ilp, release: Release, env: dict | None = None):
+def serving(ilp, release: releasekit.Release, env: dict | None = None):
     """The dist served as ``unslothai/llama.cpp@<index release_tag>``, the installer patched to
     it; afterwards, no request left that release and no URL left github.com."""
     with installerkit.released(ilp, release.dist, env=env) as srv:

@@ -49,6 +49,7 @@ from redistserver import RedistServer
 
 INDEX = "llama-prebuilt-sha256.json"
 MANIFEST = "llama-prebuilt-manifest.json"
+PROVENANCE = "llama-prebuilt-provenance.json"
 
 pytestmark = linux_only
 
@@ -296,7 +297,9 @@ def test_release_artifact_is_the_whole_verified_release(run):
     # is the upstream release's asset, hashed but never uploaded again
     ours = [n for n, e in index["artifacts"].items() if e["kind"] != "runtime"]
     listed = files["release-assets.txt"].decode().split()
-    assert sorted(listed) == sorted([*ours, INDEX]), listed
+    assert sorted(listed) == sorted([*ours, INDEX, PROVENANCE]), listed
+    # the workflow checked its own output as a consumer would
+    assert "verify-release: every check passed" in _job_lines(run["out"], "manifest")
 
     # the CUDA bundle (built and merged on its own runner) holds every file of its base
     def members(name: str) -> set[str]:
@@ -340,7 +343,7 @@ def test_the_tag_push_published_the_release_as_a_draft_first(run):
     files = _artifact_files(run["store"], "release")
     index = json.loads(files[INDEX])
     ours = {n for n, e in index["artifacts"].items() if e["kind"] != "runtime"}  # paired: upstream's asset
-    assert {a.name for a in rel.assets} == {*ours, INDEX}
+    assert {a.name for a in rel.assets} == {*ours, INDEX, PROVENANCE}
     for a in rel.assets:
         want = hashlib.sha256(files[a.name]).hexdigest() if a.name in files else None
         assert hashlib.sha256(a.data).hexdigest() == want, a.name

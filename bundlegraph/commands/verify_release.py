@@ -1,0 +1,109 @@
+"""``bundlegraph verify-release [DIST] [--repo R --tag T] [--attestations] [--json]``: check a
+whole release (:mod:`bundlegraph.verify_release`): from a ``dist/`` directory (default: the work
+directory's), or with ``--repo`` and ``--tag`` the published GitHub release, read through the
+releases API (``BUNDLEGRAPH_GITHUB_API``, token ``GITHUB_TOKEN``). Exit 0 when every check that
+ran passed and none was left out; 1 with every mismatch named (check, asset, field, both
+values); 2 for usage. A check that could not run (``--attestations`` without ``gh``) is said
+so and makes the exit 1: a check not run is never reported as passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import BundleGraphError
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..core import paths
+    from ..verify_release import ApiSource, DistSource, verify
+
+    specs = None
+    try:
+        from ..schemas.loader import load_matrix
+
+        specs = load_matrix(args.bundles)
+    except BundleGraphError:
+        specs = None  # a consumer without the release's bundles/: waived smokes cannot be told
+    with tempfile.TemporaryDirectory(prefix="bundlegraph-verify-release-") as scratch:
+        if args.tag or (args.repo and not args.release):
+            if not (args.repo and args.tag):
+                raise BundleGraphError("verify-release: a published release needs both --repo and --tag")
+            import httpx
+
+            from ..core import settings
+            from ..github_release import GitHub
+
+            client = httpx.Client(timeout=120.0, trust_env=False)
+            gh = GitHub(settings.get("GITHUB_API"), args.repo, client, os.environ.get("GITHUB_TOKEN") or None)
+            with client:
+                src: Any = ApiSource(gh, args.tag, Path(scratch))
+                checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations)
+        else:
+            d = Path(args.release) if args.release else paths.dist_dir()
+            if not d.is_dir():
+                raise BundleGraphError(f"verify-release: {d} is not a directory (a dist/ holding a release)")
+            src = DistSource(d)
+            checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations)
+    ok = all(c.status == "passed" or (c.name == "attestations" and not args.attestations) for c in checks)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "release": src.where,
+                    "ok": ok,
+                    "checks": [
+                        {"check": c.name, "status": c.status, "problems": c.problems, "why": c.why} for c in checks
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"release {src.where}")
+        for c in checks:
+            line = f"  {c.name}: {c.status}" + (f" ({c.why})" if c.why else "")
+            print(line)
+            for p in c.problems:
+                print(f"    {p}")
+        print("verify-release: " + ("every check passed" if ok else "refused"), file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+def run_checksums(args: argparse.Namespace) -> int:
+    from ..core import paths
+    from ..core.fsutil import atomic_write_bytes
+    from ..schemas.asset_names import INDEX_NAME
+    from ..verify_release import checksums_text
+
+    d = Path(args.release) if args.release else paths.dist_dir()
+    idx = d / INDEX_NAME
+    if not idx.is_file():
+        raise BundleGraphError(f"checksums: {idx} is missing (run `doit manifest`)")
+    text = checksums_text(idx.read_bytes())
+    if args.out:
+        atomic_write_bytes(Path(args.out), text.encode())
+        print(f"wrote {args.out} ({text.count(chr(10))} subjects)")
+    else:
+        print(text, end="")
+    return 0
+
+
+def register(sub: Any) -> None:
+    c = sub.add_parser("checksums", help="the SHA index as sha256sum lines (actions/attest's subject-checksums)")
+    c.add_argument("release", nargs="?", help="a dist directory (default: the work directory's dist/)")
+    c.add_argument("--out", help="write to this file (default: print)")
+    c.set_defaults(func=run_checksums)
+    p = sub.add_parser("verify-release", help="check a whole release: hashes, agreement, provenance, smokes")
+    p.add_argument("release", nargs="?", help="a dist directory (default: the work directory's dist/)")
+    p.add_argument("--repo", help="OWNER/REPO of a published release (with --tag: read through the API)")
+    p.add_argument("--tag", help="the release's tag")
+    p.add_argument("--attestations", action="store_true", help="also run gh attestation verify for each asset")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)

@@ -1,0 +1,193 @@
+"""The release's provenance: ``llama-prebuilt-provenance.json``, an in-toto Statement v1 whose
+predicate is SLSA Provenance v1, written by the ``manifest`` task right after the SHA index.
+
+Formats: in-toto's Statement v1 (``https://in-toto.io/Statement/v1``: ``_type``, ``subject`` (each
+a ResourceDescriptor with ``name`` and ``digest``), ``predicateType``, ``predicate``) and SLSA's
+Provenance v1 (``https://slsa.dev/provenance/v1``: ``buildDefinition`` {``buildType``,
+``externalParameters``, ``internalParameters``, ``resolvedDependencies``} and ``runDetails``
+{``builder`` {``id``}, ``metadata`` {``invocationId``, ``startedOn``}}), as the in-toto
+attestation project's specifications and protobuf bindings define them.
+
+- **Subjects**: every asset of the SHA index and the index itself, by name and sha256, sorted by
+  name. (The statement is not in the index: it names the index's digest.)
+- **externalParameters**: the release tag, the legs whose bundles it holds, and each spec
+  file's sha256 (``release.toml`` and ``<leg>.toml``).
+- **internalParameters**: bundlegraph's version.
+- **resolvedDependencies**: the llama.cpp source (repo, commit, the source archive's sha256; a
+  mix's base and pull requests too), each runtime file a bundle ships (its toolkit or toolchain
+  origin and sha256), each paired upstream asset (its sha256 and how it was verified:
+  ``pinned``, ``local:<file>`` or the upstream release's published ``digest``) and each
+  imported build (where it came from and every file's sha256). What could be verified only by
+  its hash says so.
+- **runDetails**: ``builder.id`` is the workflow ref on GitHub Actions
+  (``$GITHUB_SERVER_URL/$GITHUB_WORKFLOW_REF``), else ``local``; ``invocationId`` the run id and
+  attempt there. No clock is read: ``startedOn`` only from ``SOURCE_DATE_EPOCH``.
+
+The same inputs give the same bytes (sorted keys, two-space indent, one trailing newline).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+PROVENANCE_NAME = "llama-prebuilt-provenance.json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
+BUILD_TYPE = "urn:bundlegraph:build-type:release:v1"
+"""What a bundlegraph release build is (a URI of ours: SLSA asks for a TypeURI naming the
+build's template; this one is bundlegraph's release graph, its parameters above)."""
+
+
+def subjects(index_name: str, index_bytes: bytes, index_json: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every asset of the index (``artifacts``: name -> ``{"sha256"}``) and the index itself."""
+    import hashlib
+
+    out = [{"name": n, "digest": {"sha256": e["sha256"]}} for n, e in index_json["artifacts"].items()]
+    out.append({"name": index_name, "digest": {"sha256": hashlib.sha256(index_bytes).hexdigest()}})
+    return sorted(out, key=lambda s: s["name"])
+
+
+def builder(env: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """``(builder.id, metadata)`` from a GitHub Actions environment, else ``("local", {})``
+    (``startedOn`` from ``SOURCE_DATE_EPOCH`` either way)."""
+    meta: dict[str, Any] = {}
+    ref = env.get("GITHUB_WORKFLOW_REF")
+    if env.get("GITHUB_ACTIONS") == "true" and ref:
+        bid = f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{ref}"
+        if env.get("GITHUB_RUN_ID"):
+            meta["invocationId"] = f"{env['GITHUB_RUN_ID']}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+    else:
+        bid = "local"
+    epoch = env.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.isdigit():
+        meta["startedOn"] = _dt.datetime.fromtimestamp(int(epoch), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return bid, meta
+
+
+def statement(
+    *,
+    index_name: str,
+    index_bytes: bytes,
+    release: Any,
+    legs: list[str],
+    spec_files: Mapping[str, Path],
+    source: Mapping[str, Any],
+    bundle_infos: Sequence[Any],
+    paired: Sequence[Mapping[str, Any]],
+    env: Mapping[str, str],
+) -> dict[str, Any]:
+    """The statement (a JSON object). ``release``: the release record; ``legs``: the legs whose
+    bundles the release holds; ``spec_files``: name -> path of the spec files read;
+    ``source``: ``{"repo", "commit", "archive", "archive_sha256", "ggml_tree"}``;
+    ``bundle_infos``: each bundle's :class:`~bundlegraph.schemas.manifest.BundleInfo`;
+    ``paired``: ``{"name", "sha256", "verified"}`` per paired asset; ``env``: the process
+    environment (the CI's run, ``SOURCE_DATE_EPOCH``)."""
+    from .core.fsutil import sha256_file
+    from .schemas.records import MixPin
+
+    idx = json.loads(index_bytes)
+    deps: list[dict[str, Any]] = [
+        {
+            "name": "llama.cpp",
+            "uri": f"git+https://github.com/{source['repo']}@{source['commit']}",
+            "digest": {"gitCommit": source["commit"], "sha256": source["archive_sha256"]},
+            "annotations": {
+                "archive": source["archive"],
+                "source_ref_kind": release.source_ref_kind,
+                "upstream_tag": release.upstream_tag,
+                **({"ggml_tree": source["ggml_tree"]} if source.get("ggml_tree") else {}),
+            },
+        }
+    ]
+    if isinstance(release.source, MixPin):
+        b = release.source.base
+        deps.append(
+            {
+                "name": f"base {b.tag}",
+                "uri": f"{release.source.url}@refs/tags/{b.tag}",
+                "digest": {"gitCommit": b.commit, "sha256": b.sha256},
+                "annotations": {"sha256_of": "git archive --format=tar <commit>"},
+            }
+        )
+        for p in release.source.prs:
+            deps.append(
+                {
+                    "name": f"{p.repo}#{p.number}",
+                    "uri": p.url,
+                    "digest": {"gitCommit": p.sha},
+                    "annotations": {"merged": "in this order, with git merge --no-ff", "title": p.title},
+                }
+            )
+    for info in sorted(bundle_infos, key=lambda i: i.asset_name):
+        for rf in info.runtime_files:
+            deps.append(
+                {
+                    "name": f"{info.leg}: {rf.name}",
+                    "digest": {"sha256": rf.sha256},
+                    "annotations": {"origin": rf.origin, "version": rf.version, "from": rf.source},
+                }
+            )
+        for imp in info.imported_builds:
+            deps.append(
+                {
+                    "name": f"{imp.leg}: build imported from another runner",
+                    "uri": imp.source,
+                    "digest": {"sha256": _digest_of(imp.files)},
+                    "annotations": {"files": dict(sorted(imp.files.items()))},
+                }
+            )
+    for pa in sorted(paired, key=lambda x: x["name"]):
+        deps.append(
+            {
+                "name": pa["name"],
+                "uri": f"https://github.com/{release.source_repo}/releases/download/{release.paired_runtime_tag}/{pa['name']}",
+                "digest": {"sha256": pa["sha256"]},
+                "annotations": {"verified": pa["verified"]},
+            }
+        )
+    bid, meta = builder(env)
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects(index_name, index_bytes, idx),
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {
+                    "tag": release.tag,
+                    "legs": sorted(legs),
+                    "specs": {n: sha256_file(p) for n, p in sorted(spec_files.items())},
+                },
+                "internalParameters": {"bundlegraph": __version__},
+                "resolvedDependencies": deps,
+            },
+            "runDetails": {"builder": {"id": bid}, "metadata": meta},
+        },
+    }
+
+
+def _digest_of(files: Mapping[str, str]) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(dict(sorted(files.items())), sort_keys=True).encode()).hexdigest()
+
+
+def render(st: Mapping[str, Any]) -> bytes:
+    """The statement's bytes: sorted keys, two-space indent, a trailing newline."""
+    return (json.dumps(st, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def environment() -> dict[str, str]:
+    """What :func:`builder` reads of this process's environment."""
+    keys = ("GITHUB_ACTIONS", "GITHUB_SERVER_URL", "GITHUB_WORKFLOW_REF", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT")
+    return {k: os.environ[k] for k in (*keys, "SOURCE_DATE_EPOCH") if k in os.environ}
+
+
+__all__ = ["BUILD_TYPE", "PREDICATE_TYPE", "PROVENANCE_NAME", "STATEMENT_TYPE", "environment", "render", "statement"]

@@ -1,0 +1,173 @@
+"""The release's provenance and ``bundlegraph verify-release`` (issue 32), on the stand-in release
+the graph builds (the session's ``release``, tests/conftest.py):
+
+- ``llama-prebuilt-provenance.json`` validates as an in-toto Statement v1 whose predicate is
+  SLSA Provenance v1, with the in-toto project's own bindings (PyPI ``in-toto-attestation``:
+  the Statement wrapper's ``validate()``, the provenance predicate parsed strictly into its
+  protobuf message); its subjects are the SHA index's assets and the index; a second manifest
+  run writes the same bytes; ``publish`` lists it for upload;
+- ``verify-release`` passes on the release, from ``dist/`` and by the releases API, and refuses,
+  naming the culprit, a flipped byte in a bundle, a missing asset, an extra name in the index, a
+  manifest entry whose SMs differ from its bundle's info JSON and a provenance with a stale subject."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import graphrun
+from conftest import linux_only
+from githubkit import Asset, FakeGitHub, Release
+
+PROV = "llama-prebuilt-provenance.json"
+INDEX = "llama-prebuilt-sha256.json"
+MANIFEST = "llama-prebuilt-manifest.json"
+
+pytestmark = linux_only
+
+
+def _verify(release, dist: Path, *args: str):
+    return graphrun.cli(["verify-release", str(dist), "--json", *args], bundles=release.bundles, workdir=release.work)
+
+
+def test_the_provenance_is_an_in_toto_statement_of_slsa_provenance_over_the_index(release):
+    from google.protobuf import json_format
+    from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
+    from in_toto_attestation.v1.statement import Statement
+    from in_toto_attestation.v1.statement_pb2 import Statement as StatementPb
+
+    raw = (release.dist / PROV).read_bytes()
+    st = json.loads(raw)
+    pb = json_format.ParseDict(st, StatementPb())  # unknown fields refused
+    Statement.copy_from_pb(pb).validate()
+    pred = json_format.ParseDict(st["predicate"], provenance_pb2.Provenance())  # strict: SLSA v1's fields only
+    assert pred.build_definition.build_type == "urn:bundlegraph:build-type:release:v1"
+    assert pred.run_details.builder.id == "local"
+
+    index_bytes = (release.dist / INDEX).read_bytes()
+    index = json.loads(index_bytes)
+    want = {n: e["sha256"] for n, e in index["artifacts"].items()} | {INDEX: hashlib.sha256(index_bytes).hexdigest()}
+    assert {s["name"]: s["digest"]["sha256"] for s in st["subject"]} == want
+    ext = st["predicate"]["buildDefinition"]["externalParameters"]
+    assert ext["tag"] == index["release_tag"] and len(ext["legs"]) == 3 and "release.toml" in ext["specs"]
+    deps = {d["name"]: d for d in st["predicate"]["buildDefinition"]["resolvedDependencies"]}
+    assert deps["llama.cpp"]["digest"]["gitCommit"] == index["source_commit"]
+    assert raw.endswith(b"}\n") and json.dumps(st, sort_keys=True, indent=2, ensure_ascii=False) + "\n" == raw.decode()
+
+
+def test_a_second_manifest_run_writes_the_same_provenance_bytes(release, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(release.work, work, symlinks=True)
+    before = (work / "dist" / PROV).read_bytes()
+    (work / "dist" / PROV).unlink()
+    r = graphrun.doit(["manifest"], bundles=release.bundles, workdir=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert (work / "dist" / PROV).read_bytes() == before
+
+
+def test_verify_release_passes_on_the_release(release):
+    r = _verify(release, release.dist)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout)
+    assert got["ok"] is True
+    status = {c["check"]: c["status"] for c in got["checks"]}
+    assert status == {
+        "index": "passed",
+        "assets": "passed",
+        "agreement": "passed",
+        "provenance": "passed",
+        "smoke": "passed",
+        "attestations": "not run",  # not asked for, and said so
+    }
+    # asked for without gh on PATH: said, and never a pass
+    r = _verify(release, release.dist, "--attestations")
+    assert r.returncode == 1
+    att = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "attestations")
+    assert att["status"] == "not run" and "gh is not on PATH" in att["why"]
+
+
+def _copy(release, tmp_path: Path) -> Path:
+    d = tmp_path / "dist"
+    shutil.copytree(release.dist, d)
+    return d
+
+
+def _problems(release, d: Path) -> list[str]:
+    r = _verify(release, d)
+    assert r.returncode == 1, r.stdout + r.stderr
+    return [f"{c['check']}: {p}" for c in json.loads(r.stdout)["checks"] for p in c["problems"]]
+
+
+def test_verify_release_refuses_each_tampering_naming_the_culprit(release, tmp_path):
+    index = json.loads((release.dist / INDEX).read_text())
+    bundle = next(n for n, e in index["artifacts"].items() if e["kind"] == "bundle")
+
+    d = _copy(release, tmp_path / "flip")
+    b = bytearray((d / bundle).read_bytes())
+    b[len(b) // 2] ^= 0xFF
+    (d / bundle).write_bytes(bytes(b))
+    assert any(
+        p.startswith(f"assets: {bundle}: sha256 ") and index["artifacts"][bundle]["sha256"] in p
+        for p in _problems(release, d)
+    )
+
+    d = _copy(release, tmp_path / "missing")
+    (d / bundle).unlink()
+    assert f"assets: {bundle}: in {INDEX} but not in the release" in _problems(release, d)
+
+    d = _copy(release, tmp_path / "extra")
+    idx = json.loads((d / INDEX).read_text())
+    idx["artifacts"]["app-extra.tar.gz"] = {"kind": "bundle", "sha256": "0" * 64, "source_commit": None}
+    (d / INDEX).write_text(json.dumps(idx, indent=2))
+    ps = _problems(release, d)
+    assert f"assets: app-extra.tar.gz: in {INDEX} but not in the release" in ps
+    assert any(p.startswith(f"provenance: {PROV}: subject {INDEX} has sha256") for p in ps)  # the index changed
+
+    d = _copy(release, tmp_path / "sms")
+    man = json.loads((d / MANIFEST).read_text())
+    entry = next(a for a in man["artifacts"] if a["supported_sms"])
+    entry["supported_sms"] = [*entry["supported_sms"], 999]
+    (d / MANIFEST).write_text(json.dumps(man, indent=2))
+    ps = _problems(release, d)
+    assert any(p.startswith(f"agreement: {entry['asset_name']}: supported_sms is ") and "999" in p for p in ps), ps
+
+    d = _copy(release, tmp_path / "stale")
+    st = json.loads((d / PROV).read_text())
+    stale = next(s for s in st["subject"] if s["name"] == bundle)
+    stale["digest"]["sha256"] = "f" * 64
+    (d / PROV).write_text(json.dumps(st, indent=2))
+    assert (
+        f"provenance: {PROV}: subject {bundle} has sha256 {'f' * 64}, the index's is {index['artifacts'][bundle]['sha256']}"
+        in _problems(release, d)
+    )
+
+
+def test_verify_release_reads_a_published_release_through_the_api(release):
+    index = json.loads((release.dist / INDEX).read_text())
+    tag = index["release_tag"]
+    names = [*index["artifacts"], INDEX, PROV]
+    with FakeGitHub("example-org/llama-prebuilt") as gh:
+        rel = Release(gh.new_id(), tag, False, tag)
+        rel.assets = [
+            Asset(gh.new_id(), n, (release.dist / n).read_bytes()) for n in names if (release.dist / n).is_file()
+        ]
+        gh.releases.append(rel)
+        r = graphrun.cli(
+            ["verify-release", "--repo", "example-org/llama-prebuilt", "--tag", tag, "--json"],
+            bundles=release.bundles,
+            workdir=release.work,
+            BUNDLEGRAPH_GITHUB_API=gh.api,
+        )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["release"] == f"example-org/llama-prebuilt@{tag}"
+    assert any(c.startswith(f"GET /repos/example-org/llama-prebuilt/releases/tags/{tag}") for c in gh.calls)
+
+
+def test_publish_lists_the_provenance_for_upload(release, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(release.work, work, symlinks=True)
+    r = graphrun.doit(["publish"], bundles=release.bundles, workdir=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert PROV in (work / "dist" / "release-assets.txt").read_text().split()
