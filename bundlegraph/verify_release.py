@@ -56,7 +56,7 @@ class Check:
 
 
 class Source:
-    """A release's files: :meth:`names` and :meth:`open` (a local path, downloaded if need be)."""
+    """A release's files: :meth:`names` and :meth:`path` (a local path, downloaded if need be)."""
 
     where: str
 
