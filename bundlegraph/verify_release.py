@@ -138,12 +138,15 @@ def verify(
     specs: Any = None,
     attestations: bool = False,
     info_name: str = "BUNDLE_INFO.json",
+    gh: Any = None,
 ) -> list[Check]:
     """Run the checks of the module docstring on ``src``. ``specs``: the release's validated
-    matrix when at hand (waived smokes, the info file's name). Raises nothing for what it finds
+    matrix when at hand (waived smokes, the info file's name); ``gh``: a
+    :class:`~bundlegraph.github_release.GitHub` client for the upstream digests (None: that
+    check is not run). Raises nothing for what it finds
     (it is in the checks); :class:`BundleGraphError` only when the release cannot be read."""
-    checks = [Check(n) for n in ("index", "assets", "agreement", "provenance", "smoke", "attestations")]
-    idx_c, assets_c, agree_c, prov_c, smoke_c, att_c = checks
+    checks = [Check(n) for n in ("index", "assets", "agreement", "provenance", "smoke", "upstream", "attestations")]
+    idx_c, assets_c, agree_c, prov_c, smoke_c, up_c, att_c = checks
     names = src.names()
     ip = src.path(INDEX_NAME)
     if ip is None:
@@ -174,6 +177,7 @@ def verify(
     _agreement(src, index, arts, agree_c, info_name)
     _provenance(src, index_bytes, prov_c)
     _smoke(src, specs, smoke_c)
+    _upstream(index, arts, gh, up_c)
     if not attestations:
         att_c.status, att_c.why = "not run", "not asked for (--attestations)"
     else:
@@ -283,6 +287,36 @@ def _smoke(src: Source, specs: Any, c: Check) -> None:
             f"{a['asset_name']}: smoke {smoke!r}"
             + ("" if specs is not None else " (no bundles/ at hand to tell a waived smoke)")
         )
+
+
+def _upstream(index: dict[str, Any], arts: dict[str, Any], gh: Any, c: Check) -> None:
+    """Each paired upstream asset (kind ``runtime``): the index's sha256 equals the ``digest``
+    GitHub's releases API reports for that asset of the upstream release."""
+    paired = {n: e for n, e in arts.items() if e.get("kind") == "runtime"}
+    if not paired:
+        return
+    if gh is None:
+        c.status, c.why = "not run", "no GitHub API at hand (verify a published release with --repo/--tag)"
+        return
+    repo = index.get("source_repo")
+    for n, e in sorted(paired.items()):
+        tag = e.get("upstream_tag")
+        try:
+            rel = gh.call("GET", f"{gh.api}/repos/{repo}/releases/tags/{tag}")
+        except BundleGraphError as err:
+            c.fail(f"{n}: upstream release {repo}@{tag} not readable: {err}")
+            continue
+        a = next((x for x in rel.get("assets", []) if x.get("name") == n), None)
+        digest = str((a or {}).get("digest") or "")
+        if a is None:
+            c.fail(f"{n}: not an asset of upstream release {repo}@{tag}")
+        elif not digest.startswith("sha256:"):
+            c.fail(f"{n}: upstream release {repo}@{tag} reports no sha256 digest for it")
+        elif digest.removeprefix("sha256:") != e["sha256"]:
+            c.fail(
+                f"{n}: {INDEX_NAME} says sha256 {e['sha256']}, upstream's API reports "
+                f"{digest.removeprefix('sha256:')} ({repo}@{tag})"
+            )
 
 
 def _attestations(src: Source, arts: dict[str, Any], repo: str | None, tag: str | None, c: Check) -> None:

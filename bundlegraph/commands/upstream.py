@@ -30,12 +30,14 @@ def _github(bundles: str) -> tuple[Any, Any]:
     import httpx
 
     from ..core import settings
-    from ..github_release import GitHub
+    from ..github_release import DEFAULT_API, GitHub
     from ..schemas.loader import load_matrix
 
     rel = load_matrix(bundles).release
     client = httpx.Client(timeout=60.0, trust_env=False)
-    return GitHub(settings.get("GITHUB_API"), rel.source_repo, client, os.environ.get("GITHUB_TOKEN") or None), rel
+    return GitHub(
+        settings.get("GITHUB_API") or DEFAULT_API, rel.source_repo, client, os.environ.get("GITHUB_TOKEN") or None
+    ), rel
 
 
 def _scan(args: argparse.Namespace) -> Any:

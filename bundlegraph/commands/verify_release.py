@@ -31,26 +31,28 @@ def run(args: argparse.Namespace) -> int:
         specs = load_matrix(args.bundles)
     except BundleGraphError:
         specs = None  # a consumer without the release's bundles/: waived smokes cannot be told
-    with tempfile.TemporaryDirectory(prefix="bundlegraph-verify-release-") as scratch:
-        if args.tag or (args.repo and not args.release):
-            if not (args.repo and args.tag):
-                raise BundleGraphError("verify-release: a published release needs both --repo and --tag")
-            import httpx
+    import httpx
 
-            from ..core import settings
-            from ..github_release import GitHub
+    from ..core import settings
+    from ..github_release import DEFAULT_API, GitHub
 
-            client = httpx.Client(timeout=120.0, trust_env=False)
-            gh = GitHub(settings.get("GITHUB_API"), args.repo, client, os.environ.get("GITHUB_TOKEN") or None)
-            with client:
-                src: Any = ApiSource(gh, args.tag, Path(scratch))
-                checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations)
+    if args.tag and not args.repo and not args.release:
+        raise BundleGraphError("verify-release: a published release needs both --repo and --tag")
+    client = httpx.Client(timeout=120.0, trust_env=False)
+    # the releases API: the published release (--repo/--tag) and the upstream digests of paired assets
+    gh = GitHub(
+        settings.get("GITHUB_API") or DEFAULT_API, args.repo or "-/-", client, os.environ.get("GITHUB_TOKEN") or None
+    )
+    with tempfile.TemporaryDirectory(prefix="bundlegraph-verify-release-") as scratch, client:
+        src: Any
+        if args.repo and args.tag and not args.release:
+            src = ApiSource(gh, args.tag, Path(scratch))
         else:
             d = Path(args.release) if args.release else paths.dist_dir()
             if not d.is_dir():
                 raise BundleGraphError(f"verify-release: {d} is not a directory (a dist/ holding a release)")
             src = DistSource(d)
-            checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations)
+        checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations, gh=gh)
     ok = all(c.status == "passed" or (c.name == "attestations" and not args.attestations) for c in checks)
     if args.json:
         print(

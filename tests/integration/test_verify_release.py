@@ -79,6 +79,7 @@ def test_verify_release_passes_on_the_release(release):
         "agreement": "passed",
         "provenance": "passed",
         "smoke": "passed",
+        "upstream": "passed",  # (the stand-in pairs no upstream asset)
         "attestations": "not run",  # not asked for, and said so
     }
     # asked for without gh on PATH: said, and never a pass
@@ -171,3 +172,44 @@ def test_publish_lists_the_provenance_for_upload(release, tmp_path):
     r = graphrun.doit(["publish"], bundles=release.bundles, workdir=work)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert PROV in (work / "dist" / "release-assets.txt").read_text().split()
+
+
+def test_a_paired_upstream_asset_is_checked_against_the_digest_upstreams_api_reports(release, tmp_path):
+    """A paired runtime asset (kind ``runtime`` in the index) is upstream's: its sha256 must be the
+    ``digest`` GitHub's releases API reports for that asset of the upstream release."""
+    name = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
+    body = b"the upstream runtime asset"
+    d = _copy(release, tmp_path / "paired")
+    idx = json.loads((d / INDEX).read_text())
+    repo, tag = idx["source_repo"], "b42"
+    idx["artifacts"][name] = {
+        "kind": "runtime",
+        "sha256": hashlib.sha256(b"something else").hexdigest(),
+        "source_commit": None,
+        "upstream_tag": tag,
+    }
+    (d / INDEX).write_text(json.dumps(idx, indent=2))
+    with FakeGitHub("example-org/llama-prebuilt") as gh:
+        gh.publish_upstream(repo, tag, {name: body})
+        r = graphrun.cli(
+            ["verify-release", str(d), "--json"],
+            bundles=release.bundles,
+            workdir=release.work,
+            BUNDLEGRAPH_GITHUB_API=gh.api,
+        )
+        assert r.returncode == 1
+        up = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "upstream")
+        assert up["problems"] == [
+            f"{name}: {INDEX} says sha256 {hashlib.sha256(b'something else').hexdigest()}, upstream's API reports "
+            f"{hashlib.sha256(body).hexdigest()} ({repo}@{tag})"
+        ]
+        idx["artifacts"][name]["sha256"] = hashlib.sha256(body).hexdigest()
+        (d / INDEX).write_text(json.dumps(idx, indent=2))
+        r = graphrun.cli(
+            ["verify-release", str(d), "--json"],
+            bundles=release.bundles,
+            workdir=release.work,
+            BUNDLEGRAPH_GITHUB_API=gh.api,
+        )
+        up = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "upstream")
+        assert up["status"] == "passed", up
