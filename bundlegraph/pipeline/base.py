@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core import paths, state
 from ..core.errors import BundleGraphError
 from ..schemas.records import BundleSpec, Matrix, Release
 from .compile.shards import ShardRef
+
+if TYPE_CHECKING:
+    from ..toolchains.base import Toolchain
+    from ..toolchains.cuda import CudaToolkit
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,51 @@ def select(matrix: Matrix, filters: Filters) -> list[str]:
     return legs
 
 
+class LegContext:
+    """What one leg's stages share, resolved once per graph load (:meth:`Context.leg`): the
+    ``spec``, its ``toolchain``, its CUDA ``toolkit`` (None for a CPU leg), its build directory,
+    bundle name and log files. Each is computed on first use and kept: the stages used to derive
+    the toolchain and the toolkit again at each call site."""
+
+    def __init__(self, ctx: Context, leg: str):
+        self.ctx, self.leg = ctx, leg
+        self.spec: BundleSpec = ctx.matrix.legs[leg]
+
+    @cached_property
+    def toolchain(self) -> Toolchain:
+        """The leg's toolchain (its machine file given its kind's behaviour)."""
+        from ..toolchains import get
+
+        return get(self.spec.toolchain)
+
+    @cached_property
+    def toolkit(self) -> CudaToolkit | None:
+        """The leg's CUDA toolkit: where ``toolkit:<name>`` installs it (None for a CPU leg).
+        Raises :class:`~bundlegraph.core.errors.ToolkitError` for an unusable toolkit spec."""
+        if self.spec.cuda is None:
+            return None
+        from ..toolkit.identity import component_set
+        from ..toolkit.ref import ref_for_set
+
+        f = self.ctx.matrix.files.get(self.leg)
+        return ref_for_set(component_set(self.spec, self.ctx.matrix.root, str(f) if f else ""))
+
+    @cached_property
+    def build_dir(self) -> Path:
+        """``build/<leg>/`` of the work directory."""
+        return paths.build_dir(self.leg)
+
+    @cached_property
+    def bundle_name(self) -> str:
+        """The leg's bundle file name in this release."""
+        rel = self.ctx.matrix.release
+        return self.spec.bundle_name(rel.tag, rel.bundle_prefix)
+
+    def log(self, stage: str) -> Path:
+        """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""
+        return self.build_dir / "logs" / f"{stage}.log"
+
+
 @dataclass
 class Context:
     """What stage planners get: the validated ``matrix``, the ``legs`` kept by the filters,
@@ -112,16 +162,25 @@ class Context:
     workdir: Path = field(default_factory=paths.workdir)
     cache: Path = field(default_factory=paths.cache_root)
 
+    _legs: dict[str, LegContext] = field(default_factory=dict, repr=False)
+
     @property
     def release(self) -> Release:
         return self.matrix.release
+
+    def leg(self, leg: str) -> LegContext:
+        """``leg``'s :class:`LegContext` (made once per graph load)."""
+        got = self._legs.get(leg)
+        if got is None:
+            got = self._legs[leg] = LegContext(self, leg)
+        return got
 
     def spec(self, leg: str) -> BundleSpec:
         return self.matrix.legs[leg]
 
     def bundle_name(self, leg: str) -> str:
         """The bundle file name of ``leg`` in this release (``app-<tag>-<os>-<arch>-<profile>...``)."""
-        return self.spec(leg).bundle_name(self.release.tag, self.release.bundle_prefix)
+        return self.leg(leg).bundle_name
 
     def imported_build(self, leg: str) -> Path | None:
         """Where ``leg``'s build output comes from when it was made on another runner:
@@ -142,12 +201,10 @@ class Context:
         """Why ``leg`` cannot be compiled on this host (one line naming the host it needs and how
         to bring its build output instead), or None: it compiles here, or its output is imported
         (:meth:`imported_build`). Its source and toolkit tasks refuse with it before downloading."""
-        from ..toolchains import get as get_toolchain
-
         if self.imported_build(leg) is not None:
             return None
         spec = self.spec(leg)
-        tc = get_toolchain(spec.toolchain)
+        tc = self.leg(leg).toolchain
         problems = tc.host_problems()
         if not problems:
             return None
@@ -173,7 +230,7 @@ class Context:
 
     def log(self, leg: str, stage: str) -> Path:
         """``build/<leg>/logs/<stage>.log``: the full output of a stage's programs."""
-        return paths.build_dir(leg) / "logs" / f"{stage}.log"
+        return self.leg(leg).log(stage)
 
 
 P = TypeVar("P")

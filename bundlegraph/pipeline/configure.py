@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..core import paths, proc, settings
+from ..core import proc, settings
 from ..core.errors import BundleGraphError, HostMismatch, ToolkitError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.report import say, warn
@@ -99,10 +99,10 @@ def plan_configure(
     """The configure plan of ``leg``. ``tools``/``binaries``: resolved tools and compilers
     (run time); when absent the pinned wheels and the compilers found on PATH (or their bare
     names) are shown, so ``bundlegraph plan`` works on any host."""
-    spec = ctx.spec(leg)
-    tc = get_toolchain(spec.toolchain)
+    lc = ctx.leg(leg)
+    spec, tc = lc.spec, lc.toolchain
     cuda, toolkit_task = toolkit_layout(ctx, leg, tc)
-    bdir = paths.build_dir(leg)
+    bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
     cache = cache_entries(
         spec, str(ctx.matrix.files.get(leg, f"{leg}.toml")), commit=commit, build_number=ctx.release.build_number
@@ -206,8 +206,7 @@ def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
 
 def check_host(ctx: Context, leg: str) -> Toolchain:
     """Raise :class:`HostMismatch` when this host cannot build ``leg`` (names the host it needs)."""
-    spec = ctx.spec(leg)
-    tc = get_toolchain(spec.toolchain)
+    spec, tc = ctx.spec(leg), ctx.leg(leg).toolchain
     problems = tc.host_problems()
     if problems:
         raise HostMismatch(
@@ -413,11 +412,11 @@ def plans(ctx: Context) -> list[Any]:
         if ctx.imported_build(leg) is not None:
             continue  # built on another runner (built=DIR): nothing to configure here
         spec = ctx.spec(leg)
-        _cuda, task = toolkit_layout(ctx, leg, get_toolchain(spec.toolchain))
+        _cuda, task = toolkit_layout(ctx, leg, ctx.leg(leg).toolchain)
 
         def details(leg: str = leg) -> dict[str, Any]:
             p = plan_configure(ctx, leg)
-            tc = get_toolchain(p.toolchain)
+            tc = ctx.leg(leg).toolchain
             d: dict[str, object] = {
                 "build_host": f"{tc.info.build_os} {tc.info.build_arch}",
                 "toolchain_file_path": p.toolchain_file.as_posix(),

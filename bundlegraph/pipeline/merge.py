@@ -355,7 +355,7 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     bundle (both exist once the task's dependencies ran). Raises :class:`BundleGraphError`
     naming the missing record or base bundle."""
     spec = ctx.spec(leg)
-    ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+    ref = ctx.leg(leg).toolkit
     bdir = paths.build_dir(leg)
     built = plan_build(ctx, leg).artifacts_dir
     _refuse_filtered_build(leg)

@@ -40,7 +40,6 @@ from .build import imported_provenance
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .source import source_record
-from .toolkit import toolkit_for_leg
 
 NAME = "package"
 """The stage's name: its tasks are ``package:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -299,7 +298,7 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
     src = source_record(leg)
     if src.commit is None:
         raise BundleGraphError(f"package:{leg}: the source has no commit (set [source] commit in release.toml)")
-    ref = toolkit_for_leg(ctx, leg) if spec.backend == "cuda" else None
+    ref = ctx.leg(leg).toolkit
     bdir = paths.build_dir(leg)
     rec = MergeRecord.read(bdir / "merge.json")
     inp = PackageInputs(

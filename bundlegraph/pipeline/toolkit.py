@@ -44,7 +44,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import HostMismatch
+from ..core.errors import HostMismatch, ToolkitError
 from ..core.state import Present
 from ..toolchains.base import Toolchain
 from ..toolkit.identity import ComponentSet, component_set
@@ -62,8 +62,12 @@ def _set_of(ctx: Context, leg: str) -> ComponentSet:
 
 
 def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
-    """The toolkit of ``leg`` (see the module docstring). Raises :class:`ToolkitError`."""
-    return ref_for_set(_set_of(ctx, leg))
+    """The toolkit of ``leg`` (see the module docstring; the leg's context keeps it,
+    :attr:`~.base.LegContext.toolkit`). Raises :class:`ToolkitError`, also for a CPU leg."""
+    tk = ctx.leg(leg).toolkit
+    if tk is None:
+        raise ToolkitError(f"{leg}: the leg has no [cuda] table, so no CUDA toolkit")
+    return tk
 
 
 def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaToolkit | None, str | None]:

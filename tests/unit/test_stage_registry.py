@@ -32,3 +32,18 @@ def test_every_task_of_the_graph_belongs_to_a_registered_stage(tmp_path, monkeyp
         seen = {p.stage for p in g.plans}
         assert seen <= set(stages.STAGE_ORDER), seen - set(stages.STAGE_ORDER)
         assert {"source", "configure", "build", "package", "manifest"} <= seen
+
+
+def test_a_legs_facts_are_resolved_once_per_graph_load():
+    """The per-leg context (pipeline.base.LegContext): one per leg, its toolchain and toolkit made
+    on first use and kept; the stages' toolkit_for_leg reads it."""
+    from bundlegraph.pipeline.toolkit import toolkit_for_leg
+
+    g = load_graph(ROOT / "bundles", Filters())
+    cuda = next(l for l in g.ctx.legs if g.ctx.spec(l).cuda is not None)
+    cpu = next(l for l in g.ctx.legs if g.ctx.spec(l).cuda is None)
+    lc = g.ctx.leg(cuda)
+    assert g.ctx.leg(cuda) is lc and lc.toolchain is lc.toolchain and lc.toolkit is toolkit_for_leg(g.ctx, cuda)
+    assert lc.toolkit is not None and lc.toolkit.task.startswith("toolkit:cuda13")
+    assert g.ctx.leg(cpu).toolkit is None and g.ctx.bundle_name(cpu) == g.ctx.leg(cpu).bundle_name
+    assert g.ctx.log(cuda, "build") == lc.build_dir / "logs" / "build.log"
