@@ -140,3 +140,54 @@ def archive_sha256(bare: Path, commit: str) -> str:
 
     out = subprocess.run(["git", "-C", str(bare), "archive", "--format=tar", commit], capture_output=True, check=True)
     return hashlib.sha256(out.stdout).hexdigest()
+
+
+PRS = Path(__file__).resolve().parent / "data" / "minillama-prs"
+"""The stand-in's pull requests (tests/data/minillama-prs: 1 adds a program, 2 conflicts with 1)."""
+MINILLAMA = Path(__file__).resolve().parent / "data" / "minillama"
+
+
+def standin_repository(srv: GitServer, prs: tuple[int, ...] = (1,)) -> dict[str, str]:
+    """The stand-in (tests/data/minillama) as repository ``minillama`` of ``srv``, tagged ``b42``,
+    with the pull requests ``prs`` of :data:`PRS` (:meth:`GitServer.repository`'s shas)."""
+    patches = {1: PRS / "1-diffusion-gemma-visual-server.patch", 2: PRS / "2-conflicts-with-1.patch"}
+    return srv.repository("minillama", MINILLAMA, "b42", {n: patches[n] for n in prs})
+
+
+def mix_release_text(
+    url: str,
+    base: tuple[str, str, str],
+    prs: list[tuple[int, str]],
+    *,
+    default_legs: list[str],
+    tag: str | None = None,
+    title: str | None = None,
+    comments: bool = False,
+) -> str:
+    """A stand-in ``release.toml`` of kind ``mix``: ``base`` is ``(tag, commit, sha256)``, ``prs``
+    ``(number, sha)`` of ``example/minillama``; the tag derived from them unless ``tag`` says
+    otherwise; ``comments`` adds two comment lines (what ``bump`` must keep)."""
+    from bundlegraph.schemas.records import PullPin, mix_tag
+
+    pins = [PullPin(repo="example/minillama", number=n, sha=s) for n, s in prs]
+    lines = [
+        *(["# the stand-in as a mix release"] if comments else []),
+        f'tag = "{tag or mix_tag(base[0], pins)}"',
+        'paired_runtime_tag = "b42"',
+        'source_repo = "example/minillama"',
+        "default_legs = [" + ", ".join(f'"{leg}"' for leg in default_legs) + "]",
+        "",
+        "[source]",
+        'kind = "mix"',
+        f'url = "{url}"',
+        "",
+        "[source.base]" + ("  # moved by bundlegraph bump" if comments else ""),
+        f'tag = "{base[0]}"',
+        f'commit = "{base[1]}"',
+        f'sha256 = "{base[2]}"',
+    ]
+    for p in pins:
+        lines += ["", "[[source.prs]]", f'repo = "{p.repo}"', f"number = {p.number}", f'sha = "{p.sha}"']
+        if title:
+            lines.append(f'title = "{title}"')
+    return "\n".join(lines) + "\n"

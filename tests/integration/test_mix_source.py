@@ -16,12 +16,11 @@ from pathlib import Path
 import graphrun
 import pytest
 from conftest import linux_only, require_input, require_tools
-from gitkit import GitServer, archive_sha256
+from gitkit import GitServer, archive_sha256, mix_release_text, standin_repository
 
 from bundlegraph.schemas.records import PullPin, mix_tag
 
 ROOT = Path(__file__).resolve().parents[2]
-PRS = ROOT / "tests" / "data" / "minillama-prs"
 X64 = "mini-linux-x64-cpu"
 PROGRAM = "llama-diffusion-gemma-visual-server"
 
@@ -29,25 +28,10 @@ pytestmark = linux_only
 
 
 def _release_toml(url: str, shas: dict[str, str], sha256: str, prs: list[int], tag: str | None = None) -> str:
-    pins = [PullPin(repo="example/minillama", number=n, sha=shas[str(n)]) for n in prs]
-    lines = [
-        f'tag = "{tag or mix_tag("b42", pins)}"',
-        'paired_runtime_tag = "b42"',
-        'source_repo = "example/minillama"',
-        'default_legs = ["mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"]',
-        "",
-        "[source]",
-        'kind = "mix"',
-        f'url = "{url}"',
-        "",
-        "[source.base]",
-        'tag = "b42"',
-        f'commit = "{shas["base"]}"',
-        f'sha256 = "{sha256}"',
-    ]
-    for p in pins:
-        lines += ["", "[[source.prs]]", f'repo = "{p.repo}"', f"number = {p.number}", f'sha = "{p.sha}"']
-    return "\n".join(lines) + "\n"
+    legs = ["mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"]
+    return mix_release_text(
+        url, ("b42", shas["base"], sha256), [(n, shas[str(n)]) for n in prs], default_legs=legs, tag=tag
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +39,7 @@ def server(tmp_path_factory):
     require_tools("git", "gcc", "g++")
     root = tmp_path_factory.mktemp("git")
     with GitServer(root / "srv") as srv:
-        shas = srv.repository(
-            "minillama",
-            ROOT / "tests" / "data" / "minillama",
-            "b42",
-            {1: PRS / "1-diffusion-gemma-visual-server.patch", 2: PRS / "2-conflicts-with-1.patch"},
-        )
+        shas = standin_repository(srv, (1, 2))
         yield srv, shas, archive_sha256(root / "srv" / "minillama", shas["base"])
 
 

@@ -19,12 +19,11 @@ import actkit
 import pytest
 from conftest import linux_only, require_tools
 from githubkit import FakeGitHub, Release
-from gitkit import GitServer, archive_sha256, git
+from gitkit import GitServer, archive_sha256, git, mix_release_text, standin_repository
 
 from bundlegraph.schemas.records import PullPin, mix_tag
 
 ROOT = Path(__file__).resolve().parents[2]
-PRS = ROOT / "tests" / "data" / "minillama-prs"
 
 pytestmark = linux_only
 
@@ -106,36 +105,17 @@ def test_a_cancelled_release_run_is_rerun_once_and_a_failed_one_never(plain_repo
 def test_the_scheduled_upstream_bump_releases_the_newest_build(tmp_path):
     require_tools("git")
     with GitServer(tmp_path / "srv") as srv:
-        shas = srv.repository(
-            "minillama",
-            ROOT / "tests" / "data" / "minillama",
-            "b42",
-            {1: PRS / "1-diffusion-gemma-visual-server.patch"},
-        )
+        shas = standin_repository(srv)
         b43 = srv.add_build("minillama", "b43")
         pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
         repo = actkit.standin_repo(tmp_path / "repo")
-        rel = repo / "bundles" / "release.toml"
-        rel.write_text(
-            "\n".join(
-                [
-                    f'tag = "{mix_tag("b42", pins)}"',
-                    'paired_runtime_tag = "b42"',
-                    'source_repo = "example/minillama"',
-                    'default_legs = ["mini-linux-x64-cpu"]',
-                    "[source]",
-                    'kind = "mix"',
-                    f'url = "{srv.url("minillama")}"',
-                    "[source.base]",
-                    'tag = "b42"',
-                    f'commit = "{shas["base"]}"',
-                    f'sha256 = "{archive_sha256(srv.root / "minillama", shas["base"])}"',
-                    "[[source.prs]]",
-                    'repo = "example/minillama"',
-                    "number = 1",
-                    f'sha = "{shas["1"]}"',
-                    "",
-                ]
+        sha256 = archive_sha256(srv.root / "minillama", shas["base"])
+        (repo / "bundles" / "release.toml").write_text(
+            mix_release_text(
+                srv.url("minillama"),
+                ("b42", shas["base"], sha256),
+                [(1, shas["1"])],
+                default_legs=["mini-linux-x64-cpu"],
             ),
             encoding="utf-8",
         )

@@ -15,12 +15,11 @@ import graphrun
 import pytest
 from conftest import linux_only, require_tools
 from githubkit import Asset, FakeGitHub, Release
-from gitkit import GitServer, archive_sha256
+from gitkit import PRS, GitServer, archive_sha256, mix_release_text, standin_repository
 
 from bundlegraph.schemas.records import PullPin, mix_tag
 
 ROOT = Path(__file__).resolve().parents[2]
-PRS = ROOT / "tests" / "data" / "minillama-prs"
 
 pytestmark = linux_only
 
@@ -69,40 +68,18 @@ def test_upstream_names_the_newest_build_past_the_age_floor(tmp_path):
 def mix(tmp_path):
     require_tools("git")
     with GitServer(tmp_path / "srv") as srv:
-        shas = srv.repository(
-            "minillama",
-            ROOT / "tests" / "data" / "minillama",
-            "b42",
-            {1: PRS / "1-diffusion-gemma-visual-server.patch"},
-        )
+        shas = standin_repository(srv)
         bundles, work = graphrun.standin_tree(tmp_path / "tree")
         pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
         sha256 = archive_sha256(srv.root / "minillama", shas["base"])
         (bundles / "release.toml").write_text(
-            "\n".join(
-                [
-                    "# the stand-in as a mix release",
-                    f'tag = "{mix_tag("b42", pins)}"',
-                    'paired_runtime_tag = "b42"',
-                    'source_repo = "example/minillama"',
-                    'default_legs = ["mini-linux-x64-cpu"]',
-                    "",
-                    "[source]",
-                    'kind = "mix"',
-                    f'url = "{srv.url("minillama")}"',
-                    "",
-                    "[source.base]  # moved by bundlegraph bump",
-                    'tag = "b42"',
-                    f'commit = "{shas["base"]}"',
-                    f'sha256 = "{sha256}"',
-                    "",
-                    "[[source.prs]]",
-                    'repo = "example/minillama"',
-                    "number = 1",
-                    f'sha = "{shas["1"]}"',
-                    'title = "DiffusionGemma visual server"',
-                    "",
-                ]
+            mix_release_text(
+                srv.url("minillama"),
+                ("b42", shas["base"], sha256),
+                [(1, shas["1"])],
+                default_legs=["mini-linux-x64-cpu"],
+                title="DiffusionGemma visual server",
+                comments=True,
             ),
             encoding="utf-8",
         )
