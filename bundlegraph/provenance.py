@@ -149,7 +149,7 @@ def statement(
                 "name": pa["name"],
                 "uri": f"https://github.com/{release.source_repo}/releases/download/{release.paired_runtime_tag}/{pa['name']}",
                 "digest": {"sha256": pa["sha256"]},
-                "annotations": {"verified": pa["verified"]},
+                "annotations": {"verified": verified_as(pa["verified"])},
             }
         )
     bid, meta = builder(env)
@@ -171,6 +171,19 @@ def statement(
             "runDetails": {"builder": {"id": bid}, "metadata": meta},
         },
     }
+
+
+def verified_as(how: str) -> str:
+    """How a paired asset's sha256 was had, in words that do not depend on the machine or the run:
+    ``pinned`` (the spec pins it), ``local file`` (a file of this run, checked against a pin when
+    there is one), ``upstream release`` (its published digest, or the sha256 of the bytes
+    downloaded from it: both name the upstream release's asset; ``verify-release`` checks the
+    index against the published digest). Source: :class:`bundlegraph.releaseassets.AssetHash`."""
+    if how == "pinned":
+        return "pinned in the spec"
+    if how.startswith("local:"):
+        return "local file (sha256 of its bytes)"
+    return "upstream release asset"
 
 
 def _digest_of(files: Mapping[str, str]) -> str:

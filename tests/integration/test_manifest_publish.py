@@ -101,7 +101,7 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
     dist = workdir / "dist"
     bundles = build_linux(small, tmp_path, src, dist)
     rel = small.release
-    assert rel.is_mix
+    assert not rel.is_mix and rel.source_ref_kind == "tag"  # one upstream build as it is (issue 31)
     res = run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
     man = Manifest.model_validate_json((dist / "llama-prebuilt-manifest.json").read_bytes())
     idx = ShaIndex.model_validate_json((dist / "llama-prebuilt-sha256.json").read_bytes())
@@ -111,6 +111,8 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
         rel.tag,
         rel.upstream_tag,
     )
+    for head in (man, idx):  # what kind of source, the pull requests merged (none), the ggml tree id
+        assert head.source_ref_kind == "tag" and head.merged_prs == [] and head.ggml_tree is None
     assert [a.asset_name for a in man.artifacts] == sorted(p.name for p in bundles.values())
     for art in man.artifacts:
         info = BundleInfo.model_validate_json(read_member(dist / art.asset_name, rel.info_file))
