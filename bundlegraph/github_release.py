@@ -160,7 +160,7 @@ class GitHub:
         url = path_or_url if "://" in path_or_url else f"{self.api}/repos/{self.repo}{path_or_url}"
         check_url(url)
         headers = {**self.h, **kw.pop("headers", {})}
-        r = self.c.request(method, url, headers=headers, **kw)
+        r = self.request(method, url, headers=headers, **kw)
         if r.status_code not in ok:
             try:
                 msg = r.json().get("message", "")
@@ -168,6 +168,21 @@ class GitHub:
                 msg = r.text[:200]
             raise BundleGraphError(f"GitHub {method} {url.split('?')[0]}: HTTP {r.status_code} {msg}".rstrip())
         return r.json() if r.content else None
+
+    def request(self, method: str, url: str, **kw: Any) -> Any:
+        """``httpx`` request; a connection or protocol failure is a :class:`DownloadError` naming
+        the URL and the API base (exit 4), never a traceback."""
+        import httpx
+
+        from .core.errors import DownloadError
+
+        try:
+            return self.c.request(method, url, **kw)
+        except httpx.HTTPError as e:
+            raise DownloadError(
+                f"GitHub {method} {url.split('?')[0]}: {type(e).__name__}: {e or 'no answer'} (the API base is "
+                f"{self.api}: set BUNDLEGRAPH_GITHUB_API, or check the network)"
+            ) from None
 
     def paged(self, path: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

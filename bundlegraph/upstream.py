@@ -79,7 +79,7 @@ def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan
             if asset is None:
                 skipped.append(f"{tag}: a v* release without {POINTER_ASSET}")
                 continue
-            named = gh.c.get(asset["browser_download_url"], headers=gh.h, follow_redirects=True).text.strip()
+            named = gh.request("GET", asset["browser_download_url"], headers=gh.h, follow_redirects=True).text.strip()
             pm = BUILD_RE.match(named)
             if not pm:
                 skipped.append(f"{tag}: its {POINTER_ASSET} says {named[:40]!r}, not a bNNNN tag")

@@ -101,12 +101,19 @@ class ApiSource(Source):
             return None
         p = self.scratch / name
         if not p.is_file():
-            with self.gh.c.stream("GET", a["browser_download_url"], follow_redirects=True) as r:
-                if r.status_code != 200:
-                    raise BundleGraphError(f"{name}: download answered HTTP {r.status_code}")
-                with open(p, "wb") as f:
-                    for chunk in r.iter_bytes():
-                        f.write(chunk)
+            import httpx
+
+            from .core.errors import DownloadError
+
+            try:
+                with self.gh.c.stream("GET", a["browser_download_url"], follow_redirects=True) as r:
+                    if r.status_code != 200:
+                        raise DownloadError(f"{name}: download answered HTTP {r.status_code}")
+                    with open(p, "wb") as f:
+                        for chunk in r.iter_bytes():
+                            f.write(chunk)
+            except httpx.HTTPError as e:
+                raise DownloadError(f"{name}: {a['browser_download_url']}: {type(e).__name__}: {e}") from None
         return p
 
 
@@ -150,7 +157,7 @@ def verify(
     names = src.names()
     ip = src.path(INDEX_NAME)
     if ip is None:
-        idx_c.fail(f"{INDEX_NAME}: not in the release")
+        idx_c.fail(f"{INDEX_NAME}: not in the release (is {src.where} a release? `doit manifest` writes one)")
         for c in checks[1:]:
             c.status, c.why = "not run", f"no {INDEX_NAME}"
         return checks

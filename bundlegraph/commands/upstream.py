@@ -88,7 +88,16 @@ def run_upstream(args: argparse.Namespace) -> int:
 
 def run_bump(args: argparse.Namespace) -> int:
     from ..core import paths
+    from ..schemas.loader import load_matrix
+    from ..schemas.records import MixPin
     from ..upstream import BUILD_RE, UpstreamBuild, bump
+
+    rel = load_matrix(args.bundles).release
+    if not isinstance(rel.source, MixPin):  # said before any request
+        raise BundleGraphError(
+            f'{Path(args.bundles) / "release.toml"}: bump moves a mix source\'s base ([source] kind = "mix"); '
+            f"this release's source is kind '{rel.source.kind}'"
+        )
 
     if args.build:
         if not BUILD_RE.match(args.build):
@@ -112,11 +121,18 @@ def run_bump(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("upstream", help="the newest upstream bNNNN build (prereleases included, v* pointers followed)")
+    p = sub.add_parser(
+        "upstream",
+        help="the newest upstream bNNNN build (prereleases included, v* pointers followed; network: GitHub's API)",
+    )
     p.add_argument("--min-age-hours", type=float, default=0.0, help="skip builds younger than this (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_upstream)
-    b = sub.add_parser("bump", help="move a mix release's base to an upstream build, keeping its pull request pins")
+    b = sub.add_parser(
+        "bump",
+        help="move a mix release's base to an upstream build, keeping its pull request pins (network: GitHub's API "
+        "and git; rewrites bundles/release.toml)",
+    )
     b.add_argument("build", nargs="?", help="the build tag (default: the newest past --min-age-hours)")
     b.add_argument("--min-age-hours", type=float, default=0.0, help="with no build named: the age floor")
     b.set_defaults(func=run_bump)

@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             d = Path(args.release) if args.release else paths.dist_dir()
             if not d.is_dir():
-                raise BundleGraphError(f"verify-release: {d} is not a directory (a dist/ holding a release)")
+                raise BundleGraphError(
+                    f"verify-release: {d} is not a directory: name a dist/ holding a release (`doit manifest` writes "
+                    f"the work directory's), or a published one with --repo OWNER/REPO --tag TAG"
+                )
             src = DistSource(d)
         checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations, gh=gh)
     ok = all(c.status == "passed" or (c.name == "attestations" and not args.attestations) for c in checks)
@@ -86,8 +89,12 @@ def run_checksums(args: argparse.Namespace) -> int:
 
     d = Path(args.release) if args.release else paths.dist_dir()
     idx = d / INDEX_NAME
+    if not d.is_dir():
+        raise BundleGraphError(f"checksums: {d} is not a directory (name a dist/ holding a release)")
     if not idx.is_file():
-        raise BundleGraphError(f"checksums: {idx} is missing (run `doit manifest`)")
+        raise BundleGraphError(
+            f"checksums: {idx} is missing: {d} holds no release (`doit manifest` writes the work directory's dist/)"
+        )
     text = checksums_text(idx.read_bytes())
     if args.out:
         atomic_write_bytes(Path(args.out), text.encode())

@@ -662,10 +662,15 @@ class Release(Record):
             object.__setattr__(self, "upstream_tag", src.base.tag)
             want = mix_tag(src.base.tag, src.prs)
             if self.tag != want:
+                how = (
+                    "(the sha256 of the newline-joined repo#number:sha pins)"
+                    if src.prs
+                    else "(a base without pull requests is tagged as the base build)"
+                )
                 raise ValueError(
                     f"tag: '{self.tag}', but the base {src.base.tag} with "
-                    f"{len(src.prs)} pinned pull request{'' if len(src.prs) == 1 else 's'} is '{want}' (the "
-                    f'sha256 of the newline-joined repo#number:sha pins); set tag = "{want}"'
+                    f"{len(src.prs)} pinned pull request{'' if len(src.prs) == 1 else 's'} is '{want}' {how}; "
+                    f'set tag = "{want}"'
                 )
         else:
             if self.upstream_tag is None:

@@ -104,7 +104,12 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
         # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
         clean: list[object] = []
         for p in e["loc"]:
-            if isinstance(p, str) and p in ("tarball", "git", "path", "pip-sdist") and clean and clean[-1] == "source":
+            if (
+                isinstance(p, str)
+                and p in ("tarball", "git", "path", "pip-sdist", "mix")
+                and clean
+                and clean[-1] == "source"
+            ):
                 continue
             clean.append(p)
         msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")

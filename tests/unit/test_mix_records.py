@@ -79,3 +79,14 @@ def test_a_release_of_one_upstream_build_has_no_mix_tag():
     ok = adapter(Release).validate_python({**rel, "tag": "b11642"})
     assert ok.source_ref_kind == "tag"
     assert adapter(Release).validate_python({**rel, "tag": "b11642", "upstream_tag": "b11641"}).source_ref_kind == "ref"
+
+
+def test_a_bad_base_key_is_named_by_its_toml_path(tmp_path):
+    from bundlegraph.schemas.validation import format_validation
+
+    bad = _release("b11642", [])
+    bad["source"]["base"]["tag"] = "11642"
+    with pytest.raises(ValidationError) as e:
+        adapter(Release).validate_python(bad)
+    lines = format_validation(tmp_path / "release.toml", e.value, Release)
+    assert any(l.startswith(f"{tmp_path / 'release.toml'}: source.base.tag: String should match") for l in lines), lines
