@@ -17,7 +17,7 @@ from ...core.fsutil import atomic_write_json
 from ...core.report import say
 from . import judges
 from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, host_platform
-from .run import Outcome, SmokeRun, Step
+from .steps import Outcome, SmokeRun, Step
 
 
 def inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:

@@ -22,7 +22,7 @@ from typing import Any
 from ...core import proc
 from . import judges
 from .plan import N_PREDICT, VOCABS
-from .run import Gate, Outcome, SmokeRun, Step
+from .steps import Gate, Outcome, SmokeRun, Step
 
 
 def version(run: SmokeRun) -> Outcome:
