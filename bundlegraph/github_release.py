@@ -71,24 +71,24 @@ class UploadResult:
     already_published: bool = False
 
 
-def provenance_problems(statement: Path, index: Path) -> list[str]:
-    """What is wrong with the provenance statement ``statement`` against the SHA index file
-    ``index``: its subjects must be exactly the index's assets and the index itself, by sha256."""
+def provenance_problems(statement: bytes, index: bytes) -> list[str]:
+    """What is wrong with the provenance statement (its bytes) against the SHA index (its bytes):
+    its subjects must be exactly the index's assets and the index itself, by sha256."""
     import json
 
     from .provenance import subjects
 
+    name = PROVENANCE_NAME
     try:
-        st = json.loads(statement.read_bytes())
-        raw = index.read_bytes()
-        want = {s["name"]: s["digest"]["sha256"] for s in subjects(index.name, raw, json.loads(raw))}
+        st = json.loads(statement)
+        want = {s["name"]: s["digest"]["sha256"] for s in subjects(INDEX_NAME, index, json.loads(index))}
         got = {s["name"]: s["digest"].get("sha256") for s in st["subject"]}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        return [f"{statement.name}: not a provenance statement ({e})"]
-    out = [f"{statement.name}: subject {n} missing (the index has it)" for n in sorted(set(want) - set(got))]
-    out += [f"{statement.name}: subject {n} is not in the index" for n in sorted(set(got) - set(want))]
+    except (ValueError, KeyError, TypeError) as e:
+        return [f"{name}: not a provenance statement ({e})"]
+    out = [f"{name}: subject {n} missing (the index has it)" for n in sorted(set(want) - set(got))]
+    out += [f"{name}: subject {n} is not in the index" for n in sorted(set(got) - set(want))]
     out += [
-        f"{statement.name}: subject {n} has sha256 {got[n]}, the index's is {want[n]}"
+        f"{name}: subject {n} has sha256 {got[n]}, the index's is {want[n]}"
         for n in sorted(set(want) & set(got))
         if got[n] != want[n]
     ]
@@ -128,7 +128,7 @@ def local_assets(dist: Path, tag: str, git_ref: str = "") -> dict[str, str]:
             continue
         sha = sha256_file(p)
         if n == PROVENANCE_NAME:  # not in the index (it names the index's digest): its subjects must be the index
-            problems += provenance_problems(p, dist / INDEX_NAME)
+            problems += provenance_problems(p.read_bytes(), (dist / INDEX_NAME).read_bytes())
         elif n != INDEX_NAME:
             entry = index.artifacts.get(n)
             if entry is None:
@@ -168,6 +168,20 @@ class GitHub:
                 msg = r.text[:200]
             raise BundleGraphError(f"GitHub {method} {url.split('?')[0]}: HTTP {r.status_code} {msg}".rstrip())
         return r.json() if r.content else None
+
+    @classmethod
+    def connect(cls, repo: str, timeout: float = 60.0) -> GitHub:
+        """A client of ``repo`` from the settings: the API base ``BUNDLEGRAPH_GITHUB_API`` (else
+        :data:`DEFAULT_API`), the token ``GITHUB_TOKEN``, a fresh ``httpx.Client`` that reads no
+        proxy environment. Close it with ``with gh.c:``."""
+        import os
+
+        import httpx
+
+        from .core import settings
+
+        client = httpx.Client(timeout=timeout, trust_env=False)
+        return cls(settings.get("GITHUB_API") or DEFAULT_API, repo, client, os.environ.get("GITHUB_TOKEN") or None)
 
     def request(self, method: str, url: str, **kw: Any) -> Any:
         """``httpx`` request; a connection or protocol failure is a :class:`DownloadError` naming

@@ -20,6 +20,8 @@ import datetime as _dt
 from dataclasses import dataclass
 from typing import Any
 
+from .upstream import parse_time
+
 
 @dataclass(frozen=True)
 class Published:
@@ -40,7 +42,7 @@ def newest_published(gh: Any) -> Published | None:
         when = r.get("published_at")
         if r.get("draft") or not when:
             continue
-        at = _dt.datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+        at = parse_time(str(when))
         if best is None or at > best.published_at:
             best = Published(str(r.get("tag_name")), at)
     return best

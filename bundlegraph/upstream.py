@@ -51,10 +51,13 @@ class Scan:
     skipped: list[str] = field(default_factory=list)
 
 
-def _when(text: str | None) -> _dt.datetime | None:
-    if not text:
-        return None
+def parse_time(text: str) -> _dt.datetime:
+    """A GitHub API timestamp (``2026-12-01T12:00:00Z``, ISO 8601) as an aware datetime."""
     return _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _when(text: str | None) -> _dt.datetime | None:
+    return parse_time(text) if text else None
 
 
 def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan:
@@ -189,4 +192,4 @@ def bump(bundles: Path, build: UpstreamBuild, log: Path) -> Bumped:
     return Bumped(tag, build, sha256, merged, f)
 
 
-__all__ = ["BUILD_RE", "Bumped", "Scan", "UpstreamBuild", "bump", "newest_build", "rewrite_release"]
+__all__ = ["BUILD_RE", "Bumped", "Scan", "UpstreamBuild", "bump", "newest_build", "parse_time", "rewrite_release"]

@@ -23,16 +23,12 @@ from ..core.errors import BundleGraphError
 
 
 def _gh(repo: str | None) -> Any:
-    import httpx
-
-    from ..core import settings
-    from ..github_release import DEFAULT_API, GitHub
+    from ..github_release import GitHub
 
     repo = repo or os.environ.get("GITHUB_REPOSITORY")
     if not repo:
         raise BundleGraphError("no repository: pass --repo OWNER/REPO or set GITHUB_REPOSITORY")
-    client = httpx.Client(timeout=60.0, trust_env=False)
-    return GitHub(settings.get("GITHUB_API") or DEFAULT_API, repo, client, os.environ.get("GITHUB_TOKEN") or None)
+    return GitHub.connect(repo)
 
 
 def run_age(args: argparse.Namespace) -> int:

@@ -138,9 +138,7 @@ def redownloads(where: str | None, manifest: Manifest) -> dict[str, bool | None]
     """For each bundle of the release: whether the installer re-downloads it on every run (it
     lacks :data:`~bundlegraph.schemas.installer.BACKFILLED`); None where the bundle is not a
     local file (a release URL) and so was not looked into."""
-    import tarfile
-    import zipfile
-
+    from ..archive import member_names
     from ..schemas.installer import BACKFILLED
 
     d = None if where and where.startswith(("http://", "https://")) else (Path(where) if where else paths.dist_dir())
@@ -151,13 +149,7 @@ def redownloads(where: str | None, manifest: Manifest) -> dict[str, bool | None]
             out[a.asset_name] = None
             continue
         want = BACKFILLED + (".exe" if a.os == "windows" else "")
-        if a.asset_name.endswith(".zip"):
-            with zipfile.ZipFile(f) as z:
-                names = [Path(n).name for n in z.namelist()]
-        else:
-            with tarfile.open(f) as t:
-                names = [Path(m.name).name for m in t.getmembers()]
-        out[a.asset_name] = want not in names
+        out[a.asset_name] = want not in {Path(n).name for n in member_names(f)}
     return out
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,17 +26,11 @@ from ..core.errors import BundleGraphError
 
 
 def _github(bundles: str) -> tuple[Any, Any]:
-    import httpx
-
-    from ..core import settings
-    from ..github_release import DEFAULT_API, GitHub
+    from ..github_release import GitHub
     from ..schemas.loader import load_matrix
 
     rel = load_matrix(bundles).release
-    client = httpx.Client(timeout=60.0, trust_env=False)
-    return GitHub(
-        settings.get("GITHUB_API") or DEFAULT_API, rel.source_repo, client, os.environ.get("GITHUB_TOKEN") or None
-    ), rel
+    return GitHub.connect(rel.source_repo), rel
 
 
 def _scan(args: argparse.Namespace) -> Any:

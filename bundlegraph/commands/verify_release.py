@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -31,19 +30,13 @@ def run(args: argparse.Namespace) -> int:
         specs = load_matrix(args.bundles)
     except BundleGraphError:
         specs = None  # a consumer without the release's bundles/: waived smokes cannot be told
-    import httpx
-
-    from ..core import settings
-    from ..github_release import DEFAULT_API, GitHub
+    from ..github_release import GitHub
 
     if args.tag and not args.repo and not args.release:
         raise BundleGraphError("verify-release: a published release needs both --repo and --tag")
-    client = httpx.Client(timeout=120.0, trust_env=False)
     # the releases API: the published release (--repo/--tag) and the upstream digests of paired assets
-    gh = GitHub(
-        settings.get("GITHUB_API") or DEFAULT_API, args.repo or "-/-", client, os.environ.get("GITHUB_TOKEN") or None
-    )
-    with tempfile.TemporaryDirectory(prefix="bundlegraph-verify-release-") as scratch, client:
+    gh = GitHub.connect(args.repo or "-/-", timeout=120.0)
+    with tempfile.TemporaryDirectory(prefix="bundlegraph-verify-release-") as scratch, gh.c:
         src: Any
         if args.repo and args.tag and not args.release:
             src = ApiSource(gh, args.tag, Path(scratch))
