@@ -35,21 +35,21 @@ def render(name: str) -> str:
 
 
 def _fill_defaults(root: type[Record], schema: dict[str, Any]) -> None:
-    """Each property's description (its field's docstring), and the default of a field made by a factory
-    (pydantic leaves those out), in its JSON form: what an editor shows as you type."""
+    """Each property's description (its field's docstring), and the default of a field made by a
+    factory (pydantic leaves those out), in its JSON form: what an editor shows as you type. The
+    root is ``root``; every other record is the ``$defs`` entry of its class name."""
     import dataclasses
-    import typing
 
-    from ..schemas.records import field_docs, json_form
+    from ..schemas import records
 
-    seen: set[type] = set()
-
-    def walk(cls: type[Record], node: dict[str, Any]) -> None:
-        if cls in seen:
-            return
-        seen.add(cls)
-        hints = typing.get_type_hints(cls)
-        docs = field_docs(cls)
+    defs = schema.get("$defs", {})
+    for cls in vars(records).values():
+        if not (isinstance(cls, type) and issubclass(cls, Record)) or cls is Record:
+            continue
+        node = schema if cls is root else defs.get(cls.__name__)
+        if node is None:
+            continue
+        docs = records.field_docs(cls)
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             prop = node.get("properties", {}).get(f.name.rstrip("_"))
             if prop is None:
@@ -57,19 +57,7 @@ def _fill_defaults(root: type[Record], schema: dict[str, Any]) -> None:
             if f.name in docs:
                 prop["description"] = docs[f.name]
             if f.default_factory is not dataclasses.MISSING:
-                prop["default"] = json_form(f.default_factory())
-            for arg in (hints[f.name], *typing.get_args(hints[f.name])):
-                if isinstance(arg, type) and issubclass(arg, Record) and arg.__name__ in schema.get("$defs", {}):
-                    walk(arg, schema["$defs"][arg.__name__])
-                for inner in typing.get_args(arg):
-                    if (
-                        isinstance(inner, type)
-                        and issubclass(inner, Record)
-                        and inner.__name__ in schema.get("$defs", {})
-                    ):
-                        walk(inner, schema["$defs"][inner.__name__])
-
-    walk(root, schema)
+                prop["default"] = records.json_form(f.default_factory())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -185,12 +185,6 @@ def field_docs(cls: type[Record]) -> dict[str, str]:
     return docs
 
 
-def json_of(rec: Record) -> dict[str, Any]:
-    """The JSON form of ``rec`` for serialisers (action keys, JSON output)."""
-    out: dict[str, Any] = json_form(rec)
-    return out
-
-
 # --- a leg: bundles/<leg>.toml ---------------------------------------------------------------
 
 
