@@ -12,9 +12,13 @@ attestation project's specifications and protobuf bindings define them.
   name. (The statement is not in the index: it names the index's digest.)
 - **externalParameters**: the release tag, the legs whose bundles it holds, and each spec
   file's sha256 (``release.toml`` and ``<leg>.toml``).
-- **internalParameters**: bundlegraph's version.
+- **internalParameters**: bundlegraph's version and, per leg compiled in this work directory,
+  what a rebuild must match (:func:`build_recipe`: toolchain, compiler and tool versions, CMake
+  cache entries, flags, and the prefix maps with every build-host root written as its stable
+  name, so no path of the builder's machine is published).
 - **resolvedDependencies**: the llama.cpp source (repo, commit, the source archive's sha256; a
-  mix's base and pull requests too), each runtime file a bundle ships (its toolkit or toolchain
+  mix's base and pull requests too), each CUDA toolkit component a leg compiled with (version,
+  platform, host or target role, sha256 of the file downloaded), each runtime file a bundle ships (its toolkit or toolchain
   origin and sha256), each paired upstream asset (its sha256 and how it was verified:
   ``pinned``, ``local:<file>`` or the upstream release's published ``digest``) and each
   imported build (where it came from and every file's sha256). What could be verified only by
@@ -82,13 +86,15 @@ def statement(
     bundle_infos: Sequence[Any],
     paired: Sequence[Mapping[str, Any]],
     env: Mapping[str, str],
+    builds: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The statement (a JSON object). ``release``: the release record; ``legs``: the legs whose
     bundles the release holds; ``spec_files``: name -> path of the spec files read;
     ``source``: ``{"repo", "commit", "archive", "archive_sha256", "ggml_tree"}``;
     ``bundle_infos``: each bundle's :class:`~bundlegraph.schemas.manifest.BundleInfo`;
     ``paired``: ``{"name", "sha256", "verified"}`` per paired asset; ``env``: the process
-    environment (the CI's run, ``SOURCE_DATE_EPOCH``)."""
+    environment (the CI's run, ``SOURCE_DATE_EPOCH``); ``builds``: leg -> :func:`build_recipe`
+    for the legs compiled in this work directory."""
     from .core.fsutil import sha256_file
     from .schemas.records import MixPin
 
@@ -143,6 +149,16 @@ def statement(
                     "annotations": {"files": dict(sorted(imp.files.items()))},
                 }
             )
+    for leg, recipe in sorted((builds or {}).items()):
+        for c in recipe.get("toolkit", []):
+            deps.append(
+                {
+                    "name": f"{leg}: {c['component']} {c['version']} ({c['platform']}, {c['role']})",
+                    "uri": c["origin"],
+                    "digest": {"sha256": c["sha256"]},
+                    "annotations": {"file": c["filename"], "source": c["source"]},
+                }
+            )
     for pa in sorted(paired, key=lambda x: x["name"]):
         deps.append(
             {
@@ -165,12 +181,56 @@ def statement(
                     "legs": sorted(legs),
                     "specs": {n: sha256_file(p) for n, p in sorted(spec_files.items())},
                 },
-                "internalParameters": {"bundlegraph": __version__},
+                "internalParameters": {
+                    "bundlegraph": __version__,
+                    "builds": {leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in sorted((builds or {}).items())},
+                },
                 "resolvedDependencies": deps,
             },
             "runDetails": {"builder": {"id": bid}, "metadata": meta},
         },
     }
+
+
+ROOT_ROLES = {
+    "llama.cpp": "the llama.cpp source tree",
+    "build": "CMake's binary directory",
+    "cuda": "the CUDA toolkit's root",
+    "work": "the work directory",
+    "cache": "the download and toolkit cache",
+}
+"""What each stable name of :mod:`bundlegraph.toolchains.prefix_maps` stands for."""
+
+
+def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a rebuild of one leg must match, from its ``configure.json`` (``configure``) and its
+    toolkit's receipt (``bundlegraph-toolkit.json``, None for a CPU leg): the toolchain, compiler
+    and build-tool versions, the CMake cache entries, each language's flags and the prefix maps.
+    Each build-host root is written as ``<name>`` (its stable name, :data:`ROOT_ROLES` says what
+    it stands for), so the statement names no path of the machine that built it.
+    ``toolkit``: each installed component (component, version, platform, role, origin, file,
+    sha256)."""
+    maps: dict[str, str] = dict(configure.get("prefix_maps") or {})
+
+    def unrooted(text: str) -> str:
+        for name, root in sorted(maps.items(), key=lambda kv: -len(kv[1])):
+            text = text.replace(root, f"<{name}>")
+        return text
+
+    inputs = configure.get("inputs") or {}
+    out: dict[str, Any] = {
+        "toolchain": configure.get("toolchain"),
+        "compilers": inputs.get("compilers"),
+        "tools": {k: v.get("version") for k, v in (inputs.get("tools") or {}).items()},
+        "cmake_cache": dict(sorted((configure.get("cache") or {}).items())),
+        "flags": {k: unrooted(v) for k, v in sorted((configure.get("compile_flags") or {}).items())},
+        "prefix_maps": {f"<{name}>": ROOT_ROLES.get(name, name) for name in sorted(maps)},
+    }
+    if receipt is not None:
+        keep = ("component", "version", "platform", "role", "origin", "filename", "sha256", "source")
+        out["toolkit"] = [{k: c.get(k) for k in keep} for c in receipt.get("components", [])]
+        out["cuda"] = receipt.get("cuda")
+    return out
 
 
 def verified_as(how: str) -> str:

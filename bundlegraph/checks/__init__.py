@@ -37,7 +37,8 @@ class Failure:
     - ``file``: the file's path inside the bundle (POSIX separators), or the bundle/archive
       itself for bundle-level problems;
     - ``check``: which check failed (``machine``, ``parse``, ``gpu-code``, ``imports``,
-      ``symbols``, ``elf-paths``, ``glibc``, ``signature``, ``content``, ``archive``, ``backend``);
+      ``symbols``, ``elf-paths``, ``glibc``, ``signature``, ``content``, ``archive``, ``backend``,
+      ``host-path``);
     - ``reason``: one sentence saying what was found and what was expected.
     """
 

@@ -38,6 +38,7 @@ from ..toolchains.base import Toolchain
 from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
 from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
+from ..toolchains.prefix_maps import PrefixMaps
 from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .compile.cmake_cache import cache_entries
@@ -80,6 +81,8 @@ class ConfigurePlan:
     with_cublas: bool = False
     spec_keys: tuple[str, ...] = ()
     spec_file: str = ""
+    prefix_maps: PrefixMaps | None = None
+    """The build-host roots every compile maps to stable names (:mod:`~bundlegraph.toolchains.prefix_maps`)."""
 
     def command(self) -> str:
         return proc.quote(self.argv)
@@ -111,7 +114,11 @@ def plan_configure(
         cache["LLAMA_BUILD_COMMIT"] = UNKNOWN.format(leg=leg)
     if binaries is None:
         binaries = planned_binaries(tc) if isinstance(tc, GccLinux) else {}
-    text = tc.render(leg, cuda, binaries)
+    cmake_dir = bdir / "cmake"
+    maps = PrefixMaps(
+        source=tree, build=cmake_dir, work=ctx.workdir, cache=ctx.cache, toolkit=Path(cuda.root) if cuda else None
+    )
+    text = tc.render(leg, cuda, binaries, maps)
     hooks = (
         hooks_script(seeds=True, host_flag=msvc.ZC if tc.info.build_os == "windows" else None)
         if (tc.info.cuda and cuda)
@@ -127,7 +134,6 @@ def plan_configure(
             cmake, ninja = str(t.cmake.path), str(t.ninja.path)
         except BundleGraphError:
             pass
-    cmake_dir = bdir / "cmake"
     argv = [
         cmake,
         "--fresh",
@@ -165,7 +171,25 @@ def plan_configure(
         with_cublas=spec.cuda is not None and "libcublas" in spec.cuda.toolkit.target,
         spec_keys=tuple(spec.cmake),
         spec_file=str(ctx.matrix.files.get(leg, f"{leg}.toml")),
+        prefix_maps=maps,
     )
+
+
+def _compile_flags(cmake_dir: Path) -> dict[str, str]:
+    """The flags CMake settled on for each language (``CMAKE_<LANG>_FLAGS`` and the release
+    configuration's, from ``CMakeCache.txt``): what the provenance says a rebuild must match."""
+    from .compile.cmake_keys import read_typed_cache
+
+    try:
+        cache = read_typed_cache(cmake_dir)
+    except OSError:
+        return {}
+    out = {}
+    for lang in ("C", "CXX", "CUDA"):
+        for var in (f"CMAKE_{lang}_FLAGS", f"CMAKE_{lang}_FLAGS_RELEASE"):
+            if var in cache:
+                out[var] = cache[var][1]
+    return out
 
 
 def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
@@ -318,6 +342,8 @@ def run(plan: ConfigurePlan, inputs: dict[str, Any]) -> list[Path | Present]:
             "inputs": inputs,
             "checks": checks,
             "cuda": plan.cuda.layout_json() if plan.cuda else None,
+            "prefix_maps": plan.prefix_maps.record() if plan.prefix_maps else {},
+            "compile_flags": _compile_flags(plan.cmake_dir),
         },
     )
     return [

@@ -26,7 +26,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,6 +136,7 @@ def run_manifest(
     verifier_for: VerifierFor | None = None,
     local_dirs: list[Path] | None = None,
     client: Any = None,
+    builds: dict[str, dict[str, Any]] | None = None,
 ) -> ManifestResult:
     """Write the source archive, manifest and index into ``dist`` (see module docstring).
 
@@ -247,6 +249,7 @@ def run_manifest(
         bundle_infos=infos,
         paired=paired,
         env=provenance.environment(),
+        builds={leg: r for leg, r in (builds or {}).items() if leg in bundles},
     )
     atomic_write_bytes(dist / MANIFEST_NAME, mbytes)
     atomic_write_bytes(dist / INDEX_NAME, ibytes)
@@ -271,6 +274,28 @@ class ManifestPlan:
     source_commit: str
     commit_epoch: int | None
     ggml_tree: str | None = None
+    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """leg -> :func:`~bundlegraph.provenance.build_recipe` of each leg configured in this work
+    directory (a leg compiled on another runner has none here)."""
+
+
+def build_recipes(ctx: Context) -> dict[str, dict[str, Any]]:
+    """:func:`~bundlegraph.provenance.build_recipe` of every selected leg with a
+    ``configure.json`` here, its toolkit receipt read from the prefix it was configured with."""
+    from ..provenance import build_recipe
+    from .stage_records import read_configure
+
+    out: dict[str, dict[str, Any]] = {}
+    for leg in ctx.legs:
+        rec = read_configure(leg)
+        if rec is None:
+            continue
+        receipt = None
+        if rec.cuda and rec.cuda.get("prefix"):
+            f = Path(rec.cuda["prefix"]) / "bundlegraph-toolkit.json"
+            receipt = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+        out[leg] = build_recipe(dataclasses.asdict(rec), receipt)
+    return out
 
 
 def source_leg(ctx: Context) -> str:
@@ -295,6 +320,7 @@ def plan_manifest(ctx: Context) -> ManifestPlan:
         source_commit=src.commit,
         commit_epoch=src.epoch,
         ggml_tree=src.ggml_tree,
+        builds=build_recipes(ctx),
     )
 
 
@@ -329,6 +355,9 @@ def key_inputs(ctx: Context) -> dict[str, Any]:
         "artifacts": listing,
         "release": ctx.release,
     }
+    configured = {l: upstream_digest(f"configure:{l}") for l in ctx.legs}
+    if any(v != "missing" for v in configured.values()):  # the provenance's build recipes
+        key["configured"] = configured
     if smoked:  # the smoke results beside the bundles (only when there are: keys keep their form)
         key["smoke"] = smoked
     paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
@@ -365,6 +394,7 @@ def run(plan: ManifestPlan) -> list[Path]:
         ggml_tree=plan.ggml_tree,
         artifacts=plan.artifacts,
         verifier_for=verifier_for,
+        builds=plan.builds,
     )
     ci.write_summary(plan.dist, plan.dist / INDEX_NAME, m.release.info_file)
     from ..provenance import PROVENANCE_NAME

@@ -99,6 +99,10 @@ class ConfigureRecord:
     inputs: dict[str, Any] | None = None
     checks: dict[str, Any] | None = None
     cuda: dict[str, Any] | None = None
+    prefix_maps: dict[str, str] | None = None
+    """Each stable name and the build-host root it replaced in every compile (absent before issue 32)."""
+    compile_flags: dict[str, str] | None = None
+    """``CMAKE_<LANG>_FLAGS`` and ``CMAKE_<LANG>_FLAGS_RELEASE`` as configured."""
 
 
 def read_configure(leg: str, build_dir: Path | None = None) -> ConfigureRecord | None:

@@ -82,6 +82,11 @@ class VerifyPolicy:
     gpu_backends: tuple[str, ...] = ()
     backend_dl: bool = False
     cuda_major: int | None = None
+    host_paths: tuple[tuple[str, str], ...] = ()
+    """``(what, path)`` pairs: build-host directories (the download cache, the work directory, the
+    source tree, the home directory) that no shipped file may name: compiles map them to stable
+    names (:mod:`bundlegraph.toolchains.prefix_maps`), so a file naming one would differ on
+    another machine and leak the builder's paths."""
 
     def __post_init__(self) -> None:
         if self.os not in (None, "windows", "linux"):
@@ -224,7 +229,10 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
     from ..checks.inspect import inspect_file
 
     bundle, files = read_bundle(path)
+    from ..toolchains.prefix_maps import embedded
+
     results: dict[str, FileResult] = {}
+    report_paths: list[Failure] = []
     info_doc: tuple[str, bytes] | None = None
     for rel, data in files:
         r = inspect_file(
@@ -237,11 +245,21 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
         )
         if r.format:
             results[rel] = r
+        for what, root in embedded(data, policy.host_paths):
+            report_paths.append(
+                Failure(
+                    rel,
+                    "host-path",
+                    f"names the build host's {what} {root!r}: a compile did not map it to a stable name "
+                    f"(-ffile-prefix-map, /d1trimfile); the bytes would differ on another machine",
+                )
+            )
         if policy.info_file and rel.rsplit("/", 1)[-1] == policy.info_file:
             if info_doc is None or rel.count("/") < info_doc[0].count("/"):
                 info_doc = (rel, bytes(data))
     report = Report(str(path), bundle.kind, policy)
     report.failures += bundle.failures
+    report.failures += report_paths
     for r in results.values():
         report.failures += r.failures
         report.files[r.path] = r.finding()
@@ -311,9 +329,33 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
 
 def built_tree_policy(ctx: Context, leg: str) -> VerifyPolicy:
     """``policy_from_spec(..., built_tree=True)`` for ``leg`` of a graph context (pure)."""
+    from dataclasses import replace
+
     spec = ctx.spec(leg)
     base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
-    return policy_from_spec(spec, ctx.release, base=base, built_tree=True)
+    policy = policy_from_spec(spec, ctx.release, base=base, built_tree=True)
+    if ctx.imported_build(leg) is not None:  # made on another runner: its paths are not ours to know
+        return policy
+    return replace(policy, host_paths=host_paths(ctx, leg))
+
+
+def host_paths(ctx: Context, leg: str) -> tuple[tuple[str, str], ...]:
+    """The build-host directories no binary of ``leg`` may name: the download cache, the work
+    directory, the source tree (a path pin lies outside both) and the home directory."""
+    from .source import plan_source, source_record_if_any
+
+    rec = source_record_if_any(leg)
+    tree = Path(rec.tree) if rec is not None else plan_source(ctx.release, ctx.matrix.root).tree
+    out = [
+        ("download cache", ctx.cache.as_posix()),
+        ("work directory", ctx.workdir.as_posix()),
+        ("source tree", tree.as_posix()),
+    ]
+    try:
+        out.append(("home directory", Path.home().as_posix()))
+    except RuntimeError:  # no HOME (nor USERPROFILE): nothing to look for
+        pass
+    return tuple(out)
 
 
 @dataclass(frozen=True)

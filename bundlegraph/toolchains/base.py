@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .cuda import PLATFORMS, CudaToolkit, target_dir
+from .prefix_maps import PrefixMaps, flag_text
 from .registry import ToolchainInfo
 
 
@@ -51,6 +52,12 @@ def this_host() -> tuple[str, str]:
 def cmake_str(value: str) -> str:
     """A CMake quoted argument (backslashes and quotes escaped)."""
     return '"' + value.replace("\\", "/").replace('"', '\\"') + '"'
+
+
+def cmake_text(value: str) -> str:
+    """``value`` inside a CMake quoted argument, every character kept (backslash, quote and
+    ``$`` escaped): for flags, where ``/d1trimfile:C:\\a\\`` must keep its backslashes."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
 @dataclass(frozen=True)
@@ -89,15 +96,25 @@ class Toolchain:
         ``x64``)."""
         return target_dir(PLATFORMS[(self.info.target_os, self.info.target_arch)])
 
-    def nvcc_flags(self) -> list[str]:
+    def prefix_map_flags(self, maps: PrefixMaps) -> list[str]:
+        """The C and C++ compiler's flags mapping ``maps``' roots to stable names
+        (:mod:`.prefix_maps`): ``-ffile-prefix-map`` for GCC and clang; MSVC overrides."""
+        return maps.gnu_flags()
+
+    def nvcc_flags(self, maps: PrefixMaps | None = None) -> list[str]:
         """nvcc flags of every CUDA compile (``CMAKE_CUDA_FLAGS_INIT``): ``-target-dir`` (the
         target's headers and libraries) and ``--objdir-as-tempdir`` (``-objtemp``, nvcc 12.x+):
         nvcc's intermediate files are named after the object file instead of
         ``tmpxft_<pid>_...`` in the temp directory, and those names land in the object (the
         ``.cudafe1.cpp`` file name), so without it two builds of one source differ. The per-file
         ``-frandom-seed`` that fixes nvcc's generated device-symbol names comes from
-        :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's help asks)."""
-        return [f"-target-dir={self.cuda_target_dir()}", "-objtemp"] if self.info.cuda else []
+        :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's help asks).
+        With ``maps``, the host compiler's prefix maps follow through ``-Xcompiler=`` (nvcc's host
+        preprocessing maps the device code's ``__FILE__`` with them)."""
+        if not self.info.cuda:
+            return []
+        mapped = [f"-Xcompiler={f}" for f in self.prefix_map_flags(maps)] if maps else []
+        return [f"-target-dir={self.cuda_target_dir()}", "-objtemp", *mapped]
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment cmake and the compilers run in (default: this process's)."""
@@ -106,7 +123,11 @@ class Toolchain:
     def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         raise NotImplementedError
 
-    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str]) -> str:
+    def render(
+        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str], maps: PrefixMaps | None = None
+    ) -> str:
+        """The leg's CMake toolchain file; ``maps``: the build-host roots its compiles map to
+        stable names (:mod:`.prefix_maps`), none when absent."""
         raise NotImplementedError
 
     # -- shared rendering pieces -------------------------------------------------------------
@@ -122,7 +143,24 @@ class Toolchain:
             ]
         return out
 
-    def _cuda_lines(self, cuda: CudaToolkit, host_compiler: str, pin_comment: str) -> list[str]:
+    def _flags_init(self, maps: PrefixMaps | None, extra: str = "") -> list[str]:
+        """``CMAKE_C_FLAGS_INIT``/``CMAKE_CXX_FLAGS_INIT``: ``extra`` (CMake text) and the prefix
+        maps. Set, not appended: CMake reads a toolchain file more than once."""
+        mapped = cmake_text(flag_text(self.prefix_map_flags(maps))) if maps else ""
+        flags = " ".join(x for x in (extra, mapped) if x)
+        if not flags:
+            return []
+        out = [""]
+        if maps:
+            out.append("# Build-host paths mapped to stable names: bytes that do not depend on where the build ran.")
+        return out + [
+            f'set( CMAKE_C_FLAGS_INIT   "{flags}" )',
+            f'set( CMAKE_CXX_FLAGS_INIT "{flags}" )',
+        ]
+
+    def _cuda_lines(
+        self, cuda: CudaToolkit, host_compiler: str, pin_comment: str, maps: PrefixMaps | None = None
+    ) -> list[str]:
         """CUDA_ROOT, nvcc, its host compiler, ``-target-dir`` and (cross only) the library pins."""
         lines = [
             "",
@@ -131,7 +169,7 @@ class Toolchain:
             f'set( CMAKE_CUDA_COMPILER "${{CUDA_ROOT}}/{Path(cuda.nvcc_posix).relative_to(cuda.root).as_posix()}"'
             ' CACHE FILEPATH "" )',
             f'set( CMAKE_CUDA_HOST_COMPILER {host_compiler} CACHE FILEPATH "" )',
-            f'set( CMAKE_CUDA_FLAGS_INIT "{" ".join(self.nvcc_flags())}" )',
+            f'set( CMAKE_CUDA_FLAGS_INIT "{cmake_text(flag_text(self.nvcc_flags(maps)))}" )',
         ]
         if self.info.cross:
             lines += ["", f"# {pin_comment}"]

@@ -17,6 +17,7 @@ from ..core import proc
 from ..core.errors import BundleGraphError, ToolMissing
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaToolkit
+from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
 from .tools import _version_by_run
 
@@ -73,7 +74,9 @@ class GccLinux(Toolchain):
                 f"passes -allow-unsupported-compiler"
             )
 
-    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str]) -> str:
+    def render(
+        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str], maps: PrefixMaps | None = None
+    ) -> str:
         what = (
             "Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
             if self.info.cross
@@ -91,11 +94,13 @@ class GccLinux(Toolchain):
                 "# programs found at configure time run on the build host.",
                 "set( CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER )",
             ]
+        lines += self._flags_init(maps)
         if cuda is not None:
             lines += self._cuda_lines(
                 cuda,
                 cmake_str(binaries["cxx"]),
                 "FindCUDAToolkit selects the host's libraries (lib64, targets/x86_64-linux) in a cross build.",
+                maps,
             )
         return "\n".join(lines) + "\n"
 

@@ -23,6 +23,7 @@ from ..core.errors import ToolMissing
 from . import msvc
 from .base import Resolved, Toolchain, cmake_str
 from .cuda import CudaToolkit
+from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
 
 _ENV_GUARD = (
@@ -51,6 +52,10 @@ class Msvc(Toolchain):
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         return msvc.developer_env(self.vcvars_arch, base)
 
+    def prefix_map_flags(self, maps: PrefixMaps) -> list[str]:
+        """cl.exe's ``/d1trimfile:OLD\\`` per root (:mod:`.prefix_maps` says why this flag)."""
+        return maps.msvc_flags()
+
     def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         cl = Path(env["VCToolsInstallDir"]) / self.cl_rel
@@ -66,7 +71,9 @@ class Msvc(Toolchain):
             bins["cuda_host"] = cl.as_posix()
         return Resolved(bins, env, key)
 
-    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None) -> str:
+    def render(
+        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
+    ) -> str:
         what = {
             ("arm64", True): "Used to cross-compile ggml-cuda for Windows ARM64 on an x64 Windows host.",
             ("x64", True): "Native Windows x64 build with MSVC and nvcc.",
@@ -79,9 +86,10 @@ class Msvc(Toolchain):
             f'set( CMAKE_C_COMPILER   {cl} CACHE FILEPATH "" )',
             f'set( CMAKE_CXX_COMPILER {cl} CACHE FILEPATH "" )',
         ]
+        lines += self._flags_init(maps)
         if cuda is not None:
             lines += self._cuda_lines(
-                cuda, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows."
+                cuda, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows.", maps
             )
         return "\n".join(lines) + "\n"
 
@@ -117,7 +125,9 @@ class ClangWindows(Toolchain):
                 )
         return Resolved(bins, env, {"msvc": msvc.key_env(env), "clang_dir": base.as_posix() if override else ""})
 
-    def render(self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None) -> str:
+    def render(
+        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
+    ) -> str:
         lines = self._header(leg, "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake).")
         override = settings.get("CLANG")
         lines.append("")
@@ -139,8 +149,6 @@ class ClangWindows(Toolchain):
             "",
             f'set( arch_c_flags "{self.ARCH_FLAGS}" )',
             f'set( warn_c_flags "{self.WARN_FLAGS}" )',
-            "",
-            'set( CMAKE_C_FLAGS_INIT   "${arch_c_flags} ${warn_c_flags}" )',
-            'set( CMAKE_CXX_FLAGS_INIT "${arch_c_flags} ${warn_c_flags}" )',
+            *self._flags_init(maps, "${arch_c_flags} ${warn_c_flags}"),
         ]
         return "\n".join(lines) + "\n"

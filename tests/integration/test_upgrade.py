@@ -2,7 +2,7 @@
 was before the pipeline renovation (issue 14; commit 801811ce78cd, taken from this repository's
 git history, with the stand-in data of that commit) is up to date for today's code -- `doit` of
 every task the old code ran executes nothing over its work directory, except what a change that
-alters a build says here (issue 19: the CUDA leg's nvcc flags). Action keys keep their form across
+alters a build says here (issue 19: the CUDA leg's nvcc flags; issue 32: every leg's prefix maps). Action keys keep their form across
 refactorings; a change that alters one must say so in this test."""
 
 from __future__ import annotations
@@ -60,13 +60,20 @@ def test_a_release_built_before_the_renovation_is_up_to_date_after_it(tmp_path):
     # today's code, same work directory: every task the old code ran is up to date. (A bare doit
     # would add the stages that came later, the smoke of each bundle: new tasks, not reruns; the
     # old stand-in's llama-cli predates the --version line they check.)
-    # One change says so here (issue 19): every nvcc compile now gets -objtemp and a per-source
-    # -frandom-seed (byte-reproducible objects), so the CUDA leg's toolchain file differs: it is
-    # configured and built again, and what its new bytes feed runs again; nothing else does.
+    # Two changes say so here:
+    # - issue 19: every nvcc compile gets -objtemp and a per-source -frandom-seed (byte-reproducible
+    #   objects), so the CUDA leg's toolchain file differs;
+    # - issue 32: every compile of every leg maps the build host's roots (source tree, build,
+    #   work and cache directories, toolkit) to stable names (-ffile-prefix-map), so every leg's
+    #   toolchain file differs, and verify now checks that no binary names those roots.
+    # So each leg is configured, built and verified again, and what its new bytes feed runs again
+    # (merge, package, the manifest); a task of no other stage does.
     after = graphrun.doit(ran, bundles=tree / "bundles", workdir=work, PYTHONUNBUFFERED="1")
     assert after.returncode == 0, after.stdout[-4000:] + after.stderr[-3000:]
     reran = graphrun.executed(after.stdout)
-    cuda = {f"{st}:mini-linux-arm64-cuda" for st in ("configure", "build", "verify", "merge", "package")}
-    assert reran[:2] == ["configure:mini-linux-arm64-cuda", "build:mini-linux-arm64-cuda"], after.stdout[-4000:]
-    assert set(reran) <= cuda | {"manifest"}, reran
+    legs = ("mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu")
+    rebuilt = {f"{st}:{leg}" for st in ("configure", "build", "verify") for leg in legs}
+    fed = {f"{st}:{leg}" for st in ("merge", "package") for leg in legs} | {"manifest"}
+    assert rebuilt <= set(reran), after.stdout[-4000:]
+    assert set(reran) <= rebuilt | fed, reran
     assert sorted(l[3:] for l in after.stdout.splitlines() if l.startswith("-- ")) == sorted(set(ran) - set(reran))
