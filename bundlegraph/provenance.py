@@ -183,7 +183,9 @@ def statement(
                 },
                 "internalParameters": {
                     "bundlegraph": __version__,
-                    "builds": {leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in sorted((builds or {}).items())},
+                    "builds": {
+                        leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in sorted((builds or {}).items())
+                    },
                 },
                 "resolvedDependencies": deps,
             },

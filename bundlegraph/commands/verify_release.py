@@ -1,10 +1,12 @@
-"""``bundlegraph verify-release [DIST] [--repo R --tag T] [--attestations] [--json]``: check a
+"""``bundlegraph verify-release [DIST] [--repo R --tag T] [--attestations] [--rebuild LEG] [--json]``: check a
 whole release (:mod:`bundlegraph.verify_release`): from a ``dist/`` directory (default: the work
 directory's), or with ``--repo`` and ``--tag`` the published GitHub release, read through the
 releases API (``BUNDLEGRAPH_GITHUB_API``, token ``GITHUB_TOKEN``). Exit 0 when every check that
 ran passed and none was left out; 1 with every mismatch named (check, asset, field, both
 values); 2 for usage. A check that could not run (``--attestations`` without ``gh``) is said
-so and makes the exit 1: a check not run is never reported as passed.
+so and makes the exit 1: a check not run is never reported as passed. ``--rebuild LEG`` adds the
+``rebuild`` check (:mod:`bundlegraph.rebuild`): the leg built again from the release's own source
+archive gives the published bytes.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
                 )
             src = DistSource(d)
         checks = verify(src, tag=args.tag, repo=args.repo, specs=specs, attestations=args.attestations, gh=gh)
+        if args.rebuild:
+            checks.append(_rebuild_check(src, args))
     ok = all(c.status == "passed" or (c.name == "attestations" and not args.attestations) for c in checks)
     if args.json:
         print(
@@ -72,6 +76,30 @@ def run(args: argparse.Namespace) -> int:
                 print(f"    {p}")
         print("verify-release: " + ("every check passed" if ok else "refused"), file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
+
+
+def _rebuild_check(src: Any, args: argparse.Namespace) -> Any:
+    """The ``rebuild`` check: :func:`bundlegraph.rebuild.rebuild` of ``--rebuild LEG``."""
+    from ..rebuild import rebuild
+    from ..verify_release import Check, DistSource
+
+    c = Check("rebuild")
+    if not isinstance(src, DistSource):
+        raise BundleGraphError(
+            "verify-release --rebuild: name a dist directory (a published release: download it first)"
+        )
+    r = rebuild(src.d, Path(args.bundles), args.rebuild, Path(args.rebuild_dir) if args.rebuild_dir else None)
+    if r.identical:
+        c.why = ""
+        c.problems = []
+        print(f"verify-release --rebuild {r.leg}: {r.bundle} rebuilt byte-identical (sha256 {r.rebuilt})")
+    else:
+        c.fail(
+            f"{r.bundle}: rebuilt sha256 {r.rebuilt}, the release has {r.published}; differing members: "
+            + (", ".join(r.differing[:20]) or "(none by name: the archives differ in their framing)")
+            + f"; the rebuild is kept in {r.directory}"
+        )
+    return c
 
 
 def run_checksums(args: argparse.Namespace) -> int:
@@ -108,4 +136,11 @@ def register(sub: Any) -> None:
     p.add_argument("--tag", help="the release's tag")
     p.add_argument("--attestations", action="store_true", help="also run gh attestation verify for each asset")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--rebuild",
+        metavar="LEG",
+        help="also rebuild LEG from the release's own source archive (with --bundles: the release's spec files) "
+        "and compare the bundle's bytes",
+    )
+    p.add_argument("--rebuild-dir", metavar="DIR", help="where to rebuild (default: a temporary directory)")
     p.set_defaults(func=run)

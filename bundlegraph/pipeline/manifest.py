@@ -20,13 +20,13 @@ Both JSON files are written by temp file + rename, the index last.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path

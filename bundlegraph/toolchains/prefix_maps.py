@@ -94,7 +94,6 @@ def _quoted(flag: str) -> str:
     return '"' + stripped + "\\" * (2 * (len(flag) - len(stripped))) + '"'
 
 
-
 def _find(data: bytes | bytearray | memoryview | mmap.mmap, needle: bytes) -> bool:
     """Whether ``needle`` occurs in ``data`` (``in`` tests single items of an mmap or memoryview)."""
     if isinstance(data, memoryview):
@@ -102,7 +101,9 @@ def _find(data: bytes | bytearray | memoryview | mmap.mmap, needle: bytes) -> bo
     return data.find(needle) != -1
 
 
-def embedded(data: bytes | bytearray | memoryview | mmap.mmap, roots: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+def embedded(
+    data: bytes | bytearray | memoryview | mmap.mmap, roots: tuple[tuple[str, str], ...]
+) -> list[tuple[str, str]]:
     """The ``(what, root)`` pairs of ``roots`` whose root ``data`` names as a directory (the
     root followed by a slash or backslash), in either slash form and, for a Windows path, either
     case of its drive letter. Roots shorter than 4 characters are ignored (``/`` would match

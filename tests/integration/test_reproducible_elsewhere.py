@@ -50,9 +50,7 @@ def test_a_rebuild_elsewhere_gives_the_same_bytes(release, tmp_path):
     cache, home = tmp_path / "other-cache", tmp_path / "other-home"
     home.mkdir()
     _link_blobs(paths.cache_root(), cache)
-    r = graphrun.doit(
-        [], bundles=bundles, workdir=work, timeout=900, BUNDLEGRAPH_CACHE=str(cache), HOME=str(home)
-    )
+    r = graphrun.doit([], bundles=bundles, workdir=work, timeout=900, BUNDLEGRAPH_CACHE=str(cache), HOME=str(home))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     # the second build really ran elsewhere: its toolkit was installed in its own cache
     assert any((cache / "toolkits").iterdir())
@@ -92,7 +90,7 @@ def test_the_provenance_says_what_a_rebuild_must_match_and_names_no_host_path(re
     assert nvcc["uri"] == "nvidia-cuda-nvcc==13.5.37" and len(nvcc["digest"]["sha256"]) == 64
 
 
-SOURCE = '#include <stdio.h>\nvoid where(void) { puts(__FILE__); }\n'
+SOURCE = "#include <stdio.h>\nvoid where(void) { puts(__FILE__); }\n"
 
 
 @pytest.mark.parametrize("mapped", [False, True], ids=["unmapped", "mapped"])
@@ -119,3 +117,29 @@ def test_verify_refuses_a_binary_naming_the_build_host(tmp_path, mapped):
     else:
         assert [(f.file, f.check) for f in report.failures] == [("libwhere.so", "host-path")]
         assert f"names the build host's download cache {str(cache)!r}" in report.lines()[0]
+
+
+def test_verify_release_rebuilds_a_leg_from_the_release_s_own_source_archive(release, tmp_path):
+    """``verify-release --rebuild``: the CPU leg built again, in a new directory, from the source
+    archive the release publishes, gives the published bundle's bytes; and a spec file that is
+    not the one the release was built from is refused, naming it and both digests."""
+    where = tmp_path / "rebuild"
+    r = release.cli("verify-release", str(release.dist), "--rebuild", "mini-linux-x64-cpu", "--rebuild-dir", str(where))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert "app-b42-linux-x64-cpu.tar.gz rebuilt byte-identical" in r.stdout
+    assert "  rebuild: passed" in r.stdout
+    # it built from the extracted source archive, not from the original tree
+    pin = (where / "bundles" / "release.toml").read_text()
+    assert f'path = "{(where / "source").as_posix()}"' in pin and 'kind = "path"' in pin
+    assert (where / "work" / "dist" / "app-b42-linux-x64-cpu.tar.gz").is_file()
+
+    other = tmp_path / "bundles"
+    shutil.copytree(release.bundles, other)
+    leg = other / "mini-linux-x64-cpu.toml"
+    leg.write_text(leg.read_text() + "\n# edited after the release\n")
+    r = graphrun.cli(
+        ["verify-release", str(release.dist), "--rebuild", "mini-linux-x64-cpu"], bundles=other, workdir=release.work
+    )
+    assert r.returncode != 0
+    assert "not the spec files the release was built from" in r.stderr, r.stderr
+    assert f"{leg}: sha256 " in r.stderr and "the release was built from" in r.stderr
