@@ -13,7 +13,7 @@ and ``remote_storage`` from ``BUNDLEGRAPH_CACHE_REMOTE`` (http/WebDAV, redis) wi
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from ...core import paths, proc, settings
@@ -44,25 +44,50 @@ def build_env(launcher: dict[str, Any] | None, base: dict[str, str], stats_log: 
     """The environment a build runs in when configure chose ``launcher`` (``configure.json``'s
     entry): ``base`` plus, for ccache, ``CCACHE_BASEDIR`` (the work directory; a
     ``CCACHE_BASEDIR`` of ``base`` wins), ``CCACHE_COMPILERCHECK=content``,
-    ``CCACHE_STATSLOG=stats_log`` and ``CCACHE_REMOTE_STORAGE`` (:func:`remote_storage`). Other
+    ``CCACHE_STATSLOG=stats_log``, ``CCACHE_REMOTE_STORAGE`` (:func:`remote_storage`) and
+    ``CCACHE_IGNOREOPTIONS`` for the work directory's prefix maps (:func:`ignored_prefix_maps`). Other
     launchers: ``base`` unchanged.
 
     Why the work directory and nothing wider: ccache compiles with the paths it rewrote, so a
     source file under ``base_dir`` is compiled by a relative name and its ``__FILE__`` strings
     (ggml's asserts) change with it. The source tree and the toolkit live in bundlegraph's cache,
-    outside the work directory, at the same absolute paths on every runner of a kind: compiled
-    by those names, with or without ccache, the bytes agree; only the work directory's own paths
-    (``-I<build dir>/ggml/src``) become relative, so two work directories share entries."""
+    outside the work directory, and every compile maps them to stable names (issue 32), so with
+    or without ccache the bytes agree; only the work directory's own paths
+    (``-I<build dir>/ggml/src``) become relative, and its prefix maps are left out of the hash
+    (:func:`ignored_prefix_maps`), so two work directories share entries."""
     env = dict(base)
     if not launcher or launcher.get("name") != "ccache":
         return env
     env.setdefault("CCACHE_BASEDIR", str(paths.workdir()))
     env.setdefault("CCACHE_COMPILERCHECK", "content")
+    ignore = " ".join([*base.get("CCACHE_IGNOREOPTIONS", "").split(), *ignored_prefix_maps(paths.workdir())])
+    if ignore:
+        env["CCACHE_IGNOREOPTIONS"] = ignore
     env["CCACHE_STATSLOG"] = str(stats_log)
     remote = remote_storage(base)
     if remote:
         env["CCACHE_REMOTE_STORAGE"] = remote
     return env
+
+
+def ignored_prefix_maps(workdir: Path) -> list[str]:
+    """ccache ``ignore_options`` patterns for the prefix maps whose old side is the work directory
+    or below it (the work and build roots, :mod:`bundlegraph.toolchains.prefix_maps`): they name
+    each work directory's own path, so hashed they would keep two work directories from sharing
+    an entry, while what they do is the same in both (a root of the work directory becomes the
+    same stable name; ccache's ``base_dir`` makes the work directory's paths relative anyway).
+    The source tree's, the toolkit's and the cache's maps stay hashed. A path with a space
+    cannot be written in the space-separated list: none then."""
+    w = workdir.as_posix()
+    if " " in w:
+        return []
+    win = str(PureWindowsPath(workdir))
+    return [
+        f"-ffile-prefix-map={w}*",
+        f"-Xcompiler=-ffile-prefix-map={w}*",
+        f"/d1trimfile:{win}*",
+        f"-Xcompiler=/d1trimfile:{win}*",
+    ]
 
 
 #: ccache's counter IDs (``--print-log-stats``; ccache's ``Statistic.hpp``) summed into
