@@ -11,7 +11,8 @@ What it does, in a fresh directory (kept with ``--rebuild-dir``):
 3. A copy of those specs whose ``[source]`` is a ``kind = "path"`` pin of the extracted tree (the
    same commit and commit date) is built with the real graph: ``doit package:LEG`` in a new work
    directory, the merge base of a merged leg taken from the release itself (``artifacts=``),
-   ``SOURCE_DATE_EPOCH`` as the provenance records it.
+   ``SOURCE_DATE_EPOCH`` as the provenance records it, else the source archive's timestamp (one
+   run stamps the source archive and the bundles with one time).
 4. The rebuilt bundle's sha256 is compared with the index's; when they differ, the members that
    differ are named.
 
@@ -128,9 +129,7 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
         argv.append(f"artifacts={dist}")
     env = dict(os.environ, BUNDLEGRAPH_WORKDIR=str(work))
     env.pop("BUNDLEGRAPH_BUNDLES", None)
-    epoch = _epoch(statement)
-    if epoch is not None:
-        env["SOURCE_DATE_EPOCH"] = epoch
+    env["SOURCE_DATE_EPOCH"] = _epoch(statement) or _archive_epoch(archive)
     from .core import proc
     from .core.report import say
 
@@ -217,6 +216,22 @@ def _epoch(statement: dict[str, Any]) -> str | None:
     if not started:
         return None
     return str(int(dt.datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp()))
+
+
+def _archive_epoch(archive: Path) -> str:
+    """The timestamp of the source archive's members: one run writes the source archive and the
+    bundles with one archive time (``SOURCE_DATE_EPOCH``, else the commit's date), so it is the
+    time the rebuild's bundles need. Raises :class:`BundleGraphError` for an archive without one."""
+    import tarfile
+
+    try:
+        with tarfile.open(archive) as tf:
+            first = tf.next()
+    except (OSError, tarfile.TarError) as e:
+        raise BundleGraphError(f"--rebuild: {archive}: not a readable tar archive: {e}") from None
+    if first is None:
+        raise BundleGraphError(f"--rebuild: {archive}: empty")
+    return str(int(first.mtime))
 
 
 def _differing(published: Path, rebuilt: Path) -> list[str]:

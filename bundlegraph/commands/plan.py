@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         stages = []
         for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):
             stages.append(
-                {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
+                {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.describe(), **(_key(p) if args.keys else {})}
             )
         out[leg] = {
             "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             "stages": stages,
         }
     shared = [
-        {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.details(), **(_key(p) if args.keys else {})}
+        {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.describe(), **(_key(p) if args.keys else {})}
         for p in g.plans
         if p.leg is None
     ]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..core import paths, state
 from ..core.errors import BundleGraphError
@@ -233,19 +233,39 @@ class Context:
         return self.leg(leg).log(stage)
 
 
-P = TypeVar("P")
+class StagePlan(Protocol):
+    """What every stage's frozen plan value (``<Stage>Plan``) knows of itself: its action key and
+    how ``bundlegraph plan`` prints it. The key comes from the plan's own fields (the upstream
+    digests it consumed are among them), so what is recorded, shown and run is one value."""
+
+    def key(self) -> dict[str, Any]:
+        """The action-key inputs (canonical JSON of it is the stamp's key)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What ``bundlegraph plan`` prints of it besides the key (commands, paths)."""
+        ...
+
+
+P = TypeVar("P", bound=StagePlan)
 """The plan type of a :class:`Prepared` value (a stage's ``<Stage>Plan``)."""
 
 
 @dataclass(frozen=True)
 class Prepared(Generic[P]):
-    """One task's plan value for one run, computed once after its upstream tasks ran: ``key``
-    (the action-key inputs the stamp records and ``bundlegraph plan``/``explain`` show) and
-    ``plan`` (the frozen ``<Stage>Plan`` the run receives, e.g. ``Prepared[ConfigurePlan]``: the
-    stage's run is typed by it, so no run checks what it was handed)."""
+    """One task's plan value for one run, computed once after its upstream tasks ran: ``plan``
+    (the frozen ``<Stage>Plan`` the run receives, e.g. ``Prepared[ConfigurePlan]``: the stage's
+    run is typed by it, so no run checks what it was handed) and ``key``, what ``plan.key()``
+    gave when it was prepared (the stamp records it; ``bundlegraph plan``/``explain`` show it).
+    Make one with :meth:`of`."""
 
     key: dict[str, Any]
     plan: P
+
+    @classmethod
+    def of(cls, plan: P) -> Prepared[P]:
+        """``plan`` with its key, computed once."""
+        return cls(plan.key(), plan)
 
 
 @dataclass
@@ -261,8 +281,10 @@ class TaskPlan:
     - ``apply``: runs the stage from that value's ``plan`` alone and returns the output files
       to fingerprint.
     - ``deps``: full names of tasks that must run first.
-    - ``details``: what ``bundlegraph plan`` prints besides the key (commands, paths; works on
-      any host, before any task ran), no side effects.
+    - ``preview``: the task's plan value as it can be known before any task ran, on any host,
+      with no side effects (configure before its source is fetched shows placeholders):
+      ``bundlegraph plan`` prints its :meth:`StagePlan.describe`. None: nothing is printed
+      besides the doc and the dependencies.
     - ``recorded``: False for a task that records no stamp (a shard build).
     """
 
@@ -273,7 +295,7 @@ class TaskPlan:
     apply: Callable[[Prepared[Any]], list[Any]]
     deps: list[str] = field(default_factory=list)
     leg: str | None = None
-    details: Callable[[], dict[str, Any]] = dict
+    preview: Callable[[], StagePlan] | None = None
     recorded: bool = True
     """False for a task that is never complete (a shard build): it has no stamp, is never up to
     date and runs every time (ninja skips what is already built)."""
@@ -285,6 +307,10 @@ class TaskPlan:
     def key(self) -> dict[str, Any]:
         """The action-key inputs now."""
         return self.prepared().key
+
+    def describe(self) -> dict[str, Any]:
+        """What ``bundlegraph plan`` prints of the task: its :attr:`preview`'s description."""
+        return self.preview().describe() if self.preview is not None else {}
 
     @property
     def full_name(self) -> str:

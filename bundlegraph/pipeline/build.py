@@ -29,7 +29,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -88,9 +88,34 @@ class BuildPlan:
     bundles: Path | None = None
     """The bundles directory (where a committed cost record is found: :mod:`.costs`)."""
     ninja: str = "ninja"
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read of upstream tasks and this host (:func:`prepare`):
+    ``configure`` (configure's output digest), ``source_digest``, ``tools`` (cmake's and ninja's
+    versions); empty in a plan not prepared to run (:func:`plan_build`)."""
 
     def command(self, n: int | str = "N") -> str:
         return proc.quote([*self.argv, "-j", str(n)])
+
+    def key(self) -> dict[str, Any]:
+        """configure's output digest, the source digest, the targets, the tool versions."""
+        c = self.consumed
+        return {
+            "configure": c.get("configure", "missing"),
+            "source_digest": c.get("source_digest", "missing"),
+            "targets": self.targets,
+            "filtered": self.filtered,
+            "tools": c.get("tools"),
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The build command with the jobs it would run, why that many, where its output and log go."""
+        j = jobs_mod.decide(self.cuda_archs, self.windows)
+        return {
+            "build": self.command(j.n),
+            "jobs": j.why,
+            "artifacts_dir": self.artifacts_dir.as_posix(),
+            "log": self.log.as_posix(),
+        }
 
 
 def plan_build(ctx: Context, leg: str) -> BuildPlan:
@@ -125,18 +150,9 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
     )
 
 
-def key_inputs(ctx: Context, leg: str, plan: BuildPlan | None = None) -> dict[str, Any]:
-    """configure's output digest, the source digest, the targets, the tool versions."""
-
-    plan = plan or plan_build(ctx, leg)
-    src = source_record_if_any(leg)
-    return {
-        "configure": upstream_digest(f"configure:{leg}"),
-        "source_digest": src.digest if src is not None else "missing",
-        "targets": plan.targets,
-        "filtered": plan.filtered,
-        "tools": build_tools().key(),
-    }
+def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
+    """The action key of ``build:<leg>`` now (:meth:`BuildPlan.key` of :func:`prepare`)."""
+    return prepare(ctx, leg).key
 
 
 def _outputs(plan: BuildPlan) -> list[Path]:
@@ -179,8 +195,13 @@ class Progress:
 
 def prepare(ctx: Context, leg: str) -> Prepared[BuildPlan]:
     """``build:<leg>``'s plan value: the :class:`BuildPlan` and the key computed from it."""
-    plan = plan_build(ctx, leg)
-    return Prepared(key_inputs(ctx, leg, plan), plan)
+    src = source_record_if_any(leg)
+    consumed = {
+        "configure": upstream_digest(f"configure:{leg}"),
+        "source_digest": src.digest if src is not None else "missing",
+        "tools": build_tools().key(),
+    }
+    return Prepared.of(replace(plan_build(ctx, leg), consumed=consumed))
 
 
 def run_build(plan: BuildPlan) -> list[Path]:
@@ -341,6 +362,15 @@ class ImportPlan:
     source: Path
     artifacts_dir: Path
     record: Path
+    listing: tuple[tuple[str, int, int], ...] = ()
+    """The imported files (name, size, mtime) when prepared (:func:`prepare_import`)."""
+
+    def key(self) -> dict[str, Any]:
+        """The imported files, by name, size and mtime."""
+        return {"imported": [list(x) for x in self.listing]}
+
+    def describe(self) -> dict[str, Any]:
+        return {"imported_from": self.source.as_posix()}
 
 
 def plan_import(ctx: Context, leg: str) -> ImportPlan:
@@ -363,7 +393,7 @@ def _listing(d: Path) -> list[tuple[str, int, int]]:
 def prepare_import(ctx: Context, leg: str) -> Prepared[ImportPlan]:
     """``build:<leg>`` (imported)'s plan value: keyed by the imported files (name, size, mtime)."""
     plan = plan_import(ctx, leg)
-    return Prepared({"imported": _listing(plan.source)}, plan)
+    return Prepared.of(replace(plan, listing=tuple(_listing(plan.source))))
 
 
 def run_import(plan: ImportPlan) -> list[Path]:
@@ -429,20 +459,10 @@ def plans(ctx: Context) -> list[Any]:
                     doc=f"import {leg}'s build output made on another runner ({src})",
                     prepare=partial(prepare_import, ctx, leg),
                     apply=_apply_import,
-                    details=partial(dict, imported_from=src.as_posix()),
+                    preview=partial(plan_import, ctx, leg),
                 )
             )
             continue
-
-        def details(leg: str = leg) -> dict[str, Any]:
-            p = plan_build(ctx, leg)
-            j = jobs_mod.decide(p.cuda_archs, p.windows)
-            return {
-                "build": p.command(j.n),
-                "jobs": j.why,
-                "artifacts_dir": p.artifacts_dir.as_posix(),
-                "log": p.log.as_posix(),
-            }
 
         out.append(
             TaskPlan(
@@ -453,7 +473,7 @@ def plans(ctx: Context) -> list[Any]:
                 prepare=partial(prepare, ctx, leg),
                 apply=_apply,
                 deps=[f"configure:{leg}"],
-                details=details,
+                preview=partial(plan_build, ctx, leg),
             )
         )
     return out

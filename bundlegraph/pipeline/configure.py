@@ -22,7 +22,7 @@ still rebuilds only objects whose commands changed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -83,9 +83,58 @@ class ConfigurePlan:
     spec_file: str = ""
     prefix_maps: PrefixMaps | None = None
     """The build-host roots every compile maps to stable names (:mod:`~bundlegraph.toolchains.prefix_maps`)."""
+    host_problem: str | None = None
+    """Why this host cannot compile the leg (None: it can); shown by ``bundlegraph plan``."""
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read of upstream tasks and this host (:func:`resolved_plan`):
+    ``toolkit`` (the toolkit task's output digest, None for a CPU leg), ``tools`` (cmake's and
+    ninja's versions), ``compilers`` (the resolved compilers' versions and environment) and,
+    when ``BUNDLEGRAPH_LAUNCHER`` is set, ``launcher``; empty in a plan not prepared to run."""
 
     def command(self) -> str:
         return proc.quote(self.argv)
+
+    def key(self) -> dict[str, Any]:
+        """The toolchain, its file, the hooks, the cache entries, the command (the program by its
+        name), the source digest, the toolkit's digest and prefix, tool and compiler versions."""
+        c = self.consumed
+        inputs = {
+            "toolchain": self.toolchain,
+            "toolchain_file": self.toolchain_text,
+            "hooks": self.hooks_text,
+            "cache": self.cache,
+            "argv": [Path(a).name if i == 0 else a for i, a in enumerate(self.argv)],
+            "source_digest": self.source_digest,
+            "toolkit": c.get("toolkit"),
+            "toolkit_prefix": self.cuda.root if self.cuda else None,
+            "tools": c.get("tools"),
+            "compilers": c.get("compilers"),
+        }
+        if c.get(
+            "launcher"
+        ):  # BUNDLEGRAPH_LAUNCHER=none/ccache/sccache configures again (the default keeps the key's form)
+            inputs["launcher"] = c["launcher"]
+        return inputs
+
+    def describe(self) -> dict[str, Any]:
+        """The build host it needs, the toolchain file (path and text), the configure command,
+        the hooks file, where each nvcc flag comes from, and why this host refuses it (if so)."""
+        tc = get_toolchain(self.toolchain)
+        d: dict[str, Any] = {
+            "build_host": f"{tc.info.build_os} {tc.info.build_arch}",
+            "toolchain_file_path": self.toolchain_file.as_posix(),
+            "configure": self.command(),
+            "toolchain_file": self.toolchain_text,
+        }
+        if self.hooks_file:
+            d["hooks_file"] = self.hooks_file.as_posix()
+        if self.cuda is not None:
+            d["cuda_host_flags"] = cuda_flag_origins(self, tc)
+        if self.host_problem:
+            d["on_this_host"] = (
+                f"refused before any download (by source:{self.leg}, the leg's first task): {self.host_problem}"
+            )
+        return d
 
 
 def _source(ctx: Context, leg: str) -> tuple[Path, str, str | None]:
@@ -172,6 +221,7 @@ def plan_configure(
         spec_keys=tuple(spec.cmake),
         spec_file=str(ctx.matrix.files.get(leg, f"{leg}.toml")),
         prefix_maps=maps,
+        host_problem=ctx.host_problem(leg),
     )
 
 
@@ -252,22 +302,16 @@ def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict[str, Any]
     if UNKNOWN.format(leg=leg) in (plan.source_digest, plan.cache.get("LLAMA_BUILD_COMMIT")):
         raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
 
-    inputs = {
-        "toolchain": tc.id,
-        "toolchain_file": plan.toolchain_text,
-        "hooks": plan.hooks_text,
-        "cache": plan.cache,
-        "argv": [Path(a).name if i == 0 else a for i, a in enumerate(plan.argv)],
-        "source_digest": plan.source_digest,
+    consumed: dict[str, Any] = {
         "toolkit": upstream_digest(plan.toolkit_task) if plan.toolkit_task else None,
-        "toolkit_prefix": plan.cuda.root if plan.cuda else None,
         "tools": tools.key(),
         "compilers": resolved.key,
     }
     asked = settings.get("LAUNCHER")
-    if asked:  # BUNDLEGRAPH_LAUNCHER=none/ccache/sccache configures again (the default keeps the key's form)
-        inputs["launcher"] = asked
-    return plan, inputs
+    if asked:
+        consumed["launcher"] = asked
+    plan = replace(plan, consumed=consumed)
+    return plan, plan.key()
 
 
 def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
@@ -277,8 +321,7 @@ def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
 
 def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
     """``configure:<leg>``'s plan value: the resolved :class:`ConfigurePlan` and its key."""
-    plan, inputs = resolved_plan(ctx, leg)
-    return Prepared(inputs, plan)
+    return Prepared.of(resolved_plan(ctx, leg)[0])
 
 
 def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
@@ -440,24 +483,6 @@ def plans(ctx: Context) -> list[Any]:
         spec = ctx.spec(leg)
         _cuda, task = toolkit_layout(ctx, leg, ctx.leg(leg).toolchain)
 
-        def details(leg: str = leg) -> dict[str, Any]:
-            p = plan_configure(ctx, leg)
-            tc = ctx.leg(leg).toolchain
-            d: dict[str, object] = {
-                "build_host": f"{tc.info.build_os} {tc.info.build_arch}",
-                "toolchain_file_path": p.toolchain_file.as_posix(),
-                "configure": p.command(),
-                "toolchain_file": p.toolchain_text,
-            }
-            if p.hooks_file:
-                d["hooks_file"] = p.hooks_file.as_posix()
-            if p.cuda is not None:
-                d["cuda_host_flags"] = cuda_flag_origins(p, tc)
-            problem = ctx.host_problem(leg)
-            if problem:
-                d["on_this_host"] = f"refused before any download (by source:{leg}, the leg's first task): {problem}"
-            return d
-
         out.append(
             TaskPlan(
                 stage=NAME,
@@ -467,7 +492,7 @@ def plans(ctx: Context) -> list[Any]:
                 prepare=partial(prepare, ctx, leg),
                 apply=_apply,
                 deps=[f"source:{leg}"] + ([task] if task else []),
-                details=details,
+                preview=partial(plan_configure, ctx, leg),
             )
         )
     return out

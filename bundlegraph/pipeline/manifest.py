@@ -27,7 +27,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -277,6 +277,17 @@ class ManifestPlan:
     builds: dict[str, dict[str, Any]] = field(default_factory=dict)
     """leg -> :func:`~bundlegraph.provenance.build_recipe` of each leg configured in this work
     directory (a leg compiled on another runner has none here)."""
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read (:func:`prepare`, :func:`consumed`): every selected leg's package
+    digest, the bundles, smoke results and paired assets in ``dist/`` and the artifacts
+    directory (name, size, mtime), the source's digest, each configure's."""
+
+    def key(self) -> dict[str, Any]:
+        """The release and what it consumed."""
+        return {"release": self.matrix.release, **self.consumed}
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 def build_recipes(ctx: Context) -> dict[str, dict[str, Any]]:
@@ -324,9 +335,10 @@ def plan_manifest(ctx: Context) -> ManifestPlan:
     )
 
 
-def key_inputs(ctx: Context) -> dict[str, Any]:
-    """The action-key inputs of ``manifest``: every selected leg's package digest, the bundles in
-    ``dist/`` and the artifacts directory (name, size, mtime), the source and the release."""
+def consumed(ctx: Context) -> dict[str, Any]:
+    """What ``manifest``'s key reads besides the release: every selected leg's package digest,
+    the bundles in ``dist/`` and the artifacts directory (name, size, mtime), the source's and
+    each configure's digest."""
     art = ctx.filters.artifacts
     listing = (
         sorted(
@@ -353,7 +365,6 @@ def key_inputs(ctx: Context) -> dict[str, Any]:
         "bundles": bundles,
         "source": upstream_digest(f"source:{source_leg(ctx)}"),
         "artifacts": listing,
-        "release": ctx.release,
     }
     configured = {l: upstream_digest(f"configure:{l}") for l in ctx.legs}
     if any(v != "missing" for v in configured.values()):  # the provenance's build recipes
@@ -369,8 +380,8 @@ def key_inputs(ctx: Context) -> dict[str, Any]:
 
 
 def prepare(ctx: Context) -> Prepared[ManifestPlan]:
-    """``manifest``'s plan value: its key and its :class:`ManifestPlan`."""
-    return Prepared(key_inputs(ctx), plan_manifest(ctx))
+    """``manifest``'s plan value: its :class:`ManifestPlan` with what it consumed, and its key."""
+    return Prepared.of(replace(plan_manifest(ctx), consumed=consumed(ctx)))
 
 
 def run(plan: ManifestPlan) -> list[Path]:

@@ -348,6 +348,17 @@ class MergePlan:
     imported: bool = False
     source_commit: str | None = None
     source_digest: str = ""
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read (:func:`prepare`): ``built`` (the build's output digest) and,
+    for a merge, ``base`` (``package:<base>``'s digest, or the sha256 of an imported base),
+    ``source`` and, when shipped runtime files come from it, ``toolkit``."""
+
+    def key(self) -> dict[str, Any]:
+        """The spec and what it consumed."""
+        return {"spec": self.spec, **self.consumed}
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 def plan_merge(ctx: Context, leg: str) -> MergePlan:
@@ -397,27 +408,20 @@ def _refuse_filtered_build(leg: str) -> None:
         )
 
 
-def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
-    """The action-key inputs of ``merge:<leg>``: the spec, the built files (``build:<leg>``'s
-    output digest), and for a merge the base bundle (``package:<base>``'s digest, or the sha256
-    of an imported one), the source and, when runtime files come from it, the toolkit."""
-    spec = ctx.spec(leg)
+def consumed(ctx: Context, leg: str, plan: MergePlan) -> dict[str, Any]:
+    """What ``merge:<leg>``'s key reads besides its spec: the built files (``build:<leg>``'s
+    output digest), and for a merge the base bundle (``package:<base>``'s digest, or the sha256 of
+    the imported one ``plan`` located), the source and, when runtime files come from it, the
+    toolkit."""
+    spec = plan.spec
     if spec.merge is None:
-        return {"spec": spec, "built": upstream_digest(f"build:{leg}")}
+        return {"built": upstream_digest(f"build:{leg}")}
     base = spec.merge.base
     if ctx.filters.artifacts is not None or base not in ctx.legs:
-        try:
-            b = sha256_file(_base_archive(ctx, leg))
-        except BundleGraphError:
-            b = "missing"
+        b = sha256_file(plan.base_archive) if plan.base_archive is not None else "missing"
     else:
         b = upstream_digest(f"package:{base}")
-    keys = {
-        "spec": spec,
-        "base": b,
-        "built": upstream_digest(f"build:{leg}"),
-        "source": upstream_digest(f"source:{leg}"),
-    }
+    keys = {"base": b, "built": upstream_digest(f"build:{leg}"), "source": upstream_digest(f"source:{leg}")}
     if any(r.from_ == "toolkit" for r in spec.runtime.ships):
         # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
         # with identical built binaries must still refresh them
@@ -426,8 +430,9 @@ def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
 
 
 def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
-    """``merge:<leg>``'s plan value: its key and its :class:`MergePlan`."""
-    return Prepared(key_inputs(ctx, leg), plan_merge(ctx, leg))
+    """``merge:<leg>``'s plan value: its :class:`MergePlan` with what it consumed, and its key."""
+    plan = plan_merge(ctx, leg)
+    return Prepared.of(replace(plan, consumed=consumed(ctx, leg, plan)))
 
 
 def run(plan: MergePlan) -> list[Path]:

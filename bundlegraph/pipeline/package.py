@@ -288,6 +288,16 @@ class PackagePlan:
     redist_root: Path | None
     log: Path
     receipt: Path
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read (:func:`prepare`): ``tree`` (merge's output digest), ``source``
+    (source's), ``epoch`` (``SOURCE_DATE_EPOCH``) and ``signer`` (whether a signing command is set)."""
+
+    def key(self) -> dict[str, Any]:
+        """The spec, the release and what it consumed."""
+        return {"spec": self.inputs.spec, "release": self.inputs.release, **self.consumed}
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 def plan_package(ctx: Context, leg: str) -> PackagePlan:
@@ -343,22 +353,16 @@ def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
     return out
 
 
-def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
-    """The action-key inputs of ``package:<leg>``: spec, release, the merged tree's digest, the
-    source, ``SOURCE_DATE_EPOCH`` and whether a signing command is set."""
-    return {
-        "spec": ctx.spec(leg),
-        "release": ctx.release,
+def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
+    """``package:<leg>``'s plan value: its :class:`PackagePlan` with the merged tree's digest,
+    the source's, ``SOURCE_DATE_EPOCH`` and whether a signing command is set; and its key."""
+    consumed = {
         "tree": upstream_digest(f"merge:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
         "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
         "signer": bool(settings.get("SIGN_COMMAND")),
     }
-
-
-def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
-    """``package:<leg>``'s plan value: its key and its :class:`PackagePlan`."""
-    return Prepared(key_inputs(ctx, leg), plan_package(ctx, leg))
+    return Prepared.of(replace(plan_package(ctx, leg), consumed=consumed))
 
 
 def run(plan: PackagePlan) -> list[Path]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,17 @@ class PublishPlan:
     filtered: str | None
     source_commit: str | None
     git_ref: str
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read (:func:`prepare`): the manifest's digest and the files in
+    ``dist/`` (name, size, mtime)."""
+
+    def key(self) -> dict[str, Any]:
+        """The filters and what it consumed: any file added, removed or rewritten in ``dist/`` runs
+        the gate again."""
+        return {"filtered": self.filtered, **self.consumed}
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 def _filtered(ctx: Context) -> str | None:
@@ -243,7 +254,7 @@ def prepare(ctx: Context) -> Prepared[PublishPlan]:
         if plan.dist.is_dir()
         else []
     )
-    return Prepared({"manifest": upstream_digest("manifest"), "filtered": _filtered(ctx), "dist": listing}, plan)
+    return Prepared.of(replace(plan, consumed={"manifest": upstream_digest("manifest"), "dist": listing}))
 
 
 def run(plan: PublishPlan) -> list[Path]:

@@ -52,6 +52,13 @@ class ShardPlan:
     shard: ShardRef
     out_dir: Path
 
+    def key(self) -> dict[str, Any]:
+        """The shard and the leg's targets (shown, never recorded: a shard has no stamp)."""
+        return {"shard": str(self.shard), "targets": self.build.targets}
+
+    def describe(self) -> dict[str, Any]:
+        return {"shard": str(self.shard)}
+
 
 def plan_shard(ctx: Context, leg: str, shard: ShardRef) -> ShardPlan:
     """The :class:`ShardPlan` (pure: no process). Raises when ``shard`` does not fit the spec."""
@@ -66,8 +73,7 @@ def plan_shard(ctx: Context, leg: str, shard: ShardRef) -> ShardPlan:
 
 def prepare_shard(ctx: Context, leg: str, shard: ShardRef) -> Prepared[ShardPlan]:
     """The shard task's plan value (its key is shown, never recorded)."""
-    plan = plan_shard(ctx, leg, shard)
-    return Prepared({"shard": str(shard), "targets": plan.build.targets}, plan)
+    return Prepared.of(plan_shard(ctx, leg, shard))
 
 
 def split_digest(slices: list[ShardSlice]) -> str:
@@ -223,7 +229,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
                 doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
                 prepare=partial(prepare_shard, ctx, leg, shard),
                 apply=apply_shard,
-                details=partial(dict, shard=str(shard)),
+                preview=partial(plan_shard, ctx, leg, shard),
             )
         )
     return out

@@ -318,6 +318,14 @@ class SourceTaskPlan:
     log: Path
     refusal: str | None = None
 
+    def key(self) -> dict[str, Any]:
+        """The pin (and a ``path`` pin's tree digest): :meth:`SourcePlan.key_inputs`."""
+        return self.fetch.key_inputs()
+
+    def describe(self) -> dict[str, Any]:
+        """The pin, the tree later stages use and the leg's record."""
+        return {"pin": self.fetch.pin, "tree": str(self.fetch.tree), "record": str(self.record)}
+
 
 def run(plan: SourceTaskPlan) -> list[Path]:
     """Fetch (or reuse) the source and write the leg's record from ``plan`` alone; returns the
@@ -338,11 +346,11 @@ def _apply(p: Prepared[SourceTaskPlan]) -> list[Path]:
 
 
 def _prepare(plan: SourceTaskPlan) -> Prepared[SourceTaskPlan]:
-    return Prepared(plan.fetch.key_inputs(), plan)
+    return Prepared.of(plan)
 
 
-def _details(plan: SourcePlan, record: Path) -> dict[str, Any]:
-    return {"pin": plan.pin, "tree": str(plan.tree), "record": str(record)}
+def _same(plan: SourceTaskPlan) -> SourceTaskPlan:
+    return plan
 
 
 def plans(ctx: Context) -> list[Any]:
@@ -366,7 +374,7 @@ def plans(ctx: Context) -> list[Any]:
                 doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
                 prepare=partial(_prepare, tp),
                 apply=_apply,
-                details=partial(_details, fetch, tp.record),
+                preview=partial(_same, tp),
             )
         )
     return out

@@ -82,16 +82,6 @@ def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaToolkit |
     return ref, ref.task
 
 
-def _details(cs: ComponentSet, ref: CudaToolkit, legs: list[str]) -> dict[str, Any]:
-    return {
-        "legs": legs,
-        "prefix": str(ref.prefix),
-        "receipt": str(ref.receipt),
-        "target_dir": ref.target_dir,
-        **cs.identity(),
-    }
-
-
 @dataclass(frozen=True)
 class ToolkitPlan:
     """What ``toolkit:<set name>`` does: install ``components`` (the resolved
@@ -106,11 +96,30 @@ class ToolkitPlan:
     legs: tuple[str, ...]
     host_problem: str | None = None
 
+    def key(self) -> dict[str, Any]:
+        """The component set with every resolved name, version, platform and sha256
+        (:func:`bundlegraph.toolkit.key.key_inputs`; a redist set reads its manifest)."""
+        from ..toolkit.key import key_inputs
+
+        return key_inputs(self.components, self.bundles)
+
+    def describe(self) -> dict[str, Any]:
+        """The legs using it, where it installs, its receipt, its target directory, its components."""
+        return {
+            "legs": list(self.legs),
+            "prefix": str(self.ref.prefix),
+            "receipt": str(self.ref.receipt),
+            "target_dir": self.ref.target_dir,
+            **self.components.identity(),
+        }
+
 
 def _prepare(plan: ToolkitPlan) -> Prepared[ToolkitPlan]:
-    from ..toolkit.key import key_inputs
+    return Prepared.of(plan)
 
-    return Prepared(key_inputs(plan.components, plan.bundles), plan)
+
+def _same(plan: ToolkitPlan) -> ToolkitPlan:
+    return plan
 
 
 def run(plan: ToolkitPlan) -> list[Path | Present]:
@@ -161,7 +170,7 @@ def plans(ctx: Context) -> list[Any]:
                 f"{cs.target_platform} target for {', '.join(legs)}",
                 prepare=partial(_prepare, tp),
                 apply=_apply,
-                details=partial(_details, cs, tp.ref, legs),
+                preview=partial(_same, tp),
             )
         )
     return out

@@ -367,6 +367,15 @@ class VerifyTreePlan:
     tree: Path
     policy: VerifyPolicy
     report: Path
+    build_digest: str = "missing"
+    """``build:<leg>``'s output digest when prepared (:func:`prepare`)."""
+
+    def key(self) -> dict[str, Any]:
+        """The built files (the build's output digest) and the policy."""
+        return {"build": self.build_digest, "policy": _policy_json(self.policy)}
+
+    def describe(self) -> dict[str, Any]:
+        return {"tree": self.tree.as_posix(), "policy": _policy_json(self.policy)}
 
 
 def _policy_json(policy: VerifyPolicy) -> dict[str, Any]:
@@ -376,13 +385,19 @@ def _policy_json(policy: VerifyPolicy) -> dict[str, Any]:
 
 def prepare(ctx: Context, leg: str) -> Prepared[VerifyTreePlan]:
     """The plan value of ``verify:<leg>`` and its key (the build's output digest, the policy)."""
+    from dataclasses import replace
+
+    return Prepared.of(replace(plan_verify(ctx, leg), build_digest=upstream_digest(f"build:{leg}")))
+
+
+def plan_verify(ctx: Context, leg: str) -> VerifyTreePlan:
+    """The :class:`VerifyTreePlan` of ``leg`` (pure; its build digest is read by :func:`prepare`)."""
     from ..core import paths
     from .build import plan_build
 
-    plan = VerifyTreePlan(
+    return VerifyTreePlan(
         leg, plan_build(ctx, leg).artifacts_dir, built_tree_policy(ctx, leg), paths.build_dir(leg) / "verify.json"
     )
-    return Prepared({"build": upstream_digest(f"build:{leg}"), "policy": _policy_json(plan.policy)}, plan)
 
 
 def run_verify_built(plan: VerifyTreePlan) -> list[Any]:
@@ -410,15 +425,6 @@ def plans(ctx: Context) -> list[Any]:
 
     out = []
     for leg in ctx.legs:
-
-        def details(leg: str = leg) -> dict[str, Any]:
-            from .build import plan_build
-
-            return {
-                "tree": plan_build(ctx, leg).artifacts_dir.as_posix(),
-                "policy": _policy_json(built_tree_policy(ctx, leg)),
-            }
-
         out.append(
             TaskPlan(
                 stage=NAME,
@@ -428,7 +434,7 @@ def plans(ctx: Context) -> list[Any]:
                 prepare=partial(prepare, ctx, leg),
                 apply=_apply,
                 deps=[f"build:{leg}"],
-                details=details,
+                preview=partial(plan_verify, ctx, leg),
             )
         )
     return out

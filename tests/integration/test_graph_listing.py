@@ -202,7 +202,8 @@ def test_plan_command_prints_configure_and_toolchain(workdir):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "configure: " in out and "-DCMAKE_TOOLCHAIN_FILE=" in out and "'-DCMAKE_CUDA_ARCHITECTURES=120;121'" in out
-    assert '| set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64 -objtemp" )' in out
+    # nvcc's flags: -target-dir, -objtemp, then the host compiler's prefix maps (cl.exe's /d1trimfile)
+    assert '| set( CMAKE_CUDA_FLAGS_INIT "-target-dir=arm64 -objtemp -Xcompiler=/d1trimfile:' in out
     assert "build: " in out and "--target ggml-cuda -j " in out
     assert "build_host: windows x64" in out
 

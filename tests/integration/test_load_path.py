@@ -20,7 +20,7 @@ from bundlegraph.graph import NOT_ON_THE_LOAD_PATH, load_graph
 g = load_graph(sys.argv[1])
 g.default_tasks(); g.doit_config
 for p in g.plans:
-    p.details()
+    p.describe()
 print(json.dumps({"tasks": len(g.plans), "imported": sorted(m for m in NOT_ON_THE_LOAD_PATH if m in sys.modules)}))
 """
 

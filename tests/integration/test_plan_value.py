@@ -57,7 +57,8 @@ def test_the_key_plan_shows_is_the_key_each_stamp_records(built):
 def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch):
     """In-process, as doit drives it, for every task of the stand-in graph in stage order: the
     up-to-date check prepares the task once; its run gets that very object, whose ``plan`` is
-    the stage's frozen ``<Stage>Plan``; the stamp records its key; afterwards it is up to date."""
+    the stage's frozen ``<Stage>Plan`` and whose key is that plan's own ``key()``; the stamp
+    records it; afterwards it is up to date."""
     import dataclasses
 
     from bundlegraph import graph
@@ -85,6 +86,9 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
         value = prepared.plan
         assert dataclasses.is_dataclass(value) and type(value).__dataclass_params__.frozen, name  # type: ignore[attr-defined]
         assert type(value).__name__.endswith("Plan"), (name, type(value))
+        # the key is the plan's own (StagePlan.key): computed from its fields, nothing beside it
+        assert state.canonical(value.key()) == state.canonical(prepared.key), name
+        assert isinstance(value.describe(), dict), name
         seen[name] = type(value).__name__
         if name == "publish":
             continue  # refused (the stand-in promises legs it lacks): no stamp

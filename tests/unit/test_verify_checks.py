@@ -378,7 +378,7 @@ def test_verify_stage_plans_and_runs_on_the_built_tree(workdir):
     assert p.deps == ["build:windows-arm64-cuda13-portable"] and p.leg == "windows-arm64-cuda13-portable"
     pol = p.key()["policy"]
     assert pol["archs"] == ["120", "121"] and pol["signing_required"] is False and "ggml-base.dll" in pol["external"]
-    assert p.details()["tree"].endswith("windows-arm64-cuda13-portable/cmake/bin")
+    assert p.describe()["tree"].endswith("windows-arm64-cuda13-portable/cmake/bin")
     tree = paths.build_dir("windows-arm64-cuda13-portable") / "cmake" / "bin"
     with pytest.raises(BundleGraphError, match="does not exist; run build:windows-arm64-cuda13-portable"):
         p.apply(p.prepared())

@@ -79,11 +79,11 @@ travels with the bundle to the manifest job); full program output in
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...core import proc
 from ...smokestatus import sidecar
 from ..base import Context, Prepared, TaskPlan, upstream_digest
 from ..configure import plan_configure
@@ -119,21 +119,19 @@ def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict[
     spec = ctx.spec(leg)
     how = launcher_for(spec.os, spec.arch)
     plan = plan or plan_smoke(ctx, leg)
-    key: dict[str, object] = {
+    consumed: dict[str, Any] = {
         "bundle": upstream_digest(f"package:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
         "host": list(host_platform()),
         "how": how if isinstance(how, str) else how.describe(),
-        "checks": {c.name: c.argv for c in plan.checks},
-    }  # a changed command reruns
+    }
     if plan.gpus is not None:  # a CUDA leg: the probe its plan took
-        key |= {
+        consumed |= {
             "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
-            "gpus": plan.gpus.key(),
             "ops": list(OPS),
             "tools": TOOLS_CACHE,
         }
-    return key
+    return replace(plan, consumed=consumed).key()
 
 
 def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
@@ -155,11 +153,12 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
 
 def _prepare_smoke(ctx: Context, leg: str) -> Prepared[SmokePlan]:
     plan = plan_smoke(ctx, leg)
-    return Prepared(smoke_inputs(ctx, leg, plan), plan)
+    consumed = {k: v for k, v in smoke_inputs(ctx, leg, plan).items() if k not in ("checks", "gpus")}
+    return Prepared.of(replace(plan, consumed=consumed))
 
 
 def _prepare_tools(ctx: Context, leg: str) -> Prepared[SmokeToolsPlan]:
-    return Prepared(tools_inputs(ctx, leg), plan_tools(ctx, leg))
+    return Prepared.of(replace(plan_tools(ctx, leg), consumed=tools_inputs(ctx, leg)))
 
 
 def _apply_smoke(p: Prepared[SmokePlan]) -> list[Path]:
@@ -200,16 +199,6 @@ def plans(ctx: Context) -> list[Any]:
     for leg in ctx.legs:
         cuda = ctx.spec(leg).cuda is not None
 
-        def details(leg: str = leg) -> dict[str, Any]:
-            p = plan_smoke(ctx, leg)
-            return {
-                "bundle": p.bundle.as_posix(),
-                "record": p.record.as_posix(),
-                "tools_dir": p.tools_dir.as_posix(),
-                "checks": {c.name: proc.quote(c.argv) for c in p.checks},
-                "model": proc.quote(p.model_argv),
-            }
-
         if cuda:
             out.append(
                 TaskPlan(
@@ -230,7 +219,7 @@ def plans(ctx: Context) -> list[Any]:
                 deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
                 prepare=partial(_prepare_smoke, ctx, leg),
                 apply=_apply_smoke,
-                details=details,
+                preview=partial(plan_smoke, ctx, leg),
                 doc=_smoke_doc(ctx, leg, cuda),
             )
         )

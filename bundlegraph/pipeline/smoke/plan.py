@@ -90,6 +90,30 @@ class SmokePlan:
     commit: str | None = None
     gpus: GpuProbe | None = None
     decision: Decision | None = None
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """What the prepared plan read of upstream tasks and this host (``smoke._prepare_smoke``):
+    ``bundle`` and ``source`` (package's and source's output digests), ``host``, ``how`` (how
+    this host starts the bundle) and, for a CUDA leg, ``test_backend_ops`` (the tools task's
+    digest), ``ops`` and ``tools``; empty in a plan not prepared to run."""
+
+    def key(self) -> dict[str, Any]:
+        """What it consumed, each check's command (placeholders, no host paths: a changed command
+        reruns) and, for a CUDA leg, the GPUs its probe found."""
+        key = dict(self.consumed)
+        key["checks"] = {c.name: c.argv for c in self.checks}
+        if self.gpus is not None:
+            key["gpus"] = self.gpus.key()
+        return key
+
+    def describe(self) -> dict[str, Any]:
+        """The bundle, the record, the tools' folder, each check's command, the tiny model's command."""
+        return {
+            "bundle": self.bundle.as_posix(),
+            "record": self.record.as_posix(),
+            "tools_dir": self.tools_dir.as_posix(),
+            "checks": {c.name: proc.quote(c.argv) for c in self.checks},
+            "model": proc.quote(self.model_argv),
+        }
 
     def program(self, name: str) -> str:
         return f"{{bundle}}/{name}{self.exe}"
@@ -116,6 +140,15 @@ class SmokeToolsPlan:
     cmake: str = "cmake"
     ninja: str = "ninja"
     commit: str | None = None
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """The action-key inputs read when prepared (``smoke.tools_inputs``: the source digest, the
+    base's cache entries and toolchain text, the tools' cache, this host, its GPUs)."""
+
+    def key(self) -> dict[str, Any]:
+        return dict(self.consumed)
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 def decide(
