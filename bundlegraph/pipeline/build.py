@@ -42,6 +42,7 @@ from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
+from .compile.git_blind import without_git
 from .source import source_record_if_any
 from .stage_records import BuildRecord, read_build, read_configure
 
@@ -223,7 +224,7 @@ def run_build(plan: BuildPlan) -> list[Path]:
     chosen = configured_launcher(plan)
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = compiler_cache.build_env(chosen, dict(os.environ), stats_log)
+    env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), plan.cmake_dir.parent)
     offset = build_measure.log_size(plan.cmake_dir)
     try:
         proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")

@@ -42,6 +42,7 @@ from ..toolchains.prefix_maps import PrefixMaps
 from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
 from .compile.cmake_cache import cache_entries
+from .compile.git_blind import without_git
 from .compile.launcher import ProbeTools, compiler_launcher
 from .source import plan_source, source_record_if_any
 from .toolkit import toolkit_layout
@@ -96,7 +97,8 @@ class ConfigurePlan:
 
     def key(self) -> dict[str, Any]:
         """The toolchain, its file, the hooks, the cache entries, the command (the program by its
-        name), the source digest, the toolkit's digest and prefix, tool and compiler versions."""
+        name), the source digest, the toolkit's digest and prefix, tool and compiler versions, and
+        that git is blind to the tree (:mod:`.compile.git_blind`)."""
         c = self.consumed
         inputs = {
             "toolchain": self.toolchain,
@@ -109,10 +111,10 @@ class ConfigurePlan:
             "toolkit_prefix": self.cuda.root if self.cuda else None,
             "tools": c.get("tools"),
             "compilers": c.get("compilers"),
+            "git": "blind",  # configure and build run with GIT_DIR naming no repository (.compile.git_blind)
         }
-        if c.get(
-            "launcher"
-        ):  # BUNDLEGRAPH_LAUNCHER=none/ccache/sccache configures again (the default keeps the key's form)
+        # BUNDLEGRAPH_LAUNCHER=none/ccache/sccache configures again (the default keeps the key's form)
+        if c.get("launcher"):
             inputs["launcher"] = c["launcher"]
         return inputs
 
@@ -346,7 +348,7 @@ def run(plan: ConfigurePlan, inputs: dict[str, Any]) -> list[Path | Present]:
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
                 f"rerun {plan.toolkit_task or 'the toolkit task'} (or install the missing components)"
             )
-    env = tc.resolve(plan.cuda).env
+    env = without_git(tc.resolve(plan.cuda).env, plan.build_dir)
     atomic_write_bytes(plan.toolchain_file, plan.toolchain_text.encode())
     if plan.hooks_file:
         atomic_write_bytes(plan.hooks_file, plan.hooks_text.encode())

@@ -39,6 +39,7 @@ from .base import Context, Prepared, TaskPlan
 from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
 from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
+from .compile.git_blind import without_git
 from .compile.shards import ShardRef, ShardSlice, costed, split
 
 SHARD_FORMAT = "bundlegraph-shard/1"
@@ -115,7 +116,7 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     chosen = configured_launcher(bp)
     stats_log = bp.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = compiler_cache.build_env(chosen, dict(os.environ), stats_log)
+    env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), bp.cmake_dir.parent)
     remote = bool(env.get("CCACHE_REMOTE_STORAGE")) and "read-only" not in env.get("CCACHE_REMOTE_STORAGE", "")
     cache_dir = None if remote else compiler_cache.local_dir(chosen, env)
     before = compiler_cache.snapshot(cache_dir)

@@ -65,7 +65,9 @@ def test_a_release_built_before_the_renovation_is_up_to_date_after_it(tmp_path):
     #   objects), so the CUDA leg's toolchain file differs;
     # - issue 32: every compile of every leg maps the build host's roots (source tree, build,
     #   work and cache directories, toolkit) to stable names (-ffile-prefix-map), so every leg's
-    #   toolchain file differs, and verify now checks that no binary names those roots.
+    #   toolchain file differs, configure and build run with git blind to the tree (ggml's commit
+    #   string no longer depends on how the tree was fetched: the configure key says so), and
+    #   verify now checks that no binary names those roots.
     # So each leg is configured, built and verified again, and what its new bytes feed runs again
     # (merge, package, the manifest); a task of no other stage does.
     after = graphrun.doit(ran, bundles=tree / "bundles", workdir=work, PYTHONUNBUFFERED="1")
