@@ -143,3 +143,45 @@ def test_verify_release_rebuilds_a_leg_from_the_release_s_own_source_archive(rel
     assert r.returncode != 0
     assert "not the spec files the release was built from" in r.stderr, r.stderr
     assert f"{leg}: sha256 " in r.stderr and "the release was built from" in r.stderr
+
+
+OFF = [f"-D{k}=OFF" for k in ("GGML_NATIVE", "LLAMA_BUILD_TESTS", "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_TOOLS")]
+OFF += [f"-D{k}=OFF" for k in ("LLAMA_BUILD_SERVER", "LLAMA_CURL", "LLAMA_OPENSSL", "GGML_OPENMP")]
+
+
+def test_ggml_s_commit_string_does_not_depend_on_how_the_tree_was_fetched(tmp_path):
+    """Real ggml (the pinned llama.cpp tree, configured): in a git checkout
+    with an uncommitted change its CMakeLists compiles ``<hash>-dirty`` into libggml-base; with the
+    environment configure and build run in (:func:`without_git`) it says ``unknown``, as it does
+    for the same tree from the release's source archive, which has no git metadata."""
+    require_tools("git", "gcc", "g++")
+    from conftest import require_input
+
+    from bundlegraph.pipeline.compile.git_blind import without_git
+    from bundlegraph.toolchains.tools import build_tools
+
+    sdist = require_input("llama-sdist", unpack=True)
+    tree = tmp_path / "checkout"
+    # (the sdist's own .git file names a submodule directory it does not ship: a checkout of our own)
+    shutil.copytree(next(sdist.glob("*/vendor/llama.cpp")), tree, ignore=shutil.ignore_patterns(".git"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", str(tree)]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "tree"]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=120)
+    (tree / "ggml" / "CMakeLists.txt").write_text((tree / "ggml" / "CMakeLists.txt").read_text() + "\n# edited\n")
+    cmake = str(build_tools().cmake.path)
+
+    def commit_string(env: dict[str, str], name: str) -> str:
+        out = subprocess.run(
+            [cmake, "-S", str(tree), "-B", str(tmp_path / name), "-G", "Ninja", *OFF],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        line = next(l for l in out.stdout.splitlines() if "ggml commit:" in l)
+        return line.split("ggml commit:", 1)[1].strip()
+
+    env = dict(os.environ, PATH=f"{Path(cmake).parent}{os.pathsep}{os.environ['PATH']}")
+    assert commit_string(env, "seeing").endswith("-dirty")  # what git says of this checkout
+    assert commit_string(without_git(env, tmp_path / "blind"), "blind") == "unknown"
