@@ -20,7 +20,8 @@ attestation project's specifications and protobuf bindings define them.
   mix's base and pull requests too), each CUDA toolkit component a leg compiled with (version,
   platform, host or target role, sha256 of the file downloaded), each runtime file a bundle ships (its toolkit or toolchain
   origin and sha256), each paired upstream asset (its sha256 and how it was verified:
-  ``pinned``, ``local:<file>`` or the upstream release's published ``digest``) and each
+  ``pinned``, ``local:<file>`` or the upstream release's published ``digest``; and whether upstream's
+  attestation of a local copy was verified with ``gh attestation verify``, or why not) and each
   imported build (where it came from and every file's sha256). What could be verified only by
   its hash says so.
 - **runDetails**: ``builder.id`` is the workflow ref on GitHub Actions
@@ -165,7 +166,10 @@ def statement(
                 "name": pa["name"],
                 "uri": f"https://github.com/{release.source_repo}/releases/download/{release.paired_runtime_tag}/{pa['name']}",
                 "digest": {"sha256": pa["sha256"]},
-                "annotations": {"verified": verified_as(pa["verified"])},
+                "annotations": {
+                    "verified": verified_as(pa["verified"]),
+                    "attestation": pa.get("attested") or "not verified: not a file of this run",
+                },
             }
         )
     bid, meta = builder(env)

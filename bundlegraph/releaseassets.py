@@ -42,6 +42,35 @@ class AssetHash:
     sha256: str
     how: str
     size: int | None = None
+    attested: str = ""
+    """Whether upstream's attestation of the bytes was verified (:func:`attest_upstream`):
+    ``gh attestation verify --repo <repo>`` when it was, else why not."""
+
+
+def attest_upstream(path: Path, repo: str) -> str:
+    """Verify upstream's attestation of the file at ``path`` with the GitHub CLI: ``gh
+    attestation verify PATH --repo REPO`` (llama.cpp attests every build release with
+    ``actions/attest``). Returns what was verified, or why nothing was: ``gh`` is not on PATH
+    (the input is then trusted by its hash alone, and the provenance says so). Raises
+    :class:`HashMismatch` naming the file and gh's verdict when gh refuses it."""
+    from .core import proc
+
+    gh = proc.which("gh")
+    if gh is None:
+        return "not verified: gh (GitHub CLI) is not on PATH; trusted by its sha256"
+    r = proc.run(
+        [gh, "attestation", "verify", str(path), "--repo", repo],
+        capture=True,
+        check=False,
+        echo=False,
+        what=f"gh attestation verify {path.name}",
+    )
+    if r.returncode != 0:
+        last = (r.output.strip().splitlines() or ["(no output)"])[-1]
+        raise HashMismatch(
+            f"{path.name}: upstream's attestation does not verify (gh attestation verify --repo {repo}): {last}"
+        )
+    return f"gh attestation verify --repo {repo}"
 
 
 def find_local(name: str, dirs: list[Path]) -> Path | None:
@@ -121,7 +150,7 @@ def hash_paired(
         got = sha256_file(local)
         if asset.sha256 and got != asset.sha256:
             raise HashMismatch(f"{asset.name}: local file {local} has sha256 {got}, the spec pins {asset.sha256}")
-        return AssetHash(asset.name, got, f"local:{local}", local.stat().st_size)
+        return AssetHash(asset.name, got, f"local:{local}", local.stat().st_size, attest_upstream(local, repo))
     if asset.sha256:
         return AssetHash(asset.name, asset.sha256, "pinned")
     own = client is None

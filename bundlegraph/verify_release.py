@@ -181,7 +181,7 @@ def verify(
     if not attestations:
         att_c.status, att_c.why = "not run", "not asked for (--attestations)"
     else:
-        _attestations(src, arts, repo, index.get("release_tag"), att_c)
+        _attestations(src, arts, repo, index.get("release_tag"), att_c, str(index.get("source_repo") or ""))
     return checks
 
 
@@ -316,7 +316,12 @@ def _upstream(index: dict[str, Any], arts: dict[str, Any], gh: Any, c: Check) ->
             )
 
 
-def _attestations(src: Source, arts: dict[str, Any], repo: str | None, tag: str | None, c: Check) -> None:
+def _attestations(
+    src: Source, arts: dict[str, Any], repo: str | None, tag: str | None, c: Check, index_repo: str = ""
+) -> None:
+    """``gh attestation verify`` of every asset at hand: ours against this repository's
+    ``release.yml`` at the tag; a paired upstream asset against upstream's repository (the index's
+    ``source_repo``)."""
     from .core import proc
 
     gh = proc.which("gh")
@@ -326,25 +331,32 @@ def _attestations(src: Source, arts: dict[str, Any], repo: str | None, tag: str 
     if not repo or not tag:
         c.status, c.why = "not run", "needs --repo and the release's tag"
         return
+    upstream = index_repo
     for n in sorted(arts):
         p = src.path(n)
         if p is None:
             continue
-        argv = [
-            gh,
-            "attestation",
-            "verify",
-            str(p),
-            "--repo",
-            repo,
-            "--signer-workflow",
-            f"{repo}/.github/workflows/release.yml",
-            "--source-ref",
-            f"refs/tags/{tag}",
-        ]
+        if arts[n].get("kind") == "runtime":  # a paired upstream asset: upstream attested it, not us
+            argv = [gh, "attestation", "verify", str(p), "--repo", upstream]
+            whose = f"upstream's ({upstream})"
+        else:
+            argv = [
+                gh,
+                "attestation",
+                "verify",
+                str(p),
+                "--repo",
+                repo,
+                "--signer-workflow",
+                f"{repo}/.github/workflows/release.yml",
+                "--source-ref",
+                f"refs/tags/{tag}",
+            ]
+            whose = f"this release's ({repo}, release.yml at refs/tags/{tag})"
         r = proc.run(argv, capture=True, check=False, echo=False, what=f"gh attestation verify {n}")
         if r.returncode != 0:
-            c.fail(f"{n}: gh attestation verify failed: {r.output.strip().splitlines()[-1:]}")
+            last = (r.output.strip().splitlines() or ["(no output)"])[-1]
+            c.fail(f"{n}: {whose} attestation does not verify: {last}")
 
 
 def checksums_text(index_bytes: bytes) -> str:

@@ -225,7 +225,7 @@ def run_manifest(
             entries[pa.name] = IndexEntry(
                 kind="runtime", sha256=h.sha256, source_commit=None, size=h.size, upstream_tag=rel.paired_runtime_tag
             )
-            paired.append({"name": pa.name, "sha256": h.sha256, "verified": h.how})
+            paired.append({"name": pa.name, "sha256": h.sha256, "verified": h.how, "attested": h.attested})
     index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
     ibytes = (index.model_dump_json(indent=2) + "\n").encode()
     from .. import provenance

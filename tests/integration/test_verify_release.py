@@ -213,3 +213,98 @@ def test_a_paired_upstream_asset_is_checked_against_the_digest_upstreams_api_rep
         )
         up = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "upstream")
         assert up["status"] == "passed", up
+
+
+# A stand-in for the GitHub CLI (``gh attestation verify`` needs Sigstore's and GitHub's services,
+# which no test here can reach; Debian's gh 2.23 predates the subcommand). It logs its arguments and
+# refuses a file whose bytes say "tampered", printing gh's own last line for a refusal.
+GH = """#!{python}
+import sys
+with open({log!r}, "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+data = open(sys.argv[3], "rb").read()
+if b"tampered" in data:
+    print('Error: failed to verify the artifact: no attestations found for subject')
+    sys.exit(1)
+print("\\u2713 Verification succeeded!")
+"""
+
+
+def _gh(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    import os
+    import sys
+
+    bindir, log = tmp_path / "gh-bin", tmp_path / "gh.log"
+    bindir.mkdir()
+    (bindir / "gh").write_text(GH.format(python=sys.executable, log=str(log)))
+    (bindir / "gh").chmod(0o755)
+    return {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def test_upstream_s_attestation_of_a_paired_input_is_verified_with_gh_or_said_not_to_be(tmp_path, monkeypatch):
+    """A paired upstream file of this run: with ``gh`` on PATH its upstream attestation is verified
+    (``--repo`` the upstream repository) and a refusal names the file and gh's verdict; without
+    ``gh`` the input is recorded as trusted by its hash alone, never as verified."""
+    from bundlegraph.core.errors import HashMismatch
+    from bundlegraph.releaseassets import attest_upstream
+
+    good, bad = tmp_path / "cudart-good.zip", tmp_path / "cudart-bad.zip"
+    good.write_bytes(b"the upstream runtime asset")
+    bad.write_bytes(b"tampered bytes")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert attest_upstream(good, "ggml-org/llama.cpp").startswith("not verified: gh (GitHub CLI) is not on PATH")
+    env, log = _gh(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    assert attest_upstream(good, "ggml-org/llama.cpp") == "gh attestation verify --repo ggml-org/llama.cpp"
+    assert log.read_text().splitlines() == [f"attestation verify {good} --repo ggml-org/llama.cpp"]
+    try:
+        attest_upstream(bad, "ggml-org/llama.cpp")
+        raise AssertionError("a refused attestation must raise")
+    except HashMismatch as e:
+        assert str(e) == (
+            "cudart-bad.zip: upstream's attestation does not verify (gh attestation verify --repo "
+            "ggml-org/llama.cpp): Error: failed to verify the artifact: no attestations found for subject"
+        )
+
+
+def test_verify_release_attestations_checks_ours_against_our_workflow_and_upstream_s_against_upstream(
+    release, tmp_path
+):
+    """``--attestations`` with ``gh`` on PATH: each of our assets against this repository's
+    ``release.yml`` at the tag; a paired upstream asset against upstream's repository; a file gh
+    refuses is named with whose attestation failed."""
+    name = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
+    body = b"the upstream runtime asset"
+    d = _copy(release, tmp_path / "att")
+    (d / name).write_bytes(body)
+    idx = json.loads((d / INDEX).read_text())
+    upstream, tag = idx["source_repo"], idx["release_tag"]
+    idx["artifacts"][name] = {
+        "kind": "runtime",
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "source_commit": None,
+        "upstream_tag": tag,
+    }
+    (d / INDEX).write_text(json.dumps(idx, indent=2))
+    env, log = _gh(tmp_path)
+    env["BUNDLEGRAPH_GITHUB_API"] = "http://127.0.0.1:9"  # no releases API here: the upstream check fails, said
+    ours = "example-org/llama-prebuilt"
+    args = ["verify-release", str(d), "--json", "--attestations", "--repo", ours, "--tag", tag]
+    r = graphrun.cli(args, bundles=release.bundles, workdir=release.work, **env)
+    att = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "attestations")
+    assert att["status"] == "passed", att
+    lines = log.read_text().splitlines()
+    assert f"attestation verify {d / name} --repo {upstream}" in lines
+    bundle = next(n for n in idx["artifacts"] if n.endswith(".tar.gz") and n.startswith("app-"))
+    assert (
+        f"attestation verify {d / bundle} --repo {ours} --signer-workflow {ours}/.github/workflows/release.yml "
+        f"--source-ref refs/tags/{tag}"
+    ) in lines
+    assert len(lines) == len([n for n in idx["artifacts"] if (d / n).is_file()])
+    (d / name).write_bytes(b"tampered upstream bytes")  # (its sha256 no longer matches either)
+    r = graphrun.cli(args, bundles=release.bundles, workdir=release.work, **env)
+    att = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "attestations")
+    assert att["problems"] == [
+        f"{name}: upstream's ({upstream}) attestation does not verify: Error: failed to verify the artifact: "
+        "no attestations found for subject"
+    ]
