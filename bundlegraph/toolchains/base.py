@@ -56,7 +56,7 @@ def cmake_str(value: str) -> str:
 
 def cmake_text(value: str) -> str:
     """``value`` inside a CMake quoted argument, every character kept (backslash, quote and
-    ``$`` escaped): for flags, where ``/d1trimfile:C:\\a\\`` must keep its backslashes."""
+    ``$`` escaped): for flags, where ``/d1trimfile:C:\\a\\b`` must keep its backslashes."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 

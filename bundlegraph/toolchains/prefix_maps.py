@@ -14,11 +14,11 @@ The flags, per compiler family (looked up, and measured where this host has the 
 - nvcc on a GCC host: the same flag through ``-Xcompiler=``; nvcc's host preprocessing then maps
   the device code's ``__FILE__`` too (measured with nvcc 13.0: an object of ``/tmp/.../k.cu``
   with a device ``printf(__FILE__)`` holds no build path at all, and two without the map).
-- MSVC ``cl.exe`` (and nvcc on an MSVC host, through ``-Xcompiler=``): ``/d1trimfile:OLD\\``
+- MSVC ``cl.exe`` (and nvcc on an MSVC host, through ``-Xcompiler=``): ``/d1trimfile:OLD``
   removes the prefix from ``__FILE__`` (the only path a ``/O2`` build without ``/Zi`` embeds).
   cl.exe has no documented ``-ffile-prefix-map``; ``/d1trimfile`` is what Bazel's and sccache's
   MSVC support pass, and it wants the prefix spelled with backslashes. It trims instead of
-  renaming, so on MSVC a file is ``ggml\\src\\ggml.c`` where GCC writes ``llama.cpp/ggml/src/ggml.c``.
+  renaming, so on MSVC a file is ``\\ggml\\src\\ggml.c`` where GCC writes ``llama.cpp/ggml/src/ggml.c``.
   Not measured here: this host has no cl.exe.
 """
 
@@ -75,8 +75,10 @@ class PrefixMaps:
         return [f"-ffile-prefix-map={old}={new}" for old, new in self.pairs()]
 
     def msvc_flags(self) -> list[str]:
-        """``/d1trimfile:OLD\\`` per root, the prefix in backslashes (cl.exe)."""
-        return [f"/d1trimfile:{PureWindowsPath(old)}\\" for old, _new in self.pairs()]
+        """``/d1trimfile:OLD`` per root, the prefix in backslashes (cl.exe). No trailing backslash:
+        a program that quotes the argument again (nvcc passing ``-Xcompiler`` on) would turn
+        ``\\"`` into an escaped quote; ``__FILE__`` then starts with one (``\\ggml\\src\\ggml.c``)."""
+        return [f"/d1trimfile:{PureWindowsPath(old)}" for old, _new in self.pairs()]
 
 
 def flag_text(flags: list[str]) -> str:

@@ -53,7 +53,7 @@ class Msvc(Toolchain):
         return msvc.developer_env(self.vcvars_arch, base)
 
     def prefix_map_flags(self, maps: PrefixMaps) -> list[str]:
-        """cl.exe's ``/d1trimfile:OLD\\`` per root (:mod:`.prefix_maps` says why this flag)."""
+        """cl.exe's ``/d1trimfile:OLD`` per root (:mod:`.prefix_maps` says why this flag)."""
         return maps.msvc_flags()
 
     def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
