@@ -306,9 +306,10 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
     new_tk = ran[0]
     assert new_tk.startswith("toolkit:cuda13.5-linux-x86_64+linux-sbsa-") and new_tk != old_tk
     # configured and built again against the 13.4 runtime; the stand-in's code does not change
-    # with it, and the build is byte-reproducible (issue 19): the same library, so nothing after
-    # the build runs again (merge and package key on the built files' digests)
-    assert ran == [new_tk, f"configure:{CUDA}", f"build:{CUDA}"]
+    # with it, and the build is byte-reproducible (issue 19): the same library, so merge and
+    # package do not run again (they key on the built files' digests). The manifest does: its
+    # provenance names each toolkit component the leg was compiled with (issue 32)
+    assert ran == [new_tk, f"configure:{CUDA}", f"build:{CUDA}", "manifest"]
     assert sha256_file(lib) == lib_before
     assert tree.member(CUDA, "libggml-cuda.so") == lib.read_bytes()
     receipt = json.loads(
@@ -318,6 +319,10 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
     conf = json.loads((tree.work / "build" / CUDA / "configure.json").read_text())
     assert new_tk.split(":", 1)[1] in conf["checks"]["CUDA_cudart_LIBRARY"]
     assert (tree.snapshot(tree.dist)[BUNDLE[X64]], tree.snapshot(tree.dist)[BUNDLE[CPU]]) == cpu_before
+    provenance = json.loads((tree.dist / "llama-prebuilt-provenance.json").read_text())
+    names = [d["name"] for d in provenance["predicate"]["buildDefinition"]["resolvedDependencies"]]
+    assert f"{CUDA}: cuda_cudart 13.4.92 (linux-sbsa, target)" in names, names
+    assert not [n for n in names if "cuda_cudart 13.5" in n], names
     assert tree.run() == []
 
 
