@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -368,12 +367,6 @@ def checksums_text(index_bytes: bytes) -> str:
     return "".join(
         f"{s['digest']['sha256']}  {s['name']}\n" for s in subjects(INDEX_NAME, index_bytes, json.loads(index_bytes))
     )
-
-
-def iter_problems(checks: list[Check]) -> Iterator[str]:
-    for c in checks:
-        for p in c.problems:
-            yield f"{c.name}: {p}"
 
 
 __all__ = ["ApiSource", "Check", "DistSource", "checksums_text", "verify"]

@@ -24,8 +24,6 @@ from ..core.errors import BundleGraphError, UnsafeArchive
 from ..core.extract import _check_link, _check_name, check_tar_member  # the same rules extraction enforces
 from . import BytesLike, Failure
 
-ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2")
-
 
 @dataclass
 class Bundle:
@@ -38,11 +36,6 @@ class Bundle:
     names: list[str] = field(default_factory=list)
     links: dict[str, str] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
-
-
-def is_archive(path: Path) -> bool:
-    """True for a file whose name ends with an archive suffix (``.zip``, ``.tar.gz``, ...)."""
-    return path.is_file() and path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
 def read_bundle(path: str | os.PathLike[str]) -> tuple[Bundle, Iterator[tuple[str, BytesLike]]]:

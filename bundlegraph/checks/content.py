@@ -58,12 +58,6 @@ def sms_of(values: Iterable[object]) -> set[int]:
     return out
 
 
-def find_info(names: Iterable[str], info_file: str) -> str | None:
-    """The shallowest bundle path whose file name is ``info_file``, or None."""
-    hits = [n for n in names if n.rsplit("/", 1)[-1] == info_file]
-    return min(hits, key=lambda n: (n.count("/"), n)) if hits else None
-
-
 def check_info(path: str, data: bytes, expect: Mapping[str, object]) -> list[Failure]:
     """Compare the info JSON at bundle path ``path`` (its bytes) with ``expect``
     (keys ``install_kind``, ``profile``, ``archs``; see the module docstring)."""

@@ -120,11 +120,6 @@ class Stamp:
         rebuild gives an identical digest.)"""
         return key_of({k: v["sha256"] for k, v in self.outputs.items()})
 
-    def file_digest(self, path: str | os.PathLike[str]) -> str | None:
-        """The recorded sha256 of one output (``None`` when it is not an output)."""
-        fp = self.outputs.get(_rel(Path(path)))
-        return fp["sha256"] if fp else None
-
 
 def load(task: str) -> Stamp | None:
     """The stamp of ``task``, or None (never run, or an unreadable stamp). Read once per

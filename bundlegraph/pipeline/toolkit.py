@@ -20,9 +20,9 @@ spec (message names the spec file and key).
   files that must never ship, e.g. the link-only ``libcuda.so`` stub).
 - ``version`` (``"13.5"``, the leg's CUDA version), ``source`` (``redist|wheels|host``),
   ``host_platform``/``target_platform`` (NVIDIA redist keys), ``target_dir`` (nvcc
-  ``-target-dir`` value: ``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``),
-  ``host_target_dir``; ``cross`` (target differs from host); ``windows`` (target is Windows).
-- ``nvcc`` (``bin/nvcc`` or ``bin/nvcc.exe``), ``include_dir`` (target headers),
+  ``-target-dir`` value: ``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``);
+  ``cross`` (target differs from host); ``windows`` (target is Windows).
+- ``nvcc`` (``bin/nvcc`` or ``bin/nvcc.exe``),
   ``lib_dir`` (Linux ``targets/<dir>/lib``; Windows ``lib/<arch>``), ``bin_dir`` (Windows
   ``bin/<arch>`` runtime DLLs; Linux = ``lib_dir``).
 - ``library(role)`` for role in ``cudart cudart_static cudadevrt cublas cublasLt

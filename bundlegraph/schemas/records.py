@@ -712,7 +712,3 @@ class Matrix:
     def promised(self) -> list[str]:
         """Ids of the legs whose bundles the release promises (``promised = true``)."""
         return [i for i, s in self.legs.items() if s.promised]
-
-    def merged_into(self, base: str) -> list[str]:
-        """Legs whose merge base is ``base``."""
-        return [i for i, s in self.legs.items() if s.merge and s.merge.base == base]

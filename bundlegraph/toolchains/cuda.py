@@ -122,11 +122,6 @@ class CudaToolkit:
         return target_dir(self.target_platform)
 
     @property
-    def host_target_dir(self) -> str:
-        """The host's target directory (where the host's own headers are)."""
-        return target_dir(self.host_platform)
-
-    @property
     def windows(self) -> bool:
         """The target is Windows."""
         return is_windows(self.target_platform)
@@ -163,10 +158,6 @@ class CudaToolkit:
     def nvcc_posix(self) -> str:
         """nvcc below :attr:`root` (CMake's form)."""
         return f"{self.root}/bin/nvcc{'.exe' if self.host_os == 'windows' else ''}"
-
-    @property
-    def include_dir(self) -> Path:
-        return self.prefix / "include" if self.windows else self.prefix / "targets" / self.target_dir / "include"
 
     def lib_rel(self) -> str:
         """The target library directory relative to the prefix."""
