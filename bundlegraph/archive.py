@@ -29,13 +29,13 @@ import os
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .checks import claims_pe
 from .core.errors import BundleGraphError
 from .core.fsutil import atomic_writer
+from .core.lightclass import frozen
 
 if TYPE_CHECKING:
     from .schemas.manifest import BundleInfo
@@ -47,7 +47,7 @@ class ArchiveError(BundleGraphError):
     """An archive cannot be written from these entries (bad name, link in a zip, no epoch)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     """One archive member: ``name`` (POSIX relative path), and exactly one of ``path`` (a file
     on disk, copied), ``data`` (bytes, e.g. a generated JSON) or ``link`` (symlink target,

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from .core.lightclass import frozen
 from .pipeline.compile.costs import CostRecord
 from .pipeline.compile.ninja_graph import CompileStep
 from .pipeline.compile.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
@@ -55,7 +56,7 @@ NO_RECORD = {"cpu_steps": 300, "cuda_steps": 144, "cuda_host_steps": 9}
 job) and ggml-cuda (144 CUDA objects, 9 C/C++ of ggml-base: FINDINGS) at the stated estimates."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Assumptions:
     """``jobs``: compiles a runner runs at once (``-j``; 3 on a 4-vCPU runner, the memory ceiling
     FINDINGS names); ``speed``: a runner core's seconds per recorded second; ``overhead``:
@@ -120,7 +121,7 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
     return parts
 
 
-@dataclass(frozen=True)
+@frozen
 class Slot:
     """One row on the timeline: ``job``, ``name``, ``start``/``end`` (seconds from the start of
     the run), ``parts`` (:func:`row_seconds`), ``critical`` (on the critical path)."""
@@ -137,7 +138,7 @@ class Slot:
         return (self.end - self.start) / 60
 
 
-@dataclass(frozen=True)
+@frozen
 class Timeline:
     """Every :class:`Slot` in start order and the critical ``path`` (names of its slots)."""
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from .core.lightclass import frozen
 
 QEMU = {"arm64": "qemu-aarch64", "x64": "qemu-x86_64"}
 """qemu-user's program per target CPU (Debian ``qemu-user``)."""
@@ -31,7 +33,7 @@ LOADER = {"arm64": "lib/ld-linux-aarch64.so.1", "x64": "lib64/ld-linux-x86-64.so
 DEBIAN_CROSS = {"arm64": "g++-aarch64-linux-gnu", "x64": "g++-x86-64-linux-gnu"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Launcher:
     """How to start a program of a bundle here. ``how``: ``native`` or ``qemu-user``;
     ``qemu``: the qemu-user program (qemu-user only); ``sysroot``: the target's root (``/``

@@ -31,13 +31,14 @@ rule (loopback http for tests).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.download import Settings, check_url
 from .core.errors import BundleGraphError
 from .core.fsutil import sha256_file
+from .core.lightclass import mutable
 from .core.report import say
 from .pipeline.publish import ASSET_LIST
 from .provenance import PROVENANCE_NAME
@@ -59,7 +60,7 @@ class UploadRefused(BundleGraphError):
         )
 
 
-@dataclass
+@mutable
 class UploadResult:
     """What :func:`upload_release` did: the release ``id`` and ``url``; ``uploaded``/``kept``
     asset names; ``already_published`` for a rerun on a complete published release."""

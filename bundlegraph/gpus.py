@@ -18,16 +18,16 @@ Coverage rule (CUDA C++ Programming Guide, "Binary Compatibility" and "PTX Compa
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .core import memo, proc
 from .core.errors import BundleGraphError
+from .core.lightclass import frozen
 
 QUERY = ["nvidia-smi", "--query-gpu=index,compute_cap,name", "--format=csv,noheader"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     """One GPU: ``index`` (the driver's), ``sm`` (compute capability as an SM number, 9.0 -> 90)
     and ``name``."""
@@ -40,7 +40,7 @@ class Gpu:
         return f"GPU {self.index} {self.name} (sm_{self.sm})"
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuProbe:
     """What the driver said: ``gpus`` (possibly empty) and ``problem`` (why there are none:
     no nvidia-smi, nvidia-smi failed), ``command`` as run."""

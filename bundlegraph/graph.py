@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import overrides
 from .core import paths, report, state
 from .core.errors import BundleGraphError, SpecError, TaskSkipped
+from .core.lightclass import mutable
 from .pipeline import smoke
 from .pipeline.base import Context, Filters, Prepared, TaskPlan, select, upstream_digest
 from .pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES
@@ -43,7 +43,7 @@ are the OS's. A no-op ``doit`` pays for none of them (issue 20). The contract is
 ``tests/integration/test_incremental.py`` (every up-to-date check too)."""
 
 
-@dataclass
+@mutable
 class Graph:
     """All plans of a loaded graph, grouped by stage, plus the doit configuration."""
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .core.errors import BundleGraphError
+from .core.lightclass import frozen
 from .schemas.archs import CudaVersion, arch_supported, parse_arch
 from .schemas.records import BundleSpec, CudaSpec, Matrix
 
@@ -37,7 +37,7 @@ LOCAL_MARK = "-local"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@frozen
 class LocalOverrides:
     """Parsed overrides: ``archs`` (CMake forms, or None) and ``host_toolkit`` (the toolkit
     root for the ``host`` source, or None); ``toolkit_version`` is that toolkit's version;

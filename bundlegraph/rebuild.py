@@ -28,11 +28,12 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from .core.errors import BundleGraphError
+from .core.lightclass import mutable
 
 DODO = '''"""doit entry point of a rebuild (bundlegraph verify-release --rebuild): the graph of bundles/ beside it."""
 
@@ -49,7 +50,7 @@ globals().update(_graph.task_creators())
 """The dodo.py of the rebuild directory: the project's own, with its bundles beside it."""
 
 
-@dataclass
+@mutable
 class RebuildResult:
     """What a rebuild found: ``bundle`` (the asset name), ``published``/``rebuilt`` (sha256s),
     ``differing`` (member names whose bytes differ; empty when the bundles are identical or

@@ -34,9 +34,10 @@ makes: ``imports_build`` (download ``built-<leg>``, ``doit built=built``), ``mer
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from .core.lightclass import frozen
 from .schemas.records import BundleSpec, Matrix
 
 JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -51,7 +52,7 @@ after all)."""
 MANIFEST_NEEDS = ("plan", "compile", "compile-final", "base", "base-imported", "backend")
 
 
-@dataclass(frozen=True)
+@frozen
 class JobRow:
     """One matrix row: ``job`` (a name of :data:`JOBS`), ``id`` (the leg), ``runner`` (what the
     row runs on), ``shard`` (``"I/N"`` or ``""``), ``shard_index`` (I, or 0: artifact names hold

@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
 from typing import Any
 
+from .core.lightclass import frozen
 from .upstream import parse_time
 
 
-@dataclass(frozen=True)
+@frozen
 class Published:
     """The newest published release: its ``tag`` and when it was published."""
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.download import Settings, check_url, fetch_small
 from .core.errors import DownloadError, HashMismatch
 from .core.fsutil import CHUNK, sha256_file
+from .core.lightclass import frozen
 from .schemas.records import PairedAsset
 
 if TYPE_CHECKING:  # imported where used (planning needs no HTTP client)
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # imported where used (planning needs no HTTP client)
 DEFAULT_API = "https://api.github.com"
 
 
-@dataclass(frozen=True)
+@frozen
 class AssetHash:
     """``sha256`` of ``name`` and ``how`` it was obtained (``local:<path>``, ``pinned``,
     ``published-digest``, ``streamed:<url>``); ``size`` in bytes when known."""

@@ -22,9 +22,10 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from .core.lightclass import frozen, mutable
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import PORTABLE_CLASS, kind_for
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
@@ -35,7 +36,7 @@ MIN_DRIVER = (12, 4)
 LINES = ("cuda12", "cuda13")
 
 
-@dataclass(frozen=True)
+@frozen
 class Host:
     """A host as data. ``sms``: GPU SM numbers (``(121,)``); ``driver_cuda``: ``(13, 0)`` or
     None (no NVIDIA driver); ``runtime_lines``: lines whose runtime libraries are present, None
@@ -75,7 +76,7 @@ class Host:
         }
 
 
-@dataclass
+@mutable
 class Selection:
     """What a host gets: ``attempts`` (asset names in the order an installer tries them; the
     first is the ``choice``, None when empty), the ``install_kind`` of the choice (None when

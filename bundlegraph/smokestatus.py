@@ -10,8 +10,9 @@ publish refuses a promised bundle without a passed smoke for exactly its bytes u
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
+
+from .core.lightclass import frozen
 
 SUFFIX = ".smoke.json"
 
@@ -21,7 +22,7 @@ def sidecar(bundle: Path) -> Path:
     return bundle.with_name(bundle.name + SUFFIX)
 
 
-@dataclass(frozen=True)
+@frozen
 class SmokeStatus:
     """``status`` (``passed``), ``how`` it ran (``native``, ``qemu-aarch64 -L ...``) and the
     bundle's sha256 it judged."""

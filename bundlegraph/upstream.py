@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from .core.errors import BundleGraphError
+from .core.lightclass import frozen, mutable
 
 BUILD_RE = re.compile(r"^b(\d+)$")
 POINTER_ASSET = "nightly-tag.txt"
 
 
-@dataclass(frozen=True)
+@frozen
 class UpstreamBuild:
     """One upstream build: ``tag`` (``b11650``), its ``number``, ``commit``, when it was
     published, and ``via`` (the ``v*`` release that pointed at it, if that is how it was found)."""
@@ -43,7 +44,7 @@ class UpstreamBuild:
         return (now - self.published_at).total_seconds() / 3600
 
 
-@dataclass
+@mutable
 class Scan:
     """What :func:`newest_build` found: the ``build`` chosen and each release ``skipped`` with why."""
 
@@ -112,7 +113,7 @@ def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan
     return Scan(None, skipped)
 
 
-@dataclass(frozen=True)
+@frozen
 class Bumped:
     """What :func:`bump` wrote: the new ``tag``, the ``base`` build, the base archive's
     ``sha256``, the merged commit and the release file."""

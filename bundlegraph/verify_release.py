@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from .core.errors import BundleGraphError
+from .core.lightclass import mutable
 from .provenance import PREDICATE_TYPE, PROVENANCE_NAME, STATEMENT_TYPE
 from .schemas.asset_names import INDEX_NAME, MANIFEST_NAME
 
@@ -37,7 +38,7 @@ SIDE_FILES = (INDEX_NAME, PROVENANCE_NAME, "release-assets.txt", "llama-prebuilt
 """Files of a release the index does not name (it cannot name itself or what names it)."""
 
 
-@dataclass
+@mutable
 class Check:
     """One check's verdict: ``status`` ``passed``/``failed``/``not run``; ``problems`` (failed)
     or ``why`` (not run)."""

@@ -17,15 +17,16 @@ import tarfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path, PurePosixPath
 
 from ..core.errors import BundleGraphError, UnsafeArchive
 from ..core.extract import _check_link, _check_name, check_tar_member  # the same rules extraction enforces
+from ..core.lightclass import mutable
 from . import BytesLike, Failure
 
 
-@dataclass
+@mutable
 class Bundle:
     """A bundle's listing: ``root`` (what was opened), ``kind`` (``directory``/``zip``/``tar``),
     ``names`` (every file path inside, POSIX, links included), ``links`` (link path -> target)

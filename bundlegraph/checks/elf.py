@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
+from ..core.lightclass import frozen
 from . import BytesLike, NotParsable
 
 if TYPE_CHECKING:  # pyelftools is imported where a file is read: planning a graph needs none of it
@@ -29,7 +30,7 @@ MACHINE_NAMES: dict[str, str] = {"x64": "EM_X86_64", "arm64": "EM_AARCH64"}
 FATBIN_SECTION = ".nv_fatbin"
 
 
-@dataclass(frozen=True)
+@frozen
 class ELFInfo:
     """What verification needs from one ELF file.
 

@@ -41,9 +41,10 @@ import struct
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..core.lightclass import mutable
 from ..schemas.archs import Arch, fatbin_sm
 from . import BytesLike, NotParsable
 
@@ -57,7 +58,7 @@ _ENTRY = struct.Struct("<HHIQI4xHHI8xQ")  # kind, ver, hsize, padded, size, mino
 _MAGICS = (struct.pack("<I", MAGIC), struct.pack("<I", MAGIC_RELOCATABLE))
 
 
-@dataclass
+@mutable
 class Inventory:
     """The fatbin of one file.
 

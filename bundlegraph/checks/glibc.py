@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.lightclass import frozen
 from . import Failure
 
 if TYPE_CHECKING:  # only a type here: the floors parse without the ELF reader
@@ -33,7 +33,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
-@dataclass(frozen=True)
+@frozen
 class Need:
     """The highest version of one family a file needs: ``family`` (``GLIBC``/``GLIBCXX``),
     ``version`` (``"2.34"``), ``library`` (``libc.so.6``) and one ``symbol`` needing it."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..core.lightclass import mutable
 from . import BytesLike, Failure, NotParsable, claims_elf_library, claims_pe
 from . import fatbin as fb
 from .elf import MACHINE_NAMES, ELFInfo, is_elf, read_elf
@@ -21,7 +22,7 @@ from .pe import MACHINE_CODES, PEInfo, machine_label, read_pe
 from .signatures import SignatureStatus, check_signature
 
 
-@dataclass
+@mutable
 class FileResult:
     """What one file yielded: ``format`` (``pe``/``elf``/None for non-binaries), ``machine``
     (``arm64``/``x64``/...), the parsed ``pe``/``elf`` record, the ``fatbin`` inventory (None

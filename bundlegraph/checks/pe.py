@@ -14,9 +14,10 @@ only the headers and tables are touched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..core.lightclass import frozen
 from . import BytesLike, NotParsable
 
 MACHINES: dict[int, str] = {0x8664: "x64", 0xAA64: "arm64", 0x14C: "x86", 0x1C4: "arm"}
@@ -32,7 +33,7 @@ _DIRS = ("IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT", "
 """The data directories read (pefile is imported where a file is read, not when the graph loads)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PEImport:
     """The imports from one DLL: ``dll`` as written in the file (case kept), ``names`` the
     imported function names, ``ordinals`` the functions imported by ordinal only, ``delay``
@@ -44,7 +45,7 @@ class PEImport:
     delay: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class PEInfo:
     """What verification needs from one PE file.
 

@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..core import memo
+from ..core.lightclass import frozen
 from . import BytesLike
 
 OK, UNSIGNED, TAMPERED, UNTRUSTED, INVALID = "ok", "unsigned", "tampered", "untrusted", "invalid"
 
 
-@dataclass(frozen=True)
+@frozen
 class SignatureStatus:
     """``status``: one of ``ok``, ``unsigned``, ``tampered``, ``untrusted``, ``invalid``;
     ``detail``: signify's explanation (empty for ``ok``); ``signer``: the signer's subject

@@ -29,7 +29,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -37,13 +36,14 @@ from urllib.parse import urlsplit
 from . import paths
 from .errors import DownloadError, HashMismatch
 from .fsutil import locked, sha256_file
+from .lightclass import frozen
 from .progress import Reporter, reporter
 
 if TYPE_CHECKING:  # httpx is imported where it is used: planning a graph needs no HTTP client
     import httpx
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """Network behaviour: ``connect_timeout``/``read_timeout`` (s), ``retries`` (extra attempts
     after the first), ``backoff`` (s, doubled per retry), ``jobs`` (parallel downloads)."""

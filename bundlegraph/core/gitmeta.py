@@ -11,13 +11,13 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import proc
+from .lightclass import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class CommitInfo:
     """``commit`` (40 hex) and ``date`` (committer time, UTC-aware)."""
 

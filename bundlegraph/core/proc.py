@@ -16,12 +16,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import memo
 from .errors import ToolFailed, ToolMissing
+from .lightclass import frozen
 
 if TYPE_CHECKING:  # imported where a process starts (planning starts none)
     import subprocess
@@ -38,7 +38,7 @@ def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork a
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
-@dataclass(frozen=True)
+@frozen
 class Completed:
     """Result of :func:`run`: ``argv`` as executed (program resolved), exit code 0 only
     (non-zero raises), ``output`` the combined stdout+stderr text when ``capture`` was set."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import SettingError
+from .lightclass import frozen
 
 PREFIX = "BUNDLEGRAPH_"
 PASS_PREFIX = "BUNDLEGRAPH_EXTRA_"
@@ -29,7 +29,7 @@ otherwise be ignored, and a bare ``doit`` start the whole main job)."""
 URL_SCHEMES = ("http://", "https://", "redis://", "redis+unix:")
 
 
-@dataclass(frozen=True)
+@frozen
 class Setting:
     """One variable: ``name`` (after the prefix), ``form`` (``path``, ``text``, ``int``,
     ``seconds``, ``flag`` (``1``/``0``), ``choice``, ``list`` (comma-separated), ``url``), ``default``

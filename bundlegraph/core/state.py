@@ -22,12 +22,12 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import memo, paths
 from .fsutil import atomic_write_json, parsed_once, sha256_file
+from .lightclass import frozen
 
 STAMP_VERSION = 1
 
@@ -92,7 +92,7 @@ def _abs(key: str) -> Path:
     return p if p.is_absolute() else paths.workdir() / p
 
 
-@dataclass(frozen=True)
+@frozen
 class Present:
     """An output whose presence, not content, belongs to a stamp: something a task creates
     that later tasks change legitimately, e.g. CMake's ``CMakeCache.txt`` (rewritten when a
@@ -102,7 +102,7 @@ class Present:
     path: Path
 
 
-@dataclass(frozen=True)
+@frozen
 class Stamp:
     """A recorded completion: ``task``, ``key``, ``inputs`` and ``outputs`` fingerprints."""
 

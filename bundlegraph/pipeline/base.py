@@ -11,13 +11,14 @@ stage imports ``bundlegraph.graph``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..core import paths, state
 from ..core.errors import BundleGraphError
+from ..core.lightclass import frozen, mutable
 from ..schemas.records import BundleSpec, Matrix, Release
 from .compile.shards import ShardRef
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..toolchains.cuda import CudaToolkit
 
 
-@dataclass(frozen=True)
+@frozen
 class Filters:
     """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
     is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
@@ -150,7 +151,7 @@ class LegContext:
         return self.build_dir / "logs" / f"{stage}.log"
 
 
-@dataclass
+@mutable
 class Context:
     """What stage planners get: the validated ``matrix``, the ``legs`` kept by the filters,
     the ``filters``; ``workdir`` (``build/``, ``dist/``, ``.bundlegraph/``) and ``cache`` (the
@@ -251,7 +252,7 @@ P = TypeVar("P", bound=StagePlan)
 """The plan type of a :class:`Prepared` value (a stage's ``<Stage>Plan``)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Prepared(Generic[P]):
     """One task's plan value for one run, computed once after its upstream tasks ran: ``plan``
     (the frozen ``<Stage>Plan`` the run receives, e.g. ``Prepared[ConfigurePlan]``: the stage's
@@ -268,7 +269,7 @@ class Prepared(Generic[P]):
         return cls(plan.key(), plan)
 
 
-@dataclass
+@mutable
 class TaskPlan:
     """One graph task before it becomes a doit dict.
 

@@ -29,7 +29,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 from ..core import paths, proc, report, settings
 from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
+from ..core.lightclass import frozen
 from ..core.report import say
 from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, upstream_digest
@@ -69,7 +70,7 @@ def target_filter(get_var: Callable[[str, object], object] | None = None) -> lis
     return targets
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildPlan:
     """``argv`` without ``-j`` (added at run time), ``targets``, ``filtered``, ``cmake_dir``,
     ``artifacts_dir``, ``record`` (build.json), ``log``."""
@@ -351,7 +352,7 @@ def _apply(p: Prepared[BuildPlan]) -> list[Path]:
     return run_build(p.plan)
 
 
-@dataclass(frozen=True)
+@frozen
 class ImportPlan:
     """``build:<leg>`` of a leg whose build ran on another runner (doit ``built=DIR``): copy the
     output folder ``source`` (``DIR/<leg>/`` or ``DIR/built-<leg>/``) into ``artifacts_dir`` (where

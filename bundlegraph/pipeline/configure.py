@@ -22,7 +22,7 @@ still rebuilds only objects whose commands changed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 from ..core import proc, settings
 from ..core.errors import BundleGraphError, HostMismatch, ToolkitError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json
+from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..core.state import Present, key_of
 from ..toolchains import get as get_toolchain
@@ -53,7 +54,7 @@ NAME = "configure"
 UNKNOWN = "<known after source:{leg}>"
 
 
-@dataclass(frozen=True)
+@frozen
 class ConfigurePlan:
     """Everything configure will do for one leg. ``argv`` is the full cmake command;
     ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the toolkit

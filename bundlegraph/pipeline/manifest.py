@@ -27,7 +27,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import paths
 from ..core.errors import BundleGraphError, VerifyError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
+from ..core.lightclass import frozen, mutable
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix, MixPin, Release
 from ..smokestatus import read_status, sidecar
@@ -99,7 +100,7 @@ def locate(name: str, dist: Path, artifacts: Path | None) -> tuple[Path | None, 
     return None, False
 
 
-@dataclass
+@mutable
 class ManifestResult:
     """What :func:`run_manifest` wrote: the models, the bundles by leg and the problems met."""
 
@@ -260,7 +261,7 @@ def run_manifest(
 # ---------------------------------------------------------------- graph stage
 
 
-@dataclass(frozen=True)
+@frozen
 class ManifestPlan:
     """What ``manifest`` does, resolved once before it runs: the whole ``matrix`` (every leg's
     bundle that exists is described); ``dist``; ``artifacts`` (bundles built elsewhere, or

@@ -29,7 +29,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from ..checks.content import missing_required, required_matches
 from ..core import paths
 from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
+from ..core.lightclass import frozen, mutable
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
 from .build import plan_build
@@ -63,7 +64,7 @@ class MergeError(BundleGraphError):
         super().__init__("\n".join([f"merge:{leg}: {len(problems)} problem(s)", *("  " + p for p in problems)]))
 
 
-@dataclass(frozen=True)
+@frozen
 class BaseBundle:
     """A packaged base bundle: ``archive`` path, its ``sha256`` and its parsed ``info`` JSON."""
 
@@ -72,7 +73,7 @@ class BaseBundle:
     info: BundleInfo
 
 
-@dataclass
+@mutable
 class MergeRecord:
     """``build/<leg>/merge.json``: ``base_asset``/``base_sha256``/``base_leg``; ``files`` maps each
     merged file (POSIX relpath) to ``base``/``backend``/``runtime``; ``backend_files`` the
@@ -323,7 +324,7 @@ def _base_archive(ctx: Context, leg: str) -> Path:
     return locate_base(ctx.bundle_name(base), paths.dist_dir(), ctx.filters.artifacts)
 
 
-@dataclass(frozen=True)
+@frozen
 class MergePlan:
     """What ``merge:<leg>`` does, resolved once before it runs (the run reads nothing else of
     the graph): ``spec``; ``base_spec``/``base_archive`` (None for a leg without ``[merge]``:

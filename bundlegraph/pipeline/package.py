@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import paths, settings
 from ..core.errors import BundleGraphError, VerifyError
 from ..core.fsutil import atomic_write_json, sha256_file
+from ..core.lightclass import frozen
 from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
@@ -90,7 +91,7 @@ def selector(keep: list[str], exclude: list[str]) -> Callable[[str], bool]:
     return lambda rel: any(r.match(rel) for r in k) and not any(r.match(rel) for r in x)
 
 
-@dataclass(frozen=True)
+@frozen
 class PackageInputs:
     """Everything ``package`` consumes.
 
@@ -271,7 +272,7 @@ def run_package(
 # ---------------------------------------------------------------- graph stage
 
 
-@dataclass(frozen=True)
+@frozen
 class PackagePlan:
     """What ``package:<leg>`` does, resolved once before it runs: ``inputs`` (the
     :class:`PackageInputs`, from the spec, ``source:<leg>``'s record and ``merge:<leg>``'s

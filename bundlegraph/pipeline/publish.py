@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 from ..core import paths
 from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_write_bytes, sha256_file
+from ..core.lightclass import frozen
 from ..core.report import say
 from ..overrides import is_local
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
@@ -189,7 +190,7 @@ def run_publish(
 # ---------------------------------------------------------------- graph stage
 
 
-@dataclass(frozen=True)
+@frozen
 class PublishPlan:
     """What ``publish`` checks, resolved once before it runs: the whole ``matrix``, ``dist``,
     ``filtered`` (the active load-time filters as text, or None), ``source_commit`` (from the

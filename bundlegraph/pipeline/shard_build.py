@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from ..core import paths, proc, settings
 from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json
+from ..core.lightclass import frozen
 from ..core.report import say, warn
 from .base import Context, Prepared, TaskPlan
 from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
@@ -45,7 +45,7 @@ from .compile.shards import ShardRef, ShardSlice, costed, split
 SHARD_FORMAT = "bundlegraph-shard/1"
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardPlan:
     """Shard ``shard`` of the leg whose full build is ``build``; ``out_dir`` the shard folder."""
 
@@ -191,7 +191,7 @@ def apply_shard(p: Prepared[ShardPlan]) -> list[Path]:
     return run_shard(p.plan)
 
 
-@dataclass(frozen=True)
+@frozen
 class MergeResult:
     """What :func:`merge_shards` did: ``entries`` copied into the cache, ``legs`` ->
     ``{"shards": found, "of": N, "measured": n}``, ``problems`` (one line each)."""

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from ..core import paths, proc
 from ..core.errors import BundleGraphError, HashMismatch, HostMismatch
 from ..core.fsutil import atomic_dir, atomic_write_json, locked, parsed_once, rmtree, sha256_file, tree_digest
 from ..core.gitmeta import read_commit
+from ..core.lightclass import frozen
 from ..core.report import say
 from ..schemas.records import GitPin, MixPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
 from .base import Context, Prepared, TaskPlan
@@ -34,7 +35,7 @@ NAME = "source"
 RECEIPT = "receipt.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class SourcePlan:
     """What the source stage will do: ``pin`` (the release's source pin, as JSON),
     ``cache_dir`` (where the unpacked source lives, None for a ``path`` pin), ``tree``
@@ -61,7 +62,7 @@ class SourcePlan:
         return self.cache_dir / RECEIPT if self.cache_dir is not None else None
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceRecord:
     """``build/<leg>/source.json``: ``tree`` (absolute path), ``digest`` (tree digest of
     the source, ``.git`` excluded), ``files`` (count), ``commit``, ``commit_date`` (ISO 8601),
@@ -305,7 +306,7 @@ def _read_source_record(path: Path) -> SourceRecord:
     return SourceRecord(**json.loads(path.read_text(encoding="utf-8")))
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceTaskPlan:
     """What ``source:<leg>`` does: ``fetch`` (the release's :class:`SourcePlan`, shared by every
     leg: one content-addressed cache entry), ``release``, and the leg's ``record``

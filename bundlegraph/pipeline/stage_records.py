@@ -15,12 +15,13 @@ the file's bytes) and read back into its type; an unreadable file is an error na
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ..core import paths
 from ..core.errors import BundleGraphError
+from ..core.lightclass import frozen
 
 
 def _load(f: Path, leg: str, stage: str) -> dict[str, Any] | None:
@@ -43,7 +44,7 @@ def _typed(cls: type, data: dict[str, Any], f: Path, leg: str, stage: str) -> An
         raise BundleGraphError(f"{f}: not a {stage} record ({e}); run {stage}:{leg} again") from None
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildRecord:
     """``build/<leg>/build.json``: ``targets`` built (empty: all), ``filtered`` (only some, by
     ``build_targets=``: no bundle is made from it), ``artifacts_dir``, ``outputs`` (path
@@ -79,7 +80,7 @@ def read_build(leg: str) -> BuildRecord | None:
     return rec
 
 
-@dataclass(frozen=True)
+@frozen
 class ConfigureRecord:
     """``build/<leg>/configure.json``: the configure ``argv`` (and as one ``command``), the
     ``toolchain`` and its file, ``cmake_dir``, ``source_tree``, the ``cache`` entries, the

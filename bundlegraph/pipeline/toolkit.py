@@ -39,12 +39,12 @@ spec (message names the spec file and key).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import HostMismatch, ToolkitError
+from ..core.lightclass import frozen
 from ..core.state import Present
 from ..toolchains.base import Toolchain
 from ..toolkit.identity import ComponentSet, component_set
@@ -82,7 +82,7 @@ def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaToolkit |
     return ref, ref.task
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolkitPlan:
     """What ``toolkit:<set name>`` does: install ``components`` (the resolved
     :class:`~bundlegraph.toolkit.identity.ComponentSet`) at ``ref`` (the

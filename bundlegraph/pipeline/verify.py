@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..checks import Failure, content
 from ..core.errors import BundleGraphError, VerifyError
+from ..core.lightclass import frozen, mutable
 from ..core.report import say
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
@@ -43,7 +44,7 @@ BACKENDS = {"windows": ("ggml-cuda.dll",), "linux": ("libggml-cuda.so",)}
 """The CUDA backend's file name per os: the file whose fatbin must match the promised archs."""
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifyPolicy:
     """What a bundle must satisfy. Every field is optional; an unset one skips its check.
 
@@ -179,7 +180,7 @@ def policy_from_spec(
     )
 
 
-@dataclass
+@mutable
 class Report:
     """The result of :func:`verify_path`: ``subject`` (what was verified), ``kind``
     (``directory``/``zip``/``tar``), ``failures`` (each one line naming the file and reason),
@@ -358,7 +359,7 @@ def host_paths(ctx: Context, leg: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifyTreePlan:
     """``verify:<leg>``'s plan value: the built ``tree`` (``build/<leg>/cmake/bin``), the
     ``policy`` it is checked against and the ``report`` path (``build/<leg>/verify.json``)."""

@@ -17,8 +17,7 @@ installer's code: these are the facts it was measured to depend on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..core.lightclass import frozen
 from .records import IMPL_SPLIT_BUILD
 
 CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
@@ -28,7 +27,7 @@ PORTABLE_CLASS = "portable"
 """The ``coverage_class`` the installer treats as the fallback after the best targeted bundle."""
 
 
-@dataclass(frozen=True)
+@frozen
 class InstallKind:
     """One ``install_kind``: the host it serves (``os``, ``arch``) and the ``backend`` of the
     bundles published under it."""

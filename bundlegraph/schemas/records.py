@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, dataclass_transform
 
+from ..core.lightclass import frozen
 from .archs import Arch, CudaVersion
 from .constraints import Check, Tagged
 
@@ -698,7 +699,7 @@ class Release(Record):
         return "-mix-" in self.tag
 
 
-@dataclass(frozen=True)
+@frozen
 class Matrix:
     """A validated ``bundles/`` directory: ``release``, ``legs`` by id (sorted), and the file
     each leg came from."""

@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.lightclass import frozen
 from .cuda import PLATFORMS, CudaToolkit, target_dir
 from .prefix_maps import PrefixMaps, flag_text
 from .registry import ToolchainInfo
@@ -60,7 +60,7 @@ def cmake_text(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Resolved:
     """What :meth:`Toolchain.resolve` found: ``binaries`` (role -> absolute path, the ones the
     toolchain file names), ``env`` (the complete environment for cmake), ``key`` (the

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..core.errors import ToolkitError
+from ..core.lightclass import frozen
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {
@@ -94,7 +94,7 @@ def target_dir(platform: str) -> str:
         raise KeyError(f"no nvcc target directory known for platform {platform!r}") from None
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaToolkit:
     """A CUDA toolkit as a leg uses it: installed (or to be installed, by ``toolkit:<name>``) at
     ``prefix``, ``version`` (``"13.5"``), with nvcc for ``host_platform`` and libraries for

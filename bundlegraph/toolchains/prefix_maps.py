@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import mmap
 import shlex
-from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
+
+from ..core.lightclass import frozen
 
 SOURCE = "llama.cpp"
 """The stable name of the llama.cpp source tree (``__FILE__`` becomes ``llama.cpp/ggml/src/...``)."""
@@ -41,7 +42,7 @@ CACHE = "cache"
 """The stable name of the download and toolkit cache (anything else under it)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PrefixMaps:
     """Build-host roots and the stable names they get in compiled files: ``roots`` maps each
     stable name to the absolute root it stands for (None when the build has no such root, e.g.

@@ -15,11 +15,11 @@ build machine for an ARM64 host machine, and says so here.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..core.errors import BundleGraphError
+from ..core.lightclass import frozen
 from .cuda import TARGET_DIRS
 
 MACHINES_DIR = Path(__file__).resolve().parent / "machines"
@@ -51,7 +51,7 @@ class ToolchainFileError(BundleGraphError):
         super().__init__("\n".join([head, *("  " + p for p in self.problems)]))
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolchainInfo:
     """One toolchain id's machine file, loaded and checked.
 

@@ -17,13 +17,13 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import memo, paths, proc, settings
 from ..core.errors import BundleGraphError, ToolMissing
 from ..core.fsutil import atomic_write_json
+from ..core.lightclass import frozen
 
 PINS = {"cmake": "4.4.5", "ninja": "1.13.2"}
 """The versions ``bundlegraph[tools]`` installs (``pyproject.toml``); a wheel must match."""
@@ -31,7 +31,7 @@ PINS = {"cmake": "4.4.5", "ninja": "1.13.2"}
 MIN_CMAKE = (3, 25)
 
 
-@dataclass(frozen=True)
+@frozen
 class Tool:
     """One build tool: ``name`` (cmake/ninja), ``path`` (absolute executable), ``version``
     (``"4.4.5"``) and ``origin`` (``wheel``, ``system`` or ``env:<VAR>``)."""
@@ -45,7 +45,7 @@ class Tool:
         return {"version": self.version, "origin": self.origin}
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildTools:
     """The pinned ``cmake`` and ``ninja`` a configure/build uses."""
 

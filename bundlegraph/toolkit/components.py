@@ -15,8 +15,7 @@ Sources of the facts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..core.lightclass import frozen
 from ..toolchains.cuda import is_windows, target_dir
 
 # component -> NVIDIA wheel distribution (pip name).
@@ -53,7 +52,7 @@ PIP_TAGS: dict[str, tuple[str, ...]] = {
 ALIASES: dict[str, tuple[str, ...]] = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
 
 
-@dataclass(frozen=True)
+@frozen
 class Required:
     """One file a validated toolkit must hold: ``path`` relative to the prefix, the ``component``
     that provides it, its ``role`` (``host``/``target``) and ``platform``."""

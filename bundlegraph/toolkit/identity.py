@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolkitError
+from ..core.lightclass import frozen
 from ..schemas.archs import CudaVersion
 from ..schemas.records import BundleSpec
 from ..toolchains.registry import TOOLCHAINS
@@ -40,7 +41,7 @@ def host_toolkit_path(declared: str | None) -> Path:
     return Path(p).expanduser()
 
 
-@dataclass(frozen=True)
+@frozen
 class ComponentSet:
     """What a toolkit holds. ``pins`` is source-specific JSON-able data (see module doc);
     ``spec_file`` names where the set came from (for error messages)."""

@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 
 from ..core.errors import ToolkitError
 from ..core.fsutil import atomic_write_bytes, parsed_once
+from ..core.lightclass import frozen
 
 _FILENAME = re.compile(r"^[A-Za-z0-9_.+-]+\.whl$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelRow:
     """One locked wheel (see the module docstring for the fields; ``size`` in bytes)."""
 
@@ -48,7 +49,7 @@ class WheelRow:
     size: int
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelLock:
     """A whole lock file."""
 

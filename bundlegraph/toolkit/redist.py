@@ -11,7 +11,7 @@ the target platform.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,12 @@ from ..core import paths
 from ..core.download import fetch_small
 from ..core.errors import ToolkitError
 from ..core.fsutil import atomic_write_bytes
+from ..core.lightclass import frozen
 from ..schemas.redist import RedistManifest, load_manifest
 from .identity import ComponentSet
 
 
-@dataclass(frozen=True)
+@frozen
 class Artifact:
     """One archive to install: ``component`` (as the spec names it), ``key`` (as the manifest
     names it), ``role``, ``platform``, ``version``, ``url``, ``sha256``, ``size`` (bytes),

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...core.errors import BundleGraphError
 from ...core.fsutil import sha256_file
+from ...core.lightclass import frozen
 from ...schemas.records import BundleSpec
 
 if TYPE_CHECKING:  # the info format is imported where a runtime file is resolved (never while planning)
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the info format is imported where a runtime file is resolve
 _VERSION_DIR = re.compile(r"^\d+(\.\d+)+$")
 
 
-@dataclass(frozen=True)
+@frozen
 class RuntimeFile:
     """A resolved runtime file: ``name`` in the bundle, ``path`` on disk, and its record."""
 

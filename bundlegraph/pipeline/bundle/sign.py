@@ -25,13 +25,13 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ...checks import claims_pe
 from ...core import proc
 from ...core.errors import BundleGraphError
+from ...core.lightclass import frozen
 from ...core.report import warn
 
 SignOutcome = Literal["not-required", "signed", "unsigned"]
@@ -42,7 +42,7 @@ class SigningError(BundleGraphError):
     """A required-signing leg cannot be signed (no signer configured, credentials missing)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SignerConfig:
     """``argv`` template and the names of the credential variables (``secret_vars``)."""
 

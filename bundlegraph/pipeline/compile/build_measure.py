@@ -10,9 +10,10 @@ make a heavy template instance look free, so hits are never recorded.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from ...core.lightclass import frozen
 from .ninja_graph import CompileStep, object_key
 
 
@@ -53,7 +54,7 @@ def _norm(path: str, cwd: Path) -> str:
     return os.path.normpath(p).replace("\\", "/").lower() if os.name == "nt" else os.path.normpath(p)
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """One build's figures: ``objects`` (seconds by object key, real compiles only), ``other``
     (seconds of the non-compile steps it ran, by output), ``missed`` / ``hit`` (outputs of the

@@ -24,8 +24,9 @@ deprecated one said to be deprecated). Sources: CMake's cache format (``cmake(1)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from ...core.lightclass import frozen
 
 UNUSED_HEAD = "Manually-specified variables were not used by the project:"
 """The head line of CMake's unused-variable warning in a configure log."""
@@ -37,7 +38,7 @@ REAL_TYPES = ("BOOL", "STRING", "PATH", "FILEPATH")
 _DEPR = re.compile(r"^\s*\w*option_depr\s*\(\s*(\w+)\s+(\w+)(?:\s+(\w+))?\s*\)", re.M | re.I)
 
 
-@dataclass(frozen=True)
+@frozen
 class Deprecated:
     """A deprecated option of the tree: ``name``, ``replacement`` (None: ignored) and ``level``
     (CMake's message type: ``WARNING`` or ``FATAL_ERROR``)."""

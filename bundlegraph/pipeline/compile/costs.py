@@ -32,12 +32,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ...core import paths, settings
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_bytes
+from ...core.lightclass import frozen
 
 FORMAT = "bundlegraph-costs/1"
 EXPECTED = (
@@ -50,7 +51,7 @@ class CostRecordError(BundleGraphError):
     """A file that should be a cost record is not one (named, with what was expected)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CostRecord:
     """One leg's measured seconds: ``objects`` (compile steps by object key), ``other`` (the
     other ninja steps by output), ``note``; ``origin``: the file it was read from (None: new)."""

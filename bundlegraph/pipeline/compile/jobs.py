@@ -15,14 +15,14 @@ measured ~3 GB per job with MSVC on Windows, so Windows hosts use 3 GB. CPU-only
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from ...core import settings
+from ...core.lightclass import frozen
 
 PER_JOB_MB = {"cuda_linux_2arch": 904, "cuda_extra_arch": 200, "cuda_windows": 3072, "cpu": 512}
 
 
-@dataclass(frozen=True)
+@frozen
 class Jobs:
     """``n`` jobs and ``why`` (the numbers that decided it)."""
 

@@ -32,13 +32,14 @@ import json
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ...core import paths, proc, settings
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
+from ...core.lightclass import frozen
 from ...core.report import warn
 from ...toolchains.tools import _version_by_run
 
@@ -57,7 +58,7 @@ void bundlegraph_probe_launch(float * d, int n, float s) {
 """
 
 
-@dataclass(frozen=True)
+@frozen
 class Launcher:
     """The launcher a configure uses. ``name`` (``ccache``/``sccache``/None), ``path``,
     ``version`` (its ``--version`` first line), ``args`` to append to cmake
@@ -82,7 +83,7 @@ class Launcher:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeTools:
     """What the probe compiles with: the leg's C compiler ``cc`` (absolute path); on CUDA legs
     ``nvcc``, its host compiler ``ccbin``, the toolchain's nvcc flags and the CUDA ``archs``

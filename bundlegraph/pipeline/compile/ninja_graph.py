@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from ...core import proc
 from ...core.errors import BundleGraphError
+from ...core.lightclass import mutable
 
 _COMPILER_RULE = re.compile(r"^([A-Za-z]+)_COMPILER__")
 """CMake's Ninja generator names its compile rules ``<LANG>_COMPILER__<target>_<suffix>``."""
@@ -59,7 +60,7 @@ def object_key(output: str) -> str:
     return s
 
 
-@dataclass
+@mutable
 class _Node:
     rule: str | None
     inputs: list[str]

@@ -21,9 +21,9 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from ...core.errors import BundleGraphError
+from ...core.lightclass import frozen
 from .ninja_graph import CompileStep
 
 ESTIMATE_SECONDS = {"CUDA_PER_ARCH": 15.0, "CXX": 4.0, "C": 2.0, "OTHER_LANG": 3.0, "LINK": 5.0}
@@ -37,7 +37,7 @@ HIT_SECONDS = 0.2
 BENCHMARKS.md "Compiler cache": 153 remote hits in 7.1 s at -j2)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardRef:
     """Shard ``index`` of ``count`` (1-based, as the command line writes it: ``shard=1/3``)."""
 
@@ -69,7 +69,7 @@ def estimate(step: CompileStep, cuda_archs: int) -> float:
     return ESTIMATE_SECONDS.get(step.lang, ESTIMATE_SECONDS["OTHER_LANG"])
 
 
-@dataclass(frozen=True)
+@frozen
 class CostedStep:
     """A step with its ``seconds`` and whether they were ``measured`` (else estimated)."""
 
@@ -87,7 +87,7 @@ def costed(steps: Iterable[CompileStep], measured: Mapping[str, float], cuda_arc
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardSlice:
     """Shard ``index`` of ``count``: its ``steps`` (costed, in build order = by output) and
     ``seconds`` (their sum: CPU seconds of one core)."""

@@ -8,12 +8,13 @@ build from it."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core import paths, proc
 from ...core.errors import BundleGraphError
+from ...core.lightclass import frozen, mutable
 from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
 from ..base import Context
@@ -39,7 +40,7 @@ N_PREDICT = 8
 """Tokens each generation asks for."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     """One smoke step: ``name`` (``devices``, ``op:MUL_MAT``, ``generate``, ...), ``argv`` with
     ``{bundle}``/``{model}``/``{dev}`` placeholders filled at run time."""
@@ -48,7 +49,7 @@ class Check:
     argv: list[str]
 
 
-@dataclass
+@mutable
 class Decision:
     """``run``: whether to run the checks; ``reason`` when not; ``gpu`` chosen and how the
     bundle covers it (``coverage``); ``probe`` as JSON."""
@@ -60,7 +61,7 @@ class Decision:
     probe: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class SmokePlan:
     """What ``smoke:<leg>`` does. ``bundle``: the archive; ``record``/``log``; ``tools_dir``: the
     test-backend-ops build; ``checks`` in order; ``model_argv`` writes the tiny model;
@@ -126,7 +127,7 @@ class SmokePlan:
         raise KeyError(f"smoke:{self.leg}: no check {name!r}")
 
 
-@dataclass(frozen=True)
+@frozen
 class SmokeToolsPlan:
     """What ``smoke:tools-<leg>`` does: ``smoke`` (the leg's :class:`SmokePlan`), ``decision``
     (host and driver judged; nothing is built when it says no), and when it says yes the merge

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
+from ...core.lightclass import frozen, mutable
 from ...core.report import say
 from .plan import Decision, SmokePlan
 
@@ -28,7 +29,7 @@ def always(_run: SmokeRun) -> tuple[str, str] | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     """One row of a step table: ``name`` (recorded as ``check``), ``run`` and its ``gate``."""
 
@@ -37,7 +38,7 @@ class Step:
     gate: Gate = always
 
 
-@dataclass
+@mutable
 class SmokeRun:
     """What the steps of one smoke run share: the ``plan``, the ``launcher`` that starts the
     bundle's programs here (:mod:`bundlegraph.emulation`), the unpacked bundle (``bundle_dir``) in

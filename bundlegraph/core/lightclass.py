@@ -1,0 +1,148 @@
+"""Dataclasses whose methods are shared functions: :func:`frozen` and :func:`mutable`.
+
+``@dataclasses.dataclass(frozen=True)`` writes each class's ``__init__``, ``__repr__``,
+``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` as source text and ``exec``-s it
+when the module is imported: about 0.7 ms a class on CPython 3.11, and the graph's load path
+imports some 60 of them, so a no-op ``doit`` spent 60 of its 250 ms making methods (measured in
+issue 30). These decorators make the same classes (``dataclasses.fields``, ``replace`` and
+``asdict`` work; field options ``default``, ``default_factory``, ``init``, ``repr``,
+``compare``, ``hash`` and ``kw_only`` are honoured; ``__post_init__`` runs) with one function
+per method for every class, in the manner of :class:`bundlegraph.schemas.records.Record`.
+
+What differs from a dataclass: a frozen instance's ``__dataclass_params__`` says
+``frozen=False`` (the class is still read-only: assignment raises
+``dataclasses.FrozenInstanceError``); a constructor's error messages are worded like a
+dataclass's but not identical; ``InitVar`` and ``order`` are not supported (use
+``dataclasses.dataclass`` for those).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import MISSING, FrozenInstanceError, field
+from typing import Any, TypeVar, dataclass_transform
+
+T = TypeVar("T", bound=type)
+
+_INIT = "__lightclass_init__"
+"""Per class: ``(positional, keyword)``, each a tuple of ``(name, default, factory)``."""
+_CMP = "__lightclass_compare__"
+"""Per class: the names ``__eq__`` compares, in field order."""
+_HASH = "__lightclass_hash__"
+"""Per class: the names ``__hash__`` hashes, in field order."""
+_REPR = "__lightclass_repr__"
+"""Per class: the names ``__repr__`` shows, in field order."""
+
+
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    positional, keyword = getattr(type(self), _INIT)
+    name = type(self).__qualname__
+    if len(args) > len(positional):
+        raise TypeError(
+            f"{name}.__init__() takes {len(positional) + 1} positional arguments but {len(args) + 1} were given"
+        )
+    setter = object.__setattr__
+    for i, (f, default, factory) in enumerate(positional):
+        if i < len(args):
+            if f in kwargs:
+                raise TypeError(f"{name}.__init__() got multiple values for argument '{f}'")
+            setter(self, f, args[i])
+        elif f in kwargs:
+            setter(self, f, kwargs.pop(f))
+        elif default is not MISSING:
+            setter(self, f, default)
+        elif factory is not MISSING:
+            setter(self, f, factory())
+        else:
+            raise TypeError(f"{name}.__init__() missing 1 required argument: '{f}'")
+    for f, default, factory in keyword:
+        if f in kwargs:
+            setter(self, f, kwargs.pop(f))
+        elif default is not MISSING:
+            setter(self, f, default)
+        elif factory is not MISSING:
+            setter(self, f, factory())
+        else:
+            raise TypeError(f"{name}.__init__() missing 1 required keyword-only argument: '{f}'")
+    if kwargs:
+        raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    post = getattr(self, "__post_init__", None)
+    if post is not None:
+        post()
+
+
+def _init_spec(cls: type) -> tuple[tuple[tuple[str, Any, Any], ...], tuple[tuple[str, Any, Any], ...]]:
+    fs = [f for f in dataclasses.fields(cls) if f.init]
+    positional = tuple((f.name, f.default, f.default_factory) for f in fs if not f.kw_only)
+    keyword = tuple((f.name, f.default, f.default_factory) for f in fs if f.kw_only)
+    return positional, keyword
+
+
+def _values(obj: object, names: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(getattr(obj, f) for f in names)
+
+
+def _eq(self: Any, other: object) -> object:  # a bool, or NotImplemented
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = getattr(self.__class__, _CMP)
+    same: bool = _values(self, names) == _values(other, names)  # a tuple's ==, as a dataclass compares
+    return same
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self, getattr(self.__class__, _HASH)))
+
+
+def _repr(self: Any) -> str:
+    shown = ", ".join(f"{f}={getattr(self, f)!r}" for f in getattr(self.__class__, _REPR))
+    return f"{self.__class__.__qualname__}({shown})"
+
+
+def _setattr(self: Any, name: str, value: object) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _make(cls: T, *, is_frozen: bool) -> T:
+    own = cls.__dict__
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    made: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # the same class object
+    fs = dataclasses.fields(made)
+    setattr(made, _INIT, _init_spec(made))
+    setattr(made, _CMP, tuple(f.name for f in fs if f.compare))
+    setattr(made, _HASH, tuple(f.name for f in fs if (f.compare if f.hash is None else f.hash)))
+    setattr(made, _REPR, tuple(f.name for f in fs if f.repr))
+    if "__init__" not in own:
+        made.__init__ = _init
+    if "__repr__" not in own:
+        made.__repr__ = _repr
+    if "__eq__" not in own:
+        made.__eq__ = _eq
+    if not explicit_hash:
+        made.__hash__ = _hash if is_frozen else None
+    if is_frozen:
+        if "__setattr__" in own or "__delattr__" in own:
+            raise TypeError(f"{made.__qualname__}: a frozen class cannot define __setattr__ or __delattr__")
+        made.__setattr__ = _setattr
+        made.__delattr__ = _delattr
+    return cls
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def frozen(cls: T) -> T:
+    """Make ``cls`` a read-only dataclass, as ``@dataclass(frozen=True)`` does (equality and
+    hash by the fields' values, a ``Name(field=value, ...)`` repr), without ``exec``-ing a
+    method per class. Returns the same class object."""
+    return _make(cls, is_frozen=True)
+
+
+@dataclass_transform(field_specifiers=(field,))
+def mutable(cls: T) -> T:
+    """Make ``cls`` a dataclass whose fields may be assigned, as ``@dataclass`` does (equality
+    by the fields' values, unhashable, a ``Name(field=value, ...)`` repr), without ``exec``-ing
+    a method per class. Returns the same class object."""
+    return _make(cls, is_frozen=False)
