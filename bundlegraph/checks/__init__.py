@@ -19,10 +19,10 @@ the caller turns that into a failure naming the file.
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import BundleGraphError
+from ..core.lightclass import frozen_ordered
 
 
 class NotParsable(BundleGraphError):
@@ -30,7 +30,7 @@ class NotParsable(BundleGraphError):
     message says why (``not a PE file: DOS header magic 'MZ' not found``, ``truncated: ...``)."""
 
 
-@dataclass(frozen=True, order=True)
+@frozen_ordered
 class Failure:
     """One verification failure.
 

@@ -12,8 +12,8 @@ per method for every class, in the manner of :class:`bundlegraph.schemas.records
 What differs from a dataclass: a frozen instance's ``__dataclass_params__`` says
 ``frozen=False`` (the class is still read-only: assignment raises
 ``dataclasses.FrozenInstanceError``); a constructor's error messages are worded like a
-dataclass's but not identical; ``InitVar`` and ``order`` are not supported (use
-``dataclasses.dataclass`` for those).
+dataclass's but not identical; ``InitVar`` is not supported. :func:`frozen_ordered` adds
+``order=True``'s comparisons.
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ _REPR = "__lightclass_repr__"
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     positional, keyword = getattr(type(self), _INIT)
+    setter = object.__setattr__
+    if not kwargs and not keyword and len(args) == len(positional):  # every field given in order
+        for (f, _, _), v in zip(positional, args, strict=True):
+            setter(self, f, v)
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+        return
     name = type(self).__qualname__
     if len(args) > len(positional):
         raise TypeError(
@@ -99,6 +107,21 @@ def _repr(self: Any) -> str:
     return f"{self.__class__.__qualname__}({shown})"
 
 
+def _ordering(op: str) -> Any:
+    def compare(self: Any, other: object) -> object:  # a bool, or NotImplemented
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = getattr(self.__class__, _CMP)
+        return getattr(_values(self, names), op)(_values(other, names))  # a tuple's order, as a dataclass's
+
+    compare.__name__ = op
+    return compare
+
+
+_ORDER = {op: _ordering(op) for op in ("__lt__", "__le__", "__gt__", "__ge__")}
+"""``order=True``'s four methods: the compared fields as a tuple, ordered as tuples are."""
+
+
 def _setattr(self: Any, name: str, value: object) -> None:
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
@@ -107,7 +130,7 @@ def _delattr(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
-def _make(cls: T, *, is_frozen: bool) -> T:
+def _make(cls: T, *, is_frozen: bool, order: bool = False) -> T:
     own = cls.__dict__
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     made: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # the same class object
@@ -124,6 +147,11 @@ def _make(cls: T, *, is_frozen: bool) -> T:
         made.__eq__ = _eq
     if not explicit_hash:
         made.__hash__ = _hash if is_frozen else None
+    if order:
+        for op, fn in _ORDER.items():
+            if op in own:
+                raise TypeError(f"{made.__qualname__}: an ordered class cannot define {op}")
+            setattr(made, op, fn)
     if is_frozen:
         if "__setattr__" in own or "__delattr__" in own:
             raise TypeError(f"{made.__qualname__}: a frozen class cannot define __setattr__ or __delattr__")
@@ -138,6 +166,14 @@ def frozen(cls: T) -> T:
     hash by the fields' values, a ``Name(field=value, ...)`` repr), without ``exec``-ing a
     method per class. Returns the same class object."""
     return _make(cls, is_frozen=True)
+
+
+@dataclass_transform(frozen_default=True, order_default=True, field_specifiers=(field,))
+def frozen_ordered(cls: T) -> T:
+    """:func:`frozen`, and ordered as ``@dataclass(frozen=True, order=True)`` orders: by the
+    compared fields as a tuple (``<``, ``<=``, ``>``, ``>=``; another class is not ordered
+    against it). Returns the same class object."""
+    return _make(cls, is_frozen=True, order=True)
 
 
 @dataclass_transform(field_specifiers=(field,))

@@ -78,23 +78,28 @@ def choose(bundles: str | os.PathLike[str] | None, root: Path) -> tuple[Path, Pa
     return chosen.expanduser().resolve(), workdir()
 
 
+def _in_workdir(*parts: str) -> Path:
+    w = workdir()
+    k = ("in", str(w), *parts)  # every task's key asks for these (a Path is built once)
+    p = _RESOLVED.get(k)
+    if p is None:
+        p = _RESOLVED[k] = w.joinpath(*parts)
+    return p
+
+
 def state_dir() -> Path:
     """``<workdir>/.bundlegraph``: doit's sqlite3 file, stamps, locks, logs."""
-    return workdir() / ".bundlegraph"
+    return _in_workdir(".bundlegraph")
 
 
 def build_dir(leg: str) -> Path:
     """``<workdir>/build/<leg>``."""
-    w = workdir()
-    k = ("build", str(w), leg)
-    if k not in _RESOLVED:
-        _RESOLVED[k] = w / "build" / leg
-    return _RESOLVED[k]
+    return _in_workdir("build", leg)
 
 
 def dist_dir() -> Path:
     """``<workdir>/dist``: bundles, manifest, SHA index."""
-    return workdir() / "dist"
+    return _in_workdir("dist")
 
 
 def norm(path: str | os.PathLike[str]) -> str:

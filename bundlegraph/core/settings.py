@@ -207,34 +207,37 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
         if raw is None:
             return None
     raw = raw.strip()
-    bad = SettingError(f"{s.var}={raw!r}: expected {s.expected()} ({s.doc})")
     if s.form == "int":
         if not raw.isdigit() or (s.minimum is not None and int(raw) < s.minimum):
-            raise bad
+            raise _bad(s, raw)
         return int(raw)
     if s.form == "seconds":
         try:
             v = float(raw)
         except ValueError:
-            raise bad from None
+            raise _bad(s, raw) from None
         if v != v or (s.minimum is not None and v < s.minimum):
-            raise bad
+            raise _bad(s, raw)
         return v
     if s.form == "flag":
         if raw not in ("0", "1"):
-            raise bad
+            raise _bad(s, raw)
         return raw == "1"
     if s.form == "choice":
         if raw not in s.choices:
-            raise bad
+            raise _bad(s, raw)
         return raw
     if s.form == "url":
         if not raw.startswith(URL_SCHEMES):
-            raise bad
+            raise _bad(s, raw)
         return raw
     if s.form == "list":
         return [x.strip() for x in raw.replace(";", ",").split(",") if x.strip()]
     return raw
+
+
+def _bad(s: Setting, raw: str) -> SettingError:
+    return SettingError(f"{s.var}={raw!r}: expected {s.expected()} ({s.doc})")
 
 
 def unknown_names(env: Mapping[str, str]) -> list[str]:

@@ -294,9 +294,10 @@ def check_host(ctx: Context, leg: str) -> Toolchain:
     return tc
 
 
-def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict[str, Any]]:
-    """Check the host, resolve tools and compilers, and return the run-time plan plus the
-    action-key inputs. Starts processes only for tool versions (cached) and MSVC capture."""
+def resolved_plan(ctx: Context, leg: str) -> ConfigurePlan:
+    """Check the host, resolve tools and compilers, and return the run-time plan (its
+    :meth:`~ConfigurePlan.key` is the action key). Starts processes only for tool versions
+    (cached) and MSVC capture."""
     tc = check_host(ctx, leg)
     tools = build_tools()
     cuda, _task = toolkit_layout(ctx, leg, tc)
@@ -313,18 +314,12 @@ def resolved_plan(ctx: Context, leg: str) -> tuple[ConfigurePlan, dict[str, Any]
     asked = settings.get("LAUNCHER")
     if asked:
         consumed["launcher"] = asked
-    plan = replace(plan, consumed=consumed)
-    return plan, plan.key()
-
-
-def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
-    """The action-key inputs of ``configure:<leg>`` (:func:`resolved_plan`'s second value)."""
-    return resolved_plan(ctx, leg)[1]
+    return replace(plan, consumed=consumed)
 
 
 def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
     """``configure:<leg>``'s plan value: the resolved :class:`ConfigurePlan` and its key."""
-    return Prepared.of(resolved_plan(ctx, leg)[0])
+    return Prepared.of(resolved_plan(ctx, leg))
 
 
 def run_configure(ctx: Context, leg: str) -> list[Path | Present]:

@@ -20,7 +20,6 @@ Both JSON files are written by temp file + rename, the index last.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -306,7 +305,7 @@ def build_recipes(ctx: Context) -> dict[str, dict[str, Any]]:
         if rec.cuda and rec.cuda.get("prefix"):
             f = Path(rec.cuda["prefix"]) / "bundlegraph-toolkit.json"
             receipt = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-        out[leg] = build_recipe(dataclasses.asdict(rec), receipt)
+        out[leg] = build_recipe(vars(rec), receipt)  # read only (dataclasses.asdict deep-copies: 9 legs, 3 ms)
     return out
 
 

@@ -13,8 +13,9 @@ nvcc documentation's ``--gpu-architecture`` list of each release.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from ..core.lightclass import frozen_ordered
 
 Version = tuple[int, int]
 
@@ -46,7 +47,7 @@ ARCH_RANGE: dict[int, tuple[Version, Version | None]] = {
 _ARCH_RE = re.compile(r"^(?P<sm>\d{2,3})(?P<feat>[af]?)(?P<kind>-real|-virtual)?$")
 
 
-@dataclass(frozen=True, order=True)
+@frozen_ordered
 class Arch:
     """One entry of ``CMAKE_CUDA_ARCHITECTURES``.
 

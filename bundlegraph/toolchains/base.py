@@ -17,7 +17,6 @@ Host and build machine are always explicit (:class:`~.registry.ToolchainInfo`).
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,8 @@ def this_host() -> tuple[str, str]:
     costs a COM round trip on every start and aborts under wine 8 (``propsys.VariantToString``
     unimplemented). Elsewhere :func:`os.uname`."""
     if sys.platform == "win32":
+        import platform  # the last resort only (2 ms to import on every start elsewhere)
+
         system = "windows"
         machine = (
             os.environ.get("PROCESSOR_ARCHITEW6432") or os.environ.get("PROCESSOR_ARCHITECTURE") or platform.machine()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bundlegraph.core.lightclass import frozen, mutable
+from bundlegraph.core.lightclass import frozen, frozen_ordered, mutable
 
 
 @frozen
@@ -123,3 +123,23 @@ def test_own_methods_are_kept_and_subclasses_add_fields():
     assert repr(Child(1)).endswith("Child(a=1, b=2)")  # and a subclass gets its own, as with dataclasses
     assert [f.name for f in dataclasses.fields(Child)] == ["a", "b"]
     assert Base(1) != Child(1)
+
+
+def test_ordered_classes_sort_as_dataclasses_do():
+    @frozen_ordered
+    class LightArch:
+        number: int
+        suffix: str = ""
+
+    @dataclass(frozen=True, order=True)
+    class HeavyArch:
+        number: int
+        suffix: str = ""
+
+    values = [(121, ""), (120, "a"), (120, ""), (89, "")]
+    assert [(a.number, a.suffix) for a in sorted(LightArch(*v) for v in values)] == [
+        (a.number, a.suffix) for a in sorted(HeavyArch(*v) for v in values)
+    ]
+    assert LightArch(120) <= LightArch(120) < LightArch(120, "a") and LightArch(121) >= LightArch(120, "a")
+    with pytest.raises(TypeError):
+        _ = LightArch(120) < HeavyArch(120)  # another class is not ordered against it

@@ -23,19 +23,18 @@ build directory, as bundlegraph's is).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ...core import proc
 from ...core.errors import BundleGraphError
-from ...core.lightclass import mutable
+from ...core.lightclass import frozen_ordered, mutable
 
 _COMPILER_RULE = re.compile(r"^([A-Za-z]+)_COMPILER__")
 """CMake's Ninja generator names its compile rules ``<LANG>_COMPILER__<target>_<suffix>``."""
 _OBJECT_SUFFIXES = (".obj", ".o")
 
 
-@dataclass(frozen=True, order=True)
+@frozen_ordered
 class CompileStep:
     """One compile edge: ``output`` (ninja's path of the object, relative to the build
     directory), ``source`` (its first explicit input, as ninja holds it), ``lang`` (``C``,
