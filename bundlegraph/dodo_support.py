@@ -61,7 +61,9 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
 
     The garbage collector is off while the graph is built (dodo.py turns it off before the
     imports) and on again afterwards, with everything built so far frozen: the graph lives until
-    the process ends, so no collection scans it again (issue 20)."""
+    the process ends, so no collection scans it again (issue 20). The youngest generation is
+    collected after 10,000 allocations instead of 700: the 9-leg no-op's 68 up-to-date checks
+    made 10 collections of short-lived plan values (41 in the whole run, 31 now; issue 30)."""
     import gc
 
     gc.disable()
@@ -69,6 +71,7 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         return _load_for_doit(bundles, get_var)
     finally:
         gc.freeze()
+        gc.set_threshold(10_000, *gc.get_threshold()[1:])
         gc.enable()
 
 
