@@ -143,3 +143,19 @@ def test_ordered_classes_sort_as_dataclasses_do():
     assert LightArch(120) <= LightArch(120) < LightArch(120, "a") and LightArch(121) >= LightArch(120, "a")
     with pytest.raises(TypeError):
         _ = LightArch(120) < HeavyArch(120)  # another class is not ordered against it
+
+
+def test_an_undocumented_class_gets_a_docstring_of_its_fields():
+    @frozen
+    class Bare:
+        a: int
+        b: str = ""
+
+    @frozen
+    class Documented:
+        """Written by hand."""
+
+        a: int
+
+    assert Bare.__doc__ == "Bare(a, b)"
+    assert Documented.__doc__ == "Written by hand."
