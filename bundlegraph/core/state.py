@@ -117,8 +117,11 @@ class Stamp:
     def output_digest(self) -> str:
         """One digest over the outputs' sha256 values: what downstream keys consume. (Records
         written as outputs hold only what describes the outputs — no times — so an identical
-        rebuild gives an identical digest.)"""
-        return key_of({k: v["sha256"] for k, v in self.outputs.items()})
+        rebuild gives an identical digest.) Computed once per stamp: each downstream key asks."""
+        d: str | None = self.__dict__.get("_output_digest")
+        if d is None:
+            d = self.__dict__["_output_digest"] = key_of({k: v["sha256"] for k, v in self.outputs.items()})
+        return d
 
 
 def load(task: str) -> Stamp | None:
