@@ -37,46 +37,41 @@ _REPR = "__lightclass_repr__"
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     positional, keyword = getattr(type(self), _INIT)
     setter = object.__setattr__
-    if not kwargs and not keyword and len(args) == len(positional):  # every field given in order
+    if not kwargs and not keyword and len(args) == len(positional):  # the common call: every field, in order
         for (f, _, _), v in zip(positional, args, strict=True):
             setter(self, f, v)
-        post = getattr(self, "__post_init__", None)
-        if post is not None:
-            post()
-        return
-    name = type(self).__qualname__
-    if len(args) > len(positional):
-        raise TypeError(
-            f"{name}.__init__() takes {len(positional) + 1} positional arguments but {len(args) + 1} were given"
-        )
-    setter = object.__setattr__
-    for i, (f, default, factory) in enumerate(positional):
-        if i < len(args):
-            if f in kwargs:
-                raise TypeError(f"{name}.__init__() got multiple values for argument '{f}'")
-            setter(self, f, args[i])
-        elif f in kwargs:
-            setter(self, f, kwargs.pop(f))
-        elif default is not MISSING:
-            setter(self, f, default)
-        elif factory is not MISSING:
-            setter(self, f, factory())
-        else:
-            raise TypeError(f"{name}.__init__() missing 1 required argument: '{f}'")
-    for f, default, factory in keyword:
-        if f in kwargs:
-            setter(self, f, kwargs.pop(f))
-        elif default is not MISSING:
-            setter(self, f, default)
-        elif factory is not MISSING:
-            setter(self, f, factory())
-        else:
-            raise TypeError(f"{name}.__init__() missing 1 required keyword-only argument: '{f}'")
-    if kwargs:
-        raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    else:
+        name = type(self).__qualname__
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{name}.__init__() takes {len(positional) + 1} positional arguments but {len(args) + 1} were given"
+            )
+        for i, (f, default, factory) in enumerate(positional):
+            if i < len(args):
+                if f in kwargs:
+                    raise TypeError(f"{name}.__init__() got multiple values for argument '{f}'")
+                setter(self, f, args[i])
+            else:
+                setter(self, f, _given(name, f, default, factory, kwargs, "argument"))
+        for f, default, factory in keyword:
+            setter(self, f, _given(name, f, default, factory, kwargs, "keyword-only argument"))
+        if kwargs:
+            raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
     post = getattr(self, "__post_init__", None)
     if post is not None:
         post()
+
+
+def _given(name: str, f: str, default: Any, factory: Any, kwargs: dict[str, Any], what: str) -> Any:
+    """Field ``f``'s value: passed by keyword (taken out of ``kwargs``), else its default, else
+    its factory's; raises TypeError naming a required ``what`` that is missing."""
+    if f in kwargs:
+        return kwargs.pop(f)
+    if default is not MISSING:
+        return default
+    if factory is not MISSING:
+        return factory()
+    raise TypeError(f"{name}.__init__() missing 1 required {what}: '{f}'")
 
 
 def _init_spec(cls: type) -> tuple[tuple[tuple[str, Any, Any], ...], tuple[tuple[str, Any, Any], ...]]:
