@@ -1,7 +1,7 @@
 """What every stage module and the graph share, and nothing else: the load-time
 :class:`Filters`, the typed :class:`Context` a planner gets, the :class:`TaskPlan` it returns,
-:func:`upstream_digest` (what a task's key reads of an upstream task). The stages themselves are
-listed in :mod:`.stages`.
+:func:`upstream_digest` (what a task's key reads of an upstream task) and :func:`file_listing`.
+The stages themselves are listed in :mod:`.stages`.
 
 Layering (checked by import-linter in CI, ``[tool.importlinter]`` in pyproject.toml):
 ``bundlegraph.graph`` imports the stage modules, the stage modules import this module, and no
@@ -10,7 +10,7 @@ stage imports ``bundlegraph.graph``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import field
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..core import paths, state
 from ..core.errors import BundleGraphError
+from ..core.fsutil import sha256_file
 from ..core.lightclass import frozen, mutable
 from ..schemas.records import BundleSpec, Matrix, Release
 from .compile.shards import ShardRef
@@ -324,7 +325,7 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
     it looked; two different files of that name under ``artifacts`` are an error."""
     if artifacts is not None:
         hits = sorted(p for p in artifacts.rglob(asset) if p.is_file())
-        if len({_sha256(p) for p in hits}) > 1:
+        if len({sha256_file(p) for p in hits}) > 1:
             raise BundleGraphError(
                 f"{asset}: {len(hits)} different files in {artifacts}: " + ", ".join(str(h) for h in hits)
             )
@@ -340,10 +341,15 @@ def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:
     return p
 
 
-def _sha256(p: Path) -> str:
-    from ..core.fsutil import sha256_file
-
-    return sha256_file(p)
+def file_listing(files: Iterable[Path], root: Path | None = None) -> list[tuple[str, int, int]]:
+    """``(name, size in bytes, mtime in ns)`` of each of ``files`` that is a file, sorted: what a
+    key holds of files it does not hash. The name is the POSIX path relative to ``root``, else
+    the file's own name."""
+    return sorted(
+        (p.relative_to(root).as_posix() if root else p.name, p.stat().st_size, p.stat().st_mtime_ns)
+        for p in files
+        if p.is_file()
+    )
 
 
 def upstream_digest(task: str) -> str:

@@ -40,7 +40,7 @@ from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.lightclass import frozen
 from ..core.report import say
 from ..toolchains.tools import build_tools
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, file_listing, upstream_digest
 from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
@@ -150,11 +150,6 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
         ctx.matrix.root,
         ninja,
     )
-
-
-def key_inputs(ctx: Context, leg: str) -> dict[str, Any]:
-    """The action key of ``build:<leg>`` now (:meth:`BuildPlan.key` of :func:`prepare`)."""
-    return prepare(ctx, leg).key
 
 
 def _outputs(plan: BuildPlan) -> list[Path]:
@@ -384,18 +379,11 @@ def plan_import(ctx: Context, leg: str) -> ImportPlan:
     return ImportPlan(leg, src, bp.artifacts_dir, bp.record)
 
 
-def _listing(d: Path) -> list[tuple[str, int, int]]:
-    return sorted(
-        (p.relative_to(d).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in d.rglob("*")
-        if p.is_file() and not p.is_symlink()
-    )
-
-
 def prepare_import(ctx: Context, leg: str) -> Prepared[ImportPlan]:
     """``build:<leg>`` (imported)'s plan value: keyed by the imported files (name, size, mtime)."""
     plan = plan_import(ctx, leg)
-    return Prepared.of(replace(plan, listing=tuple(_listing(plan.source))))
+    listing = file_listing((p for p in plan.source.rglob("*") if not p.is_symlink()), plan.source)
+    return Prepared.of(replace(plan, listing=tuple(listing)))
 
 
 def run_import(plan: ImportPlan) -> list[Path]:

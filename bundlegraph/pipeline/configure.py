@@ -156,7 +156,7 @@ def plan_configure(
     names) are shown, so ``bundlegraph plan`` works on any host."""
     lc = ctx.leg(leg)
     spec, tc = lc.spec, lc.toolchain
-    cuda, toolkit_task = toolkit_layout(ctx, leg, tc)
+    cuda, toolkit_task = toolkit_layout(ctx, leg)
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
     cache = cache_entries(
@@ -300,8 +300,7 @@ def resolved_plan(ctx: Context, leg: str) -> ConfigurePlan:
     (cached) and MSVC capture."""
     tc = check_host(ctx, leg)
     tools = build_tools()
-    cuda, _task = toolkit_layout(ctx, leg, tc)
-    resolved = tc.resolve(cuda)
+    resolved = tc.resolve(ctx.leg(leg).toolkit)
     plan = plan_configure(ctx, leg, tools, resolved.binaries)
     if UNKNOWN.format(leg=leg) in (plan.source_digest, plan.cache.get("LLAMA_BUILD_COMMIT")):
         raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
@@ -479,7 +478,7 @@ def plans(ctx: Context) -> list[Any]:
         if ctx.imported_build(leg) is not None:
             continue  # built on another runner (built=DIR): nothing to configure here
         spec = ctx.spec(leg)
-        _cuda, task = toolkit_layout(ctx, leg, ctx.leg(leg).toolchain)
+        task = toolkit_layout(ctx, leg)[1]
 
         out.append(
             TaskPlan(

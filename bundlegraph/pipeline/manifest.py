@@ -38,7 +38,7 @@ from ..core.lightclass import frozen, mutable
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix, MixPin, Release
 from ..smokestatus import read_status, sidecar
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, file_listing, upstream_digest
 from .source import source_record
 
 NAME = "manifest"
@@ -79,13 +79,6 @@ def write_source_archive(tree: Path, commit: str, dist: Path, commit_epoch: int 
     name = source_archive_name(commit)
     prefix = name[: -len(".tar.gz")]
     return write_tar_gz(dist / name, entries_from_tree(tree, prefix=prefix), archive_epoch(commit_epoch))
-
-
-def bundle_info(archive: Path, info_file: str) -> BundleInfo:
-    """The parsed info JSON of ``archive`` (:meth:`BundleInfo.read`)."""
-    from ..archive import read_bundle_info
-
-    return read_bundle_info(archive, info_file)
 
 
 def locate(name: str, dist: Path, artifacts: Path | None) -> tuple[Path | None, bool]:
@@ -143,6 +136,7 @@ def run_manifest(
     Raises :class:`BundleGraphError` for a bundle whose info JSON disagrees with its leg or the
     release's commit, :class:`VerifyError` for an imported bundle failing verify, and
     download/hash errors for paired runtime assets."""
+    from ..archive import read_bundle_info
     from ..releaseassets import hash_paired
     from ..schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
 
@@ -158,7 +152,7 @@ def run_manifest(
         path, imported = locate(name, dist, artifacts)
         if path is None:
             continue
-        info = bundle_info(path, rel.info_file)
+        info = read_bundle_info(path, rel.info_file)
         if info.leg != leg or info.asset_name != name:
             problems.append(f"{name}: its {rel.info_file} describes {info.leg}/{info.asset_name}")
         if info.source_commit != source_commit or info.release_tag != rel.tag:
@@ -340,26 +334,10 @@ def consumed(ctx: Context) -> dict[str, Any]:
     the bundles in ``dist/`` and the artifacts directory (name, size, mtime), the source's and
     each configure's digest."""
     art = ctx.filters.artifacts
-    listing = (
-        sorted(
-            (p.relative_to(art).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-            for p in art.rglob("*")
-            if p.is_file()
-        )
-        if art and art.is_dir()
-        else []
-    )
+    listing = file_listing(art.rglob("*"), art) if art and art.is_dir() else []
     dist = paths.dist_dir()
-    bundles = sorted(
-        (p.name, p.stat().st_size, p.stat().st_mtime_ns)
-        for p in (dist / ctx.bundle_name(l) for l in ctx.matrix.legs)
-        if p.is_file()
-    )
-    smoked = sorted(
-        (p.name, p.stat().st_size, p.stat().st_mtime_ns)
-        for p in (sidecar(dist / ctx.bundle_name(l)) for l in ctx.matrix.legs)
-        if p.is_file()
-    )
+    bundles = file_listing(dist / ctx.bundle_name(l) for l in ctx.matrix.legs)
+    smoked = file_listing(sidecar(dist / ctx.bundle_name(l)) for l in ctx.matrix.legs)
     key = {
         "packages": {l: upstream_digest(f"package:{l}") for l in ctx.legs},
         "bundles": bundles,
@@ -373,9 +351,7 @@ def consumed(ctx: Context) -> dict[str, Any]:
         key["smoke"] = smoked
     paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
     if paired:  # local copies of paired runtime assets are hashed from dist/ (a removed one must be seen)
-        key["paired"] = sorted(
-            (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in (dist / n for n in paired) if p.is_file()
-        )
+        key["paired"] = file_listing(dist / n for n in paired)
     return key
 
 
@@ -442,7 +418,6 @@ def plans(ctx: Context) -> list[TaskPlan]:
 __all__ = [
     "NAME",
     "VerifyError",
-    "bundle_info",
     "plans",
     "read_verified",
     "record_verified",

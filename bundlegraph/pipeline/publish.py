@@ -38,7 +38,7 @@ from ..overrides import is_local
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix
 from ..smokestatus import read_status, sidecar
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, file_listing, upstream_digest
 from .manifest import read_verified, source_leg
 from .source import source_record
 
@@ -246,15 +246,7 @@ def prepare(ctx: Context) -> Prepared[PublishPlan]:
     and its plan."""
     plan = plan_publish(ctx)
     # the gate judges what is in dist/ now: any file added, removed or rewritten there runs it again
-    listing = (
-        sorted(
-            (p.name, p.stat().st_size, p.stat().st_mtime_ns)
-            for p in plan.dist.iterdir()
-            if p.is_file() and p.name != ASSET_LIST
-        )
-        if plan.dist.is_dir()
-        else []
-    )
+    listing = file_listing(p for p in plan.dist.iterdir() if p.name != ASSET_LIST) if plan.dist.is_dir() else []
     return Prepared.of(replace(plan, consumed={"manifest": upstream_digest("manifest"), "dist": listing}))
 
 

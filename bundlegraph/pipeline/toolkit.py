@@ -46,7 +46,6 @@ from typing import Any
 from ..core.errors import HostMismatch, ToolkitError
 from ..core.lightclass import frozen
 from ..core.state import Present
-from ..toolchains.base import Toolchain
 from ..toolkit.identity import ComponentSet, component_set
 from ..toolkit.ref import RECEIPT, CudaToolkit, ref_for_set, toolkits_root
 from .base import Context, Prepared, TaskPlan
@@ -70,16 +69,13 @@ def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
     return tk
 
 
-def toolkit_layout(ctx: Context, leg: str, tc: Toolchain) -> tuple[CudaToolkit | None, str | None]:
+def toolkit_layout(ctx: Context, leg: str) -> tuple[CudaToolkit | None, str | None]:
     """How configure sees ``leg``'s CUDA toolkit: ``(toolkit, toolkit task)`` — the
     :class:`~bundlegraph.toolchains.cuda.CudaToolkit` its toolchain file is rendered from and the
     ``toolkit:`` task configure waits for; ``(None, None)`` for a leg without ``[cuda]``. Pure (no
     process, no network). Raises :class:`ToolkitError` for an unusable toolkit spec."""
-    spec = ctx.spec(leg)
-    if spec.cuda is None:
-        return None, None
-    ref = toolkit_for_leg(ctx, leg)
-    return ref, ref.task
+    ref = ctx.leg(leg).toolkit
+    return (ref, ref.task) if ref is not None else (None, None)
 
 
 @frozen
