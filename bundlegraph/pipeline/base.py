@@ -270,6 +270,15 @@ class Prepared(Generic[P]):
         return cls(plan.key(), plan)
 
 
+R = TypeVar("R")
+
+
+def run_plan(run: Callable[[P], R], prepared: Prepared[P]) -> R:
+    """``run(prepared.plan)``: a task's ``apply`` is ``partial(run_plan, <the stage's run>)``, so
+    the run gets the plan alone."""
+    return run(prepared.plan)
+
+
 @mutable
 class TaskPlan:
     """One graph task before it becomes a doit dict.

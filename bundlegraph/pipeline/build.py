@@ -40,7 +40,7 @@ from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.lightclass import frozen
 from ..core.report import say
 from ..toolchains.tools import build_tools
-from .base import Context, Prepared, TaskPlan, file_listing, upstream_digest
+from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
@@ -343,10 +343,6 @@ def _rel(p: Path, wd: Path) -> str:
         return p.resolve().as_posix()
 
 
-def _apply(p: Prepared[BuildPlan]) -> list[Path]:
-    return run_build(p.plan)
-
-
 @frozen
 class ImportPlan:
     """``build:<leg>`` of a leg whose build ran on another runner (doit ``built=DIR``): copy the
@@ -422,10 +418,6 @@ def run_import(plan: ImportPlan) -> list[Path]:
     return [plan.record, *outs]
 
 
-def _apply_import(p: Prepared[ImportPlan]) -> list[Path]:
-    return run_import(p.plan)
-
-
 def imported_provenance(leg: str) -> dict[str, Any] | None:
     """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output, else None."""
     rec = read_build(leg)
@@ -448,7 +440,7 @@ def plans(ctx: Context) -> list[Any]:
                     deps=[f"source:{leg}"],
                     doc=f"import {leg}'s build output made on another runner ({src})",
                     prepare=partial(prepare_import, ctx, leg),
-                    apply=_apply_import,
+                    apply=partial(run_plan, run_import),
                     preview=partial(plan_import, ctx, leg),
                 )
             )
@@ -461,7 +453,7 @@ def plans(ctx: Context) -> list[Any]:
                 leg=leg,
                 doc=f"cmake --build of {leg}",
                 prepare=partial(prepare, ctx, leg),
-                apply=_apply,
+                apply=partial(run_plan, run_build),
                 deps=[f"configure:{leg}"],
                 preview=partial(plan_build, ctx, leg),
             )

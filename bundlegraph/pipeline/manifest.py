@@ -38,7 +38,7 @@ from ..core.lightclass import frozen, mutable
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix, MixPin, Release
 from ..smokestatus import read_status, sidecar
-from .base import Context, Prepared, TaskPlan, file_listing, upstream_digest
+from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .source import source_record
 
 NAME = "manifest"
@@ -394,10 +394,6 @@ def run(plan: ManifestPlan) -> list[Path]:
     ]
 
 
-def _apply(p: Prepared[ManifestPlan]) -> list[Path]:
-    return run(p.plan)
-
-
 def plans(ctx: Context) -> list[TaskPlan]:
     """``manifest``: after the source; describes the bundles that exist (never makes doit build
     a leg: a bare ``doit`` runs the default legs' package tasks first, ``Graph.default_tasks``
@@ -409,7 +405,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
             leg=None,
             deps=[f"source:{source_leg(ctx)}"],
             prepare=partial(prepare, ctx),
-            apply=_apply,
+            apply=partial(run_plan, run),
             doc="write the release manifest, SHA index and source archive for the bundles that exist",
         )
     ]

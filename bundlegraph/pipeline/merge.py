@@ -40,7 +40,7 @@ from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
 from ..core.lightclass import frozen, mutable
 from ..schemas.records import BundleSpec, Release
-from .base import Context, Prepared, TaskPlan, locate_base, upstream_digest
+from .base import Context, Prepared, TaskPlan, locate_base, run_plan, upstream_digest
 from .build import plan_build
 from .source import source_record
 from .stage_records import read_build
@@ -466,10 +466,6 @@ def run(plan: MergePlan) -> list[Path]:
     return [plan.record, *_tree_files(plan.dest_tree)]
 
 
-def _apply(p: Prepared[MergePlan]) -> list[Path]:
-    return run(p.plan)
-
-
 def plans(ctx: Context) -> list[TaskPlan]:
     """``merge:<leg>`` for every selected leg: a backend merged into its base's bundle (legs with
     ``[merge]``), else the built files and shipped runtime collected into the bundle tree."""
@@ -492,7 +488,13 @@ def plans(ctx: Context) -> list[TaskPlan]:
             doc = f"merge {leg}'s backend into the {base} bundle" + (" (imported from artifacts)" if imported else "")
         out.append(
             TaskPlan(
-                stage=NAME, name=leg, leg=leg, deps=deps, doc=doc, prepare=partial(prepare, ctx, leg), apply=_apply
+                stage=NAME,
+                name=leg,
+                leg=leg,
+                deps=deps,
+                doc=doc,
+                prepare=partial(prepare, ctx, leg),
+                apply=partial(run_plan, run),
             )
         )
     return out

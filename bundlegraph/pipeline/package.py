@@ -36,7 +36,7 @@ from ..core.lightclass import frozen
 from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .build import imported_provenance
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
@@ -398,10 +398,6 @@ def run(plan: PackagePlan) -> list[Path]:
     return [dest, plan.receipt]
 
 
-def _apply(p: Prepared[PackagePlan]) -> list[Path]:
-    return run(p.plan)
-
-
 def plans(ctx: Context) -> list[TaskPlan]:
     """``package:<leg>``: pack ``build/<leg>/merged`` into ``dist/<bundle>``, sign, verify the
     archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
@@ -412,7 +408,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
             leg=leg,
             deps=[f"merge:{leg}", f"source:{leg}"],
             prepare=partial(prepare, ctx, leg),
-            apply=_apply,
+            apply=partial(run_plan, run),
             doc=f"pack, sign, verify {ctx.bundle_name(leg)}",
         )
         for leg in ctx.legs

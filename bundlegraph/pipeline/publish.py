@@ -38,7 +38,7 @@ from ..overrides import is_local
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix
 from ..smokestatus import read_status, sidecar
-from .base import Context, Prepared, TaskPlan, file_listing, upstream_digest
+from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .manifest import read_verified, source_leg
 from .source import source_record
 
@@ -263,10 +263,6 @@ def run(plan: PublishPlan) -> list[Path]:
     return [out]
 
 
-def _apply(p: Prepared[PublishPlan]) -> list[Path]:
-    return run(p.plan)
-
-
 def plans(ctx: Context) -> list[TaskPlan]:
     """``publish``: the gate after the manifest; refused in a filtered run."""
     return [
@@ -276,7 +272,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
             leg=None,
             deps=["manifest"],
             prepare=partial(prepare, ctx),
-            apply=_apply,
+            apply=partial(run_plan, run),
             doc="coverage gate: refuse unless every promised bundle and paired runtime is present, "
             "verified and hashed; then list the assets to upload",
         )

@@ -35,7 +35,7 @@ from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
-from .base import Context, Prepared, TaskPlan
+from .base import Context, Prepared, TaskPlan, run_plan
 from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
 from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
@@ -187,10 +187,6 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     return []
 
 
-def apply_shard(p: Prepared[ShardPlan]) -> list[Path]:
-    return run_shard(p.plan)
-
-
 @frozen
 class MergeResult:
     """What :func:`merge_shards` did: ``entries`` copied into the cache, ``legs`` ->
@@ -229,7 +225,7 @@ def plans(ctx: Context) -> list[TaskPlan]:
                 recorded=False,
                 doc=f"compile shard {shard} of {leg} into the compiler cache (links nothing; never recorded)",
                 prepare=partial(prepare_shard, ctx, leg, shard),
-                apply=apply_shard,
+                apply=partial(run_plan, run_shard),
                 preview=partial(plan_shard, ctx, leg, shard),
             )
         )

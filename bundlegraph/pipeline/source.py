@@ -27,7 +27,7 @@ from ..core.gitmeta import read_commit
 from ..core.lightclass import frozen
 from ..core.report import say
 from ..schemas.records import GitPin, MixPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
-from .base import Context, Prepared, TaskPlan
+from .base import Context, Prepared, TaskPlan, run_plan
 
 NAME = "source"
 """The stage's name: its tasks are ``source:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -342,14 +342,6 @@ def run(plan: SourceTaskPlan) -> list[Path]:
     return [plan.record] + ([plan.fetch.receipt] if plan.fetch.receipt else [])
 
 
-def _apply(p: Prepared[SourceTaskPlan]) -> list[Path]:
-    return run(p.plan)
-
-
-def _prepare(plan: SourceTaskPlan) -> Prepared[SourceTaskPlan]:
-    return Prepared.of(plan)
-
-
 def _same(plan: SourceTaskPlan) -> SourceTaskPlan:
     return plan
 
@@ -373,8 +365,8 @@ def plans(ctx: Context) -> list[Any]:
                 name=leg,
                 leg=leg,
                 doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
-                prepare=partial(_prepare, tp),
-                apply=_apply,
+                prepare=partial(Prepared.of, tp),
+                apply=partial(run_plan, run),
                 preview=partial(_same, tp),
             )
         )

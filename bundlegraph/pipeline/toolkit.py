@@ -48,7 +48,7 @@ from ..core.lightclass import frozen
 from ..core.state import Present
 from ..toolkit.identity import ComponentSet, component_set
 from ..toolkit.ref import RECEIPT, CudaToolkit, ref_for_set, toolkits_root
-from .base import Context, Prepared, TaskPlan
+from .base import Context, Prepared, TaskPlan, run_plan
 
 NAME = "toolkit"
 """The stage's name: its tasks are ``toolkit:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -110,10 +110,6 @@ class ToolkitPlan:
         }
 
 
-def _prepare(plan: ToolkitPlan) -> Prepared[ToolkitPlan]:
-    return Prepared.of(plan)
-
-
 def _same(plan: ToolkitPlan) -> ToolkitPlan:
     return plan
 
@@ -133,10 +129,6 @@ def run(plan: ToolkitPlan) -> list[Path | Present]:
     # every required file by presence (not hashed: the receipt holds the archives' sha256), so a
     # toolkit whose files were deleted after install is not up to date
     return [receipt, *(Present(p) for p in required_paths(plan.ref.prefix, plan.components))]
-
-
-def _apply(p: Prepared[ToolkitPlan]) -> list[Path | Present]:
-    return run(p.plan)
 
 
 def plans(ctx: Context) -> list[Any]:
@@ -164,8 +156,8 @@ def plans(ctx: Context) -> list[Any]:
                 leg=None,
                 doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
                 f"{cs.target_platform} target for {', '.join(legs)}",
-                prepare=partial(_prepare, tp),
-                apply=_apply,
+                prepare=partial(Prepared.of, tp),
+                apply=partial(run_plan, run),
                 preview=partial(_same, tp),
             )
         )

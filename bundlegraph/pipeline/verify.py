@@ -32,7 +32,7 @@ from ..core.lightclass import frozen, mutable
 from ..core.report import say
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 
 NAME = "verify"
 """The stage's name: its tasks are ``verify:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -415,10 +415,6 @@ def run_verify_built(plan: VerifyTreePlan) -> list[Any]:
     return [plan.report]
 
 
-def _apply(p: Prepared[VerifyTreePlan]) -> list[Any]:
-    return run_verify_built(p.plan)
-
-
 def plans(ctx: Context) -> list[Any]:
     """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
@@ -433,7 +429,7 @@ def plans(ctx: Context) -> list[Any]:
                 leg=leg,
                 doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
                 prepare=partial(prepare, ctx, leg),
-                apply=_apply,
+                apply=partial(run_plan, run_verify_built),
                 deps=[f"build:{leg}"],
                 preview=partial(plan_verify, ctx, leg),
             )
