@@ -58,9 +58,7 @@ class Filters:
 
         def pick(name: str, env: str) -> str | None:
             v = overrides.get(name)
-            if v is None:
-                v = settings.get(env)
-            return v or None
+            return (settings.get(env) if v is None else v) or None
 
         art = pick("artifacts", "BUNDLEGRAPH_ARTIFACTS")
         built = pick("built", "BUNDLEGRAPH_BUILT")
@@ -219,15 +217,13 @@ class Context:
         """Why ``leg``'s merge base bundle cannot be had, when its base leg is not built in this
         run (filtered out, or ``artifacts=`` given): checked by the leg's first task, before the
         hours of a CUDA build; None when the base is built here or its bundle is found."""
-        spec = self.spec(leg)
-        if self.filters.compile_only:
-            return None
-        if spec.merge is None or (self.filters.artifacts is None and spec.merge.base in self.legs):
+        merge = self.spec(leg).merge
+        if self.filters.compile_only or merge is None or (self.filters.artifacts is None and merge.base in self.legs):
             return None
         try:
-            locate_base(self.bundle_name(spec.merge.base), paths.dist_dir(), self.filters.artifacts)
+            locate_base(self.bundle_name(merge.base), paths.dist_dir(), self.filters.artifacts)
         except BundleGraphError as e:
-            return f"{leg} merges into {spec.merge.base}, which this run does not build: {e}"
+            return f"{leg} merges into {merge.base}, which this run does not build: {e}"
         return None
 
     def log(self, leg: str, stage: str) -> Path:

@@ -159,9 +159,8 @@ def plan_configure(
     cuda, toolkit_task = toolkit_layout(ctx, leg)
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
-    cache = cache_entries(
-        spec, str(ctx.matrix.files.get(leg, f"{leg}.toml")), commit=commit, build_number=ctx.release.build_number
-    )
+    spec_file = str(ctx.matrix.files.get(leg, f"{leg}.toml"))
+    cache = cache_entries(spec, spec_file, commit=commit, build_number=ctx.release.build_number)
     if commit is None:
         cache["LLAMA_BUILD_COMMIT"] = UNKNOWN.format(leg=leg)
     if binaries is None:
@@ -222,7 +221,7 @@ def plan_configure(
         binaries=dict(binaries),
         with_cublas=spec.cuda is not None and "libcublas" in spec.cuda.toolkit.target,
         spec_keys=tuple(spec.cmake),
-        spec_file=str(ctx.matrix.files.get(leg, f"{leg}.toml")),
+        spec_file=spec_file,
         prefix_maps=maps,
         host_problem=ctx.host_problem(leg),
     )
@@ -231,18 +230,12 @@ def plan_configure(
 def _compile_flags(cmake_dir: Path) -> dict[str, str]:
     """The flags CMake settled on for each language (``CMAKE_<LANG>_FLAGS`` and the release
     configuration's, from ``CMakeCache.txt``): what the provenance says a rebuild must match."""
-    from .compile.cmake_keys import read_typed_cache
-
     try:
-        cache = read_typed_cache(cmake_dir)
+        cache = read_cmake_cache(cmake_dir)
     except OSError:
         return {}
-    out = {}
-    for lang in ("C", "CXX", "CUDA"):
-        for var in (f"CMAKE_{lang}_FLAGS", f"CMAKE_{lang}_FLAGS_RELEASE"):
-            if var in cache:
-                out[var] = cache[var][1]
-    return out
+    flags = [v for lang in ("C", "CXX", "CUDA") for v in (f"CMAKE_{lang}_FLAGS", f"CMAKE_{lang}_FLAGS_RELEASE")]
+    return {v: cache[v] for v in flags if v in cache}
 
 
 def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
@@ -250,28 +243,25 @@ def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
     from: ``-target-dir`` (the toolchain file's ``CMAKE_CUDA_FLAGS_INIT``: the target's
     libraries) and, for MSVC hosts, ``-Xcompiler=/Zc:preprocessor`` (the project-include hook:
     CCCL needs MSVC's conforming preprocessor; added only to CUDA targets that lack it)."""
+    flags = tc.nvcc_flags()
     out = {
         f: "toolchain file: CMAKE_CUDA_FLAGS_INIT (nvcc finds the target's headers and libraries)"
-        for f in tc.nvcc_flags()
+        for f in flags
         if f.startswith("-target-dir")
     }
-    out.update(
-        {
-            f: (
-                "toolchain file: CMAKE_CUDA_FLAGS_INIT (intermediate files named after the object, "
-                "not tmpxft_<pid>: reproducible objects)"
-            )
-            for f in tc.nvcc_flags()
-            if f == "-objtemp"
-        }
-    )
-    if plan.hooks_file:
-        out["-frandom-seed=<source path>"] = (
-            f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): one seed per "
-            f"CUDA source, its path in the source tree (reproducible device "
-            f"code); checked once per nvcc command after configure"
+    if "-objtemp" in flags:
+        out["-objtemp"] = (
+            "toolchain file: CMAKE_CUDA_FLAGS_INIT (intermediate files named after the object, "
+            "not tmpxft_<pid>: reproducible objects)"
         )
-    if plan.hooks_file and tc.info.build_os == "windows":
+    if not plan.hooks_file:
+        return out
+    out["-frandom-seed=<source path>"] = (
+        f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): one seed per "
+        f"CUDA source, its path in the source tree (reproducible device "
+        f"code); checked once per nvcc command after configure"
+    )
+    if tc.info.build_os == "windows":
         out[f"-Xcompiler={msvc.ZC}"] = (
             f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
             f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "

@@ -115,10 +115,6 @@ def _built_names(spec: BundleSpec) -> set[str]:
     return names
 
 
-def _is_required(name: str, spec: BundleSpec) -> bool:
-    return any(required_matches(name, r, fold=spec.os == "windows") for r in spec.required)
-
-
 def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     """The files this backend leg built, from its CMake output directory (``cmake/bin``): for
     each build target ``T``: ``T.dll``/``T.exe`` (Windows) or ``libT.so``, ``libT.so.*`` (links
@@ -137,7 +133,7 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
         if (p.is_file() or p.is_symlink())
         and (
             p.name in names
-            or _is_required(p.name, spec)
+            or any(required_matches(p.name, r, fold=fold) for r in spec.required)
             or any(p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)
         )
     )
@@ -317,13 +313,6 @@ def _tree_files(tree: Path) -> list[Path]:
     return sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def _base_archive(ctx: Context, leg: str) -> Path:
-    merge = ctx.spec(leg).merge
-    assert merge is not None  # only legs with [merge] have a base archive
-    base = merge.base
-    return locate_base(ctx.bundle_name(base), paths.dist_dir(), ctx.filters.artifacts)
-
-
 @frozen
 class MergePlan:
     """What ``merge:<leg>`` does, resolved once before it runs (the run reads nothing else of
@@ -388,7 +377,7 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
         plan,
         backend_files=tuple(backend_outputs(built, spec)),
         base_spec=ctx.spec(spec.merge.base),
-        base_archive=_base_archive(ctx, leg),
+        base_archive=locate_base(ctx.bundle_name(spec.merge.base), paths.dist_dir(), ctx.filters.artifacts),
         imported=ctx.filters.artifacts is not None,
         source_commit=src.commit,
         source_digest=src.digest,
@@ -474,10 +463,8 @@ def plans(ctx: Context) -> list[TaskPlan]:
         spec = ctx.spec(leg)
         cuda = [f"toolkit:{toolkit_for_leg(ctx, leg).name}"] if spec.backend == "cuda" else []
         if spec.merge is None:
-            deps, doc = (
-                [f"verify:{leg}", *cuda],
-                f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)",
-            )
+            deps = [f"verify:{leg}", *cuda]
+            doc = f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)"
         else:
             base = spec.merge.base
             imported = ctx.filters.artifacts is not None

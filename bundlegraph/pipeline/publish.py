@@ -217,17 +217,7 @@ class PublishPlan:
 
 def _filtered(ctx: Context) -> str | None:
     f = ctx.filters
-    return (
-        ", ".join(
-            x
-            for x in (
-                f"only_profile={f.only_profile}" if f.only_profile else "",
-                f"only_leg={f.only_leg}" if f.only_leg else "",
-            )
-            if x
-        )
-        or None
-    )
+    return ", ".join(f"{k}={v}" for k, v in (("only_profile", f.only_profile), ("only_leg", f.only_leg)) if v) or None
 
 
 def plan_publish(ctx: Context) -> PublishPlan:

@@ -24,7 +24,7 @@ from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
 
 
-def _load(f: Path, leg: str, stage: str) -> dict[str, Any] | None:
+def _read(cls: type, f: Path, leg: str, stage: str) -> Any:
     try:
         data = json.loads(f.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -33,10 +33,6 @@ def _load(f: Path, leg: str, stage: str) -> dict[str, Any] | None:
         raise BundleGraphError(f"{f}: unreadable ({e}); run {stage}:{leg} again") from None
     if not isinstance(data, dict):
         raise BundleGraphError(f"{f}: not a {stage} record (a JSON object); run {stage}:{leg} again")
-    return data
-
-
-def _typed(cls: type, data: dict[str, Any], f: Path, leg: str, stage: str) -> Any:
     names = {x.name for x in fields(cls)}
     try:
         return cls(**{k: v for k, v in data.items() if k in names})
@@ -74,9 +70,7 @@ class BuildRecord:
 def read_build(leg: str) -> BuildRecord | None:
     """``build/<leg>/build.json``, None when the leg was never built. Raises
     :class:`BundleGraphError` naming the file when it is unreadable."""
-    f = paths.build_dir(leg) / "build.json"
-    data = _load(f, leg, "build")
-    rec: BuildRecord | None = None if data is None else _typed(BuildRecord, data, f, leg, "build")
+    rec: BuildRecord | None = _read(BuildRecord, paths.build_dir(leg) / "build.json", leg, "build")
     return rec
 
 
@@ -110,8 +104,7 @@ def read_configure(leg: str, build_dir: Path | None = None) -> ConfigureRecord |
     """``<build_dir or build/<leg>>/configure.json``, None when the leg was never configured.
     Raises :class:`BundleGraphError` naming the file when it is unreadable."""
     f = (build_dir or paths.build_dir(leg)) / "configure.json"
-    data = _load(f, leg, "configure")
-    rec: ConfigureRecord | None = None if data is None else _typed(ConfigureRecord, data, f, leg, "configure")
+    rec: ConfigureRecord | None = _read(ConfigureRecord, f, leg, "configure")
     return rec
 
 

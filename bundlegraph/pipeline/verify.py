@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import field
+from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -330,8 +330,6 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
 
 def built_tree_policy(ctx: Context, leg: str) -> VerifyPolicy:
     """``policy_from_spec(..., built_tree=True)`` for ``leg`` of a graph context (pure)."""
-    from dataclasses import replace
-
     spec = ctx.spec(leg)
     base = ctx.matrix.legs.get(spec.merge.base) if spec.merge else None
     policy = policy_from_spec(spec, ctx.release, base=base, built_tree=True)
@@ -386,8 +384,6 @@ def _policy_json(policy: VerifyPolicy) -> dict[str, Any]:
 
 def prepare(ctx: Context, leg: str) -> Prepared[VerifyTreePlan]:
     """The plan value of ``verify:<leg>`` and its key (the build's output digest, the policy)."""
-    from dataclasses import replace
-
     return Prepared.of(replace(plan_verify(ctx, leg), build_digest=upstream_digest(f"build:{leg}")))
 
 
@@ -419,19 +415,16 @@ def plans(ctx: Context) -> list[Any]:
     """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
     again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
-
-    out = []
-    for leg in ctx.legs:
-        out.append(
-            TaskPlan(
-                stage=NAME,
-                name=leg,
-                leg=leg,
-                doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
-                prepare=partial(prepare, ctx, leg),
-                apply=partial(run_plan, run_verify_built),
-                deps=[f"build:{leg}"],
-                preview=partial(plan_verify, ctx, leg),
-            )
+    return [
+        TaskPlan(
+            stage=NAME,
+            name=leg,
+            leg=leg,
+            doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
+            prepare=partial(prepare, ctx, leg),
+            apply=partial(run_plan, run_verify_built),
+            deps=[f"build:{leg}"],
+            preview=partial(plan_verify, ctx, leg),
         )
-    return out
+        for leg in ctx.legs
+    ]
