@@ -177,14 +177,12 @@ def plan_configure(
     )
     tfile = bdir / "toolchain.cmake"
     hfile = bdir / "bundlegraph-hooks.cmake" if hooks else None
-    cmake = str(tools.cmake.path) if tools else "cmake"
-    ninja = str(tools.ninja.path) if tools else "ninja"
     if tools is None:
         try:
-            t = build_tools()
-            cmake, ninja = str(t.cmake.path), str(t.ninja.path)
+            tools = build_tools()
         except BundleGraphError:
             pass
+    cmake, ninja = (str(tools.cmake.path), str(tools.ninja.path)) if tools else ("cmake", "ninja")
     argv = [
         cmake,
         "--fresh",

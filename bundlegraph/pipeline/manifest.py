@@ -193,17 +193,11 @@ def run_manifest(
     )
     mbytes = (manifest.model_dump_json(indent=2) + "\n").encode()
     src_archive = write_source_archive(source_tree, source_commit, dist, commit_epoch)
-    entries: dict[str, IndexEntry] = {}
-    for p in bundles.values():
-        entries[p.name] = IndexEntry(
-            kind="bundle", sha256=sha256_file(p), source_commit=source_commit, size=p.stat().st_size
-        )
-    entries[src_archive.name] = IndexEntry(
-        kind="upstream-source",
-        sha256=sha256_file(src_archive),
-        source_commit=source_commit,
-        size=src_archive.stat().st_size,
-    )
+    kinds = {**dict.fromkeys(bundles.values(), "bundle"), src_archive: "upstream-source"}
+    entries: dict[str, IndexEntry] = {
+        p.name: IndexEntry(kind=k, sha256=sha256_file(p), source_commit=source_commit, size=p.stat().st_size)
+        for p, k in kinds.items()
+    }
     entries[MANIFEST_NAME] = IndexEntry(
         kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(), source_commit=source_commit, size=len(mbytes)
     )

@@ -226,16 +226,13 @@ def run_package(
     files, links = _collect(inp)
     shipped = {rf.name for rf in inp.runtime} | {r.name for r in inp.prior_runtime}
     own = set(inp.own_files) if inp.own_files is not None else {k for k in files if Path(k).name not in shipped}
-    cuda_shipped = any(r.origin == "toolkit" for r in [*(rf.info for rf in inp.runtime), *inp.prior_runtime])
+    infos = [*(rf.info for rf in inp.runtime), *inp.prior_runtime]
+    cuda_shipped = any(r.origin == "toolkit" for r in infos)
     if cuda_shipped and inp.toolkit_prefix is None:
         raise BundleGraphError(
             f"package:{s.id}: ships CUDA runtime files but no toolkit prefix was given (needed for NVIDIA's license)"
         )
-    nvidia = (
-        toolkit_licenses(inp.toolkit_prefix, [*(rf.info for rf in inp.runtime), *inp.prior_runtime])
-        if cuda_shipped and inp.toolkit_prefix is not None
-        else []
-    )
+    nvidia = toolkit_licenses(inp.toolkit_prefix, infos) if cuda_shipped and inp.toolkit_prefix is not None else []
     licenses = third_party_text(inp.source_tree, nvidia)
     runtime = sorted([*inp.prior_runtime, *(rf.info for rf in inp.runtime)], key=lambda r: r.name)
     with tempfile.TemporaryDirectory(prefix=f".{s.id}-sign-", dir=inp.dest.parent) as sd:

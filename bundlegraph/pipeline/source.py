@@ -218,7 +218,6 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
         if not plan.tree.is_dir():
             raise BundleGraphError(f"source: path pin {plan.tree} is not a directory")
         digest, n = tree_digest(plan.tree)
-        info = read_commit(plan.tree)
         origin = str(plan.tree)
     else:
         with locked(plan.cache_dir.with_suffix(".lock"), what=f"source cache {plan.cache_dir.name}"):
@@ -227,9 +226,8 @@ def run_source(plan: SourcePlan, release: Release, record_path: Path, log: Path)
                 _populate(plan, pin, log)
                 receipt = _receipt(plan.cache_dir)
                 assert receipt is not None
-        digest, n = receipt["digest"], receipt["files"]
-        info = read_commit(plan.tree)
-        origin = receipt["origin"]
+        digest, n, origin = receipt["digest"], receipt["files"], receipt["origin"]
+    info = read_commit(plan.tree)
     commit = info.commit if info else pin.commit
     date = info.date if info else pin.commit_date
     if info and pin.commit and info.commit != pin.commit:

@@ -292,14 +292,11 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
     report.bundle["fatbin"] = {r.path: r.fatbin.summary() for r in found if r.fatbin is not None}
     if not policy.archs:
         return
+    promised = ",".join(policy.cmake_archs)
     if not found:
         names = " or ".join(policy.backends)
         report.failures.append(
-            Failure(
-                names,
-                "gpu-code",
-                f"the leg promises CUDA archs {','.join(policy.cmake_archs)} but the bundle has no {names}",
-            )
+            Failure(names, "gpu-code", f"the leg promises CUDA archs {promised} but the bundle has no {names}")
         )
         return
     archs = list(policy.archs)
@@ -308,20 +305,14 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
             continue
         if r.fatbin is None:
             report.failures.append(
-                Failure(
-                    r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {','.join(policy.cmake_archs)}"
-                )
+                Failure(r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {promised}")
             )
             continue
         from ..checks.fatbin import check_archs
 
         for problem in check_archs(r.fatbin, archs):
             report.failures.append(
-                Failure(
-                    r.path,
-                    "gpu-code",
-                    f"{problem} (promised {','.join(policy.cmake_archs)}; found {r.fatbin.summary()})",
-                )
+                Failure(r.path, "gpu-code", f"{problem} (promised {promised}; found {r.fatbin.summary()})")
             )
 
 
