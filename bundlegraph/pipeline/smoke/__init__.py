@@ -81,11 +81,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ...toolchains.base import this_host
 from ..base import Context, Prepared, TaskPlan, upstream_digest
 from ..configure import plan_configure
 from .gpu import run_tools
 from .judges import judge_devices, judge_op
-from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, host_platform, plan_smoke, plan_tools
+from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, plan_smoke, plan_tools
 from .run import run_smoke
 
 NAME = "smoke"
@@ -107,7 +108,7 @@ def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict[
     consumed: dict[str, Any] = {
         "bundle": upstream_digest(f"package:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
-        "host": list(host_platform()),
+        "host": list(this_host()),
         "how": how if isinstance(how, str) else how.describe(),
     }
     if plan.gpus is not None:  # a CUDA leg: the probe its plan took
@@ -131,7 +132,7 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "base_cache": base.cache,
         "toolchain": base.toolchain_text,
         "tools": TOOLS_CACHE,
-        "host": list(host_platform()),
+        "host": list(this_host()),
         "gpus": probe().key(),
     }
 

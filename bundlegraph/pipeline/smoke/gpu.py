@@ -15,8 +15,9 @@ from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.report import say
+from ...toolchains.base import this_host
 from . import judges
-from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, host_platform
+from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide
 from .steps import Outcome, SmokeRun, Step
 
 
@@ -125,7 +126,7 @@ def decide_here(run: SmokeRun, os_name: str, arch: str) -> str:
         assert plan.decision is not None  # a CUDA leg's plan
         run.decision = plan.decision
     else:
-        run.decision = decide(os_name, arch, host_platform(), plan.gpus, sass, ptx)
+        run.decision = decide(os_name, arch, this_host(), plan.gpus, sass, ptx)
     return summary
 
 

@@ -180,11 +180,6 @@ def decide(
     return Decision(False, f"no GPU the bundle's CUDA code covers: {gl}; the bundle has SASS {s}, PTX {p}", probe=pj)
 
 
-def host_platform() -> tuple[str, str]:
-    """``(os, arch)`` of this host in spec terms (:func:`bundlegraph.toolchains.base.this_host`)."""
-    return this_host()
-
-
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     """The smoke plan of ``leg`` (nothing written). For a CUDA leg the GPUs are probed here
     (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`) and the plan carries the
@@ -279,7 +274,7 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         build_number=ctx.release.build_number,
         commit=rec.commit if rec is not None else None,
         gpus=gpus,
-        decision=decide(spec.os, spec.arch, host_platform(), gpus) if gpus is not None else None,
+        decision=decide(spec.os, spec.arch, this_host(), gpus) if gpus is not None else None,
     )
 
 
@@ -317,7 +312,6 @@ __all__ = [
     "SmokePlan",
     "SmokeToolsPlan",
     "decide",
-    "host_platform",
     "plan_smoke",
     "plan_tools",
 ]
