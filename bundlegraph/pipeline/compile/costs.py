@@ -154,9 +154,7 @@ def find(leg: str, bundles: Path | None) -> CostRecord | None:
 
 def save(record: CostRecord, directory: Path | None = None) -> Path:
     """Write ``record`` as ``<directory or write_dir()>/<leg>.json`` (atomic); returns the path."""
-    d = directory or write_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    p = d / f"{record.leg}.json"
+    p = (directory or write_dir()) / f"{record.leg}.json"
     atomic_write_bytes(p, record.to_json())
     return p
 

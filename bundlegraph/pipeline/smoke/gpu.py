@@ -109,7 +109,6 @@ def run_tools(plan: SmokeToolsPlan) -> list[Path]:
         atomic_write_json(note, {"leg": leg, "built": False, "reason": plan.decision.reason})
         say(f"smoke:tools-{leg}: nothing to build here: {plan.decision.reason}")
         return [note]
-    plan.smoke.log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     prog = _build_tools(plan)
     say(f"smoke:tools-{leg}: {prog} built in {time.monotonic() - t0:.1f}s")

@@ -111,16 +111,14 @@ def serving(run: SmokeRun) -> Outcome:
         run.port = int(s.getsockname()[1])
     a = run.fill(run.plan.check("serve").argv)
     full = run.launcher.argv(a[0], a[1:], run.env)
-    timeout = 240.0 if run.launcher.qemu else 60.0
-    expect = run.texts[0] if "generate again" in run.passed else None
     p, facts = serve(
         full,
         run.launcher.process_env(run.env),
         run.port,
         run.plan.log,
-        timeout=timeout,
+        timeout=240.0 if run.launcher.qemu else 60.0,
         n_predict=N_PREDICT,
-        expect=expect,
+        expect=run.texts[0] if "generate again" in run.passed else None,
     )
     return p, facts, proc.quote(full)
 
