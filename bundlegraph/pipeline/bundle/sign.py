@@ -117,6 +117,5 @@ def sign_files(
                     raise SigningError(f"sign:{leg}: the signer wrote no {out.name}")
                 os.replace(out, f)
         finally:
-            if out.exists():
-                out.unlink()
+            out.unlink(missing_ok=True)
     return "signed"

@@ -74,10 +74,7 @@ def measure(
     """The figures of a build that ran the steps ``ran`` (:func:`log_since`) with the cache
     results ``results`` (None: no compiler cache, so every compile was real)."""
     by_output = {s.output.replace("\\", "/"): s for s in steps}
-    by_source: dict[str, str] = {}
-    if results is not None:
-        for src, what in results.items():
-            by_source[_norm(src, cmake_dir)] = what
+    by_source = {_norm(src, cmake_dir): what for src, what in (results or {}).items()}
     out = Measured()
     for output, seconds in sorted(ran.items()):
         step = by_output.get(output.replace("\\", "/"))

@@ -256,39 +256,31 @@ def snapshot(cache_dir: Path | None) -> dict[str, tuple[int, int]]:
     return _entries(cache_dir) if cache_dir else {}
 
 
+def _copy(source: Path, dest: Path, rels: list[str]) -> int:
+    """Copy the entries ``rels`` of ``source`` to the same relative paths under ``dest``, each
+    through a temporary name so a reader never sees half an entry; returns ``len(rels)``."""
+    import shutil
+
+    for rel in rels:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".bundlegraph-merge.tmp")
+        shutil.copy2(source / rel, tmp)
+        tmp.replace(target)
+    return len(rels)
+
+
 def copy_added(cache_dir: Path, before: dict[str, tuple[int, int]], dest: Path) -> int:
     """Copy the entries of ``cache_dir`` that are new or changed since ``before`` into ``dest``
     (same relative paths: a ccache directory of only what this build added). Returns the count."""
-    import shutil
-
-    n = 0
-    for rel, sig in sorted(_entries(cache_dir).items()):
-        if before.get(rel) == sig:
-            continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(cache_dir / rel, target)
-        n += 1
-    return n
+    return _copy(cache_dir, dest, [rel for rel, sig in sorted(_entries(cache_dir).items()) if before.get(rel) != sig])
 
 
 def merge_into(source: Path, cache_dir: Path) -> int:
     """Copy every cache entry of the ccache directory ``source`` into ``cache_dir`` (entries
     already there are kept: an entry's name is its content's hash). Returns the count copied."""
-    import shutil
-
-    n = 0
     have = _entries(cache_dir)
-    for rel in sorted(_entries(source)):
-        if rel in have:
-            continue
-        target = cache_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".bundlegraph-merge.tmp")
-        shutil.copy2(source / rel, tmp)
-        tmp.replace(target)
-        n += 1
-    return n
+    return _copy(source, cache_dir, [rel for rel in sorted(_entries(source)) if rel not in have])
 
 
 __all__ = [

@@ -74,16 +74,10 @@ class CostRecord:
             data["note"] = self.note
         return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
-    def merged(
-        self, objects: Mapping[str, float], other: Mapping[str, float] | None = None, note: str | None = None
-    ) -> CostRecord:
+    def merged(self, objects: Mapping[str, float], other: Mapping[str, float] | None = None) -> CostRecord:
         """A copy with ``objects``/``other`` measured anew (each replaces the old figure)."""
         return CostRecord(
-            self.leg,
-            {**self.objects, **objects},
-            {**self.other, **(other or {})},
-            self.note if note is None else note,
-            self.origin,
+            self.leg, {**self.objects, **objects}, {**self.other, **(other or {})}, self.note, self.origin
         )
 
 
@@ -141,11 +135,9 @@ def write_dir() -> Path:
 
 def candidates(leg: str, bundles: Path | None) -> list[Path]:
     """The files :func:`find` tries, in order."""
-    out = []
-    d = settings.get("COSTS")
-    if d:
-        out.append(Path(d).expanduser().resolve() / f"{leg}.json")
-    out.append(paths.state_dir() / "costs" / f"{leg}.json")
+    out = [write_dir() / f"{leg}.json"]
+    if settings.get("COSTS"):
+        out.append(paths.state_dir() / "costs" / f"{leg}.json")
     if bundles is not None:
         out.append(bundles / "costs" / f"{leg}.json")
     return out
@@ -162,9 +154,7 @@ def find(leg: str, bundles: Path | None) -> CostRecord | None:
 
 def save(record: CostRecord, directory: Path | None = None) -> Path:
     """Write ``record`` as ``<directory or write_dir()>/<leg>.json`` (atomic); returns the path."""
-    d = directory or write_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    p = d / f"{record.leg}.json"
+    p = (directory or write_dir()) / f"{record.leg}.json"
     atomic_write_bytes(p, record.to_json())
     return p
 

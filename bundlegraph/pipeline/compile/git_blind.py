@@ -24,6 +24,4 @@ NO_REPOSITORY = "no-git-repository"
 def without_git(env: Mapping[str, str], build_dir: Path) -> dict[str, str]:
     """``env`` with ``GIT_DIR`` set to ``<build_dir>/no-git-repository`` (which does not exist),
     for cmake and ninja (a build may run cmake again)."""
-    out = dict(env)
-    out["GIT_DIR"] = str(build_dir / NO_REPOSITORY)
-    return out
+    return {**env, "GIT_DIR": str(build_dir / NO_REPOSITORY)}

@@ -55,12 +55,9 @@ def available_memory_mb() -> int | None:
         return None
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) // 1024
+            return next((int(line.split()[1]) // 1024 for line in f if line.startswith("MemAvailable:")), None)
     except OSError:
         return None
-    return None
 
 
 def per_job_mb(cuda_archs: int, windows: bool) -> int:

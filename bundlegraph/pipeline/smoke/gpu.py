@@ -15,8 +15,9 @@ from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.report import say
+from ...toolchains.base import this_host
 from . import judges
-from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, host_platform
+from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide
 from .steps import Outcome, SmokeRun, Step
 
 
@@ -40,10 +41,7 @@ def tools_argv(plan: SmokeToolsPlan) -> tuple[list[str], str]:
     the leg's own) configure plan retargeted at ``tools_dir`` with :data:`TOOLS_CACHE`."""
     bp = plan.configure
     assert bp is not None  # only planned when the smoke test can run here
-    cache = dict(bp.cache)
-    for k in [k for k in cache if k.startswith("GGML_CUDA")]:
-        del cache[k]
-    cache.update(TOOLS_CACHE)
+    cache = {k: v for k, v in bp.cache.items() if not k.startswith("GGML_CUDA")} | TOOLS_CACHE
     if plan.commit:
         cache["LLAMA_BUILD_COMMIT"] = plan.commit[:7]
     tdir = plan.smoke.tools_dir
@@ -111,7 +109,6 @@ def run_tools(plan: SmokeToolsPlan) -> list[Path]:
         atomic_write_json(note, {"leg": leg, "built": False, "reason": plan.decision.reason})
         say(f"smoke:tools-{leg}: nothing to build here: {plan.decision.reason}")
         return [note]
-    plan.smoke.log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     prog = _build_tools(plan)
     say(f"smoke:tools-{leg}: {prog} built in {time.monotonic() - t0:.1f}s")
@@ -128,7 +125,7 @@ def decide_here(run: SmokeRun, os_name: str, arch: str) -> str:
         assert plan.decision is not None  # a CUDA leg's plan
         run.decision = plan.decision
     else:
-        run.decision = decide(os_name, arch, host_platform(), plan.gpus, sass, ptx)
+        run.decision = decide(os_name, arch, this_host(), plan.gpus, sass, ptx)
     return summary
 
 
@@ -156,8 +153,7 @@ def devices(run: SmokeRun) -> Outcome:
 def generate_gpu(run: SmokeRun) -> Outcome:
     """``llama-simple -ngl 99``: every layer offloaded, tokens generated."""
     out, rc, cmd = run.program("generate-gpu", "generate on the GPU", _gpu_env(run))
-    p, facts = judges.judge_gpu_generate(out, rc)
-    return p, facts, cmd
+    return (*judges.judge_gpu_generate(out, rc), cmd)
 
 
 def tools(run: SmokeRun) -> Outcome:
@@ -172,8 +168,7 @@ def tools(run: SmokeRun) -> Outcome:
 def _op(op: str) -> Step:
     def one(run: SmokeRun) -> Outcome:
         out, rc, cmd = run.program(f"op:{op}", f"test-backend-ops {op}", _gpu_env(run), DEV)
-        p, facts = judges.judge_op(out, rc, DEV)
-        return p, facts, cmd
+        return (*judges.judge_op(out, rc, DEV), cmd)
 
     def gate(run: SmokeRun) -> tuple[str, str] | None:
         return None if "test-backend-ops build" in run.passed else ("not run", "test-backend-ops was not built")

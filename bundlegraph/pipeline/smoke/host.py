@@ -28,8 +28,7 @@ from .steps import Gate, Outcome, SmokeRun, Step
 def version(run: SmokeRun) -> Outcome:
     """``llama-cli --version``: the release's build number and the source's commit."""
     out, rc, cmd = run.program("version", "version")
-    p, facts = judges.judge_version(out, rc, build_number=run.plan.build_number, commit=run.plan.commit)
-    return p, facts, cmd
+    return (*judges.judge_version(out, rc, build_number=run.plan.build_number, commit=run.plan.commit), cmd)
 
 
 def libraries(run: SmokeRun) -> Outcome:
@@ -57,8 +56,7 @@ def _backends(check: str) -> Callable[[SmokeRun], Outcome]:
         if run.cuda_lib:  # ggml then says why the CUDA backend did not load, if it did not
             env["GGML_BACKEND_PATH"] = (run.bundle_dir / run.cuda_lib).as_posix()
         out, rc, cmd = run.program(check, check, env)
-        p, facts = judges.judge_backends(out, rc, cuda_library=run.cuda_lib, os_name=run.plan.os)
-        return p, facts, cmd
+        return (*judges.judge_backends(out, rc, cuda_library=run.cuda_lib, os_name=run.plan.os), cmd)
 
     return one
 
@@ -113,16 +111,14 @@ def serving(run: SmokeRun) -> Outcome:
         run.port = int(s.getsockname()[1])
     a = run.fill(run.plan.check("serve").argv)
     full = run.launcher.argv(a[0], a[1:], run.env)
-    timeout = 240.0 if run.launcher.qemu else 60.0
-    expect = run.texts[0] if "generate again" in run.passed else None
     p, facts = serve(
         full,
         run.launcher.process_env(run.env),
         run.port,
         run.plan.log,
-        timeout=timeout,
+        timeout=240.0 if run.launcher.qemu else 60.0,
         n_predict=N_PREDICT,
-        expect=expect,
+        expect=run.texts[0] if "generate again" in run.passed else None,
     )
     return p, facts, proc.quote(full)
 

@@ -19,7 +19,7 @@ from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
 from ..base import Context
 from ..configure import ConfigurePlan, check_host, plan_configure
-from ..source import source_record_if_any
+from ..source import plan_source, source_record_if_any
 
 if TYPE_CHECKING:
     from ...gpus import GpuProbe
@@ -116,9 +116,6 @@ class SmokePlan:
             "model": proc.quote(self.model_argv),
         }
 
-    def program(self, name: str) -> str:
-        return f"{{bundle}}/{name}{self.exe}"
-
     def check(self, name: str) -> Check:
         """The check called ``name``. Raises ``KeyError`` naming it."""
         for c in self.checks:
@@ -183,25 +180,6 @@ def decide(
     return Decision(False, f"no GPU the bundle's CUDA code covers: {gl}; the bundle has SASS {s}, PTX {p}", probe=pj)
 
 
-def host_platform() -> tuple[str, str]:
-    """``(os, arch)`` of this host in spec terms (:func:`bundlegraph.toolchains.base.this_host`)."""
-    return this_host()
-
-
-def _source_tree(leg: str, ctx: Context) -> Path:
-    from ..source import plan_source
-
-    rec = source_record_if_any(leg)
-    if rec is not None:
-        return Path(rec.tree)
-    return plan_source(ctx.release, ctx.matrix.root).tree
-
-
-def _source_commit(leg: str) -> str | None:
-    rec = source_record_if_any(leg)
-    return rec.commit if rec is not None else None
-
-
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     """The smoke plan of ``leg`` (nothing written). For a CUDA leg the GPUs are probed here
     (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`) and the plan carries the
@@ -213,7 +191,8 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     spec = ctx.spec(leg)
     bdir = paths.build_dir(leg)
     exe = ".exe" if spec.os == "windows" else ""
-    tree = _source_tree(leg, ctx)
+    rec = source_record_if_any(leg)
+    tree = Path(rec.tree) if rec is not None else plan_source(ctx.release, ctx.matrix.root).tree
     py = proc.python_exe()
     bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
     tbo = f"{{bundle}}/test-backend-ops{exe}"
@@ -293,9 +272,9 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         work_dir=bdir,
         cuda=spec.cuda is not None,
         build_number=ctx.release.build_number,
-        commit=_source_commit(leg),
+        commit=rec.commit if rec is not None else None,
         gpus=gpus,
-        decision=decide(spec.os, spec.arch, host_platform(), gpus) if gpus is not None else None,
+        decision=decide(spec.os, spec.arch, this_host(), gpus) if gpus is not None else None,
     )
 
 
@@ -319,7 +298,7 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
         resolved,
         cmake=str(tools.cmake.path),
         ninja=str(tools.ninja.path),
-        commit=_source_commit(leg),
+        commit=smoke.commit,
     )
 
 
@@ -333,7 +312,6 @@ __all__ = [
     "SmokePlan",
     "SmokeToolsPlan",
     "decide",
-    "host_platform",
     "plan_smoke",
     "plan_tools",
 ]

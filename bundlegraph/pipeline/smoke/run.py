@@ -9,7 +9,6 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import NoReturn
 
 from ...core.errors import BundleGraphError, TaskSkipped
 from ...core.fsutil import atomic_write_json, rmtree, sha256_file
@@ -18,15 +17,6 @@ from ...smokestatus import sidecar
 from . import gpu, host
 from .plan import Decision, SmokePlan
 from .steps import SmokeRun
-
-
-def _skip(plan: SmokePlan, d: Decision) -> NoReturn:
-    atomic_write_json(
-        plan.record,
-        {"leg": plan.leg, "status": "skipped", "reason": d.reason, "bundle": plan.bundle.name, "probe": d.probe},
-    )
-    say(f"smoke:{plan.leg}: SKIPPED (not a pass): {d.reason}")
-    raise TaskSkipped(f"smoke:{plan.leg}: {d.reason}")
 
 
 def _runtime_env(plan: SmokePlan) -> dict[str, str]:
@@ -59,8 +49,10 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     info = read_bundle_info(plan.bundle, plan.info_file)
     launcher = launcher_for(info.os, info.arch)
     if isinstance(launcher, str):
-        _skip(plan, Decision(False, launcher))
-    assert not isinstance(launcher, str)  # (_skip raised)
+        skipped = {"leg": leg, "status": "skipped", "reason": launcher, "bundle": plan.bundle.name, "probe": {}}
+        atomic_write_json(plan.record, skipped)
+        say(f"smoke:{leg}: SKIPPED (not a pass): {launcher}")
+        raise TaskSkipped(f"smoke:{leg}: {launcher}")
     plan.log.parent.mkdir(parents=True, exist_ok=True)
     plan.log.write_text("", encoding="utf-8")
     t_all = time.monotonic()

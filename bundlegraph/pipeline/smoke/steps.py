@@ -24,18 +24,14 @@ Gate = Callable[["SmokeRun"], tuple[str, str] | None]
 ``"not run"`` (recorded with ``why``; "not run" fails the smoke), or ``""`` (not recorded)."""
 
 
-def always(_run: SmokeRun) -> tuple[str, str] | None:
-    """The gate of a step that always runs."""
-    return None
-
-
 @frozen
 class Step:
-    """One row of a step table: ``name`` (recorded as ``check``), ``run`` and its ``gate``."""
+    """One row of a step table: ``name`` (recorded as ``check``), ``run`` and its ``gate`` (by
+    default the step always runs)."""
 
     name: str
     run: Callable[[SmokeRun], Outcome]
-    gate: Gate = always
+    gate: Gate = lambda _run: None
 
 
 @mutable
@@ -104,7 +100,7 @@ class SmokeRun:
             elif gated[0]:
                 self.skip_step(s.name, *gated)
 
-    def step(self, name: str, fn: Callable[[SmokeRun], Outcome]) -> bool:
+    def step(self, name: str, fn: Callable[[SmokeRun], Outcome]) -> None:
         """Run one step, record it (``smoke.json`` is rewritten as each step ends) and say it."""
         t0 = time.monotonic()
         try:
@@ -134,7 +130,6 @@ class SmokeRun:
             },
         )
         say(f"smoke:{self.plan.leg}: {name}: {'FAILED: ' + problem if problem else 'passed'} ({r['seconds']} s)")
-        return not problem
 
     def skip_step(self, name: str, status: str, why: str) -> None:
         """Record a step that does not run: ``not applicable`` (with the reason) or ``not run``
@@ -145,4 +140,4 @@ class SmokeRun:
         say(f"smoke:{self.plan.leg}: {name}: {status}: {why}")
 
 
-__all__ = ["Gate", "Outcome", "SmokeRun", "Step", "always"]
+__all__ = ["Gate", "Outcome", "SmokeRun", "Step"]
