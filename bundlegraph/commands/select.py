@@ -130,7 +130,7 @@ def _why_none(sel: Selection) -> str | None:
     that the release has none of that kind."""
     if sel.choice:
         return None
-    reasons = [f"{r}" for _a, r in sel.rejected if "is not asked for" not in r]
+    reasons = [r for _a, r in sel.rejected if "is not asked for" not in r]
     return reasons[0] if reasons else f"no {' or '.join(sel.asked)} bundle"
 
 
@@ -158,19 +158,17 @@ def run_coverage(args: argparse.Namespace) -> int:
 
     manifest, index = read_release(args.release)
     again = redownloads(args.release, manifest)
-    rows = []
-    for sel in coverage(manifest, index):
-        h = sel.host.to_json()
-        rows.append(
-            {
-                **h,
-                "asked": sel.asked,
-                "install_kind": sel.install_kind,
-                "choice": sel.choice,
-                "attempts": sel.attempts,
-                "why_none": _why_none(sel),
-            }
-        )
+    rows = [
+        {
+            **sel.host.to_json(),
+            "asked": sel.asked,
+            "install_kind": sel.install_kind,
+            "choice": sel.choice,
+            "attempts": sel.attempts,
+            "why_none": _why_none(sel),
+        }
+        for sel in coverage(manifest, index)
+    ]
     empty = _empty(manifest)
     if args.json:
         print(
