@@ -100,9 +100,3 @@ def build_dir(leg: str) -> Path:
 def dist_dir() -> Path:
     """``<workdir>/dist``: bundles, manifest, SHA index."""
     return _in_workdir("dist")
-
-
-def norm(path: str | os.PathLike[str]) -> str:
-    """A path as a stable string key: absolute, resolved, forward slashes (doit compares
-    paths as strings, and Windows spells them two ways)."""
-    return Path(path).resolve().as_posix()

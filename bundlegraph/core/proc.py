@@ -38,6 +38,17 @@ def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork a
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
+def _own_group(pdeathsig: bool) -> dict[str, Any]:
+    """``Popen`` arguments that start the child in a process group of its own (Windows:
+    ``CREATE_NEW_PROCESS_GROUP``; POSIX: a new session), on Linux with :func:`_pdeathsig` where
+    ``pdeathsig``."""
+    import subprocess
+
+    if IS_WINDOWS:
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]  # Windows only
+    return {"start_new_session": True, **({"preexec_fn": _pdeathsig} if pdeathsig else {})}
+
+
 @frozen
 class Completed:
     """Result of :func:`run`: ``argv`` as executed (program resolved), exit code 0 only
@@ -180,7 +191,7 @@ def run(
     if echo:
         from . import report
 
-        report.command(f"$ {shown}")
+        report.say(f"$ {shown}")
     logf = None
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -189,19 +200,9 @@ def run(
         logf.flush()
     import subprocess
 
-    kwargs: dict[str, Any] = {}
-    spawn = args
-    supervised = False
-    if IS_WINDOWS:
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]  # Windows only
-    elif IS_LINUX and supervise:
-        # a supervisor owns the child's process group and ends it if we die (even SIGKILL)
-        spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args]
-        supervised = True
-        kwargs["start_new_session"] = True
-        kwargs["preexec_fn"] = _pdeathsig
-    else:
-        kwargs["start_new_session"] = True
+    # on Linux a supervisor owns the child's process group and ends it if we die (even SIGKILL)
+    supervised = IS_LINUX and supervise
+    spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if supervised else args
     tail: list[str] = []
     captured: list[str] = []
     proc = subprocess.Popen(
@@ -215,7 +216,7 @@ def run(
         encoding="utf-8",
         errors="replace",
         bufsize=1,
-        **kwargs,
+        **_own_group(pdeathsig=supervised),
     )
 
     def pump() -> None:
@@ -276,11 +277,6 @@ class Background:
     def __enter__(self) -> Background:
         import subprocess
 
-        kwargs: dict[str, Any] = {"start_new_session": True}
-        if IS_WINDOWS:
-            kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
-        elif IS_LINUX:
-            kwargs["preexec_fn"] = _pdeathsig
         self._logf = open(self.log, "ab")
         self.proc = subprocess.Popen(
             self.argv,
@@ -289,7 +285,7 @@ class Background:
             stdin=subprocess.DEVNULL,
             stdout=self._logf,
             stderr=subprocess.STDOUT,
-            **kwargs,
+            **_own_group(pdeathsig=IS_LINUX),
         )
         return self
 

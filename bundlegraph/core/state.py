@@ -61,10 +61,6 @@ _STAMP_FILES: dict[tuple[Path, str], Path] = memo.table("state.stamp_files")
 
 def stamp_path(task: str) -> Path:
     """``<work>/.bundlegraph/stamps/<task>.json``: where the stamp of ``task`` lives."""
-    return _stamp_file(task)
-
-
-def _stamp_file(task: str) -> Path:
     sd = paths.state_dir()
     f = _STAMP_FILES.get((sd, task))
     if f is None:
@@ -128,7 +124,7 @@ def load(task: str) -> Stamp | None:
     """The stamp of ``task``, or None (never run, or an unreadable stamp). Read once per
     process while its file is unchanged (:func:`~bundlegraph.core.fsutil.parsed_once`): a task's
     stamp is read by its own check and by each downstream key (issue 20)."""
-    return parsed_once(_stamp_file(task), _read_stamp)
+    return parsed_once(stamp_path(task), _read_stamp)
 
 
 def _read_stamp(f: Path) -> Stamp | None:
@@ -184,7 +180,7 @@ def record(
         tuple(present),
     )
     atomic_write_json(
-        _stamp_file(task),
+        stamp_path(task),
         {
             "version": STAMP_VERSION,
             "task": task,
@@ -201,10 +197,7 @@ def record(
 
 def forget(task: str) -> None:
     """Drop the stamp of ``task`` (before its action starts, so an interrupted run reruns)."""
-    try:
-        _stamp_file(task).unlink()
-    except FileNotFoundError:
-        pass
+    stamp_path(task).unlink(missing_ok=True)
 
 
 def _outputs_changed(stamp: Stamp) -> list[str]:
