@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,7 +204,7 @@ def run(
     # on Linux a supervisor owns the child's process group and ends it if we die (even SIGKILL)
     supervised = IS_LINUX and supervise
     spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if supervised else args
-    tail: list[str] = []
+    tail: deque[str] = deque(maxlen=20)  # the last lines, for the error message
     captured: list[str] = []
     proc = subprocess.Popen(
         spawn,
@@ -227,8 +228,6 @@ def run(
             if capture:
                 captured.append(line)
             tail.append(line)
-            if len(tail) > 40:
-                del tail[:-40]
             if on_line:
                 on_line(line.rstrip("\n"))
 
@@ -245,7 +244,7 @@ def run(
             logf.write(f"[exit {proc.returncode}]\n")
             logf.close()
     if rc != 0 and check:
-        last = "".join(tail[-20:]).rstrip()
+        last = "".join(tail).rstrip()
         where = f"; full log: {log}" if log else ""
         raise ToolFailed(
             f"{what + ': ' if what else ''}command failed with exit code {rc}: {shown}{where}\n"

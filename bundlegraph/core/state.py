@@ -131,11 +131,7 @@ def _read_stamp(f: Path) -> Stamp | None:
     task = f.stem.replace("__", ":")
     try:
         d = json.loads(f.read_text(encoding="utf-8"))
-        if d.get("version") != STAMP_VERSION:
-            return None
-        return Stamp(
-            d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"), tuple(d.get("present", ()))
-        )
+        return _stamp(d) if d.get("version") == STAMP_VERSION else None
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -148,6 +144,12 @@ def _read_stamp(f: Path) -> Stamp | None:
 
 
 _SAID_UNREADABLE: set[Path] = set()
+
+
+def _stamp(d: dict[str, Any]) -> Stamp:
+    return Stamp(
+        d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"), tuple(d.get("present", ()))
+    )
 
 
 def record(
@@ -169,30 +171,18 @@ def record(
             continue
         p = Path(o)
         outs[_rel(p)] = fingerprint(p)
-    inputs_json = json.loads(canonical(inputs))
-    stamp = Stamp(
-        task,
-        key_of(inputs),
-        inputs_json,
-        outs,
-        _dt.datetime.now(_dt.UTC).isoformat(),
-        None if seconds is None else round(seconds, 1),
-        tuple(present),
-    )
-    atomic_write_json(
-        stamp_path(task),
-        {
-            "version": STAMP_VERSION,
-            "task": task,
-            "key": stamp.key,
-            "inputs": inputs_json,
-            "outputs": outs,
-            "finished": stamp.finished,
-            "seconds": stamp.seconds,
-            **({"present": present} if present else {}),
-        },
-    )
-    return stamp
+    d = {
+        "version": STAMP_VERSION,
+        "task": task,
+        "key": key_of(inputs),
+        "inputs": json.loads(canonical(inputs)),
+        "outputs": outs,
+        "finished": _dt.datetime.now(_dt.UTC).isoformat(),
+        "seconds": None if seconds is None else round(seconds, 1),
+        **({"present": present} if present else {}),
+    }
+    atomic_write_json(stamp_path(task), d)
+    return _stamp(d)
 
 
 def forget(task: str) -> None:
