@@ -97,21 +97,20 @@ def run_select(args: argparse.Namespace) -> int:
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
     sel = select(host, manifest, index)
-    empty = _empty(manifest)
-    if empty and not args.json:
-        print(empty)
     if args.json:
         print(json.dumps(sel.to_json(), indent=2))
-    else:
-        print(f"{host.describe()} asks for {', '.join(sel.asked)}")
-        print(
-            f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
-            + (f" ({sel.install_kind})" if sel.choice else "")
-        )
-        for i, a in enumerate(sel.attempts[1:], 2):
-            print(f"  then: {a} (attempt {i})")
-        for a, why in sel.rejected:
-            print(f"  rejected {a}: {why}")
+        return 0 if sel.choice else 1
+    if empty := _empty(manifest):
+        print(empty)
+    print(f"{host.describe()} asks for {', '.join(sel.asked)}")
+    print(
+        f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
+        + (f" ({sel.install_kind})" if sel.choice else "")
+    )
+    for i, a in enumerate(sel.attempts[1:], 2):
+        print(f"  then: {a} (attempt {i})")
+    for a, why in sel.rejected:
+        print(f"  rejected {a}: {why}")
     return 0 if sel.choice else 1
 
 

@@ -30,9 +30,7 @@ _HOME_VARS = ("HOME", "XDG_CACHE_HOME", "LOCALAPPDATA", "USERPROFILE")
 
 def _deciding(env: str | None) -> tuple[Any, ...]:
     """What a directory named by ``env`` (None: the default) resolves by, besides ``env``."""
-    if env and os.path.isabs(os.path.expanduser(env)):
-        return ()
-    return (os.getcwd(),)
+    return () if env and os.path.isabs(os.path.expanduser(env)) else (os.getcwd(),)
 
 
 def cache_root() -> Path:
