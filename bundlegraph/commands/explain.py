@@ -63,10 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     plan = g.find(args.task)
     due, lines = explain_task(g, plan)
-    if not due:
-        print(f"{plan.full_name}: up to date")
-        return 0
-    print(f"{plan.full_name}: would run")
+    print(f"{plan.full_name}: " + ("would run" if due else "up to date"))
     for r in lines:
         print(f"  - {r}")
     return 0

@@ -47,10 +47,7 @@ def run(args: argparse.Namespace) -> int:
             raise BundleGraphError(f"--require {r!r}: expected COMPONENT=REQUIREMENT")
         cli_reqs[comp] = req
     for path, (cuda, pairs) in sorted(wanted.items()):
-        reqs = {}
-        if path.exists():
-            reqs = dict(load_lock(path).requirements)
-        reqs.update(cli_reqs)
+        reqs = {**(load_lock(path).requirements if path.exists() else {}), **cli_reqs}
         lock = lock_wheels(cuda, pairs, reqs)
         write_lock(path, lock)
         print(f"wrote {path}: {len(lock.wheel)} wheels")

@@ -38,14 +38,16 @@ def run(args: argparse.Namespace) -> int:
             print("bundlegraph plan --shards: name the leg (bundlegraph plan LEG --shards)", file=sys.stderr)
             return 2
         return _shards(args, g.ctx, args.leg)
+
+    def entry(p: TaskPlan) -> dict[str, Any]:
+        return {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.describe(), **(_key(p) if args.keys else {})}
+
     out: dict[str, dict[str, Any]] = {}
     for leg in legs:
         spec = g.ctx.spec(leg)
-        stages = []
-        for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage)):
-            stages.append(
-                {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.describe(), **(_key(p) if args.keys else {})}
-            )
+        stages = [
+            entry(p) for p in sorted((p for p in g.plans if p.leg == leg), key=lambda p: STAGE_ORDER.index(p.stage))
+        ]
         out[leg] = {
             "bundle": spec.bundle_name(g.ctx.release.tag, g.ctx.release.bundle_prefix),
             "promised": spec.promised,
@@ -53,11 +55,7 @@ def run(args: argparse.Namespace) -> int:
             "toolchain": spec.toolchain,
             "stages": stages,
         }
-    shared = [
-        {"task": p.full_name, "doc": p.doc, "deps": p.deps, **p.describe(), **(_key(p) if args.keys else {})}
-        for p in g.plans
-        if p.leg is None
-    ]
+    shared = [entry(p) for p in g.plans if p.leg is None]
     from ..core import paths
 
     release = _release(g.ctx.release)

@@ -23,14 +23,13 @@ def render(name: str) -> str:
     from ..toolchains.registry import TOOLCHAINS
 
     s = adapter(SCHEMAS[name]).json_schema(by_alias=True)
-    if name == "bundle-spec":  # set by the load-time overrides only: a spec file may not say it
+    if name == "bundle-spec":  # "local" is set by the load-time overrides only: a spec file may not say it
         del s["properties"]["local"]
         del s["$defs"]["LocalBuild"]
+        s["properties"]["toolchain"]["enum"] = sorted(TOOLCHAINS)  # what the loader refuses, where a schema can say it
     _fill_defaults(SCHEMAS[name], s)
     s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     s["$id"] = f"urn:bundlegraph:schema:{name}"
-    if name == "bundle-spec":  # what the loader refuses, where a schema can say it
-        s["properties"]["toolchain"]["enum"] = sorted(TOOLCHAINS)
     return json.dumps(s, indent=2, sort_keys=True) + "\n"
 
 

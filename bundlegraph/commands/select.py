@@ -97,21 +97,20 @@ def run_select(args: argparse.Namespace) -> int:
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
     sel = select(host, manifest, index)
-    empty = _empty(manifest)
-    if empty and not args.json:
-        print(empty)
     if args.json:
         print(json.dumps(sel.to_json(), indent=2))
-    else:
-        print(f"{host.describe()} asks for {', '.join(sel.asked)}")
-        print(
-            f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
-            + (f" ({sel.install_kind})" if sel.choice else "")
-        )
-        for i, a in enumerate(sel.attempts[1:], 2):
-            print(f"  then: {a} (attempt {i})")
-        for a, why in sel.rejected:
-            print(f"  rejected {a}: {why}")
+        return 0 if sel.choice else 1
+    if empty := _empty(manifest):
+        print(empty)
+    print(f"{host.describe()} asks for {', '.join(sel.asked)}")
+    print(
+        f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
+        + (f" ({sel.install_kind})" if sel.choice else "")
+    )
+    for i, a in enumerate(sel.attempts[1:], 2):
+        print(f"  then: {a} (attempt {i})")
+    for a, why in sel.rejected:
+        print(f"  rejected {a}: {why}")
     return 0 if sel.choice else 1
 
 
@@ -130,7 +129,7 @@ def _why_none(sel: Selection) -> str | None:
     that the release has none of that kind."""
     if sel.choice:
         return None
-    reasons = [f"{r}" for _a, r in sel.rejected if "is not asked for" not in r]
+    reasons = [r for _a, r in sel.rejected if "is not asked for" not in r]
     return reasons[0] if reasons else f"no {' or '.join(sel.asked)} bundle"
 
 
@@ -158,19 +157,17 @@ def run_coverage(args: argparse.Namespace) -> int:
 
     manifest, index = read_release(args.release)
     again = redownloads(args.release, manifest)
-    rows = []
-    for sel in coverage(manifest, index):
-        h = sel.host.to_json()
-        rows.append(
-            {
-                **h,
-                "asked": sel.asked,
-                "install_kind": sel.install_kind,
-                "choice": sel.choice,
-                "attempts": sel.attempts,
-                "why_none": _why_none(sel),
-            }
-        )
+    rows = [
+        {
+            **sel.host.to_json(),
+            "asked": sel.asked,
+            "install_kind": sel.install_kind,
+            "choice": sel.choice,
+            "attempts": sel.attempts,
+            "why_none": _why_none(sel),
+        }
+        for sel in coverage(manifest, index)
+    ]
     empty = _empty(manifest)
     if args.json:
         print(

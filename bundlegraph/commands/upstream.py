@@ -25,18 +25,17 @@ from typing import Any
 from ..core.errors import BundleGraphError
 
 
-def _github(bundles: str) -> tuple[Any, Any]:
+def _github(bundles: str) -> Any:
     from ..github_release import GitHub
     from ..schemas.loader import load_matrix
 
-    rel = load_matrix(bundles).release
-    return GitHub.connect(rel.source_repo), rel
+    return GitHub.connect(load_matrix(bundles).release.source_repo)
 
 
 def _scan(args: argparse.Namespace) -> Any:
     from ..upstream import newest_build
 
-    gh, _rel = _github(args.bundles)
+    gh = _github(args.bundles)
     with gh.c:
         return newest_build(gh, _dt.datetime.now(_dt.UTC), args.min_age_hours), gh.repo
 
@@ -95,7 +94,7 @@ def run_bump(args: argparse.Namespace) -> int:
     if args.build:
         if not BUILD_RE.match(args.build):
             raise BundleGraphError(f"bump: {args.build!r} is not an upstream build tag (bNNNN)")
-        gh, _rel = _github(args.bundles)
+        gh = _github(args.bundles)
         with gh.c:
             commit = gh.call("GET", f"/commits/{args.build}")["sha"]
         build = UpstreamBuild(args.build, int(args.build[1:]), commit, _dt.datetime.now(_dt.UTC))

@@ -26,10 +26,7 @@ def _archs(items: tuple[str, ...]) -> tuple[Arch, ...]:
 
 
 def _csv(values: list[str] | None) -> tuple[str, ...]:
-    out: list[str] = []
-    for v in values or []:
-        out += [x.strip() for x in v.split(",") if x.strip()]
-    return tuple(out)
+    return tuple(x.strip() for v in values or [] for x in v.split(",") if x.strip())
 
 
 def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
@@ -44,15 +41,11 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
         spec = m.legs[args.leg]
         base = m.legs.get(spec.merge.base) if spec.merge else None
         policy = policy_from_spec(spec, m.release, base=base, built_tree=args.built_tree)
-    changes: dict[str, Any] = {}
-    if args.os:
-        changes["os"] = args.os
-    if args.arch:
-        changes["arch"] = args.arch
+    same = ("os", "arch", "glibc_floor", "glibcxx_floor", "info_file")  # options named as the policy's fields
+    changes: dict[str, Any] = {k: getattr(args, k) for k in same if getattr(args, k)}
     if args.archs:
         changes["archs"] = _archs(_csv(args.archs))
-        changes["cuda"] = True
-    if args.cuda:
+    if args.archs or args.cuda:
         changes["cuda"] = True
     if args.runtime:
         changes["external"] = tuple(dict.fromkeys((*policy.external, *_csv(args.runtime))))
@@ -60,14 +53,8 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
         changes["signing_required"] = args.signing == "required"
     if args.trust_root:
         changes["trust_roots"] = tuple(args.trust_root)
-    if args.glibc_floor:
-        changes["glibc_floor"] = args.glibc_floor
-    if args.glibcxx_floor:
-        changes["glibcxx_floor"] = args.glibcxx_floor
     if args.require:
         changes["required"] = tuple(dict.fromkeys((*policy.required, *_csv(args.require))))
-    if args.info_file:
-        changes["info_file"] = args.info_file
     return dataclasses.replace(policy, **changes)
 
 

@@ -25,7 +25,6 @@ def run(args: argparse.Namespace) -> int:
     from ..core import paths
     from ..verify_release import ApiSource, DistSource, verify
 
-    specs = None
     try:
         from ..schemas.loader import load_matrix
 
@@ -70,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"release {src.where}")
         for c in checks:
-            line = f"  {c.name}: {c.status}" + (f" ({c.why})" if c.why else "")
-            print(line)
+            print(f"  {c.name}: {c.status}" + (f" ({c.why})" if c.why else ""))
             for p in c.problems:
                 print(f"    {p}")
         print("verify-release: " + ("every check passed" if ok else "refused"), file=sys.stdout if ok else sys.stderr)
@@ -90,8 +88,6 @@ def _rebuild_check(src: Any, args: argparse.Namespace) -> Any:
         )
     r = rebuild(src.d, Path(args.bundles), args.rebuild, Path(args.rebuild_dir) if args.rebuild_dir else None)
     if r.identical:
-        c.why = ""
-        c.problems = []
         print(f"verify-release --rebuild {r.leg}: {r.bundle} rebuilt byte-identical (sha256 {r.rebuilt})")
     else:
         c.fail(

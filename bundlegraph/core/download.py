@@ -83,7 +83,7 @@ class Retryable(Exception):
 
 
 def _is_loopback(host: str) -> bool:
-    if host in ("localhost",):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -91,18 +91,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _allow_http() -> bool:
-    from . import settings
-
-    return bool(settings.get("ALLOW_HTTP"))
-
-
 def check_url(url: str, *, allow_insecure: bool = False) -> None:
     """Refuse anything but https (loopback http allowed for tests)."""
+    from . import settings
+
     parts = urlsplit(url)
     if parts.scheme == "https":
         return
-    if parts.scheme == "http" and (_is_loopback(parts.hostname or "") or allow_insecure or _allow_http()):
+    if parts.scheme == "http" and (_is_loopback(parts.hostname or "") or allow_insecure or settings.get("ALLOW_HTTP")):
         return
     raise DownloadError(
         f"{url}: refused: only https URLs are fetched (http only for loopback hosts, or with BUNDLEGRAPH_ALLOW_HTTP=1)"
@@ -184,12 +180,6 @@ def with_retries(url: str, once: Callable[[], T], s: Settings, note: Callable[[s
     raise DownloadError(f"{url}: failed after {s.retries + 1} attempt(s): {last}")
 
 
-def _fetch(
-    c: httpx.Client, url: str, part: Path, size: int | None, s: Settings, rep: Reporter, task: Any, allow_insecure: bool
-) -> None:
-    with_retries(url, lambda: _attempt(c, url, part, size, rep, task, allow_insecure), s, rep.note)
-
-
 def download(
     url: str,
     sha256: str,
@@ -227,7 +217,7 @@ def download(
             ok = False
             try:
                 for round_ in (1, 2):
-                    _fetch(c, url, part, size, s, rep, task, allow_insecure)
+                    with_retries(url, lambda: _attempt(c, url, part, size, rep, task, allow_insecure), s, rep.note)
                     n = part.stat().st_size
                     actual = sha256_file(part)
                     if actual == sha256 and (size is None or n == size):

@@ -9,6 +9,7 @@ which the caller renames into place (:func:`bundlegraph.core.fsutil.atomic_dir`)
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tarfile
 import zipfile
@@ -76,14 +77,8 @@ def check_tar_member(archive: Path, m: tarfile.TarInfo) -> PurePosixPath:
 
 
 def _extract_tar(archive: Path, tf: tarfile.TarFile, dest: Path, strip: int) -> list[str]:
-    members = tf.getmembers()
-    plan = []
-    for m in members:
-        p = check_tar_member(archive, m)
-        rel = _strip(p, strip)
-        if rel is None:
-            continue
-        plan.append((m, rel))
+    # every member is checked before anything is written
+    plan = [(m, rel) for m in tf.getmembers() if (rel := _strip(check_tar_member(archive, m), strip)) is not None]
     out = []
     for m, rel in plan:
         target = dest / rel
@@ -105,10 +100,8 @@ def _extract_tar(archive: Path, tf: tarfile.TarFile, dest: Path, strip: int) -> 
             f = tf.extractfile(m)
             assert f is not None
             with f, open(target, "wb") as o:
-                while chunk := f.read(1 << 20):
-                    o.write(chunk)
-            mode = 0o755 if m.mode & 0o111 else 0o644
-            os.chmod(target, mode)
+                shutil.copyfileobj(f, o, 1 << 20)
+            os.chmod(target, 0o755 if m.mode & 0o111 else 0o644)
         out.append(rel.as_posix())
     return out
 
@@ -116,9 +109,8 @@ def _extract_tar(archive: Path, tf: tarfile.TarFile, dest: Path, strip: int) -> 
 def _extract_zip(archive: Path, dest: Path, strip: int) -> list[str]:
     out = []
     with zipfile.ZipFile(archive) as zf:
-        infos = zf.infolist()
         plan = []
-        for info in infos:
+        for info in zf.infolist():
             p = _check_name(archive, info.filename)
             mode = (info.external_attr >> 16) & 0xFFFF
             if stat.S_ISLNK(mode):
@@ -138,8 +130,7 @@ def _extract_zip(archive: Path, dest: Path, strip: int) -> list[str]:
                 os.symlink(zf.read(info).decode(), target)
             else:
                 with zf.open(info) as f, open(target, "wb") as o:
-                    while chunk := f.read(1 << 20):
-                        o.write(chunk)
+                    shutil.copyfileobj(f, o, 1 << 20)
                 if mode & 0o111:
                     os.chmod(target, 0o755)
             out.append(rel.as_posix())

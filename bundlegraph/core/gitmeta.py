@@ -73,8 +73,7 @@ def read_commit(tree: str | Path) -> CommitInfo | None:
         m = re.search(rb"^committer .* (\d+) ([+-]\d{4})$", body, re.M)
         if not m:
             return None
-        ts = int(m.group(1))
-        return CommitInfo(commit, _dt.datetime.fromtimestamp(ts, _dt.UTC))
+        return CommitInfo(commit, _dt.datetime.fromtimestamp(int(m.group(1)), _dt.UTC))
     if proc.which("git") is None:
         return None
     out = proc.run(

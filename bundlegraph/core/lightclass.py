@@ -89,8 +89,7 @@ def _eq(self: Any, other: object) -> object:  # a bool, or NotImplemented
     if other.__class__ is not self.__class__:
         return NotImplemented
     names = getattr(self.__class__, _CMP)
-    same: bool = _values(self, names) == _values(other, names)  # a tuple's ==, as a dataclass compares
-    return same
+    return _values(self, names) == _values(other, names)  # a tuple's ==, as a dataclass compares
 
 
 def _hash(self: Any) -> int:

@@ -30,9 +30,7 @@ _HOME_VARS = ("HOME", "XDG_CACHE_HOME", "LOCALAPPDATA", "USERPROFILE")
 
 def _deciding(env: str | None) -> tuple[Any, ...]:
     """What a directory named by ``env`` (None: the default) resolves by, besides ``env``."""
-    if env and os.path.isabs(os.path.expanduser(env)):
-        return ()
-    return (os.getcwd(),)
+    return () if env and os.path.isabs(os.path.expanduser(env)) else (os.getcwd(),)
 
 
 def cache_root() -> Path:
@@ -100,9 +98,3 @@ def build_dir(leg: str) -> Path:
 def dist_dir() -> Path:
     """``<workdir>/dist``: bundles, manifest, SHA index."""
     return _in_workdir("dist")
-
-
-def norm(path: str | os.PathLike[str]) -> str:
-    """A path as a stable string key: absolute, resolved, forward slashes (doit compares
-    paths as strings, and Windows spells them two ways)."""
-    return Path(path).resolve().as_posix()

@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,17 @@ def _pdeathsig() -> None:  # pragma: no cover - runs in the child between fork a
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+def _own_group(pdeathsig: bool) -> dict[str, Any]:
+    """``Popen`` arguments that start the child in a process group of its own (Windows:
+    ``CREATE_NEW_PROCESS_GROUP``; POSIX: a new session), on Linux with :func:`_pdeathsig` where
+    ``pdeathsig``."""
+    import subprocess
+
+    if IS_WINDOWS:
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]  # Windows only
+    return {"start_new_session": True, **({"preexec_fn": _pdeathsig} if pdeathsig else {})}
 
 
 @frozen
@@ -180,7 +192,7 @@ def run(
     if echo:
         from . import report
 
-        report.command(f"$ {shown}")
+        report.say(f"$ {shown}")
     logf = None
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -189,20 +201,10 @@ def run(
         logf.flush()
     import subprocess
 
-    kwargs: dict[str, Any] = {}
-    spawn = args
-    supervised = False
-    if IS_WINDOWS:
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]  # Windows only
-    elif IS_LINUX and supervise:
-        # a supervisor owns the child's process group and ends it if we die (even SIGKILL)
-        spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args]
-        supervised = True
-        kwargs["start_new_session"] = True
-        kwargs["preexec_fn"] = _pdeathsig
-    else:
-        kwargs["start_new_session"] = True
-    tail: list[str] = []
+    # on Linux a supervisor owns the child's process group and ends it if we die (even SIGKILL)
+    supervised = IS_LINUX and supervise
+    spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if supervised else args
+    tail: deque[str] = deque(maxlen=20)  # the last lines, for the error message
     captured: list[str] = []
     proc = subprocess.Popen(
         spawn,
@@ -215,7 +217,7 @@ def run(
         encoding="utf-8",
         errors="replace",
         bufsize=1,
-        **kwargs,
+        **_own_group(pdeathsig=supervised),
     )
 
     def pump() -> None:
@@ -226,8 +228,6 @@ def run(
             if capture:
                 captured.append(line)
             tail.append(line)
-            if len(tail) > 40:
-                del tail[:-40]
             if on_line:
                 on_line(line.rstrip("\n"))
 
@@ -244,7 +244,7 @@ def run(
             logf.write(f"[exit {proc.returncode}]\n")
             logf.close()
     if rc != 0 and check:
-        last = "".join(tail[-20:]).rstrip()
+        last = "".join(tail).rstrip()
         where = f"; full log: {log}" if log else ""
         raise ToolFailed(
             f"{what + ': ' if what else ''}command failed with exit code {rc}: {shown}{where}\n"
@@ -276,11 +276,6 @@ class Background:
     def __enter__(self) -> Background:
         import subprocess
 
-        kwargs: dict[str, Any] = {"start_new_session": True}
-        if IS_WINDOWS:
-            kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
-        elif IS_LINUX:
-            kwargs["preexec_fn"] = _pdeathsig
         self._logf = open(self.log, "ab")
         self.proc = subprocess.Popen(
             self.argv,
@@ -289,7 +284,7 @@ class Background:
             stdin=subprocess.DEVNULL,
             stdout=self._logf,
             stderr=subprocess.STDOUT,
-            **kwargs,
+            **_own_group(pdeathsig=IS_LINUX),
         )
         return self
 

@@ -46,11 +46,6 @@ def say(msg: str) -> None:
         print(msg, flush=True)
 
 
-def command(msg: str) -> None:
-    """An echoed command line (``$ cmake ...``), unless quiet."""
-    say(msg)
-
-
 def detail(msg: str) -> None:
     """A line shown only at verbose."""
     if _level() >= 2:
@@ -96,4 +91,4 @@ def task(name: str) -> Iterator[dict[str, Any]]:
             error(f"[{name}] FAILED after {took:.1f}s")
 
 
-__all__ = ["LEVELS", "command", "detail", "error", "say", "task", "warn"]
+__all__ = ["LEVELS", "detail", "error", "say", "task", "warn"]

@@ -223,16 +223,10 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
         if raw not in ("0", "1"):
             raise _bad(s, raw)
         return raw == "1"
-    if s.form == "choice":
-        if raw not in s.choices:
-            raise _bad(s, raw)
-        return raw
-    if s.form == "url":
-        if not raw.startswith(URL_SCHEMES):
-            raise _bad(s, raw)
-        return raw
     if s.form == "list":
         return [x.strip() for x in raw.replace(";", ",").split(",") if x.strip()]
+    if (s.form == "choice" and raw not in s.choices) or (s.form == "url" and not raw.startswith(URL_SCHEMES)):
+        raise _bad(s, raw)
     return raw
 
 

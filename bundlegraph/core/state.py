@@ -61,10 +61,6 @@ _STAMP_FILES: dict[tuple[Path, str], Path] = memo.table("state.stamp_files")
 
 def stamp_path(task: str) -> Path:
     """``<work>/.bundlegraph/stamps/<task>.json``: where the stamp of ``task`` lives."""
-    return _stamp_file(task)
-
-
-def _stamp_file(task: str) -> Path:
     sd = paths.state_dir()
     f = _STAMP_FILES.get((sd, task))
     if f is None:
@@ -128,18 +124,14 @@ def load(task: str) -> Stamp | None:
     """The stamp of ``task``, or None (never run, or an unreadable stamp). Read once per
     process while its file is unchanged (:func:`~bundlegraph.core.fsutil.parsed_once`): a task's
     stamp is read by its own check and by each downstream key (issue 20)."""
-    return parsed_once(_stamp_file(task), _read_stamp)
+    return parsed_once(stamp_path(task), _read_stamp)
 
 
 def _read_stamp(f: Path) -> Stamp | None:
     task = f.stem.replace("__", ":")
     try:
         d = json.loads(f.read_text(encoding="utf-8"))
-        if d.get("version") != STAMP_VERSION:
-            return None
-        return Stamp(
-            d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"), tuple(d.get("present", ()))
-        )
+        return _stamp(d) if d.get("version") == STAMP_VERSION else None
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -152,6 +144,12 @@ def _read_stamp(f: Path) -> Stamp | None:
 
 
 _SAID_UNREADABLE: set[Path] = set()
+
+
+def _stamp(d: dict[str, Any]) -> Stamp:
+    return Stamp(
+        d["task"], d["key"], d["inputs"], d["outputs"], d["finished"], d.get("seconds"), tuple(d.get("present", ()))
+    )
 
 
 def record(
@@ -173,38 +171,23 @@ def record(
             continue
         p = Path(o)
         outs[_rel(p)] = fingerprint(p)
-    inputs_json = json.loads(canonical(inputs))
-    stamp = Stamp(
-        task,
-        key_of(inputs),
-        inputs_json,
-        outs,
-        _dt.datetime.now(_dt.UTC).isoformat(),
-        None if seconds is None else round(seconds, 1),
-        tuple(present),
-    )
-    atomic_write_json(
-        _stamp_file(task),
-        {
-            "version": STAMP_VERSION,
-            "task": task,
-            "key": stamp.key,
-            "inputs": inputs_json,
-            "outputs": outs,
-            "finished": stamp.finished,
-            "seconds": stamp.seconds,
-            **({"present": present} if present else {}),
-        },
-    )
-    return stamp
+    d = {
+        "version": STAMP_VERSION,
+        "task": task,
+        "key": key_of(inputs),
+        "inputs": json.loads(canonical(inputs)),
+        "outputs": outs,
+        "finished": _dt.datetime.now(_dt.UTC).isoformat(),
+        "seconds": None if seconds is None else round(seconds, 1),
+        **({"present": present} if present else {}),
+    }
+    atomic_write_json(stamp_path(task), d)
+    return _stamp(d)
 
 
 def forget(task: str) -> None:
     """Drop the stamp of ``task`` (before its action starts, so an interrupted run reruns)."""
-    try:
-        _stamp_file(task).unlink()
-    except FileNotFoundError:
-        pass
+    stamp_path(task).unlink(missing_ok=True)
 
 
 def _outputs_changed(stamp: Stamp) -> list[str]:
