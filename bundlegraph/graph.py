@@ -84,10 +84,7 @@ class Graph:
                 out.append(last.full_name)
             if smoke.runs_here(self.ctx, leg) and any(p.full_name == f"smoke:{leg}" for p in self.plans):
                 out.append(f"smoke:{leg}")
-        for p in self.plans:
-            if p.leg is None and p.stage in ("manifest",):
-                out.append(p.full_name)
-        return out
+        return out + [p.full_name for p in self.plans if p.leg is None and p.stage == "manifest"]
 
     @property
     def doit_config(self) -> dict[str, Any]:
@@ -105,10 +102,7 @@ class Graph:
 
     def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
         """``{"task_<stage>": generator}`` for dodo.py's globals."""
-        out = {}
-        for stage, plans in self.by_stage().items():
-            out[f"task_{stage.replace('-', '_')}"] = _creator(stage, plans)
-        return out
+        return {f"task_{stage.replace('-', '_')}": _creator(stage, plans) for stage, plans in self.by_stage().items()}
 
 
 def _usable_db(db: Path) -> None:

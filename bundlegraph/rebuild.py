@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import BundleGraphError
+from .core.fsutil import sha256_file
 from .core.lightclass import mutable
 
 DODO = '''"""doit entry point of a rebuild (bundlegraph verify-release --rebuild): the graph of bundles/ beside it."""
@@ -74,7 +75,6 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
     where to rebuild (default: a new temporary directory, removed afterwards unless the
     bundles differ). Raises :class:`BundleGraphError` naming what is missing or does not match
     (the index, the source archive, a spec file) and when the build itself fails."""
-    from .core.fsutil import sha256_file
     from .provenance import PROVENANCE_NAME
     from .schemas.asset_names import INDEX_NAME
     from .schemas.loader import load_matrix
@@ -164,8 +164,6 @@ def _json(p: Path) -> dict[str, Any]:
 def _check_specs(statement: dict[str, Any], matrix: Any, leg: str, bundles: Path) -> None:
     """Each spec file of ``leg`` (and its merge base) that the provenance records must have its
     recorded sha256; one the provenance does not record is refused too."""
-    from .core.fsutil import sha256_file
-
     recorded = statement.get("predicate", {}).get("buildDefinition", {}).get("externalParameters", {}).get("specs", {})
     files = {"release.toml": bundles / "release.toml"}
     spec = matrix.legs[leg]
