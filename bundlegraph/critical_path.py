@@ -112,10 +112,9 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
         parts["compile"] = a.speed * other + HIT_SECONDS * len(steps) / max(1, a.jobs)
     elif compiles:
         parts["compile"] = a.speed * (makespan([c.seconds for c in steps], a.jobs) + other)
-    if row.imports_build:
-        parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
-    if row.uploads_build:
-        parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
+    for hand_off in (row.imports_build, row.uploads_build):
+        if hand_off:
+            parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
     if row.job in ("base", "base-imported", "backend"):
         parts["package"] = o["package"] + (o["artifact"] if row.role == "backend" else 0.0)
     return parts

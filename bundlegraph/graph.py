@@ -80,8 +80,7 @@ class Graph:
         for leg in wanted:
             leg_plans = [p for p in self.plans if p.leg == leg and p.stage not in OPT_IN_STAGES]
             if leg_plans:
-                last = max(leg_plans, key=lambda p: STAGE_ORDER.index(p.stage))
-                out.append(last.full_name)
+                out.append(max(leg_plans, key=lambda p: STAGE_ORDER.index(p.stage)).full_name)
             if smoke.runs_here(self.ctx, leg) and any(p.full_name == f"smoke:{leg}" for p in self.plans):
                 out.append(f"smoke:{leg}")
         return out + [p.full_name for p in self.plans if p.leg is None and p.stage == "manifest"]
@@ -293,10 +292,7 @@ def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
     legs = select(matrix, filters)
     matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
     ctx = Context(matrix, legs, filters)
-    plans: list[TaskPlan] = []
-    for stage in STAGES:
-        plans += stage.plans(ctx)
-    return Graph(ctx, plans)
+    return Graph(ctx, [p for stage in STAGES for p in stage.plans(ctx)])
 
 
 __all__ = [
