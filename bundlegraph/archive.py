@@ -92,26 +92,23 @@ def entries_from_tree(
     root: Path,
     *,
     prefix: str = "",
-    exclude_dirs: tuple[str, ...] = (".git",),
     keep: Callable[[str], bool] | None = None,
 ) -> list[Entry]:
-    """Entries for every file and symlink under ``root`` (``prefix/`` prepended to names;
-    ``keep(relpath)`` filters). Symlinks become link entries (never followed)."""
+    """Entries for every file and symlink under ``root`` (``.git`` directories left out;
+    ``prefix/`` prepended to names; ``keep(relpath)`` filters). Symlinks become link entries
+    (never followed)."""
     out: list[Entry] = []
     for dirpath, dirnames, filenames in os.walk(root):
         d = Path(dirpath)
         links = [n for n in dirnames if (d / n).is_symlink()]
-        dirnames[:] = sorted(n for n in dirnames if n not in exclude_dirs and n not in links)
+        dirnames[:] = sorted(n for n in dirnames if n != ".git" and n not in links)
         for name in sorted(filenames + links):
             p = d / name
             rel = p.relative_to(root).as_posix()
             if keep is not None and not keep(rel):
                 continue
             arc = f"{prefix}/{rel}" if prefix else rel
-            if p.is_symlink():
-                out.append(Entry(arc, link=os.readlink(p)))
-            else:
-                out.append(Entry(arc, path=p))
+            out.append(Entry(arc, link=os.readlink(p)) if p.is_symlink() else Entry(arc, path=p))
     return out
 
 
@@ -122,13 +119,6 @@ def _sorted_unique(entries: Iterable[Entry], dest: Path) -> list[Entry]:
             raise ArchiveError(f"{dest.name}: two entries named {e.name!r}")
         seen[e.name] = e
     return [seen[k] for k in sorted(seen, key=lambda s: s.encode("utf-8"))]
-
-
-def _content(e: Entry) -> bytes:
-    if e.data is not None:
-        return e.data
-    assert e.path is not None
-    return e.path.read_bytes()
 
 
 def _tar_exec(e: Entry) -> bool:
@@ -163,7 +153,7 @@ def write_zip(dest: str | os.PathLike[str], entries: Iterable[Entry], epoch: int
                     while chunk := src.read(1 << 20):
                         out.write(chunk)
             else:
-                zf.writestr(info, _content(e))
+                zf.writestr(info, e.data or b"")  # (exactly one of path, data, link)
     return dest
 
 
@@ -192,7 +182,7 @@ def write_tar_gz(dest: str | os.PathLike[str], entries: Iterable[Entry], epoch: 
                         with open(e.path, "rb") as src:
                             tf.addfile(ti, src)
                     else:
-                        data = _content(e)
+                        data = e.data or b""
                         ti.size = len(data)
                         tf.addfile(ti, io.BytesIO(data))
     return dest

@@ -40,12 +40,8 @@ def annotate(failures: list[str], file: str | os.PathLike[str], *, out: TextIO |
 def _seconds(leg: str) -> str:
     from .core import state
 
-    parts = []
-    for st in STAGES:
-        stamp = state.load(f"{st}:{leg}")
-        s = stamp.seconds if stamp else None
-        if isinstance(s, (int, float)):
-            parts.append(f"{st} {s:.0f}s")
+    stamps = {st: state.load(f"{st}:{leg}") for st in STAGES}
+    parts = [f"{st} {s.seconds:.0f}s" for st, s in stamps.items() if s and isinstance(s.seconds, (int, float))]
     return ", ".join(parts) or "-"
 
 

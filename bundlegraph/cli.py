@@ -40,19 +40,14 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 def command_of(argv: list[str]) -> str | None:
     """The command name of a command line (the first word that is not an option or the value
     of ``--bundles``), or None."""
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-            continue
+    it = iter(argv)
+    for a in it:
         if a == "--bundles":
-            skip = True
-            continue
-        if a.startswith("-"):
-            if a in ("-h", "--help"):
-                return None
-            continue
-        return a
+            next(it, None)
+        elif a in ("-h", "--help"):
+            return None
+        elif not a.startswith("-"):
+            return a
     return None
 
 

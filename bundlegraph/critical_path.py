@@ -112,10 +112,9 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
         parts["compile"] = a.speed * other + HIT_SECONDS * len(steps) / max(1, a.jobs)
     elif compiles:
         parts["compile"] = a.speed * (makespan([c.seconds for c in steps], a.jobs) + other)
-    if row.imports_build:
-        parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
-    if row.uploads_build:
-        parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
+    for hand_off in (row.imports_build, row.uploads_build):
+        if hand_off:
+            parts["artifact"] = parts.get("artifact", 0.0) + o["artifact"]
     if row.job in ("base", "base-imported", "backend"):
         parts["package"] = o["package"] + (o["artifact"] if row.role == "backend" else 0.0)
     return parts
@@ -214,24 +213,19 @@ def timeline(
 ) -> Timeline:
     """The predicted :class:`Timeline` of ``rows`` grouped into ``jobs`` (name, needs), after a
     ``plan`` job and before a ``manifest`` job needing ``manifest_needs``."""
-    ends: dict[str, float] = {"plan": a.overhead["plan"]}
-    slots: dict[str, list[Slot]] = {
-        "plan": [Slot("plan", "plan", 0.0, a.overhead["plan"], {"plan": a.overhead["plan"]})]
-    }
-    for name, needs in [*jobs, ("manifest", manifest_needs)]:
-        start = max(ends.get(n, 0.0) for n in needs)
-        if name == "manifest":
-            slots[name] = [
-                Slot(name, name, start, start + a.overhead["manifest"], {"manifest": a.overhead["manifest"]})
-            ]
+    needs_of: dict[str, Sequence[str]] = {"plan": (), **dict(jobs), "manifest": manifest_needs}
+    ends: dict[str, float] = {}
+    slots: dict[str, list[Slot]] = {}
+    for name, needs in needs_of.items():
+        start = max(ends.get(n, 0.0) for n in needs) if name != "plan" else 0.0
+        if name in ("plan", "manifest"):
+            slots[name] = [Slot(name, name, start, start + a.overhead[name], {name: a.overhead[name]})]
         else:
-            mine = [r for r in rows if r.job == name]
             slots[name] = []
-            for r in mine:
+            for r in [r for r in rows if r.job == name]:
                 parts = row_seconds(r, specs[r.id], records.get(r.id), a)
                 slots[name].append(Slot(name, r.name, start, start + sum(parts.values()), parts))
         ends[name] = max((s.end for s in slots[name]), default=start)
-    needs_of = {"plan": (), **{n: tuple(d) for n, d in jobs}, "manifest": tuple(manifest_needs)}
     critical: set[tuple[str, str]] = set()
     job = "manifest"
     while True:
@@ -243,11 +237,7 @@ def timeline(
         job = max(prior, key=lambda n: ends[n])
         if ends[job] < last.start - 1e-6:  # started by nothing that ran (all it needs were empty)
             break
-    out = [
-        replace(s, critical=(s.job, s.name) in critical)
-        for j in ("plan", *(n for n, _ in jobs), "manifest")
-        for s in slots.get(j, [])
-    ]
+    out = [replace(s, critical=(s.job, s.name) in critical) for job_slots in slots.values() for s in job_slots]
     return Timeline(tuple(out), title or f"Predicted release timeline (runners at -j{a.jobs})")
 
 

@@ -86,26 +86,20 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
         print("bundlegraph: " + "\n".join(bad), file=sys.stderr)
         raise SystemExit(2)
     bundles, _ = paths.choose(_text(get_var("bundles", None)), bundles.parent)
-    filters = Filters.from_env(
-        only_profile=_text(get_var("only_profile", None)),
-        only_leg=_text(get_var("only_leg", None)),
-        artifacts=_text(get_var("artifacts", None)),
-        built=_text(get_var("built", None)),
-        archs=_text(get_var("archs", None)),
-        toolkit_source=_text(get_var("toolkit_source", None)),
-    )
+    names = ("only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source")
+    filters = Filters.from_env(**{n: _text(get_var(n, None)) for n in names})
     targets = doit_targets(sys.argv[1:])
+    command = doit_command(sys.argv[1:])
     if targets and all(t.split(":", 1)[0] in COMPILE_STAGES for t in targets):
         filters = dataclasses.replace(filters, compile_only=True)
     _graceful_sigterm()
     try:
         settings.check_environment()
-        shard = shard_filter(_text(get_var("shard", None)), doit_command(sys.argv[1:]), targets, get_var)
+        shard = shard_filter(_text(get_var("shard", None)), command, targets, get_var)
         if shard is not None:
             filters = dataclasses.replace(filters, shard=shard)
-        acquire(doit_command(sys.argv[1:]))
+        acquire(command)
         graph = load_graph(bundles, filters)
-        command = doit_command(sys.argv[1:])
         check_task_names(graph, command, targets)
         if shard is not None:
             check_shard_targets(graph, shard, targets)
@@ -181,7 +175,6 @@ def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> No
 
 
 def _text(v: object) -> str | None:
-    """A doit variable (``key=value`` on the command line) as text, None when unset."""
     return None if v is None else str(v)
 
 

@@ -80,14 +80,10 @@ class Graph:
         for leg in wanted:
             leg_plans = [p for p in self.plans if p.leg == leg and p.stage not in OPT_IN_STAGES]
             if leg_plans:
-                last = max(leg_plans, key=lambda p: STAGE_ORDER.index(p.stage))
-                out.append(last.full_name)
+                out.append(max(leg_plans, key=lambda p: STAGE_ORDER.index(p.stage)).full_name)
             if smoke.runs_here(self.ctx, leg) and any(p.full_name == f"smoke:{leg}" for p in self.plans):
                 out.append(f"smoke:{leg}")
-        for p in self.plans:
-            if p.leg is None and p.stage in ("manifest",):
-                out.append(p.full_name)
-        return out
+        return out + [p.full_name for p in self.plans if p.leg is None and p.stage == "manifest"]
 
     @property
     def doit_config(self) -> dict[str, Any]:
@@ -105,10 +101,7 @@ class Graph:
 
     def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
         """``{"task_<stage>": generator}`` for dodo.py's globals."""
-        out = {}
-        for stage, plans in self.by_stage().items():
-            out[f"task_{stage.replace('-', '_')}"] = _creator(stage, plans)
-        return out
+        return {f"task_{stage.replace('-', '_')}": _creator(stage, plans) for stage, plans in self.by_stage().items()}
 
 
 def _usable_db(db: Path) -> None:
@@ -299,10 +292,7 @@ def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
     legs = select(matrix, filters)
     matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
     ctx = Context(matrix, legs, filters)
-    plans: list[TaskPlan] = []
-    for stage in STAGES:
-        plans += stage.plans(ctx)
-    return Graph(ctx, plans)
+    return Graph(ctx, [p for stage in STAGES for p in stage.plans(ctx)])
 
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from .core.errors import BundleGraphError
 from .core.lightclass import frozen
 from .schemas.archs import CudaVersion, arch_supported, parse_arch
-from .schemas.records import BundleSpec, CudaSpec, Matrix
+from .schemas.records import BundleSpec, Matrix
 
 LOCAL_MARK = "-local"
 T = TypeVar("T")
@@ -118,6 +118,8 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
     buildable with the leg's (possibly overridden) CUDA version."""
     if not ov.active:
         return matrix
+    from .schemas.validation import validate_cuda, validate_leg  # (pydantic: only with overrides)
+
     new = dict(matrix.legs)
     problems = []
     for leg in legs:
@@ -144,21 +146,22 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 "manifest": None,
             }
             mm = "{}.{}".format(*CudaVersion(ov.toolkit_version).parts)
-            cuda = _valid_cuda({**cuda.dump(), "toolkit": tk, "version": mm}, where)
+            cuda = _validated(validate_cuda, {**cuda.dump(), "toolkit": tk, "version": mm}, where)
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
             # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
             # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
-            spec = _valid_leg({**spec.dump(), "cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}}, where)
+            spec = _validated(validate_leg, {**spec.dump(), "cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}}, where)
         if ov.archs is not None:
             # re-validated like a spec (typed archs, duplicates), not copied unchecked
-            cuda = _valid_cuda({**cuda.dump(), "archs": list(ov.archs)}, where)
+            cuda = _validated(validate_cuda, {**cuda.dump(), "archs": list(ov.archs)}, where)
         for a in cuda.archs:
             why = arch_supported(a, cuda.version.parts)
             if why:
                 problems.append(f"{where}: cuda.archs: {why} ({ov.origin})")
         # re-validated like a spec file (the cross-field shape); the bundle's profile becomes
         # profile.name + "+" + the local tag (BundleSpec.profile_name)
-        new[leg] = _valid_leg(
+        new[leg] = _validated(
+            validate_leg,
             {
                 **spec.dump(),
                 "cuda": cuda.dump(),
@@ -172,23 +175,10 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
     return dataclasses.replace(matrix, legs=new)
 
 
-def _valid_leg(data: dict[str, Any], where: object) -> BundleSpec:
-    """A leg's table with overrides applied, validated like a spec file."""
-    from .schemas.validation import validate_leg
-
-    return _validated(validate_leg, data, where)
-
-
-def _valid_cuda(data: dict[str, Any], where: object) -> CudaSpec:
-    """A ``[cuda]`` table with overrides applied, validated like a spec file."""
-    from .schemas.validation import validate_cuda
-
-    return _validated(validate_cuda, data, where)
-
-
 def _validated(validate: Callable[[dict[str, Any]], T], data: dict[str, Any], where: object) -> T:
-    """``validate(data)``, a pydantic error as a :class:`BundleGraphError` naming ``where``
-    (pydantic is imported only here: a graph without overrides never needs it)."""
+    """``validate(data)`` (a leg's or ``[cuda]`` table with overrides applied, validated like a
+    spec file), a pydantic error as a :class:`BundleGraphError` naming ``where`` (pydantic is
+    imported only with overrides: a graph without them never needs it)."""
     from pydantic import ValidationError
 
     try:

@@ -99,7 +99,6 @@ def statement(
     from .core.fsutil import sha256_file
     from .schemas.records import MixPin
 
-    idx = json.loads(index_bytes)
     deps: list[dict[str, Any]] = [
         {
             "name": "llama.cpp",
@@ -175,7 +174,7 @@ def statement(
     bid, meta = builder(env)
     return {
         "_type": STATEMENT_TYPE,
-        "subject": subjects(index_name, index_bytes, idx),
+        "subject": subjects(index_name, index_bytes, json.loads(index_bytes)),
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "buildDefinition": {

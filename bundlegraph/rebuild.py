@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import BundleGraphError
+from .core.fsutil import sha256_file
 from .core.lightclass import mutable
 
 DODO = '''"""doit entry point of a rebuild (bundlegraph verify-release --rebuild): the graph of bundles/ beside it."""
@@ -74,7 +75,9 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
     where to rebuild (default: a new temporary directory, removed afterwards unless the
     bundles differ). Raises :class:`BundleGraphError` naming what is missing or does not match
     (the index, the source archive, a spec file) and when the build itself fails."""
-    from .core.fsutil import sha256_file
+    from .core import proc
+    from .core.extract import extract
+    from .core.report import say
     from .provenance import PROVENANCE_NAME
     from .schemas.asset_names import INDEX_NAME
     from .schemas.loader import load_matrix
@@ -111,8 +114,6 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
 
     root = Path(tempfile.mkdtemp(prefix="bundlegraph-rebuild-")) if directory is None else directory
     root.mkdir(parents=True, exist_ok=True)
-    from .core.extract import extract
-
     tree = root / "source"
     if tree.exists():
         shutil.rmtree(tree)
@@ -131,9 +132,6 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
     env = dict(os.environ, BUNDLEGRAPH_WORKDIR=str(work))
     env.pop("BUNDLEGRAPH_BUNDLES", None)
     env["SOURCE_DATE_EPOCH"] = _epoch(statement) or _archive_epoch(archive)
-    from .core import proc
-    from .core.report import say
-
     say(f"verify-release --rebuild {leg}: building in {root}")
     r = proc.run(argv, env=env, cwd=root, log=root / "rebuild.log", check=False, what=f"rebuild of {leg}")
     if r.returncode != 0:
@@ -164,8 +162,6 @@ def _json(p: Path) -> dict[str, Any]:
 def _check_specs(statement: dict[str, Any], matrix: Any, leg: str, bundles: Path) -> None:
     """Each spec file of ``leg`` (and its merge base) that the provenance records must have its
     recorded sha256; one the provenance does not record is refused too."""
-    from .core.fsutil import sha256_file
-
     recorded = statement.get("predicate", {}).get("buildDefinition", {}).get("externalParameters", {}).get("specs", {})
     files = {"release.toml": bundles / "release.toml"}
     spec = matrix.legs[leg]

@@ -65,8 +65,7 @@ def rerun_verdict(run: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[bool
         return False, f"job(s) failed: {', '.join(failed)}"
     if "success" not in kinds:
         return False, "no job succeeded before the cancel (nothing shows the run can get further)"
-    n = kinds.count("success")
-    return True, f"cancelled after {n} successful job(s) and no failure: re-run once"
+    return True, f"cancelled after {kinds.count('success')} successful job(s) and no failure: re-run once"
 
 
 def start_release(gh: Any, tag: str, workflow: str = "release.yml") -> None:

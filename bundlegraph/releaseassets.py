@@ -153,28 +153,26 @@ def hash_paired(
         return AssetHash(asset.name, got, f"local:{local}", local.stat().st_size, attest_upstream(local, repo))
     if asset.sha256:
         return AssetHash(asset.name, asset.sha256, "pinned")
-    own = client is None
-    c = client or httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True)
     try:
-        try:
-            listed = release_assets(repo, tag)
-        except DownloadError as e:
-            looked = ", ".join(str(d) for d in local_dirs) or "no local directory"
-            raise DownloadError(
-                f"{asset.name}: paired runtime asset not found locally ({looked}) and not "
-                f"fetchable from {repo} release {tag}: {e}"
-            ) from None
-        meta = listed.get(asset.name)
-        if meta is None and not asset.url:
-            raise DownloadError(
-                f"{asset.name}: not an asset of {repo} release {tag} (assets: {', '.join(sorted(listed)) or 'none'})"
-            )
-        digest = (meta or {}).get("digest") or ""
-        if digest.startswith("sha256:") and len(digest) == 71:
-            return AssetHash(asset.name, digest[7:].lower(), "published-digest", (meta or {}).get("size"))
-        url = asset.url or meta["browser_download_url"]  # type: ignore[index]  # meta is the listing's asset object (a dict) whenever url is unset
-        sha, n = stream_sha256(url, c)
-        return AssetHash(asset.name, sha, f"streamed:{url}", n)
-    finally:
-        if own:
-            c.close()
+        listed = release_assets(repo, tag)
+    except DownloadError as e:
+        looked = ", ".join(str(d) for d in local_dirs) or "no local directory"
+        raise DownloadError(
+            f"{asset.name}: paired runtime asset not found locally ({looked}) and not "
+            f"fetchable from {repo} release {tag}: {e}"
+        ) from None
+    meta = listed.get(asset.name)
+    if meta is None and not asset.url:
+        raise DownloadError(
+            f"{asset.name}: not an asset of {repo} release {tag} (assets: {', '.join(sorted(listed)) or 'none'})"
+        )
+    digest = (meta or {}).get("digest") or ""
+    if digest.startswith("sha256:") and len(digest) == 71:
+        return AssetHash(asset.name, digest[7:].lower(), "published-digest", (meta or {}).get("size"))
+    url = asset.url or meta["browser_download_url"]  # type: ignore[index]  # meta is the listing's asset object (a dict) whenever url is unset
+    if client is not None:
+        sha, n = stream_sha256(url, client)
+    else:
+        with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
+            sha, n = stream_sha256(url, c)
+    return AssetHash(asset.name, sha, f"streamed:{url}", n)

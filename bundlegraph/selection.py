@@ -33,7 +33,6 @@ from .schemas.records import Matrix
 
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
-LINES = ("cuda12", "cuda13")
 
 
 @frozen
@@ -151,8 +150,7 @@ def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host
             sel.rejected.append((a.asset_name, f"a narrower or lower-rank bundle fits: {targeted[0].asset_name}"))
         for a in portable[:-1]:
             sel.rejected.append((a.asset_name, f"another portable bundle is listed later: {portable[-1].asset_name}"))
-        line_attempts = [a.asset_name for a in targeted[:1] + portable[-1:]]
-        attempts += line_attempts
+        attempts += [a.asset_name for a in targeted[:1] + portable[-1:]]
     return attempts
 
 
@@ -166,13 +164,9 @@ def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> li
 def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Selection:
     """The bundles ``host`` gets from a release (``manifest``; only assets hashed in ``index``
     when given), in the order an installer tries them, with the reason for each rejection."""
-    arts = list(manifest.artifacts)
-    if index is not None:
-        hashed = [a for a in arts if a.asset_name in index.artifacts]
-        unhashed = [a for a in arts if a.asset_name not in index.artifacts]
-        arts = hashed
-    else:
-        unhashed = []
+    hashed = index.artifacts if index is not None else None
+    arts = [a for a in manifest.artifacts if hashed is None or a.asset_name in hashed]
+    unhashed = [a for a in manifest.artifacts if hashed is not None and a.asset_name not in hashed]
     cpu_kind = kind_for(host.os, host.arch, "cpu")
     cuda_kind = kind_for(host.os, host.arch, "cuda")
     asked: list[str]

@@ -38,9 +38,8 @@ class SmokeStatus:
 def read_status(bundle: Path, sha256: str) -> SmokeStatus | None:
     """The smoke result of ``bundle`` when its sidecar exists and judged these bytes
     (``sha256``); None otherwise (no smoke, an unreadable sidecar, or one for other bytes)."""
-    f = sidecar(bundle)
     try:
-        d = json.loads(f.read_text(encoding="utf-8"))
+        d = json.loads(sidecar(bundle).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(d, dict) or d.get("bundle_sha256") != sha256:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import BundleGraphError
+from .core.fsutil import sha256_file
 from .core.lightclass import mutable
 from .provenance import PREDICATE_TYPE, PROVENANCE_NAME, STATEMENT_TYPE
 from .schemas.asset_names import INDEX_NAME, MANIFEST_NAME
@@ -115,12 +116,6 @@ class ApiSource(Source):
         return p
 
 
-def _sha(p: Path) -> str:
-    from .core.fsutil import sha256_file
-
-    return sha256_file(p)
-
-
 def _bundle_info(p: Path, info_name: str) -> dict[str, Any] | None:
     """The bundle's info JSON (at its root, as :func:`bundlegraph.archive.read_bundle_info` reads
     it), unvalidated: the fields are compared one by one."""
@@ -168,7 +163,7 @@ def verify(
         if p is None:
             assets_c.fail(f"{n}: in {INDEX_NAME} but not in the release")
             continue
-        got = _sha(p)
+        got = sha256_file(p)
         if got != arts[n]["sha256"]:
             assets_c.fail(f"{n}: sha256 {got}, {INDEX_NAME} says {arts[n]['sha256']}")
     for n in names:
@@ -268,17 +263,13 @@ def _smoke(src: Source, specs: Any, c: Check) -> None:
     if mp is None:
         c.status, c.why = "not run", f"no {MANIFEST_NAME}"
         return
-    waived: dict[str, str] = {}
+    waived: set[str] = set()
     if specs is not None:
         rel = specs.release
-        for s in specs.legs.values():
-            if s.smoke is not None:
-                waived[s.bundle_name(rel.tag, rel.bundle_prefix)] = s.smoke.waived
+        waived = {s.bundle_name(rel.tag, rel.bundle_prefix) for s in specs.legs.values() if s.smoke is not None}
     for a in json.loads(mp.read_bytes()).get("artifacts", []):
         smoke = a.get("smoke")
-        if isinstance(smoke, str) and smoke.startswith("passed"):
-            continue
-        if a["asset_name"] in waived:
+        if (isinstance(smoke, str) and smoke.startswith("passed")) or a["asset_name"] in waived:
             continue
         c.fail(
             f"{a['asset_name']}: smoke {smoke!r}"
@@ -331,28 +322,18 @@ def _attestations(
     if not repo or not tag:
         c.status, c.why = "not run", "needs --repo and the release's tag"
         return
-    upstream = index_repo
     for n in sorted(arts):
         p = src.path(n)
         if p is None:
             continue
+        argv = [gh, "attestation", "verify", str(p), "--repo"]
         if arts[n].get("kind") == "runtime":  # a paired upstream asset: upstream attested it, not us
-            argv = [gh, "attestation", "verify", str(p), "--repo", upstream]
-            whose = f"upstream's ({upstream})"
+            argv.append(index_repo)
+            whose = f"upstream's ({index_repo})"
         else:
-            argv = [
-                gh,
-                "attestation",
-                "verify",
-                str(p),
-                "--repo",
-                repo,
-                "--signer-workflow",
-                f"{repo}/.github/workflows/release.yml",
-                "--source-ref",
-                f"refs/tags/{tag}",
-            ]
-            whose = f"this release's ({repo}, release.yml at refs/tags/{tag})"
+            ref = f"refs/tags/{tag}"
+            argv += [repo, "--signer-workflow", f"{repo}/.github/workflows/release.yml", "--source-ref", ref]
+            whose = f"this release's ({repo}, release.yml at {ref})"
         r = proc.run(argv, capture=True, check=False, echo=False, what=f"gh attestation verify {n}")
         if r.returncode != 0:
             last = (r.output.strip().splitlines() or ["(no output)"])[-1]
