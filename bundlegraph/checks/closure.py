@@ -84,16 +84,12 @@ class _Names:
     """Every file name of the bundle: by (directory, lower name) and by lower name."""
 
     def __init__(self, names: Iterable[str], fold: bool):
-        self.fold = fold
         self.by_dir: dict[tuple[str, str], str] = {}
         self.anywhere: dict[str, list[str]] = {}
         for n in names:
             k = _base(n).lower() if fold else _base(n)
             self.by_dir[(_dir(n), k)] = n
             self.anywhere.setdefault(k, []).append(n)
-
-    def key(self, name: str) -> str:
-        return name.lower() if self.fold else name
 
 
 class _Externals:

@@ -39,11 +39,11 @@ def missing_required(names: Iterable[str], required: Iterable[str], *, fold: boo
     """One failure per required file (name, path or glob) that nothing in ``names`` (bundle
     paths) matches."""
     names = list(names)
-    out = []
-    for r in required:
-        if not any(required_matches(n, r, fold=fold) for n in names):
-            out.append(Failure(r, "content", "required file is missing from the bundle"))
-    return out
+    return [
+        Failure(r, "content", "required file is missing from the bundle")
+        for r in required
+        if not any(required_matches(n, r, fold=fold) for n in names)
+    ]
 
 
 def sms_of(values: Iterable[object]) -> set[int]:

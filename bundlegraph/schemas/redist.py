@@ -28,15 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core.errors import ToolkitError
 
-PLATFORM_KEYS = (
-    "linux-x86_64",
-    "linux-sbsa",
-    "linux-aarch64",
-    "linux-all",
-    "linux-ppc64le",
-    "windows-x86_64",
-    "windows-arm64",
-)
 _ALIASES = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
 
 
