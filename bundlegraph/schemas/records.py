@@ -186,6 +186,11 @@ def field_docs(cls: type[Record]) -> dict[str, str]:
     return docs
 
 
+def _unique(what: str, values: list[Any]) -> None:
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what}: holds duplicates")
+
+
 # --- a leg: bundles/<leg>.toml ---------------------------------------------------------------
 
 
@@ -245,8 +250,7 @@ class CudaSpec(Record):
     """where the toolkit comes from and its components"""
 
     def __post_init__(self) -> None:
-        if len(set(self.archs)) != len(self.archs):
-            raise ValueError("archs: holds duplicates")
+        _unique("archs", self.archs)
         if not isinstance(self.version, CudaVersion):  # a record built by hand: typed all the same
             object.__setattr__(self, "version", CudaVersion(self.version))
 
@@ -616,11 +620,6 @@ class MixPin(_Pin):
 
 
 SourcePin = TarballPin | GitPin | PathPin | PipSdistPin | MixPin
-
-
-def _unique(what: str, values: list[str]) -> None:
-    if len(set(values)) != len(values):
-        raise ValueError(f"{what}: holds duplicates")
 
 
 @record

@@ -24,6 +24,7 @@ import difflib
 import re
 import tomllib
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,6 +91,11 @@ def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
     return [f.rstrip("_") for f in cur.FIELDS] if cur is not None else []
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 _EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
 _MISSING = ("missing", "missing_keyword_only_argument", "missing_argument")
 _RULE_KEY = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
@@ -121,8 +127,7 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
         key = ".".join(str(p) for p in clean) or "(top level)"
         if e["type"] in _EXTRA:
             choices = _keys_at(cls, tuple(clean[:-1]))
-            close = difflib.get_close_matches(str(clean[-1]), choices, n=1)
-            msg = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
+            msg = "unknown key" + _did_you_mean(str(clean[-1]), choices)
             if choices:
                 msg += f"; allowed here: {', '.join(choices)}"
         elif e["type"] in _MISSING:
@@ -209,7 +214,7 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
     for i, a in enumerate(cuda.archs):
         why = arch_supported(a, v)
         if why:
-            out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i].cmake}': {why}")
+            out.append(f"{f}: cuda.archs[{i}]: '{a.cmake}': {why}")
     if os_ == "windows" and arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
         out.append(
             f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
@@ -282,8 +287,6 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
 def _lock_problems(f: Path, version: str, lock_path: Path) -> list[str]:
     """A wheels lock of another CUDA version than the leg's (its ``cuda`` key); an unreadable
     lock is named."""
-    import tomllib
-
     try:
         cuda = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("cuda")
     except FileNotFoundError:
@@ -317,11 +320,9 @@ def cross_field_problems(
         f = files[lid]
         tc = TOOLCHAINS.get(s.toolchain)
         if tc is None:
-            close = difflib.get_close_matches(s.toolchain, list(TOOLCHAINS), n=1)
             out.append(
-                f"{f}: toolchain: unknown toolchain '{s.toolchain}'"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
-                + f"; known: {', '.join(sorted(TOOLCHAINS))}"
+                f"{f}: toolchain: unknown toolchain '{s.toolchain}'{_did_you_mean(s.toolchain, TOOLCHAINS)}"
+                f"; known: {', '.join(sorted(TOOLCHAINS))}"
             )
         else:
             if (tc.target_os, tc.target_arch) != (s.os, s.arch):
@@ -331,35 +332,32 @@ def cross_field_problems(
                 )
             if s.backend == "cuda" and not tc.cuda:
                 out.append(f"{f}: toolchain: '{s.toolchain}' cannot compile CUDA; backend is 'cuda'")
-        if s.cmake_bool("GGML_CPU", True) is False:
-            if s.merge is None:
+        if s.cmake_bool("GGML_CPU", True) is False and s.merge is None:
+            out.append(
+                f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "
+                f"[merge] base = a CPU leg of {s.os}-{s.arch}"
+            )
+        base = legs.get(s.merge.base) if s.merge is not None else None
+        if s.merge is not None and base is None and s.merge.base not in invalid:  # a broken base: reported on its own
+            others = [l for l in legs if l != lid]
+            out.append(
+                f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
+                + _did_you_mean(s.merge.base, others)
+            )
+        if base is not None:
+            if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
                 out.append(
-                    f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "
-                    f"[merge] base = a CPU leg of {s.os}-{s.arch}"
+                    f"{f}: merge.base: '{base.id}' is {base.os}-{base.arch} backend '{base.backend}'; "
+                    f"a merge base must be a 'cpu' leg of {s.os}-{s.arch}"
                 )
-        if s.merge is not None:
-            base = legs.get(s.merge.base)
-            if base is None:
-                if s.merge.base not in invalid:  # a broken base spec is reported on its own
-                    close = difflib.get_close_matches(s.merge.base, [l for l in legs if l != lid], n=1)
+            if base.merge is not None:
+                out.append(f"{f}: merge.base: '{base.id}' is itself merged; bases cannot be chained")
+            for who, spec in (("this leg", s), (f"base '{base.id}'", base)):
+                if spec.cmake_bool("GGML_BACKEND_DL", False) is not True:
                     out.append(
-                        f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
-                        + (f" (did you mean '{close[0]}'?)" if close else "")
+                        f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
+                        f"{who} ({files[spec.id].name}) does not set it"
                     )
-            else:
-                if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
-                    out.append(
-                        f"{f}: merge.base: '{base.id}' is {base.os}-{base.arch} backend '{base.backend}'; "
-                        f"a merge base must be a 'cpu' leg of {s.os}-{s.arch}"
-                    )
-                if base.merge is not None:
-                    out.append(f"{f}: merge.base: '{base.id}' is itself merged; bases cannot be chained")
-                for who, spec in (("this leg", s), (f"base '{base.id}'", base)):
-                    if spec.cmake_bool("GGML_BACKEND_DL", False) is not True:
-                        out.append(
-                            f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
-                            f"{who} ({files[spec.id].name}) does not set it"
-                        )
         if s.cuda is not None:
             out += cuda_problems(f, s.os, s.arch, s.cuda)
         out += installer_problems(s, f, legs, release)
@@ -416,9 +414,5 @@ def cross_field_problems(
             )
         for i, leg in enumerate(release.default_legs):
             if leg not in legs and leg not in invalid:
-                close = difflib.get_close_matches(leg, list(legs), n=1)
-                out.append(
-                    f"{rel_path}: default_legs[{i}]: no leg '{leg}'"
-                    + (f" (did you mean '{close[0]}'?)" if close else "")
-                )
+                out.append(f"{rel_path}: default_legs[{i}]: no leg '{leg}'{_did_you_mean(leg, legs)}")
     return out
