@@ -67,8 +67,8 @@ def _dir(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def _chain(file: str, importers: Mapping[str, list[str]], last: str) -> str:
-    """``root -> ... -> file -> last`` following the first importer upwards (cycle-safe)."""
+def _chain(file: str, importers: Mapping[str, list[str]], dep: str, reason: str) -> str:
+    """``root -> ... -> file -> dep (missing|unresolved)``, up the first importers (cycle-safe)."""
     seq = [file]
     seen = {file}
     while importers.get(seq[0]):
@@ -77,7 +77,8 @@ def _chain(file: str, importers: Mapping[str, list[str]], last: str) -> str:
             break
         seq.insert(0, up)
         seen.add(up)
-    return " -> ".join([*(_base(s) for s in seq), last])
+    label = "missing" if reason.startswith("missing") else "unresolved"
+    return " -> ".join([*(_base(s) for s in seq), f"{dep} ({label})"])
 
 
 class _Names:
@@ -130,8 +131,7 @@ def pe_closure(
         for imp in info.imports:
             reason = _pe_unresolved(path, imp.dll, idx, ext, cuda)
             if reason:
-                label = "missing" if reason.startswith("missing") else "unresolved"
-                chain = _chain(path, importers, f"{imp.dll} ({label})")
+                chain = _chain(path, importers, imp.dll, reason)
                 what = f"{imp.dll} (delay-load)" if imp.delay else imp.dll
                 out.append(Failure(path, "imports", f"{what}: {reason} [chain: {chain}]"))
         for prov, dll in edges.get(path, []):
@@ -238,8 +238,7 @@ def elf_closure(
                 continue
             reason = _elf_unresolved(soname, idx, ext, cuda, info)
             if reason:
-                label = "missing" if reason.startswith("missing") else "unresolved"
-                chain = _chain(path, importers, f"{soname} ({label})")
+                chain = _chain(path, importers, soname, reason)
                 out.append(Failure(path, "imports", f"{soname}: {reason} [chain: {chain}]"))
         for prov, soname in resolved.get(path, []):
             pinfo = files.get(prov)

@@ -116,9 +116,7 @@ def _split_component(key: str, raw: dict[str, Any]) -> dict[str, Any]:
             variants[k] = v
         else:
             comp[k] = v
-    comp["platforms"] = platforms
-    comp["variants"] = variants
-    return comp
+    return {**comp, "platforms": platforms, "variants": variants}
 
 
 def parse_manifest(data: dict[str, Any], source: str = "<manifest>") -> RedistManifest:

@@ -110,12 +110,7 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
         # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
         clean: list[object] = []
         for p in e["loc"]:
-            if (
-                isinstance(p, str)
-                and p in ("tarball", "git", "path", "pip-sdist", "mix")
-                and clean
-                and clean[-1] == "source"
-            ):
+            if p in ("tarball", "git", "path", "pip-sdist", "mix") and clean and clean[-1] == "source":
                 continue
             clean.append(p)
         msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
@@ -259,21 +254,13 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
             f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
             f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")
         ]
-    have = list(s.required)
     base = legs.get(s.merge.base) if s.merge else None
     if s.merge is not None and base is None:
         return []  # the base spec is invalid or missing: reported on its own, the union is unknown
-    if base is not None:
-        have += base.required
     fold = s.os == "windows"
-
-    def norm(x: str) -> str:
-        return x.lower() if fold else x
-
-    have_n = {norm(x) for x in have}
-    missing = [
-        p for p in required_patterns(kind.name, release.build_number if release else None) if norm(p) not in have_n
-    ]
+    have = {x.lower() if fold else x for x in [*s.required, *(base.required if base else [])]}
+    wanted = required_patterns(kind.name, release.build_number if release else None)
+    missing = [p for p in wanted if (p.lower() if fold else p) not in have]
     if missing:
         where = f" (with base '{base.id}')" if base is not None else ""
         return [
