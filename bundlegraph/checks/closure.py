@@ -180,11 +180,7 @@ def _exports(prov: str, name: str, files: Mapping[str, PEInfo], idx: _Names, dep
     info = files.get(prov)
     if info is None or depth > 8:
         return info is None
-    if name.startswith("#"):
-        found = int(name[1:]) in info.export_ordinals
-    else:
-        found = name in info.exports
-    if not found:
+    if not (int(name[1:]) in info.export_ordinals if name.startswith("#") else name in info.exports):
         return False
     fwd = info.forwarders.get(name)
     if not fwd:

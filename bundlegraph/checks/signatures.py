@@ -62,9 +62,7 @@ def _store(trust_roots: tuple[str, ...]) -> Any:
 
     if not trust_roots:
         return TRUSTED_CERTIFICATE_STORE
-    certs = []
-    for p in trust_roots:
-        certs += list(Certificate.from_pems(Path(p).read_bytes()))
+    certs = [c for p in trust_roots for c in Certificate.from_pems(Path(p).read_bytes())]
     return TRUSTED_CERTIFICATE_STORE | CertificateStore(certs, trusted=True)
 
 

@@ -117,9 +117,8 @@ def _read(entry: Path, key: str) -> Matrix | None:
         data = pickle.loads(payload)
         if not isinstance(data, dict) or data.get("key") != key:
             return None
-        for name, sha in data["read"]:
-            if _file_digest(Path(name)) != sha:
-                return None
+        if any(_file_digest(Path(name)) != sha for name, sha in data["read"]):
+            return None
         matrix = data["matrix"]
         return matrix if isinstance(matrix, Matrix) else None
     except Exception:

@@ -186,6 +186,9 @@ def field_docs(cls: type[Record]) -> dict[str, str]:
     return docs
 
 
+_CMAKE_BOOLS = dict.fromkeys(("ON", "TRUE", "YES", "1"), True) | dict.fromkeys(("OFF", "FALSE", "NO", "0"), False)
+
+
 def _unique(what: str, values: list[Any]) -> None:
     if len(set(values)) != len(values):
         raise ValueError(f"{what}: holds duplicates")
@@ -440,16 +443,7 @@ class BundleSpec(Record):
     def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
         """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/YES/NO/1/0 accepted), else ``default``."""
         v = self.cmake.get(key)
-        if v is None:
-            return default
-        if isinstance(v, bool):
-            return v
-        s = str(v).strip().upper()
-        if s in ("ON", "TRUE", "YES", "1"):
-            return True
-        if s in ("OFF", "FALSE", "NO", "0"):
-            return False
-        return default
+        return v if isinstance(v, bool) else _CMAKE_BOOLS.get(str(v).strip().upper(), default)
 
     @property
     def archive_suffix(self) -> str:

@@ -82,9 +82,7 @@ class RedistComponent(BaseModel):
         nested = self.variants.get(platform, {})
         if variant is not None:
             return nested.get(variant)
-        if len(nested) == 1:
-            return next(iter(nested.values()))
-        return None
+        return next(iter(nested.values())) if len(nested) == 1 else None
 
 
 class RedistManifest(BaseModel):
@@ -99,10 +97,7 @@ class RedistManifest(BaseModel):
 
     def component(self, key: str) -> RedistComponent | None:
         """``key`` or its other spelling (``cuda_cccl`` <-> ``cccl``), or None."""
-        for k in _ALIASES.get(key, (key,)):
-            if k in self.components:
-                return self.components[k]
-        return None
+        return next((self.components[k] for k in _ALIASES.get(key, (key,)) if k in self.components), None)
 
 
 def _split_component(key: str, raw: dict[str, Any]) -> dict[str, Any]:

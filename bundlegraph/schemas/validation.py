@@ -70,11 +70,7 @@ def _record_class(ann: Any) -> type[Record] | None:
     """The record class inside a field's annotation (``CudaSpec | None`` -> ``CudaSpec``)."""
     if isinstance(ann, type) and issubclass(ann, Record):
         return ann
-    for arg in typing.get_args(ann):
-        found = _record_class(arg)
-        if found is not None:
-            return found
-    return None
+    return next((c for c in map(_record_class, typing.get_args(ann)) if c is not None), None)
 
 
 def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
@@ -293,8 +289,8 @@ def cross_field_problems(
     files: dict[str, Path],
     release: Release | None,
     rel_path: Path,
-    invalid: frozenset[str] | set[str] = frozenset(),
-    read: list[Path] | None = None,
+    invalid: set[str],
+    read: list[Path],
 ) -> list[str]:
     """The rules that need more than one table or file; one line per problem. They run on the
     specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not
@@ -378,8 +374,7 @@ def cross_field_problems(
                 )
             if tk.source == "wheels" and tk.lock:
                 out += _lock_problems(f, s.cuda.version, root / tk.lock)
-                if read is not None:
-                    read.append(root / tk.lock)
+                read.append(root / tk.lock)
             if s.profile.line is not None and s.profile.line != f"cuda{major}":
                 out.append(
                     f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
