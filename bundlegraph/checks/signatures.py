@@ -105,5 +105,5 @@ def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike[
     if result in (R.INVALID_DIGEST, R.INVALID_ADDITIONAL_HASH):
         return SignatureStatus(TAMPERED, detail, signer)
     if result == R.CERTIFICATE_ERROR:
-        return SignatureStatus(UNTRUSTED, detail.split(" - ")[-1] if " - " in detail else detail, signer)
+        return SignatureStatus(UNTRUSTED, detail.split(" - ")[-1], signer)
     return SignatureStatus(INVALID, f"{result.name}: {detail}", signer)

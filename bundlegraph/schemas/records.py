@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, dataclass_transform
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, cast, dataclass_transform
 
 from ..core.lightclass import frozen
 from .archs import Arch, CudaVersion
@@ -74,8 +74,7 @@ class Record:
     def dump(self) -> dict[str, Any]:
         """The JSON form (a fresh dict each call): plain JSON values, TOML keys, archs in CMake
         spelling."""
-        out: dict[str, Any] = json_form(self)
-        return out
+        return cast("dict[str, Any]", json_form(self))
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied; the table's own rules (``__post_init__``) run
