@@ -31,26 +31,14 @@ _ELF_BACKEND = re.compile(r"^libggml-(?!base\.)[a-z0-9_-]+\.so$")
 def missing_entry_points(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo]) -> list[Failure]:
     """One failure per backend library (by the names above) that does not export
     ``ggml_backend_init``."""
-    out = []
-    for path, info in sorted(pe.items()):
-        if _PE_BACKEND.match(path.rsplit("/", 1)[-1]) and ENTRY not in info.exports:
-            out.append(
-                Failure(
-                    path,
-                    "backend",
-                    f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this backend and ignores it",
-                )
-            )
-    for path, einfo in sorted(elf.items()):
-        if _ELF_BACKEND.match(path.rsplit("/", 1)[-1]) and ENTRY not in einfo.exports:
-            out.append(
-                Failure(
-                    path,
-                    "backend",
-                    f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this backend and ignores it",
-                )
-            )
-    return out
+    why = f"exports no {ENTRY}: with GGML_BACKEND_DL=ON ggml loads this backend and ignores it"
+    found = [(p, i.exports, _PE_BACKEND) for p, i in sorted(pe.items())]
+    found += [(p, i.exports, _ELF_BACKEND) for p, i in sorted(elf.items())]
+    return [
+        Failure(p, "backend", why)
+        for p, exports, rx in found
+        if rx.match(p.rsplit("/", 1)[-1]) and ENTRY not in exports
+    ]
 
 
 _CUDA_LIBS = r"(?:cudart|cublas|cublasLt|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink|npp\w*|nvjpeg)"
@@ -60,29 +48,18 @@ _ELF_CUDA = re.compile(rf"^lib{_CUDA_LIBS}\.so\.(\d+)(?:\.\d+)*$")
 
 def foreign_cuda_imports(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo], major: int) -> list[Failure]:
     """One failure per import of a CUDA library whose major is not ``major`` (the leg's line)."""
+    found = [(p, "imports", imp.dll, _PE_CUDA) for p, i in sorted(pe.items()) for imp in i.imports]
+    found += [(p, "needs", lib, _ELF_CUDA) for p, i in sorted(elf.items()) for lib in i.needed]
     out = []
-    for path, info in sorted(pe.items()):
-        for imp in info.imports:
-            m = _PE_CUDA.match(imp.dll)
-            if m and int(m.group(1)) != major:
-                out.append(
-                    Failure(
-                        path,
-                        "imports",
-                        f"imports {imp.dll}, CUDA {m.group(1)}; the leg is CUDA {major} "
-                        f"and installers pair it with the CUDA {major} runtime only",
-                    )
+    for path, verb, lib, rx in found:
+        m = rx.match(lib)
+        if m and int(m.group(1)) != major:
+            out.append(
+                Failure(
+                    path,
+                    "imports",
+                    f"{verb} {lib}, CUDA {m.group(1)}; the leg is CUDA {major} "
+                    f"and installers pair it with the CUDA {major} runtime only",
                 )
-    for path, einfo in sorted(elf.items()):
-        for lib in einfo.needed:
-            m = _ELF_CUDA.match(lib)
-            if m and int(m.group(1)) != major:
-                out.append(
-                    Failure(
-                        path,
-                        "imports",
-                        f"needs {lib}, CUDA {m.group(1)}; the leg is CUDA {major} "
-                        f"and installers pair it with the CUDA {major} runtime only",
-                    )
-                )
+            )
     return out

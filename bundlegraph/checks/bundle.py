@@ -92,9 +92,7 @@ def _dir_files(files: list[tuple[str, Path]]) -> Iterator[tuple[str, BytesLike]]
 
 
 def _unsafe(b: Bundle, e: UnsafeArchive) -> None:
-    msg = str(e)
-    prefix = f"{b.root}: "
-    b.failures.append(Failure(b.root.name, "archive", msg[len(prefix) :] if msg.startswith(prefix) else msg))
+    b.failures.append(Failure(b.root.name, "archive", str(e).removeprefix(f"{b.root}: ")))
 
 
 def _zip(root: Path) -> tuple[Bundle, Iterator[tuple[str, BytesLike]]]:

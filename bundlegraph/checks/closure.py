@@ -67,8 +67,8 @@ def _dir(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def _chain(file: str, importers: Mapping[str, list[str]], last: str) -> str:
-    """``root -> ... -> file -> last`` following the first importer upwards (cycle-safe)."""
+def _chain(file: str, importers: Mapping[str, list[str]], dep: str, reason: str) -> str:
+    """``root -> ... -> file -> dep (missing|unresolved)``, up the first importers (cycle-safe)."""
     seq = [file]
     seen = {file}
     while importers.get(seq[0]):
@@ -77,23 +77,20 @@ def _chain(file: str, importers: Mapping[str, list[str]], last: str) -> str:
             break
         seq.insert(0, up)
         seen.add(up)
-    return " -> ".join([*(_base(s) for s in seq), last])
+    label = "missing" if reason.startswith("missing") else "unresolved"
+    return " -> ".join([*(_base(s) for s in seq), f"{dep} ({label})"])
 
 
 class _Names:
     """Every file name of the bundle: by (directory, lower name) and by lower name."""
 
     def __init__(self, names: Iterable[str], fold: bool):
-        self.fold = fold
         self.by_dir: dict[tuple[str, str], str] = {}
         self.anywhere: dict[str, list[str]] = {}
         for n in names:
             k = _base(n).lower() if fold else _base(n)
             self.by_dir[(_dir(n), k)] = n
             self.anywhere.setdefault(k, []).append(n)
-
-    def key(self, name: str) -> str:
-        return name.lower() if self.fold else name
 
 
 class _Externals:
@@ -134,8 +131,7 @@ def pe_closure(
         for imp in info.imports:
             reason = _pe_unresolved(path, imp.dll, idx, ext, cuda)
             if reason:
-                label = "missing" if reason.startswith("missing") else "unresolved"
-                chain = _chain(path, importers, f"{imp.dll} ({label})")
+                chain = _chain(path, importers, imp.dll, reason)
                 what = f"{imp.dll} (delay-load)" if imp.delay else imp.dll
                 out.append(Failure(path, "imports", f"{what}: {reason} [chain: {chain}]"))
         for prov, dll in edges.get(path, []):
@@ -184,11 +180,7 @@ def _exports(prov: str, name: str, files: Mapping[str, PEInfo], idx: _Names, dep
     info = files.get(prov)
     if info is None or depth > 8:
         return info is None
-    if name.startswith("#"):
-        found = int(name[1:]) in info.export_ordinals
-    else:
-        found = name in info.exports
-    if not found:
+    if not (int(name[1:]) in info.export_ordinals if name.startswith("#") else name in info.exports):
         return False
     fwd = info.forwarders.get(name)
     if not fwd:
@@ -242,8 +234,7 @@ def elf_closure(
                 continue
             reason = _elf_unresolved(soname, idx, ext, cuda, info)
             if reason:
-                label = "missing" if reason.startswith("missing") else "unresolved"
-                chain = _chain(path, importers, f"{soname} ({label})")
+                chain = _chain(path, importers, soname, reason)
                 out.append(Failure(path, "imports", f"{soname}: {reason} [chain: {chain}]"))
         for prov, soname in resolved.get(path, []):
             pinfo = files.get(prov)

@@ -39,23 +39,16 @@ def missing_required(names: Iterable[str], required: Iterable[str], *, fold: boo
     """One failure per required file (name, path or glob) that nothing in ``names`` (bundle
     paths) matches."""
     names = list(names)
-    out = []
-    for r in required:
-        if not any(required_matches(n, r, fold=fold) for n in names):
-            out.append(Failure(r, "content", "required file is missing from the bundle"))
-    return out
+    return [
+        Failure(r, "content", "required file is missing from the bundle")
+        for r in required
+        if not any(required_matches(n, r, fold=fold) for n in names)
+    ]
 
 
 def sms_of(values: Iterable[object]) -> set[int]:
     """Arch values in any accepted spelling -> fatbin SM numbers. Raises ValueError."""
-    out = set()
-    for v in values:
-        text = str(v).strip()
-        for prefix in ("sm_", "compute_"):
-            if text.startswith(prefix):
-                text = text[len(prefix) :]
-        out.add(fatbin_sm(parse_arch(text)))
-    return out
+    return {fatbin_sm(parse_arch(str(v).strip().removeprefix("sm_").removeprefix("compute_"))) for v in values}
 
 
 def check_info(path: str, data: bytes, expect: Mapping[str, object]) -> list[Failure]:

@@ -92,27 +92,15 @@ def inspect_file(
 
 
 def _machine(r: FileResult, os_name: str | None, arch: str | None) -> None:
+    # r.pe and r.elf are never both set, so at most one of these applies
     if os_name == "linux" and r.pe is not None:
-        r.failures.append(Failure(r.path, "machine", f"a Windows PE file ({r.machine}) in a Linux bundle"))
+        why = f"a Windows PE file ({r.machine}) in a Linux bundle"
+    elif os_name == "windows" and r.elf is not None:
+        why = f"an ELF file ({r.machine}) in a Windows bundle"
+    elif arch is not None and r.pe is not None and r.pe.machine != MACHINE_CODES[arch]:
+        why = f"PE machine is {machine_label(r.pe.machine)}, the leg needs {machine_label(MACHINE_CODES[arch])}"
+    elif arch is not None and r.elf is not None and r.elf.machine != MACHINE_NAMES[arch]:
+        why = f"ELF e_machine is {r.elf.machine} ({r.machine}), the leg needs {MACHINE_NAMES[arch]} ({arch})"
+    else:
         return
-    if os_name == "windows" and r.elf is not None:
-        r.failures.append(Failure(r.path, "machine", f"an ELF file ({r.machine}) in a Windows bundle"))
-        return
-    if arch is None:
-        return
-    if r.pe is not None and r.pe.machine != MACHINE_CODES[arch]:
-        r.failures.append(
-            Failure(
-                r.path,
-                "machine",
-                f"PE machine is {machine_label(r.pe.machine)}, the leg needs {machine_label(MACHINE_CODES[arch])}",
-            )
-        )
-    if r.elf is not None and r.elf.machine != MACHINE_NAMES[arch]:
-        r.failures.append(
-            Failure(
-                r.path,
-                "machine",
-                f"ELF e_machine is {r.elf.machine} ({r.machine}), the leg needs {MACHINE_NAMES[arch]} ({arch})",
-            )
-        )
+    r.failures.append(Failure(r.path, "machine", why))

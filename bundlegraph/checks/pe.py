@@ -72,16 +72,15 @@ def _text(b: bytes | None) -> str:
 
 
 def _imports(entries: list[Any] | None, delay: bool) -> list[PEImport]:
-    out = []
-    for e in entries or []:
-        names, ords = [], []
-        for imp in e.imports:
-            if imp.name is not None:
-                names.append(_text(imp.name))
-            elif imp.ordinal is not None:
-                ords.append(int(imp.ordinal))
-        out.append(PEImport(_text(e.dll), tuple(names), tuple(ords), delay))
-    return out
+    return [
+        PEImport(
+            _text(e.dll),
+            tuple(_text(i.name) for i in e.imports if i.name is not None),
+            tuple(int(i.ordinal) for i in e.imports if i.name is None and i.ordinal is not None),
+            delay,
+        )
+        for e in entries or []
+    ]
 
 
 def read_pe(data: BytesLike, name: str = "") -> PEInfo:

@@ -62,9 +62,7 @@ def _store(trust_roots: tuple[str, ...]) -> Any:
 
     if not trust_roots:
         return TRUSTED_CERTIFICATE_STORE
-    certs = []
-    for p in trust_roots:
-        certs += list(Certificate.from_pems(Path(p).read_bytes()))
+    certs = [c for p in trust_roots for c in Certificate.from_pems(Path(p).read_bytes())]
     return TRUSTED_CERTIFICATE_STORE | CertificateStore(certs, trusted=True)
 
 
@@ -107,5 +105,5 @@ def check_signature(data: BytesLike, *, trust_roots: Sequence[str | os.PathLike[
     if result in (R.INVALID_DIGEST, R.INVALID_ADDITIONAL_HASH):
         return SignatureStatus(TAMPERED, detail, signer)
     if result == R.CERTIFICATE_ERROR:
-        return SignatureStatus(UNTRUSTED, detail.split(" - ")[-1] if " - " in detail else detail, signer)
+        return SignatureStatus(UNTRUSTED, detail.split(" - ")[-1], signer)
     return SignatureStatus(INVALID, f"{result.name}: {detail}", signer)

@@ -62,8 +62,4 @@ def is_vc_runtime(name: str) -> bool:
 
 def host_process(importer: str) -> str | None:
     """The host executable a file of this kind may import (``node.exe`` for ``.node``), else None."""
-    low = importer.lower()
-    for suffix, host in HOST_PROCESS.items():
-        if low.endswith(suffix):
-            return host
-    return None
+    return next((host for suffix, host in HOST_PROCESS.items() if importer.lower().endswith(suffix)), None)

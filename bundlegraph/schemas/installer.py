@@ -73,38 +73,15 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     ``ggml-cuda`` for CUDA kinds, and on Windows the CUDA runtime trio it checks when a bundle
     carries one (``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``)."""
     k = INSTALL_KINDS[kind]
-    impl = build_number is None or build_number >= IMPL_SPLIT_BUILD
-    if k.os == "windows":
-        out = [
-            "llama-server.exe",
-            "llama-quantize.exe",
-            "llama.dll",
-            "llama-common.dll",
-            "ggml.dll",
-            "ggml-base.dll",
-            "ggml-cpu*.dll",
-            "mtmd.dll",
-        ]
-        if impl:
-            out += ["llama-server-impl.dll", "llama-quantize-impl.dll"]
-        if k.backend == "cuda":
-            out += ["ggml-cuda.dll", "cudart64_*.dll", "cublas64_*.dll", "cublasLt64_*.dll"]
-        return out
-    out = [
-        "llama-server",
-        "llama-quantize",
-        "libllama.so*",
-        "libllama-common.so*",
-        "libggml.so*",
-        "libggml-base.so*",
-        "libggml-cpu*.so*",
-        "libmtmd.so*",
-    ]
-    if impl:
-        out += ["libllama-server-impl.so*", "libllama-quantize-impl.so*"]
+    libs = ["llama", "llama-common", "ggml", "ggml-base", "ggml-cpu*", "mtmd"]
+    if build_number is None or build_number >= IMPL_SPLIT_BUILD:
+        libs += ["llama-server-impl", "llama-quantize-impl"]
     if k.backend == "cuda":
-        out += ["libggml-cuda.so*"]
-    return out
+        libs.append("ggml-cuda")
+    if k.os == "windows":
+        runtime = ["cudart64_*.dll", "cublas64_*.dll", "cublasLt64_*.dll"] if k.backend == "cuda" else []
+        return ["llama-server.exe", "llama-quantize.exe", *(f"{n}.dll" for n in libs), *runtime]
+    return ["llama-server", "llama-quantize", *(f"lib{n}.so*" for n in libs)]
 
 
 __all__ = ["CHECKED_AGAINST", "INSTALL_KINDS", "PORTABLE_CLASS", "InstallKind", "kind_for", "required_patterns"]

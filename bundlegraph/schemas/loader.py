@@ -117,9 +117,8 @@ def _read(entry: Path, key: str) -> Matrix | None:
         data = pickle.loads(payload)
         if not isinstance(data, dict) or data.get("key") != key:
             return None
-        for name, sha in data["read"]:
-            if _file_digest(Path(name)) != sha:
-                return None
+        if any(_file_digest(Path(name)) != sha for name, sha in data["read"]):
+            return None
         matrix = data["matrix"]
         return matrix if isinstance(matrix, Matrix) else None
     except Exception:
@@ -129,12 +128,9 @@ def _read(entry: Path, key: str) -> Matrix | None:
 def _write(entry: Path, key: str, read: list[Path], matrix: Matrix) -> None:
     """Store ``matrix`` for ``key`` (atomic rename); a cache that cannot be written is skipped
     (the next load validates again)."""
-    read_digests = []
-    for p in read:
-        sha = _file_digest(p)
-        if sha is None:
-            return
-        read_digests.append((str(p), sha))
+    read_digests = [(str(p), _file_digest(p)) for p in read]
+    if any(sha is None for _, sha in read_digests):
+        return
     payload = pickle.dumps({"key": key, "read": read_digests, "matrix": matrix}, protocol=pickle.HIGHEST_PROTOCOL)
     data = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     try:

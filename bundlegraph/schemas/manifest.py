@@ -179,23 +179,10 @@ class ManifestArtifact(Strict):
 
     @classmethod
     def from_info(cls, info: BundleInfo, smoke: str | None = None) -> ManifestArtifact:
-        return cls(
-            smoke=smoke,
-            asset_name=info.asset_name,
-            install_kind=info.install_kind,
-            os=info.os,
-            arch=info.arch,
-            bundle_profile=info.bundle_profile,
-            runtime_line=info.runtime_line,
-            coverage_class=info.coverage_class,
-            supported_sms=list(info.supported_sms),
-            min_sm=info.min_sm,
-            max_sm=info.max_sm,
-            rank=info.bundle_rank,
-            toolkit_version=info.toolkit_version,
-            ggml_backend_dl=info.ggml_backend_dl,
-            paired_assets=list(info.paired_assets),
-        )
+        """The artifact of the bundle ``info`` describes: its fields of the same name, ``rank``
+        from ``bundle_rank``, and ``smoke``."""
+        same = info.model_dump(include=set(cls.model_fields) & set(BundleInfo.model_fields))
+        return cls(smoke=smoke, rank=info.bundle_rank, **same)
 
 
 class Manifest(ReleaseHeader):

@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, dataclass_transform
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, cast, dataclass_transform
 
 from ..core.lightclass import frozen
 from .archs import Arch, CudaVersion
@@ -74,8 +74,7 @@ class Record:
     def dump(self) -> dict[str, Any]:
         """The JSON form (a fresh dict each call): plain JSON values, TOML keys, archs in CMake
         spelling."""
-        out: dict[str, Any] = json_form(self)
-        return out
+        return cast("dict[str, Any]", json_form(self))
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied; the table's own rules (``__post_init__``) run
@@ -186,6 +185,14 @@ def field_docs(cls: type[Record]) -> dict[str, str]:
     return docs
 
 
+_CMAKE_BOOLS = dict.fromkeys(("ON", "TRUE", "YES", "1"), True) | dict.fromkeys(("OFF", "FALSE", "NO", "0"), False)
+
+
+def _unique(what: str, values: list[Any]) -> None:
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what}: holds duplicates")
+
+
 # --- a leg: bundles/<leg>.toml ---------------------------------------------------------------
 
 
@@ -245,8 +252,7 @@ class CudaSpec(Record):
     """where the toolkit comes from and its components"""
 
     def __post_init__(self) -> None:
-        if len(set(self.archs)) != len(self.archs):
-            raise ValueError("archs: holds duplicates")
+        _unique("archs", self.archs)
         if not isinstance(self.version, CudaVersion):  # a record built by hand: typed all the same
             object.__setattr__(self, "version", CudaVersion(self.version))
 
@@ -436,16 +442,7 @@ class BundleSpec(Record):
     def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
         """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/YES/NO/1/0 accepted), else ``default``."""
         v = self.cmake.get(key)
-        if v is None:
-            return default
-        if isinstance(v, bool):
-            return v
-        s = str(v).strip().upper()
-        if s in ("ON", "TRUE", "YES", "1"):
-            return True
-        if s in ("OFF", "FALSE", "NO", "0"):
-            return False
-        return default
+        return v if isinstance(v, bool) else _CMAKE_BOOLS.get(str(v).strip().upper(), default)
 
     @property
     def archive_suffix(self) -> str:
@@ -616,11 +613,6 @@ class MixPin(_Pin):
 
 
 SourcePin = TarballPin | GitPin | PathPin | PipSdistPin | MixPin
-
-
-def _unique(what: str, values: list[str]) -> None:
-    if len(set(values)) != len(values):
-        raise ValueError(f"{what}: holds duplicates")
 
 
 @record

@@ -28,15 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core.errors import ToolkitError
 
-PLATFORM_KEYS = (
-    "linux-x86_64",
-    "linux-sbsa",
-    "linux-aarch64",
-    "linux-all",
-    "linux-ppc64le",
-    "windows-x86_64",
-    "windows-arm64",
-)
 _ALIASES = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
 
 
@@ -91,9 +82,7 @@ class RedistComponent(BaseModel):
         nested = self.variants.get(platform, {})
         if variant is not None:
             return nested.get(variant)
-        if len(nested) == 1:
-            return next(iter(nested.values()))
-        return None
+        return next(iter(nested.values())) if len(nested) == 1 else None
 
 
 class RedistManifest(BaseModel):
@@ -108,10 +97,7 @@ class RedistManifest(BaseModel):
 
     def component(self, key: str) -> RedistComponent | None:
         """``key`` or its other spelling (``cuda_cccl`` <-> ``cccl``), or None."""
-        for k in _ALIASES.get(key, (key,)):
-            if k in self.components:
-                return self.components[k]
-        return None
+        return next((self.components[k] for k in _ALIASES.get(key, (key,)) if k in self.components), None)
 
 
 def _split_component(key: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -125,9 +111,7 @@ def _split_component(key: str, raw: dict[str, Any]) -> dict[str, Any]:
             variants[k] = v
         else:
             comp[k] = v
-    comp["platforms"] = platforms
-    comp["variants"] = variants
-    return comp
+    return {**comp, "platforms": platforms, "variants": variants}
 
 
 def parse_manifest(data: dict[str, Any], source: str = "<manifest>") -> RedistManifest:

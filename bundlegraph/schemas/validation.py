@@ -24,6 +24,7 @@ import difflib
 import re
 import tomllib
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -69,11 +70,7 @@ def _record_class(ann: Any) -> type[Record] | None:
     """The record class inside a field's annotation (``CudaSpec | None`` -> ``CudaSpec``)."""
     if isinstance(ann, type) and issubclass(ann, Record):
         return ann
-    for arg in typing.get_args(ann):
-        found = _record_class(arg)
-        if found is not None:
-            return found
-    return None
+    return next((c for c in map(_record_class, typing.get_args(ann)) if c is not None), None)
 
 
 def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
@@ -90,6 +87,11 @@ def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
     return [f.rstrip("_") for f in cur.FIELDS] if cur is not None else []
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 _EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
 _MISSING = ("missing", "missing_keyword_only_argument", "missing_argument")
 _RULE_KEY = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
@@ -104,12 +106,7 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
         # drop discriminator tags pydantic inserts (e.g. 'pip-sdist') from the path
         clean: list[object] = []
         for p in e["loc"]:
-            if (
-                isinstance(p, str)
-                and p in ("tarball", "git", "path", "pip-sdist", "mix")
-                and clean
-                and clean[-1] == "source"
-            ):
+            if p in ("tarball", "git", "path", "pip-sdist", "mix") and clean and clean[-1] == "source":
                 continue
             clean.append(p)
         msg = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
@@ -121,8 +118,7 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
         key = ".".join(str(p) for p in clean) or "(top level)"
         if e["type"] in _EXTRA:
             choices = _keys_at(cls, tuple(clean[:-1]))
-            close = difflib.get_close_matches(str(clean[-1]), choices, n=1)
-            msg = "unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
+            msg = "unknown key" + _did_you_mean(str(clean[-1]), choices)
             if choices:
                 msg += f"; allowed here: {', '.join(choices)}"
         elif e["type"] in _MISSING:
@@ -209,7 +205,7 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
     for i, a in enumerate(cuda.archs):
         why = arch_supported(a, v)
         if why:
-            out.append(f"{f}: cuda.archs[{i}]: '{cuda.archs[i].cmake}': {why}")
+            out.append(f"{f}: cuda.archs[{i}]: '{a.cmake}': {why}")
     if os_ == "windows" and arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
         out.append(
             f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
@@ -254,21 +250,13 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
             f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
             f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")
         ]
-    have = list(s.required)
     base = legs.get(s.merge.base) if s.merge else None
     if s.merge is not None and base is None:
         return []  # the base spec is invalid or missing: reported on its own, the union is unknown
-    if base is not None:
-        have += base.required
     fold = s.os == "windows"
-
-    def norm(x: str) -> str:
-        return x.lower() if fold else x
-
-    have_n = {norm(x) for x in have}
-    missing = [
-        p for p in required_patterns(kind.name, release.build_number if release else None) if norm(p) not in have_n
-    ]
+    have = {x.lower() if fold else x for x in [*s.required, *(base.required if base else [])]}
+    wanted = required_patterns(kind.name, release.build_number if release else None)
+    missing = [p for p in wanted if (p.lower() if fold else p) not in have]
     if missing:
         where = f" (with base '{base.id}')" if base is not None else ""
         return [
@@ -282,8 +270,6 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
 def _lock_problems(f: Path, version: str, lock_path: Path) -> list[str]:
     """A wheels lock of another CUDA version than the leg's (its ``cuda`` key); an unreadable
     lock is named."""
-    import tomllib
-
     try:
         cuda = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("cuda")
     except FileNotFoundError:
@@ -303,8 +289,8 @@ def cross_field_problems(
     files: dict[str, Path],
     release: Release | None,
     rel_path: Path,
-    invalid: frozenset[str] | set[str] = frozenset(),
-    read: list[Path] | None = None,
+    invalid: set[str],
+    read: list[Path],
 ) -> list[str]:
     """The rules that need more than one table or file; one line per problem. They run on the
     specs that passed the schema; a reference to a leg whose file failed it (``invalid``) is not
@@ -317,11 +303,9 @@ def cross_field_problems(
         f = files[lid]
         tc = TOOLCHAINS.get(s.toolchain)
         if tc is None:
-            close = difflib.get_close_matches(s.toolchain, list(TOOLCHAINS), n=1)
             out.append(
-                f"{f}: toolchain: unknown toolchain '{s.toolchain}'"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
-                + f"; known: {', '.join(sorted(TOOLCHAINS))}"
+                f"{f}: toolchain: unknown toolchain '{s.toolchain}'{_did_you_mean(s.toolchain, TOOLCHAINS)}"
+                f"; known: {', '.join(sorted(TOOLCHAINS))}"
             )
         else:
             if (tc.target_os, tc.target_arch) != (s.os, s.arch):
@@ -331,35 +315,32 @@ def cross_field_problems(
                 )
             if s.backend == "cuda" and not tc.cuda:
                 out.append(f"{f}: toolchain: '{s.toolchain}' cannot compile CUDA; backend is 'cuda'")
-        if s.cmake_bool("GGML_CPU", True) is False:
-            if s.merge is None:
+        if s.cmake_bool("GGML_CPU", True) is False and s.merge is None:
+            out.append(
+                f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "
+                f"[merge] base = a CPU leg of {s.os}-{s.arch}"
+            )
+        base = legs.get(s.merge.base) if s.merge is not None else None
+        if s.merge is not None and base is None and s.merge.base not in invalid:  # a broken base: reported on its own
+            others = [l for l in legs if l != lid]
+            out.append(
+                f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
+                + _did_you_mean(s.merge.base, others)
+            )
+        if base is not None:
+            if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
                 out.append(
-                    f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "
-                    f"[merge] base = a CPU leg of {s.os}-{s.arch}"
+                    f"{f}: merge.base: '{base.id}' is {base.os}-{base.arch} backend '{base.backend}'; "
+                    f"a merge base must be a 'cpu' leg of {s.os}-{s.arch}"
                 )
-        if s.merge is not None:
-            base = legs.get(s.merge.base)
-            if base is None:
-                if s.merge.base not in invalid:  # a broken base spec is reported on its own
-                    close = difflib.get_close_matches(s.merge.base, [l for l in legs if l != lid], n=1)
+            if base.merge is not None:
+                out.append(f"{f}: merge.base: '{base.id}' is itself merged; bases cannot be chained")
+            for who, spec in (("this leg", s), (f"base '{base.id}'", base)):
+                if spec.cmake_bool("GGML_BACKEND_DL", False) is not True:
                     out.append(
-                        f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
-                        + (f" (did you mean '{close[0]}'?)" if close else "")
+                        f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
+                        f"{who} ({files[spec.id].name}) does not set it"
                     )
-            else:
-                if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
-                    out.append(
-                        f"{f}: merge.base: '{base.id}' is {base.os}-{base.arch} backend '{base.backend}'; "
-                        f"a merge base must be a 'cpu' leg of {s.os}-{s.arch}"
-                    )
-                if base.merge is not None:
-                    out.append(f"{f}: merge.base: '{base.id}' is itself merged; bases cannot be chained")
-                for who, spec in (("this leg", s), (f"base '{base.id}'", base)):
-                    if spec.cmake_bool("GGML_BACKEND_DL", False) is not True:
-                        out.append(
-                            f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
-                            f"{who} ({files[spec.id].name}) does not set it"
-                        )
         if s.cuda is not None:
             out += cuda_problems(f, s.os, s.arch, s.cuda)
         out += installer_problems(s, f, legs, release)
@@ -393,8 +374,7 @@ def cross_field_problems(
                 )
             if tk.source == "wheels" and tk.lock:
                 out += _lock_problems(f, s.cuda.version, root / tk.lock)
-                if read is not None:
-                    read.append(root / tk.lock)
+                read.append(root / tk.lock)
             if s.profile.line is not None and s.profile.line != f"cuda{major}":
                 out.append(
                     f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
@@ -416,9 +396,5 @@ def cross_field_problems(
             )
         for i, leg in enumerate(release.default_legs):
             if leg not in legs and leg not in invalid:
-                close = difflib.get_close_matches(leg, list(legs), n=1)
-                out.append(
-                    f"{rel_path}: default_legs[{i}]: no leg '{leg}'"
-                    + (f" (did you mean '{close[0]}'?)" if close else "")
-                )
+                out.append(f"{rel_path}: default_legs[{i}]: no leg '{leg}'{_did_you_mean(leg, legs)}")
     return out
