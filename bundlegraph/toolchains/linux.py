@@ -108,9 +108,6 @@ class GccLinux(Toolchain):
 def planned_binaries(tc: GccLinux, env: dict[str, str] | None = None) -> dict[str, str]:
     """Binaries for ``bundlegraph plan`` without failing: resolved when present, else the bare
     name (configure itself refuses a missing one)."""
-    out = {}
-    for role, name in tc.names().items():
-        p = proc.which(name, env)
-        out[role] = p if p else name
+    out = {role: proc.which(name, env) or name for role, name in tc.names().items()}
     out["cuda_host"] = out["cxx"]
     return out

@@ -24,7 +24,6 @@ from ..core.report import say
 from ..schemas.archs import CudaVersion
 from ..toolchains.cuda import target_dir
 from . import validate
-from .components import required_files
 from .identity import ComponentSet
 from .ref import CudaToolkit
 
@@ -69,12 +68,7 @@ def version_source(root: Path) -> Path:
 
 def used_files(cs: ComponentSet) -> list[str]:
     """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
-    major = cs.cuda_version.major
-    files = {
-        r.path for r in required_files(cs.host_platform, cs.target_platform, major, cublas="libcublas" in cs.target)
-    }
-    files.add("bin/nvcc.profile")
-    return sorted(files)
+    return sorted({r.path for r in validate.required(cs)} | {"bin/nvcc.profile"})
 
 
 def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:

@@ -60,10 +60,7 @@ class WheelLock:
 
     def row(self, component: str, platform: str) -> WheelRow | None:
         """The row of ``component`` on ``platform``, or None."""
-        for r in self.wheel:
-            if r.component == component and r.platform == platform:
-                return r
-        return None
+        return next((r for r in self.wheel if r.component == component and r.platform == platform), None)
 
 
 def _row_problems(i: int, row: object) -> list[str]:
