@@ -90,17 +90,18 @@ def find_tool(name: str, env: dict[str, str] | None = None) -> Tool:
     """Locate ``name`` (``cmake`` or ``ninja``) as described in the module docstring."""
     env = dict(os.environ if env is None else env)
     var = f"BUNDLEGRAPH_{name.upper()}"
-    if env.get(var) or settings.get("TOOLS", env) == "system":
-        explicit = bool(env.get(var))
-        p = proc.which(env[var] if explicit else name, env)
+    if env.get(var):
+        p = proc.which(env[var], env)
         if p is None:
-            raise ToolMissing(
-                f"{var}={env[var]}: no such executable"
-                if explicit
-                else f"BUNDLEGRAPH_TOOLS=system: '{name}' is not on PATH; install {name} or unset it"
-            )
+            raise ToolMissing(f"{var}={env[var]}: no such executable")
         path = Path(p).resolve()
-        return Tool(name, path, _version_by_run(path, name), f"env:{var}" if explicit else "system")
+        return Tool(name, path, _version_by_run(path, name), f"env:{var}")
+    if settings.get("TOOLS", env) == "system":
+        p = proc.which(name, env)
+        if p is None:
+            raise ToolMissing(f"BUNDLEGRAPH_TOOLS=system: '{name}' is not on PATH; install {name} or unset it")
+        path = Path(p).resolve()
+        return Tool(name, path, _version_by_run(path, name), "system")
     exe = proc.which(str(Path(sys.executable).parent / name))
     version = wheel_version(name)
     if exe is None or version is None:

@@ -69,14 +69,8 @@ def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, Wh
             row = lock.row(c, plat)
             if row is None:
                 raise ToolkitError(f"{lock_path}: no wheel for {c} on {plat}; rerun `bundlegraph lock-wheels`")
-            out.append(
-                (
-                    Artifact(
-                        c, c, role, plat, row.version, row.requirement, row.sha256, row.size, row.filename, "wheels"
-                    ),
-                    row,
-                )
-            )
+            art = Artifact(c, c, role, plat, row.version, row.requirement, row.sha256, row.size, row.filename, "wheels")
+            out.append((art, row))
     return out
 
 

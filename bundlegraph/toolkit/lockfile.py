@@ -68,11 +68,8 @@ def _row_problems(i: int, row: object) -> list[str]:
     where = f"wheel.{i}"
     if not isinstance(row, dict):
         return [f"{where}: expected a table, got {type(row).__name__}"]
-    out = []
     names = [f.name for f in fields(WheelRow)]
-    for k in row:
-        if k not in names:
-            out.append(f"{where}.{k}: unknown key; allowed: {', '.join(names)}")
+    out = [f"{where}.{k}: unknown key; allowed: {', '.join(names)}" for k in row if k not in names]
     for k in names:
         v = row.get(k)
         if v is None:

@@ -97,19 +97,9 @@ def resolve(cs: ComponentSet, bundles: Path) -> tuple[str, Path, list[Artifact]]
                     f"{origin} (it has: {', '.join(have) or 'none'})"
                 )
                 continue
+            url, name = pool + art.relative_path, art.relative_path.rsplit("/", 1)[-1]
             out.append(
-                Artifact(
-                    c,
-                    comp.key,
-                    role,
-                    plat,
-                    comp.version,
-                    pool + art.relative_path,
-                    art.sha256.lower(),
-                    art.size,
-                    art.relative_path.rsplit("/", 1)[-1],
-                    "redist",
-                )
+                Artifact(c, comp.key, role, plat, comp.version, url, art.sha256.lower(), art.size, name, "redist")
             )
     if problems:
         raise ToolkitError(f"{cs.spec_file}: cuda.toolkit cannot be resolved:\n  " + "\n  ".join(problems))
