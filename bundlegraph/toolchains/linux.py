@@ -54,9 +54,8 @@ class GccLinux(Toolchain):
             key[name] = _version_by_run(Path(p).resolve(), name)
         if cuda is not None:
             bins["cuda_host"] = bins["cxx"]
-            nvcc = cuda.nvcc
-            if not nvcc.is_file():
-                raise ToolMissing(f"toolchain {self.id}: nvcc not found at {nvcc} (toolkit {cuda.prefix})")
+            if not cuda.nvcc.is_file():
+                raise ToolMissing(f"toolchain {self.id}: nvcc not found at {cuda.nvcc} (toolkit {cuda.prefix})")
             self._check_gcc_supported(cuda, key[self.names()["cxx"]])
         return Resolved(bins, env, key)
 

@@ -27,11 +27,6 @@ from . import validate
 from .identity import ComponentSet
 from .ref import CudaToolkit
 
-
-def _root(cs: ComponentSet) -> Path:
-    return Path(cs.pins["path"])
-
-
 _CUDA_VERSION_RE = re.compile(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)\b", re.MULTILINE)
 
 
@@ -73,7 +68,7 @@ def used_files(cs: ComponentSet) -> list[str]:
 
 def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
     """``{path: [size, mtime_ns]}`` of the used files (cheap; for the action key)."""
-    root = _root(cs)
+    root = Path(cs.pins["path"])
     out = {}
     for rel in used_files(cs):
         try:
@@ -86,7 +81,7 @@ def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
 
 def describe(cs: ComponentSet, ref: CudaToolkit) -> Path:
     """Check the host toolkit and write its receipt; returns the receipt path."""
-    root = _root(cs)
+    root = Path(cs.pins["path"])
     if not root.is_dir():
         raise ToolkitError(
             f"{cs.spec_file}: cuda.toolkit: host toolkit {root} does not exist (set cuda.toolkit.path or CUDA_PATH)"
