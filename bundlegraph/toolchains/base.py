@@ -98,14 +98,14 @@ class Toolchain:
 
     def nvcc_flags(self, maps: PrefixMaps | None = None) -> list[str]:
         """nvcc flags of every CUDA compile (``CMAKE_CUDA_FLAGS_INIT``): ``-target-dir`` (the
-        target's headers and libraries: ``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``) and ``--objdir-as-tempdir`` (``-objtemp``, nvcc 12.x+):
-        nvcc's intermediate files are named after the object file instead of
-        ``tmpxft_<pid>_...`` in the temp directory, and those names land in the object (the
-        ``.cudafe1.cpp`` file name), so without it two builds of one source differ. The per-file
-        ``-frandom-seed`` that fixes nvcc's generated device-symbol names comes from
-        :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's help asks).
-        With ``maps``, the host compiler's prefix maps follow through ``-Xcompiler=`` (nvcc's host
-        preprocessing maps the device code's ``__FILE__`` with them)."""
+        target's headers and libraries: ``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``) and
+        ``--objdir-as-tempdir`` (``-objtemp``, nvcc 12.x+): nvcc's intermediate files are named
+        after the object file instead of ``tmpxft_<pid>_...`` in the temp directory, and those
+        names land in the object (the ``.cudafe1.cpp`` file name), so without it two builds of one
+        source differ. The per-file ``-frandom-seed`` that fixes nvcc's generated device-symbol
+        names comes from :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's
+        help asks). With ``maps``, the host compiler's prefix maps follow through ``-Xcompiler=``
+        (nvcc's host preprocessing maps the device code's ``__FILE__`` with them)."""
         if not self.info.cuda:
             return []
         mapped = [f"-Xcompiler={f}" for f in self.prefix_map_flags(maps)] if maps else []
