@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..core.lightclass import frozen
@@ -92,11 +91,6 @@ class Toolchain:
             return [f"toolchain {self.id} runs on a {want[0]} {want[1]} build host; this host is {os_} {arch}"]
         return []
 
-    def cuda_target_dir(self) -> str:
-        """nvcc's ``-target-dir`` for this target (``sbsa-linux``, ``x86_64-linux``, ``arm64``,
-        ``x64``)."""
-        return target_dir(PLATFORMS[(self.info.target_os, self.info.target_arch)])
-
     def prefix_map_flags(self, maps: PrefixMaps) -> list[str]:
         """The C and C++ compiler's flags mapping ``maps``' roots to stable names
         (:mod:`.prefix_maps`): ``-ffile-prefix-map`` for GCC and clang; MSVC overrides."""
@@ -104,18 +98,19 @@ class Toolchain:
 
     def nvcc_flags(self, maps: PrefixMaps | None = None) -> list[str]:
         """nvcc flags of every CUDA compile (``CMAKE_CUDA_FLAGS_INIT``): ``-target-dir`` (the
-        target's headers and libraries) and ``--objdir-as-tempdir`` (``-objtemp``, nvcc 12.x+):
-        nvcc's intermediate files are named after the object file instead of
-        ``tmpxft_<pid>_...`` in the temp directory, and those names land in the object (the
-        ``.cudafe1.cpp`` file name), so without it two builds of one source differ. The per-file
-        ``-frandom-seed`` that fixes nvcc's generated device-symbol names comes from
-        :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's help asks).
-        With ``maps``, the host compiler's prefix maps follow through ``-Xcompiler=`` (nvcc's host
-        preprocessing maps the device code's ``__FILE__`` with them)."""
+        target's headers and libraries: ``sbsa-linux``, ``x86_64-linux``, ``arm64``, ``x64``) and
+        ``--objdir-as-tempdir`` (``-objtemp``, nvcc 12.x+): nvcc's intermediate files are named
+        after the object file instead of ``tmpxft_<pid>_...`` in the temp directory, and those
+        names land in the object (the ``.cudafe1.cpp`` file name), so without it two builds of one
+        source differ. The per-file ``-frandom-seed`` that fixes nvcc's generated device-symbol
+        names comes from :mod:`bundlegraph.toolchains.cmake_hooks` (one seed per source, as nvcc's
+        help asks). With ``maps``, the host compiler's prefix maps follow through ``-Xcompiler=``
+        (nvcc's host preprocessing maps the device code's ``__FILE__`` with them)."""
         if not self.info.cuda:
             return []
         mapped = [f"-Xcompiler={f}" for f in self.prefix_map_flags(maps)] if maps else []
-        return [f"-target-dir={self.cuda_target_dir()}", "-objtemp", *mapped]
+        tdir = target_dir(PLATFORMS[(self.info.target_os, self.info.target_arch)])
+        return [f"-target-dir={tdir}", "-objtemp", *mapped]
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment cmake and the compilers run in (default: this process's)."""
@@ -167,8 +162,7 @@ class Toolchain:
             "",
             f"set( CUDA_ROOT {cmake_str(cuda.root)} )",
             'set( CUDAToolkit_ROOT "${CUDA_ROOT}" CACHE PATH "" )',
-            f'set( CMAKE_CUDA_COMPILER "${{CUDA_ROOT}}/{Path(cuda.nvcc_posix).relative_to(cuda.root).as_posix()}"'
-            ' CACHE FILEPATH "" )',
+            f'set( CMAKE_CUDA_COMPILER "${{CUDA_ROOT}}/{cuda.nvcc_rel}" CACHE FILEPATH "" )',
             f'set( CMAKE_CUDA_HOST_COMPILER {host_compiler} CACHE FILEPATH "" )',
             f'set( CMAKE_CUDA_FLAGS_INIT "{cmake_text(flag_text(self.nvcc_flags(maps)))}" )',
         ]

@@ -52,13 +52,14 @@ LIBRARIES: dict[str, dict[str, str]] = {
 """The link inputs of a target, by role, in its library directory (the layouts above): the one
 table :class:`CudaToolkit` reads."""
 
-PINNED_VARS = (
-    "CUDA_CUDART",
-    "CUDA_cudart_LIBRARY",
-    "CUDA_cublas_LIBRARY",
-    "CUDA_cublasLt_LIBRARY",
-    "CUDA_cuda_driver_LIBRARY",
-)
+PINNED_VARS: dict[str, str] = {
+    "CUDA_CUDART": "cudart",
+    "CUDA_cudart_LIBRARY": "cudart",
+    "CUDA_cublas_LIBRARY": "cublas",
+    "CUDA_cublasLt_LIBRARY": "cublasLt",
+    "CUDA_cuda_driver_LIBRARY": "cuda_driver",
+}
+"""The FindCUDAToolkit cache variables pinned to the target's files, each with its library role."""
 
 
 TARGET_DIRS: dict[str, str] = {
@@ -152,12 +153,12 @@ class CudaToolkit:
     @property
     def nvcc(self) -> Path:
         """nvcc, a path of this host."""
-        return self.prefix / "bin" / ("nvcc.exe" if self.host_os == "windows" else "nvcc")
+        return self.prefix / self.nvcc_rel
 
     @property
-    def nvcc_posix(self) -> str:
-        """nvcc below :attr:`root` (CMake's form)."""
-        return f"{self.root}/bin/nvcc{'.exe' if self.host_os == 'windows' else ''}"
+    def nvcc_rel(self) -> str:
+        """nvcc relative to the prefix (``bin/nvcc``, ``bin/nvcc.exe``)."""
+        return f"bin/nvcc{'.exe' if self.host_os == 'windows' else ''}"
 
     def lib_rel(self) -> str:
         """The target library directory relative to the prefix."""
@@ -183,15 +184,8 @@ class CudaToolkit:
     def libraries(self) -> dict[str, str]:
         """``{cache variable: path relative to the prefix}`` of the pinned target libraries
         (:data:`PINNED_VARS`)."""
-        d = self.lib_rel()
-        f = LIBRARIES[self.target_os]
-        return {
-            "CUDA_CUDART": f"{d}/{f['cudart']}",
-            "CUDA_cudart_LIBRARY": f"{d}/{f['cudart']}",
-            "CUDA_cublas_LIBRARY": f"{d}/{f['cublas']}",
-            "CUDA_cublasLt_LIBRARY": f"{d}/{f['cublasLt']}",
-            "CUDA_cuda_driver_LIBRARY": f"{d}/{f['cuda_driver']}",
-        }
+        d, f = self.lib_rel(), LIBRARIES[self.target_os]
+        return {var: f"{d}/{f[role]}" for var, role in PINNED_VARS.items()}
 
     def runtime(self, name: str) -> Path:
         """A runtime file of ``name`` (``cudart``, ``cublas``, ``cublasLt``) as shipped."""
@@ -208,8 +202,7 @@ class CudaToolkit:
         libs = self.libraries()
         if not with_cublas:
             libs = {k: v for k, v in libs.items() if "cublas" not in k and "driver" not in k}
-        nvcc = self.nvcc_posix[len(self.root) + 1 :]
-        return [nvcc, *dict.fromkeys(libs.values()), *(f"{d}/{e}" for e in extra)]
+        return [self.nvcc_rel, *dict.fromkeys(libs.values()), *(f"{d}/{e}" for e in extra)]
 
     def missing(self, with_cublas: bool = True) -> list[str]:
         """:meth:`required_files` that are not there."""
@@ -222,14 +215,7 @@ class CudaToolkit:
     def cmake_cache(self) -> dict[str, str]:
         """The CMake cache entries that point a configure at this toolkit's target files."""
         out = {"CMAKE_CUDA_COMPILER": self.nvcc.as_posix(), "CUDAToolkit_ROOT": self.prefix.as_posix()}
-        for role, var in (
-            ("cudart", "CUDA_cudart_LIBRARY"),
-            ("cublas", "CUDA_cublas_LIBRARY"),
-            ("cublasLt", "CUDA_cublasLt_LIBRARY"),
-            ("cuda_driver", "CUDA_cuda_driver_LIBRARY"),
-        ):
-            out[var] = self.library(role).as_posix()
-        return out
+        return out | {v: self.library(role).as_posix() for v, role in PINNED_VARS.items() if v != "CUDA_CUDART"}
 
     @property
     def receipt_file(self) -> Path:

@@ -54,9 +54,8 @@ class GccLinux(Toolchain):
             key[name] = _version_by_run(Path(p).resolve(), name)
         if cuda is not None:
             bins["cuda_host"] = bins["cxx"]
-            nvcc = cuda.nvcc
-            if not nvcc.is_file():
-                raise ToolMissing(f"toolchain {self.id}: nvcc not found at {nvcc} (toolkit {cuda.prefix})")
+            if not cuda.nvcc.is_file():
+                raise ToolMissing(f"toolchain {self.id}: nvcc not found at {cuda.nvcc} (toolkit {cuda.prefix})")
             self._check_gcc_supported(cuda, key[self.names()["cxx"]])
         return Resolved(bins, env, key)
 
@@ -108,9 +107,6 @@ class GccLinux(Toolchain):
 def planned_binaries(tc: GccLinux, env: dict[str, str] | None = None) -> dict[str, str]:
     """Binaries for ``bundlegraph plan`` without failing: resolved when present, else the bare
     name (configure itself refuses a missing one)."""
-    out = {}
-    for role, name in tc.names().items():
-        p = proc.which(name, env)
-        out[role] = p if p else name
+    out = {role: proc.which(name, env) or name for role, name in tc.names().items()}
     out["cuda_host"] = out["cxx"]
     return out

@@ -93,10 +93,6 @@ def shell_problems(env: Mapping[str, str], vcvars_arch: str) -> list[str]:
     return probs
 
 
-def _is_ready(env: Mapping[str, str], vcvars_arch: str) -> bool:
-    return not shell_problems(env, vcvars_arch)
-
-
 def parse_set_output(text: str) -> dict[str, str]:
     """``set``'s ``KEY=VALUE`` lines -> dict (lines without ``=`` are skipped; CRLF or LF)."""
     out = {}
@@ -190,7 +186,7 @@ def developer_env(vcvars_arch: str, base: dict[str, str] | None = None) -> dict[
     env = canonical(os.environ if base is None else base)
     if os.name != "nt":
         raise HostMismatch(f"MSVC {vcvars_arch} needs a Windows x64 host")
-    if _is_ready(env, vcvars_arch):
+    if not shell_problems(env, vcvars_arch):
         return env
     if _get(env, "VCToolsInstallDir"):
         raise HostMismatch(

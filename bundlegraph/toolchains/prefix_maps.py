@@ -25,7 +25,6 @@ The flags, per compiler family (looked up, and measured where this host has the 
 from __future__ import annotations
 
 import mmap
-import shlex
 from pathlib import Path, PureWindowsPath
 
 from ..core.lightclass import frozen
@@ -61,10 +60,7 @@ class PrefixMaps:
         over cache)."""
         named = [(CACHE, self.cache), (WORK, self.work), (TOOLKIT, self.toolkit), (BUILD, self.build)]
         named.append((SOURCE, self.source))
-        seen: dict[str, str] = {}
-        for new, root in named:
-            if root is not None:
-                seen[root.as_posix().rstrip("/")] = new  # a later (more specific) name replaces
+        seen = {root.as_posix().rstrip("/"): new for new, root in named if root is not None}
         return sorted(seen.items(), key=lambda kv: (len(kv[0]), kv[0]))
 
     def record(self) -> dict[str, str]:
@@ -122,8 +118,3 @@ def embedded(
         if any(_find(data, f.encode("utf-8", "surrogateescape")) for f in forms):
             out.append((what, root))
     return out
-
-
-def describe(maps: PrefixMaps) -> str:
-    """One line per map, for logs: ``OLD -> NEW``."""
-    return "; ".join(f"{shlex.quote(old)} -> {new}" for old, new in maps.pairs())

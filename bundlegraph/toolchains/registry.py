@@ -106,10 +106,8 @@ def load_machine(f: Path) -> ToolchainInfo:
         data: dict[str, Any] = tomllib.loads(f.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ToolchainFileError([f"{f}: (TOML): {e}"]) from None
-    for k in sorted(set(data) - _TOP):
-        problems.append(f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP))}")
-    for k in sorted(_TOP - set(data)):
-        problems.append(f"{f}: {k}: required key is missing")
+    problems += [f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP))}" for k in sorted(set(data) - _TOP)]
+    problems += [f"{f}: {k}: required key is missing" for k in sorted(_TOP - set(data))]
     kind = data.get("kind")
     _one_of(problems, f, "kind", kind, list(KINDS))
     if not isinstance(data.get("cuda", False), bool):
@@ -120,8 +118,7 @@ def load_machine(f: Path) -> ToolchainInfo:
         if not isinstance(t, dict):
             problems.append(f"{f}: {m}: expected a table with system and cpu")
             continue
-        for k in sorted(set(t) - {"system", "cpu"}):
-            problems.append(f"{f}: {m}.{k}: unknown key; allowed: cpu, system")
+        problems += [f"{f}: {m}.{k}: unknown key; allowed: cpu, system" for k in sorted(set(t) - {"system", "cpu"})]
         _one_of(problems, f, f"{m}.system", t.get("system"), SYSTEMS)
         _one_of(problems, f, f"{m}.cpu", t.get("cpu"), CPUS)
         machines[m] = t

@@ -57,14 +57,9 @@ class BuildTools:
         return {"cmake": self.cmake.key(), "ninja": self.ninja.key()}
 
 
-def _scripts_dir() -> Path:
-    return Path(sys.executable).parent
-
-
 _SEEN: dict[str, str] = memo.table("tools.versions")  # this process's answers of _version_by_run, by ident
-_FOUND: dict[tuple[Any, ...], BuildTools] = memo.table(
-    "tools.found"
-)  # this process's build_tools() answers, by what decides them
+# this process's build_tools() answers, by what decides them
+_FOUND: dict[tuple[Any, ...], BuildTools] = memo.table("tools.found")
 
 
 def _version_by_run(path: Path, name: str) -> str:
@@ -80,17 +75,15 @@ def _version_by_run(path: Path, name: str) -> str:
         known = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
-    if ident in known:
-        _SEEN[ident] = str(known[ident])
-        return _SEEN[ident]
-    out = proc.run([str(path), "--version"], capture=True, echo=False, what=f"{name} --version").output
-    m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out)
-    if not m:
-        raise BundleGraphError(f"{path}: cannot read a version from '{name} --version' output: {out[:200]!r}")
-    known[ident] = m.group(1)
-    atomic_write_json(cache, known)
-    _SEEN[ident] = m.group(1)
-    return m.group(1)
+    if ident not in known:
+        out = proc.run([str(path), "--version"], capture=True, echo=False, what=f"{name} --version").output
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out)
+        if not m:
+            raise BundleGraphError(f"{path}: cannot read a version from '{name} --version' output: {out[:200]!r}")
+        known[ident] = m.group(1)
+        atomic_write_json(cache, known)
+    _SEEN[ident] = str(known[ident])
+    return _SEEN[ident]
 
 
 def find_tool(name: str, env: dict[str, str] | None = None) -> Tool:
@@ -109,7 +102,7 @@ def find_tool(name: str, env: dict[str, str] | None = None) -> Tool:
             raise ToolMissing(f"BUNDLEGRAPH_TOOLS=system: '{name}' is not on PATH; install {name} or unset it")
         path = Path(p).resolve()
         return Tool(name, path, _version_by_run(path, name), "system")
-    exe = proc.which(str(_scripts_dir() / name))
+    exe = proc.which(str(Path(sys.executable).parent / name))
     version = wheel_version(name)
     if exe is None or version is None:
         raise ToolMissing(
@@ -161,16 +154,9 @@ def build_tools(env: dict[str, str] | None = None) -> BuildTools:
         str(paths.state_dir()),
         sys.executable,
     )
-    if decided in _FOUND:
-        return _FOUND[decided]
-    found = _build_tools(env)
-    _FOUND[decided] = found
-    return found
-
-
-def _build_tools(env: dict[str, str] | None) -> BuildTools:
-    cmake = find_tool("cmake", env)
-    parts = tuple(int(x) for x in cmake.version.split(".")[:2])
-    if parts < MIN_CMAKE:
-        raise BundleGraphError(f"{cmake.path}: cmake {cmake.version} is older than 3.25; use the pinned wheel")
-    return BuildTools(cmake, find_tool("ninja", env))
+    if decided not in _FOUND:
+        cmake = find_tool("cmake", env)
+        if tuple(int(x) for x in cmake.version.split(".")[:2]) < MIN_CMAKE:
+            raise BundleGraphError(f"{cmake.path}: cmake {cmake.version} is older than 3.25; use the pinned wheel")
+        _FOUND[decided] = BuildTools(cmake, find_tool("ninja", env))
+    return _FOUND[decided]

@@ -48,9 +48,6 @@ PIP_TAGS: dict[str, tuple[str, ...]] = {
     "windows-arm64": ("win_arm64",),
 }
 
-# Alternative spellings of one component across manifest releases.
-ALIASES: dict[str, tuple[str, ...]] = {"cuda_cccl": ("cuda_cccl", "cccl"), "cccl": ("cccl", "cuda_cccl")}
-
 
 @frozen
 class Required:
@@ -93,16 +90,11 @@ def required_files(
     h(f"bin/nvcc{exe}", "cuda_nvcc")
     h("bin/crt/link.stub", "cuda_nvcc")
     h(f"nvvm/bin/cicc{exe}", "libnvvm")
-    if is_windows(target_platform):
-        inc = "include"
-    else:
-        inc = f"targets/{target_dir(target_platform)}/include"
-    h(f"{inc}/cccl/cuda/std/version", "cuda_cccl")
-    h(f"{inc}/crt/host_config.h", "cuda_crt")
-    if not is_windows(host_platform):
-        hinc = f"targets/{target_dir(host_platform)}/include"
-        h(f"{hinc}/cccl/cuda/std/version", "cuda_cccl")
-        h(f"{hinc}/crt/host_config.h", "cuda_crt")
+    inc = "include" if is_windows(target_platform) else f"targets/{target_dir(target_platform)}/include"
+    host_inc = [] if is_windows(host_platform) else [f"targets/{target_dir(host_platform)}/include"]
+    for d in (inc, *host_inc):
+        h(f"{d}/cccl/cuda/std/version", "cuda_cccl")
+        h(f"{d}/crt/host_config.h", "cuda_crt")
     if is_windows(target_platform):
         arch = target_dir(target_platform)
         for lib, comp in (
@@ -116,7 +108,6 @@ def required_files(
             t(f"lib/{arch}/{lib}.lib", comp)
         for dll, comp in (("cudart", "cuda_cudart"), ("cublas", "libcublas"), ("cublasLt", "libcublas")):
             t(f"bin/{arch}/{dll}64_{cuda_major}.dll", comp)
-        t(f"{inc}/cuda_runtime.h", "cuda_cudart")
     else:
         lib = f"targets/{target_dir(target_platform)}/lib"
         for f, comp in (
@@ -128,7 +119,7 @@ def required_files(
             ("stubs/libcuda.so", driver_stub_from),
         ):
             t(f"{lib}/{f}", comp)
-        t(f"{inc}/cuda_runtime.h", "cuda_cudart")
+    t(f"{inc}/cuda_runtime.h", "cuda_cudart")
     if not cublas:
         out = [r for r in out if r.component != "libcublas"]
     return out

@@ -24,14 +24,8 @@ from ..core.report import say
 from ..schemas.archs import CudaVersion
 from ..toolchains.cuda import target_dir
 from . import validate
-from .components import required_files
 from .identity import ComponentSet
 from .ref import CudaToolkit
-
-
-def _root(cs: ComponentSet) -> Path:
-    return Path(cs.pins["path"])
-
 
 _CUDA_VERSION_RE = re.compile(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)\b", re.MULTILINE)
 
@@ -69,17 +63,12 @@ def version_source(root: Path) -> Path:
 
 def used_files(cs: ComponentSet) -> list[str]:
     """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
-    major = cs.cuda_version.major
-    files = {
-        r.path for r in required_files(cs.host_platform, cs.target_platform, major, cublas="libcublas" in cs.target)
-    }
-    files.add("bin/nvcc.profile")
-    return sorted(files)
+    return sorted({r.path for r in validate.required(cs)} | {"bin/nvcc.profile"})
 
 
 def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
     """``{path: [size, mtime_ns]}`` of the used files (cheap; for the action key)."""
-    root = _root(cs)
+    root = Path(cs.pins["path"])
     out = {}
     for rel in used_files(cs):
         try:
@@ -92,7 +81,7 @@ def fingerprint(cs: ComponentSet) -> dict[str, list[int]]:
 
 def describe(cs: ComponentSet, ref: CudaToolkit) -> Path:
     """Check the host toolkit and write its receipt; returns the receipt path."""
-    root = _root(cs)
+    root = Path(cs.pins["path"])
     if not root.is_dir():
         raise ToolkitError(
             f"{cs.spec_file}: cuda.toolkit: host toolkit {root} does not exist (set cuda.toolkit.path or CUDA_PATH)"

@@ -44,7 +44,7 @@ from .identity import ComponentSet
 from .key import LAYOUT_VERSION
 from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
-from .ref import CudaToolkit
+from .ref import RECEIPT, CudaToolkit
 from .stub import SONAME, write_stub
 from .wheels import fetch_wheel
 
@@ -69,14 +69,8 @@ def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, Wh
             row = lock.row(c, plat)
             if row is None:
                 raise ToolkitError(f"{lock_path}: no wheel for {c} on {plat}; rerun `bundlegraph lock-wheels`")
-            out.append(
-                (
-                    Artifact(
-                        c, c, role, plat, row.version, row.requirement, row.sha256, row.size, row.filename, "wheels"
-                    ),
-                    row,
-                )
-            )
+            art = Artifact(c, c, role, plat, row.version, row.requirement, row.sha256, row.size, row.filename, "wheels")
+            out.append((art, row))
     return out
 
 
@@ -101,10 +95,9 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         return describe(cs, ref)
     refuse_windows_wheels(cs)
     prefix: Path = ref.prefix
-    stub_from = "generated stub" if cs.source == "wheels" else "cuda_cudart"
     with locked(prefix.parent / f".{prefix.name}.lock", what=f"toolkit {cs.name}"):
         receipt = prefix / ref.receipt_file.name
-        if _reusable(receipt, cs) and not validate.problems(prefix, cs, driver_stub_from=stub_from):
+        if _reusable(receipt, cs) and not validate.problems(prefix, cs):
             say(f"toolkit {cs.name}: already installed at {prefix}")
             return receipt
         t0 = time.monotonic()
@@ -122,7 +115,7 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         if prefix.exists():
             rmtree(prefix)  # a stale or changed entry: rebuilt whole
         with atomic_dir(prefix) as tmp:
-            _assemble(cs, tmp, pairs, extra, stub_from)
+            _assemble(cs, tmp, pairs, extra)
         say(
             f"toolkit {cs.name}: installed {len(pairs)} components at {prefix} "
             f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)"
@@ -205,7 +198,7 @@ def license_of(prefix: Path, rel: str) -> tuple[str, Path]:
     )
 
 
-def _assemble(cs: ComponentSet, tmp: Path, pairs: list[Any], extra: dict[str, Any], stub_from: str) -> None:
+def _assemble(cs: ComponentSet, tmp: Path, pairs: list[Any], extra: dict[str, Any]) -> None:
     owners: dict[str, str] = {}
     comps = []
     for art, blob in pairs:
@@ -259,11 +252,12 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list[Any], extra: dict[str, An
                     }
                 )
     atomic_write_json(tmp / "version.json", _version_json(cs, comps))
-    validate.check(tmp, cs, what=cs.name, driver_stub_from=stub_from)
+    validate.check(tmp, cs, what=cs.name)
     os.chmod(tmp, 0o755)  # mkdtemp made it private; the toolkit is shared by runs and users
     os.chmod(tmp / "version.json", 0o644)
-    _write_receipt(
-        tmp / "bundlegraph-toolkit.json",
+    receipt = tmp / RECEIPT
+    atomic_write_json(
+        receipt,
         {
             "name": cs.name,
             "set_digest": cs.digest,
@@ -279,11 +273,7 @@ def _assemble(cs: ComponentSet, tmp: Path, pairs: list[Any], extra: dict[str, An
             **extra,
         },
     )
-
-
-def _write_receipt(path: Path, data: dict[str, Any]) -> None:
-    atomic_write_json(path, data)
-    os.chmod(path, 0o644)
+    os.chmod(receipt, 0o644)
 
 
 def _version_json(cs: ComponentSet, comps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -128,11 +128,9 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def fill_headers(prefix: Path, platforms: list[str]) -> int:
-    """Give every Linux target's ``include`` the headers any other target has (hard links).
-    Returns the number of files added."""
+def fill_headers(prefix: Path, platforms: list[str]) -> None:
+    """Give every Linux target's ``include`` the headers any other target has (hard links)."""
     dirs = [prefix / "targets" / target_dir(p) / "include" for p in platforms if not is_windows(p)]
-    n = 0
     for d in dirs:
         if not d.is_dir():
             continue
@@ -141,17 +139,14 @@ def fill_headers(prefix: Path, platforms: list[str]) -> int:
             for other in dirs:
                 if other != d and not (other / rel).exists() and not (other / rel).is_symlink():
                     _link_or_copy(src, other / rel)
-                    n += 1
-    return n
 
 
 _VERSIONED = re.compile(r"^(lib[^/]+?\.so)((?:\.\d+)+)$")
 
 
-def unversioned_links(lib_dir: Path) -> list[str]:
+def unversioned_links(lib_dir: Path) -> None:
     """``libX.so`` -> the highest ``libX.so.N[.M]`` in ``lib_dir`` and ``lib_dir/stubs`` where
     no ``libX.so`` exists (CMake's find_library looks for the unversioned name)."""
-    made = []
     for d in (lib_dir, lib_dir / "stubs"):
         if not d.is_dir():
             continue
@@ -170,8 +165,6 @@ def unversioned_links(lib_dir: Path) -> list[str]:
                 shutil.copy2(d / name, link)
             else:
                 os.symlink(name, link)
-            made.append(link.as_posix())
-    return made
 
 
 def host_aliases(prefix: Path, host_platform: str) -> None:

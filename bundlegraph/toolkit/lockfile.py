@@ -60,10 +60,7 @@ class WheelLock:
 
     def row(self, component: str, platform: str) -> WheelRow | None:
         """The row of ``component`` on ``platform``, or None."""
-        for r in self.wheel:
-            if r.component == component and r.platform == platform:
-                return r
-        return None
+        return next((r for r in self.wheel if r.component == component and r.platform == platform), None)
 
 
 def _row_problems(i: int, row: object) -> list[str]:
@@ -71,11 +68,8 @@ def _row_problems(i: int, row: object) -> list[str]:
     where = f"wheel.{i}"
     if not isinstance(row, dict):
         return [f"{where}: expected a table, got {type(row).__name__}"]
-    out = []
     names = [f.name for f in fields(WheelRow)]
-    for k in row:
-        if k not in names:
-            out.append(f"{where}.{k}: unknown key; allowed: {', '.join(names)}")
+    out = [f"{where}.{k}: unknown key; allowed: {', '.join(names)}" for k in row if k not in names]
     for k in names:
         v = row.get(k)
         if v is None:

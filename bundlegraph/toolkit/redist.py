@@ -62,22 +62,18 @@ def get_manifest(cs: ComponentSet, bundles: Path) -> tuple[str, Path, RedistMani
     if not path.is_file():
         if origin == str(path):
             raise ToolkitError(f"{cs.spec_file}: cuda.toolkit.manifest: {path} does not exist")
+        import json
+
+        from ..schemas.redist import parse_manifest
+
         data = fetch_small(origin)
-        m = _parse_bytes(data, origin)
+        try:
+            m = parse_manifest(json.loads(data), origin)
+        except ValueError as e:
+            raise ToolkitError(f"{origin}: not a redist manifest (not JSON: {e}); first bytes: {data[:60]!r}") from None
         atomic_write_bytes(path, data)
         return origin, path, m
     return origin, path, load_manifest(path)
-
-
-def _parse_bytes(data: bytes, origin: str) -> RedistManifest:
-    import json
-
-    from ..schemas.redist import parse_manifest
-
-    try:
-        return parse_manifest(json.loads(data), origin)
-    except ValueError as e:
-        raise ToolkitError(f"{origin}: not a redist manifest (not JSON: {e}); first bytes: {data[:60]!r}") from None
 
 
 def resolve(cs: ComponentSet, bundles: Path) -> tuple[str, Path, list[Artifact]]:
@@ -101,19 +97,9 @@ def resolve(cs: ComponentSet, bundles: Path) -> tuple[str, Path, list[Artifact]]
                     f"{origin} (it has: {', '.join(have) or 'none'})"
                 )
                 continue
+            url, name = pool + art.relative_path, art.relative_path.rsplit("/", 1)[-1]
             out.append(
-                Artifact(
-                    c,
-                    comp.key,
-                    role,
-                    plat,
-                    comp.version,
-                    pool + art.relative_path,
-                    art.sha256.lower(),
-                    art.size,
-                    art.relative_path.rsplit("/", 1)[-1],
-                    "redist",
-                )
+                Artifact(c, comp.key, role, plat, comp.version, url, art.sha256.lower(), art.size, name, "redist")
             )
     if problems:
         raise ToolkitError(f"{cs.spec_file}: cuda.toolkit cannot be resolved:\n  " + "\n  ".join(problems))

@@ -9,17 +9,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import ToolkitError
-from .components import required_files
+from .components import Required, required_files
 from .identity import ComponentSet
 
 
-def problems(prefix: Path, cs: ComponentSet, *, driver_stub_from: str = "cuda_cudart") -> list[str]:
+def required(cs: ComponentSet) -> list[Required]:
+    """:func:`~bundlegraph.toolkit.components.required_files` of ``cs``: its platforms and CUDA
+    major, the Linux driver stub from the generated stub (wheels) or the cudart archive, and no
+    cublas files when ``cuda.toolkit.target`` does not list ``libcublas``."""
+    stub = "generated stub" if cs.source == "wheels" else "cuda_cudart"
+    major, cublas = cs.cuda_version.major, "libcublas" in cs.target
+    return required_files(cs.host_platform, cs.target_platform, major, driver_stub_from=stub, cublas=cublas)
+
+
+def problems(prefix: Path, cs: ComponentSet) -> list[str]:
     """One line per missing required file (empty: valid)."""
-    major = cs.cuda_version.major
     out = []
-    for r in required_files(
-        cs.host_platform, cs.target_platform, major, driver_stub_from=driver_stub_from, cublas="libcublas" in cs.target
-    ):
+    for r in required(cs):
         p = prefix / r.path
         if p.exists():  # follows links: a dangling unversioned link is a miss
             continue
@@ -33,18 +39,11 @@ def required_paths(prefix: Path, cs: ComponentSet) -> list[Path]:
     """Every required file of ``prefix`` for ``cs`` (redist or wheels source): what the toolkit
     task's stamp records by presence, so a toolkit whose files were deleted after install is
     not up to date."""
-    major = cs.cuda_version.major
-    stub = "generated stub" if cs.source == "wheels" else "cuda_cudart"
-    return [
-        prefix / r.path
-        for r in required_files(
-            cs.host_platform, cs.target_platform, major, driver_stub_from=stub, cublas="libcublas" in cs.target
-        )
-    ]
+    return [prefix / r.path for r in required(cs)]
 
 
-def check(prefix: Path, cs: ComponentSet, *, what: str, driver_stub_from: str = "cuda_cudart") -> None:
+def check(prefix: Path, cs: ComponentSet, *, what: str) -> None:
     """Raise :class:`ToolkitError` listing every missing file of ``prefix``."""
-    miss = problems(prefix, cs, driver_stub_from=driver_stub_from)
+    miss = problems(prefix, cs)
     if miss:
         raise ToolkitError(f"toolkit {what} failed validation ({len(miss)} missing):\n  " + "\n  ".join(miss))
