@@ -45,7 +45,7 @@ from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
 from .source import source_record_if_any
-from .stage_records import BuildRecord, read_build, read_configure
+from .stage_records import BuildRecord, read_configure
 
 NAME = "build"
 """The stage's name: its tasks are ``build:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -172,7 +172,6 @@ class Progress:
         self.t0 = time.monotonic()
         self.failed: list[str] = []
         self._in_failure = 0
-        self.tty = sys.stdout.isatty()
 
     def __call__(self, line: str) -> None:
         m = _PROGRESS.match(line)
@@ -418,44 +417,30 @@ def run_import(plan: ImportPlan) -> list[Path]:
     return [plan.record, *outs]
 
 
-def imported_provenance(leg: str) -> dict[str, Any] | None:
-    """``{"from", "files": {name: sha256}}`` when ``build:<leg>`` imported its output, else None."""
-    rec = read_build(leg)
-    return rec.imported if rec is not None else None
-
-
 def plans(ctx: Context) -> list[Any]:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>`` (a shard run's tasks:
     :func:`bundlegraph.pipeline.shard_build.plans`, which the graph uses for this stage)."""
-
-    out = []
-    for leg in ctx.legs:
-        src = ctx.imported_build(leg)
-        if src is not None:
-            out.append(
-                TaskPlan(
-                    stage=NAME,
-                    name=leg,
-                    leg=leg,
-                    deps=[f"source:{leg}"],
-                    doc=f"import {leg}'s build output made on another runner ({src})",
-                    prepare=partial(prepare_import, ctx, leg),
-                    apply=partial(run_plan, run_import),
-                    preview=partial(plan_import, ctx, leg),
-                )
-            )
-            continue
-
-        out.append(
-            TaskPlan(
-                stage=NAME,
-                name=leg,
-                leg=leg,
-                doc=f"cmake --build of {leg}",
-                prepare=partial(prepare, ctx, leg),
-                apply=partial(run_plan, run_build),
-                deps=[f"configure:{leg}"],
-                preview=partial(plan_build, ctx, leg),
-            )
+    return [
+        TaskPlan(
+            stage=NAME,
+            name=leg,
+            leg=leg,
+            deps=[f"source:{leg}"],
+            doc=f"import {leg}'s build output made on another runner ({src})",
+            prepare=partial(prepare_import, ctx, leg),
+            apply=partial(run_plan, run_import),
+            preview=partial(plan_import, ctx, leg),
         )
-    return out
+        if (src := ctx.imported_build(leg)) is not None
+        else TaskPlan(
+            stage=NAME,
+            name=leg,
+            leg=leg,
+            doc=f"cmake --build of {leg}",
+            prepare=partial(prepare, ctx, leg),
+            apply=partial(run_plan, run_build),
+            deps=[f"configure:{leg}"],
+            preview=partial(plan_build, ctx, leg),
+        )
+        for leg in ctx.legs
+    ]

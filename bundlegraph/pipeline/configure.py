@@ -41,7 +41,7 @@ from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
 from ..toolchains.tools import BuildTools, build_tools
-from .base import Context, Prepared, TaskPlan, upstream_digest
+from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .compile.cmake_cache import cache_entries
 from .compile.git_blind import without_git
 from .compile.launcher import ProbeTools, compiler_launcher
@@ -88,7 +88,7 @@ class ConfigurePlan:
     host_problem: str | None = None
     """Why this host cannot compile the leg (None: it can); shown by ``bundlegraph plan``."""
     consumed: dict[str, Any] = field(default_factory=dict)
-    """What the prepared plan read of upstream tasks and this host (:func:`resolved_plan`):
+    """What the prepared plan read of upstream tasks and this host (:func:`prepare`):
     ``toolkit`` (the toolkit task's output digest, None for a CPU leg), ``tools`` (cmake's and
     ninja's versions), ``compilers`` (the resolved compilers' versions and environment) and,
     when ``BUNDLEGRAPH_LAUNCHER`` is set, ``launcher``; empty in a plan not prepared to run."""
@@ -282,10 +282,10 @@ def check_host(ctx: Context, leg: str) -> Toolchain:
     return tc
 
 
-def resolved_plan(ctx: Context, leg: str) -> ConfigurePlan:
-    """Check the host, resolve tools and compilers, and return the run-time plan (its
-    :meth:`~ConfigurePlan.key` is the action key). Starts processes only for tool versions
-    (cached) and MSVC capture."""
+def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
+    """``configure:<leg>``'s plan value: check the host, resolve tools and compilers, and return
+    the run-time :class:`ConfigurePlan` with its key (the action key). Starts processes only for
+    tool versions (cached) and MSVC capture."""
     tc = check_host(ctx, leg)
     tools = build_tools()
     resolved = tc.resolve(ctx.leg(leg).toolkit)
@@ -301,27 +301,19 @@ def resolved_plan(ctx: Context, leg: str) -> ConfigurePlan:
     asked = settings.get("LAUNCHER")
     if asked:
         consumed["launcher"] = asked
-    return replace(plan, consumed=consumed)
-
-
-def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
-    """``configure:<leg>``'s plan value: the resolved :class:`ConfigurePlan` and its key."""
-    return Prepared.of(resolved_plan(ctx, leg))
+    return Prepared.of(replace(plan, consumed=consumed))
 
 
 def run_configure(ctx: Context, leg: str) -> list[Path | Present]:
     """Prepare and run the configure of ``leg`` now (:func:`prepare` then :func:`run`)."""
-    return _apply(prepare(ctx, leg))
+    return run(prepare(ctx, leg).plan)
 
 
-def _apply(p: Prepared[ConfigurePlan]) -> list[Path | Present]:
-    return run(p.plan, p.key)
-
-
-def run(plan: ConfigurePlan, inputs: dict[str, Any]) -> list[Path | Present]:
-    """Run the configure from ``plan`` alone (``inputs``: its action key, recorded in
-    ``configure.json``); returns the stamp's outputs. Raises :class:`ToolkitError` (the toolkit
-    lacks a file), :class:`ToolFailed`."""
+def run(plan: ConfigurePlan) -> list[Path | Present]:
+    """Run the configure from ``plan`` alone (its action key is recorded in ``configure.json``);
+    returns the stamp's outputs. Raises :class:`ToolkitError` (the toolkit lacks a file),
+    :class:`ToolFailed`."""
+    inputs = plan.key()
     leg = plan.leg
     tc = get_toolchain(plan.toolchain)
     if plan.cuda is not None:
@@ -460,24 +452,17 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
 
 def plans(ctx: Context) -> list[Any]:
     """``configure:<leg>`` for every selected leg, after ``source:<leg>`` and its toolkit task."""
-
-    out = []
-    for leg in ctx.legs:
-        if ctx.imported_build(leg) is not None:
-            continue  # built on another runner (built=DIR): nothing to configure here
-        spec = ctx.spec(leg)
-        task = toolkit_layout(ctx, leg)[1]
-
-        out.append(
-            TaskPlan(
-                stage=NAME,
-                name=leg,
-                leg=leg,
-                doc=f"cmake configure of {leg} ({spec.toolchain})",
-                prepare=partial(prepare, ctx, leg),
-                apply=_apply,
-                deps=[f"source:{leg}"] + ([task] if task else []),
-                preview=partial(plan_configure, ctx, leg),
-            )
+    return [
+        TaskPlan(
+            stage=NAME,
+            name=leg,
+            leg=leg,
+            doc=f"cmake configure of {leg} ({ctx.spec(leg).toolchain})",
+            prepare=partial(prepare, ctx, leg),
+            apply=partial(run_plan, run),
+            deps=[f"source:{leg}"] + ([task] if (task := toolkit_layout(ctx, leg)[1]) else []),
+            preview=partial(plan_configure, ctx, leg),
         )
-    return out
+        for leg in ctx.legs
+        if ctx.imported_build(leg) is None  # else built on another runner (built=DIR): nothing to configure here
+    ]

@@ -296,15 +296,9 @@ def run_merge(
 
 
 # ---------------------------------------------------------------- graph stage
-# merge:<leg> (legs with [merge]): base = dist/<base bundle> after package:<base> (same run), or
-# the bundle of that name in the artifacts directory (artifacts=DIR): then it is an input keyed
-# by its sha256 and no base task is a dependency. Backend files come from the build's artifacts
-# dir; shipped runtime from toolkit_for_leg. merge:<leg> of a leg without [merge]: its build's
-# artifacts dir plus shipped toolkit runtime, collected into the same build/<leg>/merged tree
-# (run_collect). Both run after verify:<leg> but key on build:<leg>'s output digest (the files
-# they copy): verify's report holds findings, not content, so a rebuilt library with the same
-# findings must still be merged again. Their outputs are merge.json and every file of the merged
-# tree (fingerprinted), which is what package:<leg> keys on.
+# merge:<leg> runs after verify:<leg> but keys on build:<leg>'s output digest (the files it
+# copies): verify's report holds findings, not content, so a rebuilt library with the same
+# findings must still be merged again.
 
 
 def _tree_files(tree: Path) -> list[Path]:

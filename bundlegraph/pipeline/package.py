@@ -37,10 +37,10 @@ from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
-from .build import imported_provenance
 from .manifest import record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .source import source_record
+from .stage_records import read_build
 
 NAME = "package"
 """The stage's name: its tasks are ``package:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -121,21 +121,15 @@ class PackageInputs:
     imported: list[ImportedBuild] = field(default_factory=list)
 
 
-def supported_sms(spec: BundleSpec, found: VerifyFindings) -> list[int]:
-    """The SMs the bundle's GPU code runs on: from the SASS targets verify found in its fatbins
-    (``found.fatbin_sass``) by NVIDIA's compatibility rule, among the SMs the leg's toolkit
-    supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); [] for CPU legs."""
-    if spec.cuda is None:
-        return []
-    return supported_sms_of(found.fatbin_sass, spec.cuda.version.parts)
-
-
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
-    """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`)."""
+    """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`).
+    Its supported SMs are those the bundle's GPU code runs on: from the SASS targets verify found
+    in its fatbins (``found.fatbin_sass``) by NVIDIA's compatibility rule, among the SMs the leg's
+    toolkit supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); [] for CPU legs."""
     from ..schemas.manifest import BundleInfo
 
     s, r = inp.spec, inp.release
-    sms = supported_sms(s, found)
+    sms = supported_sms_of(found.fatbin_sass, s.cuda.version.parts) if s.cuda else []
     return BundleInfo(
         asset_name=inp.dest.name,
         leg=s.id,
@@ -345,9 +339,9 @@ def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
     from ..schemas.manifest import ImportedBuild
 
     out = [ImportedBuild.model_validate(b) for b in rec.base_imported]
-    own = imported_provenance(leg)
-    if own is not None:
-        out.append(ImportedBuild(leg=leg, source=own["from"], files=own["files"]))
+    own = read_build(leg)
+    if own is not None and own.imported is not None:
+        out.append(ImportedBuild(leg=leg, source=own.imported["from"], files=own.imported["files"]))
     return out
 
 

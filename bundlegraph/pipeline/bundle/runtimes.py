@@ -57,10 +57,6 @@ def msvc_redist_root(env: dict[str, str] | None = None) -> Path | None:
     return None
 
 
-def _vkey(name: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in name.split("."))
-
-
 def pick_toolchain_runtime(name: str, redist_root: Path) -> RuntimeFile:
     """Find ``name`` in the newest version directory of ``redist_root`` that holds it.
 
@@ -70,7 +66,7 @@ def pick_toolchain_runtime(name: str, redist_root: Path) -> RuntimeFile:
         raise BundleGraphError(f"runtime {name}: toolchain redist root {redist_root} is not a directory")
     versions = sorted(
         (d for d in redist_root.iterdir() if d.is_dir() and _VERSION_DIR.match(d.name)),
-        key=lambda d: _vkey(d.name),
+        key=lambda d: tuple(int(x) for x in d.name.split(".")),
         reverse=True,
     )
     for vdir in versions:
@@ -153,28 +149,16 @@ def toolkit_licenses(prefix: Path, shipped: list[RuntimeFileInfo]) -> list[tuple
     return [(f"NVIDIA {comp} (shipped: {', '.join(names)})", lic) for comp, (lic, names) in sorted(by.items())]
 
 
-def source_licenses(tree: Path) -> list[Path]:
-    """The source tree's licenses: ``LICENSE`` then every file under ``licenses/`` (sorted).
-    Raises when the tree has no ``LICENSE``."""
-    main = tree / "LICENSE"
-    if not main.is_file():
-        raise BundleGraphError(f"source tree {tree} has no LICENSE file")
-    extra = (
-        sorted((p for p in (tree / "licenses").rglob("*") if p.is_file()), key=lambda p: p.as_posix())
-        if (tree / "licenses").is_dir()
-        else []
-    )
-    return [main, *extra]
-
-
 def third_party_text(tree: Path, nvidia: list[tuple[str, Path]] | None = None) -> bytes:
-    """``THIRD_PARTY_LICENSES.txt``: the source's licenses, then ``nvidia`` (``(title, file)``
-    from :func:`toolkit_licenses`), each under a ``==== <title> ====`` heading, LF newlines
-    (CRLF in inputs normalised), UTF-8."""
-    parts: list[tuple[str, Path]] = []
-    for p in source_licenses(tree):
-        rel = p.relative_to(tree).as_posix()
-        parts.append(("llama.cpp (LICENSE)" if rel == "LICENSE" else f"llama.cpp {rel}", p))
+    """``THIRD_PARTY_LICENSES.txt``: the source tree's licenses (``LICENSE`` then every file under
+    ``licenses/``, sorted), then ``nvidia`` (``(title, file)`` from :func:`toolkit_licenses`), each
+    under a ``==== <title> ====`` heading, LF newlines (CRLF in inputs normalised), UTF-8. Raises
+    when the tree has no ``LICENSE``."""
+    if not (tree / "LICENSE").is_file():
+        raise BundleGraphError(f"source tree {tree} has no LICENSE file")
+    extra = sorted((p for p in (tree / "licenses").rglob("*") if p.is_file()), key=lambda p: p.as_posix())
+    parts = [("llama.cpp (LICENSE)", tree / "LICENSE")]
+    parts += [(f"llama.cpp {p.relative_to(tree).as_posix()}", p) for p in extra]
     parts += nvidia or []
     out = []
     for title, p in parts:
