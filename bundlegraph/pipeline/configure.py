@@ -46,7 +46,6 @@ from .compile.cmake_cache import cache_entries
 from .compile.git_blind import without_git
 from .compile.launcher import ProbeTools, compiler_launcher
 from .source import plan_source, source_record_if_any
-from .toolkit import toolkit_layout
 
 NAME = "configure"
 """The stage's name: its tasks are ``configure:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -58,7 +57,7 @@ UNKNOWN = "<known after source:{leg}>"
 class ConfigurePlan:
     """Everything configure will do for one leg. ``argv`` is the full cmake command;
     ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the toolkit
-    layout (None for CPU legs); ``toolkit_task`` the toolkit task configure waits for;
+    layout (None for CPU legs; its ``task`` is the toolkit task configure waits for);
     ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS;
     ``spec_keys``/``spec_file``: the ``[cmake]`` keys the spec sets and its file (a key the project
     does not declare fails the configure, :func:`spec_key_problems`)."""
@@ -76,7 +75,6 @@ class ConfigurePlan:
     cache: dict[str, str]
     argv: list[str]
     cuda: CudaToolkit | None
-    toolkit_task: str | None
     record: Path
     log: Path
     binaries: dict[str, str] = field(default_factory=dict)
@@ -156,7 +154,7 @@ def plan_configure(
     names) are shown, so ``bundlegraph plan`` works on any host."""
     lc = ctx.leg(leg)
     spec, tc = lc.spec, lc.toolchain
-    cuda, toolkit_task = toolkit_layout(ctx, leg)
+    cuda = lc.toolkit
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
     spec_file = str(ctx.matrix.files.get(leg, f"{leg}.toml"))
@@ -213,7 +211,6 @@ def plan_configure(
         cache=cache,
         argv=argv,
         cuda=cuda,
-        toolkit_task=toolkit_task,
         record=bdir / "configure.json",
         log=ctx.log(leg, "configure"),
         binaries=dict(binaries),
@@ -294,7 +291,7 @@ def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
         raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
 
     consumed: dict[str, Any] = {
-        "toolkit": upstream_digest(plan.toolkit_task) if plan.toolkit_task else None,
+        "toolkit": upstream_digest(plan.cuda.task) if plan.cuda else None,
         "tools": tools.key(),
         "compilers": resolved.key,
     }
@@ -321,7 +318,7 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
         if missing:
             raise ToolkitError(
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
-                f"rerun {plan.toolkit_task or 'the toolkit task'} (or install the missing components)"
+                f"rerun {plan.cuda.task or 'the toolkit task'} (or install the missing components)"
             )
     env = without_git(tc.resolve(plan.cuda).env, plan.build_dir)
     atomic_write_bytes(plan.toolchain_file, plan.toolchain_text.encode())
@@ -460,7 +457,7 @@ def plans(ctx: Context) -> list[Any]:
             doc=f"cmake configure of {leg} ({ctx.spec(leg).toolchain})",
             prepare=partial(prepare, ctx, leg),
             apply=partial(run_plan, run),
-            deps=[f"source:{leg}"] + ([task] if (task := toolkit_layout(ctx, leg)[1]) else []),
+            deps=[f"source:{leg}"] + ([tk.task] if (tk := ctx.leg(leg).toolkit) else []),
             preview=partial(plan_configure, ctx, leg),
         )
         for leg in ctx.legs

@@ -266,7 +266,7 @@ class ManifestPlan:
     """leg -> :func:`~bundlegraph.provenance.build_recipe` of each leg configured in this work
     directory (a leg compiled on another runner has none here)."""
     consumed: dict[str, Any] = field(default_factory=dict)
-    """What the prepared plan read (:func:`prepare`, :func:`consumed`): every selected leg's package
+    """What the prepared plan read (:func:`prepare`): every selected leg's package
     digest, the bundles, smoke results and paired assets in ``dist/`` and the artifacts
     directory (name, size, mtime), the source's digest, each configure's."""
 
@@ -323,10 +323,10 @@ def plan_manifest(ctx: Context) -> ManifestPlan:
     )
 
 
-def consumed(ctx: Context) -> dict[str, Any]:
-    """What ``manifest``'s key reads besides the release: every selected leg's package digest,
-    the bundles in ``dist/`` and the artifacts directory (name, size, mtime), the source's and
-    each configure's digest."""
+def prepare(ctx: Context) -> Prepared[ManifestPlan]:
+    """``manifest``'s plan value: its :class:`ManifestPlan` with what it consumed
+    (:attr:`ManifestPlan.consumed`), and its key."""
+    plan = plan_manifest(ctx)
     art = ctx.filters.artifacts
     listing = file_listing(art.rglob("*"), art) if art and art.is_dir() else []
     dist = paths.dist_dir()
@@ -346,12 +346,7 @@ def consumed(ctx: Context) -> dict[str, Any]:
     paired = sorted({pa.name for s in ctx.matrix.legs.values() for pa in s.runtime.paired})
     if paired:  # local copies of paired runtime assets are hashed from dist/ (a removed one must be seen)
         key["paired"] = file_listing(dist / n for n in paired)
-    return key
-
-
-def prepare(ctx: Context) -> Prepared[ManifestPlan]:
-    """``manifest``'s plan value: its :class:`ManifestPlan` with what it consumed, and its key."""
-    return Prepared.of(replace(plan_manifest(ctx), consumed=consumed(ctx)))
+    return Prepared.of(replace(plan, consumed=key))
 
 
 def run(plan: ManifestPlan) -> list[Path]:

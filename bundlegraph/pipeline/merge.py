@@ -392,14 +392,13 @@ def _refuse_filtered_build(leg: str) -> None:
         )
 
 
-def consumed(ctx: Context, leg: str, plan: MergePlan) -> dict[str, Any]:
-    """What ``merge:<leg>``'s key reads besides its spec: the built files (``build:<leg>``'s
-    output digest), and for a merge the base bundle (``package:<base>``'s digest, or the sha256 of
-    the imported one ``plan`` located), the source and, when runtime files come from it, the
-    toolkit."""
+def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
+    """``merge:<leg>``'s plan value: its :class:`MergePlan` with what it consumed
+    (:attr:`MergePlan.consumed`), and its key."""
+    plan = plan_merge(ctx, leg)
     spec = plan.spec
     if spec.merge is None:
-        return {"built": upstream_digest(f"build:{leg}")}
+        return Prepared.of(replace(plan, consumed={"built": upstream_digest(f"build:{leg}")}))
     base = spec.merge.base
     if ctx.filters.artifacts is not None or base not in ctx.legs:
         b = sha256_file(plan.base_archive) if plan.base_archive is not None else "missing"
@@ -410,13 +409,7 @@ def consumed(ctx: Context, leg: str, plan: MergePlan) -> dict[str, Any]:
         # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
         # with identical built binaries must still refresh them
         keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
-    return keys
-
-
-def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
-    """``merge:<leg>``'s plan value: its :class:`MergePlan` with what it consumed, and its key."""
-    plan = plan_merge(ctx, leg)
-    return Prepared.of(replace(plan, consumed=consumed(ctx, leg, plan)))
+    return Prepared.of(replace(plan, consumed=keys))
 
 
 def run(plan: MergePlan) -> list[Path]:

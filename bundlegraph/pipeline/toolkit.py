@@ -69,15 +69,6 @@ def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
     return tk
 
 
-def toolkit_layout(ctx: Context, leg: str) -> tuple[CudaToolkit | None, str | None]:
-    """How configure sees ``leg``'s CUDA toolkit: ``(toolkit, toolkit task)`` — the
-    :class:`~bundlegraph.toolchains.cuda.CudaToolkit` its toolchain file is rendered from and the
-    ``toolkit:`` task configure waits for; ``(None, None)`` for a leg without ``[cuda]``. Pure (no
-    process, no network). Raises :class:`ToolkitError` for an unusable toolkit spec."""
-    ref = ctx.leg(leg).toolkit
-    return (ref, ref.task) if ref is not None else (None, None)
-
-
 @frozen
 class ToolkitPlan:
     """What ``toolkit:<set name>`` does: install ``components`` (the resolved
