@@ -192,10 +192,7 @@ class Context:
             return None
         if not b.is_dir():
             raise BundleGraphError(f"built={b}: not a directory (the build outputs of other runners)")
-        for d in (b / leg, b / f"built-{leg}"):
-            if d.is_dir():
-                return d
-        return None
+        return next((d for d in (b / leg, b / f"built-{leg}") if d.is_dir()), None)
 
     def host_problem(self, leg: str) -> str | None:
         """Why ``leg`` cannot be compiled on this host (one line naming the host it needs and how
@@ -264,6 +261,12 @@ class Prepared(Generic[P]):
     def of(cls, plan: P) -> Prepared[P]:
         """``plan`` with its key, computed once."""
         return cls(plan.key(), plan)
+
+
+def known(plan: P) -> P:
+    """``plan`` itself: the ``preview`` of a task whose plan is known when the graph loads is
+    ``partial(known, plan)``."""
+    return plan
 
 
 R = TypeVar("R")

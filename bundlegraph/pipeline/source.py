@@ -27,7 +27,7 @@ from ..core.gitmeta import read_commit
 from ..core.lightclass import frozen
 from ..core.report import say
 from ..schemas.records import GitPin, MixPin, PathPin, PipSdistPin, Release, SourcePin, TarballPin
-from .base import Context, Prepared, TaskPlan, run_plan
+from .base import Context, Prepared, TaskPlan, known, run_plan
 
 NAME = "source"
 """The stage's name: its tasks are ``source:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -46,16 +46,6 @@ class SourcePlan:
     cache_dir: Path | None
     tree: Path
     subdirectory: str | None
-
-    def key_inputs(self) -> dict[str, Any]:
-        """The action-key inputs of this plan: the pin. (The cache entry's receipt is an
-        output of every source task, so a deleted cache entry makes them run again.) A
-        ``path`` pin is used in place and its content can change under the same pin, so its
-        key also holds the tree's content digest."""
-        if self.cache_dir is None:
-            tree = tree_digest(self.tree)[0] if self.tree.is_dir() else "missing"
-            return {"pin": self.pin, "tree": tree}
-        return {"pin": self.pin}
 
     @property
     def receipt(self) -> Path | None:
@@ -318,8 +308,13 @@ class SourceTaskPlan:
     refusal: str | None = None
 
     def key(self) -> dict[str, Any]:
-        """The pin (and a ``path`` pin's tree digest): :meth:`SourcePlan.key_inputs`."""
-        return self.fetch.key_inputs()
+        """The pin. (The cache entry's receipt is an output of every source task, so a deleted
+        cache entry makes them run again.) A ``path`` pin is used in place and its content can
+        change under the same pin, so its key also holds the tree's content digest."""
+        f = self.fetch
+        if f.cache_dir is None:
+            return {"pin": f.pin, "tree": tree_digest(f.tree)[0] if f.tree.is_dir() else "missing"}
+        return {"pin": f.pin}
 
     def describe(self) -> dict[str, Any]:
         """The pin, the tree later stages use and the leg's record."""
@@ -338,10 +333,6 @@ def run(plan: SourceTaskPlan) -> list[Path]:
         f"digest {rec.digest[:12]} ({rec.files} files) at {rec.tree}"
     )
     return [plan.record] + ([plan.fetch.receipt] if plan.fetch.receipt else [])
-
-
-def _same(plan: SourceTaskPlan) -> SourceTaskPlan:
-    return plan
 
 
 def plans(ctx: Context) -> list[Any]:
@@ -365,7 +356,7 @@ def plans(ctx: Context) -> list[Any]:
                 doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
                 prepare=partial(Prepared.of, tp),
                 apply=partial(run_plan, run),
-                preview=partial(_same, tp),
+                preview=partial(known, tp),
             )
         )
     return out

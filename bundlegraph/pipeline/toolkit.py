@@ -48,7 +48,7 @@ from ..core.lightclass import frozen
 from ..core.state import Present
 from ..toolkit.identity import ComponentSet, component_set
 from ..toolkit.ref import RECEIPT, CudaToolkit, ref_for_set, toolkits_root
-from .base import Context, Prepared, TaskPlan, run_plan
+from .base import Context, Prepared, TaskPlan, known, run_plan
 
 NAME = "toolkit"
 """The stage's name: its tasks are ``toolkit:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -101,10 +101,6 @@ class ToolkitPlan:
         }
 
 
-def _same(plan: ToolkitPlan) -> ToolkitPlan:
-    return plan
-
-
 def run(plan: ToolkitPlan) -> list[Path | Present]:
     """Install (or verify the installed) toolkit from ``plan`` alone; returns its receipt.
     Refuses (:class:`HostMismatch`) before any download when no leg of it can use it here."""
@@ -149,7 +145,7 @@ def plans(ctx: Context) -> list[Any]:
                 f"{cs.target_platform} target for {', '.join(legs)}",
                 prepare=partial(Prepared.of, tp),
                 apply=partial(run_plan, run),
-                preview=partial(_same, tp),
+                preview=partial(known, tp),
             )
         )
     return out
