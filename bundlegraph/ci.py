@@ -18,12 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .archive import read_member
+from .core.report import escape
 
 STAGES = ("configure", "build", "verify", "merge", "package")
-
-
-def _escape(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def annotate(failures: list[str], file: str | os.PathLike[str], *, out: TextIO | None = None) -> int:
@@ -31,9 +28,9 @@ def annotate(failures: list[str], file: str | os.PathLike[str], *, out: TextIO |
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return 0
     out = out or sys.stdout
-    name = _escape(Path(file).as_posix()).replace(",", "%2C").replace(":", "%3A")
+    name = escape(Path(file).as_posix()).replace(",", "%2C").replace(":", "%3A")
     for f in failures:
-        print(f"::error file={name}::{_escape(f)}", file=out, flush=True)
+        print(f"::error file={name}::{escape(f)}", file=out, flush=True)
     return len(failures)
 
 

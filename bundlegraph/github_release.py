@@ -223,8 +223,6 @@ def upload_release(
     git_ref: str = "",
     api: str | None = None,
     token: str | None = None,
-    client: httpx.Client | None = None,
-    notes: str = "",
 ) -> UploadResult:
     """Upload ``dist``'s release assets as release ``tag`` of ``repo`` (see the module docstring
     for the order of calls). Raises :class:`UploadRefused` (local checks, an asset with other
@@ -233,9 +231,7 @@ def upload_release(
     import httpx
 
     want = local_assets(dist, tag, git_ref)
-    own = client is None
-    c = client or httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True)
-    try:
+    with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
         published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
         if published and "id" in published and not published.get("draft"):
@@ -262,7 +258,7 @@ def upload_release(
                 "POST",
                 "/releases",
                 ok=(201,),
-                json={"tag_name": tag, "name": tag, "body": notes, "draft": True, "prerelease": False},
+                json={"tag_name": tag, "name": tag, "body": "", "draft": True, "prerelease": False},
             )
         )
         result = UploadResult(rel["id"], rel.get("html_url", ""))
@@ -313,9 +309,6 @@ def upload_release(
             f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)"
         )
         return result
-    finally:
-        if own:
-            c.close()
 
 
 def _diff(want: dict[str, str], have: dict[str, str | None]) -> str:

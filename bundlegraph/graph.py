@@ -30,7 +30,7 @@ from . import overrides
 from .core import paths, report, state
 from .core.errors import BundleGraphError, SpecError, TaskSkipped
 from .core.lightclass import mutable
-from .pipeline import smoke
+from .pipeline import cleanup, smoke
 from .pipeline.base import Context, Filters, Prepared, TaskPlan, select, upstream_digest
 from .pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES
 from .schemas.loader import load_matrix
@@ -207,25 +207,17 @@ class _Clean(_OfPlan):
     __slots__ = ()
 
     def _found(self) -> list[Path]:
-        from .pipeline import cleanup
-
         return cleanup.owned_paths(self.plan.full_name, self.plan.stage, self.plan.leg)
 
     def __call__(self) -> None:
-        from .pipeline import cleanup
-
         cleanup.remove(self._found())
 
     def __repr__(self) -> str:
-        from .pipeline import cleanup
-
         return f"<remove {cleanup.describe(self._found())}>"
 
     def __str__(self) -> str:
         # doit prints a clean action as "Python: " + str(callable)[1:], cut at " at ": the first
         # character is dropped on purpose, and " at " in a path is spelled so that doit keeps it
-        from .pipeline import cleanup
-
         return " remove " + cleanup.describe(self._found()).replace(" at ", " at\u00a0")
 
 

@@ -236,6 +236,4 @@ def _differing(published: Path, rebuilt: Path) -> list[str]:
     from .archive import member_names, read_member
 
     a, b = set(member_names(published)), set(member_names(rebuilt))
-    out = sorted(a ^ b)
-    out += sorted(n for n in a & b if read_member(published, n) != read_member(rebuilt, n))
-    return sorted(out)
+    return sorted((a ^ b) | {n for n in a & b if read_member(published, n) != read_member(rebuilt, n)})

@@ -116,15 +116,6 @@ class ApiSource(Source):
         return p
 
 
-def _bundle_info(p: Path, info_name: str) -> dict[str, Any] | None:
-    """The bundle's info JSON (at its root, as :func:`bundlegraph.archive.read_bundle_info` reads
-    it), unvalidated: the fields are compared one by one."""
-    from .archive import read_member
-
-    raw = read_member(p, info_name)
-    return json.loads(raw) if raw is not None else None
-
-
 def verify(
     src: Source,
     *,
@@ -210,6 +201,8 @@ def _index_problems(raw: bytes, tag: str | None, c: Check) -> dict[str, Any] | N
 
 
 def _agreement(src: Source, index: dict[str, Any], arts: dict[str, Any], c: Check, info_name: str) -> None:
+    from .archive import read_member
+
     mp = src.path(MANIFEST_NAME)
     if mp is None:
         c.fail(f"{MANIFEST_NAME}: not in the release")
@@ -224,7 +217,8 @@ def _agreement(src: Source, index: dict[str, Any], arts: dict[str, Any], c: Chec
             c.fail(f"{name}: in {MANIFEST_NAME} but not in {INDEX_NAME}")
             continue
         p = src.path(name)
-        info = _bundle_info(p, info_name) if p is not None else None
+        raw = read_member(p, info_name) if p is not None else None  # unvalidated: compared field by field
+        info = json.loads(raw) if raw is not None else None
         if info is None:
             c.fail(f"{name}: no {info_name} inside")
             continue

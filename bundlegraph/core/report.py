@@ -36,7 +36,8 @@ def _gha() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def _escape(s: str) -> str:
+def escape(s: str) -> str:
+    """``s`` as a workflow command's value: ``%``, CR and LF escaped."""
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -57,14 +58,14 @@ def warn(msg: str, *, annotate: bool = False) -> None:
     ``::warning::`` annotation (shown on the run's page)."""
     print(f"warning: {msg}", file=sys.stderr, flush=True)
     if annotate and _gha():
-        print(f"::warning::{_escape(msg)}", flush=True)
+        print(f"::warning::{escape(msg)}", flush=True)
 
 
 def error(msg: str) -> None:
     """``msg`` on stderr (always); on GitHub Actions also an ``::error::`` annotation."""
     print(msg, file=sys.stderr, flush=True)
     if _gha():
-        print(f"::error::{_escape(msg)}", flush=True)
+        print(f"::error::{escape(msg)}", flush=True)
 
 
 @contextmanager
