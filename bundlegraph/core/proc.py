@@ -158,7 +158,6 @@ def run(
     check: bool = True,
     what: str = "",
     secrets: Sequence[str] = (),
-    supervise: bool = True,
 ) -> Completed:
     """Run ``argv`` (a list, never a shell string) and wait for it.
 
@@ -173,9 +172,9 @@ def run(
 
     On KeyboardInterrupt/SystemExit the child is ended before re-raising, and this function
     returns only when it is gone (bounded: SIGKILL after a grace period). On Linux the child
-    runs under :mod:`bundlegraph.core._supervise` (``supervise=True``), which ends and waits for
-    every descendant, also those in process groups of their own (ninja's jobs), and also when
-    this process is killed outright (SIGKILL).
+    runs under :mod:`bundlegraph.core._supervise`, which ends and waits for every descendant,
+    also those in process groups of their own (ninja's jobs), and also when this process is
+    killed outright (SIGKILL).
     """
     args = [os.fspath(a) for a in argv]
     resolved = which(args[0], env)
@@ -202,8 +201,7 @@ def run(
     import subprocess
 
     # on Linux a supervisor owns the child's process group and ends it if we die (even SIGKILL)
-    supervised = IS_LINUX and supervise
-    spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if supervised else args
+    spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if IS_LINUX else args
     tail: deque[str] = deque(maxlen=20)  # the last lines, for the error message
     captured: list[str] = []
     proc = subprocess.Popen(
@@ -217,7 +215,7 @@ def run(
         encoding="utf-8",
         errors="replace",
         bufsize=1,
-        **_own_group(pdeathsig=supervised),
+        **_own_group(pdeathsig=IS_LINUX),
     )
 
     def pump() -> None:
@@ -237,7 +235,7 @@ def run(
         rc = proc.wait()
         reader.join()
     except BaseException:
-        _kill_group(proc, supervised)
+        _kill_group(proc, IS_LINUX)
         raise
     finally:
         if logf:

@@ -33,7 +33,6 @@ from .asset_names import MANIFEST_NAME as MANIFEST_NAME
 from .asset_names import source_archive_name as source_archive_name
 from .base import Strict
 
-SCHEMA_VERSION = 1
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 COMMIT = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
 
