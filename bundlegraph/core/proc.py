@@ -9,6 +9,7 @@ caller is interrupted, so no compiler outlives an interrupted build.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -125,25 +126,20 @@ def _kill_group(proc: subprocess.Popen[bytes], supervised: bool) -> None:
     from ._supervise import KILL_AFTER_S
 
     grace = KILL_AFTER_S + STOP_WAIT_S if supervised else STOP_WAIT_S
-    try:
+    with contextlib.suppress(OSError):  # the group is gone (ProcessLookupError) or not ours
         if IS_WINDOWS:
             proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]  # Windows only
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
         else:
             os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            if IS_WINDOWS:
+                subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
+            else:
                 os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def run(
