@@ -50,16 +50,9 @@ def foreign_cuda_imports(pe: Mapping[str, PEInfo], elf: Mapping[str, ELFInfo], m
     """One failure per import of a CUDA library whose major is not ``major`` (the leg's line)."""
     found = [(p, "imports", imp.dll, _PE_CUDA) for p, i in sorted(pe.items()) for imp in i.imports]
     found += [(p, "needs", lib, _ELF_CUDA) for p, i in sorted(elf.items()) for lib in i.needed]
-    out = []
-    for path, verb, lib, rx in found:
-        m = rx.match(lib)
-        if m and int(m.group(1)) != major:
-            out.append(
-                Failure(
-                    path,
-                    "imports",
-                    f"{verb} {lib}, CUDA {m.group(1)}; the leg is CUDA {major} "
-                    f"and installers pair it with the CUDA {major} runtime only",
-                )
-            )
-    return out
+    why = f"the leg is CUDA {major} and installers pair it with the CUDA {major} runtime only"
+    return [
+        Failure(path, "imports", f"{verb} {lib}, CUDA {m.group(1)}; {why}")
+        for path, verb, lib, rx in found
+        if (m := rx.match(lib)) and int(m.group(1)) != major
+    ]

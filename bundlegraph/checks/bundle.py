@@ -21,7 +21,7 @@ from dataclasses import field
 from pathlib import Path, PurePosixPath
 
 from ..core.errors import BundleGraphError, UnsafeArchive
-from ..core.extract import _check_link, _check_name, check_tar_member  # the same rules extraction enforces
+from ..core.extract import check_tar_member, check_zip_member  # the same rules extraction enforces
 from ..core.lightclass import mutable
 from . import BytesLike, Failure
 
@@ -101,20 +101,14 @@ def _zip(root: Path) -> tuple[Bundle, Iterator[tuple[str, BytesLike]]]:
     keep = []
     for info in zf.infolist():
         try:
-            p = _check_name(root, info.filename)
-            mode = (info.external_attr >> 16) & 0xFFFF
-            if stat.S_ISLNK(mode):
-                target = zf.read(info).decode("utf-8", "replace")
-                _check_link(root, p, target)
-                b.names.append(p.as_posix())
-                b.links[p.as_posix()] = target
-                continue
-            if mode and stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise UnsafeArchive(f"{root}: entry {info.filename!r} is a device file or FIFO; refused")
+            p, mode = check_zip_member(root, zf, info)
         except UnsafeArchive as e:
             _unsafe(b, e)
             continue
-        if not info.is_dir():
+        if stat.S_ISLNK(mode):
+            b.names.append(p.as_posix())
+            b.links[p.as_posix()] = zf.read(info).decode("utf-8", "replace")
+        elif not info.is_dir():
             b.names.append(p.as_posix())
             keep.append((p.as_posix(), info))
 

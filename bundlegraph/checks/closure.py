@@ -148,13 +148,8 @@ def pe_closure(
             ]
             if bad:
                 shown = ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
-                out.append(
-                    Failure(
-                        path,
-                        "symbols",
-                        f"imports {len(bad)} name(s) from {_base(prov)} that it does not export: {shown}",
-                    )
-                )
+                why = f"imports {len(bad)} name(s) from {_base(prov)} that it does not export: {shown}"
+                out.append(Failure(path, "symbols", why))
     return out
 
 
@@ -205,23 +200,13 @@ def elf_closure(
     for path, info in sorted(files.items()):
         for tag, entries in (("RPATH", info.rpath), ("RUNPATH", info.runpath)):
             for entry in entries:
-                if not (entry.startswith(("$ORIGIN", "${ORIGIN}"))):
-                    out.append(
-                        Failure(
-                            path,
-                            "elf-paths",
-                            f"{tag} entry {entry!r} is not relative to $ORIGIN (it would point into the build machine)",
-                        )
-                    )
+                if not entry.startswith(("$ORIGIN", "${ORIGIN}")):
+                    why = f"{tag} entry {entry!r} is not relative to $ORIGIN (it would point into the build machine)"
+                    out.append(Failure(path, "elf-paths", why))
         for soname in info.needed:
             if "/" in soname:
-                out.append(
-                    Failure(
-                        path,
-                        "elf-paths",
-                        f"DT_NEEDED holds a path instead of a soname: {soname!r} (the linked library had no SONAME)",
-                    )
-                )
+                why = f"DT_NEEDED holds a path instead of a soname: {soname!r} (the linked library had no SONAME)"
+                out.append(Failure(path, "elf-paths", why))
                 continue
             prov = _search(path, soname, info, idx)
             if prov is not None:
@@ -243,13 +228,8 @@ def elf_closure(
             for v in sorted(info.verneed.get(soname, frozenset()) - pinfo.verdef):
                 sym = info.verneed_symbols.get((soname, v))
                 defined = ", ".join(sorted(pinfo.verdef)) or "no versions"
-                out.append(
-                    Failure(
-                        path,
-                        "symbols",
-                        f"needs version {v} of {soname}{f' (symbol {sym})' if sym else ''}, which {prov} does not define (it defines {defined})",
-                    )
-                )
+                why = f"needs version {v} of {soname}{f' (symbol {sym})' if sym else ''}, which {prov} does not define"
+                out.append(Failure(path, "symbols", f"{why} (it defines {defined})"))
     return out
 
 

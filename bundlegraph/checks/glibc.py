@@ -78,12 +78,7 @@ def check_floors(
             floor = floors.get(fam)
             if floor and parse_version(need.version) > parse_version(floor):
                 sym = f" (symbol {need.symbol})" if need.symbol else ""
-                out.append(
-                    Failure(
-                        path,
-                        "glibc",
-                        f"needs {fam}_{need.version} from {need.library}{sym}, above the leg's floor {fam}_{floor}",
-                    )
-                )
+                why = f"needs {fam}_{need.version} from {need.library}{sym}, above the leg's floor {fam}_{floor}"
+                out.append(Failure(path, "glibc", why))
     finding = {fam: {"version": v, "file": p, "symbol": n.symbol} for fam, (v, p, n) in sorted(top.items())}
     return out, finding

@@ -22,6 +22,7 @@ Exit status: PROGRAM's (128+N for a signal).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -71,10 +72,8 @@ def descendants(root: int) -> list[int]:
 
 
 def _signal(pid: int, sig: int, group: bool = False) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         (os.killpg if group else os.kill)(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _signal_tree(leader: int, sig: int) -> None:

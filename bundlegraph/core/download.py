@@ -280,20 +280,14 @@ def download_many(
         rep.close()
 
 
-def fetch_small(
-    url: str,
-    *,
-    allow_insecure: bool = False,
-    settings: Settings | None = None,
-    max_bytes: int = 64 << 20,
-    headers: dict[str, str] | None = None,
-) -> bytes:
-    """GET a small unpinned document (a redist manifest, a release listing) with the same
-    timeouts and retries; ``headers`` are sent as given. Raises :class:`DownloadError`."""
+def fetch_small(url: str, *, allow_insecure: bool = False, headers: dict[str, str] | None = None) -> bytes:
+    """GET a small unpinned document (a redist manifest, a release listing; at most 64 MiB) with
+    the same timeouts and retries; ``headers`` are sent as given. Raises :class:`DownloadError`."""
     import httpx
 
     check_url(url, allow_insecure=allow_insecure)
-    s = settings or Settings.from_env()
+    s = Settings.from_env()
+    max_bytes = 64 << 20
 
     def once() -> bytes:
         try:

@@ -76,6 +76,18 @@ def check_tar_member(archive: Path, m: tarfile.TarInfo) -> PurePosixPath:
     return p
 
 
+def check_zip_member(archive: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[PurePosixPath, int]:
+    """:func:`check_tar_member` for a zip entry: its safe relative path and the Unix mode it
+    records (0: none; a symlink's target is its content)."""
+    p = _check_name(archive, info.filename)
+    mode = (info.external_attr >> 16) & 0xFFFF
+    if stat.S_ISLNK(mode):
+        _check_link(archive, p, zf.read(info).decode("utf-8", "replace"))
+    elif mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and stat.S_IFMT(mode):
+        raise UnsafeArchive(f"{archive}: entry {info.filename!r} is a device file or FIFO; refused")
+    return p, mode
+
+
 def _extract_tar(archive: Path, tf: tarfile.TarFile, dest: Path, strip: int) -> list[str]:
     # every member is checked before anything is written
     plan = [(m, rel) for m in tf.getmembers() if (rel := _strip(check_tar_member(archive, m), strip)) is not None]
@@ -111,14 +123,8 @@ def _extract_zip(archive: Path, dest: Path, strip: int) -> list[str]:
     with zipfile.ZipFile(archive) as zf:
         plan = []
         for info in zf.infolist():
-            p = _check_name(archive, info.filename)
-            mode = (info.external_attr >> 16) & 0xFFFF
-            if stat.S_ISLNK(mode):
-                _check_link(archive, p, zf.read(info).decode("utf-8", "replace"))
-            elif mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and stat.S_IFMT(mode):
-                raise UnsafeArchive(f"{archive}: entry {info.filename!r} is a device file or FIFO; refused")
-            rel = _strip(p, strip)
-            if rel is not None:
+            p, mode = check_zip_member(archive, zf, info)
+            if (rel := _strip(p, strip)) is not None:
                 plan.append((info, rel, mode))
         for info, rel, mode in plan:
             target = dest / rel

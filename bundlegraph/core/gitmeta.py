@@ -71,9 +71,7 @@ def read_commit(tree: str | Path) -> CommitInfo | None:
         if not header.startswith(b"commit "):
             return None
         m = re.search(rb"^committer .* (\d+) ([+-]\d{4})$", body, re.M)
-        if not m:
-            return None
-        return CommitInfo(commit, _dt.datetime.fromtimestamp(int(m.group(1)), _dt.UTC))
+        return CommitInfo(commit, _dt.datetime.fromtimestamp(int(m.group(1)), _dt.UTC)) if m else None
     if proc.which("git") is None:
         return None
     out = proc.run(
@@ -83,6 +81,4 @@ def read_commit(tree: str | Path) -> CommitInfo | None:
         check=False,
     ).output.strip()
     mt = re.fullmatch(r"([0-9a-f]{40}) (\d+)", out)
-    if not mt:
-        return None
-    return CommitInfo(mt.group(1), _dt.datetime.fromtimestamp(int(mt.group(2)), _dt.UTC))
+    return CommitInfo(mt.group(1), _dt.datetime.fromtimestamp(int(mt.group(2)), _dt.UTC)) if mt else None

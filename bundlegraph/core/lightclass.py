@@ -138,12 +138,9 @@ def _make(cls: T, *, is_frozen: bool, order: bool = False) -> T:
     setattr(made, _CMP, tuple(f.name for f in fs if f.compare))
     setattr(made, _HASH, tuple(f.name for f in fs if (f.compare if f.hash is None else f.hash)))
     setattr(made, _REPR, tuple(f.name for f in fs if f.repr))
-    if "__init__" not in own:
-        made.__init__ = _init
-    if "__repr__" not in own:
-        made.__repr__ = _repr
-    if "__eq__" not in own:
-        made.__eq__ = _eq
+    for method, fn in (("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)):
+        if method not in own:
+            setattr(made, method, fn)
     if not explicit_hash:
         made.__hash__ = _hash if is_frozen else None
     if order:

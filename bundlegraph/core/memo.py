@@ -14,44 +14,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-_TABLES: dict[str, dict[Any, Any]] = {}
 _CLEARS: dict[str, Callable[[], None]] = {}
+"""How to empty each registered table, by name (a table made here: its ``dict.clear``)."""
 
 
 def table(name: str) -> dict[Any, Any]:
     """A new, empty memo table registered as ``name`` (``<module>.<what>``). Raises ValueError when
     the name is taken (two tables under one name would clear each other's)."""
-    if name in _TABLES or name in _CLEARS:
-        raise ValueError(f"memo table {name!r} is registered already")
     t: dict[Any, Any] = {}
-    _TABLES[name] = t
+    register(name, t.clear)
     return t
 
 
 def register(name: str, clear_fn: Callable[[], None]) -> None:
-    """Register a memo kept elsewhere (an ``functools.lru_cache``'s ``cache_clear``) under ``name``."""
-    if name in _TABLES or name in _CLEARS:
+    """Register a memo kept elsewhere (an ``functools.lru_cache``'s ``cache_clear``) under ``name``;
+    ValueError when the name is taken."""
+    if name in _CLEARS:
         raise ValueError(f"memo table {name!r} is registered already")
     _CLEARS[name] = clear_fn
 
 
 def clear(name: str | None = None) -> None:
     """Empty the table ``name``, or every table. Raises KeyError for an unknown name."""
-    if name is not None:
-        if name in _TABLES:
-            _TABLES[name].clear()
-        else:
-            _CLEARS[name]()
-        return
-    for t in _TABLES.values():
-        t.clear()
-    for fn in _CLEARS.values():
+    for fn in _CLEARS.values() if name is None else [_CLEARS[name]]:
         fn()
 
 
 def names() -> list[str]:
     """Every registered table's name, sorted."""
-    return sorted([*_TABLES, *_CLEARS])
+    return sorted(_CLEARS)
 
 
 __all__ = ["clear", "names", "register", "table"]

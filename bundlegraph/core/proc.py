@@ -9,6 +9,7 @@ caller is interrupted, so no compiler outlives an interrupted build.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -125,25 +126,20 @@ def _kill_group(proc: subprocess.Popen[bytes], supervised: bool) -> None:
     from ._supervise import KILL_AFTER_S
 
     grace = KILL_AFTER_S + STOP_WAIT_S if supervised else STOP_WAIT_S
-    try:
+    with contextlib.suppress(OSError):  # the group is gone (ProcessLookupError) or not ours
         if IS_WINDOWS:
             proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]  # Windows only
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
         else:
             os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            if IS_WINDOWS:
+                subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
+            else:
                 os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def run(
@@ -158,7 +154,6 @@ def run(
     check: bool = True,
     what: str = "",
     secrets: Sequence[str] = (),
-    supervise: bool = True,
 ) -> Completed:
     """Run ``argv`` (a list, never a shell string) and wait for it.
 
@@ -173,9 +168,9 @@ def run(
 
     On KeyboardInterrupt/SystemExit the child is ended before re-raising, and this function
     returns only when it is gone (bounded: SIGKILL after a grace period). On Linux the child
-    runs under :mod:`bundlegraph.core._supervise` (``supervise=True``), which ends and waits for
-    every descendant, also those in process groups of their own (ninja's jobs), and also when
-    this process is killed outright (SIGKILL).
+    runs under :mod:`bundlegraph.core._supervise`, which ends and waits for every descendant,
+    also those in process groups of their own (ninja's jobs), and also when this process is
+    killed outright (SIGKILL).
     """
     args = [os.fspath(a) for a in argv]
     resolved = which(args[0], env)
@@ -202,8 +197,7 @@ def run(
     import subprocess
 
     # on Linux a supervisor owns the child's process group and ends it if we die (even SIGKILL)
-    supervised = IS_LINUX and supervise
-    spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if supervised else args
+    spawn = [sys.executable, "-m", "bundlegraph.core._supervise", "--", *args] if IS_LINUX else args
     tail: deque[str] = deque(maxlen=20)  # the last lines, for the error message
     captured: list[str] = []
     proc = subprocess.Popen(
@@ -217,7 +211,7 @@ def run(
         encoding="utf-8",
         errors="replace",
         bufsize=1,
-        **_own_group(pdeathsig=supervised),
+        **_own_group(pdeathsig=IS_LINUX),
     )
 
     def pump() -> None:
@@ -237,7 +231,7 @@ def run(
         rc = proc.wait()
         reader.join()
     except BaseException:
-        _kill_group(proc, supervised)
+        _kill_group(proc, IS_LINUX)
         raise
     finally:
         if logf:

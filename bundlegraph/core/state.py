@@ -83,11 +83,6 @@ def _rel(path: Path) -> str:
         return p.as_posix()
 
 
-def _abs(key: str) -> Path:
-    p = Path(key)
-    return p if p.is_absolute() else paths.workdir() / p
-
-
 @frozen
 class Present:
     """An output whose presence, not content, belongs to a stamp: something a task creates
@@ -204,7 +199,7 @@ def _outputs_changed(stamp: Stamp) -> list[str]:
             continue
         if st.st_size != fp["size"] or sha256_file(p) != fp["sha256"]:
             out.append(f"output {rel} was changed outside bundlegraph (fingerprint differs)")
-    out += [f"output {rel} is missing" for rel in stamp.present if not _abs(rel).exists()]
+    out += [f"output {rel} is missing" for rel in stamp.present if not os.path.exists(os.path.join(work, rel))]
     return out
 
 

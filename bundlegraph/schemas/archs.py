@@ -181,11 +181,6 @@ def fatbin_sm(arch: Arch) -> int:
     return arch.sm
 
 
-def sm_major(sm: int) -> int:
-    """The compute capability major of an SM number (86 -> 8, 121 -> 12)."""
-    return sm // 10
-
-
 def known_sms(cuda: Version | None = None) -> list[int]:
     """SM numbers of NVIDIA's arch table (:data:`ARCH_RANGE`), those toolkit ``cuda`` supports
     when given."""
@@ -205,7 +200,7 @@ def sass_runs_on(sm: int, feature: str, among: list[int]) -> list[int]:
     counted: a bundle claims what its machine code runs."""
     if feature == "a":
         return [sm] if sm in among else []
-    return [h for h in among if sm_major(h) == sm_major(sm) and h >= sm]
+    return [h for h in among if h // 10 == sm // 10 and h >= sm]  # the same major (86 -> 8, 121 -> 12)
 
 
 def supported_sms_of(sass_archs: list[str], cuda: Version | None) -> list[int]:

@@ -24,6 +24,7 @@ beside it (whoever can write it can already replace the nvcc a build runs).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -106,9 +107,6 @@ def _read(entry: Path, key: str) -> Matrix | None:
     is unchanged; else None (any fault: the entry is ignored)."""
     try:
         raw = entry.read_bytes()
-    except OSError:
-        return None
-    try:
         if not raw.startswith(MAGIC):
             return None
         digest, _, payload = raw[len(MAGIC) :].partition(b"\n")
@@ -133,19 +131,14 @@ def _write(entry: Path, key: str, read: list[Path], matrix: Matrix) -> None:
         return
     payload = pickle.dumps({"key": key, "read": read_digests, "matrix": matrix}, protocol=pickle.HIGHEST_PROTOCOL)
     data = MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(entry, data)
+    with contextlib.suppress(OSError):
+        atomic_write_bytes(entry, data)  # (makes the cache directory)
         _prune(entry.parent)
-    except OSError:
-        return
 
 
 def _prune(d: Path) -> None:
     """Keep the :data:`KEEP` most recently written entries of ``d``."""
     entries = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
     for p in entries[KEEP:]:
-        try:
+        with contextlib.suppress(OSError):
             p.unlink()
-        except OSError:
-            pass

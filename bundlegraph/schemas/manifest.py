@@ -26,16 +26,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from .asset_names import INDEX_NAME as INDEX_NAME  # the names live in asset_names (no pydantic)
 from .asset_names import MANIFEST_NAME as MANIFEST_NAME
 from .asset_names import source_archive_name as source_archive_name
-from .base import Strict
 
-SCHEMA_VERSION = 1
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 COMMIT = Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+
+
+class Strict(BaseModel):
+    """Base of these formats: ``extra="forbid"`` (a misspelled key is an error), frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RuntimeFileInfo(Strict):

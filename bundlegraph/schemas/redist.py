@@ -119,20 +119,13 @@ def parse_manifest(data: dict[str, Any], source: str = "<manifest>") -> RedistMa
     ``<source>: <component>.<platform>.<field>: <message>``."""
     if not isinstance(data, dict):
         raise ToolkitError(f"{source}: a redist manifest is a JSON object, got {type(data).__name__}")
-    top: dict[str, Any] = {}
-    comps: dict[str, Any] = {}
-    for k, v in data.items():
-        if isinstance(v, dict) and "version" in v:
-            comps[k] = _split_component(k, v)
-        else:
-            top[k] = v
+    comps = {k: _split_component(k, v) for k, v in data.items() if isinstance(v, dict) and "version" in v}
+    top = {k: v for k, v in data.items() if k not in comps}
     try:
         return RedistManifest.model_validate({**top, "components": comps})
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            loc = [str(p) for p in err["loc"] if p not in ("components", "platforms", "variants")]
-            lines.append(f"{source}: {'.'.join(loc)}: {err['msg']}")
+        skip = ("components", "platforms", "variants")
+        lines = [f"{source}: {'.'.join(str(p) for p in x['loc'] if p not in skip)}: {x['msg']}" for x in e.errors()]
         raise ToolkitError("redist manifest refused:\n  " + "\n  ".join(lines)) from None
 
 

@@ -345,24 +345,21 @@ def cross_field_problems(
             out += cuda_problems(f, s.os, s.arch, s.cuda)
         out += installer_problems(s, f, legs, release)
         out += cmake_problems(s, str(f))
-        key = (s.install_kind, s.profile.name)
-        if key in seen_kind:
+        first = seen_kind.setdefault((s.install_kind, s.profile.name), lid)
+        if first != lid:
             out.append(
                 f"{f}: install_kind: ('{s.install_kind}', profile '{s.profile.name}') is also used by "
-                f"{files[seen_kind[key]]}; each pair must be unique"
+                f"{files[first]}; each pair must be unique"
             )
-        else:
-            seen_kind[key] = lid
         if release is not None:
             name = s.bundle_name(release.tag, release.bundle_prefix)
-            if name in seen_bundle:
+            first = seen_bundle.setdefault(name, lid)
+            if first != lid:
                 out.append(
-                    f"{f}: produces the bundle {name}, as {files[seen_bundle[name]]} does: two legs would "
+                    f"{f}: produces the bundle {name}, as {files[first]} does: two legs would "
                     f"write one file (and one would satisfy the publish gate for both); give one of them "
                     f"another os, arch or profile.name"
                 )
-            else:
-                seen_bundle[name] = lid
         if s.cuda is not None:
             major = s.cuda.version.major
             tk = s.cuda.toolkit
