@@ -29,12 +29,12 @@ SYSTEMS = ("linux", "windows")
 """Known ``system`` values (spec terms: a leg's ``os``)."""
 CPUS = ("x64", "arm64")
 """Known ``cpu`` values (spec terms: a leg's ``arch``)."""
-KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "gcc": (("c", "cxx"), ("redist_host", "cmake_system_processor", "packages"), ()),
-    "msvc": (("c", "cxx"), ("redist_host", "vcvars_arch"), ()),
-    "clang-windows": (("c", "cxx"), ("redist_host", "vcvars_arch", "target", "arch_flags", "warn_flags"), ()),
+KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "gcc": (("c", "cxx"), ("redist_host", "cmake_system_processor", "packages")),
+    "msvc": (("c", "cxx"), ("redist_host", "vcvars_arch")),
+    "clang-windows": (("c", "cxx"), ("redist_host", "vcvars_arch", "target", "arch_flags", "warn_flags")),
 }
-"""Each kind: (binaries it needs, properties it needs, properties it may have)."""
+"""Each kind: (binaries it needs, properties it needs); it may have no others."""
 VCVARS_ARCHES = ("amd64", "amd64_arm64")
 """``vcvarsall.bat`` arguments bundlegraph knows (an x64 build machine)."""
 _TOP = {"kind", "summary", "cuda", "build_machine", "host_machine", "binaries", "properties"}
@@ -125,7 +125,7 @@ def load_machine(f: Path) -> ToolchainInfo:
     bins = data.get("binaries", {})
     props = data.get("properties", {})
     if kind in KINDS and isinstance(bins, dict) and isinstance(props, dict):
-        need_bins, need_props, may_props = KINDS[kind]
+        need_bins, need_props = KINDS[kind]
         for k in need_bins:
             if not isinstance(bins.get(k), str) or not bins[k]:
                 problems.append(f"{f}: binaries.{k}: required for kind '{kind}' (a program name or path)")
@@ -134,10 +134,8 @@ def load_machine(f: Path) -> ToolchainInfo:
         for k in need_props:
             if not isinstance(props.get(k), str) or not props[k]:
                 problems.append(f"{f}: properties.{k}: required for kind '{kind}'")
-        for k in sorted(set(props) - set(need_props) - set(may_props)):
-            problems.append(
-                f"{f}: properties.{k}: unknown for kind '{kind}'; known: {', '.join(need_props + may_props)}"
-            )
+        for k in sorted(set(props) - set(need_props)):
+            problems.append(f"{f}: properties.{k}: unknown for kind '{kind}'; known: {', '.join(need_props)}")
         if "redist_host" in props:
             _one_of(problems, f, "properties.redist_host", props["redist_host"], list(TARGET_DIRS))
         if "vcvars_arch" in props:

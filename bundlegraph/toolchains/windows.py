@@ -35,22 +35,27 @@ _ENV_GUARD = (
 )
 
 
-class Msvc(Toolchain):
-    """MSVC ``cl.exe`` from ``$VCToolsInstallDir/bin/Hostx64/<target arch>``; CUDA optional."""
+class _VisualStudio(Toolchain):
+    """A toolchain run in the MSVC developer environment of its ``vcvars_arch`` property."""
+
+    system_name = "Windows"
 
     def __init__(self, info: ToolchainInfo):
         self.info = info
         self.vcvars_arch = info.prop("vcvars_arch")
-        self.system_name = "Windows"
-        self.system_processor = self.info.target_arch
+        self.system_processor = info.target_arch
+
+    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        return msvc.developer_env(self.vcvars_arch, base)
+
+
+class Msvc(_VisualStudio):
+    """MSVC ``cl.exe`` from ``$VCToolsInstallDir/bin/Hostx64/<target arch>``; CUDA optional."""
 
     @property
     def cl_rel(self) -> str:
         """``cl.exe`` below ``$VCToolsInstallDir`` (the machine file's ``binaries.c``)."""
         return self.info.binary("c")
-
-    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        return msvc.developer_env(self.vcvars_arch, base)
 
     def prefix_map_flags(self, maps: PrefixMaps) -> list[str]:
         """cl.exe's ``/d1trimfile:OLD`` per root (:mod:`.prefix_maps` says why this flag)."""
@@ -94,22 +99,13 @@ class Msvc(Toolchain):
         return "\n".join(lines) + "\n"
 
 
-class ClangWindows(Toolchain):
+class ClangWindows(_VisualStudio):
     """clang targeting ``arm64-pc-windows-msvc`` with ``-march=armv8.7-a``, linking against the
     ARM64 libraries of an ``amd64_arm64`` MSVC environment (``LIB``)."""
 
     def __init__(self, info: ToolchainInfo):
-        self.info = info
-        self.vcvars_arch = info.prop("vcvars_arch")
-        self.system_name = "Windows"
-        self.system_processor = info.target_arch
-        self.TARGET = info.prop("target")
-        self.ARCH_FLAGS = info.prop("arch_flags")
-        self.WARN_FLAGS = info.prop("warn_flags")
+        super().__init__(info)
         self.c_rel, self.cxx_rel = info.binary("c"), info.binary("cxx")
-
-    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        return msvc.developer_env(self.vcvars_arch, base)
 
     def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
@@ -138,7 +134,7 @@ class ClangWindows(Toolchain):
             lines.append(_ENV_GUARD.format(var="VCINSTALLDIR", arch=self.vcvars_arch, cmvar="VC_ROOT"))
             cc, cxx = f'"${{VC_ROOT}}/{self.c_rel}"', f'"${{VC_ROOT}}/{self.cxx_rel}"'
         lines += [
-            f"set( target {self.TARGET} )",
+            f"set( target {self.info.prop('target')} )",
             "",
             f'set( CMAKE_C_COMPILER    {cc} CACHE FILEPATH "" )',
             f'set( CMAKE_CXX_COMPILER  {cxx} CACHE FILEPATH "" )',
@@ -147,8 +143,8 @@ class ClangWindows(Toolchain):
             "set( CMAKE_CXX_COMPILER_TARGET ${target} )",
             "set( CMAKE_ASM_COMPILER_TARGET ${target} )",
             "",
-            f'set( arch_c_flags "{self.ARCH_FLAGS}" )',
-            f'set( warn_c_flags "{self.WARN_FLAGS}" )',
+            f'set( arch_c_flags "{self.info.prop("arch_flags")}" )',
+            f'set( warn_c_flags "{self.info.prop("warn_flags")}" )',
             *self._flags_init(maps, "${arch_c_flags} ${warn_c_flags}"),
         ]
         return "\n".join(lines) + "\n"

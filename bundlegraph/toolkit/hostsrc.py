@@ -55,12 +55,6 @@ def read_version(root: Path) -> str:
     return f"{n // 1000}.{(n % 1000) // 10}"
 
 
-def version_source(root: Path) -> Path:
-    """The file :func:`read_version` reads for ``root`` (``version.json`` or ``include/cuda.h``)."""
-    vj = root / "version.json"
-    return vj if vj.is_file() else root / "include" / "cuda.h"
-
-
 def used_files(cs: ComponentSet) -> list[str]:
     """Prefix-relative files the build uses (required files + nvcc.profile), sorted."""
     return sorted({r.path for r in validate.required(cs)} | {"bin/nvcc.profile"})
@@ -88,9 +82,8 @@ def describe(cs: ComponentSet, ref: CudaToolkit) -> Path:
         )
     version = read_version(root)
     if CudaVersion(version).parts != cs.cuda_version.parts:
-        raise ToolkitError(
-            f"{version_source(root)}: CUDA {version}, but {cs.spec_file} asks for cuda.version {cs.cuda_version}"
-        )
+        read = root / "version.json" if (root / "version.json").is_file() else root / "include" / "cuda.h"
+        raise ToolkitError(f"{read}: CUDA {version}, but {cs.spec_file} asks for cuda.version {cs.cuda_version}")
     validate.check(root, cs, what=f"{cs.name} (host toolkit {root})")
     files = {rel: sha256_file(root / rel) for rel in used_files(cs) if (root / rel).is_file()}
     import hashlib

@@ -60,8 +60,7 @@ def refuse_windows_wheels(cs: ComponentSet) -> None:
         )
 
 
-def _wheel_artifacts(cs: ComponentSet, bundles: Path) -> list[tuple[Artifact, WheelRow]]:
-    lock_path = (bundles / cs.pins["lock"]).resolve()
+def _wheel_artifacts(cs: ComponentSet, lock_path: Path) -> list[tuple[Artifact, WheelRow]]:
     lock = load_lock(lock_path)
     out = []
     for role, plat, comps in (("host", cs.host_platform, cs.host), ("target", cs.target_platform, cs.target)):
@@ -110,7 +109,7 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         else:
             lock_path = (bundles / cs.pins["lock"]).resolve()
             extra["lock"] = {"path": cs.pins["lock"], "sha256": sha256_file(lock_path)}
-            pairs = [(a, fetch_wheel(row)) for a, row in _wheel_artifacts(cs, bundles)]
+            pairs = [(a, fetch_wheel(row)) for a, row in _wheel_artifacts(cs, lock_path)]
         fetched = time.monotonic() - t0
         if prefix.exists():
             rmtree(prefix)  # a stale or changed entry: rebuilt whole

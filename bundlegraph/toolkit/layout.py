@@ -24,6 +24,7 @@ Links are symlinks on POSIX hosts, copies on Windows hosts (no symlinks there).
 
 from __future__ import annotations
 
+import filecmp
 import os
 import re
 import shutil
@@ -79,15 +80,7 @@ def _files(root: Path) -> Iterator[Path]:
 def _same(a: Path, b: Path) -> bool:
     if a.is_symlink() or b.is_symlink():
         return a.is_symlink() and b.is_symlink() and os.readlink(a) == os.readlink(b)
-    if a.stat().st_size != b.stat().st_size:
-        return False
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(1 << 20), fb.read(1 << 20)
-            if x != y:
-                return False
-            if not x:
-                return True
+    return filecmp.cmp(a, b, shallow=False)
 
 
 def place(root: Path, prefix: Path, *, component: str, role: str, platform: str, owners: dict[str, str]) -> list[str]:

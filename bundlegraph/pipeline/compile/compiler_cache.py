@@ -232,9 +232,10 @@ def local_dir(launcher: dict[str, Any] | None, env: dict[str, str]) -> Path | No
     return Path(d[0]).expanduser().resolve() if d else None
 
 
-def _entries(cache_dir: Path) -> dict[str, tuple[int, int]]:
+def snapshot(cache_dir: Path | None) -> dict[str, tuple[int, int]]:
+    """The cache entries of ``cache_dir`` now (relative path -> size, mtime), to diff later."""
     out: dict[str, tuple[int, int]] = {}
-    if not cache_dir.is_dir():
+    if cache_dir is None or not cache_dir.is_dir():
         return out
     for p in cache_dir.rglob("*"):
         rel = p.relative_to(cache_dir)
@@ -249,11 +250,6 @@ def _entries(cache_dir: Path) -> dict[str, tuple[int, int]]:
         st = p.stat()
         out[rel.as_posix()] = (st.st_size, st.st_mtime_ns)
     return out
-
-
-def snapshot(cache_dir: Path | None) -> dict[str, tuple[int, int]]:
-    """The cache entries of ``cache_dir`` now (relative path -> size, mtime), to diff later."""
-    return _entries(cache_dir) if cache_dir else {}
 
 
 def _copy(source: Path, dest: Path, rels: list[str]) -> int:
@@ -273,14 +269,14 @@ def _copy(source: Path, dest: Path, rels: list[str]) -> int:
 def copy_added(cache_dir: Path, before: dict[str, tuple[int, int]], dest: Path) -> int:
     """Copy the entries of ``cache_dir`` that are new or changed since ``before`` into ``dest``
     (same relative paths: a ccache directory of only what this build added). Returns the count."""
-    return _copy(cache_dir, dest, [rel for rel, sig in sorted(_entries(cache_dir).items()) if before.get(rel) != sig])
+    return _copy(cache_dir, dest, [rel for rel, sig in sorted(snapshot(cache_dir).items()) if before.get(rel) != sig])
 
 
 def merge_into(source: Path, cache_dir: Path) -> int:
     """Copy every cache entry of the ccache directory ``source`` into ``cache_dir`` (entries
     already there are kept: an entry's name is its content's hash). Returns the count copied."""
-    have = _entries(cache_dir)
-    return _copy(source, cache_dir, [rel for rel in sorted(_entries(source)) if rel not in have])
+    have = snapshot(cache_dir)
+    return _copy(source, cache_dir, [rel for rel in sorted(snapshot(source)) if rel not in have])
 
 
 __all__ = [

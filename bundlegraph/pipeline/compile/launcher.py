@@ -121,7 +121,8 @@ def find(name: str, env: dict[str, str]) -> str | None:
     return proc.which(name, env) or proc.which(str(Path(sys.executable).parent / name))
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the system picks it)."""
     import socket
 
     with socket.socket() as s:
@@ -147,7 +148,7 @@ class _Counter:
         else:
             env |= {
                 "SCCACHE_DIR": str(scratch / "cache"),
-                "SCCACHE_SERVER_PORT": str(_free_port()),
+                "SCCACHE_SERVER_PORT": str(free_port()),
                 "SCCACHE_IDLE_TIMEOUT": "60",
             }
         self.env = env
@@ -308,4 +309,4 @@ def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str])
     return Launcher(None, why="; ".join(reasons))
 
 
-__all__ = ["PROBE_REVISION", "Launcher", "ProbeTools", "cached_probe", "compiler_launcher", "find"]
+__all__ = ["PROBE_REVISION", "Launcher", "ProbeTools", "cached_probe", "compiler_launcher", "find", "free_port"]

@@ -78,11 +78,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from ...toolchains.base import this_host
-from ..base import Context, Prepared, TaskPlan, upstream_digest
+from ..base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from ..configure import plan_configure
 from .gpu import run_tools
 from .judges import judge_devices, judge_op
@@ -95,29 +94,28 @@ OPT_IN = True
 """Never part of a bare ``doit`` on its own (the graph adds the smoke of legs this host can start)."""
 
 
-def smoke_inputs(ctx: Context, leg: str, plan: SmokePlan | None = None) -> dict[str, Any]:
-    """The action-key inputs of ``smoke:<leg>``: the bundle and source digests, this host and
-    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`), each check's command
-    (placeholders, no host paths); for a CUDA
-    leg also the test-backend-ops digest, the GPUs (probe key), the ops and the tools' cache."""
+def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
+    """What ``smoke:<leg>``'s action key consumed: the bundle and source digests, this host and
+    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`); for a CUDA leg also
+    the test-backend-ops digest, the ops and the tools' cache. The plan's key adds each check's
+    command (placeholders, no host paths) and, for a CUDA leg, the GPUs (probe key)."""
     from ...emulation import launcher_for
 
     spec = ctx.spec(leg)
     how = launcher_for(spec.os, spec.arch)
-    plan = plan or plan_smoke(ctx, leg)
     consumed: dict[str, Any] = {
         "bundle": upstream_digest(f"package:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
         "host": list(this_host()),
         "how": how if isinstance(how, str) else how.describe(),
     }
-    if plan.gpus is not None:  # a CUDA leg: the probe its plan took
+    if spec.cuda is not None:  # the plan took a GPU probe
         consumed |= {
             "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
             "ops": list(OPS),
             "tools": TOOLS_CACHE,
         }
-    return replace(plan, consumed=consumed).key()
+    return consumed
 
 
 def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
@@ -138,21 +136,11 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
 
 
 def _prepare_smoke(ctx: Context, leg: str) -> Prepared[SmokePlan]:
-    plan = plan_smoke(ctx, leg)
-    consumed = {k: v for k, v in smoke_inputs(ctx, leg, plan).items() if k not in ("checks", "gpus")}
-    return Prepared.of(replace(plan, consumed=consumed))
+    return Prepared.of(replace(plan_smoke(ctx, leg), consumed=smoke_inputs(ctx, leg)))
 
 
 def _prepare_tools(ctx: Context, leg: str) -> Prepared[SmokeToolsPlan]:
     return Prepared.of(replace(plan_tools(ctx, leg), consumed=tools_inputs(ctx, leg)))
-
-
-def _apply_smoke(p: Prepared[SmokePlan]) -> list[Path]:
-    return run_smoke(p.plan)
-
-
-def _apply_tools(p: Prepared[SmokeToolsPlan]) -> list[Path]:
-    return run_tools(p.plan)
 
 
 def runs_here(ctx: Context, leg: str) -> bool:
@@ -193,7 +181,7 @@ def plans(ctx: Context) -> list[Any]:
                     leg=leg,
                     deps=[f"source:{leg}"],
                     prepare=partial(_prepare_tools, ctx, leg),
-                    apply=_apply_tools,
+                    apply=partial(run_plan, run_tools),
                     doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
                 )
             )
@@ -204,7 +192,7 @@ def plans(ctx: Context) -> list[Any]:
                 leg=leg,
                 deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
                 prepare=partial(_prepare_smoke, ctx, leg),
-                apply=_apply_smoke,
+                apply=partial(run_plan, run_smoke),
                 preview=partial(plan_smoke, ctx, leg),
                 doc=_smoke_doc(ctx, leg, cuda),
             )

@@ -104,11 +104,9 @@ def _generate(i: int) -> Callable[[SmokeRun], Outcome]:
 
 def serving(run: SmokeRun) -> Outcome:
     """``llama-server`` on a free loopback port: the text of llama-simple's generation again."""
-    import socket
+    from ..compile.launcher import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        run.port = int(s.getsockname()[1])
+    run.port = free_port()
     a = run.fill(run.plan.check("serve").argv)
     full = run.launcher.argv(a[0], a[1:], run.env)
     p, facts = serve(

@@ -195,19 +195,17 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     tree = Path(rec.tree) if rec is not None else plan_source(ctx.release, ctx.matrix.root).tree
     py = proc.python_exe()
     bundle = paths.dist_dir() / spec.bundle_name(ctx.release.tag, ctx.release.bundle_prefix)
-    tbo = f"{{bundle}}/test-backend-ops{exe}"
+    cli, simple, tbo = (f"{{bundle}}/{name}{exe}" for name in ("llama-cli", "llama-simple", "test-backend-ops"))
     checks = [
-        Check("version", [f"{{bundle}}/llama-cli{exe}", "--version"]),
+        Check("version", [cli, "--version"]),
         # ggml logs each backend it loads (or why not) when a program starts loading them:
         # llama-simple does, with a model; llama-cli --list-devices of a real llama.cpp
         # prints no log, so it is the check only where no model can be made (the stand-in)
-        Check("backends", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", "1", "-ngl", "0", "Hello"]),
-        Check("list-devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
+        Check("backends", [simple, "-m", "{model}", "-n", "1", "-ngl", "0", "Hello"]),
+        Check("list-devices", [cli, "--list-devices"]),
         # the host checks compute on the CPU (-ngl 0; llama-simple offloads 99 layers by
         # default): the same text on every host, and no GPU log lines inside it
-        Check(
-            "generate", [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "0", "Hello"]
-        ),
+        Check("generate", [simple, "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "0", "Hello"]),
         Check(
             "serve",
             [
@@ -227,18 +225,15 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
             ],
         ),
     ]
+    rdir: Path | None = None
+    gpus: GpuProbe | None = None
     if spec.cuda is not None:
         checks += [
-            Check("devices", [f"{{bundle}}/llama-cli{exe}", "--list-devices"]),
-            Check(
-                "generate-gpu",
-                [f"{{bundle}}/llama-simple{exe}", "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "99", "Hello"],
-            ),
+            Check("devices", [cli, "--list-devices"]),
+            Check("generate-gpu", [simple, "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "99", "Hello"]),
         ]
         checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
-    rdir: Path | None = None
-    gpus = probe() if spec.cuda is not None else None
-    if spec.cuda is not None:
+        gpus = probe()
         try:
             rdir = toolkit_for_leg(ctx, leg).bin_dir
         except BundleGraphError:
