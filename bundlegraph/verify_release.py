@@ -123,11 +123,12 @@ def verify(
     repo: str | None = None,
     specs: Any = None,
     attestations: bool = False,
-    info_name: str = "BUNDLE_INFO.json",
+    info_name: str | None = None,
     gh: Any = None,
 ) -> list[Check]:
     """Run the checks of the module docstring on ``src``. ``specs``: the release's validated
-    matrix when at hand (waived smokes, the info file's name); ``gh``: a
+    matrix when at hand (waived smokes, the info file's name); ``info_name``: the bundles' info
+    file (default: ``specs``' ``info_file``, else ``BUNDLE_INFO.json``); ``gh``: a
     :class:`~bundlegraph.github_release.GitHub` client for the upstream digests (None: that
     check is not run). Raises nothing for what it finds
     (it is in the checks); :class:`BundleGraphError` only when the release cannot be read."""
@@ -160,7 +161,8 @@ def verify(
     for n in names:
         if n not in arts and n not in SIDE_FILES:
             assets_c.fail(f"{n}: in the release but not in {INDEX_NAME}")
-    _agreement(src, index, arts, agree_c, info_name)
+    info = info_name or (specs.release.info_file if specs is not None else "BUNDLE_INFO.json")
+    _agreement(src, index, arts, agree_c, info)
     _provenance(src, index_bytes, prov_c)
     _smoke(src, specs, smoke_c)
     _upstream(index, arts, gh, up_c)

@@ -3,10 +3,14 @@ filters that select no leg (exit 2); graph state that is unreadable is said and 
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import graphrun
 from conftest import require_input, require_tools
+
+from bundlegraph.core import paths
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,17 +70,30 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     require_input("cuda-13.5-sbsa-cross")
     graphrun.standin_tree(tmp_path)
     work = tmp_path / "work"
-    plan = json.loads(graphrun.cli(["plan", "--json"], bundles=tmp_path / "bundles", workdir=work).stdout)
+    # a cache of its own (the shared one's downloads hard-linked in): this test deletes a toolkit
+    # file, which must not pull the toolkit from under another run that shares the user's cache
+    own = {"BUNDLEGRAPH_CACHE": str(tmp_path / "cache")}
+    shutil.copytree(paths.cache_root() / "blobs", tmp_path / "cache" / "blobs", copy_function=_link_or_copy)
+    plan = json.loads(graphrun.cli(["plan", "--json"], bundles=tmp_path / "bundles", workdir=work, **own).stdout)
     task = next(t for t in plan["shared"] if t["task"].startswith("toolkit:"))
-    r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work)
+    r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     nvcc = Path(task["prefix"]) / "bin" / "nvcc"
-    assert nvcc.is_file()
+    assert nvcc.is_file() and nvcc.is_relative_to(tmp_path / "cache")
     nvcc.unlink()
-    r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work)
+    r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
     assert r.returncode == 0 and graphrun.executed(r.stdout) == [task["task"]], r.stdout[-3000:]
     assert nvcc.is_file()
-    assert graphrun.executed(graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work).stdout) == []
+    again = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
+    assert graphrun.executed(again.stdout) == []
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link where the file system allows it, else a copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):

@@ -89,6 +89,19 @@ def test_verify_release_passes_on_the_release(release):
     assert att["status"] == "not run" and "gh is not on PATH" in att["why"]
 
 
+def test_verify_release_looks_for_the_info_file_the_release_names(release, tmp_path):
+    """The bundles' info file is the one the release spec names (``info_file``), not a fixed
+    name: a spec that names another is refused on the stand-in's bundles, naming that file."""
+    bundles = tmp_path / "bundles"
+    shutil.copytree(release.bundles, bundles)
+    rel = bundles / "release.toml"
+    rel.write_text(rel.read_text().replace('tag = "b42"\n', 'tag = "b42"\ninfo_file = "OTHER_INFO.json"\n', 1))
+    r = graphrun.cli(["verify-release", str(release.dist), "--json"], bundles=bundles, workdir=release.work)
+    assert r.returncode == 1, r.stdout + r.stderr
+    agreement = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "agreement")
+    assert agreement["problems"] and all("no OTHER_INFO.json inside" in p for p in agreement["problems"])
+
+
 def _copy(release, tmp_path: Path) -> Path:
     d = tmp_path / "dist"
     shutil.copytree(release.dist, d)
