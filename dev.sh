@@ -70,7 +70,7 @@ step "types: mypy"
 .venv/bin/mypy
 step "import layers: lint-imports"
 .venv/bin/lint-imports --no-cache
-step "tests: pytest $* (21-28 min on 2 cores; the run ends with the time of each part and the 15 slowest tests)"
+step "tests: pytest $* (15-28 min on 2 cores; the run ends with the time of each part and the 15 slowest tests)"
 set +e
 .venv/bin/python -m pytest "$@"
 rc=$?
