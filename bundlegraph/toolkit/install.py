@@ -36,7 +36,7 @@ from typing import Any
 from ..core.download import download_many
 from ..core.errors import ToolkitError, UnsafeArchive
 from ..core.extract import extract
-from ..core.fsutil import atomic_dir, atomic_write_json, locked, rmtree, sha256_file
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, sha256_file
 from ..core.report import say
 from ..toolchains.cuda import is_windows, target_dir
 from . import layout, validate
@@ -111,8 +111,9 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
             extra["lock"] = {"path": cs.pins["lock"], "sha256": sha256_file(lock_path)}
             pairs = [(a, fetch_wheel(row)) for a, row in _wheel_artifacts(cs, lock_path)]
         fetched = time.monotonic() - t0
-        if prefix.exists():
-            rmtree(prefix)  # a stale or changed entry: rebuilt whole
+        # a stale or damaged entry is rebuilt whole beside it and swapped in by atomic_dir: the old
+        # one stays in place until then (a run building from it meanwhile keeps its files, and a
+        # failed or interrupted install leaves it as it was)
         with atomic_dir(prefix) as tmp:
             _assemble(cs, tmp, pairs, extra)
         say(

@@ -116,6 +116,36 @@ def test_install_layout_receipt_and_noop(env, tmp_path):
         assert len(s.requests) == n and (p / "bin/nvcc").is_file()
 
 
+def test_an_interrupted_reinstall_leaves_the_previous_toolkit_in_place(env, tmp_path, monkeypatch):
+    """A damaged toolkit is rebuilt beside the old one and swapped in only when complete: an
+    install interrupted after it assembled (a cancelled job) leaves the previous prefix as it
+    was, and no temporary directory."""
+    import bundlegraph.toolkit.install as inst
+
+    with RedistServer() as s:
+        serve(s, linux_components())
+        cs = make_set(s)
+        ref = ref_for_set(cs)
+        receipt = install(cs, ref, tmp_path)
+        before = receipt.read_bytes()
+        (ref.prefix / "bin/nvcc").unlink()  # damaged: the next install rebuilds the prefix
+        real = inst._assemble
+
+        def interrupted(*args, **kwargs):
+            real(*args, **kwargs)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(inst, "_assemble", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            install(cs, ref, tmp_path)
+        assert receipt.read_bytes() == before and (ref.prefix / "nvvm/bin/cicc").is_file()
+        assert not (ref.prefix / "bin/nvcc").exists()  # the old prefix, untouched
+        assert not list((paths.cache_root() / "toolkits").glob(".*.tmp"))
+        monkeypatch.setattr(inst, "_assemble", real)
+        install(cs, ref, tmp_path)
+        assert (ref.prefix / "bin/nvcc").is_file()
+
+
 def test_windows_arm64_layout(env, tmp_path):
     with RedistServer() as s:
         serve(s, windows_components())
