@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .core import paths, settings
-from .core.errors import BundleGraphError, exit_code
+from .core.errors import BundleGraphError, did_you_mean, exit_code
 from .core.runlock import acquire, doit_command, doit_targets
 from .graph import Filters, Graph, load_graph
 from .pipeline.compile import costs
@@ -36,20 +36,14 @@ def unknown_vars(argv: list[str]) -> list[str]:
     """The ``key=value`` arguments of a doit command line whose key bundlegraph does not know, each
     as a one-line problem with the closest known name (``only-leg=X`` would otherwise be ignored
     and start the whole main job)."""
-    import difflib
-
     out = []
     for a in argv:
         if a.startswith("-") or "=" not in a:
             continue
         key = a.split("=", 1)[0]
         if key not in DOIT_VARS:
-            close = difflib.get_close_matches(key.replace("-", "_"), DOIT_VARS, n=1, cutoff=0.6)
-            out.append(
-                f"{a}: unknown doit variable '{key}'"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
-                + f"; known: {', '.join(DOIT_VARS)}"
-            )
+            hint = did_you_mean(key.replace("-", "_"), DOIT_VARS)
+            out.append(f"{a}: unknown doit variable '{key}'{hint}; known: {', '.join(DOIT_VARS)}")
     return out
 
 

@@ -18,6 +18,8 @@ cannot be installed): running again may help; 70 a bug (any other exception, wit
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class BundleGraphError(Exception):
     """Base class of every expected failure (derives from Exception, not BaseException)."""
@@ -96,6 +98,16 @@ REFUSED_INPUT = 3
 TOOL_FAILED = 4
 BUG = 70
 """Exit statuses by error class (module docstring); 70 is ``EX_SOFTWARE`` of sysexits.h."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` with the closest of ``choices`` to a misspelled ``word``
+    (:func:`difflib.get_close_matches`, cutoff 0.6), or ``""`` when none is close. difflib is
+    imported here, when a word is misspelled, not by the graph's load."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def exit_code(error: BaseException) -> int:

@@ -20,18 +20,16 @@ Cross-field rules (need several specs or tables):
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 import typing
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from ..core import memo
-from ..core.errors import SpecError
+from ..core.errors import SpecError, did_you_mean
 from ..toolchains.registry import TOOLCHAINS
 from .archs import CudaVersion, arch_supported
 from .cmake_rules import cmake_problems
@@ -87,11 +85,6 @@ def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
     return [f.rstrip("_") for f in cur.FIELDS] if cur is not None else []
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 _EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
 _MISSING = ("missing", "missing_keyword_only_argument", "missing_argument")
 _RULE_KEY = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
@@ -118,7 +111,7 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
         key = ".".join(str(p) for p in clean) or "(top level)"
         if e["type"] in _EXTRA:
             choices = _keys_at(cls, tuple(clean[:-1]))
-            msg = "unknown key" + _did_you_mean(str(clean[-1]), choices)
+            msg = "unknown key" + did_you_mean(str(clean[-1]), choices)
             if choices:
                 msg += f"; allowed here: {', '.join(choices)}"
         elif e["type"] in _MISSING:
@@ -304,7 +297,7 @@ def cross_field_problems(
         tc = TOOLCHAINS.get(s.toolchain)
         if tc is None:
             out.append(
-                f"{f}: toolchain: unknown toolchain '{s.toolchain}'{_did_you_mean(s.toolchain, TOOLCHAINS)}"
+                f"{f}: toolchain: unknown toolchain '{s.toolchain}'{did_you_mean(s.toolchain, TOOLCHAINS)}"
                 f"; known: {', '.join(sorted(TOOLCHAINS))}"
             )
         else:
@@ -325,7 +318,7 @@ def cross_field_problems(
             others = [l for l in legs if l != lid]
             out.append(
                 f"{f}: merge.base: no leg '{s.merge.base}' in the bundles directory"
-                + _did_you_mean(s.merge.base, others)
+                + did_you_mean(s.merge.base, others)
             )
         if base is not None:
             if (base.os, base.arch) != (s.os, s.arch) or base.backend != "cpu":
@@ -393,5 +386,5 @@ def cross_field_problems(
             )
         for i, leg in enumerate(release.default_legs):
             if leg not in legs and leg not in invalid:
-                out.append(f"{rel_path}: default_legs[{i}]: no leg '{leg}'{_did_you_mean(leg, legs)}")
+                out.append(f"{rel_path}: default_legs[{i}]: no leg '{leg}'{did_you_mean(leg, legs)}")
     return out
