@@ -61,3 +61,19 @@ def standin_tree(root: Path) -> tuple[Path, Path]:
     shutil.copytree(ROOT / "bundles" / "locks", root / "bundles" / "locks", dirs_exist_ok=True)
     (root / "work").mkdir()
     return root / "bundles", root / "work"
+
+
+def link_blobs(src: Path, dest: Path) -> None:
+    """Hard-link the content-addressed blobs of cache ``src`` (the toolkit's wheels, verified by
+    sha256 when the toolkit installs) into cache ``dest`` (copies where the file system cannot
+    link): that cache installs the toolkit at its own path, offline."""
+    import shutil
+
+    for f in (src / "blobs").rglob("*"):
+        if f.is_file():
+            t = dest / f.relative_to(src)
+            t.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(f, t)
+            except OSError:
+                shutil.copy2(f, t)

@@ -3,7 +3,6 @@ filters that select no leg (exit 2); graph state that is unreadable is said and 
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -73,7 +72,7 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     # a cache of its own (the shared one's downloads hard-linked in): this test deletes a toolkit
     # file, which must not pull the toolkit from under another run that shares the user's cache
     own = {"BUNDLEGRAPH_CACHE": str(tmp_path / "cache")}
-    shutil.copytree(paths.cache_root() / "blobs", tmp_path / "cache" / "blobs", copy_function=_link_or_copy)
+    graphrun.link_blobs(paths.cache_root(), tmp_path / "cache")
     plan = json.loads(graphrun.cli(["plan", "--json"], bundles=tmp_path / "bundles", workdir=work, **own).stdout)
     task = next(t for t in plan["shared"] if t["task"].startswith("toolkit:"))
     r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
@@ -86,14 +85,6 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     assert nvcc.is_file()
     again = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
     assert graphrun.executed(again.stdout) == []
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    """A hard link where the file system allows it, else a copy."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
@@ -129,7 +120,6 @@ def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
 def test_a_backend_without_its_entry_point_is_refused(tmp_path):
     """GGML_BACKEND_DL=ON: a ggml backend library that does not export ggml_backend_init would be
     loaded and ignored on the user's machine; verify refuses the build naming it."""
-    import shutil
     import subprocess
 
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")

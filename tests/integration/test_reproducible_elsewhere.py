@@ -26,20 +26,6 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def _link_blobs(src: Path, dest: Path) -> None:
-    """Hard-link the content-addressed blobs (the toolkit's wheels, verified by sha256 when the
-    toolkit installs) into another cache: that cache installs the toolkit at its own path,
-    offline."""
-    for f in (src / "blobs").rglob("*"):
-        if f.is_file():
-            t = dest / f.relative_to(src)
-            t.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(f, t)
-            except OSError:
-                shutil.copy2(f, t)
-
-
 def test_a_rebuild_elsewhere_gives_the_same_bytes(release, tmp_path):
     """The stand-in release built again under another root (so another source tree path), work
     directory, ``BUNDLEGRAPH_CACHE`` (so another toolkit root) and ``HOME``: every bundle, the
@@ -49,7 +35,7 @@ def test_a_rebuild_elsewhere_gives_the_same_bytes(release, tmp_path):
     bundles, work = graphrun.standin_tree(root)
     cache, home = tmp_path / "other-cache", tmp_path / "other-home"
     home.mkdir()
-    _link_blobs(paths.cache_root(), cache)
+    graphrun.link_blobs(paths.cache_root(), cache)
     r = graphrun.doit([], bundles=bundles, workdir=work, timeout=900, BUNDLEGRAPH_CACHE=str(cache), HOME=str(home))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     # the second build really ran elsewhere: its toolkit was installed in its own cache
