@@ -271,8 +271,8 @@ class BuildSpec(Record):
 
     targets: list[str] = field(default_factory=list)
     """the CMake targets built (empty: all)"""
-    shards: Annotated[int, Check(ge=1, le=32)] = 1
-    """CI jobs the compile is spread over (1-32, default 1): each shard compiles a cost-balanced slice of the
+    shards: Annotated[int, Check(ge=1, le=32, strict=True)] = 1
+    """CI jobs the compile is spread over (an integer 1-32, default 1; ``"2"`` and ``2.0`` are refused, like ``rank``): each shard compiles a cost-balanced slice of the
     targets' compile steps into the compiler cache; one final compile links. Never in an action key: a sharded
     build's bundle is an unsharded one's."""
 

@@ -89,6 +89,15 @@ def test_a_rank_written_as_text_is_refused(bundles):
     assert f"{f}: profile.rank:" in _problems(bundles)
 
 
+@pytest.mark.parametrize("bad", ['"3"', "3.0"])
+def test_shards_written_as_text_or_a_float_are_refused(bundles, bad):
+    # issue 39: [build] shards is an integer, like rank; "3" and 3.0 loaded before
+    f = bundles / "linux-arm64-cuda13-blackwell.toml"
+    _edit(f, "shards = 3", f"shards = {bad}")
+    msg = _problems(bundles)
+    assert f"{f}: build.shards: Input should be a valid integer" in msg, msg
+
+
 def test_a_cuda_version_other_than_the_wheels_locks_is_refused(bundles):
     f = bundles / "linux-arm64-cuda13-blackwell.toml"
     text = f.read_text()
