@@ -84,6 +84,12 @@ def _append_summary(lines: list[str]) -> bool:
     return True
 
 
+def append_summary(lines: list[str]) -> bool:
+    """:func:`_append_summary` for the commands (a line such as why a scheduled step did
+    nothing); False when ``GITHUB_STEP_SUMMARY`` is not set."""
+    return _append_summary(lines)
+
+
 def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
     """Append to ``$GITHUB_STEP_SUMMARY`` that the final compile of ``leg`` (a leg of ``shards``
     shards) missed the compiler cache for ``missed`` (ninja outputs), naming each; False when

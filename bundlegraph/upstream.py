@@ -9,9 +9,15 @@ prerelease. So "the newest build" is read from the list, never from ``/releases/
 - drafts are skipped (only their authors see them anyway);
 - a ``^b\\d+$`` tag is a build; prereleases count;
 - a ``v*`` release is followed through its ``nightly-tag.txt`` to the build it names (which is
-  looked up by tag when the list does not hold it);
+  looked up by tag, ``GET /releases/tags/{tag}``, when the list does not hold it). Every rule
+  applies to *that build*, never to the pointer: a build that is a draft, or has no published
+  release (deleted; GitHub's by-tag lookup does not find drafts), is skipped whatever points to
+  it, and its age is its own ``published_at`` (never the pointer's);
 - a build younger than the age floor (``--min-age-hours``) is skipped, with the reason;
 - the newest is the highest build number; its commit is ``GET /repos/{repo}/commits/{tag}``.
+
+:func:`bump` never moves a base to an older build than release.toml's unless asked
+(``allow_older``): a schedule that once saw a newer build must not release an older one.
 """
 
 from __future__ import annotations
@@ -61,6 +67,20 @@ def _when(text: str | None) -> _dt.datetime | None:
     return parse_time(text) if text else None
 
 
+def published_build(gh: Any, tag: str) -> tuple[int, _dt.datetime] | None:
+    """``tag``'s build number and when its release was published, from ``GET
+    /releases/tags/{tag}``; None when it has no published release (deleted, or a draft: GitHub
+    finds only published releases by tag) or no publication date. ``tag`` must match
+    :data:`BUILD_RE`. Raises :class:`BundleGraphError` when the API fails otherwise."""
+    m = BUILD_RE.match(tag)
+    assert m, tag
+    rel = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
+    if not isinstance(rel, dict) or rel.get("draft") or "tag_name" not in rel:
+        return None
+    when = _when(rel.get("published_at"))
+    return None if when is None else (int(m.group(1)), when)
+
+
 def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan:
     """The newest ``bNNNN`` build of ``gh``'s repository at least ``min_age_hours`` old (see the
     module docstring). ``gh``: a :class:`bundlegraph.github_release.GitHub`. Raises
@@ -68,15 +88,18 @@ def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan
     ``Scan(None, skipped)``."""
     releases = gh.paged("/releases")
     skipped: list[str] = []
-    builds: dict[str, tuple[int, _dt.datetime | None, str | None]] = {}
+    builds: dict[str, tuple[int, _dt.datetime | None]] = {}
+    drafts: set[str] = set()
+    pointers: list[tuple[str, str]] = []  # (v* tag, the build its nightly-tag.txt names)
     for r in releases:
         tag = str(r.get("tag_name", ""))
         if r.get("draft"):
             skipped.append(f"{tag}: a draft")
+            drafts.add(tag)
             continue
         m = BUILD_RE.match(tag)
         if m:
-            builds.setdefault(tag, (int(m.group(1)), _when(r.get("published_at")), None))
+            builds.setdefault(tag, (int(m.group(1)), _when(r.get("published_at"))))
             continue
         if tag.startswith("v"):
             asset = next((a for a in r.get("assets", []) if a.get("name") == POINTER_ASSET), None)
@@ -84,21 +107,28 @@ def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan
                 skipped.append(f"{tag}: a v* release without {POINTER_ASSET}")
                 continue
             named = gh.request("GET", asset["browser_download_url"], headers=gh.h, follow_redirects=True).text.strip()
-            pm = BUILD_RE.match(named)
-            if not pm:
+            if not BUILD_RE.match(named):
                 skipped.append(f"{tag}: its {POINTER_ASSET} says {named[:40]!r}, not a bNNNN tag")
                 continue
-            if named not in builds:
-                rel = gh.call("GET", f"/releases/tags/{named}", ok=(200, 404))
-                when = _when(rel.get("published_at")) if isinstance(rel, dict) else None
-                builds[named] = (int(pm.group(1)), when or _when(r.get("published_at")), tag)
-            else:
-                n, when, _ = builds[named]
-                builds[named] = (n, when, tag)
+            pointers.append((tag, named))
             continue
         skipped.append(f"{tag}: not a bNNNN build")
+    # a pointer is resolved after the whole list is read: the build it names is judged as itself
+    # (a draft listed after the pointer is still a draft)
+    via: dict[str, str] = {}
+    for tag, named in pointers:
+        if named in drafts:
+            skipped.append(f"{tag}: names {named}, a draft: not a build to release")
+            continue
+        if named not in builds:
+            found = published_build(gh, named)
+            if found is None:
+                skipped.append(f"{tag}: names {named}, which has no published release (deleted, or a draft)")
+                continue
+            builds[named] = found
+        via.setdefault(named, tag)
     floor = _dt.timedelta(hours=min_age_hours)
-    for tag, (n, when, via) in sorted(builds.items(), key=lambda kv: -kv[1][0]):
+    for tag, (n, when) in sorted(builds.items(), key=lambda kv: -kv[1][0]):
         if when is None:
             skipped.append(f"{tag}: no publication date")
             continue
@@ -109,7 +139,7 @@ def newest_build(gh: Any, now: _dt.datetime, min_age_hours: float = 0.0) -> Scan
             )
             continue
         commit = gh.call("GET", f"/commits/{tag}")["sha"]
-        return Scan(UpstreamBuild(tag, n, commit, when, via), skipped)
+        return Scan(UpstreamBuild(tag, n, commit, when, via.get(tag)), skipped)
     return Scan(None, skipped)
 
 
@@ -157,12 +187,27 @@ def rewrite_release(text: str, tag: str, base_tag: str, commit: str, sha256: str
     return "".join(lines)
 
 
-def bump(bundles: Path, build: UpstreamBuild, log: Path) -> Bumped:
+class OlderBuild(BundleGraphError):
+    """A bump to an older build than release.toml's base, not asked for (``--allow-older``)."""
+
+
+def check_not_older(f: Path, current: str, build: str, allow_older: bool) -> None:
+    """Raise :class:`OlderBuild` naming both builds when ``build`` (``bNNNN``) is older than
+    ``current``, the base in ``f``, unless ``allow_older``."""
+    if not allow_older and int(build[1:]) < int(current[1:]):
+        raise OlderBuild(
+            f"{f}: [source.base] tag is {current}; bump refuses to move it back to the older {build} "
+            f"(pass --allow-older to do so on purpose)"
+        )
+
+
+def bump(bundles: Path, build: UpstreamBuild, log: Path, allow_older: bool = False) -> Bumped:
     """Move the mix release of ``bundles`` onto ``build``: fetch it and every pinned pull
     request, merge them in a scratch repository (a pull request that no longer merges is
     refused, naming it and its files; nothing is written), compute the base archive's sha256,
     and rewrite ``release.toml`` (the new base, the tag derived from the kept pins), checked by
-    loading it again. Raises :class:`BundleGraphError`."""
+    loading it again. A ``build`` older than the current base is refused (:class:`OlderBuild`,
+    before any fetch) unless ``allow_older``. Raises :class:`BundleGraphError`."""
     import tempfile
 
     from .core.fsutil import atomic_write_bytes
@@ -177,6 +222,7 @@ def bump(bundles: Path, build: UpstreamBuild, log: Path) -> Bumped:
             f"{f}: bump moves a mix source's base; this release's source is kind '{rel.source.kind}'"
         )
     pin = rel.source
+    check_not_older(f, pin.base.tag, build.tag, allow_older)
     with tempfile.TemporaryDirectory(prefix="bundlegraph-bump-") as d:
         tree = Path(d) / "tree"
         tree.mkdir()
@@ -193,4 +239,16 @@ def bump(bundles: Path, build: UpstreamBuild, log: Path) -> Bumped:
     return Bumped(tag, build, sha256, merged, f)
 
 
-__all__ = ["BUILD_RE", "Bumped", "Scan", "UpstreamBuild", "bump", "newest_build", "parse_time", "rewrite_release"]
+__all__ = [
+    "BUILD_RE",
+    "Bumped",
+    "OlderBuild",
+    "Scan",
+    "UpstreamBuild",
+    "bump",
+    "check_not_older",
+    "newest_build",
+    "parse_time",
+    "published_build",
+    "rewrite_release",
+]

@@ -64,6 +64,34 @@ def test_upstream_names_the_newest_build_past_the_age_floor(tmp_path):
         assert not any(c.endswith("/releases/latest") for c in gh.calls)
 
 
+def test_a_pointer_never_makes_a_draft_deleted_or_young_build_eligible(tmp_path):
+    # issue 39: the rules apply to the build a v* pointer names, never to the pointer; before,
+    # a draft or deleted build reached through v1.0.0 was taken as v1.0.0's 960 h
+    with FakeGitHub("ggml-org/llama.cpp") as gh:
+
+        def rel(tag: str, hours: float, *, draft: bool = False, names: str | None = None) -> None:
+            r = Release(gh.new_id(), tag, draft, tag, prerelease=names is None, published_at=_ago(hours))
+            r.assets = [Asset(gh.new_id(), "nightly-tag.txt", f"{names}\n".encode())] if names else []
+            gh.releases.append(r)
+
+        rel("v1.2.0", 960.0, names="b11740")  # names a build 1 h old
+        rel("v1.1.0", 950.0, names="b11730")  # names a build whose release was deleted
+        rel("v1.0.0", 940.0, names="b11720")  # names a draft, listed after it
+        rel("b11740", 1.0)
+        rel("b11720", 500.0, draft=True)
+        rel("b11690", 30.0)
+        gh.commits.update({"b11740": "4" * 40, "b11730": "3" * 40, "b11720": "2" * 40, "b11690": "6" * 40})
+        r = graphrun.cli(
+            ["upstream", "--json", "--min-age-hours", "24"], workdir=tmp_path, BUNDLEGRAPH_GITHUB_API=gh.api
+        )
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["build"]["tag"] == "b11690" and got["build"]["via"] is None, got
+    assert "v1.0.0: names b11720, a draft: not a build to release" in got["skipped"]
+    assert "v1.1.0: names b11730, which has no published release (deleted, or a draft)" in got["skipped"]
+    assert "b11740: published 1.0 h ago, younger than the 24 h floor" in got["skipped"], got["skipped"]
+
+
 @pytest.fixture
 def mix(tmp_path):
     require_tools("git")
@@ -112,9 +140,75 @@ def test_bump_stops_naming_a_pull_request_that_no_longer_merges(mix):
     b44 = srv.add_build("minillama", "b44", PRS / "2-conflicts-with-1.patch")
     before = (bundles / "release.toml").read_bytes()
     with FakeGitHub("example/minillama") as gh:
+        gh.releases.append(Release(gh.new_id(), "b44", False, "b44", prerelease=True, published_at=_ago(30)))
         gh.commits.update({"b44": b44})
         r = graphrun.cli(["bump", "b44"], bundles=bundles, workdir=work, BUNDLEGRAPH_GITHUB_API=gh.api)
     assert r.returncode != 0
     out = r.stdout + r.stderr
     assert "example/minillama#1" in out and "conflicts in CMakeLists.txt" in out, out
     assert (bundles / "release.toml").read_bytes() == before  # nothing written
+
+
+def test_bump_never_moves_the_base_back_unless_asked(mix):
+    # issue 39: the release is at b42; b43 is 1 h old, so the newest past a 24 h floor is b41
+    srv, _shas, bundles, work, pins = mix
+    b41 = srv.add_build("minillama", "b41")
+    b43 = srv.add_build("minillama", "b43")
+    before = (bundles / "release.toml").read_bytes()
+    with FakeGitHub("example/minillama") as gh:
+        gh.releases.append(Release(gh.new_id(), "b43", False, "b43", prerelease=True, published_at=_ago(1)))
+        gh.releases.append(Release(gh.new_id(), "b41", False, "b41", prerelease=True, published_at=_ago(96)))
+        gh.commits.update({"b43": b43, "b41": b41})
+        summary = work / "summary.md"
+        env = {"BUNDLEGRAPH_GITHUB_API": gh.api, "GITHUB_STEP_SUMMARY": str(summary)}
+        r = graphrun.cli(["bump", "--min-age-hours", "24"], bundles=bundles, workdir=work, **env)
+        assert r.returncode == 0, r.stdout + r.stderr  # the schedule stays green: nothing is broken
+        line = (
+            "the newest upstream build at least 24 h old is b41, older than the base b42: the base is never "
+            "moved back (name a build with --allow-older to do so): nothing to bump"
+        )
+        assert line in r.stdout and line in summary.read_text(encoding="utf-8"), r.stdout
+        assert "skipped b43: published 1.0 h ago, younger than the 24 h floor" in r.stdout
+        assert (bundles / "release.toml").read_bytes() == before
+
+        r = graphrun.cli(["bump", "b41"], bundles=bundles, workdir=work, **env)  # named: refused, naming both
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert (
+            f"{bundles / 'release.toml'}: [source.base] tag is b42; bump refuses to move it back to the older b41 "
+            "(pass --allow-older to do so on purpose)"
+        ) in r.stderr, r.stderr
+        assert (bundles / "release.toml").read_bytes() == before
+
+        r = graphrun.cli(["bump", "b42"], bundles=bundles, workdir=work, **env)
+        assert r.returncode == 0 and "the base is already b42: nothing to bump" in r.stdout, r.stdout + r.stderr
+
+        r = graphrun.cli(["bump", "b41", "--allow-older"], bundles=bundles, workdir=work, **env)
+        assert r.returncode == 0, r.stdout + r.stderr
+    text = (bundles / "release.toml").read_text(encoding="utf-8")
+    assert f'tag = "{mix_tag("b41", pins)}"' in text and f'commit = "{b41}"' in text
+    assert "base b42 -> b41" in r.stdout
+
+
+def test_bump_refuses_a_named_build_without_a_published_release(mix):
+    srv, _shas, bundles, work, _pins = mix
+    b43 = srv.add_build("minillama", "b43")
+    before = (bundles / "release.toml").read_bytes()
+    with FakeGitHub("example/minillama") as gh:
+        gh.releases.append(Release(gh.new_id(), "b43", True, "b43", prerelease=True))  # a draft
+        gh.commits.update({"b43": b43})
+        r = graphrun.cli(["bump", "b43"], bundles=bundles, workdir=work, BUNDLEGRAPH_GITHUB_API=gh.api)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "bump: example/minillama has no published release b43 (deleted, or a draft)" in r.stderr
+    assert (bundles / "release.toml").read_bytes() == before
+
+
+def test_bump_on_a_release_that_is_not_a_mix(tmp_path):
+    # issue 39: the scheduled workflow is green on such a release and says why; by hand it is an error
+    bundles, work = graphrun.standin_tree(tmp_path)
+    summary = work / "summary.md"
+    r = graphrun.cli(["bump", "--only-if-mix"], bundles=bundles, workdir=work, GITHUB_STEP_SUMMARY=str(summary))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"bump: {bundles / 'release.toml'}: not a mix release (its source is kind 'path'" in r.stdout, r.stdout
+    assert "nothing to bump" in r.stdout and "nothing to bump" in summary.read_text(encoding="utf-8")
+    r = graphrun.cli(["bump"], bundles=bundles, workdir=work)
+    assert r.returncode == 2 and "bump moves a mix source's base" in r.stderr, r.stdout + r.stderr
