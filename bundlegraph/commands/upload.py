@@ -6,6 +6,11 @@ SHA index, changed bytes refused, published last).
 of the work directory; ``--repo`` to ``GITHUB_REPOSITORY``; ``--tag`` to release.toml's ``tag``.
 On CI, ``GITHUB_REF`` must be ``refs/tags/<tag>``. The token is ``GITHUB_TOKEN``; the API base
 ``BUNDLEGRAPH_GITHUB_API``. Exit 0 when the release is published (or already was, identical).
+
+``check-tag [--ref REF]``: the same tag rule, hours earlier: the release workflow's plan job runs
+it before any compile starts. ``REF`` (default ``GITHUB_REF``) ``refs/tags/T`` with T other than
+release.toml's ``tag`` is refused in one line naming both (exit 2); a branch ref passes with a
+line saying the run publishes nothing (upload-release runs on tags only); exit 2 without a ref.
 """
 
 from __future__ import annotations
@@ -44,9 +49,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_check_tag(args: argparse.Namespace) -> int:
+    from ..schemas.loader import load_matrix
+
+    ref = args.ref if args.ref is not None else os.environ.get("GITHUB_REF", "")
+    if not ref:
+        raise BundleGraphError("check-tag: no ref: pass --ref refs/tags/TAG or set GITHUB_REF")
+    f = Path(args.bundles) / "release.toml"
+    tag = load_matrix(args.bundles).release.tag
+    if not ref.startswith("refs/tags/"):
+        say(f"check-tag: {ref} is not a tag: this run publishes nothing ({f} has tag {tag})")
+        return 0
+    pushed = ref.removeprefix("refs/tags/")
+    if pushed != tag:
+        raise BundleGraphError(
+            f"check-tag: the run's tag is {pushed}, but {f} has tag {tag}: refused before any compile "
+            f"(push the tag release.toml names, or fix release.toml at that tag)"
+        )
+    say(f"check-tag: {ref} is {f}'s tag")
+    return 0
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("upload-release", help="upload dist/ as the GitHub release (draft, check, publish)")
     p.add_argument("--dist", help="the directory holding release-assets.txt and the SHA index (default: dist/)")
     p.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
     p.add_argument("--tag", help="the release tag (default: release.toml's tag)")
     p.set_defaults(func=run)
+    c = sub.add_parser(
+        "check-tag", help="refuse a run whose tag is not release.toml's tag (the plan job, before compiling)"
+    )
+    c.add_argument("--ref", help="the git ref of the run (default: $GITHUB_REF)")
+    c.set_defaults(func=run_check_tag)

@@ -102,28 +102,38 @@ def test_a_cancelled_release_run_is_rerun_once_and_a_failed_one_never(plain_repo
         assert not any("/actions/runs/79" in c for c in gh.calls)
 
 
+def _mix_repo(tmp_path: Path, srv: GitServer, shas: dict[str, str]) -> tuple[Path, Path]:
+    """The stand-in repository as a mix release at b42, and a bare ``origin`` its pushes go to."""
+    repo = actkit.standin_repo(tmp_path / "repo")
+    sha256 = archive_sha256(srv.root / "minillama", shas["base"])
+    (repo / "bundles" / "release.toml").write_text(
+        mix_release_text(
+            srv.url("minillama"),
+            ("b42", shas["base"], sha256),
+            [(1, shas["1"])],
+            default_legs=["mini-linux-x64-cpu"],
+        ),
+        encoding="utf-8",
+    )
+    git("commit", "-q", "-am", "the stand-in as a mix release at b42", cwd=repo)
+    origin = tmp_path / "origin.git"
+    git("clone", "-q", "--bare", str(repo), str(origin))
+    # origin stays github.com/<REPO> for act (it names the repository after its URL); pushes go here
+    git("remote", "set-url", "--push", "origin", str(origin), cwd=repo)
+    return repo, origin
+
+
+def _tags(origin: Path) -> list[str]:
+    return subprocess.run(["git", "-C", str(origin), "tag"], capture_output=True, text=True).stdout.split()
+
+
 def test_the_scheduled_upstream_bump_releases_the_newest_build(tmp_path):
     require_tools("git")
     with GitServer(tmp_path / "srv") as srv:
         shas = standin_repository(srv)
         b43 = srv.add_build("minillama", "b43")
         pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
-        repo = actkit.standin_repo(tmp_path / "repo")
-        sha256 = archive_sha256(srv.root / "minillama", shas["base"])
-        (repo / "bundles" / "release.toml").write_text(
-            mix_release_text(
-                srv.url("minillama"),
-                ("b42", shas["base"], sha256),
-                [(1, shas["1"])],
-                default_legs=["mini-linux-x64-cpu"],
-            ),
-            encoding="utf-8",
-        )
-        git("commit", "-q", "-am", "the stand-in as a mix release at b42", cwd=repo)
-        origin = tmp_path / "origin.git"
-        git("clone", "-q", "--bare", str(repo), str(origin))
-        # origin stays github.com/<REPO> for act (it names the repository after its URL); pushes go here
-        git("remote", "set-url", "--push", "origin", str(origin), cwd=repo)
+        repo, origin = _mix_repo(tmp_path, srv, shas)
         with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
             gh.publish_upstream("example/minillama", "b42", {}, prerelease=True, published_at=_ago(96))
             gh.publish_upstream("example/minillama", "b43", {}, prerelease=True, published_at=_ago(30))
@@ -132,11 +142,43 @@ def test_the_scheduled_upstream_bump_releases_the_newest_build(tmp_path):
             assert rc == 0, out[-6000:]
             want = mix_tag("b43", pins)
             assert gh.dispatches == [("release.yml", f"refs/tags/{want}")]
-        pushed = subprocess.run(["git", "-C", str(origin), "tag"], capture_output=True, text=True).stdout.split()
-        assert want in pushed
+        assert want in _tags(origin)
         text = subprocess.run(
             ["git", "-C", str(origin), "show", f"{want}:bundles/release.toml"], capture_output=True, text=True
         ).stdout
         released = tomllib.loads(text)
         assert released["tag"] == want and released["source"]["base"]["commit"] == b43
         assert released["source"]["prs"][0]["sha"] == shas["1"]  # the pin kept
+
+
+def test_the_scheduled_upstream_bump_is_green_on_a_release_that_is_not_a_mix(plain_repo):
+    # issue 39: the stand-in's release is a path source, as today's bundles/release.toml is no mix
+    with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+        rc, out = _act(plain_repo, "upstream.yml", "schedule", {"schedule": "23 */6 * * *"}, gh)
+        assert rc == 0, out[-6000:]
+        assert "not a mix release (its source is kind 'path'" in out and "nothing to bump" in out, out[-6000:]
+        assert "nothing to release" in out
+        assert gh.dispatches == [] and not any("/releases" in c for c in gh.calls)  # asked GitHub nothing
+
+
+def test_a_rejected_branch_push_leaves_no_orphan_tag(tmp_path):
+    # issue 39: branch and tag go in one `git push --atomic`; before, the tag landed alone and every
+    # later run failed at `git tag`
+    require_tools("git")
+    with GitServer(tmp_path / "srv") as srv:
+        shas = standin_repository(srv)
+        b43 = srv.add_build("minillama", "b43")
+        repo, origin = _mix_repo(tmp_path, srv, shas)
+        other = tmp_path / "other"  # someone else pushed to main meanwhile: the runner's push is not a fast-forward
+        git("clone", "-q", str(origin), str(other))
+        git("commit", "-q", "--allow-empty", "-m", "a commit the runner has not seen", cwd=other)
+        git("push", "-q", "origin", "HEAD:main", cwd=other)
+        with FakeGitHub(actkit.REPO, token="act-t0ken") as gh:
+            gh.publish_upstream("example/minillama", "b43", {}, prerelease=True, published_at=_ago(30))
+            gh.upstream_commits["example/minillama"] = {"b43": b43}
+            rc, out = _act(repo, "upstream.yml", "schedule", {"schedule": "23 */6 * * *", "ref": "refs/heads/main"}, gh)
+            assert rc != 0, out[-6000:]
+            assert gh.dispatches == []
+        pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
+        assert mix_tag("b43", pins) not in _tags(origin)
+        assert "atomic push failed" in out or "rejected" in out, out[-6000:]
