@@ -68,7 +68,10 @@ class FakeGitHub:
         """``GET /repos/{other}/commits/{ref}`` of an upstream repository: repo -> ref -> sha."""
         self.runs: dict[int, dict[str, Any]] = {}
         """``GET /repos/{repo}/actions/runs/{id}``: id -> the run's JSON, its ``jobs`` inside
-        (served by ``.../jobs``); ``POST .../rerun`` appends the id to ``reruns``."""
+        (served by ``.../jobs``); ``POST .../rerun`` appends the id to ``reruns``. A job's
+        ``annotations`` (messages) are served, not in the job, by ``GET
+        /repos/{repo}/check-runs/{job id}/annotations`` as failure-level annotations (GitHub's
+        checks API: a job is the check run of the same id)."""
         self.reruns: list[int] = []
         self.dispatches: list[tuple[str, str]] = []
         """``POST /repos/{repo}/actions/workflows/{file}/dispatches``: (file, ref) in order."""
@@ -209,7 +212,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     if len(part) == 2 and self.command == "GET":
                         return self._send(200, {k: v for k, v in run.items() if k != "jobs"})
                     if part[2:] == ["jobs"] and self.command == "GET":
-                        return self._send(200, {"total_count": len(run["jobs"]), "jobs": run["jobs"]})
+                        jobs = [{k: v for k, v in j.items() if k != "annotations"} for j in run["jobs"]]
+                        return self._send(200, {"total_count": len(jobs), "jobs": jobs})
                     if part[2:] == ["rerun"] and self.command == "POST":
                         gh.reruns.append(int(part[1]))
                         return self._send(201, {})
@@ -219,6 +223,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     self.end_headers()
                     return None
                 return self._send(404, {"message": "Not Found"})
+            checks = f"/repos/{gh.repo}/check-runs/"
+            if path.startswith(checks) and path.endswith("/annotations") and self.command == "GET":
+                job_id = int(path[len(checks) :].split("/")[0])
+                job = next((j for r in gh.runs.values() for j in r["jobs"] if j.get("id") == job_id), None)
+                if job is None:
+                    return self._send(404, {"message": "Not Found"})
+                return self._send(
+                    200,
+                    [
+                        {"path": ".github", "annotation_level": "failure", "title": "", "message": m}
+                        for m in job.get("annotations", [])
+                    ],
+                )
             commits = f"/repos/{gh.repo}/commits/"
             if path.startswith(commits) and self.command == "GET":
                 sha = gh.commits.get(path[len(commits) :])

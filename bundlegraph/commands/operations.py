@@ -3,8 +3,10 @@
 - ``release-age [--max-days N] [--repo R]``: the newest published release of ``R`` (default
   ``GITHUB_REPOSITORY``) and its age; exit 1, naming both, when it is older than N days (default
   3) or there is none: the daily check that fails loudly when releases stop.
-- ``rerun-cancelled --run-id ID [--repo R]``: re-run a cancelled release run once when at least
-  one of its jobs succeeded and none failed; says why it does or does not.
+- ``rerun-cancelled --run-id ID [--repo R]``: re-run a cancelled release run once when nobody
+  cancelled it by hand (its cancelled jobs' annotations: :mod:`bundlegraph.release_ops`), at
+  least one of its jobs succeeded and none failed; says why it does or does not (a person's
+  cancel is named and stands).
 - ``start-release TAG [--repo R] [--workflow release.yml]``: dispatch the release workflow on the
   tag (a tag pushed with the workflow's own token starts nothing).
 
@@ -56,7 +58,16 @@ def run_rerun(args: argparse.Namespace) -> int:
     with gh.c:
         run = gh.call("GET", f"/actions/runs/{args.run_id}")
         jobs = gh.call("GET", f"/actions/runs/{args.run_id}/jobs", params={"per_page": 100}).get("jobs", [])
-        again, why = rerun_verdict(run, jobs)
+        # why each cancelled job stopped: its check run's annotations (the jobs API does not say)
+        notes = {
+            int(j["id"]): [
+                str(a.get("message", ""))
+                for a in gh.call("GET", f"/check-runs/{j['id']}/annotations", params={"per_page": 100})
+            ]
+            for j in jobs
+            if j.get("conclusion") == "cancelled" and j.get("id")
+        }
+        again, why = rerun_verdict(run, jobs, notes)
         if again:
             gh.call("POST", f"/actions/runs/{args.run_id}/rerun", ok=(201,))
     print(f"run {args.run_id}: {'re-run' if again else 'left as it is'}: {why}")
@@ -78,7 +89,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-days", type=float, default=3.0, help="the oldest a newest release may be (default 3)")
     p.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
     p.set_defaults(func=run_age)
-    r = sub.add_parser("rerun-cancelled", help="re-run a cancelled release run once (some job passed, none failed)")
+    r = sub.add_parser(
+        "rerun-cancelled",
+        help="re-run a cancelled release run once (nobody cancelled it by hand, some job passed, none failed)",
+    )
     r.add_argument("--run-id", required=True, help="the workflow run's id")
     r.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
     r.set_defaults(func=run_rerun)

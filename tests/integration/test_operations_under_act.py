@@ -74,14 +74,22 @@ def test_release_age_passes_on_a_recent_release_and_fails_loudly_on_an_old_one(p
         assert "newest published release b42" in out and "older than 3 days; releases have stopped" in out, out[-4000:]
 
 
-def _run(run_id: int, conclusion: str, attempt: int, jobs: list[tuple[str, str]]) -> dict:
+def _run(run_id: int, conclusion: str, attempt: int, jobs: list[tuple]) -> dict:
+    """A run's JSON; each job ``(name, conclusion)`` or ``(name, conclusion, [annotation messages])``."""
     return {
         "id": run_id,
         "name": "release",
         "conclusion": conclusion,
         "run_attempt": attempt,
-        "jobs": [{"name": n, "conclusion": c} for n, c in jobs],
+        "jobs": [
+            {"id": run_id * 100 + i, "name": j[0], "conclusion": j[1], "annotations": list(j[2]) if len(j) > 2 else []}
+            for i, j in enumerate(jobs)
+        ],
     }
+
+
+TIMEOUT = "The job has exceeded the maximum execution time of 45m0s"
+BY_HAND = "The run was canceled by @alice."
 
 
 def test_a_cancelled_release_run_is_rerun_once_and_a_failed_one_never(plain_repo):
@@ -89,7 +97,15 @@ def test_a_cancelled_release_run_is_rerun_once_and_a_failed_one_never(plain_repo
         gh.runs[77] = _run(77, "cancelled", 1, [("plan", "success"), ("compile (linux-arm64-cpu)", "cancelled")])
         gh.runs[78] = _run(78, "cancelled", 1, [("plan", "success"), ("compile (a)", "failure")])
         gh.runs[79] = _run(79, "cancelled", 2, [("plan", "success")])
-        for rid in (77, 78, 79):
+        # issue 39: a person's cancel stands; a timeout's does not
+        gh.runs[80] = _run(
+            80,
+            "cancelled",
+            1,
+            [("plan", "success"), ("compile (a)", "cancelled", [BY_HAND, "The operation was canceled."])],
+        )
+        gh.runs[81] = _run(81, "cancelled", 1, [("plan", "success"), ("compile (a)", "cancelled", [TIMEOUT])])
+        for rid in (77, 78, 79, 80, 81):
             r = gh.runs[rid]
             ev = {"workflow_run": {"id": rid, "conclusion": r["conclusion"], "run_attempt": r["run_attempt"]}}
             rc, out = _act(plain_repo, "rerun-cancelled.yml", "workflow_run", ev, gh)
@@ -98,8 +114,13 @@ def test_a_cancelled_release_run_is_rerun_once_and_a_failed_one_never(plain_repo
                 assert "run 77: re-run: cancelled after 1 successful job(s) and no failure" in out
             if rid == 78:
                 assert "run 78: left as it is: job(s) failed: compile (a)" in out
-        assert gh.reruns == [77]  # 79 (a second attempt) never reached the job: its `if` said no
+            if rid == 80:
+                assert "run 80: left as it is: cancelled by @alice (job 'compile (a)'): a person's cancel stands" in out
+            if rid == 81:
+                assert "run 81: re-run: cancelled after 1 successful job(s) and no failure" in out
+        assert gh.reruns == [77, 81]  # 79 (a second attempt) never reached the job: its `if` said no
         assert not any("/actions/runs/79" in c for c in gh.calls)
+        assert "GET /repos/" + actkit.REPO + "/check-runs/8001/annotations" in gh.calls  # why 80's job stopped
 
 
 def _mix_repo(tmp_path: Path, srv: GitServer, shas: dict[str, str]) -> tuple[Path, Path]:
