@@ -35,14 +35,13 @@ from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
+from ..schemas.shard_record import SHARD_FORMAT, ShardRecord
 from .base import Context, Prepared, TaskPlan, run_plan
 from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
 from .compile import build_measure, compiler_cache, costs
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
 from .compile.shards import ShardRef, ShardSlice, costed, split
-
-SHARD_FORMAT = "bundlegraph-shard/1"
 
 
 @frozen
@@ -156,24 +155,22 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     )
     with atomic_dir(plan.out_dir) as tmp:
         added = compiler_cache.copy_added(cache_dir, before, tmp / "ccache") if cache_dir else 0
-        atomic_write_json(
-            tmp / "shard.json",
-            {
-                "format": SHARD_FORMAT,
-                "leg": leg,
-                "shard": str(shard),
-                "objects": mine.outputs,
-                "predicted_seconds": round(mine.seconds, 1),
-                "jobs": j.n,
-                "seconds": round(seconds, 1),
-                "costs_from": origin,
-                "split_digest": split_digest(slices),
-                "measured": {k: round(v, 1) for k, v in sorted(m.objects.items())},
-                "cache": {k: stats[k] for k in ("launcher", "version", "hits", "misses", "remote")} if stats else None,
-                "cache_entries_added": added,
-                "remote_storage": remote,
-            },
+        written = ShardRecord(  # the one type shard-merge validates it against
+            format=SHARD_FORMAT,
+            leg=leg,
+            shard=str(shard),
+            objects=list(mine.outputs),
+            predicted_seconds=round(mine.seconds, 1),
+            jobs=j.n,
+            seconds=round(seconds, 1),
+            costs_from=origin,
+            split_digest=split_digest(slices),
+            measured={k: round(v, 1) for k, v in sorted(m.objects.items())},
+            cache={k: stats[k] for k in ("launcher", "version", "hits", "misses", "remote")} if stats else None,
+            cache_entries_added=added,
+            remote_storage=remote,
         )
+        atomic_write_json(tmp / "shard.json", written.dump())
     say(
         f"build:{leg}: shard {shard} compiled {len(m.compiled)} object(s) in {seconds:.1f}s; "
         + (
@@ -232,49 +229,40 @@ def plans(ctx: Context) -> list[TaskPlan]:
     return out
 
 
-def _read_shard(f: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise BundleGraphError(f"{f}: not a shard record ({e}); expected the shard.json a shard build writes") from None
-    if not isinstance(data, dict) or data.get("format") != SHARD_FORMAT or not isinstance(data.get("leg"), str):
-        raise BundleGraphError(
-            f"{f}: not a shard record (format {data.get('format') if isinstance(data, dict) else data!r}, "
-            f"expected {SHARD_FORMAT!r})"
-        )
-    return data
-
-
 def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> MergeResult:
     """Fold every shard folder under ``root`` (each ``shard.json``, as artifact downloads nest
     them) into this runner: their ``ccache/`` entries into ``cache_dir`` (skipped when None),
     their measured seconds into each leg's cost record (:func:`~.costs.save` to
     :func:`~.costs.write_dir`). ``problems`` names a leg whose shards are incomplete or split
-    differently (the final compile will then miss: slower, not wrong)."""
+    differently (the final compile will then miss: slower, not wrong). A damaged ``shard.json``
+    raises :class:`~bundlegraph.schemas.shard_record.ShardRecordError` (one line: file, key,
+    value) before anything is merged; a damaged cost record :class:`~.costs.CostRecordError`."""
+    from ..schemas.shard_record import read_shard
+
     found = sorted(root.rglob("shard.json"))
-    by_leg: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
-    for f in found:
-        d = _read_shard(f)
-        by_leg.setdefault(d["leg"], []).append((f.parent, d))
+    by_leg: dict[str, list[tuple[Path, ShardRecord]]] = {}
+    for f in found:  # every file is read and checked before anything is merged
+        d = read_shard(f)
+        by_leg.setdefault(d.leg, []).append((f.parent, d))
     entries = 0
     legs: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for leg, items in sorted(by_leg.items()):
-        count = {ShardRef(*map(int, d["shard"].split("/"))).count for _, d in items}
-        seen = sorted({d["shard"] for _, d in items})
+        count = {d.count for _, d in items}
+        seen = sorted({d.shard for _, d in items})
         n = max(count)
         if len(count) > 1 or len(seen) != n:
             problems.append(
                 f"{leg}: shards {', '.join(seen)} found of {n}: the missing ones' objects will be "
                 f"compiled by the final compile"
             )
-        if len({d.get("split_digest") for _, d in items}) > 1:
+        if len({d.split_digest for _, d in items}) > 1:
             problems.append(f"{leg}: its shards split differently (their cost records differed): expect misses")
         measured: dict[str, float] = {}
         for folder, d in items:
             if cache_dir is not None and (folder / "ccache").is_dir():
                 entries += compiler_cache.merge_into(folder / "ccache", cache_dir)
-            measured.update({k: float(v) for k, v in (d.get("measured") or {}).items()})
+            measured.update(d.measured)
         if measured:
             record = costs.find(leg, bundles) or costs.CostRecord(leg)
             costs.save(record.merged(measured))

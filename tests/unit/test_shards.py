@@ -175,6 +175,10 @@ def test_a_build_measures_real_compiles_only(tmp_path):
         (b'{"format": "bundlegraph-costs/1", "leg": "L", "objects": {"a": "5"}}', "objects.a: '5' is not a number"),
         (b'{"format": "bundlegraph-costs/1", "leg": "M", "objects": {}}', "the record is of 'M', expected 'L'"),
         (b'{"format": "bundlegraph-costs/1", "leg": "L", "extra": 1}', "unknown key 'extra'"),
+        (b'{"format": "bundlegraph-costs/1", "objects": {}}', "leg: missing"),
+        (b'{"format": "bundlegraph-costs/1", "leg": 7}', "leg: 7 is not text"),
+        (b'{"format": "bundlegraph-costs/1", "leg": "L", "objects": [1]}', "objects: expected an object of seconds"),
+        (b'{"format": "bundlegraph-costs/1", "leg": "L", "other": {"x": true}}', "other.x: True is not a number"),
     ],
 )
 def test_a_cost_record_that_is_not_one_is_refused_in_one_line_naming_the_file(tmp_path, body, says):
@@ -212,3 +216,28 @@ def test_cost_records_are_found_in_order(tmp_path, monkeypatch):
     costs.save(costs.CostRecord("L", {"handed": 1.0}))
     assert dict(costs.find("L", bundles).objects) == {"handed": 1.0}  # the run's handed-out set
     assert costs.find("other", bundles) is None
+
+
+def test_a_shard_record_as_written_reads_back_typed(tmp_path):
+    # the shard build writes ShardRecord(...).dump(); shard-merge reads it through the same type
+    from bundlegraph.schemas.shard_record import SHARD_FORMAT, ShardRecord, read_shard
+
+    rec = ShardRecord(
+        format=SHARD_FORMAT,
+        leg="linux-arm64-cuda13-blackwell",
+        shard="3/3",
+        objects=["ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu.o"],
+        predicted_seconds=5.2,
+        jobs=3,
+        seconds=6,  # an int of seconds is a number too
+        costs_from="bundles/costs/linux-arm64-cuda13-blackwell.json",
+        split_digest="a" * 64,
+        measured={"ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/argmax.cu": 5.0},
+        cache={"launcher": "ccache", "version": "4.14.2", "hits": 0, "misses": 1, "remote": None},
+        cache_entries_added=2,
+        remote_storage=False,
+    )
+    f = tmp_path / "shard.json"
+    f.write_text(json.dumps(rec.dump()), encoding="utf-8")
+    back = read_shard(f)
+    assert back == rec and (back.index, back.count) == (3, 3)

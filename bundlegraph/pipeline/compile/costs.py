@@ -105,8 +105,10 @@ def parse(raw: bytes, where: Path, leg: str | None = None) -> CostRecord:
     unknown = sorted(set(data) - {"format", "leg", "objects", "other", "note"})
     if unknown:
         raise CostRecordError(f"{where}: unknown key {unknown[0]!r}; expected {EXPECTED}")
-    if not isinstance(data.get("leg"), str):
-        raise CostRecordError(f"{where}: leg: missing or not text; expected {EXPECTED}")
+    if "leg" not in data:
+        raise CostRecordError(f"{where}: leg: missing; expected {EXPECTED}")
+    if not isinstance(data["leg"], str):
+        raise CostRecordError(f"{where}: leg: {data['leg']!r} is not text (a leg id); expected {EXPECTED}")
     if leg is not None and data["leg"] != leg:
         raise CostRecordError(f"{where}: leg: the record is of {data['leg']!r}, expected {leg!r}")
     try:
