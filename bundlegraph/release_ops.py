@@ -10,8 +10,8 @@
 - ``GET /repos/{repo}/check-runs/{job id}/annotations`` (a job is a check run of the same id:
   its ``check_run_url`` ends in it; the token needs ``checks: read``): why a cancelled job
   stopped. The jobs API itself does not say: a job cancelled by a person, by its
-  ``timeout-minutes`` or by GitHub all conclude ``cancelled`` (a ``timed_out`` conclusion is
-  not given to Actions jobs in practice). What tells them apart is the failure annotation GitHub
+  ``timeout-minutes`` or by GitHub all conclude ``cancelled`` (public runs show a job that hit its
+  timeout as ``cancelled``, not ``timed_out``; ``timed_out`` is still counted as a failure). What tells them apart is the failure annotation GitHub
   writes on the job (the texts below, as GitHub's run pages and public run logs show them; GitHub
   documents no list of them, so an unknown text counts as "not a person"):
 
