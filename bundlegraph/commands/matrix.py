@@ -11,7 +11,9 @@ base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg. CI s
 
 ``--job NAME`` prints one job's matrix of the release workflow (:mod:`bundlegraph.release_jobs`:
 ``compile``, ``compile-final``, ``base``, ``base-imported``, ``backend``), each row with its flags
-and ``timeout`` (minutes, from the predicted minutes: :func:`bundlegraph.critical_path.timeout_minutes`);
+and ``timeout`` (minutes: the row's leg compiled whole and cold, and its other parts, with a margin, at
+most GitHub's 360-min job limit: :func:`bundlegraph.critical_path.row_timeout`; a leg whose shard or whole compile cannot fit
+is refused, exit 2, and a final compile that fits only with its shards' hits is flagged on stderr);
 ``--github-output`` prints every job's as ``<job>=<json>`` lines (``-`` in a job's name becomes
 ``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes.
 """
@@ -22,6 +24,7 @@ import argparse
 import json
 from typing import Any
 
+from ..core.errors import BundleGraphError
 from ..pipeline.base import select
 from ..schemas.loader import load_matrix
 from . import add_filter_args, filters_from
@@ -57,10 +60,13 @@ def matrix_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout."""
+    """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout (it covers
+    the leg's whole cold compile: :func:`~bundlegraph.critical_path.cover_seconds`). Raises :class:`TimeoutFitError` naming every
+    row that cannot fit in GitHub's job limit (:func:`~bundlegraph.critical_path.timeout_problems`)."""
     import dataclasses
 
-    from ..critical_path import Assumptions, row_seconds, timeout_minutes
+    from ..core.report import warn
+    from ..critical_path import Assumptions, cover_seconds, row_timeout, timeout_problems
     from ..pipeline.compile import costs
     from ..release_jobs import matrices, rows
 
@@ -68,11 +74,21 @@ def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     legs = select(m, filters_from(args))
     a = Assumptions()
     records = {leg: costs.find(leg, m.root) for leg in legs}
+    all_rows = rows(m, legs)
+    refusals, flags = timeout_problems(all_rows, m.legs, records, a)
+    if refusals:
+        raise TimeoutFitError("\n".join(refusals))
+    for f in flags:
+        warn(f, annotate=True)
     out = [
-        dataclasses.replace(r, timeout=timeout_minutes(sum(row_seconds(r, m.legs[r.id], records[r.id], a).values())))
-        for r in rows(m, legs)
+        dataclasses.replace(r, timeout=row_timeout(sum(cover_seconds(r, m.legs[r.id], records[r.id], a).values())))
+        for r in all_rows
     ]
     return matrices(out)
+
+
+class TimeoutFitError(BundleGraphError):
+    """A release row whose cold compile, with its margin, cannot fit in GitHub's job limit."""
 
 
 def run(args: argparse.Namespace) -> int:
