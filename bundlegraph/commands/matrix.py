@@ -15,7 +15,9 @@ and ``timeout`` (minutes: the row's leg compiled whole and cold, and its other p
 most GitHub's 360-min job limit: :func:`bundlegraph.critical_path.row_timeout`; a leg whose shard or whole compile cannot fit
 is refused, exit 2, and a final compile that fits only with its shards' hits is flagged on stderr);
 ``--github-output`` prints every job's as ``<job>=<json>`` lines (``-`` in a job's name becomes
-``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes.
+``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes. ``--warm`` prints the
+default branch's warm-caches workflow matrix as one ``warm=<json>`` line (one row per leg, its whole
+compile on its compile runner: :func:`bundlegraph.release_jobs.warm_rows`).
 """
 
 from __future__ import annotations
@@ -91,8 +93,35 @@ class TimeoutFitError(BundleGraphError):
     """A release row whose cold compile, with its margin, cannot fit in GitHub's job limit."""
 
 
+def warm_matrix(args: argparse.Namespace) -> dict[str, Any]:
+    """``{"include": [...]}`` of the warm-caches workflow (:func:`~bundlegraph.release_jobs.warm_rows`),
+    each row's timeout covering its leg's whole cold compile; a row over GitHub's job limit is
+    flagged on stderr and gets the limit (a warm run is not a release: nothing waits for it)."""
+    import dataclasses
+
+    from ..core.report import warn
+    from ..critical_path import GITHUB_JOB_LIMIT_MIN, Assumptions, cover_seconds, row_timeout
+    from ..pipeline.compile import costs
+    from ..release_jobs import warm_rows
+
+    m = load_matrix(args.bundles)
+    legs = select(m, filters_from(args))
+    a = Assumptions()
+    out = []
+    for r in warm_rows(m, legs):
+        cover = sum(cover_seconds(r, m.legs[r.id], costs.find(r.id, m.root), a).values())
+        t = row_timeout(cover)
+        if t >= GITHUB_JOB_LIMIT_MIN:
+            warn(f"bundles/{r.id}.toml: warm row models {cover / 60:.0f} min cold: timeout capped at {t} min")
+        out.append(dataclasses.replace(r, timeout=t).matrix_entry())
+    return {"include": out}
+
+
 def run(args: argparse.Namespace) -> int:
     indent = None if args.compact or args.github_output else 2
+    if args.warm:
+        print(f"warm={json.dumps(warm_matrix(args), separators=(',', ':'))}")
+        return 0
     if args.github_output:
         for job, mx in job_matrices(args).items():
             print(f"{job.replace('-', '_')}={json.dumps(mx, separators=(',', ':'))}")
@@ -111,6 +140,11 @@ def register(sub: Any) -> None:
     add_filter_args(p)
     p.add_argument("--compact", action="store_true", help="one line (for $GITHUB_OUTPUT)")
     p.add_argument("--job", choices=[name for name, _ in JOBS], help="one job's matrix of the release workflow")
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="the default branch's warm-caches workflow matrix as a warm=<json> line (for $GITHUB_OUTPUT)",
+    )
     p.add_argument(
         "--github-output",
         action="store_true",
