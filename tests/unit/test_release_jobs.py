@@ -236,3 +236,23 @@ def test_row_timeouts_follow_the_prediction_and_are_capped():
     r = next(x for x in rows(m, ["linux-arm64-cpu"]) if x.job == "base")
     parts = row_seconds(r, m.legs["linux-arm64-cpu"], None, Assumptions())
     assert {"job", "apt", "source", "configure", "compile", "package"} <= set(parts)
+
+
+def test_the_warm_workflow_compiles_every_leg_whole_on_its_compile_runner(capsys):
+    import json
+
+    from bundlegraph import cli
+    from bundlegraph.release_jobs import warm_rows
+
+    m = load_matrix(ROOT / "bundles")
+    m = _with(m, "linux-arm64-cuda13-blackwell", compile_runner="ubuntu-24.04-arm")
+    rs = warm_rows(m, list(m.legs))
+    assert [r.id for r in rs] == list(m.legs) and all(r.job == "warm" and not r.shard for r in rs)
+    assert next(r for r in rs if r.id == "linux-arm64-cuda13-blackwell").runner == "ubuntu-24.04-arm"
+    assert cli.main(["--bundles", str(ROOT / "bundles"), "matrix", "--warm"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("warm=")
+    rows_ = {r["id"]: r for r in json.loads(line.removeprefix("warm="))["include"]}
+    assert set(rows_) == set(load_matrix(ROOT / "bundles").legs)
+    # a 7-arch leg compiled whole and cold: ~106 min modeled, twice that with the margin
+    assert 2 * 106 < rows_["windows-x64-cuda13-portable"]["timeout"] <= GITHUB_JOB_LIMIT_MIN
