@@ -208,16 +208,18 @@ class Timeline:
     def mermaid(self) -> str:
         """A Mermaid ``gantt`` block in minutes from the run's start (``crit`` marks the path).
 
-        Mermaid reads ``dateFormat X`` values as seconds since 1970 and draws the axis with d3's
-        time format in the viewer's time zone, so ``%H:%M`` showed clock times that depend on
-        where the summary is read. Here each value is the row's *minutes* written where Mermaid
-        expects seconds, and ``axisFormat %s`` prints d3's seconds since the epoch, which has no
-        time zone: the axis reads 0, 10, 20, ... minutes from the start anywhere."""
+        Mermaid reads ``dateFormat X``/``x`` values as a time since 1970 and draws the axis with d3's
+        time format in the viewer's time zone, so ``%H:%M`` showed clock times that depend on where
+        the summary is read. Here each value is the row's *minutes x 1000*, written where
+        ``dateFormat x`` expects epoch milliseconds (whole numbers: Mermaid parses strictly, and a
+        decimal ``X`` value falls back to ``new Date("1.5")``), and ``axisFormat %s`` prints d3's
+        whole seconds since the epoch, which has no time zone: the axis reads minutes from the start
+        anywhere."""
         lines = [
             "```mermaid",
             "gantt",
             f"    title {_mm(self.title)} (axis in minutes from the start)",
-            "    dateFormat X",
+            "    dateFormat x",
             "    axisFormat %s",
         ]
         for job in dict.fromkeys(s.job for s in self.slots):
@@ -225,7 +227,8 @@ class Timeline:
             for k, s in enumerate(x for x in self.slots if x.job == job):
                 tag = "crit, " if s.critical else ""
                 lines.append(
-                    f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, {s.start / 60:.1f}, {s.end / 60:.1f}"
+                    f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, "
+                    f"{round(s.start * 1000 / 60)}, {round(s.end * 1000 / 60)}"
                 )
         lines.append("```")
         return "\n".join(lines)

@@ -124,8 +124,9 @@ def test_the_timeline_waits_per_job_and_marks_the_critical_path():
     mm = t.mermaid()
     assert mm.startswith("```mermaid\ngantt") and ":crit, compile" in mm and mm.count(":crit") == 4
     # minutes from the start, whatever the reader's time zone: never a clock format
-    assert "    dateFormat X\n    axisFormat %s\n" in mm and "%H" not in mm
-    assert f":crit, compile0, {shard.start / 60:.1f}, {shard.end / 60:.1f}" in mm
+    assert "    dateFormat x\n    axisFormat %s\n" in mm and "%H" not in mm
+    assert f":crit, compile0, {round(shard.start * 1000 / 60)}, {round(shard.end * 1000 / 60)}" in mm
+    assert shard.start == 60 and ":crit, compile0, 1000, " in mm  # the plan's minute, as 1000 "ms"
     assert "critical path (*): plan -> compile[" in t.text()
 
 
