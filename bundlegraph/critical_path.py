@@ -183,7 +183,7 @@ class Timeline:
         colds = _by_row(cold)
         for s in self.slots:
             c = colds.get((s.job, s.name))
-            extra = f" {c.minutes:6.1f} {c.timeout:7d}" if c else ""
+            extra = f" {c.minutes:6.1f} {c.timeout or '-':>7}" if c else ""
             lines.append(
                 f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}{extra}"
                 f"{'  *' if s.critical else ''}"
@@ -245,7 +245,7 @@ class Timeline:
         rows = [head + " critical |", rule + "---|"]
         for s in self.slots:
             c = colds.get((s.job, s.name))
-            extra = f" {c.minutes:.1f} | {c.timeout} |" if c else ""
+            extra = f" {c.minutes:.1f} | {c.timeout or '-'} |" if c else ""
             rows.append(
                 f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} |{extra} "
                 f"{'yes' if s.critical else ''} |"

@@ -153,6 +153,7 @@ def test_the_cold_picture_compiles_every_final_compile_whole_and_the_warm_one_ke
     text = warm.text(cold)
     assert "critical path, cold (every final compile a full compile): plan ->" in text
     assert f"{c[('backend', leg)].minutes:6.1f} {w[('backend', leg)].timeout:7d}" in text
+    assert f"{c[('plan', 'plan')].minutes:6.1f}       -  *" in text  # the plan job: no row timeout
     md = warm.markdown(cold)
     assert md.count("```mermaid") == 2 and "| cold minutes | timeout |" in md and "not measured" in md
     # a leg whose final compile cannot take hits is modeled as a full compile even warm
