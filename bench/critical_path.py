@@ -134,21 +134,41 @@ def main() -> int:
         f"speed {speed:.3f} makes it the measured {args.measured_minutes} min"
     )
     results = {}
-    shapes = [("waves", None), ("at-once", 1), *((f"shards={n}", n) for n in (2, 3, 4, 5, 6, 8)), ("chosen", 0)]
-    print("minutes; 'compile': the leg's compile critical path (longest shard + final compile from hits + link);")
-    print("'leg': plan -> its compile rows -> its packaging row, job overheads included; 'release': the whole run")
+    msvc = frozenset(leg for leg, spec in m.legs.items() if spec.toolchain.startswith("msvc"))
+    shapes = [
+        ("waves", None),
+        ("at-once", 1),
+        *((f"shards={n}", n) for n in (2, 3, 4, 5, 6, 8)),
+        ("chosen", 0),
+        ("chosen, no MSVC cache", -1),
+    ]
+    print("MODELED minutes (no build ran); 'compile': the leg's compile critical path (longest shard + final")
+    print("compile + link); 'leg': plan -> its compile rows -> its packaging row, job overheads included;")
+    print("'release': the whole run. warm: a final compile takes its shards' objects as cache hits where the leg")
+    print("has a compiler cache; cold: every final compile misses everything (a full compile). 'no MSVC cache':")
+    print(f"the MSVC legs ({', '.join(sorted(msvc))}) compile their final compile whole even warm")
     print(
-        f"{'shape':<10} {'release':>8} {'mission compile':>16} {'mission leg':>12} {'7-arch compile':>15} "
-        f"{'7-arch leg':>11}  release critical path"
+        f"{'shape':<22} {'release':>8} {'cold':>6} {'mission compile':>16} {'cold':>6} {'mission leg':>12} "
+        f"{'cold':>6} {'7-arch compile':>15} {'7-arch leg':>11}  release critical path (warm)"
     )
     for name, n in shapes:
-        if n is None:
-            t = timeline(
-                legacy_rows(m), m.legs, recs, a, jobs=LEGACY_JOBS, manifest_needs=("plan", "compile", "base", "backend")
-            )
-        else:
-            mm = with_shards(m, n) if n else m  # 0: the shards the specs choose
-            t = timeline(rows(mm, list(mm.legs)), mm.legs, recs, a, jobs=JOBS)
+        figures = {}
+        for mode in ("warm", "cold"):
+            am = dataclasses.replace(a, cold=mode == "cold", uncached=msvc if n == -1 else frozenset())
+            if n is None:
+                t = timeline(
+                    legacy_rows(m),
+                    m.legs,
+                    recs,
+                    am,
+                    jobs=LEGACY_JOBS,
+                    manifest_needs=("plan", "compile", "base", "backend"),
+                )
+            else:
+                mm = with_shards(m, n) if n and n > 0 else m  # 0, -1: the shards the specs choose
+                t = timeline(rows(mm, list(mm.legs)), mm.legs, recs, am, jobs=JOBS)
+            figures[mode] = t
+        t, tc = figures["warm"], figures["cold"]
         mission = leg_end(t, MISSION) / 60
         wide = max(leg_end(t, w) for w in WIDE) / 60
         mc = compile_path(t, MISSION) / 60
@@ -156,15 +176,23 @@ def main() -> int:
         path = " -> ".join(f"{s.job}[{s.name}]" for s in t.path)
         results[name] = {
             "release_minutes": round(t.total / 60, 1),
+            "release_cold_minutes": round(tc.total / 60, 1),
             "mission_compile_minutes": round(mc, 1),
+            "mission_compile_cold_minutes": round(compile_path(tc, MISSION) / 60, 1),
             "mission_leg_minutes": round(mission, 1),
+            "mission_leg_cold_minutes": round(leg_end(tc, MISSION) / 60, 1),
             "wide_compile_minutes": round(wc, 1),
             "wide_leg_minutes": round(wide, 1),
             "path": path,
         }
-        print(f"{name:<10} {t.total / 60:8.1f} {mc:16.1f} {mission:12.1f} {wc:15.1f} {wide:11.1f}  {path}")
+        r = results[name]
+        print(
+            f"{name:<22} {r['release_minutes']:8.1f} {r['release_cold_minutes']:6.1f} {mc:16.1f} "
+            f"{r['mission_compile_cold_minutes']:6.1f} {mission:12.1f} {r['mission_leg_cold_minutes']:6.1f} "
+            f"{wc:15.1f} {wide:11.1f}  {path}"
+        )
     base = results["at-once"]
-    for name in [s for s, _ in shapes if s.startswith("shards") or s == "chosen"]:
+    for name in [s for s, _ in shapes if s.startswith(("shards", "chosen"))]:
         r = results[name]
         print(
             f"{name}: mission compile path {r['mission_compile_minutes']} min = "

@@ -18,6 +18,19 @@ A row's predicted seconds (:func:`row_seconds`) are the sum of:
 A job starts when every row of every job it needs has ended (GitHub's ``needs:`` is per job);
 all rows of a job run at once (one runner each). A leg without a cost record is predicted from
 :data:`NO_RECORD` (stated step counts) and the stated per-step estimates.
+
+Two pictures of one workflow (every figure here is modeled from cost records, never measured):
+
+- **warm** (:attr:`Assumptions.cold` False): every sharded leg's final compile takes its shards'
+  objects as cache hits, except the legs of :attr:`Assumptions.uncached` (a leg whose final compile
+  cannot take hits, e.g. no compiler cache for its compiler), which are modeled as a full compile;
+- **cold** (:attr:`Assumptions.cold` True): every final compile misses everything and compiles the
+  whole leg, the worst case a row can meet (a shard never compiles more than its slice).
+
+A row's ``timeout-minutes`` (:func:`row_timeout`) covers its cold figure with
+:data:`COLD_MARGIN` and :data:`TIMEOUT_SLACK_MIN`, at most :data:`GITHUB_JOB_LIMIT_MIN`;
+:func:`timeout_problems` refuses a leg that cannot fit even so and flags a final compile that
+fits only with its shards' hits.
 """
 
 from __future__ import annotations
@@ -60,11 +73,15 @@ job) and ggml-cuda (144 CUDA objects, 9 C/C++ of ggml-base: FINDINGS) at the sta
 class Assumptions:
     """``jobs``: compiles a runner runs at once (``-j``; 3 on a 4-vCPU runner, the memory ceiling
     FINDINGS names); ``speed``: a runner core's seconds per recorded second; ``overhead``:
-    :data:`OVERHEAD_S` with any changes."""
+    :data:`OVERHEAD_S` with any changes; ``cold``: every final compile misses everything (module
+    docstring); ``uncached``: leg ids whose final compile cannot take cache hits (modeled as a full
+    compile even when warm)."""
 
     jobs: int = 3
     speed: float = 1.0
     overhead: Mapping[str, float] = field(default_factory=lambda: dict(OVERHEAD_S))
+    cold: bool = False
+    uncached: frozenset[str] = frozenset()
 
 
 def _lang(key: str) -> str:
@@ -109,7 +126,10 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
         parts["artifact"] = o["artifact"]
     elif row.merges_shards:
         parts["artifact"] = o["artifact"] * 2
-        parts["compile"] = a.speed * other + HIT_SECONDS * len(steps) / max(1, a.jobs)
+        if a.cold or row.id in a.uncached:  # every object a miss: the whole leg again
+            parts["compile"] = a.speed * (makespan([c.seconds for c in steps], a.jobs) + other)
+        else:
+            parts["compile"] = a.speed * other + HIT_SECONDS * len(steps) / max(1, a.jobs)
     elif compiles:
         parts["compile"] = a.speed * (makespan([c.seconds for c in steps], a.jobs) + other)
     for hand_off in (row.imports_build, row.uploads_build):
@@ -123,7 +143,8 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
 @frozen
 class Slot:
     """One row on the timeline: ``job``, ``name``, ``start``/``end`` (seconds from the start of
-    the run), ``parts`` (:func:`row_seconds`), ``critical`` (on the critical path)."""
+    the run), ``parts`` (:func:`row_seconds`), ``critical`` (on the critical path), ``timeout``
+    (the row's ``timeout-minutes``, :func:`row_timeout`; 0 for the plan and manifest jobs)."""
 
     job: str
     name: str
@@ -131,6 +152,7 @@ class Slot:
     end: float
     parts: Mapping[str, float]
     critical: bool = False
+    timeout: int = 0
 
     @property
     def minutes(self) -> float:
@@ -152,45 +174,100 @@ class Timeline:
     def path(self) -> list[Slot]:
         return [s for s in self.slots if s.critical]
 
-    def text(self) -> str:
-        """A table: job, row, start, end, minutes, ``*`` on the critical path; then the path."""
-        lines = [self.title, f"{'job':<14} {'row':<46} {'start':>6} {'end':>6} {'min':>6}"]
+    def text(self, cold: Timeline | None = None) -> str:
+        """A table: job, row, start, end, minutes, ``*`` on the critical path; then the path.
+        With ``cold`` (the same rows modeled cold, :func:`predict_both`): each row's cold
+        minutes and ``timeout-minutes`` too, and the cold critical path."""
+        head = f"{'job':<14} {'row':<46} {'start':>6} {'end':>6} {'min':>6}"
+        lines = [self.title, head + (f" {'cold':>6} {'timeout':>7}" if cold else "")]
+        colds = _by_row(cold)
         for s in self.slots:
+            c = colds.get((s.job, s.name))
+            extra = f" {c.minutes:6.1f} {c.timeout or '-':>7}" if c else ""
             lines.append(
-                f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}"
+                f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}{extra}"
                 f"{'  *' if s.critical else ''}"
             )
-        lines.append(
-            "critical path (*): "
-            + " -> ".join(f"{s.job}[{s.name}]" if s.name != s.job else s.job for s in self.path)
-            + f": {self.total / 60:.1f} min"
-        )
+        warm = " (warm: final compiles take cache hits)" if cold else ""
+        lines.append(f"critical path (*): {self.path_line()}{warm}")
+        if cold:
+            lines.append(f"critical path, cold (every final compile a full compile): {cold.path_line()}")
+            lines.append(
+                f"(modeled, not measured; timeout = ceil({COLD_MARGIN:g} x the leg's whole cold compile and the "
+                f"row's other parts + {TIMEOUT_SLACK_MIN}), at most {GITHUB_JOB_LIMIT_MIN})"
+            )
         return "\n".join(lines)
 
+    def path_line(self) -> str:
+        """``plan -> compile[row] -> ... -> manifest: N min``."""
+        return (
+            " -> ".join(f"{s.job}[{s.name}]" if s.name != s.job else s.job for s in self.path)
+            + f": {self.total / 60:.1f} min"
+        )
+
     def mermaid(self) -> str:
-        """A Mermaid ``gantt`` block (seconds since the run's start; ``crit`` marks the path)."""
-        lines = ["```mermaid", "gantt", f"    title {_mm(self.title)}", "    dateFormat X", "    axisFormat %H:%M"]
+        """A Mermaid ``gantt`` block in minutes from the run's start (``crit`` marks the path).
+
+        Mermaid reads ``dateFormat X``/``x`` values as a time since 1970 and draws the axis with d3's
+        time format in the viewer's time zone, so ``%H:%M`` showed clock times that depend on where
+        the summary is read. Here each value is the row's *minutes x 1000*, written where
+        ``dateFormat x`` expects epoch milliseconds (whole numbers: Mermaid parses strictly, and a
+        decimal ``X`` value falls back to ``new Date("1.5")``), and ``axisFormat %s`` prints d3's
+        whole seconds since the epoch, which has no time zone: the axis reads minutes from the start
+        anywhere."""
+        lines = [
+            "```mermaid",
+            "gantt",
+            f"    title {_mm(self.title)} (axis in minutes from the start)",
+            "    dateFormat x",
+            "    axisFormat %s",
+        ]
         for job in dict.fromkeys(s.job for s in self.slots):
             lines.append(f"    section {_mm(job)}")
             for k, s in enumerate(x for x in self.slots if x.job == job):
                 tag = "crit, " if s.critical else ""
                 lines.append(
-                    f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, {round(s.start)}, {round(s.end)}"
+                    f"    {_mm(s.name)} ({s.minutes:.1f} min) :{tag}{_id(job)}{k}, "
+                    f"{round(s.start * 1000 / 60)}, {round(s.end * 1000 / 60)}"
                 )
         lines.append("```")
         return "\n".join(lines)
 
-    def markdown(self) -> str:
-        """The step-summary form: a heading, the Mermaid block and the table."""
-        rows = ["| job | row | start (min) | end (min) | minutes | critical |", "|---|---|---|---|---|---|"]
-        rows += [
-            f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} | "
-            f"{'yes' if s.critical else ''} |"
-            for s in self.slots
-        ]
-        return "\n".join(
-            [f"### {self.title}", "", self.mermaid(), "", *rows, "", f"Critical path: **{self.total / 60:.1f} min**."]
-        )
+    def markdown(self, cold: Timeline | None = None) -> str:
+        """The step-summary form: a heading, the Mermaid block(s) and the table (with ``cold``:
+        both pictures, each row's cold minutes and timeout)."""
+        head = "| job | row | start (min) | end (min) | minutes |"
+        rule = "|---|---|---|---|---|"
+        if cold:
+            head += " cold minutes | timeout |"
+            rule += "---|---|"
+        colds = _by_row(cold)
+        rows = [head + " critical |", rule + "---|"]
+        for s in self.slots:
+            c = colds.get((s.job, s.name))
+            extra = f" {c.minutes:.1f} | {c.timeout or '-'} |" if c else ""
+            rows.append(
+                f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} |{extra} "
+                f"{'yes' if s.critical else ''} |"
+            )
+        out = [f"### {self.title}", "", "Modeled from the legs' cost records, not measured.", "", self.mermaid(), ""]
+        if cold:
+            out += [f"#### {cold.title}", "", cold.mermaid(), ""]
+        out += [*rows, ""]
+        if cold:
+            out.append(
+                f"Critical path, warm (final compiles take cache hits): **{self.total / 60:.1f} min**; "
+                f"cold (every final compile a full compile): **{cold.total / 60:.1f} min**. "
+                f"Each compiling row's timeout is ceil({COLD_MARGIN:g} x (its leg's whole cold compile + the "
+                f"row's other parts) + {TIMEOUT_SLACK_MIN}) minutes, at most {GITHUB_JOB_LIMIT_MIN}."
+            )
+        else:
+            out.append(f"Critical path: **{self.total / 60:.1f} min**.")
+        return "\n".join(out)
+
+
+def _by_row(t: Timeline | None) -> dict[tuple[str, str], Slot]:
+    return {(s.job, s.name): s for s in t.slots} if t else {}
 
 
 def _mm(text: str) -> str:
@@ -224,7 +301,8 @@ def timeline(
             slots[name] = []
             for r in [r for r in rows if r.job == name]:
                 parts = row_seconds(r, specs[r.id], records.get(r.id), a)
-                slots[name].append(Slot(name, r.name, start, start + sum(parts.values()), parts))
+                limit = row_timeout(sum(cover_seconds(r, specs[r.id], records.get(r.id), a).values()))
+                slots[name].append(Slot(name, r.name, start, start + sum(parts.values()), parts, timeout=limit))
         ends[name] = max((s.end for s in slots[name]), default=start)
     critical: set[tuple[str, str]] = set()
     job = "manifest"
@@ -251,25 +329,101 @@ def predict_release(
     return timeline(job_rows(matrix, list(legs)), specs, records, a, title=title)  # type: ignore[arg-type]
 
 
-def timeout_minutes(seconds: float) -> int:
-    """A row's ``timeout-minutes``: three times its predicted minutes plus 20, at most
-    :data:`LEG_TIMEOUT_MAX` (a cold compile may be slower than the record, never 3x)."""
-    return min(LEG_TIMEOUT_MAX, math.ceil(3 * seconds / 60 + 20))
+def predict_both(
+    matrix: object, legs: Sequence[str], a: Assumptions, records: Mapping[str, CostRecord | None], title: str = ""
+) -> tuple[Timeline, Timeline]:
+    """The warm and the cold :class:`Timeline` of the same rows (module docstring)."""
+    warm = predict_release(matrix, legs, replace(a, cold=False), records, title=title + " - warm, modeled")
+    cold = predict_release(matrix, legs, replace(a, cold=True), records, title=title + " - cold, modeled")
+    return warm, cold
 
 
-LEG_TIMEOUT_MAX = 300
-"""No leg row waits longer than this; the manifest job's ``timeout-minutes`` (release.yml) is above it."""
+GITHUB_JOB_LIMIT_MIN = 360
+"""GitHub ends a job on a GitHub-hosted runner after 6 hours (its documented "job execution time"
+usage limit); a larger ``timeout-minutes`` would change nothing."""
+
+COLD_MARGIN = 2.0
+"""A row's timeout is this many times its modeled cold minutes (plus :data:`TIMEOUT_SLACK_MIN`).
+Why 2: 7 of the 9 committed cost records are derived from one Linux leg's cold build on a 2-core
+VM (``bundles/costs/*.json`` ``note``), and that VM's speed varies by half within an evening
+(README, "The tests, measured"); the one cold compile measured on a 4-vCPU runner for 8 archs, the
+pipeline we replace's Windows x64 CUDA leg, took 189 min (FINDINGS) where this model, scaled to 8
+archs, gives ~122 min: 1.55x. A timeout must be above the slowest honest run, not its average."""
+
+TIMEOUT_SLACK_MIN = 15
+"""Minutes added to every row's timeout for what no record models: a runner queued after start,
+a slow package mirror or artifact service."""
+
+
+def cover_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Assumptions) -> dict[str, float]:
+    """What a row's timeout must cover, by part: :func:`row_seconds` modeled cold, and on a shard
+    row the leg's whole compile instead of the slice (the slice is split by a record that may be a
+    stated estimate: a shard's real cost is bounded by its leg's, not by the record)."""
+    cold = replace(a, cold=True)
+    parts = row_seconds(row, spec, record, cold)
+    if row.shard:
+        steps, other = leg_steps(spec, record)
+        parts["compile"] = a.speed * (makespan([c.seconds for c in steps], a.jobs) + other)
+    return parts
+
+
+def row_timeout(cover: float) -> int:
+    """A row's ``timeout-minutes``: ``ceil(COLD_MARGIN x cover minutes + TIMEOUT_SLACK_MIN)``, at
+    most :data:`GITHUB_JOB_LIMIT_MIN`; ``cover``: the sum of :func:`cover_seconds`."""
+    return min(GITHUB_JOB_LIMIT_MIN, math.ceil(COLD_MARGIN * cover / 60 + TIMEOUT_SLACK_MIN))
+
+
+def timeout_problems(
+    rows: Sequence[JobRow], specs: Mapping[str, BundleSpec], records: Mapping[str, CostRecord | None], a: Assumptions
+) -> tuple[list[str], list[str]]:
+    """``(refusals, flags)``, one line each, for rows whose timeout cannot cover what
+    :func:`cover_seconds` asks within :data:`GITHUB_JOB_LIMIT_MIN`:
+
+    - refused: a row whose *own* cold work with its margin does not fit (a shard's slice, or the
+      whole compile of an unsharded leg): the leg cannot be built on a hosted runner; more shards
+      are the fix;
+    - flagged: a shard whose slice fits but whose leg's whole compile does not (its timeout is the
+      limit), and a sharded leg's final compile that does not fit cold (it gets the limit and fits
+      only when its shards' objects are cache hits, which the guard of the final compile checks)."""
+    refusals, flags = [], []
+    cold = replace(a, cold=True)
+    for r in rows:
+        spec, record = specs[r.id], records.get(r.id)
+        cover = sum(cover_seconds(r, spec, record, a).values())
+        if COLD_MARGIN * cover / 60 + TIMEOUT_SLACK_MIN <= GITHUB_JOB_LIMIT_MIN:
+            continue
+        own = sum(row_seconds(r, spec, record, cold).values())
+        need = COLD_MARGIN * own / 60 + TIMEOUT_SLACK_MIN
+        where = f"bundles/{r.id}.toml: build.shards"
+        said = f"{r.job} row {r.name!r} models {own / 60:.0f} min cold at -j{a.jobs}"
+        if need > GITHUB_JOB_LIMIT_MIN and not r.merges_shards:
+            refusals.append(
+                f"{where}: {said}, {need:.0f} min with its margin, over GitHub's {GITHUB_JOB_LIMIT_MIN}-min job "
+                f"limit: expected more shards than {spec.build.shards}"
+            )
+        else:
+            flags.append(
+                f"{where}: {said} ({cover / 60:.0f} min for the whole leg cold): its timeout is capped at "
+                f"{GITHUB_JOB_LIMIT_MIN} min" + (", enough only with its shards' cache hits" if r.merges_shards else "")
+            )
+    return refusals, flags
+
 
 __all__ = [
-    "LEG_TIMEOUT_MAX",
+    "COLD_MARGIN",
+    "GITHUB_JOB_LIMIT_MIN",
     "NO_RECORD",
     "OVERHEAD_S",
+    "TIMEOUT_SLACK_MIN",
     "Assumptions",
     "Slot",
     "Timeline",
+    "cover_seconds",
     "leg_steps",
+    "predict_both",
     "predict_release",
     "row_seconds",
+    "row_timeout",
     "timeline",
-    "timeout_minutes",
+    "timeout_problems",
 ]

@@ -154,10 +154,22 @@ def rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
     return [r for name, _ in JOBS for r in out[name]]
 
 
+def warm_rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
+    """The rows of the default branch's warm-caches workflow (``.github/workflows/warm-caches.yml``):
+    one per selected leg, job ``warm``, the leg's whole compile (``doit build:L``, unsharded) on its
+    compile runner (``compile_runner`` else ``runner``). It fills the compiler cache ``ccache-<leg>-*``
+    and measures the cost records that tag runs restore: GitHub scopes caches by ref, and a tag's
+    run can restore what the default branch saved, never what another tag's run saved."""
+    return [
+        _row("warm", leg, matrix.legs[leg], runner=matrix.legs[leg].compile_runner or matrix.legs[leg].runner)
+        for leg in legs
+    ]
+
+
 def matrices(all_rows: list[JobRow]) -> dict[str, dict[str, Any]]:
     """``{job: {"include": [entry, ...]}}`` for every job of :data:`JOBS` (empty ones too: the
     workflow skips a job whose ``include`` is empty)."""
     return {name: {"include": [r.matrix_entry() for r in all_rows if r.job == name]} for name, _ in JOBS}
 
 
-__all__ = ["JOBS", "MANIFEST_NEEDS", "JobRow", "matrices", "rows"]
+__all__ = ["JOBS", "MANIFEST_NEEDS", "JobRow", "matrices", "rows", "warm_rows"]

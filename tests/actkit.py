@@ -7,7 +7,9 @@
   ``--local-repository`` (:data:`STANDINS`): ``setup-python`` (a venv per job, pip offline from
   :func:`wheelhouse`), ``upload-artifact``/``download-artifact`` (npm ``@actions/artifact``
   against act's artifact server; installed and bundled into one file each by :func:`standin_actions`),
-  ``cache`` (Node only: a folder per key in ``<repo>/../actions-cache``, ``BUNDLEGRAPH_EXTRA_ACT_CACHE``).
+  ``cache`` (Node only: a folder per ref and key in ``<repo>/../actions-cache``,
+  ``BUNDLEGRAPH_EXTRA_ACT_CACHE``; scoped as GitHub scopes caches: a run restores what its own ref
+  or the default branch saved, :func:`cache_entries`).
   ``actions/checkout`` of the same repository is served by act from the working tree.
 - Jobs run on the host (``-P <label>=-self-hosted``). There is no ``sudo`` here and matrix jobs
   run side by side: ``sudo`` is a shim that runs the command under one lock (apt).
@@ -304,6 +306,13 @@ def run_act(
     t0 = time.monotonic()
     r = subprocess.run(argv, cwd=repo, capture_output=True, text=True, env=penv, timeout=timeout)
     return r, time.monotonic() - t0
+
+
+def cache_entries(repo: Path, ref: str) -> list[str]:
+    """The keys the cache stand-in holds for ``ref`` (``refs/tags/b42``, ``refs/heads/main``) in
+    ``repo``'s store (``tests/act/cache/common.js``: one folder per ref, ``/`` written ``_``)."""
+    d = repo.parent / "actions-cache" / ref.replace("/", "_")
+    return sorted(p.name for p in d.iterdir() if not p.name.endswith(".tmp")) if d.is_dir() else []
 
 
 def base_python() -> str:

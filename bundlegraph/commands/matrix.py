@@ -11,9 +11,13 @@ base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg. CI s
 
 ``--job NAME`` prints one job's matrix of the release workflow (:mod:`bundlegraph.release_jobs`:
 ``compile``, ``compile-final``, ``base``, ``base-imported``, ``backend``), each row with its flags
-and ``timeout`` (minutes, from the predicted minutes: :func:`bundlegraph.critical_path.timeout_minutes`);
+and ``timeout`` (minutes: the row's leg compiled whole and cold, and its other parts, with a margin, at
+most GitHub's 360-min job limit: :func:`bundlegraph.critical_path.row_timeout`; a leg whose shard or whole compile cannot fit
+is refused, exit 2, and a final compile that fits only with its shards' hits is flagged on stderr);
 ``--github-output`` prints every job's as ``<job>=<json>`` lines (``-`` in a job's name becomes
-``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes.
+``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes. ``--warm`` prints the
+default branch's warm-caches workflow matrix as one ``warm=<json>`` line (one row per leg, its whole
+compile on its compile runner: :func:`bundlegraph.release_jobs.warm_rows`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import json
 from typing import Any
 
+from ..core.errors import BundleGraphError
 from ..pipeline.base import select
 from ..schemas.loader import load_matrix
 from . import add_filter_args, filters_from
@@ -57,10 +62,13 @@ def matrix_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout."""
+    """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout (it covers
+    the leg's whole cold compile: :func:`~bundlegraph.critical_path.cover_seconds`). Raises :class:`TimeoutFitError` naming every
+    row that cannot fit in GitHub's job limit (:func:`~bundlegraph.critical_path.timeout_problems`)."""
     import dataclasses
 
-    from ..critical_path import Assumptions, row_seconds, timeout_minutes
+    from ..core.report import warn
+    from ..critical_path import Assumptions, cover_seconds, row_timeout, timeout_problems
     from ..pipeline.compile import costs
     from ..release_jobs import matrices, rows
 
@@ -68,15 +76,52 @@ def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     legs = select(m, filters_from(args))
     a = Assumptions()
     records = {leg: costs.find(leg, m.root) for leg in legs}
+    all_rows = rows(m, legs)
+    refusals, flags = timeout_problems(all_rows, m.legs, records, a)
+    if refusals:
+        raise TimeoutFitError("\n".join(refusals))
+    for f in flags:
+        warn(f, annotate=True)
     out = [
-        dataclasses.replace(r, timeout=timeout_minutes(sum(row_seconds(r, m.legs[r.id], records[r.id], a).values())))
-        for r in rows(m, legs)
+        dataclasses.replace(r, timeout=row_timeout(sum(cover_seconds(r, m.legs[r.id], records[r.id], a).values())))
+        for r in all_rows
     ]
     return matrices(out)
 
 
+class TimeoutFitError(BundleGraphError):
+    """A release row whose cold compile, with its margin, cannot fit in GitHub's job limit."""
+
+
+def warm_matrix(args: argparse.Namespace) -> dict[str, Any]:
+    """``{"include": [...]}`` of the warm-caches workflow (:func:`~bundlegraph.release_jobs.warm_rows`),
+    each row's timeout covering its leg's whole cold compile; a row over GitHub's job limit is
+    flagged on stderr and gets the limit (a warm run is not a release: nothing waits for it)."""
+    import dataclasses
+
+    from ..core.report import warn
+    from ..critical_path import GITHUB_JOB_LIMIT_MIN, Assumptions, cover_seconds, row_timeout
+    from ..pipeline.compile import costs
+    from ..release_jobs import warm_rows
+
+    m = load_matrix(args.bundles)
+    legs = select(m, filters_from(args))
+    a = Assumptions()
+    out = []
+    for r in warm_rows(m, legs):
+        cover = sum(cover_seconds(r, m.legs[r.id], costs.find(r.id, m.root), a).values())
+        t = row_timeout(cover)
+        if t >= GITHUB_JOB_LIMIT_MIN:
+            warn(f"bundles/{r.id}.toml: warm row models {cover / 60:.0f} min cold: timeout capped at {t} min")
+        out.append(dataclasses.replace(r, timeout=t).matrix_entry())
+    return {"include": out}
+
+
 def run(args: argparse.Namespace) -> int:
     indent = None if args.compact or args.github_output else 2
+    if args.warm:
+        print(f"warm={json.dumps(warm_matrix(args), separators=(',', ':'))}")
+        return 0
     if args.github_output:
         for job, mx in job_matrices(args).items():
             print(f"{job.replace('-', '_')}={json.dumps(mx, separators=(',', ':'))}")
@@ -95,6 +140,11 @@ def register(sub: Any) -> None:
     add_filter_args(p)
     p.add_argument("--compact", action="store_true", help="one line (for $GITHUB_OUTPUT)")
     p.add_argument("--job", choices=[name for name, _ in JOBS], help="one job's matrix of the release workflow")
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="the default branch's warm-caches workflow matrix as a warm=<json> line (for $GITHUB_OUTPUT)",
+    )
     p.add_argument(
         "--github-output",
         action="store_true",

@@ -191,8 +191,8 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
 
 
 def _critical_path(args: argparse.Namespace) -> int:
-    """The release workflow's predicted timeline (:mod:`bundlegraph.critical_path`)."""
-    from ..critical_path import Assumptions, predict_release
+    """The release workflow's modeled timelines, warm and cold (:mod:`bundlegraph.critical_path`)."""
+    from ..critical_path import Assumptions, predict_both
     from ..pipeline.base import select
     from ..pipeline.compile import costs
     from ..schemas.loader import load_matrix
@@ -200,15 +200,21 @@ def _critical_path(args: argparse.Namespace) -> int:
     m = load_matrix(args.bundles)
     legs = select(m, filters_from(args))
     records = {leg: costs.find(leg, m.root) for leg in legs}
-    a = Assumptions(jobs=args.jobs, speed=args.speed)
-    t = predict_release(
+    unknown = sorted(set(args.uncached) - set(m.legs))
+    if unknown:
+        raise BundleGraphError(f"--uncached {unknown[0]}: no such leg; legs: {', '.join(m.legs)}")
+    a = Assumptions(jobs=args.jobs, speed=args.speed, uncached=frozenset(args.uncached))
+    t, cold = predict_both(
         m, legs, a, records, title=f"Predicted release timeline of {m.release.tag} (runners at -j{args.jobs})"
     )
     if args.json:
         print(
             json.dumps(
                 {
+                    "modeled": True,
                     "total_minutes": round(t.total / 60, 2),
+                    "cold_total_minutes": round(cold.total / 60, 2),
+                    "uncached": sorted(a.uncached),
                     "jobs": args.jobs,
                     "speed": args.speed,
                     "costs_from": {
@@ -222,8 +228,11 @@ def _critical_path(args: argparse.Namespace) -> int:
                             "end_minutes": round(s.end / 60, 2),
                             "critical": s.critical,
                             "parts_seconds": {k: round(v, 1) for k, v in s.parts.items()},
+                            "cold_minutes": round(c.minutes, 2),
+                            "cold_critical": c.critical,
+                            "timeout_minutes": s.timeout,
                         }
-                        for s in t.slots
+                        for s, c in zip(t.slots, cold.slots, strict=True)
                     ],
                 },
                 indent=2,
@@ -231,14 +240,15 @@ def _critical_path(args: argparse.Namespace) -> int:
         )
         return 0
     if args.markdown:
-        print(t.markdown())
+        print(t.markdown(cold))
         return 0
-    print(t.text())
+    print(t.text(cold))
     missing = [leg for leg, r in records.items() if r is None or not r.objects]
     if missing:
         print(f"(no cost record for {', '.join(missing)}: stated estimates)")
     print()
     print(t.mermaid())
+    print(cold.mermaid())
     return 0
 
 
@@ -286,6 +296,13 @@ def register(sub: Any) -> None:
         help="the release workflow's predicted timeline, the critical path marked, and a Mermaid gantt",
     )
     p.add_argument("--markdown", action="store_true", help="with --critical-path: the step-summary form")
+    p.add_argument(
+        "--uncached",
+        action="append",
+        default=[],
+        metavar="LEG",
+        help="with --critical-path: model LEG's final compile without a compiler cache (a full compile); repeatable",
+    )
     p.add_argument(
         "--jobs",
         type=int,

@@ -54,3 +54,40 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     )
     r = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True)
     assert r.returncode != 0 and "nosuchkey" in r.stdout
+
+
+def _steps(workflow: dict) -> list[tuple[str, dict]]:
+    return [(job, step) for job, j in workflow["jobs"].items() for step in j.get("steps", [])]
+
+
+def test_the_release_only_restores_caches_and_the_default_branch_alone_saves_them():
+    """Only trusted writers fill what a release restores (a poisoned compiler cache would put its
+    code into every bundle): release.yml reads caches and never saves them; warm-caches.yml, the
+    one writer, runs on pushes to the default branch, a schedule or by hand, never on a pull
+    request, and saves what release.yml restores (the compiler cache and the cost records)."""
+    import yaml
+
+    release = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))
+    uses = [(job, s["uses"]) for job, s in _steps(release) if "uses" in s and s["uses"].startswith("actions/cache")]
+    assert uses and all(u == "actions/cache/restore@v4" for _, u in uses), uses
+    restored = {
+        s["with"]["restore-keys"].strip() for _, s in _steps(release) if s.get("uses") == "actions/cache/restore@v4"
+    }
+    assert restored == {"bundlegraph-costs-", "ccache-${{ matrix.id }}-"}, restored
+
+    warm = yaml.safe_load((ROOT / ".github/workflows/warm-caches.yml").read_text(encoding="utf-8"))
+    on = warm[True]  # YAML 1.1 reads the key `on` as true
+    assert set(on) == {"push", "schedule", "workflow_dispatch"}, on
+    assert on["push"] == {"branches": ["main"]}
+    saved = {
+        s["with"]["key"]
+        for _, s in _steps(warm)
+        if s.get("uses") in ("actions/cache@v4", "actions/cache/save@v4")  # actions/cache saves in its post step
+    }
+    assert saved == {"ccache-${{ matrix.id }}-${{ github.run_id }}", "bundlegraph-costs-${{ github.run_id }}"}, saved
+    assert warm["permissions"] == {"contents": "read"}
+    assert "bundlegraph matrix --warm" in (ROOT / ".github/workflows/warm-caches.yml").read_text(encoding="utf-8")
+    for f in WORKFLOWS:  # no workflow that a pull request starts writes a cache
+        w = yaml.safe_load(f.read_text(encoding="utf-8"))
+        if {"pull_request", "pull_request_target"} & set(w.get(True) or {}):
+            assert not [s for _, s in _steps(w) if s.get("uses") in ("actions/cache@v4", "actions/cache/save@v4")], f

@@ -4,9 +4,21 @@ timeline (bundlegraph.critical_path), without processes."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
-from bundlegraph.critical_path import LEG_TIMEOUT_MAX, Assumptions, predict_release, row_seconds, timeout_minutes
+from bundlegraph.critical_path import (
+    COLD_MARGIN,
+    GITHUB_JOB_LIMIT_MIN,
+    TIMEOUT_SLACK_MIN,
+    Assumptions,
+    cover_seconds,
+    predict_both,
+    predict_release,
+    row_seconds,
+    row_timeout,
+    timeout_problems,
+)
 from bundlegraph.pipeline.compile.costs import CostRecord
 from bundlegraph.release_jobs import JOBS, matrices, rows
 from bundlegraph.schemas.loader import load_matrix
@@ -89,7 +101,7 @@ def test_every_job_the_workflow_runs_is_one_the_matrix_writes():
     # every job has a timeout; the legs' come from their rows and stay below the manifest job's
     assert text.count("timeout-minutes:") == len(JOBS) + 2
     manifest = text.split("\n  manifest:\n", 1)[1]
-    assert int(manifest.split("timeout-minutes: ", 1)[1].split()[0]) > LEG_TIMEOUT_MAX
+    assert int(manifest.split("timeout-minutes: ", 1)[1].split()[0]) <= GITHUB_JOB_LIMIT_MIN
 
 
 def test_the_timeline_waits_per_job_and_marks_the_critical_path():
@@ -111,12 +123,138 @@ def test_the_timeline_waits_per_job_and_marks_the_critical_path():
     assert t.total == slots[("manifest", "manifest")].end
     mm = t.mermaid()
     assert mm.startswith("```mermaid\ngantt") and ":crit, compile" in mm and mm.count(":crit") == 4
+    # minutes from the start, whatever the reader's time zone: never a clock format
+    assert "    dateFormat x\n    axisFormat %s\n" in mm and "%H" not in mm
+    assert f":crit, compile0, {round(shard.start * 1000 / 60)}, {round(shard.end * 1000 / 60)}" in mm
+    assert shard.start == 60 and ":crit, compile0, 1000, " in mm  # the plan's minute, as 1000 "ms"
     assert "critical path (*): plan -> compile[" in t.text()
 
 
+def _sharded():
+    m = load_matrix(ROOT / "bundles")
+    leg = "linux-arm64-cuda13-blackwell"
+    m = _with(m, leg, shards=2)
+    rec = CostRecord(leg, {f"d/heavy{i}.cu": 60.0 for i in range(40)}, {"bin/libggml-cuda.so": 5.0})
+    cpu = CostRecord("linux-arm64-cpu", {f"d/c{i}.cpp": 3.0 for i in range(100)}, {})
+    return m, leg, {leg: rec, "linux-arm64-cpu": cpu}
+
+
+def test_the_cold_picture_compiles_every_final_compile_whole_and_the_warm_one_keeps_the_hits():
+    m, leg, recs = _sharded()
+    warm, cold = predict_both(m, ["linux-arm64-cpu", leg], Assumptions(jobs=3), recs, title="t")
+    w = {(s.job, s.name): s for s in warm.slots}
+    c = {(s.job, s.name): s for s in cold.slots}
+    # 40 objects of 60 s on 3 slots: 14 rounds = 840 s, plus the 5-s link, again in the final compile
+    assert c[("backend", leg)].parts["compile"] == 14 * 60.0 + 5.0
+    assert w[("backend", leg)].parts["compile"] < 30
+    assert c[("compile", f"{leg} shard 1/2")].parts == w[("compile", f"{leg} shard 1/2")].parts  # a shard: its slice
+    assert cold.total - warm.total > 13 * 60
+    assert "warm" in warm.title and "cold" in cold.title and "modeled" in warm.title
+    text = warm.text(cold)
+    assert "critical path, cold (every final compile a full compile): plan ->" in text
+    assert f"{c[('backend', leg)].minutes:6.1f} {w[('backend', leg)].timeout:7d}" in text
+    assert f"{c[('plan', 'plan')].minutes:6.1f}       -  *" in text  # the plan job: no row timeout
+    md = warm.markdown(cold)
+    assert md.count("```mermaid") == 2 and "| cold minutes | timeout |" in md and "not measured" in md
+    # a leg whose final compile cannot take hits is modeled as a full compile even warm
+    uncached, _ = predict_both(m, ["linux-arm64-cpu", leg], Assumptions(jobs=3, uncached=frozenset({leg})), recs)
+    u = {(s.job, s.name): s for s in uncached.slots}
+    assert u[("backend", leg)].parts == c[("backend", leg)].parts
+
+
+def test_every_compile_rows_timeout_covers_the_legs_whole_cold_compile_with_the_margin():
+    m, leg, recs = _sharded()
+    a = Assumptions(jobs=3)
+    rs = rows(m, ["linux-arm64-cpu", leg])
+    whole = (14 * 60.0 + 5.0) / 60  # the leg's cold compile at -j3, minutes
+    for r in rs:
+        cover = cover_seconds(r, m.legs[r.id], recs[r.id], a)
+        if r.id == leg:  # a shard, and the final compile: the whole leg, not the slice or the hits
+            assert cover["compile"] == whole * 60, r.name
+        timeout = row_timeout(sum(cover.values()))
+        assert timeout >= COLD_MARGIN * sum(cover.values()) / 60 + TIMEOUT_SLACK_MIN - 1e-9, r.name
+        assert timeout >= COLD_MARGIN * whole or r.id != leg
+    assert row_timeout(10 * 3600) == GITHUB_JOB_LIMIT_MIN
+    assert row_timeout(60) == math.ceil(COLD_MARGIN + TIMEOUT_SLACK_MIN)
+    assert timeout_problems(rs, m.legs, recs, a) == ([], [])
+
+
+def test_a_leg_that_cannot_fit_even_sharded_is_refused_and_a_final_compile_over_the_limit_is_flagged():
+    m, leg, _ = _sharded()
+    # 400 objects of 600 s: 80,000 s at -j3 ~ 1,333 min cold; two shards of ~667 min each cannot fit
+    huge = {leg: CostRecord(leg, {f"d/h{i}.cu": 600.0 for i in range(400)}, {}), "linux-arm64-cpu": None}
+    rs = rows(m, ["linux-arm64-cpu", leg])
+    refusals, flags = timeout_problems(rs, m.legs, huge, Assumptions(jobs=3))
+    assert len(refusals) == 2 and all(
+        x.startswith(f"bundles/{leg}.toml: build.shards: compile row '{leg} shard ") for x in refusals
+    )
+    assert "over GitHub's 360-min job limit: expected more shards than 2" in refusals[0]
+    assert flags == [] or all("capped" in f for f in flags)
+    # 24 shards: each slice fits; the final compile cannot fit cold and is flagged, not refused
+    m24 = _with(m, leg, shards=24)
+    refusals, flags = timeout_problems(rows(m24, ["linux-arm64-cpu", leg]), m24.legs, huge, Assumptions(jobs=3))
+    assert refusals == [], refusals
+    final = [f for f in flags if f"backend row '{leg}'" in f]
+    assert len(final) == 1 and final[0].endswith("capped at 360 min, enough only with its shards' cache hits")
+
+
+def test_the_matrix_refuses_a_leg_that_cannot_fit(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from bundlegraph import cli
+
+    bundles = tmp_path / "bundles"
+    shutil.copytree(ROOT / "bundles", bundles)
+    leg = "linux-arm64-cuda13-blackwell"
+    rec = CostRecord(leg, {f"d/h{i}.cu": 600.0 for i in range(400)}, {})
+    (bundles / "costs" / f"{leg}.json").write_bytes(rec.to_json())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BUNDLEGRAPH_COSTS", raising=False)
+    rc = cli.main(["--bundles", str(bundles), "matrix", "--github-output"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"bundles/{leg}.toml: build.shards: compile row '{leg} shard 1/3' models" in err
+    assert "Traceback" not in err
+
+
+def test_the_real_releases_rows_cover_a_cold_compile():
+    """The committed specs and records: the 7-arch backend rows (a final compile after 6 shards)
+    get a timeout above twice their ~106-min cold compile, below GitHub's limit."""
+    m = load_matrix(ROOT / "bundles")
+    from bundlegraph.pipeline.compile import costs
+
+    legs = list(m.legs)
+    recs = {leg: costs.load(ROOT / "bundles" / "costs" / f"{leg}.json", leg) for leg in legs}
+    a = Assumptions()
+    timed = {(s.job, s.name): s.timeout for s in predict_release(m, legs, a, recs).slots}
+    final = timed[("backend", "windows-x64-cuda13-portable")]
+    assert 2 * 106 < final <= GITHUB_JOB_LIMIT_MIN
+    assert 2 * 106 < timed[("compile", "windows-x64-cuda13-portable shard 1/6")] <= GITHUB_JOB_LIMIT_MIN
+    assert timeout_problems(rows(m, legs), m.legs, recs, a) == ([], [])
+
+
 def test_row_timeouts_follow_the_prediction_and_are_capped():
-    assert timeout_minutes(60) == 23 and timeout_minutes(10 * 3600) == LEG_TIMEOUT_MAX
     m = load_matrix(ROOT / "bundles")
     r = next(x for x in rows(m, ["linux-arm64-cpu"]) if x.job == "base")
     parts = row_seconds(r, m.legs["linux-arm64-cpu"], None, Assumptions())
     assert {"job", "apt", "source", "configure", "compile", "package"} <= set(parts)
+
+
+def test_the_warm_workflow_compiles_every_leg_whole_on_its_compile_runner(capsys):
+    import json
+
+    from bundlegraph import cli
+    from bundlegraph.release_jobs import warm_rows
+
+    m = load_matrix(ROOT / "bundles")
+    m = _with(m, "linux-arm64-cuda13-blackwell", compile_runner="ubuntu-24.04-arm")
+    rs = warm_rows(m, list(m.legs))
+    assert [r.id for r in rs] == list(m.legs) and all(r.job == "warm" and not r.shard for r in rs)
+    assert next(r for r in rs if r.id == "linux-arm64-cuda13-blackwell").runner == "ubuntu-24.04-arm"
+    assert cli.main(["--bundles", str(ROOT / "bundles"), "matrix", "--warm"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("warm=")
+    rows_ = {r["id"]: r for r in json.loads(line.removeprefix("warm="))["include"]}
+    assert set(rows_) == set(load_matrix(ROOT / "bundles").legs)
+    # a 7-arch leg compiled whole and cold: ~106 min modeled, twice that with the margin
+    assert 2 * 106 < rows_["windows-x64-cuda13-portable"]["timeout"] <= GITHUB_JOB_LIMIT_MIN
