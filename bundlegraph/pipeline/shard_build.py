@@ -36,8 +36,8 @@ from ..core.fsutil import atomic_dir, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
 from .base import Context, Prepared, TaskPlan, run_plan
-from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
-from .compile import build_measure, compiler_cache, costs
+from .build import NAME, BuildPlan, Progress, configured_launcher, launcher_refusal, plan_build, record_cache_stats
+from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
 from .compile.shards import ShardRef, ShardSlice, costed, split
@@ -104,6 +104,9 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     leg = bp.leg
     if not (bp.cmake_dir / "CMakeCache.txt").is_file():
         raise BundleGraphError(f"build:{leg}: {bp.cmake_dir} is not configured; run configure:{leg}")
+    chosen = configured_launcher(bp)
+    if chosen is None:  # its objects would land nowhere: refused before compiling
+        raise BundleGraphError(shard_guard.no_cache_problem(leg, shard.count, f"shard {shard}", launcher_refusal(bp)))
     slices, record = leg_slices(bp, shard.count)
     mine = slices[shard.index - 1]
     total = sum(len(s.steps) for s in slices)
@@ -113,7 +116,6 @@ def run_shard(plan: ShardPlan) -> list[Path]:
         f"build:{leg}: shard {shard}: {len(mine.steps)} of {total} compile steps, {mine.seconds:.0f} CPU s predicted "
         f"(~{mine.wall(j.n):.0f} s at -j {j.n}; costs from {origin}); links nothing"
     )
-    chosen = configured_launcher(bp)
     stats_log = bp.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
     env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), bp.cmake_dir.parent)
@@ -180,8 +182,6 @@ def run_shard(plan: ShardPlan) -> list[Path]:
             f"{added} cache entries in {plan.out_dir / 'ccache'}"
             if cache_dir
             else "its cache entries went to the remote storage"
-            if remote
-            else "no compiler cache"
         )
     )
     return []
@@ -249,8 +249,10 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
     """Fold every shard folder under ``root`` (each ``shard.json``, as artifact downloads nest
     them) into this runner: their ``ccache/`` entries into ``cache_dir`` (skipped when None),
     their measured seconds into each leg's cost record (:func:`~.costs.save` to
-    :func:`~.costs.write_dir`). ``problems`` names a leg whose shards are incomplete or split
-    differently (the final compile will then miss: slower, not wrong)."""
+    :func:`~.costs.write_dir`), and what they compiled into ``build/<leg>/shards-merged.json``
+    (:func:`~.compile.shard_guard.write_merged`: the final compile fails when it misses one of
+    those objects). ``problems`` names a leg whose shards are incomplete or split differently (the
+    final compile then compiles the missing shards' objects itself: slower, not wrong)."""
     found = sorted(root.rglob("shard.json"))
     by_leg: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for f in found:
@@ -278,7 +280,10 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
         if measured:
             record = costs.find(leg, bundles) or costs.CostRecord(leg)
             costs.save(record.merged(measured))
-        legs[leg] = {"shards": len(seen), "of": n, "measured": len(measured)}
+        wrote = [str(o) for _, d in items for o in (d.get("objects") or [])]
+        remote = any(bool(d.get("remote_storage")) for _, d in items)
+        shard_guard.write_merged(paths.build_dir(leg), leg, seen, n, wrote, remote)
+        legs[leg] = {"shards": len(seen), "of": n, "measured": len(measured), "objects": len(set(wrote))}
     if not found:
         problems.append(f"{root}: no shard.json under it (nothing to merge)")
     for p in problems:

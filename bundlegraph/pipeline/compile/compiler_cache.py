@@ -76,8 +76,12 @@ def ignored_prefix_maps(workdir: Path) -> list[str]:
     each work directory's own path, so hashed they would keep two work directories from sharing
     an entry, while what they do is the same in both (a root of the work directory becomes the
     same stable name; ccache's ``base_dir`` makes the work directory's paths relative anyway).
-    The source tree's, the toolkit's and the cache's maps stay hashed. A path with a space
-    cannot be written in the space-separated list: none then."""
+    The source tree's, the toolkit's and the cache's maps stay hashed (the same on every runner
+    of one image: the cache is under the runner user's home). Every spelling a compiler of a leg
+    gets is listed: GCC's and clang's ``-ffile-prefix-map``, clang-cl's
+    ``/clang:-ffile-prefix-map`` (clang-cl ignores the bare flag), cl.exe's ``/d1trimfile:`` with
+    the backslashed path, and nvcc's ``-Xcompiler=`` of either. A path with a space cannot be
+    written in the space-separated list: none then."""
     w = workdir.as_posix()
     if " " in w:
         return []
@@ -85,6 +89,7 @@ def ignored_prefix_maps(workdir: Path) -> list[str]:
     return [
         f"-ffile-prefix-map={w}*",
         f"-Xcompiler=-ffile-prefix-map={w}*",
+        f"/clang:-ffile-prefix-map={w}*",
         f"/d1trimfile:{win}*",
         f"-Xcompiler=/d1trimfile:{win}*",
     ]

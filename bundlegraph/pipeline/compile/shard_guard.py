@@ -1,0 +1,103 @@
+"""The guards that make a sharded leg's shards count (issue 39, item 1).
+
+A leg of ``[build] shards = N`` compiles as N shard jobs that only fill the compiler cache, and a
+final compile that should then only link. Two ways this silently wastes every shard, each now an
+error naming the leg:
+
+- **no compiler cache**: a shard run, or the final compile of shards, of a leg whose configure
+  chose no launcher (:func:`no_cache_problem`). A shard's objects land nowhere else, so a shard
+  without a cache is a runner spent for nothing, and the final compile recompiles everything;
+- **the final compile missed what the shards wrote**: ``bundlegraph shard-merge`` leaves
+  ``build/<leg>/shards-merged.json`` (:func:`write_merged`: the objects the merged shards
+  compiled, their count, whether the entries went to remote storage); the final compile (a full
+  ``build:<leg>`` in the same work directory) compares its cache misses with it
+  (:func:`shortfall`) and fails naming each missed object (a miss is slower, and on the
+  Windows CUDA legs a full recompile does not fit the job: issue 39).
+
+A full build of a sharded leg with no ``shards-merged.json`` (a local build, no shards ran) is not
+a final compile: its misses stay a warning. The record is removed once a final compile passes, so a
+later local rebuild is judged as a local build again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...core.fsutil import atomic_write_json
+
+MERGED = "shards-merged.json"
+"""The file ``bundlegraph shard-merge`` leaves in ``build/<leg>/`` for the final compile."""
+
+FORMAT = "bundlegraph-shards-merged/1"
+
+
+def write_merged(build_dir: Path, leg: str, shards: list[str], of: int, objects: list[str], remote: bool) -> Path:
+    """Write ``build_dir/shards-merged.json``: ``{"format", "leg", "shards": ["1/3", ...], "of": N,
+    "objects": [ninja outputs the shards compiled], "remote_storage"}`` (atomically). Returns the
+    path."""
+    f = build_dir / MERGED
+    atomic_write_json(
+        f,
+        {
+            "format": FORMAT,
+            "leg": leg,
+            "shards": sorted(shards),
+            "of": of,
+            "objects": sorted(set(objects)),
+            "remote_storage": remote,
+        },
+    )
+    return f
+
+
+def read_merged(build_dir: Path) -> dict[str, Any] | None:
+    """``build_dir/shards-merged.json`` when it is there and well formed (a list of objects),
+    else None: an unreadable record judges nothing (the build then warns as a local one)."""
+    try:
+        data = json.loads((build_dir / MERGED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("objects"), list):
+        return None
+    return data
+
+
+def no_cache_problem(leg: str, shards: int, role: str, why: str) -> str:
+    """The one line refusing a shard run or final compile (``role``) of ``leg`` (``shards`` > 1)
+    without a compiler cache; ``why`` is configure's reason for choosing none."""
+    return (
+        f"build:{leg}: {role} of a leg of {shards} shards without a compiler cache "
+        f"({why or 'configure chose no launcher'}): the shards' objects reach the final compile only through "
+        f"the cache, so every shard would be a runner spent for nothing; install ccache (pip install -e .[tools]) "
+        f"and configure:{leg} again, or unset BUNDLEGRAPH_LAUNCHER=none"
+    )
+
+
+def shortfall(
+    merged: dict[str, Any], missed: list[str] | None, hits: int, misses: int
+) -> tuple[list[str], str]:
+    """What the final compile missed of what its shards wrote: ``(objects, line)``, both empty when
+    nothing. ``merged``: :func:`read_merged`'s record; ``missed``: the ninja outputs the cache
+    missed (:class:`~.build_measure.Measured`; None when they could not be read, then the figures
+    ``hits``/``misses`` decide: any miss fails, naming no object)."""
+    wrote = [o.replace("\\", "/") for o in merged.get("objects", [])]
+    if missed is not None:
+        lost = sorted(set(wrote) & {m.replace("\\", "/") for m in missed})
+        if not lost:
+            return [], ""
+    elif misses == 0:
+        return [], ""
+    else:
+        lost = []
+    leg = merged.get("leg", "?")
+    names = ", ".join(lost[:20]) + (" ..." if len(lost) > 20 else "") if lost else "(objects unknown: no ninja log)"
+    line = (
+        f"build:{leg}: the final compile got {hits} cache hit(s) but its {len(merged.get('shards', []))} of "
+        f"{merged.get('of', '?')} shards wrote {len(wrote)} object(s); it missed {len(lost) or misses}: {names}"
+    )
+    return lost, line
+
+
+__all__ = ["FORMAT", "MERGED", "no_cache_problem", "read_merged", "shortfall", "write_merged"]
