@@ -343,7 +343,8 @@ def record_cache_stats(
     stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered, **(extra or {})}
     if measured is not None:
         stats["missed_objects"] = sorted(measured.missed)
-    lost, shortfall = ([], "")
+    lost: list[str] = []
+    shortfall = ""
     if merged is not None:
         lost, shortfall = shard_guard.shortfall(
             merged, measured.missed if measured is not None else None, stats["hits"], stats["misses"]

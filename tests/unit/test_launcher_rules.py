@@ -135,7 +135,9 @@ def test_msvc_legs_get_a_launcher_once_the_probe_passes(monkeypatch):
     """No refusal by name any more (issue 39): cl.exe (and nvcc with cl.exe) goes through the probe,
     and a passing probe gives every language's CMAKE_<LANG>_COMPILER_LAUNCHER."""
     monkeypatch.delenv("BUNDLEGRAPH_LAUNCHER", raising=False)
-    cl = launcher.ProbeTools("C:/VS/bin/Hostx64/arm64/cl.exe", {}, "C:/cuda/bin/nvcc.exe", "C:/VS/bin/Hostx64/arm64/cl.exe")
+    cl = launcher.ProbeTools(
+        "C:/VS/bin/Hostx64/arm64/cl.exe", {}, "C:/cuda/bin/nvcc.exe", "C:/VS/bin/Hostx64/arm64/cl.exe"
+    )
     probed = []
 
     def probe(name, exe, tools, scratch):

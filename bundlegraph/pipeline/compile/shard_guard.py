@@ -14,6 +14,11 @@ error naming the leg:
   (:func:`shortfall`) and fails naming each missed object (a miss is slower, and on the
   Windows CUDA legs a full recompile does not fit the job: issue 39).
 
+Which objects missed comes from ccache's stats log, which names each call's source file
+(:func:`~.compiler_cache.results_by_source`): exact where one source makes one object (every
+ggml-cuda object); a source compiled for several targets is named by its last call. The count is
+exact either way.
+
 A full build of a sharded leg with no ``shards-merged.json`` (a local build, no shards ran) is not
 a final compile: its misses stay a warning. The record is removed once a final compile passes, so a
 later local rebuild is judged as a local build again.
@@ -75,9 +80,7 @@ def no_cache_problem(leg: str, shards: int, role: str, why: str) -> str:
     )
 
 
-def shortfall(
-    merged: dict[str, Any], missed: list[str] | None, hits: int, misses: int
-) -> tuple[list[str], str]:
+def shortfall(merged: dict[str, Any], missed: list[str] | None, hits: int, misses: int) -> tuple[list[str], str]:
     """What the final compile missed of what its shards wrote: ``(objects, line)``, both empty when
     nothing. ``merged``: :func:`read_merged`'s record; ``missed``: the ninja outputs the cache
     missed (:class:`~.build_measure.Measured`; None when they could not be read, then the figures
