@@ -94,8 +94,8 @@ def write_missed_summary(leg: str, shards: int, missed: list[str], *, failed: bo
         "",
         f"The {shards} shard jobs should have compiled every object into the compiler cache; these were "
         + (
-            "written by the merged shards, yet missed: the compile step fails (check the launcher, the "
-            "shards' ccache entries and `shard-merge`'s output):"
+            "written by the merged shards, yet not taken from the cache (missed or uncacheable): the compile "
+            "step fails (check the launcher, the shards' ccache entries and `shard-merge`'s output):"
             if failed
             else "compiled by the final compile instead (slower, not wrong):"
         ),

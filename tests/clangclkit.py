@@ -191,7 +191,9 @@ def configure(src: Path, kit: Path, build_type: str = "") -> dict:
     maps = PrefixMaps(source=src, build=cmake_dir, work=paths.workdir(), cache=paths.cache_root())
     # clang-cl's prefix map: clang's own -fmacro-prefix-map (there is no debug information to map),
     # through -Xclang (ccache refuses clang-cl's /clang: form; clang-cl ignores the bare flag)
-    text = toolchain_text(kit, [a for old, new in maps.pairs() for a in ("-Xclang", f"-fmacro-prefix-map={old}={new}")])
+    flags = [a for old, new in maps.pairs() for a in ("-Xclang", f"-fmacro-prefix-map={old}={new}")]
+    flags += os.environ.get("BUNDLEGRAPH_EXTRA_CLANGCL_FLAGS", "").split()  # a test's extra compile flags
+    text = toolchain_text(kit, flags)
     tc = bdir / "toolchain.cmake"
     tc.parent.mkdir(parents=True, exist_ok=True)
     tc.write_text(text, encoding="utf-8")

@@ -347,7 +347,10 @@ def record_cache_stats(
     shortfall = ""
     if merged is not None:
         lost, shortfall = shard_guard.shortfall(
-            merged, measured.missed if measured is not None else None, stats["hits"], stats["misses"]
+            merged,
+            measured.compiled if measured is not None else None,
+            measured.hit if measured is not None else None,
+            stats["hits"],
         )
         stats["shards_wrote"] = len(merged.get("objects", []))
         if shortfall:

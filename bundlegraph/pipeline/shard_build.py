@@ -156,6 +156,9 @@ def run_shard(plan: ShardPlan) -> list[Path]:
         extra={"shard": str(shard), "objects": len(mine.steps)},
         record=plan.out_dir.parent / "compiler-cache.json",
     )
+    lost = shard_guard.uncacheable_problem(leg, str(shard), stats) if stats else ""
+    if lost:  # no shard folder: nothing for the final compile to merge as if it were complete
+        raise BundleGraphError(lost)
     with atomic_dir(plan.out_dir) as tmp:
         added = compiler_cache.copy_added(cache_dir, before, tmp / "ccache") if cache_dir else 0
         atomic_write_json(

@@ -200,6 +200,24 @@ def test_a_shard_of_a_leg_without_a_compiler_cache_is_refused_before_it_compiles
     assert not list((work / "build" / LEG / "cmake").glob("CMakeFiles/*.dir/**/*.obj"))  # no object compiled
 
 
+def test_a_shard_whose_compiles_ccache_cannot_cache_fails_naming_why(release):
+    """A compiler option ccache refuses (here clang-cl's /clang: form, which ccache 4.14 calls
+    unsupported) makes every compile of a shard uncacheable: the shard fails instead of handing
+    the final compile nothing."""
+    root = release["root"]
+    work = _runner(root)
+    extra = {"BUNDLEGRAPH_EXTRA_CLANGCL_FLAGS": "/clang:-fno-ident"}
+    _ok(_step(root, work, root / "ccache-uncacheable", "configure", str(release["src"]), str(release["kit"]), **extra))
+    r = _step(root, work, root / "ccache-uncacheable", "shard", "1/3", **extra)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: build:{LEG}: shard 1/3: 4 compile(s) could not be cached (unsupported_compiler_option: 4)")
+    ), r.stderr
+    assert not (work / "build" / LEG / "shard").exists()
+
+
 def test_debug_information_is_embedded_z7_never_a_shared_pdb(release):
     """The leg's CMAKE_MSVC_DEBUG_INFORMATION_FORMAT (policy CMP0141): none in Release, /Z7 where a
     configuration has debug information, and never /Zi (one PDB written by every compile of a

@@ -94,19 +94,20 @@ def test_shortfall_names_the_leg_and_each_object_the_shards_wrote_and_the_final_
     merged = shard_guard.read_merged(f.parent)
     assert merged is not None
     assert merged["shards"] == ["1/3", "2/3", "3/3"] and merged["objects"] == sorted(OBJS) and merged["remote_storage"]
-    assert shard_guard.shortfall(merged, [], hits=3, misses=0) == ([], "")
+    assert shard_guard.shortfall(merged, list(OBJS), list(OBJS), hits=3) == ([], "")
     # an object no shard wrote (a missing shard's) is not the shards' loss
-    assert shard_guard.shortfall(merged, ["other.obj"], hits=3, misses=1) == ([], "")
-    lost, line = shard_guard.shortfall(merged, [OBJS[1].replace("/", "\\")], hits=2, misses=1)
+    assert shard_guard.shortfall(merged, [*OBJS, "other.obj"], list(OBJS), hits=3) == ([], "")
+    # missed or uncacheable alike: compiled here and not a hit (Windows separators too)
+    lost, line = shard_guard.shortfall(merged, [o.replace("/", "\\") for o in OBJS], [OBJS[0], OBJS[2]], hits=2)
     assert lost == [OBJS[1]]
     assert line == (
         f"build:{LEG}: the final compile got 2 cache hit(s) but its 3 of 3 shards wrote 3 object(s); "
         f"it missed 1: {OBJS[1]}"
     )
-    # no ninja log to tell which: any miss fails, saying the objects are unknown
-    lost, line = shard_guard.shortfall(merged, None, hits=1, misses=2)
+    # no ninja log to tell which: fewer hits than objects fails, saying the objects are unknown
+    lost, line = shard_guard.shortfall(merged, None, None, hits=1)
     assert lost == [] and line.endswith("it missed 2: (objects unknown: no ninja log)")
-    assert shard_guard.shortfall(merged, None, hits=3, misses=0) == ([], "")
+    assert shard_guard.shortfall(merged, None, None, hits=3) == ([], "")
     (f.parent / shard_guard.MERGED).write_text("{not json", encoding="utf-8")
     assert shard_guard.read_merged(f.parent) is None
 
@@ -161,3 +162,23 @@ def test_shard_merge_leaves_what_the_shards_compiled_for_the_final_compile(workd
     merged = shard_guard.read_merged(paths.build_dir(LEG))
     assert merged is not None and merged["objects"] == sorted(OBJS) and merged["shards"] == ["1/2", "2/2"]
     assert merged["leg"] == LEG and merged["remote_storage"] is False
+
+
+def test_a_shard_whose_compiles_were_uncacheable_fails_naming_ccaches_reasons():
+    stats = {"uncacheable": 4, "counters": {"unsupported_compiler_option": 4, "cache_miss": 0, "direct_cache_miss": 4}}
+    line = shard_guard.uncacheable_problem(LEG, "1/3", stats)
+    assert line.startswith(f"build:{LEG}: shard 1/3: 4 compile(s) could not be cached (unsupported_compiler_option: 4)")
+    assert "CCACHE_DEBUG=1" in line and "\n" not in line
+    assert shard_guard.uncacheable_problem(LEG, "1/3", {"uncacheable": 0, "counters": {"cache_miss": 4}}) == ""
+
+
+def test_an_uncacheable_final_compile_fails_like_a_missing_one(workdir, tmp_path):
+    """Every compile uncacheable (0 hits, 0 misses): the shards' work was lost all the same."""
+    ccache = {"name": "ccache", "path": "/nonexistent/ccache", "version": "ccache version 4.14.2"}
+    bp = _plan(workdir, ccache)
+    merged = {"format": shard_guard.FORMAT, "leg": LEG, "shards": ["1/3", "2/3", "3/3"], "of": 3, "objects": OBJS}
+    measured = Measured(compiled=list(OBJS))  # ccache said "uncacheable" for each: neither hit nor missed
+    stats = build.record_cache_stats(
+        bp, ccache, {}, tmp_path / "absent.log", 1.0, ok=True, measured=measured, merged=merged
+    )
+    assert stats is not None and stats["shard_missed"] == sorted(OBJS) and stats["missed_objects"] == []

@@ -136,6 +136,11 @@ _UNCACHEABLE = (
 )
 
 
+def uncacheable_counters(counters: dict[str, int]) -> dict[str, int]:
+    """The nonzero counters of ``counters`` that made a call uncacheable (:data:`_UNCACHEABLE`)."""
+    return {k: v for k, v in sorted(counters.items()) if k in _UNCACHEABLE and v}
+
+
 def build_stats(launcher: dict[str, Any] | None, env: dict[str, str], stats_log: Path) -> dict[str, Any] | None:
     """What the launcher did in one build: ``{"launcher", "version", "remote", "hits",
     "misses", "local_hits", "remote_hits", "remote_errors", "uncacheable", "counters"}`` read from the build's
@@ -301,4 +306,5 @@ __all__ = [
     "remote_storage",
     "results_by_source",
     "snapshot",
+    "uncacheable_counters",
 ]

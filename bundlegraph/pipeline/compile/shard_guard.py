@@ -7,6 +7,8 @@ error naming the leg:
 - **no compiler cache**: a shard run, or the final compile of shards, of a leg whose configure
   chose no launcher (:func:`no_cache_problem`). A shard's objects land nowhere else, so a shard
   without a cache is a runner spent for nothing, and the final compile recompiles everything;
+- **a shard's compiles were uncacheable** (a compiler option ccache refuses, say): its work is
+  lost as surely (:func:`uncacheable_problem`);
 - **the final compile missed what the shards wrote**: ``bundlegraph shard-merge`` leaves
   ``build/<leg>/shards-merged.json`` (:func:`write_merged`: the objects the merged shards
   compiled, their count, whether the entries went to remote storage); the final compile (a full
@@ -80,27 +82,49 @@ def no_cache_problem(leg: str, shards: int, role: str, why: str) -> str:
     )
 
 
-def shortfall(merged: dict[str, Any], missed: list[str] | None, hits: int, misses: int) -> tuple[list[str], str]:
-    """What the final compile missed of what its shards wrote: ``(objects, line)``, both empty when
-    nothing. ``merged``: :func:`read_merged`'s record; ``missed``: the ninja outputs the cache
-    missed (:class:`~.build_measure.Measured`; None when they could not be read, then the figures
-    ``hits``/``misses`` decide: any miss fails, naming no object)."""
+def shortfall(
+    merged: dict[str, Any], compiled: list[str] | None, hit: list[str] | None, hits: int
+) -> tuple[list[str], str]:
+    """What the final compile did not take from its shards: ``(objects, line)``, both empty when
+    nothing. ``merged``: :func:`read_merged`'s record; ``compiled``/``hit``: the ninja outputs the
+    build compiled and those the cache hit (:class:`~.build_measure.Measured`): an object the
+    shards wrote, compiled here and not a hit was missed *or uncacheable* (a compiler option
+    ccache refuses loses every shard's work as surely as a miss). None when they could not be read:
+    then ``hits`` below the shards' object count fails, naming no object."""
     wrote = [o.replace("\\", "/") for o in merged.get("objects", [])]
-    if missed is not None:
-        lost = sorted(set(wrote) & {m.replace("\\", "/") for m in missed})
+    if compiled is not None and hit is not None:
+        took = {h.replace("\\", "/") for h in hit}
+        lost = sorted(set(wrote) & {c.replace("\\", "/") for c in compiled} - took)
         if not lost:
             return [], ""
-    elif misses == 0:
+        short = len(lost)
+    elif hits >= len(wrote):
         return [], ""
     else:
-        lost = []
+        lost, short = [], len(wrote) - hits
     leg = merged.get("leg", "?")
     names = ", ".join(lost[:20]) + (" ..." if len(lost) > 20 else "") if lost else "(objects unknown: no ninja log)"
     line = (
         f"build:{leg}: the final compile got {hits} cache hit(s) but its {len(merged.get('shards', []))} of "
-        f"{merged.get('of', '?')} shards wrote {len(wrote)} object(s); it missed {len(lost) or misses}: {names}"
+        f"{merged.get('of', '?')} shards wrote {len(wrote)} object(s); it missed {short}: {names}"
     )
     return lost, line
 
 
-__all__ = ["FORMAT", "MERGED", "no_cache_problem", "read_merged", "shortfall", "write_merged"]
+def uncacheable_problem(leg: str, shard: str, stats: dict[str, Any]) -> str:
+    """The one line failing shard ``shard`` of ``leg`` when some of its compiles were uncacheable
+    (``stats``: :func:`~.compiler_cache.build_stats`), naming ccache's counters that say why; empty
+    when none was. A shard compiles only into the cache, so an uncacheable compile is lost work."""
+    from .compiler_cache import uncacheable_counters
+
+    why = uncacheable_counters(stats.get("counters", {}))
+    if not stats.get("uncacheable"):
+        return ""
+    return (
+        f"build:{leg}: shard {shard}: {stats['uncacheable']} compile(s) could not be cached "
+        f"({', '.join(f'{k}: {v}' for k, v in why.items())}); the final compile would compile them again: "
+        f"run it with CCACHE_DEBUG=1 and see ccache's log for the option or input it refused"
+    )
+
+
+__all__ = ["FORMAT", "MERGED", "no_cache_problem", "read_merged", "shortfall", "uncacheable_problem", "write_merged"]
