@@ -15,7 +15,10 @@ The run (:func:`run_shard`):
    workflow uploads as artifact ``shard-<leg>-<I>`` and the final compile merges
    (:func:`merge_shards`, ``bundlegraph shard-merge``).
 
-A shard records no stamp and no ``build.json``: it is never complete and never packaged. Its
+A shard of a leg configured without a compiler cache is refused before it compiles, and one whose
+compiles ccache could not cache fails naming ccache's reasons (:mod:`.compile.shard_guard`): either
+would hand the final compile nothing. A shard records no stamp and no ``build.json``: it is never
+complete and never packaged. Its
 measured seconds go into ``shard.json``, not the cost record, so no shard changes what the others
 split by; :func:`merge_shards` folds them in.
 """
