@@ -18,9 +18,8 @@ The run (:func:`run_shard`):
 A shard of a leg configured without a compiler cache is refused before it compiles, and one whose
 compiles ccache could not cache fails naming ccache's reasons (:mod:`.compile.shard_guard`): either
 would hand the final compile nothing. A shard records no stamp and no ``build.json``: it is never
-complete and never packaged. Its
-measured seconds go into ``shard.json``, not the cost record, so no shard changes what the others
-split by; :func:`merge_shards` folds them in.
+complete and never packaged. Its measured seconds go into ``shard.json``, not the cost record, so
+no shard changes what the others split by; :func:`merge_shards` folds them in.
 """
 
 from __future__ import annotations
