@@ -36,9 +36,10 @@ fi
 # Debian packages: the aarch64 cross compiler and qemu-user (which runs the aarch64 bundles in
 # their smoke: main job and tests); clang/lld/llvm and osslsigncode build and sign small real PE
 # DLLs in the verify tests; wine64 runs a Windows CPython for the tests of the Windows code paths
-# (tests/winekit.py).
+# (tests/winekit.py); MinGW-w64's headers let clang-cl compile the sharded Windows stand-in leg
+# (tests/clangclkit.py).
 debs=(g++-aarch64-linux-gnu qemu-user)
-[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64)
+[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
 # npm packs the real Windows llama.cpp DLLs the verify tests read (any npm will do)

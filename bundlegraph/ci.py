@@ -90,15 +90,21 @@ def append_summary(lines: list[str]) -> bool:
     return _append_summary(lines)
 
 
-def write_missed_summary(leg: str, shards: int, missed: list[str]) -> bool:
+def write_missed_summary(leg: str, shards: int, missed: list[str], *, failed: bool = False) -> bool:
     """Append to ``$GITHUB_STEP_SUMMARY`` that the final compile of ``leg`` (a leg of ``shards``
-    shards) missed the compiler cache for ``missed`` (ninja outputs), naming each; False when
-    the summary is not set."""
+    shards) missed the compiler cache for ``missed`` (ninja outputs), naming each; ``failed``:
+    they were objects the merged shards wrote, and the compile step fails for it. False when the
+    summary is not set."""
     lines = [
-        f"### build:{leg}: the final compile missed {len(missed)} object(s)",
+        f"### build:{leg}: the final compile missed {len(missed)} object(s)" + (" (FAILED)" if failed else ""),
         "",
         f"The {shards} shard jobs should have compiled every object into the compiler cache; these were "
-        "compiled by the final compile instead (slower, not wrong):",
+        + (
+            "written by the merged shards, yet not taken from the cache (missed or uncacheable): the compile "
+            "step fails (check the launcher, the shards' ccache entries and `shard-merge`'s output):"
+            if failed
+            else "compiled by the final compile instead (slower, not wrong):"
+        ),
         "",
     ]
     lines += [f"- `{m}`" for m in missed]

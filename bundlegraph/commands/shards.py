@@ -4,8 +4,11 @@
   shard folders under DIR (the ``shard-<leg>-<I>`` artifacts the shard jobs uploaded:
   ``shard.json`` and the ``ccache/`` entries each added) into this runner: the entries into the
   local ccache directory (``--cache-dir``, else ``CCACHE_DIR``, else ccache's own), the measured
-  seconds into each leg's cost record. Exit 0; 1 when a leg's shards are incomplete or split
-  differently (the final compile would miss: it still runs, slower); 2 for bad input.
+  seconds into each leg's cost record, and the objects the shards compiled into
+  ``build/<leg>/shards-merged.json``: the final compile fails when it does not take one of them
+  from the cache (:mod:`bundlegraph.pipeline.compile.shard_guard`). Exit 0; 1 when a leg's shards
+  are incomplete or split differently (the final compile compiles the missing shards' objects
+  itself: slower); 2 for bad input.
 - ``bundlegraph costs [LEG ...] --out DIR``: write each selected leg's cost record as this run
   would use it (:func:`bundlegraph.pipeline.compile.costs.find`; an empty record where there is none, so
   the stated estimates apply) into DIR: the release workflow's plan job hands that directory to

@@ -41,7 +41,7 @@ from ..core.lightclass import frozen
 from ..core.report import say
 from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
-from .compile import build_measure, compiler_cache, costs
+from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
 from .source import source_record_if_any
@@ -217,6 +217,11 @@ def run_build(plan: BuildPlan) -> list[Path]:
     prog = Progress(leg)
     t0 = time.monotonic()
     chosen = configured_launcher(plan)
+    merged = shard_guard.read_merged(plan.record.parent) if plan.shards > 1 and not plan.filtered else None
+    if merged is not None and chosen is None:  # the final compile of shards: refused before compiling
+        raise BundleGraphError(
+            shard_guard.no_cache_problem(leg, plan.shards, "the final compile", launcher_refusal(plan))
+        )
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
     env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), plan.cmake_dir.parent)
@@ -238,6 +243,12 @@ def run_build(plan: BuildPlan) -> list[Path]:
         missing = [t for t in plan.targets if "/" in t and not (plan.cmake_dir / t).is_file()]
         if missing:
             raise BundleGraphError(f"build:{leg}: the build did not produce {', '.join(missing)}")
+    took = time.monotonic() - t0
+    measured = None if plan.filtered else _measure_full_build(plan, chosen, stats_log, offset)
+    stats = record_cache_stats(plan, chosen, env, stats_log, took, ok=True, measured=measured, merged=merged)
+    if stats is not None and stats.get("shard_shortfall"):
+        # no build.json: the task fails and records nothing (shard_guard's module docstring says why)
+        raise BundleGraphError(stats["shard_shortfall"])
     wd = paths.workdir()
     built = BuildRecord(
         leg=leg,
@@ -248,9 +259,8 @@ def run_build(plan: BuildPlan) -> list[Path]:
         outputs={_rel(p, wd): sha256_file(p) for p in outs},
     )
     atomic_write_json(plan.record, built.to_json())
-    took = time.monotonic() - t0
-    measured = None if plan.filtered else _measure_full_build(plan, chosen, stats_log, offset)
-    record_cache_stats(plan, chosen, env, stats_log, took, ok=True, measured=measured)
+    if merged is not None:
+        (plan.record.parent / shard_guard.MERGED).unlink(missing_ok=True)  # judged: later builds are local ones
     say(f"build:{leg}: {proc.quote(argv)} finished in {took:.1f}s")
     return [plan.record, *outs]
 
@@ -288,6 +298,17 @@ def configured_launcher(plan: BuildPlan) -> dict[str, Any] | None:
     return got if isinstance(got, dict) and got.get("name") else None
 
 
+def launcher_refusal(plan: BuildPlan) -> str:
+    """Why configure chose no launcher (``configure.json``'s ``launcher.refused``), empty when
+    it did not say or the record cannot be read."""
+    try:
+        rec = read_configure(plan.leg, plan.record.parent)
+    except BundleGraphError:
+        return ""
+    got = rec.launcher if rec is not None else None
+    return str(got.get("refused") or "") if isinstance(got, dict) else ""
+
+
 def record_cache_stats(
     plan: BuildPlan,
     chosen: dict[str, Any] | None,
@@ -299,12 +320,16 @@ def record_cache_stats(
     measured: build_measure.Measured | None = None,
     record: Path | None = None,
     extra: dict[str, Any] | None = None,
+    merged: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Write ``build/<leg>/compiler-cache.json`` (or ``record``; not a stamp output: hit counts
     describe the run, not the outputs) and, on GitHub Actions, a line of the step summary. With
     ``measured``: ``missed_objects`` lists the compile steps the cache missed; a sharded leg's
-    build (the final compile) that missed any says so, naming them (slower, not wrong: no
-    failure). Returns the statistics written (None without a cache)."""
+    full build that missed any says so, naming them. With ``merged`` (the shards this final
+    compile took, :func:`~.compile.shard_guard.read_merged`): a miss of an object the shards wrote
+    is a shortfall: ``shard_shortfall`` (one line naming the leg and the objects) and
+    ``shard_missed`` go into the record and the summary, and the caller fails the build. Returns
+    the statistics written (None without a cache)."""
     from .. import ci
 
     stats = compiler_cache.build_stats(chosen, env, stats_log)
@@ -318,10 +343,25 @@ def record_cache_stats(
     stats |= {"leg": plan.leg, "seconds": round(seconds, 1), "build_ok": ok, "filtered": plan.filtered, **(extra or {})}
     if measured is not None:
         stats["missed_objects"] = sorted(measured.missed)
+    lost: list[str] = []
+    shortfall = ""
+    if merged is not None:
+        lost, shortfall = shard_guard.shortfall(
+            merged,
+            measured.compiled if measured is not None else None,
+            measured.hit if measured is not None else None,
+            stats["hits"],
+        )
+        stats["shards_wrote"] = len(merged.get("objects", []))
+        if shortfall:
+            stats |= {"shard_shortfall": shortfall, "shard_missed": lost}
     atomic_write_json(record, stats)
     say(f"build:{plan.leg}: {compiler_cache.describe(stats)}")
     ci.write_cache_summary(stats)
-    if measured is not None and plan.shards > 1 and not extra:
+    if shortfall:
+        report.warn(shortfall, annotate=True)
+        ci.write_missed_summary(plan.leg, plan.shards, lost, failed=True)
+    elif measured is not None and plan.shards > 1 and not extra:
         if measured.missed:
             names = ", ".join(sorted(measured.missed)[:20]) + (" ..." if len(measured.missed) > 20 else "")
             msg = (

@@ -15,9 +15,11 @@ The run (:func:`run_shard`):
    workflow uploads as artifact ``shard-<leg>-<I>`` and the final compile merges
    (:func:`merge_shards`, ``bundlegraph shard-merge``).
 
-A shard records no stamp and no ``build.json``: it is never complete and never packaged. Its
-measured seconds go into ``shard.json``, not the cost record, so no shard changes what the others
-split by; :func:`merge_shards` folds them in.
+A shard of a leg configured without a compiler cache is refused before it compiles, and one whose
+compiles ccache could not cache fails naming ccache's reasons (:mod:`.compile.shard_guard`): either
+would hand the final compile nothing. A shard records no stamp and no ``build.json``: it is never
+complete and never packaged. Its measured seconds go into ``shard.json``, not the cost record, so
+no shard changes what the others split by; :func:`merge_shards` folds them in.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..schemas.shard_record import SHARD_FORMAT, ShardRecord
 from .base import Context, Prepared, TaskPlan, run_plan
-from .build import NAME, BuildPlan, Progress, configured_launcher, plan_build, record_cache_stats
-from .compile import build_measure, compiler_cache, costs
+from .build import NAME, BuildPlan, Progress, configured_launcher, launcher_refusal, plan_build, record_cache_stats
+from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
 from .compile.shards import ShardRef, ShardSlice, costed, split
@@ -103,6 +105,9 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     leg = bp.leg
     if not (bp.cmake_dir / "CMakeCache.txt").is_file():
         raise BundleGraphError(f"build:{leg}: {bp.cmake_dir} is not configured; run configure:{leg}")
+    chosen = configured_launcher(bp)
+    if chosen is None:  # its objects would land nowhere: refused before compiling
+        raise BundleGraphError(shard_guard.no_cache_problem(leg, shard.count, f"shard {shard}", launcher_refusal(bp)))
     slices, record = leg_slices(bp, shard.count)
     mine = slices[shard.index - 1]
     total = sum(len(s.steps) for s in slices)
@@ -112,7 +117,6 @@ def run_shard(plan: ShardPlan) -> list[Path]:
         f"build:{leg}: shard {shard}: {len(mine.steps)} of {total} compile steps, {mine.seconds:.0f} CPU s predicted "
         f"(~{mine.wall(j.n):.0f} s at -j {j.n}; costs from {origin}); links nothing"
     )
-    chosen = configured_launcher(bp)
     stats_log = bp.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
     env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), bp.cmake_dir.parent)
@@ -153,6 +157,9 @@ def run_shard(plan: ShardPlan) -> list[Path]:
         extra={"shard": str(shard), "objects": len(mine.steps)},
         record=plan.out_dir.parent / "compiler-cache.json",
     )
+    lost = shard_guard.uncacheable_problem(leg, str(shard), stats) if stats else ""
+    if lost:  # no shard folder: nothing for the final compile to merge as if it were complete
+        raise BundleGraphError(lost)
     with atomic_dir(plan.out_dir) as tmp:
         added = compiler_cache.copy_added(cache_dir, before, tmp / "ccache") if cache_dir else 0
         written = ShardRecord(  # the one type shard-merge validates it against
@@ -177,8 +184,6 @@ def run_shard(plan: ShardPlan) -> list[Path]:
             f"{added} cache entries in {plan.out_dir / 'ccache'}"
             if cache_dir
             else "its cache entries went to the remote storage"
-            if remote
-            else "no compiler cache"
         )
     )
     return []
@@ -233,10 +238,12 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
     """Fold every shard folder under ``root`` (each ``shard.json``, as artifact downloads nest
     them) into this runner: their ``ccache/`` entries into ``cache_dir`` (skipped when None),
     their measured seconds into each leg's cost record (:func:`~.costs.save` to
-    :func:`~.costs.write_dir`). ``problems`` names a leg whose shards are incomplete or split
-    differently (the final compile will then miss: slower, not wrong). A damaged ``shard.json``
-    raises :class:`~bundlegraph.schemas.shard_record.ShardRecordError` (one line: file, key,
-    value) before anything is merged; a damaged cost record :class:`~.costs.CostRecordError`."""
+    :func:`~.costs.write_dir`), and what they compiled into ``build/<leg>/shards-merged.json``
+    (:func:`~.compile.shard_guard.write_merged`: the final compile fails when it misses one of
+    those objects). ``problems`` names a leg whose shards are incomplete or split differently (the
+    final compile then compiles the missing shards' objects itself: slower, not wrong). A damaged
+    ``shard.json`` raises :class:`~bundlegraph.schemas.shard_record.ShardRecordError` (one line: file,
+    key, value) before anything is merged; a damaged cost record :class:`~.costs.CostRecordError`."""
     from ..schemas.shard_record import read_shard
 
     found = sorted(root.rglob("shard.json"))
@@ -266,7 +273,10 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
         if measured:
             record = costs.find(leg, bundles) or costs.CostRecord(leg)
             costs.save(record.merged(measured))
-        legs[leg] = {"shards": len(seen), "of": n, "measured": len(measured)}
+        wrote = [str(o) for _, d in items for o in d.objects]
+        remote = any(bool(d.remote_storage) for _, d in items)
+        shard_guard.write_merged(paths.build_dir(leg), leg, seen, n, wrote, remote)
+        legs[leg] = {"shards": len(seen), "of": n, "measured": len(measured), "objects": len(set(wrote))}
     if not found:
         problems.append(f"{root}: no shard.json under it (nothing to merge)")
     for p in problems:

@@ -1,8 +1,8 @@
 """The compiler-cache and reproducibility rules that need no process (issue 19): the checks on
 a real ``compile_commands.json`` of the aarch64 CUDA leg (``tests/data/compile_commands/``: four
 entries of the one CMake wrote for ``linux-arm64-cuda13-blackwell`` at this commit), the hooks
-script, the remote-storage setting, the probe's nvcc line, and that MSVC
-legs get no launcher."""
+script, the remote-storage setting, the probe's nvcc line, and that MSVC-like compilers
+(cl.exe, clang-cl) are probed in MSVC's dialect and get a launcher like every other leg."""
 
 from __future__ import annotations
 
@@ -110,47 +110,71 @@ def test_the_probe_compiles_the_legs_cuda_architectures():
     ]
 
 
-def test_msvc_legs_and_launcher_none_get_no_launcher(monkeypatch):
+@pytest.mark.parametrize(
+    "cc, like",
+    [
+        ("C:/VS/bin/Hostx64/arm64/cl.exe", True),
+        ("C:\\VS\\bin\\Hostx64\\x64\\CL.EXE", True),
+        ("/tmp/x/clang-cl", True),
+        ("C:/LLVM/bin/clang-cl.exe", True),
+        ("/usr/bin/gcc", False),
+        ("C:/VS/Tools/Llvm/x64/bin/clang.exe", False),
+        ("/usr/bin/aarch64-linux-gnu-gcc", False),
+    ],
+)
+def test_the_probe_speaks_msvcs_dialect_to_msvc_like_compilers(cc, like):
+    assert launcher.msvc_like(cc) is like
+    argv = launcher.ProbeTools(cc, {}).c_argv(Path("/s/probe.c"), Path("/s/probe-1.obj"))
+    if like:  # names relative to the scratch directory: clang-cl on POSIX reads "/s/..." as an option
+        assert argv == [cc, "/nologo", "/c", "probe.c", "/Foprobe-1.obj"]
+    else:
+        assert argv == [cc, "-c", "/s/probe.c", "-o", "/s/probe-1.obj"]
+
+
+def test_msvc_legs_get_a_launcher_once_the_probe_passes(monkeypatch):
+    """No refusal by name any more (issue 39): cl.exe (and nvcc with cl.exe) goes through the probe,
+    and a passing probe gives every language's CMAKE_<LANG>_COMPILER_LAUNCHER."""
     monkeypatch.delenv("BUNDLEGRAPH_LAUNCHER", raising=False)
-    cl = launcher.ProbeTools("C:/VS/bin/Hostx64/arm64/cl.exe", {})
+    cl = launcher.ProbeTools(
+        "C:/VS/bin/Hostx64/arm64/cl.exe", {}, "C:/cuda/bin/nvcc.exe", "C:/VS/bin/Hostx64/arm64/cl.exe"
+    )
+    probed = []
+
+    def probe(name, exe, tools, scratch):
+        probed.append((name, tools.cc, tools.ccbin))
+        return "ccache version 4.14.2", "", "ran"
+
+    monkeypatch.setattr(launcher, "find", lambda name, env: f"C:/venv/Scripts/{name}.exe")
+    monkeypatch.setattr(launcher, "cached_probe", probe)
     got = launcher.compiler_launcher(cl, Path("unused"), ["C", "CXX", "CUDA"])
-    assert got.name is None and got.args == [] and "MSVC" in got.why
+    assert probed == [("ccache", cl.cc, cl.ccbin)]
+    assert got.name == "ccache" and got.why == "" and got.probe == "ran"
+    assert got.args == [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=C:/venv/Scripts/ccache.exe" for lang in ("C", "CXX", "CUDA")]
+    monkeypatch.setattr(launcher, "find", lambda name, env: None)
+    got = launcher.compiler_launcher(cl, Path("unused"), ["C"])
+    assert got.name is None and got.why == "ccache not installed; sccache not installed"
+
+
+def test_launcher_none_and_no_c_compiler_get_no_launcher(monkeypatch):
+    monkeypatch.delenv("BUNDLEGRAPH_LAUNCHER", raising=False)
+    got = launcher.compiler_launcher(None, Path("unused"), ["C"])
+    assert got.name is None and got.args == [] and got.why == "the leg has no C compiler to probe a launcher with"
     monkeypatch.setenv("BUNDLEGRAPH_LAUNCHER", "none")
     got = launcher.compiler_launcher(launcher.ProbeTools("/usr/bin/gcc", {}), Path("unused"), ["C"])
     assert got.name is None and got.why == "BUNDLEGRAPH_LAUNCHER=none"
 
 
-def test_describe_says_remote_errors_loudly():
-    stats = {
-        "launcher": "ccache",
-        "version": "ccache version 4.14.2",
-        "hits": 3,
-        "remote_hits": 3,
-        "local_hits": 0,
-        "misses": 1,
-        "uncacheable": 0,
-        "remote": "http://127.0.0.1:1/c",
-        "remote_errors": 2,
-    }
-    line = compiler_cache.describe(stats)
-    assert line.startswith(
-        "ccache 4.14.2: 3 hits (3 remote, 0 local), 1 misses, 0 uncacheable, remote http://127.0.0.1:1/c"
-    )
-    assert "2 REMOTE ERRORS" in line
+def test_the_work_directorys_prefix_maps_are_left_out_of_the_hash_in_every_spelling(tmp_path):
+    """Two runners' work directories differ; what the maps do there is the same, so ccache must
+    not hash them (GCC's and clang's -ffile-prefix-map, cl.exe's /d1trimfile:, nvcc's -Xcompiler= of each)."""
+    from pathlib import PureWindowsPath
 
-
-def test_the_probe_compiles_for_every_arch_form_as_cmake_does():
-    """Issue 30: the probe split ``120a`` at ``-`` and kept only digits, so an arch spelled with a
-    feature suffix was silently left out of the compiler-cache probe."""
-    from pathlib import Path
-
-    from bundlegraph.pipeline.compile.launcher import ProbeTools
-
-    t = ProbeTools("cc", {}, "nvcc", None, (), ("120a", "121", "86-real", "75-virtual", "native"))
-    argv = t.cuda_argv(Path("x.cu"), Path("x.o"))
-    assert [a for a in argv if a.startswith("--generate-code")] == [
-        "--generate-code=arch=compute_120a,code=[compute_120a,sm_120a]",
-        "--generate-code=arch=compute_121,code=[compute_121,sm_121]",
-        "--generate-code=arch=compute_86,code=[sm_86]",
-        "--generate-code=arch=compute_75,code=[compute_75]",
+    got = compiler_cache.ignored_prefix_maps(tmp_path)
+    w, win = tmp_path.as_posix(), str(PureWindowsPath(tmp_path))
+    assert got == [
+        f"-ffile-prefix-map={w}*",
+        f"-Xcompiler=-ffile-prefix-map={w}*",
+        f"/d1trimfile:{win}*",
+        f"-Xcompiler=/d1trimfile:{win}*",
     ]
+    assert compiler_cache.ignored_prefix_maps(tmp_path / "a b") == []

@@ -15,6 +15,15 @@ list ``120;121``); on Linux ``CMAKE_INSTALL_RPATH=$ORIGIN`` with
 ``$ORIGIN`` and never the build directory; ``LLAMA_BUILD_COMMIT`` (first 7 hex of the source
 commit, as llama.cpp's ``build-info.cmake`` writes it) and ``LLAMA_BUILD_NUMBER`` (the release
 tag's number).
+
+On Windows (every Windows leg targets the MSVC ABI: cl.exe, nvcc with cl.exe, clang): debug
+information embedded in each object or none, never a program database shared by a target's
+compiles, which a compiler cache cannot cache (ccache's manual, "Windows": ``/Zi`` is
+uncacheable, ``/Z7`` is): ``CMAKE_MSVC_DEBUG_INFORMATION_FORMAT`` = :data:`MSVC_DEBUG_INFORMATION`
+(``/Z7`` in Debug and RelWithDebInfo, none in Release), with policy CMP0141 (CMake 3.25; it makes
+CMake read that variable instead of putting ``/Zi`` in its default flags) set NEW by
+``CMAKE_POLICY_DEFAULT_CMP0141``: a cache entry, since a policy default must be set before the
+project's ``cmake_minimum_required`` runs, which is before the toolchain file is read.
 """
 
 from __future__ import annotations
@@ -23,7 +32,11 @@ from ...core.errors import SpecError
 from ...schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
 from ...schemas.records import BundleSpec, CMakeValue
 
-__all__ = ["DERIVED", "FORCED_OFF", "cache_entries", "render_value"]
+__all__ = ["DERIVED", "FORCED_OFF", "MSVC_DEBUG_INFORMATION", "cache_entries", "render_value"]
+
+MSVC_DEBUG_INFORMATION = "$<$<CONFIG:Debug,RelWithDebInfo>:Embedded>"
+"""``CMAKE_MSVC_DEBUG_INFORMATION_FORMAT`` of the Windows legs: ``/Z7`` (embedded) where a
+configuration has debug information, none in Release (CMake's documentation of the variable)."""
 
 
 def render_value(v: CMakeValue) -> str:
@@ -51,6 +64,9 @@ def cache_entries(spec: BundleSpec, spec_file: str, *, commit: str | None, build
     if spec.os == "linux":
         out["CMAKE_INSTALL_RPATH"] = "$ORIGIN"
         out["CMAKE_BUILD_WITH_INSTALL_RPATH"] = "ON"
+    if spec.os == "windows":
+        out["CMAKE_POLICY_DEFAULT_CMP0141"] = "NEW"
+        out["CMAKE_MSVC_DEBUG_INFORMATION_FORMAT"] = MSVC_DEBUG_INFORMATION
     out["LLAMA_BUILD_COMMIT"] = (commit or "unknown")[:7]
     out["LLAMA_BUILD_NUMBER"] = str(build_number)
     return dict(sorted(out.items()))

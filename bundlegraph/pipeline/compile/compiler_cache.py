@@ -76,8 +76,19 @@ def ignored_prefix_maps(workdir: Path) -> list[str]:
     each work directory's own path, so hashed they would keep two work directories from sharing
     an entry, while what they do is the same in both (a root of the work directory becomes the
     same stable name; ccache's ``base_dir`` makes the work directory's paths relative anyway).
-    The source tree's, the toolkit's and the cache's maps stay hashed. A path with a space
-    cannot be written in the space-separated list: none then."""
+    The source tree's, the toolkit's and the cache's maps stay hashed (the same on every runner
+    of one image: the cache is under the runner user's home). Every spelling a compiler of a leg
+    gets is listed: GCC's and clang's ``-ffile-prefix-map``, cl.exe's ``/d1trimfile:`` with the
+    backslashed path (ccache hashes it as any option it does not know; its option table,
+    ``compopt.cpp``, has no entry refusing it), and nvcc's ``-Xcompiler=`` of either. A path with a
+    space cannot be written in the space-separated list: none then.
+
+    The release's runners share entries whatever this list holds: GitHub gives every runner of a
+    repository one workspace path, so the work directory is the same on all of them. ccache also
+    hashes the directory of every MSVC-group object (``hash_dir``, on by default; ccache's
+    ``ccache.cpp``: "the object file produced by MSVC includes the full path to the source file
+    even without debug flags"), so two *different* work directories on one machine share GCC
+    entries but not cl.exe or clang-cl ones."""
     w = workdir.as_posix()
     if " " in w:
         return []
@@ -123,6 +134,11 @@ _UNCACHEABLE = (
     "unsupported_environment_variable",
     "unsupported_source_language",
 )
+
+
+def uncacheable_counters(counters: dict[str, int]) -> dict[str, int]:
+    """The nonzero counters of ``counters`` that made a call uncacheable (:data:`_UNCACHEABLE`)."""
+    return {k: v for k, v in sorted(counters.items()) if k in _UNCACHEABLE and v}
 
 
 def build_stats(launcher: dict[str, Any] | None, env: dict[str, str], stats_log: Path) -> dict[str, Any] | None:
@@ -290,4 +306,5 @@ __all__ = [
     "remote_storage",
     "results_by_source",
     "snapshot",
+    "uncacheable_counters",
 ]

