@@ -22,8 +22,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import time
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
