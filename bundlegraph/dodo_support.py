@@ -43,7 +43,7 @@ def unknown_vars(argv: list[str]) -> list[str]:
         key, value = a.split("=", 1)
         if key not in DOIT_VARS:
             env = settings.PREFIX + key.replace("-", "_").upper()
-            if any(s.var == env for s in settings.SETTINGS):
+            if key.replace("-", "_").lower() not in DOIT_VARS and any(s.var == env for s in settings.SETTINGS):
                 # a setting with no doit variable (jobs=4): say where it is set instead
                 out.append(f'{a}: not a doit variable; set the environment variable {env}={value} (README "Settings")')
                 continue
