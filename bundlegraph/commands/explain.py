@@ -23,8 +23,11 @@ def explain_task(g: Graph, plan: TaskPlan) -> tuple[bool, list[str]]:
     """``(would run, lines)`` for one task (see the module docstring)."""
     lines: list[str] = []
     stamp = state.load(plan.full_name)
+    stale: tuple[str, ...] = ()
     try:
-        key: dict[str, Any] | None = plan.key()
+        prepared = plan.prepared()
+        key: dict[str, Any] | None = prepared.key
+        stale = prepared.stale
         err = None
     except BundleGraphError as e:
         key, err = None, str(e).splitlines()[0]
@@ -37,7 +40,7 @@ def explain_task(g: Graph, plan: TaskPlan) -> tuple[bool, list[str]]:
     elif key is None:
         lines.append(f"its inputs cannot be computed now: {err}")
     else:
-        lines += state.explain(plan.full_name, key)
+        lines += state.explain(plan.full_name, key) or list(stale)
     for dep in plan.deps:
         try:
             d = g.find(dep)
