@@ -280,8 +280,8 @@ _CHECKOUT: dict[str, set[str]] = {}
 
 
 def checkout_status() -> set[str] | None:
-    """The checkout's ``git status --porcelain --ignored --untracked-files=all`` entries (ignored
-    files too, one by one; ``.venv`` and :data:`_LITTER_EXEMPT` left out), or None where this is
+    """The checkout's new files by ``git status --porcelain --ignored --untracked-files=all``
+    (untracked and ignored, one by one; ``.venv`` and :data:`_LITTER_EXEMPT` left out), or None where this is
     no git checkout or git is missing. A test run must leave this set as it found it (issue 41:
     ``build/lib/`` of ``pip wheel <checkout>``, ``.bundlegraph/tool-versions.json`` of a test
     without a work directory)."""
@@ -299,7 +299,9 @@ def checkout_status() -> set[str] | None:
     if r.returncode != 0:
         return None
     entries = r.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return {e for e in entries if e and not any(x in e for x in _LITTER_EXEMPT)}
+    # new files only (untracked ``??``, ignored ``!!``): a tracked file edited while the run goes on
+    # is the developer's work, not the run's litter
+    return {e for e in entries if e[:3] in ("?? ", "!! ") and not any(x in e for x in _LITTER_EXEMPT)}
 
 
 def pytest_sessionstart(session):
