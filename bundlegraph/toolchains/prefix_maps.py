@@ -56,6 +56,13 @@ CACHE = "cache"
 """The stable name of the download and toolkit cache (anything else under it)."""
 
 
+ORDER = (WORK, CACHE, BUILD, TOOLKIT, SOURCE)
+"""The order of roots that do not enclose one another (:meth:`PrefixMaps.pairs`). Any fixed order
+is correct; this one is what the length order gave before issue 41 on the usual layout (a checkout
+path shorter than the cache's, the source cache entry's 64-hex name the longest), so the flags,
+and with them the configure keys and compiler-cache entries, of such a work directory stay."""
+
+
 @frozen
 class PrefixMaps:
     """Build-host roots and the stable names they get in compiled files: ``roots`` maps each
@@ -72,13 +79,13 @@ class PrefixMaps:
         """``(old, new)`` pairs, old as the compiler sees it (forward slashes). A root comes after
         every other root that is a string prefix of it (the enclosing root first), so that the
         most specific root wins on GCC (last match) and clang (longest match) alike (module
-        docstring); otherwise in the fixed order cache, work, toolkit, build, source. The order
-        therefore depends on how the roots nest, never on their lengths. Roots that coincide keep
-        the most specific name (source over build over toolkit over work over cache)."""
+        docstring); otherwise in the fixed order :data:`ORDER`. The order therefore depends on
+        how the roots nest, never on their lengths. Roots that coincide keep the most specific
+        name (source over build over toolkit over work over cache)."""
         named = [(CACHE, self.cache), (WORK, self.work), (TOOLKIT, self.toolkit), (BUILD, self.build)]
         named.append((SOURCE, self.source))
         seen = {root.as_posix().rstrip("/"): new for new, root in named if root is not None}
-        rank = {new: i for i, (new, _root) in enumerate(named)}
+        rank = {new: i for i, new in enumerate(ORDER)}
 
         def enclosing(old: str) -> int:
             # a string prefix, as the compilers match; a root enclosing another has fewer of these
