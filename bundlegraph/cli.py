@@ -83,7 +83,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     one of :data:`COMMANDS`), else with every command."""
     p = argparse.ArgumentParser(prog="bundlegraph", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--bundles", default=None, help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles)"
+        "--bundles",
+        default=None,
+        help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles); before or after the command name",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     name = command_of(argv) if argv is not None else None
