@@ -51,18 +51,52 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
+GLOBAL_OPTIONS = ("--bundles",)
+"""Options of the ``bundlegraph`` command itself (each takes a value), not of a subcommand."""
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """``argv`` with the global options written after the command name moved before it:
+    ``bundlegraph plan --bundles DIR L`` is read as ``bundlegraph --bundles DIR plan L`` (issue 41;
+    argparse alone would say "unrecognized arguments"). No subcommand has an option of the same
+    name (a test checks). Where it is given twice, the last one counts, as argparse does."""
+    name = command_of(argv)
+    if name is None:
+        return argv
+    at = argv.index(name)
+    head, rest, moved = list(argv[: at + 1]), [], []
+    it = iter(argv[at + 1 :])
+    for a in it:
+        if a == "--":
+            rest += [a, *it]
+            break
+        opt = a.split("=", 1)[0]
+        if opt in GLOBAL_OPTIONS:
+            moved += [a] if "=" in a else [a, next(it, "")]
+        else:
+            rest.append(a)
+    return [*head[:at], *moved, *head[at:], *rest]
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser: with only the module of the command ``argv`` names (when it names
     one of :data:`COMMANDS`), else with every command."""
     p = argparse.ArgumentParser(prog="bundlegraph", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--bundles", default=None, help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles)"
+        "--bundles",
+        default=None,
+        help="the bundles directory (default: $BUNDLEGRAPH_BUNDLES, else ./bundles); before or after the command name",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     name = command_of(argv) if argv is not None else None
     chosen = [m for m, names in COMMANDS.items() if name in names] or list(COMMANDS)
     for mod in chosen:
         importlib.import_module(mod).register(sub)
+    for action in sub._choices_actions:  # argparse keeps each add_parser(help=...) here
+        # `bundlegraph COMMAND --help` opens with the line the command list shows (issue 41)
+        parser = sub.choices[action.dest]
+        if not parser.description and action.help:
+            parser.description = action.help[0].upper() + action.help[1:] + "."
     return p
 
 
@@ -82,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     no, 2 a user error, 3 a refused input, 4 a tool that failed, 70 a bug)."""
     import gc
 
-    argv = sys.argv[1:] if argv is None else argv
+    argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
     was_on = gc.isenabled()
     gc.disable()  # the command's imports allocate much and free little (issue 20)
     try:

@@ -40,8 +40,13 @@ def unknown_vars(argv: list[str]) -> list[str]:
     for a in argv:
         if a.startswith("-") or "=" not in a:
             continue
-        key = a.split("=", 1)[0]
+        key, value = a.split("=", 1)
         if key not in DOIT_VARS:
+            env = settings.PREFIX + key.replace("-", "_").upper()
+            if key.replace("-", "_").lower() not in DOIT_VARS and any(s.var == env for s in settings.SETTINGS):
+                # a setting with no doit variable (jobs=4): say where it is set instead
+                out.append(f'{a}: not a doit variable; set the environment variable {env}={value} (README "Settings")')
+                continue
             hint = did_you_mean(key.replace("-", "_"), DOIT_VARS)
             out.append(f"{a}: unknown doit variable '{key}'{hint}; known: {', '.join(DOIT_VARS)}")
     return out

@@ -241,7 +241,7 @@ def _uptodate(plan: TaskPlan) -> bool:
         _PREPARED.pop(plan.full_name, None)
         _WHY[plan.full_name] = [f"its inputs cannot be computed now: {str(e).splitlines()[0]}"]
         return False
-    reasons = state.explain(plan.full_name, p.key)
+    reasons = state.explain(plan.full_name, p.key) or list(p.stale)
     if reasons:
         _WHY[plan.full_name] = reasons
     return not reasons

@@ -148,6 +148,8 @@ def verify(
             c.status, c.why = "not run", f"{INDEX_NAME} does not parse"
         return checks
     arts: dict[str, Any] = index["artifacts"]
+    if not any(isinstance(e, dict) and e.get("kind") == "bundle" for e in arts.values()):
+        assets_c.fail(f"{INDEX_NAME}: lists no bundle: a release without bundles installs nothing")  # issue 41
     for n in sorted(arts):
         p = src.path(n)
         if p is None and arts[n].get("kind") == "runtime":

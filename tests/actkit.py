@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -76,8 +77,13 @@ def wheelhouse() -> Path:
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    # the project's requirements by name, not ``pip wheel <checkout>[test,tools]``: building the
+    # project's own wheel in the checkout left setuptools' build/lib/ there (issue 41), and the
+    # job installs the project from its checkout anyway
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    reqs = [*project["dependencies"], *(r for x in ("test", "tools") for r in project["optional-dependencies"][x])]
     for args in (
-        ["wheel", "--wheel-dir", str(tmp), f"{ROOT}[test,tools]"],
+        ["wheel", "--wheel-dir", str(tmp), *reqs],
         ["download", "--dest", str(tmp), "setuptools>=68"],
     ):
         r = subprocess.run(
@@ -87,8 +93,6 @@ def wheelhouse() -> Path:
             timeout=900,
         )
         assert r.returncode == 0, f"pip {' '.join(args)} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
-    for w in tmp.glob("bundlegraph-*.whl"):  # the job installs the project from its checkout
-        w.unlink()
     (tmp / ".complete").write_text("ok\n")
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)

@@ -272,7 +272,42 @@ _HOME = {}
 """With ``BUNDLEGRAPH_CACHE`` pointing elsewhere: the home cache and its listing at the start."""
 
 
+_LITTER_EXEMPT = ("__pycache__/", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/")
+"""Paths a run may add to the checkout: Python's and the test, type and lint tools' own caches."""
+
+_CHECKOUT: dict[str, set[str]] = {}
+"""``git status`` of the checkout at the start (``before``) and what the run added (``littered``)."""
+
+
+def checkout_status() -> set[str] | None:
+    """The checkout's new files by ``git status --porcelain --ignored --untracked-files=all``
+    (untracked and ignored, one by one; ``.venv`` and :data:`_LITTER_EXEMPT` left out), or None where this is
+    no git checkout or git is missing. A test run must leave this set as it found it (issue 41:
+    ``build/lib/`` of ``pip wheel <checkout>``, ``.bundlegraph/tool-versions.json`` of a test
+    without a work directory)."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        return None
+    import subprocess
+
+    r = subprocess.run(
+        [git, "-C", str(ROOT), "status", "--porcelain", "--ignored", "--untracked-files=all", "-z"]
+        + ["--", ".", ":(exclude).venv"],
+        capture_output=True,
+        timeout=120,
+    )
+    if r.returncode != 0:
+        return None
+    entries = r.stdout.decode("utf-8", "surrogateescape").split("\0")
+    # new files only (untracked ``??``, ignored ``!!``): a tracked file edited while the run goes on
+    # is the developer's work, not the run's litter
+    return {e for e in entries if e[:3] in ("?? ", "!! ") and not any(x in e for x in _LITTER_EXEMPT)}
+
+
 def pytest_sessionstart(session):
+    before = checkout_status()
+    if before is not None:
+        _CHECKOUT["before"] = before
     own = os.environ.get("BUNDLEGRAPH_CACHE")
     if own and Path(own).expanduser().resolve() != home_cache():
         _HOME["dir"] = home_cache()
@@ -302,6 +337,11 @@ def pytest_sessionfinish(session, exitstatus):
         _HOME["changed"] = changed
         if session.exitstatus in (0, 5):
             session.exitstatus = 1
+    after = checkout_status() if "before" in _CHECKOUT else None
+    if after is not None:
+        _CHECKOUT["littered"] = after - _CHECKOUT["before"]
+        if _CHECKOUT["littered"] and session.exitstatus in (0, 5):
+            session.exitstatus = 1
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -321,6 +361,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 else f"FAILED: written although BUNDLEGRAPH_CACHE names another: {', '.join(changed[:10])}"
             ),
             red=bool(changed),
+        )
+    if "littered" in _CHECKOUT:
+        littered = sorted(_CHECKOUT["littered"])
+        terminalreporter.write_line(
+            "checkout: as git status found it"
+            if not littered
+            else f"FAILED: the run left in the checkout (git status): {', '.join(littered[:10])}",
+            red=bool(littered),
         )
     if not _skips:
         terminalreporter.write_line("skips by reason: none")

@@ -23,8 +23,11 @@ def explain_task(g: Graph, plan: TaskPlan) -> tuple[bool, list[str]]:
     """``(would run, lines)`` for one task (see the module docstring)."""
     lines: list[str] = []
     stamp = state.load(plan.full_name)
+    moved: tuple[str, ...] = ()
     try:
-        key: dict[str, Any] | None = plan.key()
+        prepared = plan.prepared()
+        key: dict[str, Any] | None = prepared.key
+        moved = prepared.stale
         err = None
     except BundleGraphError as e:
         key, err = None, str(e).splitlines()[0]
@@ -37,11 +40,12 @@ def explain_task(g: Graph, plan: TaskPlan) -> tuple[bool, list[str]]:
     elif key is None:
         lines.append(f"its inputs cannot be computed now: {err}")
     else:
-        lines += state.explain(plan.full_name, key)
+        lines += state.explain(plan.full_name, key) or list(moved)
     for dep in plan.deps:
         try:
             d = g.find(dep)
-            stale = state.load(d.full_name) is None or bool(state.explain(d.full_name, d.key()))
+            p = d.prepared()
+            stale = state.load(d.full_name) is None or bool(state.explain(d.full_name, p.key) or p.stale)
         except BundleGraphError:
             stale = True
         if stale:

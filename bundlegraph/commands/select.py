@@ -119,8 +119,8 @@ def _empty(manifest: Manifest) -> str | None:
     if manifest.artifacts:
         return None
     return (
-        f"release {manifest.release_tag} holds no bundles at all: its manifest lists none (`doit manifest` "
-        f"with nothing packaged in dist/ writes such a release; `doit` builds and packages the default legs)"
+        f"release {manifest.release_tag} holds no bundles at all: its manifest lists none (`doit` builds and "
+        f"packages the default legs; `doit manifest` with nothing packaged refuses to write such a release)"
     )
 
 

@@ -61,18 +61,20 @@ def _positionals(argv: list[str]) -> list[str]:
 
 
 def doit_command(argv: list[str]) -> str:
-    """The doit sub-command in ``argv`` (``run`` when none is named)."""
-    pos = _positionals(argv)
+    """The doit sub-command in ``argv`` (``run`` when none is named). ``key=value`` variables may
+    come before it (``doit only_leg=L list``): doit's ``DoitMain.process_args`` takes every
+    argument holding ``=`` out as a variable before it looks for the command."""
+    pos = [a for a in _positionals(argv) if "=" not in a]
     return pos[0] if pos and pos[0] in _COMMANDS else "run"
 
 
 def doit_targets(argv: list[str]) -> list[str]:
     """The task names a ``doit run`` in ``argv`` was asked for (``build:L``; empty: the default
-    tasks); ``key=value`` vars and options are not targets."""
-    pos = _positionals(argv)
+    tasks); ``key=value`` vars (before or after the command) and options are not targets."""
+    pos = [a for a in _positionals(argv) if "=" not in a]
     if pos and pos[0] in _COMMANDS:
         pos = pos[1:]
-    return [a for a in pos if "=" not in a]
+    return pos
 
 
 OWNER_WAIT_S = 3.0

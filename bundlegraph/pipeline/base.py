@@ -252,10 +252,13 @@ class Prepared(Generic[P]):
     (the frozen ``<Stage>Plan`` the run receives, e.g. ``Prepared[ConfigurePlan]``: the stage's
     run is typed by it, so no run checks what it was handed) and ``key``, what ``plan.key()``
     gave when it was prepared (the stamp records it; ``bundlegraph plan``/``explain`` show it).
-    Make one with :meth:`of`."""
+    Make one with :meth:`of`. ``stale``: reasons the task must run that its key cannot hold (a
+    record of a finished run naming a place that moved: :mod:`bundlegraph.pipeline.source`); empty
+    for almost every task, so keys keep their form (issue 41)."""
 
     key: dict[str, Any]
     plan: P
+    stale: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, plan: P) -> Prepared[P]:

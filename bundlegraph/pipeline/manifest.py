@@ -133,7 +133,8 @@ def run_manifest(
 ) -> ManifestResult:
     """Write the source archive, manifest and index into ``dist`` (see module docstring).
 
-    Raises :class:`BundleGraphError` for a bundle whose info JSON disagrees with its leg or the
+    Raises :class:`BundleGraphError` when no bundle of ``matrix`` is there (naming them all; nothing
+    is written), for a bundle whose info JSON disagrees with its leg or the
     release's commit, :class:`VerifyError` for an imported bundle failing verify, and
     download/hash errors for paired runtime assets."""
     from ..archive import read_bundle_info
@@ -184,6 +185,13 @@ def run_manifest(
         smoke[name] = smoked.summary() if smoked else None
     if problems:
         raise BundleGraphError("manifest: " + "; ".join(problems))
+    if not bundles:  # an empty release would publish as "every check passed" (issue 41): refused
+        where = f"{dist} or {artifacts}" if artifacts else str(dist)
+        names = [s.bundle_name(rel.tag, rel.bundle_prefix) for s in matrix.legs.values()]
+        raise BundleGraphError(
+            f"manifest: no bundle to describe: none of {', '.join(names)} is in {where}; "
+            f"package them first (`doit` builds the default legs, `doit package:<leg>` one leg)"
+        )
     header = release_header(rel, source_commit, ggml_tree)
     manifest = Manifest(
         **header,

@@ -93,8 +93,20 @@ class MergeRecord:
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> MergeRecord:
-        """The record at ``path`` (once per process while the file is unchanged)."""
-        return parsed_once(path, _read_merge_record)
+        """The record at ``path`` (once per process while the file is unchanged). Raises
+        :class:`BundleGraphError` (one line naming the file and the task to run) when it is
+        missing (a work directory where ``merge:<leg>`` has not completed: fresh, partly run or
+        interrupted) or is not a merge record (damaged): what ``doit info``, ``doit list
+        --status`` and ``bundlegraph explain`` then say, instead of a traceback (issue 41)."""
+        leg = Path(path).parent.name
+        try:
+            return parsed_once(path, _read_merge_record)
+        except FileNotFoundError:
+            raise BundleGraphError(f"{path}: missing: merge:{leg} has not completed here; run merge:{leg}") from None
+        except (OSError, ValueError, TypeError) as e:
+            raise BundleGraphError(
+                f"{path}: not a merge record ({str(e).splitlines()[0]}); run merge:{leg} again"
+            ) from None
 
 
 def _read_merge_record(path: Path) -> MergeRecord:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -335,6 +335,34 @@ def run(plan: SourceTaskPlan) -> list[Path]:
     return [plan.record] + ([plan.fetch.receipt] if plan.fetch.receipt else [])
 
 
+def moved(plan: SourceTaskPlan) -> str | None:
+    """Why ``source:<leg>`` must run again although its key holds: its record names another tree
+    than the pin resolves to now (issue 41). A ``path`` pin is written relative to the bundles
+    directory, so after ``mv`` or ``cp -r`` of a checkout its key is unchanged while the record
+    still names the old absolute tree, which every later stage reads (configure would build from
+    the old copy, or fail on a missing directory); a moved ``BUNDLEGRAPH_CACHE`` does the same to
+    the other pins. Re-resolving and comparing keeps the key's form, so a work directory that did
+    not move stays up to date. None when the record is absent or unreadable (the key and the
+    outputs' check cover those) or names the same tree."""
+    f = plan.record
+    if not f.is_file():
+        return None
+    try:
+        was = Path(SourceRecord.read(f).tree)
+    except BundleGraphError:
+        return None
+    if was == plan.fetch.tree:
+        return None
+    return f"{f.name} names the source tree {was}; the pin resolves to {plan.fetch.tree} now (moved or copied)"
+
+
+def prepare(plan: SourceTaskPlan) -> Prepared[SourceTaskPlan]:
+    """``source:<leg>``'s plan value: the plan and its key, and :func:`moved`'s reason to run."""
+    why = moved(plan)
+    p = Prepared.of(plan)
+    return replace(p, stale=(why,)) if why else p
+
+
 def plans(ctx: Context) -> list[Any]:
     """``source:<leg>`` for every selected leg (all share one content-addressed cache entry)."""
     fetch = plan_source(ctx.release, ctx.matrix.root)
@@ -354,7 +382,7 @@ def plans(ctx: Context) -> list[Any]:
                 name=leg,
                 leg=leg,
                 doc=f"fetch, verify and unpack the llama.cpp source ({fetch.kind}) for {leg}",
-                prepare=partial(Prepared.of, tp),
+                prepare=partial(prepare, tp),
                 apply=partial(run_plan, run),
                 preview=partial(known, tp),
             )

@@ -185,7 +185,23 @@ def field_docs(cls: type[Record]) -> dict[str, str]:
     return docs
 
 
-_CMAKE_BOOLS = dict.fromkeys(("ON", "TRUE", "YES", "1"), True) | dict.fromkeys(("OFF", "FALSE", "NO", "0"), False)
+_CMAKE_BOOLS = dict.fromkeys(("ON", "TRUE", "YES", "Y", "1"), True) | dict.fromkeys(
+    ("OFF", "FALSE", "NO", "N", "0", "IGNORE", "NOTFOUND"), False
+)
+"""CMake's named boolean constants, upper case (they are case-insensitive), and what each means.
+Source: CMake's ``if()`` documentation, "Basic Expressions": true if the constant is ``1``,
+``ON``, ``YES``, ``TRUE``, ``Y`` (or a non-zero number); false if ``0``, ``OFF``, ``NO``,
+``FALSE``, ``N``, ``IGNORE``, ``NOTFOUND``, the empty string, or it ends in ``-NOTFOUND``. Any
+other text is not a false constant, so an ``option()`` reads it as true."""
+
+
+def cmake_constant(value: str) -> bool | None:
+    """What CMake's ``if()`` makes of the text ``value`` when it is one of its named boolean
+    constants (:data:`_CMAKE_BOOLS`, ``*-NOTFOUND``, the empty string), else None."""
+    v = value.strip().upper()
+    if v in _CMAKE_BOOLS:
+        return _CMAKE_BOOLS[v]
+    return False if (v == "" or v.endswith("-NOTFOUND")) else None
 
 
 def _unique(what: str, values: list[Any]) -> None:
@@ -440,9 +456,16 @@ class BundleSpec(Record):
         return f"{self.profile.name}+{self.local.tag}" if self.local else self.profile.name
 
     def cmake_bool(self, key: str, default: bool | None = None) -> bool | None:
-        """The cache entry ``key`` as a bool (ON/OFF/TRUE/FALSE/YES/NO/1/0 accepted), else ``default``."""
+        """The cache entry ``key`` as a bool (a TOML boolean or one of CMake's constants,
+        :func:`cmake_constant`), else ``default`` (unset, or a value the specs' load refuses for a
+        BOOL option: :mod:`bundlegraph.schemas.cmake_rules`)."""
         v = self.cmake.get(key)
-        return v if isinstance(v, bool) else _CMAKE_BOOLS.get(str(v).strip().upper(), default)
+        if isinstance(v, bool):
+            return v
+        if v is None or isinstance(v, list):
+            return default
+        got = cmake_constant(str(v))
+        return default if got is None else got
 
     @property
     def archive_suffix(self) -> str:

@@ -141,7 +141,12 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
     root = Path(root)
     problems: list[str] = []
     if not root.is_dir():
-        raise SpecError([f"{root}: bundles directory not found"])
+        raise SpecError(
+            [
+                f"{root}: bundles directory not found: cd into a bundlegraph checkout, or name the directory "
+                f"(bundlegraph --bundles DIR COMMAND, doit bundles=DIR, or BUNDLEGRAPH_BUNDLES=DIR)"
+            ]
+        )
     rel_path = root / RELEASE_FILE
     release: Release | None = None
     if not rel_path.is_file():

@@ -8,10 +8,23 @@ debug paths name ``<BUNDLEGRAPH_CACHE>/sources/.../tree/...``. With it they name
 The flags, per compiler family (looked up, and measured where this host has the compiler):
 
 - GCC (>= 8) and clang (>= 10), ``clang.exe`` for Windows included: ``-ffile-prefix-map=OLD=NEW``,
-  which is ``-fmacro-prefix-map`` (``__FILE__``) and ``-fdebug-prefix-map`` (DWARF) at once. When
-  two maps match, GCC takes the one given last and clang the longest, so :meth:`PrefixMaps.pairs`
-  lists the longest old prefix last and both agree (measured: GCC 12, clang 14).
-- nvcc on a GCC host: the same flag through ``-Xcompiler=``; nvcc's host preprocessing then maps
+  which is ``-fmacro-prefix-map`` (``__FILE__``) and ``-fdebug-prefix-map`` (DWARF) at once. The
+  match is a plain string prefix (not per path component). When two maps match:
+
+  - GCC takes the one given **last**: ``gcc/file-prefix-map.cc`` ``add_prefix_map`` pushes each
+    option on the front of a list and ``remap_filename`` returns the first list entry that
+    matches. Measured, GCC 12.2: ``-ffile-prefix-map=D/a=A -ffile-prefix-map=D/a/b=B`` maps
+    ``D/a/b/t.c`` to ``B/t.c``, the reverse order to ``A/b/t.c``.
+  - clang takes the **longest** (its maps are a ``std::map`` ordered by ``std::greater``, so
+    of two matching prefixes the longer comes first; of two equal ones the first given stays:
+    llvm/llvm-project issue 157721). Measured, Debian clang 14.0.6: ``B/t.c`` in both orders.
+
+  So :meth:`PrefixMaps.pairs` lists a root after every root that is a string prefix of it (an
+  enclosing root first, the most specific last): both compilers then pick the most specific root,
+  whatever the lengths of unrelated roots (a long temp folder and a short toolkit path give the
+  same order as the reverse, issue 41).
+- nvcc on a GCC host: the same flag through ``-Xcompiler=``, passed on to the host compiler in
+  the order given, so GCC's rule above applies; nvcc's host preprocessing then maps
   the device code's ``__FILE__`` too (measured with nvcc 13.0: an object of ``/tmp/.../k.cu``
   with a device ``printf(__FILE__)`` holds no build path at all, and two without the map).
 - MSVC ``cl.exe`` (and nvcc on an MSVC host, through ``-Xcompiler=``): ``/d1trimfile:OLD``
@@ -19,7 +32,9 @@ The flags, per compiler family (looked up, and measured where this host has the 
   cl.exe has no documented ``-ffile-prefix-map``; ``/d1trimfile`` is what Bazel's and sccache's
   MSVC support pass, and it wants the prefix spelled with backslashes. It trims instead of
   renaming, so on MSVC a file is ``\\ggml\\src\\ggml.c`` where GCC writes ``llama.cpp/ggml/src/ggml.c``.
-  Not measured here: this host has no cl.exe.
+  Which of two matching ``/d1trimfile`` prefixes cl.exe trims is not documented anywhere; either
+  one leaves no build-host root in the file (what verify checks), the same order is used. Not
+  measured here: this host has no cl.exe.
 """
 
 from __future__ import annotations
@@ -41,6 +56,13 @@ CACHE = "cache"
 """The stable name of the download and toolkit cache (anything else under it)."""
 
 
+ORDER = (WORK, CACHE, BUILD, TOOLKIT, SOURCE)
+"""The order of roots that do not enclose one another (:meth:`PrefixMaps.pairs`). Any fixed order
+is correct; this one is what the length order gave before issue 41 on the usual layout (a checkout
+path shorter than the cache's, the source cache entry's 64-hex name the longest), so the flags,
+and with them the configure keys and compiler-cache entries, of such a work directory stay."""
+
+
 @frozen
 class PrefixMaps:
     """Build-host roots and the stable names they get in compiled files: ``roots`` maps each
@@ -54,14 +76,22 @@ class PrefixMaps:
     toolkit: Path | None = None
 
     def pairs(self) -> list[tuple[str, str]]:
-        """``(old, new)`` pairs, old as the compiler sees it (forward slashes), shortest old first
-        so that the most specific root wins on GCC (last match) and clang (longest match) alike.
-        Roots that coincide keep the most specific name (source over build over toolkit over work
-        over cache)."""
+        """``(old, new)`` pairs, old as the compiler sees it (forward slashes). A root comes after
+        every other root that is a string prefix of it (the enclosing root first), so that the
+        most specific root wins on GCC (last match) and clang (longest match) alike (module
+        docstring); otherwise in the fixed order :data:`ORDER`. The order therefore depends on
+        how the roots nest, never on their lengths. Roots that coincide keep the most specific
+        name (source over build over toolkit over work over cache)."""
         named = [(CACHE, self.cache), (WORK, self.work), (TOOLKIT, self.toolkit), (BUILD, self.build)]
         named.append((SOURCE, self.source))
         seen = {root.as_posix().rstrip("/"): new for new, root in named if root is not None}
-        return sorted(seen.items(), key=lambda kv: (len(kv[0]), kv[0]))
+        rank = {new: i for i, new in enumerate(ORDER)}
+
+        def enclosing(old: str) -> int:
+            # a string prefix, as the compilers match; a root enclosing another has fewer of these
+            return sum(1 for other in seen if other != old and old.startswith(other))
+
+        return sorted(seen.items(), key=lambda kv: (enclosing(kv[0]), rank[kv[1]]))
 
     def record(self) -> dict[str, str]:
         """What a rebuild needs to know: each stable name and the root it replaced here."""

@@ -267,3 +267,26 @@ def test_a_misspelt_BUNDLEGRAPH_variable_stops_doit_and_bundlegraph_before_anyth
     assert not (tmp_path / "build").exists()
     ok = graphrun.doit(["list"], bundles=ROOT / "bundles", workdir=tmp_path, BUNDLEGRAPH_EXTRA_MINE="kept")
     assert ok.returncode == 0 and "source:linux-arm64-cpu" in ok.stdout
+
+
+def test_bundlegraph_outside_a_checkout_says_what_to_do_and_global_options_may_follow(tmp_path):
+    """Outside a checkout: cd into one or name the bundles; ``--bundles`` after the command name
+    works as before it (issue 41)."""
+    import subprocess
+
+    env = graphrun.env_for(None, tmp_path)
+    env.pop("BUNDLEGRAPH_BUNDLES", None)
+    exe = str(graphrun.BIN / "bundlegraph")
+    r = subprocess.run([exe, "plan"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"{tmp_path / 'bundles'}: bundles directory not found: cd into a bundlegraph checkout" in r.stderr
+    assert "bundlegraph --bundles DIR COMMAND" in r.stderr, r.stderr
+    after = [exe, "plan", "--bundles", str(ROOT / "bundles"), "--only-leg", "linux-x64-cpu"]
+    before = [exe, "--bundles", str(ROOT / "bundles"), "plan", "--only-leg", "linux-x64-cpu"]
+    a, b = (
+        subprocess.run(c, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120) for c in (after, before)
+    )
+    # (the available memory in the jobs line moves between two runs)
+    same = [(x, y) for x, y in zip(a.stdout.splitlines(), b.stdout.splitlines()) if "MiB available" not in x]
+    assert a.returncode == 0 and all(x == y for x, y in same) and "linux-x64-cpu" in a.stdout, a.stderr
+    assert len(a.stdout.splitlines()) == len(b.stdout.splitlines()) > 10

@@ -173,7 +173,7 @@ def _probe_tools(builds):
     )
 
 
-def test_the_probe_refuses_sccache_0_16_on_a_real_cu_and_keeps_its_verdict(builds, tmp_path, monkeypatch):
+def test_the_probe_refuses_sccache_0_16_on_a_real_cu_and_keeps_its_verdict(builds, workdir, tmp_path, monkeypatch):
     from dataclasses import replace
 
     from bundlegraph.pipeline.compile import launcher
@@ -195,7 +195,7 @@ def test_the_probe_refuses_sccache_0_16_on_a_real_cu_and_keeps_its_verdict(build
     assert got.name is None and got.args == [] and got.why == f"sccache 0.16.0 refused: {why}"
 
 
-def test_the_probe_accepts_ccache_once_per_set_of_versions(builds, tmp_path, monkeypatch):
+def test_the_probe_accepts_ccache_once_per_set_of_versions(builds, workdir, tmp_path, monkeypatch):
     from dataclasses import replace
 
     from bundlegraph.pipeline.compile import launcher

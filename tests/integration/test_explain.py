@@ -86,3 +86,51 @@ def test_doit_refuses_a_task_name_the_graph_lacks_with_the_closest(workdir):
         assert "no task 'biuld:linux-arm64-cpu' in the graph (did you mean 'build:linux-arm64-cpu' or " in r.stderr
         assert "Traceback" not in r.stderr
     assert doit(["list", "build"], workdir=workdir).returncode == 0  # a stage's group name is a task
+
+
+def test_diagnostics_answer_in_a_partly_run_or_damaged_work_directory(tmp_path):
+    """After only ``doit source:L`` (or a run stopped between source and merge), and with a
+    damaged ``merge.json``, ``doit info``, ``doit list --status`` and ``bundlegraph explain``
+    say what is missing, exit 0, and print no traceback (issue 41)."""
+    import graphrun
+
+    bundles, work = graphrun.standin_tree(tmp_path)
+    leg = "mini-linux-x64-cpu"
+    merge_json = work / "build" / leg / "merge.json"
+    assert doit([f"source:{leg}"], bundles=bundles, workdir=work).returncode == 0
+    for state, want in (
+        ("partly run", f"{merge_json}: missing: merge:{leg} has not completed here; run merge:{leg}"),
+        ("damaged", f"{merge_json}: not a merge record ("),
+    ):
+        if state == "damaged":
+            merge_json.write_text('{"leg": ', encoding="utf-8")
+        info = doit(["info", f"package:{leg}"], bundles=bundles, workdir=work)
+        listing = doit(["list", "--all", "--status"], bundles=bundles, workdir=work)
+        why = cli(["explain", f"package:{leg}"], bundles=bundles, workdir=work)
+        # doit info exits 1 for a task that is not up to date (doit's own rule), never 3 (a bug)
+        assert info.returncode == 1 and "Traceback" not in info.stdout + info.stderr, (state, info.stderr)
+        for r in (listing, why):
+            assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, (state, r.stdout[-2000:], r.stderr)
+        assert want in info.stdout and want in why.stdout, (state, info.stdout, why.stdout)
+        assert f"R package:{leg}" in listing.stdout and f"U source:{leg}" in listing.stdout, listing.stdout
+
+
+def test_doit_variables_before_the_command_work_as_after_it(workdir):
+    """doit itself accepts ``doit only_leg=L list`` (its ``process_args`` takes out every
+    ``key=value`` first); bundlegraph's argument checks agree (issue 41)."""
+    leg = "linux-x64-cpu"
+    for cmd in (["list"], ["info", f"source:{leg}"], ["clean", "-n", f"source:{leg}"]):
+        before = doit([f"only_leg={leg}", *cmd], workdir=workdir)
+        after = doit([*cmd, f"only_leg={leg}"], workdir=workdir)
+        # doit info exits 1 for a task that is not up to date (doit's own rule)
+        assert before.returncode == after.returncode == (1 if cmd[0] == "info" else 0), (cmd, before.stderr)
+        assert "no task" not in before.stderr and before.stdout == after.stdout, (cmd, before.stderr)
+    listed = doit([f"only_leg={leg}", "list"], workdir=workdir).stdout
+    assert f"source:{leg}" in listed and "source:linux-arm64-cpu" not in listed
+
+
+def test_a_setting_given_as_a_doit_variable_points_to_its_environment_variable(workdir):
+    r = doit(["jobs=4"], workdir=workdir)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "jobs=4: not a doit variable; set the environment variable BUNDLEGRAPH_JOBS=4" in r.stderr, r.stderr
+    assert not (workdir / "build").exists()

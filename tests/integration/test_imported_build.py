@@ -149,3 +149,9 @@ def test_doit_targets_are_the_task_names_only():
     assert all(t.split(":")[0] in COMPILE_STAGES for t in doit_targets(argv))
     assert doit_targets(["list", "--all"]) == []  # a command, not a target
     assert doit_targets(["only_leg=x"]) == []
+    # variables before the command, as doit accepts them (issue 41)
+    from bundlegraph.core.runlock import doit_command
+
+    assert doit_targets(["only_leg=x", "info", "build:x"]) == ["build:x"]
+    assert doit_command(["only_leg=x", "list"]) == doit_command(["list", "only_leg=x"]) == "list"
+    assert doit_command(["only_leg=x", "build:x"]) == "run"

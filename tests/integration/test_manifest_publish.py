@@ -267,20 +267,39 @@ def test_imported_bundle_is_verified_and_copied(small, tmp_path, workdir, src, u
     run_publish(small, dist, filtered=None, source_commit=src.commit)
 
 
-def test_select_and_coverage_say_when_the_release_holds_no_bundles(tmp_path):
-    """Issue 29: ``doit manifest`` with nothing packaged writes an empty release; ``select`` said
-    only "gets: nothing" (exit 1) and ``coverage`` exited 0. Both now say the release holds no
-    bundles at all, and both exit 1."""
-    import json
-
+def test_an_empty_release_is_refused_by_manifest_and_said_by_select_coverage_and_verify_release(tmp_path):
+    """Issue 29: ``doit manifest`` with nothing packaged wrote an empty release; ``select`` said
+    only "gets: nothing" (exit 1) and ``coverage`` exited 0. Issue 41: ``doit manifest`` now
+    refuses, naming the missing bundles and writing nothing; an empty release made otherwise (an
+    older bundlegraph) is said by ``select`` and ``coverage`` (exit 1), and ``verify-release``
+    fails it."""
     import graphrun
+
+    from bundlegraph.pipeline.manifest import release_header
+    from bundlegraph.schemas.asset_names import INDEX_NAME, MANIFEST_NAME
+    from bundlegraph.schemas.manifest import IndexEntry
 
     bundles, work = graphrun.standin_tree(tmp_path)
     r = graphrun.doit(["manifest"], bundles=bundles, workdir=work)
-    assert r.returncode == 0, r.stdout + r.stderr
     dist = work / "dist"
-    assert json.loads((dist / "llama-prebuilt-manifest.json").read_text())["artifacts"] == []
-    said = "holds no bundles at all: its manifest lists none (`doit manifest` with nothing packaged in dist/"
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    m = load_matrix(bundles)
+    names = [s.bundle_name(m.release.tag, m.release.bundle_prefix) for s in m.legs.values()]
+    assert f"manifest: no bundle to describe: none of {', '.join(names)} is in {dist}" in r.stdout + r.stderr
+    assert not (dist / MANIFEST_NAME).exists() and not (dist / INDEX_NAME).exists()
+    # an empty release as an older bundlegraph wrote it
+    commit = json.loads((work / "build" / next(iter(m.legs)) / "source.json").read_text())["commit"]
+    header = release_header(m.release, commit, None)
+    mbytes = (Manifest(**header, artifacts=[]).model_dump_json(indent=2) + "\n").encode()
+    entry = IndexEntry(
+        kind="manifest", sha256=hashlib.sha256(mbytes).hexdigest(), source_commit=commit, size=len(mbytes)
+    )
+    (dist / MANIFEST_NAME).write_bytes(mbytes)
+    (dist / INDEX_NAME).write_text(ShaIndex(**header, artifacts={MANIFEST_NAME: entry}).model_dump_json(indent=2))
+    v = graphrun.cli(["verify-release", str(dist)], bundles=bundles, workdir=work)
+    assert v.returncode == 1 and f"{INDEX_NAME}: lists no bundle" in v.stdout + v.stderr, v.stdout + v.stderr
+    assert "every check passed" not in v.stdout
+    said = "holds no bundles at all: its manifest lists none (`doit` builds and packages the default legs"
     s = graphrun.cli(["select", "--os", "linux", "--arch", "arm64", str(dist)], bundles=bundles, workdir=work)
     assert s.returncode == 1 and said in s.stdout and "gets: nothing" in s.stdout, s.stdout + s.stderr
     c = graphrun.cli(["coverage", str(dist)], bundles=bundles, workdir=work)

@@ -304,3 +304,46 @@ def test_a_broken_base_spec_gives_no_follow_on_required_errors(bundles_copy):
     ps = problems(bundles_copy)
     assert all("required: lacks" not in p for p in ps), ps
     assert any(p.startswith(f"{f}: toolchainn: unknown key") for p in ps)
+
+
+def test_a_misspelt_boolean_in_cmake_is_refused_when_the_specs_load(bundles_copy):
+    """CMake reads any text but its own constants as true: "flase" would turn NCCL on (issue 41)."""
+    f = bundles_copy / "linux-x64-cuda13-portable.toml"
+    edit(f, "GGML_CUDA_NCCL = false", 'GGML_CUDA_NCCL = "flase"')
+    edit(f, "LLAMA_CURL = false", 'LLAMA_CURL = "of"')
+    edit(f, "GGML_BACKEND_DL = true", 'GGML_BACKEND_DL = "enabled"')
+    ps = problems(bundles_copy)
+    for key, value, hint in (
+        ("GGML_CUDA_NCCL", "flase", " (did you mean 'FALSE'?)"),
+        ("LLAMA_CURL", "of", " (did you mean 'OFF'?)"),
+        ("GGML_BACKEND_DL", "enabled", ""),  # an option bundlegraph reads: any text but a constant
+    ):
+        want = (
+            f"{f}: cmake.{key}: {value!r} is not a boolean: CMake reads any text but its constants as "
+            f"true{hint}; write true or false (or ON/OFF)"
+        )
+        assert want in ps, (want, ps)
+
+
+@pytest.mark.parametrize("value", ['"ON"', '"off"', '"Yes"', '"n"', '"0"', "1", '"IGNORE"', '"Foo-NOTFOUND"', "false"])
+def test_cmake_constants_and_booleans_pass(bundles_copy, value):
+    f = bundles_copy / "linux-x64-cuda13-portable.toml"
+    edit(f, "GGML_CUDA_NCCL = false", f"GGML_CUDA_NCCL = {value}")
+    load_matrix(bundles_copy)
+
+
+@pytest.mark.parametrize("value", ['"none"', '"speed"', '"native"', '"128"', "64"])
+def test_other_text_for_other_keys_passes(bundles_copy, value):
+    """A STRING option's value (ggml's GGML_CUDA_COMPRESSION_MODE = "none") is not a boolean."""
+    f = bundles_copy / "linux-x64-cuda13-portable.toml"
+    edit(f, "GGML_CUDA_NCCL = false", f"GGML_CUDA_NCCL = false\nGGML_CUDA_COMPRESSION_MODE = {value}")
+    load_matrix(bundles_copy)
+
+
+def test_the_one_edit_rule():
+    from bundlegraph.schemas.cmake_rules import _one_edit
+
+    for typo, word in (("FLASE", "FALSE"), ("OF", "OFF"), ("TURE", "TRUE"), ("YSE", "YES"), ("OFFF", "OFF")):
+        assert _one_edit(typo, word), typo
+    for other, word in (("NONE", "NO"), ("NONE", "ON"), ("SPEED", "YES"), ("FALSE", "FALSE"), ("FSALE", "FALSE")):
+        assert not _one_edit(other, word), other
