@@ -98,8 +98,11 @@ def plan_source(release: Release, release_dir: Path) -> SourcePlan:
         return SourcePlan(pin.dump(), pin.kind, None, base / sub if sub else base, sub)
     if isinstance(pin, GitPin):
         ident = pin.commit
-    elif isinstance(pin, MixPin):  # the base and every pin decide the merged tree
-        ident = hashlib.sha256(json.dumps(pin.dump(), sort_keys=True).encode()).hexdigest()[:32]
+    elif isinstance(pin, MixPin):  # the base and every pin decide the merged tree; a title does not
+        pins = pin.dump()
+        for pr in pins.get("prs", []):
+            pr.pop("title", None)
+        ident = hashlib.sha256(json.dumps(pins, sort_keys=True).encode()).hexdigest()[:32]
     else:
         ident = pin.sha256
     cache_dir = paths.cache_root() / "sources" / f"{pin.kind}-{ident}"
