@@ -171,12 +171,11 @@ def source_url(release: object) -> str:
     """Where the release's source commit is fetched from: ``BUNDLEGRAPH_SOURCE_URL`` when set, else
     the ``url`` of a ``git`` or ``mix`` pin (a spec file the provenance records), else
     ``source_repo`` on GitHub (:data:`GITHUB`)."""
-    import os
-
+    from .core import settings
     from .schemas.records import GitPin, MixPin, Release
 
     assert isinstance(release, Release)
-    override = os.environ.get("BUNDLEGRAPH_SOURCE_URL")
+    override = settings.get("SOURCE_URL")
     if override:
         return override
     if isinstance(release.source, GitPin | MixPin):
