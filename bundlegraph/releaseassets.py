@@ -56,12 +56,15 @@ class AssetHash:
     ``gh attestation verify --repo <repo>`` when it was, else why not."""
 
 
-def attest_upstream(path: Path, repo: str) -> str:
+def attest_upstream(path: Path, repo: str, digest_checked: bool = False) -> str:
     """Verify upstream's attestation of the file at ``path`` with the GitHub CLI: ``gh
     attestation verify PATH --repo REPO`` (llama.cpp attests every build release with
     ``actions/attest``). Returns what was verified, or why nothing was: ``gh`` is not on PATH
     (the input is then trusted by its hash alone, and the provenance says so). Raises
-    :class:`HashMismatch` naming the file and gh's verdict when gh refuses it."""
+    :class:`HashMismatch` naming the file and gh's verdict when gh refuses it; when
+    ``digest_checked`` (the bytes equal the upstream release's published digest), gh finding no
+    attestation at all is recorded as not verified instead (a release older than upstream's
+    attestations)."""
     from .core import proc
     from .core.report import say
 
@@ -79,8 +82,11 @@ def attest_upstream(path: Path, repo: str) -> str:
     )
     if r.returncode != 0:
         last = (r.output.strip().splitlines() or ["(no output)"])[-1]
-        if "no attestations found" in r.output.lower():  # upstream attests builds since ~2026-08-19 only
-            why = f"not verified: {repo} published no attestation of these bytes (gh: {last.strip()})"
+        # upstream attests its builds since ~2026-08-19 only (FINDINGS.md): an older paired release
+        # has none. That is tolerated only for bytes proven to be the API's published digest; any
+        # other file without an attestation (a swapped local copy looks just so) is refused
+        if digest_checked and "no attestations found" in r.output.lower():
+            why = f"not verified: {repo} published no attestation of these bytes (gh: {last.strip()}); they are its published digest"
             say(f"{path.name}: upstream's attestation {why}")
             return why
         raise HashMismatch(
@@ -207,6 +213,6 @@ def hash_paired(
                 f"{asset.name}: the bytes downloaded from {url} have sha256 {sha}, {repo} release {tag}'s published "
                 f"digest is sha256:{published}; the index is not written from bytes upstream did not publish"
             )
-        attested = attest_upstream(part, repo)
+        attested = attest_upstream(part, repo, digest_checked=published is not None)
     how = f"downloaded:{url}" + (" = published digest" if published is not None else " (no published digest)")
     return AssetHash(asset.name, sha, how, n, attested)

@@ -68,3 +68,39 @@ def test_without_a_published_digest_the_downloaded_bytes_are_hashed_and_said_so(
     h = _hash(tmp_path)
     assert h.sha256 == hashlib.sha256(BODY).hexdigest()
     assert h.how == f"downloaded:{srv.url('/dl/' + NAME)} (no published digest)"
+
+
+GH = """#!{python}
+import sys
+with open({log!r}, "a") as f:
+    f.write(" ".join(sys.argv[1:3] + sys.argv[4:]) + "\\n")
+if b"unattested" in open(sys.argv[3], "rb").read():
+    print("Error: failed to verify the artifact: no attestations found for subject")
+    sys.exit(1)
+print("\\u2713 Verification succeeded!")
+"""
+"""A stand-in for the GitHub CLI (no network here): logs its arguments and answers as gh does
+for a file upstream attested, or one it did not (the bytes say which)."""
+
+
+def test_with_gh_the_downloaded_bytes_are_checked_against_upstream_s_attestation(upstream, tmp_path, monkeypatch):
+    import os
+    import sys
+
+    srv, publish = upstream
+    bindir, log = tmp_path / "gh-bin", tmp_path / "gh.log"
+    bindir.mkdir()
+    (bindir / "gh").write_text(GH.format(python=sys.executable, log=str(log)))
+    (bindir / "gh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    publish("sha256:" + hashlib.sha256(BODY).hexdigest())
+    assert _hash(tmp_path).attested == "gh attestation verify --repo ggml-org/llama.cpp"
+    assert log.read_text().splitlines() == ["attestation verify --repo ggml-org/llama.cpp"]
+    # an older upstream release, published before upstream attested its builds: the bytes are its
+    # published digest, and gh finds no attestation: recorded as not verified, never as verified
+    old = b"PK\x05\x06 unattested, from before upstream attested its builds"
+    srv.files["/dl/" + NAME] = old
+    publish("sha256:" + hashlib.sha256(old).hexdigest())
+    h = _hash(tmp_path)
+    assert h.attested.startswith("not verified: ggml-org/llama.cpp published no attestation of these bytes"), h
+    assert h.attested.endswith("they are its published digest")
