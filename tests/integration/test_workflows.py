@@ -54,3 +54,37 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     )
     r = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True)
     assert r.returncode != 0 and "nosuchkey" in r.stdout
+
+
+def test_the_release_is_attested_by_a_job_that_builds_nothing_before_it_is_published():
+    """Issue 40, item 1: draft -> upload -> attest -> compare -> publish. The manifest job uploads a
+    draft and holds no signing permission; the attest job alone holds ``id-token`` and
+    ``attestations`` write, runs no code of the repository (no checkout, no pip install, no doit)
+    and signs every uploaded asset (``release-assets.txt``, the provenance among them); the publish
+    job runs only after it succeeded and compares the draft with the attested subjects first."""
+    import yaml
+
+    jobs = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))["jobs"]
+    signing = {"id-token", "attestations"}
+    holders = sorted(
+        n for n, j in jobs.items() if signing & {k for k, v in (j.get("permissions") or {}).items() if v == "write"}
+    )
+    assert holders == ["attest"], holders
+
+    def steps_text(job: str) -> str:
+        return "\n".join(str(st.get("run", "")) + str(st.get("uses", "")) for st in jobs[job]["steps"])
+
+    attest = steps_text("attest")
+    for forbidden in ("actions/checkout", "setup-python", "pip install", "doit", "bundlegraph"):
+        assert forbidden not in attest, forbidden
+    assert "release-assets.txt" in attest and "sha256sum" in attest
+    (att,) = [st for st in jobs["attest"]["steps"] if str(st.get("uses", "")).startswith("actions/attest@")]
+    assert att["with"]["subject-checksums"] == "subjects.txt" and "if" not in att  # never skipped on a tag
+    manifest = steps_text("manifest")
+    assert "bundlegraph upload-release --draft-only" in manifest and "publish-release" not in manifest
+    assert set(jobs["publish"]["needs"]) >= {"manifest", "attest"}
+    assert "always()" not in str(jobs["publish"].get("if", "")) and "failure()" not in str(
+        jobs["publish"].get("if", "")
+    )
+    assert "bundlegraph publish-release --dist dist --subjects attested/subjects.txt" in steps_text("publish")
+    assert jobs["publish"]["permissions"] == {"contents": "write"}
