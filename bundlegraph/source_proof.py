@@ -21,11 +21,14 @@ import hashlib
 import tarfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from .core import proc
 from .core.errors import BundleGraphError, HashMismatch
 from .core.lightclass import frozen
+
+if TYPE_CHECKING:  # the schemas are imported where used
+    from .schemas.records import Release
 
 GITHUB = "https://github.com/{repo}.git"
 """Where a ``source_repo`` (owner/name) is fetched from, unless ``BUNDLEGRAPH_SOURCE_URL`` says
@@ -167,32 +170,30 @@ def fetch_commit(repo: Path, url: str, commit: str, log: Path) -> None:
         )
 
 
-def source_url(release: object) -> str:
+def source_url(release: Release) -> str:
     """Where the release's source commit is fetched from: ``BUNDLEGRAPH_SOURCE_URL`` when set, else
     the ``url`` of a ``git`` or ``mix`` pin (a spec file the provenance records), else
     ``source_repo`` on GitHub (:data:`GITHUB`)."""
     from .core import settings
-    from .schemas.records import GitPin, MixPin, Release
+    from .schemas.records import GitPin, MixPin
 
-    assert isinstance(release, Release)
     override = settings.get("SOURCE_URL")
     if override:
-        return override
+        return str(override)
     if isinstance(release.source, GitPin | MixPin):
         return release.source.url
     return GITHUB.format(repo=release.source_repo)
 
 
-def prove(archive: Path, release: object, commit: str, work: Path) -> SourceProof:
+def prove(archive: Path, release: Release, commit: str, work: Path) -> SourceProof:
     """Fetch the commit ``commit`` the release names into ``work/proof.git`` (a mix: merge its
     pins there, and the merge must be ``commit``) and compare its tree with ``archive``'s. Returns
     the :class:`SourceProof`; raises :class:`HashMismatch` naming the differing files (at most 20,
     then a count) when the trees differ, :class:`BundleGraphError` when the commit cannot be
     fetched or the pins merge to another commit."""
     from .pipeline.mix import fetch_and_merge
-    from .schemas.records import GitPin, MixPin, Release
+    from .schemas.records import GitPin, MixPin
 
-    assert isinstance(release, Release)
     repo, log = work / "proof.git", work / "proof.log"
     if repo.exists():
         import shutil
