@@ -128,4 +128,4 @@ def test_a_title_is_not_part_of_the_merge_message_nor_of_the_source_cache_key(tm
         == merge_message(plain.source.prs[0])
         == (f"Merge ggml-org/llama.cpp#24423 at {B}")
     )
-    assert plan_source(titled, tmp_path).cache_dir == plan_source(plain, tmp_path).cache_dir
+    assert plan_source(titled, tmp_path) == plan_source(plain, tmp_path)  # cache entry and task key alike
