@@ -83,8 +83,9 @@ def test_the_release_is_attested_by_a_job_that_builds_nothing_before_it_is_publi
     manifest = steps_text("manifest")
     assert "bundlegraph upload-release --draft-only" in manifest and "publish-release" not in manifest
     assert set(jobs["publish"]["needs"]) >= {"manifest", "attest"}
-    assert "always()" not in str(jobs["publish"].get("if", "")) and "failure()" not in str(
-        jobs["publish"].get("if", "")
-    )
+    cond = str(jobs["publish"]["if"])
+    assert "needs.attest.result == 'success'" in cond and "needs.manifest.result == 'success'" in cond
+    assert "always()" not in cond
+    assert "needs.manifest.result == 'success'" in str(jobs["attest"]["if"])
     assert "bundlegraph publish-release --dist dist --subjects attested/subjects.txt" in steps_text("publish")
     assert jobs["publish"]["permissions"] == {"contents": "write"}
