@@ -197,7 +197,12 @@ def hash_paired(
         )
     digest = str((meta or {}).get("digest") or "")
     published = digest[7:].lower() if digest.startswith("sha256:") and len(digest) == 71 else None
-    url = asset.url or meta["browser_download_url"]  # type: ignore[index]  # meta is the listing's asset object (a dict) whenever url is unset
+    url = asset.url or str((meta or {}).get("browser_download_url") or "")
+    if not url:
+        raise DownloadError(
+            f"{asset.name}: {repo} release {tag} lists it without a browser_download_url and the spec gives no url: "
+            f"its bytes cannot be fetched and hashed here"
+        )
     import tempfile
 
     # the bytes are fetched and hashed here: the index states what this machine hashed, never the API's word alone
