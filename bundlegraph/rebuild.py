@@ -10,7 +10,7 @@ What it does, in a fresh directory (kept with ``--rebuild-dir``):
    sha256 it records, else the rebuild is refused naming the file and both digests.
 3. The source is proven (:mod:`bundlegraph.source_proof`): the archive's git tree id must be the
    tree of the source commit the index names, fetched from the source repository (``source_repo``
-   on GitHub, a git or mix pin's ``url``, or ``BUNDLEGRAPH_SOURCE_URL``); for a mix release, the
+   on GitHub, a mix pin's ``url``, or ``BUNDLEGRAPH_SOURCE_URL``); for a mix release, the
    base and every pinned pull request head are fetched and merged as the release merged them, and
    the merge must be that commit. A substituted tree is refused (:class:`HashMismatch`) naming the
    files that differ: an archive is never trusted because the release says so.

@@ -137,10 +137,11 @@ def _git(repo: Path, *args: str, log: Path, check: bool = True) -> proc.Complete
     )
 
 
-def commit_listing(repo: Path, commit: str, log: Path) -> tuple[str, Listing]:
-    """``(tree id, listing)`` of ``commit`` in ``repo`` (``git ls-tree -r -z --full-tree``);
-    ``commit`` may also be ``<commit>:<directory>``."""
-    tree = _git(repo, "rev-parse", "--verify", f"{commit}^{{tree}}", log=log).output.strip()
+def commit_listing(repo: Path, commit: str, log: Path, subdirectory: str | None = None) -> tuple[str, Listing]:
+    """``(tree id, listing)`` of ``commit`` in ``repo`` (``git rev-parse <commit>^{tree}``, ``git
+    ls-tree -r -z``), or of its directory ``subdirectory`` (``<commit>:<subdirectory>``)."""
+    spec = f"{commit}:{subdirectory.strip('/')}" if subdirectory else f"{commit}^{{tree}}"
+    tree = _git(repo, "rev-parse", "--verify", spec, log=log).output.strip()
     out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", tree, log=log).output
     listing: Listing = {}
     for row in out.split("\0"):
@@ -171,16 +172,17 @@ def fetch_commit(repo: Path, url: str, commit: str, log: Path) -> None:
 
 
 def source_url(release: Release) -> str:
-    """Where the release's source commit is fetched from: ``BUNDLEGRAPH_SOURCE_URL`` when set, else
-    the ``url`` of a ``git`` or ``mix`` pin (a spec file the provenance records), else
-    ``source_repo`` on GitHub (:data:`GITHUB`)."""
+    """Where the release's source commit is fetched from: ``BUNDLEGRAPH_SOURCE_URL`` when set
+    (a mirror); else a mix pin's ``url`` (the loader holds a GitHub one to ``source_repo``, and the
+    provenance records the spec file that states it); else ``source_repo`` on GitHub
+    (:data:`GITHUB`), whatever URL a git pin fetched from."""
     from .core import settings
-    from .schemas.records import GitPin, MixPin
+    from .schemas.records import MixPin
 
     override = settings.get("SOURCE_URL")
     if override:
         return str(override)
-    if isinstance(release.source, GitPin | MixPin):
+    if isinstance(release.source, MixPin):
         return release.source.url
     return GITHUB.format(repo=release.source_repo)
 
@@ -217,7 +219,7 @@ def prove(archive: Path, release: Release, commit: str, work: Path) -> SourcePro
     # a git or mix pin's subdirectory is inside the repository: the archive is that directory
     # (a tarball's or sdist's subdirectory is inside the archive it downloads, and is the commit's tree)
     sub = pin.subdirectory if isinstance(pin, MixPin | GitPin) and pin.subdirectory else None
-    want, theirs = commit_listing(repo, f"{commit}:{sub.strip('/')}" if sub else commit, log)
+    want, theirs = commit_listing(repo, commit, log, sub)
     got, ours = archive_listing(archive, fmt)
     if got != want:
         diff = differing(theirs, ours)

@@ -50,6 +50,8 @@ def test_the_archive_s_tree_id_is_git_s_and_every_kind_of_change_is_named(tmp_pa
     commit = git("rev-parse", "HEAD", cwd=src)
     want, theirs = commit_listing(src, commit, tmp_path / "log")
     assert want == git("rev-parse", "HEAD^{tree}", cwd=src)
+    sub, in_sub = commit_listing(src, commit, tmp_path / "log", "ggml")  # a pin's subdirectory
+    assert sub == git("rev-parse", "HEAD:ggml", cwd=src) and list(in_sub) == ["src/ggml.c"]
 
     got, ours = archive_listing(_archive(src, tmp_path / "same.tar.gz"))
     assert got == want and differing(theirs, ours) == [] and len(ours) == 8
