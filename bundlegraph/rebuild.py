@@ -121,10 +121,19 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
     commit = str(index.get("source_commit") or rel.source.commit or "")
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
         raise BundleGraphError(f"--rebuild {leg}: {INDEX_NAME}: source_commit: expected a commit id, got {commit!r}")
+    if rel.source.commit and rel.source.commit != commit:  # the spec files are the tag's: they decide
+        raise BundleGraphError(
+            f"--rebuild {leg}: {INDEX_NAME} names source commit {commit}, release.toml's [source] pins {rel.source.commit}"
+        )
 
     root = Path(tempfile.mkdtemp(prefix="bundlegraph-rebuild-")) if directory is None else directory
     root.mkdir(parents=True, exist_ok=True)
-    proof = prove(archive, rel, commit, root)
+    try:
+        proof = prove(archive, rel, commit, root)
+    except BaseException:
+        if directory is None:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
     say(
         f"verify-release --rebuild {leg}: {sources[0]} is the tree {proof.tree} of commit {commit} "
         f"({proof.files} files, fetched from {proof.url})"
