@@ -161,6 +161,7 @@ def differing(a: Listing, b: Listing) -> list[str]:
 def fetch_commit(repo: Path, url: str, commit: str, log: Path) -> None:
     """``git fetch --depth 1 <url> <commit>`` into a new repository ``repo``. Raises
     :class:`BundleGraphError` naming the URL and commit when it cannot be fetched."""
+    repo.mkdir(parents=True, exist_ok=True)
     _git(repo, "init", "-q", log=log)
     r = _git(repo, "fetch", "-q", "--depth", "1", "--no-tags", url, commit, log=log, check=False)
     if r.returncode != 0:

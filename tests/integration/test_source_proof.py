@@ -64,3 +64,23 @@ def test_the_archive_s_tree_id_is_git_s_and_every_kind_of_change_is_named(tmp_pa
     got, ours = archive_listing(_archive(src, tmp_path / "changed.tar.gz"))
     assert got != want
     assert differing(theirs, ours) == [".gitignore", "a.b", "ggml/src/ggml.c", "scripts/run.sh", "tools/extra.c"]
+
+
+def test_a_commit_is_fetched_by_its_id_from_a_git_server_and_an_unknown_one_is_named(tmp_path):
+    """What ``--rebuild`` does for a release of one commit: ``git fetch --depth 1 <url> <commit>``
+    from a real ``git daemon``; a commit the server does not have is one line naming it and the URL."""
+    require_tools("git")
+    from gitkit import GitServer, standin_repository
+
+    from bundlegraph.core.errors import BundleGraphError
+    from bundlegraph.source_proof import fetch_commit
+
+    with GitServer(tmp_path / "srv") as srv:
+        shas = standin_repository(srv, ())
+        fetch_commit(tmp_path / "a", srv.url("minillama"), shas["base"], tmp_path / "log")
+        tree, listing = commit_listing(tmp_path / "a", shas["base"], tmp_path / "log")
+        assert tree == git("rev-parse", f"{shas['base']}^{{tree}}", cwd=srv.root / "minillama")
+        assert "CMakeLists.txt" in listing
+        with pytest.raises(BundleGraphError) as e:
+            fetch_commit(tmp_path / "b", srv.url("minillama"), "0" * 40, tmp_path / "log")
+    assert str(e.value).startswith(f"--rebuild: commit {'0' * 40} cannot be fetched from {srv.url('minillama')} (")
