@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.explain": ("explain",),
     "bundlegraph.commands.lock_wheels": ("lock-wheels",),
     "bundlegraph.commands.select": ("select", "coverage"),
-    "bundlegraph.commands.upload": ("upload-release", "check-tag"),
+    "bundlegraph.commands.upload": ("upload-release", "check-tag", "publish-release"),
     "bundlegraph.commands.upstream": ("upstream", "bump"),
     "bundlegraph.commands.operations": ("release-age", "rerun-cancelled", "start-release"),
     "bundlegraph.commands.verify_release": ("verify-release", "checksums"),

@@ -24,6 +24,13 @@ Order of calls (GitHub's REST API, ``/repos/{repo}/releases...``; the subset use
    sha256 for sha256 (no missing, no extra asset).
 6. ``PATCH /releases/{id}`` with ``draft: false``: the release appears, whole.
 
+On a tag, the release workflow splits this in two around the attestation (issue 40, item 1:
+draft -> upload -> attest -> compare -> publish): ``upload-release --draft-only`` stops after
+step 5 (:func:`upload_release` with ``publish=False``); a job holding only ``id-token`` and
+``attestations`` write attests every uploaded asset; then :func:`publish_release` compares the
+draft with what was attested and with the release artifact and does step 6. A failed
+attestation leaves a draft, never a public release.
+
 The API base is ``BUNDLEGRAPH_GITHUB_API`` (default ``https://api.github.com``); the token is
 ``GITHUB_TOKEN`` (sent as a bearer token, never printed). URLs pass the download module's https
 rule (loopback http for tests).
@@ -31,6 +38,7 @@ rule (loopback http for tests).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +78,8 @@ class UploadResult:
     uploaded: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     already_published: bool = False
+    draft: bool = False
+    """left a draft (``publish=False``): nothing is visible yet"""
 
 
 def provenance_problems(statement: bytes, index: bytes) -> list[str]:
@@ -223,11 +233,13 @@ def upload_release(
     git_ref: str = "",
     api: str | None = None,
     token: str | None = None,
+    publish: bool = True,
 ) -> UploadResult:
     """Upload ``dist``'s release assets as release ``tag`` of ``repo`` (see the module docstring
-    for the order of calls). Raises :class:`UploadRefused` (local checks, an asset with other
-    bytes, a published release that differs, a listing that disagrees) or
-    :class:`BundleGraphError` for an API error; a refused upload leaves at most a draft."""
+    for the order of calls); ``publish=False`` leaves the checked draft (steps 1-5). Raises
+    :class:`UploadRefused` (local checks, an asset with other bytes, a published release that
+    differs, a listing that disagrees) or :class:`BundleGraphError` for an API error; a refused
+    upload leaves at most a draft."""
     import httpx
 
     want = local_assets(dist, tag, git_ref)
@@ -300,10 +312,14 @@ def upload_release(
             raise UploadRefused(
                 tag, [f"the draft's assets do not equal the release ({_diff(want, have)}); it stays a draft"]
             )
-        done = gh.call("PATCH", f"/releases/{rel['id']}", json={"draft": False, "tag_name": tag})
-        if done.get("draft"):
-            raise BundleGraphError(f"GitHub PATCH /releases/{rel['id']}: the release is still a draft")
-        result.url = done.get("html_url", result.url)
+        if not publish:
+            result.draft = True
+            say(
+                f"upload {tag}: draft {rel['id']} holds the {len(want)} assets ({len(result.uploaded)} uploaded, "
+                f"{len(result.kept)} already there); not published (publish-release does that once they are attested)"
+            )
+            return result
+        result.url = _publish(gh, rel, tag) or result.url
         say(
             f"upload {tag}: published {result.url or rel['id']} with {len(want)} assets "
             f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)"
@@ -311,7 +327,101 @@ def upload_release(
         return result
 
 
-def _diff(want: dict[str, str], have: dict[str, str | None]) -> str:
+def _publish(gh: GitHub, rel: dict[str, Any], tag: str) -> str:
+    """Step 6: ``PATCH`` the draft ``rel`` public; returns its page's URL."""
+    done = gh.call("PATCH", f"/releases/{rel['id']}", json={"draft": False, "tag_name": tag})
+    if done.get("draft"):
+        raise BundleGraphError(f"GitHub PATCH /releases/{rel['id']}: the release is still a draft")
+    return str(done.get("html_url") or "")
+
+
+def read_subjects(path: Path) -> dict[str, str]:
+    """``{name: sha256}`` of a ``sha256sum`` file (``<64 hex>  <name>`` per line, ``*`` before a
+    binary-mode name): what ``actions/attest`` signed (``subject-checksums``). Raises
+    :class:`BundleGraphError` naming the file and line of anything else, or a name given twice."""
+    import re
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BundleGraphError(f"{path}: cannot read the attested subjects ({e})") from None
+    out: dict[str, str] = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = re.fullmatch(r"([0-9a-f]{64}) [ *](\S.*)", line.rstrip("\r"))
+        if m is None:
+            raise BundleGraphError(f"{path}:{i}: expected '<sha256>  <name>' (sha256sum's format), got {line[:80]!r}")
+        if m.group(2) in out:
+            raise BundleGraphError(f"{path}:{i}: {m.group(2)} is listed twice")
+        out[m.group(2)] = m.group(1)
+    if not out:
+        raise BundleGraphError(f"{path}: names no subject")
+    return out
+
+
+def publish_release(
+    dist: Path,
+    subjects: Path,
+    *,
+    repo: str,
+    tag: str,
+    git_ref: str = "",
+    api: str | None = None,
+    token: str | None = None,
+) -> UploadResult:
+    """Publish the draft ``upload-release --draft-only`` left, once it is attested: the attested
+    ``subjects`` (:func:`read_subjects`) must be exactly the release's assets in ``dist`` (the
+    local checks of :func:`local_assets`: every asset of the SHA index, the index, the
+    provenance; nothing more, nothing less), and the draft's listing exactly those names and
+    digests; then ``PATCH draft: false``. A rerun on a published release with these assets does
+    nothing. Raises :class:`UploadRefused` naming every difference (the release stays a draft)."""
+    import httpx
+
+    want = local_assets(dist, tag, git_ref)
+    signed = read_subjects(subjects)
+    if signed != want:
+        raise UploadRefused(
+            tag,
+            [
+                f"the attested subjects ({subjects.name}) differ from the release's assets ({_diff(want, signed)}); "
+                "it stays a draft"
+            ],
+        )
+    with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
+        gh = GitHub(api or DEFAULT_API, repo, c, token)
+        published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
+        if published and "id" in published and not published.get("draft"):
+            have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
+            if have == want:
+                say(f"publish {tag}: already published with these {len(want)} attested assets; nothing to do")
+                return UploadResult(
+                    published["id"], published.get("html_url", ""), kept=list(want), already_published=True
+                )
+            raise UploadRefused(
+                tag, [f"release {tag} of {repo} is already published and differs ({_diff(want, have)})"]
+            )
+        drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
+        if len(drafts) != 1:
+            raise UploadRefused(
+                tag,
+                [
+                    f"{len(drafts)} draft releases of {repo} have tag {tag}, expected the one upload-release --draft-only left"
+                ],
+            )
+        rel = drafts[0]
+        have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        if have != want:
+            raise UploadRefused(
+                tag, [f"the draft's assets are not what was attested ({_diff(want, have)}); it stays a draft"]
+            )
+        result = UploadResult(rel["id"], rel.get("html_url", ""), kept=list(want))
+        result.url = _publish(gh, rel, tag) or result.url
+        say(f"publish {tag}: published {result.url or rel['id']}: its {len(want)} assets are the attested subjects")
+        return result
+
+
+def _diff(want: Mapping[str, str], have: Mapping[str, str | None]) -> str:
     missing = sorted(set(want) - set(have))
     extra = sorted(set(have) - set(want))
     other = sorted(n for n in set(want) & set(have) if have[n] != want[n])
@@ -323,4 +433,12 @@ def _diff(want: dict[str, str], have: dict[str, str | None]) -> str:
     return "; ".join(p for p in parts if p) or "equal"
 
 
-__all__ = ["GitHub", "UploadRefused", "UploadResult", "local_assets", "upload_release"]
+__all__ = [
+    "GitHub",
+    "UploadRefused",
+    "UploadResult",
+    "local_assets",
+    "publish_release",
+    "read_subjects",
+    "upload_release",
+]

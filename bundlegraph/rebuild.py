@@ -4,16 +4,24 @@ own source archive and compare the bundle's bytes with the published one (issue 
 What it does, in a fresh directory (kept with ``--rebuild-dir``):
 
 1. The source archive the SHA index names (kind ``upstream-source``) is checked against the
-   index's sha256 (fail closed) and extracted.
+   index's sha256 (fail closed).
 2. The spec files given with ``--bundles`` must be the ones the release was built from: each
    one the provenance names (``release.toml``, the leg's and its merge base's) must have the
    sha256 it records, else the rebuild is refused naming the file and both digests.
-3. A copy of those specs whose ``[source]`` is a ``kind = "path"`` pin of the extracted tree (the
-   same commit and commit date) is built with the real graph: ``doit package:LEG`` in a new work
+3. The source is proven (:mod:`bundlegraph.source_proof`): the archive's git tree id must be the
+   tree of the source commit the index names, fetched from the source repository (``source_repo``
+   on GitHub, a mix pin's ``url``, or ``BUNDLEGRAPH_SOURCE_URL``); for a mix release, the
+   base and every pinned pull request head are fetched and merged as the release merged them, and
+   the merge must be that commit. A substituted tree is refused (:class:`HashMismatch`) naming the
+   files that differ: an archive is never trusted because the release says so.
+4. A copy of those specs is built with the real graph: ``doit package:LEG`` in a new work
    directory, the merge base of a merged leg taken from the release itself (``artifacts=``),
    ``SOURCE_DATE_EPOCH`` as the provenance records it, else the source archive's timestamp (one
-   run stamps the source archive and the bundles with one time).
-4. The rebuilt bundle's sha256 is compared with the index's; when they differ, the members that
+   run stamps the source archive and the bundles with one time). Its ``[source]`` is a ``kind =
+   "path"`` pin of the extracted archive (the same commit and commit date); a mix release keeps
+   its mix pin (a path pin cannot carry a mix tag), so its source stage merges the same pins into
+   the tree just proven.
+5. The rebuilt bundle's sha256 is compared with the index's; when they differ, the members that
    differ are named.
 
 Every compile maps the build host's roots to stable names (:mod:`bundlegraph.toolchains.prefix_maps`),
@@ -74,7 +82,9 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
     source archive, with the spec files of ``bundles``; see the module docstring. ``directory``:
     where to rebuild (default: a new temporary directory, removed afterwards unless the
     bundles differ). Raises :class:`BundleGraphError` naming what is missing or does not match
-    (the index, the source archive, a spec file) and when the build itself fails."""
+    (the index, the source archive, a spec file) and when the build itself fails, and
+    :class:`~bundlegraph.core.errors.HashMismatch` naming the files of a source archive that is
+    not the tree of the commit it names."""
     from .core import proc
     from .core.extract import extract
     from .core.report import say
@@ -82,6 +92,7 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
     from .schemas.asset_names import INDEX_NAME
     from .schemas.loader import load_matrix
     from .schemas.records import MixPin
+    from .source_proof import prove
 
     index = _json(dist / INDEX_NAME)
     arts: dict[str, Any] = index.get("artifacts") or {}
@@ -101,28 +112,39 @@ def rebuild(dist: Path, bundles: Path, leg: str, directory: Path | None = None) 
         raise BundleGraphError(f"--rebuild {leg}: no such leg in {bundles}; legs: {', '.join(matrix.legs)}")
     spec = matrix.legs[leg]
     rel = matrix.release
-    if isinstance(rel.source, MixPin):
-        raise BundleGraphError(
-            f"--rebuild {leg}: the release is a mix ({rel.tag}); a rebuild from its source archive needs a "
-            f"release of one upstream build (a path pin cannot carry a mix tag)"
-        )
     bundle = spec.bundle_name(rel.tag, rel.bundle_prefix)
     if bundle not in arts:
         raise BundleGraphError(f"--rebuild {leg}: {bundle} is not in {INDEX_NAME}")
     statement = _json(dist / PROVENANCE_NAME)
     _check_specs(statement, matrix, leg, bundles)
 
+    commit = str(index.get("source_commit") or rel.source.commit or "")
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
+        raise BundleGraphError(f"--rebuild {leg}: {INDEX_NAME}: source_commit: expected a commit id, got {commit!r}")
+    if rel.source.commit and rel.source.commit != commit:  # the spec files are the tag's: they decide
+        raise BundleGraphError(
+            f"--rebuild {leg}: {INDEX_NAME} names source commit {commit}, release.toml's [source] pins {rel.source.commit}"
+        )
+
     root = Path(tempfile.mkdtemp(prefix="bundlegraph-rebuild-")) if directory is None else directory
     root.mkdir(parents=True, exist_ok=True)
-    tree = root / "source"
-    if tree.exists():
-        shutil.rmtree(tree)
-    extract(archive, tree, strip=1)
+    try:
+        proof = prove(archive, rel, commit, root)
+    except BaseException:
+        if directory is None:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+    say(
+        f"verify-release --rebuild {leg}: {sources[0]} is the tree {proof.tree} of commit {commit} "
+        f"({proof.files} files, fetched from {proof.url})"
+    )
     shutil.copytree(bundles, root / "bundles", dirs_exist_ok=True)
-    commit = str(index.get("source_commit") or rel.source.commit or "")
-    if len(commit) != 40:
-        raise BundleGraphError(f"--rebuild {leg}: {INDEX_NAME} names no source commit")
-    _pin_path_source(root / "bundles" / "release.toml", tree, commit, rel.source.commit_date)
+    if not isinstance(rel.source, MixPin):
+        tree = root / "source"
+        if tree.exists():
+            shutil.rmtree(tree)
+        extract(archive, tree, strip=1)
+        _pin_path_source(root / "bundles" / "release.toml", tree, commit, rel.source.commit_date)
     (root / "dodo.py").write_text(DODO, encoding="utf-8")
     work = root / "work"
     work.mkdir(exist_ok=True)

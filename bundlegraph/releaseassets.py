@@ -5,12 +5,20 @@ for the SHA index, in this order (first that applies):
    spec also pins a sha256, the two must agree — hashes fail closed);
 2. the spec's pinned ``sha256``;
 3. the base tag's release on GitHub (``GET {api}/repos/{repo}/releases/tags/{tag}``, the REST
-   API's release object): the asset's published ``digest`` (``"sha256:<hex>"``) when present,
-   else its ``browser_download_url`` (or the spec's ``url``) streamed and hashed.
+   API's release object): the asset's bytes (its ``browser_download_url``, or the spec's ``url``)
+   are downloaded and hashed here, on the machine that writes the index, and, when the API
+   publishes a ``digest`` (``"sha256:<hex>"``), must be those bytes (:class:`HashMismatch`
+   otherwise: the index never copies the API's word without the bytes).
+
+Every file hashed (local or downloaded) is then checked against upstream's own attestation with
+``gh attestation verify FILE --repo REPO`` where the GitHub CLI is on PATH
+(:func:`attest_upstream`); where it is not, :attr:`AssetHash.attested` says so (the provenance
+records it, and it is printed), never as verified.
 
 ``api`` is ``BUNDLEGRAPH_GITHUB_API`` (default ``https://api.github.com``); a ``GITHUB_TOKEN``
-in the environment is sent as a bearer token and never printed. URLs pass the same https rule
-as :func:`bundlegraph.core.download.download` (loopback http for tests).
+in the environment is sent to it as a bearer token (authenticated requests: GitHub's rate limit
+for anonymous ones is 60 an hour) and never printed, nor sent to the download URLs. URLs pass
+the same https rule as :func:`bundlegraph.core.download.download` (loopback http for tests).
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ DEFAULT_API = "https://api.github.com"
 @frozen
 class AssetHash:
     """``sha256`` of ``name`` and ``how`` it was obtained (``local:<path>``, ``pinned``,
-    ``published-digest``, ``streamed:<url>``); ``size`` in bytes when known."""
+    ``downloaded:<url> = published digest`` (the bytes hashed here equal the API's digest),
+    ``downloaded:<url>`` (the API publishes no digest)); ``size`` in bytes when known."""
 
     name: str
     sha256: str
@@ -47,17 +56,23 @@ class AssetHash:
     ``gh attestation verify --repo <repo>`` when it was, else why not."""
 
 
-def attest_upstream(path: Path, repo: str) -> str:
+def attest_upstream(path: Path, repo: str, digest_checked: bool = False) -> str:
     """Verify upstream's attestation of the file at ``path`` with the GitHub CLI: ``gh
     attestation verify PATH --repo REPO`` (llama.cpp attests every build release with
     ``actions/attest``). Returns what was verified, or why nothing was: ``gh`` is not on PATH
     (the input is then trusted by its hash alone, and the provenance says so). Raises
-    :class:`HashMismatch` naming the file and gh's verdict when gh refuses it."""
+    :class:`HashMismatch` naming the file and gh's verdict when gh refuses it; when
+    ``digest_checked`` (the bytes equal the upstream release's published digest), gh finding no
+    attestation at all is recorded as not verified instead (a release older than upstream's
+    attestations)."""
     from .core import proc
+    from .core.report import say
 
     gh = proc.which("gh")
     if gh is None:
-        return "not verified: gh (GitHub CLI) is not on PATH; trusted by its sha256"
+        why = "not verified: gh (GitHub CLI) is not on PATH; trusted by its sha256"
+        say(f"{path.name}: upstream's attestation {why}")
+        return why
     r = proc.run(
         [gh, "attestation", "verify", str(path), "--repo", repo],
         capture=True,
@@ -67,6 +82,13 @@ def attest_upstream(path: Path, repo: str) -> str:
     )
     if r.returncode != 0:
         last = (r.output.strip().splitlines() or ["(no output)"])[-1]
+        # upstream attests its builds since ~2026-08-19 only (FINDINGS.md): an older paired release
+        # has none. That is tolerated only for bytes proven to be the API's published digest; any
+        # other file without an attestation (a swapped local copy looks just so) is refused
+        if digest_checked and "no attestations found" in r.output.lower():
+            why = f"not verified: {repo} published no attestation of these bytes (gh: {last.strip()}); they are its published digest"
+            say(f"{path.name}: upstream's attestation {why}")
+            return why
         raise HashMismatch(
             f"{path.name}: upstream's attestation does not verify (gh attestation verify --repo {repo}): {last}"
         )
@@ -92,9 +114,10 @@ def _headers() -> dict[str, str]:
     return h
 
 
-def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
-    """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (nothing stored),
-    with the download module's retries (:func:`bundlegraph.core.download.with_retries`)."""
+def stream_sha256(url: str, client: httpx.Client, dest: Path | None = None) -> tuple[str, int]:
+    """sha256 and size of the body of ``url``, streamed in 1 MiB chunks (written to ``dest``
+    when given, else not stored), with the download module's retries
+    (:func:`bundlegraph.core.download.with_retries`)."""
     import httpx
 
     from .core.download import Retryable, retry_after, with_retries
@@ -103,6 +126,7 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
 
     def once() -> tuple[str, int]:
         h, n = hashlib.sha256(), 0
+        out = open(dest, "wb") if dest is not None else None  # closed in finally, also on a retry
         try:
             with client.stream("GET", url) as r:
                 if r.status_code == 429 or r.status_code >= 500:
@@ -112,10 +136,15 @@ def stream_sha256(url: str, client: httpx.Client) -> tuple[str, int]:
                 for chunk in r.iter_bytes(CHUNK):
                     h.update(chunk)
                     n += len(chunk)
+                    if out is not None:
+                        out.write(chunk)
         except httpx.TransportError as e:
             raise Retryable(f"{type(e).__name__}: {e}") from e
         except httpx.HTTPError as e:
             raise DownloadError(f"{url}: {type(e).__name__}: {e}") from e
+        finally:
+            if out is not None:
+                out.close()
         return h.hexdigest(), n
 
     return with_retries(url, once, Settings.from_env())
@@ -152,7 +181,7 @@ def hash_paired(
             raise HashMismatch(f"{asset.name}: local file {local} has sha256 {got}, the spec pins {asset.sha256}")
         return AssetHash(asset.name, got, f"local:{local}", local.stat().st_size, attest_upstream(local, repo))
     if asset.sha256:
-        return AssetHash(asset.name, asset.sha256, "pinned")
+        return AssetHash(asset.name, asset.sha256, "pinned", attested="not verified: the spec pins its sha256")
     try:
         listed = release_assets(repo, tag)
     except DownloadError as e:
@@ -166,13 +195,29 @@ def hash_paired(
         raise DownloadError(
             f"{asset.name}: not an asset of {repo} release {tag} (assets: {', '.join(sorted(listed)) or 'none'})"
         )
-    digest = (meta or {}).get("digest") or ""
-    if digest.startswith("sha256:") and len(digest) == 71:
-        return AssetHash(asset.name, digest[7:].lower(), "published-digest", (meta or {}).get("size"))
-    url = asset.url or meta["browser_download_url"]  # type: ignore[index]  # meta is the listing's asset object (a dict) whenever url is unset
-    if client is not None:
-        sha, n = stream_sha256(url, client)
-    else:
-        with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
-            sha, n = stream_sha256(url, c)
-    return AssetHash(asset.name, sha, f"streamed:{url}", n)
+    digest = str((meta or {}).get("digest") or "")
+    published = digest[7:].lower() if digest.startswith("sha256:") and len(digest) == 71 else None
+    url = asset.url or str((meta or {}).get("browser_download_url") or "")
+    if not url:
+        raise DownloadError(
+            f"{asset.name}: {repo} release {tag} lists it without a browser_download_url and the spec gives no url: "
+            f"its bytes cannot be fetched and hashed here"
+        )
+    import tempfile
+
+    # the bytes are fetched and hashed here: the index states what this machine hashed, never the API's word alone
+    with tempfile.TemporaryDirectory(prefix="bundlegraph-paired-") as d:
+        part = Path(d) / asset.name
+        if client is not None:
+            sha, n = stream_sha256(url, client, part)
+        else:
+            with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
+                sha, n = stream_sha256(url, c, part)
+        if published is not None and sha != published:
+            raise HashMismatch(
+                f"{asset.name}: the bytes downloaded from {url} have sha256 {sha}, {repo} release {tag}'s published "
+                f"digest is sha256:{published}; the index is not written from bytes upstream did not publish"
+            )
+        attested = attest_upstream(part, repo, digest_checked=published is not None)
+    how = f"downloaded:{url}" + (" = published digest" if published is not None else " (no published digest)")
+    return AssetHash(asset.name, sha, how, n, attested)

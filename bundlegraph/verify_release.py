@@ -41,8 +41,8 @@ SIDE_FILES = (INDEX_NAME, PROVENANCE_NAME, "release-assets.txt", "llama-prebuilt
 
 @mutable
 class Check:
-    """One check's verdict: ``status`` ``passed``/``failed``/``not run``; ``problems`` (failed)
-    or ``why`` (not run)."""
+    """One check's verdict: ``status`` ``passed``/``failed``/``not run``/``not applicable``
+    (nothing to check); ``problems`` (failed) or ``why`` (not run, not applicable)."""
 
     name: str
     status: str = "passed"
@@ -277,9 +277,11 @@ def _smoke(src: Source, specs: Any, c: Check) -> None:
 
 def _upstream(index: dict[str, Any], arts: dict[str, Any], gh: Any, c: Check) -> None:
     """Each paired upstream asset (kind ``runtime``): the index's sha256 equals the ``digest``
-    GitHub's releases API reports for that asset of the upstream release."""
+    GitHub's releases API reports for that asset of the upstream release. With none in the
+    index, ``not applicable``: nothing was checked, so never ``passed`` (issue 40, item 5)."""
     paired = {n: e for n, e in arts.items() if e.get("kind") == "runtime"}
     if not paired:
+        c.status, c.why = "not applicable", "the release pairs no upstream asset"
         return
     if gh is None:
         c.status, c.why = "not run", "no GitHub API at hand (verify a published release with --repo/--tag)"

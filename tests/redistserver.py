@@ -4,7 +4,7 @@ honours ``Range: bytes=N-`` (206 + Content-Range), and plays scripted faults per
 ``faults[path]`` is a list consumed one per request: an int (answer with that status),
 ``"drop"`` (claim the full length, send half, close), ``"stall"`` (sleep ``stall_s`` before
 answering), ``"ignore-range"`` (answer 200 with the whole body). ``requests`` records
-``(path, range header)`` for every request.
+``(path, range header)`` for every request, ``authorization`` ``(path, Authorization header)``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class RedistServer:
         self.files: dict[str, bytes] = {}
         self.faults: dict[str, list] = {}
         self.requests: list[tuple[str, str | None]] = []
+        self.authorization: list[tuple[str, str | None]] = []
         self.stall_s = stall_s
         srv = self
 
@@ -32,6 +33,7 @@ class RedistServer:
                 path = self.path.split("?")[0]
                 rng = self.headers.get("Range")
                 srv.requests.append((path, rng))
+                srv.authorization.append((path, self.headers.get("Authorization")))
                 plan = srv.faults.get(path)
                 action = plan.pop(0) if plan else None
                 if action == "stall":

@@ -162,6 +162,12 @@ SETTINGS: tuple[Setting, ...] = (
         "GITHUB_API", "text", None, "GitHub API base (paired runtime assets, `upload-release`); default: api.github.com"
     ),
     Setting(
+        "SOURCE_URL",
+        "text",
+        None,
+        "git URL `verify-release --rebuild` fetches a release's source commit from; default: source_repo on GitHub",
+    ),
+    Setting(
         "SIGN_COMMAND",
         "text",
         None,

@@ -6,9 +6,11 @@ top, in order, with real git. What the source stage runs for a :class:`~..schema
    was when pinned). Either difference is refused, naming both values.
 2. Each pull request, in order: ``git fetch <url> refs/pull/<number>/head`` (GitHub's ref for a
    pull request's head; the tests' local git server serves the same refs). A head that is not
-   the pinned sha is refused, naming both. Then ``git merge --no-ff`` of the pinned sha, as a
-   fixed identity and at the pull request head's commit time, so the merged commit is the same
-   on every machine. A conflict is refused, naming the pull request and the conflicting files.
+   the pinned sha is refused, naming both. Then ``git merge --no-ff`` of the pinned sha, made
+   from the pin alone (:func:`merge_message`, :data:`IDENTITY`, the pinned head's own commit
+   time, no user or system git configuration), so the same pins give the same merged commit on
+   every machine; a pin's cosmetic ``title`` changes nothing. A conflict is refused, naming the
+   pull request and the conflicting files.
 3. The tree is checked out at the merged commit, ``.git`` beside it: the source's commit is the
    merge commit (:func:`bundlegraph.core.gitmeta.read_commit`), and :func:`ggml_tree` reads
    ``git rev-parse HEAD:ggml``, the ggml ABI key installers record.
@@ -34,8 +36,18 @@ IDENTITY = {
     "GIT_AUTHOR_EMAIL": "bundlegraph@localhost",
     "GIT_COMMITTER_NAME": "bundlegraph",
     "GIT_COMMITTER_EMAIL": "bundlegraph@localhost",
+    # a user's or the system's configuration (commit.gpgsign, merge.renames, a hook path) would
+    # change the merge commit or its tree from machine to machine
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
 }
-"""Who merges: one fixed identity, so the merge commit does not depend on the machine."""
+"""Who merges, and with which configuration: fixed, so the merge commit does not depend on the machine."""
+
+
+def merge_message(pr: PullPin) -> str:
+    """The merge commit's message for ``pr``: ``Merge <repo>#<number> at <sha>``, the pin's
+    ``repo#number:sha`` (what the mix tag hashes) and nothing else: a title is not part of it."""
+    return f"Merge {pr.repo}#{pr.number} at {pr.sha}"
 
 
 def _git(tree: Path, *args: str, log: Path, env: dict[str, str] | None = None, check: bool = True) -> proc.Completed:
@@ -104,8 +116,20 @@ def _merge_one(tree: Path, url: str, pr: PullPin, log: Path) -> None:
         )
     when = _git(tree, "show", "-s", "--format=%cI", pr.sha, log=log).output.strip()
     env = {**os.environ, **IDENTITY, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
-    msg = f"Merge {pr.repo}#{pr.number} ({pr.sha[:12]})" + (f": {pr.title}" if pr.title else "")
-    r = _git(tree, "merge", "--no-ff", "--no-edit", "-m", msg, pr.sha, log=log, env=env, check=False)
+    r = _git(
+        tree,
+        "merge",
+        "--no-ff",
+        "--no-edit",
+        "--no-signoff",
+        "--no-verify",
+        "-m",
+        merge_message(pr),
+        pr.sha,
+        log=log,
+        env=env,
+        check=False,
+    )
     if r.returncode != 0:
         files = _git(tree, "diff", "--name-only", "--diff-filter=U", log=log, check=False).output.split()
         _git(tree, "merge", "--abort", log=log, check=False)
@@ -126,4 +150,4 @@ def ggml_tree(tree: Path, log: Path) -> str | None:
     return out if r.returncode == 0 and len(out) == 40 else None
 
 
-__all__ = ["IDENTITY", "archive_sha256", "fetch_and_merge", "ggml_tree"]
+__all__ = ["IDENTITY", "archive_sha256", "fetch_and_merge", "ggml_tree", "merge_message"]

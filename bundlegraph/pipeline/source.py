@@ -96,15 +96,20 @@ def plan_source(release: Release, release_dir: Path) -> SourcePlan:
     if isinstance(pin, PathPin):
         base = (release_dir / pin.path).resolve()
         return SourcePlan(pin.dump(), pin.kind, None, base / sub if sub else base, sub)
+    pins = pin.dump()
     if isinstance(pin, GitPin):
         ident = pin.commit
-    elif isinstance(pin, MixPin):  # the base and every pin decide the merged tree
-        ident = hashlib.sha256(json.dumps(pin.dump(), sort_keys=True).encode()).hexdigest()[:32]
+    elif isinstance(pin, MixPin):
+        # the base and every pin decide the merged tree; a cosmetic title does not, so it is in
+        # neither the cache entry's name nor the source task's key (issue 40, item 6)
+        for pr in pins.get("prs", []):
+            pr.pop("title", None)
+        ident = hashlib.sha256(json.dumps(pins, sort_keys=True).encode()).hexdigest()[:32]
     else:
         ident = pin.sha256
     cache_dir = paths.cache_root() / "sources" / f"{pin.kind}-{ident}"
     tree = cache_dir / "tree"
-    return SourcePlan(pin.dump(), pin.kind, cache_dir, tree / sub if sub else tree, sub)
+    return SourcePlan(pins, pin.kind, cache_dir, tree / sub if sub else tree, sub)
 
 
 def _fetch_pip_sdist(pin: PipSdistPin, log: Path) -> Path:

@@ -587,7 +587,8 @@ class PullPin(Record):
     sha: Annotated[str, _COMMIT]
     """the 40-hex head commit merged (a head that moved since is refused)"""
     title: str | None = None
-    """what the pull request does (the SHA index's merged_prs title)"""
+    """what the pull request does (the SHA index's merged_prs title; cosmetic: neither the tag, the merge commit nor
+    any bundle depends on it)"""
 
     @property
     def pin_text(self) -> str:
@@ -611,6 +612,30 @@ def mix_tag(base_tag: str, prs: list[PullPin]) -> str:
         return base_tag
     digest = hashlib.sha256("\n".join(p.pin_text for p in prs).encode()).hexdigest()
     return f"{base_tag}-mix-{digest[:7]}"
+
+
+_GITHUB_REPO_URL = re.compile(r"^(?:https://|ssh://git@|git@)github\.com[/:]([^/]+/[^/]+?)(?:\.git)?/?$")
+"""A GitHub repository's git URL, its ``owner/name`` captured."""
+
+
+def _check_mix_repos(source_repo: str, src: MixPin) -> None:
+    """Every pull request of a mix is fetched from ``[source] url`` (``refs/pull/<n>/head``), so
+    each pin's ``repo`` must be that repository, ``source_repo``; and a GitHub ``url`` must be
+    ``source_repo``'s. Otherwise the SHA index's ``merged_prs`` would name a repository the code
+    did not come from. Raises ValueError naming the key and both repositories."""
+    m = _GITHUB_REPO_URL.match(src.url)
+    if m and m.group(1).lower() != source_repo.lower():
+        raise ValueError(
+            f"source.url: '{src.url}' is repository {m.group(1)}, but source_repo is '{source_repo}': the base "
+            f"and the pull request heads are fetched from the url; make them name one repository"
+        )
+    for i, pr in enumerate(src.prs):
+        if pr.repo.lower() != source_repo.lower():
+            raise ValueError(
+                f"source.prs[{i}].repo: '{pr.repo}', but its head is fetched from [source] url {src.url} "
+                f"(source_repo '{source_repo}') as refs/pull/{pr.number}/head: pin a pull request of "
+                f"{source_repo}, or cut the mix from a source_repo that holds {pr.repo}#{pr.number}"
+            )
 
 
 @record
@@ -670,6 +695,7 @@ class Release(Record):
                     f"[source.base] tag '{src.base.tag}': remove upstream_tag"
                 )
             object.__setattr__(self, "upstream_tag", src.base.tag)
+            _check_mix_repos(self.source_repo, src)
             want = mix_tag(src.base.tag, src.prs)
             if self.tag != want:
                 how = (

@@ -160,19 +160,27 @@ def test_manifest_reads_bundles_info_and_index_holds_runtime_source_and_itself(
     with tarfile.open(dist / f"llama.cpp-source-commit-{src.commit}.tar.gz") as tf:
         names = tf.getnames()
     assert f"llama.cpp-source-commit-{src.commit}/LICENSE" in names and not any("/.git/" in n for n in names)
-    # a second run writes byte-identical files; a published digest is used without downloading
+    # a second run writes byte-identical files; a published digest is checked against the bytes,
+    # downloaded again, never copied on the API's word (issue 40, item 5)
     before = {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()}
     srv.files["/repos/ggml-org/llama.cpp/releases/tags/" + rel.paired_runtime_tag] = json.dumps(
         {
             "assets": [
-                {"name": n, "digest": "sha256:" + e.sha256, "size": e.size} for n, e in idx.of_kind("runtime").items()
+                {"name": n, "digest": "sha256:" + e.sha256, "size": e.size, "browser_download_url": srv.url("/dl/" + n)}
+                for n, e in idx.of_kind("runtime").items()
             ]
         }
     ).encode()
     run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
+    assert srv.hits("/dl/" + RUNTIME) == 2
     assert {p.name: p.read_bytes() for p in dist.iterdir() if p.is_file()} == before
-    assert srv.hits("/dl/" + RUNTIME) == 1
     assert res.index == idx
+    # the API's digest is not the bytes': refused, naming the asset and both digests
+    from bundlegraph.core.errors import HashMismatch
+
+    srv.files["/dl/" + RUNTIME] = b"PK\x05\x06 other bytes under the published name"
+    with pytest.raises(HashMismatch, match=f"{RUNTIME}: the bytes downloaded from .* published digest is sha256:"):
+        run_manifest(small, dist=dist, source_tree=Path(src.tree), source_commit=src.commit, commit_epoch=src.epoch)
 
 
 def test_gate_passes_a_complete_release_and_refuses_a_filtered_run(

@@ -18,7 +18,7 @@ import pytest
 from conftest import linux_only, require_input, require_tools
 from gitkit import GitServer, archive_sha256, mix_release_text, standin_repository
 
-from bundlegraph.schemas.records import PullPin, mix_tag
+from bundlegraph.schemas.records import MixPin, PullPin, mix_tag
 
 ROOT = Path(__file__).resolve().parents[2]
 X64 = "mini-linux-x64-cpu"
@@ -155,3 +155,43 @@ def test_a_stated_tag_that_is_not_the_pins_is_refused_when_the_specs_load(server
     assert r.returncode == 2
     assert f"tag: 'b42-mix-0000000', but the base b42 with 1 pinned pull request is '{want}'" in r.stderr, r.stderr
     shutil.rmtree(work)
+
+
+def test_the_same_pins_merge_to_the_same_commit_and_a_title_changes_nothing(server, tmp_path, monkeypatch):
+    """The merge commit is made from the pins alone (issue 40, item 6): fixed identity, the pinned
+    head's time, ``Merge <repo>#<number> at <sha>``, no user configuration. Two merges of the same
+    pins, one with a cosmetic title and a user configuration that would sign the commit, give one
+    commit id."""
+    from gitkit import git
+
+    from bundlegraph.pipeline.mix import fetch_and_merge
+    from bundlegraph.schemas.records import BaseBuild
+
+    srv, shas, sha256 = server
+    base = BaseBuild(tag="b42", commit=shas["base"], sha256=sha256)
+
+    def merged(name: str, title: str | None) -> str:
+        pin = MixPin(
+            kind="mix",
+            url=srv.url("minillama"),
+            base=base,
+            prs=[PullPin(repo="example/minillama", number=1, sha=shas["1"], title=title)],
+        )
+        tree = tmp_path / name
+        tree.mkdir()
+        commit, got = fetch_and_merge(pin, tree, tmp_path / f"{name}.log")
+        assert got == sha256
+        return commit
+
+    plain = merged("plain", None)
+    user = tmp_path / "gitconfig"
+    user.write_text("[user]\n\tname = someone else\n[commit]\n\tgpgsign = true\n")  # no key: would fail
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user))
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2030-01-01T00:00:00Z")
+    titled = merged("titled", "a cosmetic title")
+    assert plain == titled
+    show = git("show", "-s", "--format=%an <%ae>|%cn <%ce>|%cI|%B", plain, cwd=tmp_path / "plain")
+    assert show.strip() == (
+        "bundlegraph <bundlegraph@localhost>|bundlegraph <bundlegraph@localhost>|2026-10-02T00:00:00+00:00|"
+        f"Merge example/minillama#1 at {shas['1']}"
+    ), show

@@ -105,19 +105,31 @@ def test_verify_refuses_a_binary_naming_the_build_host(tmp_path, mapped):
         assert f"names the build host's download cache {str(cache)!r}" in report.lines()[0]
 
 
-def test_verify_release_rebuilds_a_leg_from_the_release_s_own_source_archive(release, tmp_path):
-    """``verify-release --rebuild``: the CPU leg built again, in a new directory, from the source
-    archive the release publishes, gives the published bundle's bytes; and a spec file that is
-    not the one the release was built from is refused, naming it and both digests."""
+def test_verify_release_rebuild_refuses_a_source_commit_its_repository_lacks_and_other_spec_files(release, tmp_path):
+    """``verify-release --rebuild`` proves the source before building (issue 40, item 4): the
+    stand-in's path pin names a made-up commit (0123...), which its source repository (here a
+    local git server holding the stand-in's tree, ``BUNDLEGRAPH_SOURCE_URL``) does not have, so the
+    rebuild is refused naming the commit and the URL, and nothing is built. (A rebuild that passes,
+    and a substituted tree, are in test_rebuild_source.py: a mix release of real commits.) A spec
+    file that is not the one the release was built from is refused first, naming it and both
+    digests."""
+    require_tools("git")
+    from gitkit import GitServer, standin_repository
+
     where = tmp_path / "rebuild"
-    r = release.cli("verify-release", str(release.dist), "--rebuild", "mini-linux-x64-cpu", "--rebuild-dir", str(where))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
-    assert "app-b42-linux-x64-cpu.tar.gz rebuilt byte-identical" in r.stdout
-    assert "  rebuild: passed" in r.stdout
-    # it built from the extracted source archive, not from the original tree
-    pin = (where / "bundles" / "release.toml").read_text()
-    assert f'path = "{(where / "source").as_posix()}"' in pin and 'kind = "path"' in pin
-    assert (where / "work" / "dist" / "app-b42-linux-x64-cpu.tar.gz").is_file()
+    with GitServer(tmp_path / "srv") as srv:
+        standin_repository(srv, ())
+        url = srv.url("minillama")
+        r = graphrun.cli(
+            ["verify-release", str(release.dist), "--rebuild", "mini-linux-x64-cpu", "--rebuild-dir", str(where)],
+            bundles=release.bundles,
+            workdir=release.work,
+            BUNDLEGRAPH_SOURCE_URL=url,
+        )
+    assert r.returncode != 0
+    commit = json.loads((release.dist / "llama-prebuilt-sha256.json").read_text())["source_commit"]
+    assert f"--rebuild: commit {commit} cannot be fetched from {url}" in r.stderr, r.stdout[-3000:] + r.stderr
+    assert not (where / "work" / "dist").exists()
 
     other = tmp_path / "bundles"
     shutil.copytree(release.bundles, other)

@@ -146,3 +146,68 @@ def test_a_tag_that_is_not_the_release_is_refused_before_any_call(gated):
         r = _upload(gated, gh, "--tag", "b1-mix-0000000")
         assert r.returncode != 0 and f"release_tag is '{tag}'" in r.stdout + r.stderr
         assert gh.calls == []
+
+
+def _subjects(work: Path, path: Path, *, drop: str | None = None, extra: str | None = None) -> Path:
+    """What the attest job signs: ``sha256sum`` of every uploaded asset (``release-assets.txt``),
+    less ``drop``, plus ``extra`` (a file of the dist not uploaded)."""
+    want = _want(work)
+    if extra:
+        import hashlib
+
+        want[extra] = hashlib.sha256((work / "dist" / extra).read_bytes()).hexdigest()
+    path.write_text("".join(f"{s}  {n}\n" for n, s in want.items() if n != drop), encoding="utf-8")
+    return path
+
+
+def test_draft_only_then_publish_release_of_exactly_the_attested_subjects(gated, tmp_path):
+    """The release workflow's order (issue 40, item 1): ``upload-release --draft-only`` uploads
+    and checks but publishes nothing; ``publish-release`` publishes only when what was attested is
+    exactly the release's assets (the provenance among them) and the draft holds exactly those:
+    subjects that leave an asset out, or a draft that changed meanwhile, leave it a draft."""
+    bundles, work, tag = gated
+    want = _want(work)
+    assert "llama-prebuilt-provenance.json" in want
+    with FakeGitHub(REPO, token="t0ken") as gh:
+        r = _upload(gated, gh, "--draft-only", GITHUB_REF=f"refs/tags/{tag}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        rel = gh.release(tag)
+        assert rel is not None and rel.draft and len(rel.assets) == len(want)
+        assert "a draft, not published" in r.stdout and not any(c.startswith("PATCH") for c in gh.calls)
+
+        def publish(subjects: Path):
+            return graphrun.cli(
+                ["publish-release", "--repo", REPO, "--subjects", str(subjects)],
+                bundles=bundles,
+                workdir=work,
+                BUNDLEGRAPH_GITHUB_API=gh.api,
+                GITHUB_TOKEN="t0ken",
+                GITHUB_REF=f"refs/tags/{tag}",
+            )
+
+        # an asset not attested (the provenance, as before this issue): refused before any call
+        gh.calls.clear()
+        r = publish(_subjects(work, tmp_path / "less.txt", drop="llama-prebuilt-provenance.json"))
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "the attested subjects (less.txt) differ from the release's assets (missing " in r.stderr, r.stderr
+        assert "llama-prebuilt-provenance.json" in r.stderr and rel.draft and gh.calls == []
+        # an attested file that is not an asset of the release is refused too
+        r = publish(_subjects(work, tmp_path / "more.txt", extra="release-assets.txt"))
+        assert r.returncode == 2 and "extra release-assets.txt" in r.stderr, r.stderr
+        # the draft changed after the attestation: refused, still a draft
+        bundle = next(n for n in want if n.startswith("app-"))
+        a = next(x for x in rel.assets if x.name == bundle)
+        good, a.data = a.data, b"swapped after signing"
+        r = publish(_subjects(work, tmp_path / "all.txt"))
+        assert r.returncode == 2 and "the draft's assets are not what was attested (other bytes " in r.stderr, r.stderr
+        assert rel.draft and not any(c.startswith("PATCH") for c in gh.calls)
+        a.data = good
+        # exactly the attested subjects: published, with one PATCH as the last call
+        r = publish(tmp_path / "all.txt")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert not rel.draft and gh.calls[-1].startswith("PATCH ")
+        gh.calls.clear()
+        r = publish(tmp_path / "all.txt")  # a rerun changes nothing
+        assert (
+            r.returncode == 0 and "already published" in r.stdout and not any(c.startswith("PATCH") for c in gh.calls)
+        )

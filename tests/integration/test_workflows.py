@@ -91,3 +91,38 @@ def test_the_release_only_restores_caches_and_the_default_branch_alone_saves_the
         w = yaml.safe_load(f.read_text(encoding="utf-8"))
         if {"pull_request", "pull_request_target"} & set(w.get(True) or {}):
             assert not [s for _, s in _steps(w) if s.get("uses") in ("actions/cache@v4", "actions/cache/save@v4")], f
+
+
+def test_the_release_is_attested_by_a_job_that_builds_nothing_before_it_is_published():
+    """Issue 40, item 1: draft -> upload -> attest -> compare -> publish. The manifest job uploads a
+    draft and holds no signing permission; the attest job alone holds ``id-token`` and
+    ``attestations`` write, runs no code of the repository (no checkout, no pip install, no doit)
+    and signs every uploaded asset (``release-assets.txt``, the provenance among them); the publish
+    job runs only after it succeeded and compares the draft with the attested subjects first."""
+    import yaml
+
+    jobs = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))["jobs"]
+    signing = {"id-token", "attestations"}
+    holders = sorted(
+        n for n, j in jobs.items() if signing & {k for k, v in (j.get("permissions") or {}).items() if v == "write"}
+    )
+    assert holders == ["attest"], holders
+
+    def steps_text(job: str) -> str:
+        return "\n".join(str(st.get("run", "")) + str(st.get("uses", "")) for st in jobs[job]["steps"])
+
+    attest = steps_text("attest")
+    for forbidden in ("actions/checkout", "setup-python", "pip install", "doit", "bundlegraph"):
+        assert forbidden not in attest, forbidden
+    assert "release-assets.txt" in attest and "sha256sum" in attest
+    (att,) = [st for st in jobs["attest"]["steps"] if str(st.get("uses", "")).startswith("actions/attest@")]
+    assert att["with"]["subject-checksums"] == "subjects.txt" and "if" not in att  # never skipped on a tag
+    manifest = steps_text("manifest")
+    assert "bundlegraph upload-release --draft-only" in manifest and "publish-release" not in manifest
+    assert set(jobs["publish"]["needs"]) >= {"manifest", "attest"}
+    cond = str(jobs["publish"]["if"])
+    assert "needs.attest.result == 'success'" in cond and "needs.manifest.result == 'success'" in cond
+    assert "always()" not in cond
+    assert "needs.manifest.result == 'success'" in str(jobs["attest"]["if"])
+    assert "bundlegraph publish-release --dist dist --subjects attested/subjects.txt" in steps_text("publish")
+    assert jobs["publish"]["permissions"] == {"contents": "write"}

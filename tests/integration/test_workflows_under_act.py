@@ -69,9 +69,12 @@ def _artifact_files(store: Path, name: str) -> dict[str, bytes]:
     return out
 
 
-def _release_run(root: Path, *, windows_legs: bool, broken: str | None = None) -> dict:
+def _release_run(
+    root: Path, *, windows_legs: bool, broken: str | None = None, extra_env: dict[str, str] | None = None
+) -> dict:
     """release.yml under act over a stand-in repository in ``root`` (a tag push); ``broken``: a
-    source file of the stand-in whose compile must fail (a line of ``#error`` appended)."""
+    source file of the stand-in whose compile must fail (a line of ``#error`` appended);
+    ``extra_env``: more variables for every step (``ACT_ATTEST_FAIL``: the attest stand-in fails)."""
     repo = actkit.standin_repo(root / "repo", windows_legs=windows_legs)
     if broken:
         src = repo / "minillama" / broken
@@ -124,6 +127,7 @@ def _release_run(root: Path, *, windows_legs: bool, broken: str | None = None) -
                 "BUNDLEGRAPH_CACHE": str(actkit.shared_cache()),
                 "BUNDLEGRAPH_REDIST_URL": pool.url("/"),
                 "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem),
+                **(extra_env or {}),
             },
         )
         log = root / "act.log"
@@ -175,6 +179,8 @@ def test_every_job_ran_in_its_wave_on_its_own_runner(run):
         "backend mini-linux-arm64-cuda",
         "backend mini-windows-arm64-cuda",
         "manifest",
+        "attest",
+        "publish",
     ):
         assert f"[release/{job}" in out, job
     assert "Job succeeded" in out and "Job failed" not in out
@@ -249,6 +255,22 @@ def test_a_failing_shard_stops_the_release_before_anything_is_published(tmp_path
     assert "[release/backend" not in out or "Job succeeded" not in _job_lines(out, "backend")
     assert "[release/manifest" not in out, "the manifest job ran after a failed shard"
     assert r["published"] is None and not [c for c in r["calls"] if c.startswith(("POST", "PATCH"))], r["calls"]
+
+
+def test_a_failed_attestation_leaves_a_draft_and_publishes_nothing(tmp_path_factory):
+    """The attest job fails (the stand-in is told to): the draft the manifest job uploaded stays
+    a draft, whole, and the publish job does not run (issue 40, item 1)."""
+    _tools()
+    r = _release_run(
+        tmp_path_factory.mktemp("act-attest-fails"), windows_legs=False, extra_env={"ACT_ATTEST_FAIL": "1"}
+    )
+    out = r["out"]
+    assert r["rc"] != 0, out[-4000:]
+    assert "attest stand-in: failing as asked" in _job_lines(out, "attest"), out[-6000:]
+    assert "[release/publish" not in out or "publish-release" not in _job_lines(out, "publish")
+    rel = r["published"]
+    assert rel is not None and rel.draft and rel.assets, r["calls"]
+    assert not any(c.startswith("PATCH") for c in r["calls"]), r["calls"]
 
 
 def test_each_linux_legs_build_used_ccache_and_the_release_saved_no_cache(run):
@@ -349,6 +371,26 @@ def test_the_tag_push_published_the_release_as_a_draft_first(run):
         assert hashlib.sha256(a.data).hexdigest() == want, a.name
     posts = [c for c in run["calls"] if c.startswith("POST /uploads/")]
     assert len(posts) == len(rel.assets) and run["calls"][-1].startswith("PATCH ")
+    assert sum(c.startswith("PATCH ") for c in run["calls"]) == 1
+
+
+def test_every_published_asset_was_attested_by_a_job_that_built_nothing_before_publishing(run):
+    """Issue 40, item 1: the manifest job left a draft; the attest job (the actions/attest
+    stand-in: it prints what it was given) signed every asset the release holds, the provenance
+    among them, and installed nothing; only then did the publish job make the draft public."""
+    out = run["out"]
+    manifest, attest, publish = (_job_lines(out, j) for j in ("manifest", "attest", "publish"))
+    assert "a draft, not published" in manifest and "PATCH" not in manifest
+    subjects = dict(re.findall(r"attest stand-in: subject (\S+) sha256:([0-9a-f]{64})", attest))
+    rel = run["published"]
+    assert subjects == {a.name: hashlib.sha256(a.data).hexdigest() for a in rel.assets}, (
+        sorted(subjects),
+        attest[-3000:],
+    )
+    assert PROVENANCE in subjects and INDEX in subjects and MANIFEST in subjects
+    assert "pip install" not in attest and "doit" not in attest
+    assert "its " in publish and "assets are the attested subjects" in publish, publish[-3000:]
+    assert out.index("attest stand-in: subject") < out.index("assets are the attested subjects")
 
 
 def test_the_tests_workflow_linux_job_runs_a_selected_part(tmp_path):

@@ -90,3 +90,42 @@ def test_a_bad_base_key_is_named_by_its_toml_path(tmp_path):
         adapter(Release).validate_python(bad)
     lines = format_validation(tmp_path / "release.toml", e.value, Release)
     assert any(l.startswith(f"{tmp_path / 'release.toml'}: source.base.tag: String should match") for l in lines), lines
+
+
+def test_a_pin_of_another_repository_than_the_one_its_head_is_fetched_from_is_refused_naming_both():
+    """Pull request heads are fetched from [source] url (source_repo's refs/pull/<n>/head), so a
+    pin naming another repository would put a repository into merged_prs that the code did not
+    come from (issue 40, item 6)."""
+    pr = {"repo": "evil/llama.cpp", "number": 24423, "sha": B}
+    tag = mix_tag("b11642", [PullPin(**pr)])
+    with pytest.raises(ValidationError) as e:
+        adapter(Release).validate_python(_release(tag, [pr]))
+    msg = str(e.value)
+    assert "source.prs[0].repo: 'evil/llama.cpp', but its head is fetched from [source] url" in msg, msg
+    assert "https://github.com/ggml-org/llama.cpp.git (source_repo 'ggml-org/llama.cpp')" in msg, msg
+    ok = {"repo": "ggml-org/llama.cpp", "number": 24423, "sha": B}
+    other_url = _release(mix_tag("b11642", [PullPin(**ok)]), [ok])
+    other_url["source"]["url"] = "https://github.com/evil/llama.cpp.git"
+    with pytest.raises(
+        ValidationError,
+        match="source.url: 'https://github.com/evil/llama.cpp.git' is repository "
+        "evil/llama.cpp, but source_repo is 'ggml-org/llama.cpp'",
+    ):
+        adapter(Release).validate_python(other_url)
+
+
+def test_a_title_is_not_part_of_the_merge_message_nor_of_the_source_cache_key(tmp_path):
+    from bundlegraph.pipeline.mix import merge_message
+    from bundlegraph.pipeline.source import plan_source
+
+    pr = {"repo": "ggml-org/llama.cpp", "number": 24423, "sha": B}
+    tag = mix_tag("b11642", [PullPin(**pr)])
+    plain = adapter(Release).validate_python(_release(tag, [pr]))
+    titled = adapter(Release).validate_python(_release(tag, [{**pr, "title": "DiffusionGemma visual server"}]))
+    assert isinstance(titled.source, MixPin) and isinstance(plain.source, MixPin)
+    assert (
+        merge_message(titled.source.prs[0])
+        == merge_message(plain.source.prs[0])
+        == (f"Merge ggml-org/llama.cpp#24423 at {B}")
+    )
+    assert plan_source(titled, tmp_path) == plan_source(plain, tmp_path)  # cache entry and task key alike
