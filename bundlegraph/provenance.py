@@ -145,7 +145,7 @@ def statement(
                 {
                     "name": f"{imp.leg}: build imported from another runner",
                     "uri": imp.source,
-                    "digest": {"sha256": _digest_of(imp.files)},
+                    "digest": {"sha256": files_digest(imp.files)},
                     "annotations": {"files": dict(sorted(imp.files.items()))},
                 }
             )
@@ -251,7 +251,9 @@ def verified_as(how: str) -> str:
     return "upstream release asset"
 
 
-def _digest_of(files: Mapping[str, str]) -> str:
+def files_digest(files: Mapping[str, str]) -> str:
+    """sha256 of the canonical JSON (sorted keys) of ``files`` (name -> sha256): an imported
+    build's digest in the statement."""
     import hashlib
 
     return hashlib.sha256(json.dumps(dict(sorted(files.items())), sort_keys=True).encode()).hexdigest()

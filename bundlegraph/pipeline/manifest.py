@@ -45,7 +45,7 @@ NAME = "manifest"
 """The stage's name: its tasks are ``manifest:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
 
 if TYPE_CHECKING:  # the formats and checks are imported where a run uses them: planning needs neither
-    from ..schemas.manifest import BundleInfo, Manifest, ShaIndex
+    from ..schemas.manifest import BundleInfo, Manifest, Promise, ShaIndex
 
 VerifierFor = Callable[[str], Callable[[Path], object]]
 """``verifier_for(leg)(archive)``: verify a bundle of ``leg``; raises :class:`VerifyError`."""
@@ -117,6 +117,23 @@ def release_header(rel: Release, source_commit: str, ggml_tree: str | None) -> d
     }
 
 
+def promises(matrix: Matrix) -> list[Promise]:
+    """The index's record of every promised leg (:class:`~..schemas.manifest.Promise`), sorted by
+    leg: what ``verify-release`` judges a release by without its spec files."""
+    from ..schemas.manifest import Promise
+
+    rel = matrix.release
+    return [
+        Promise(
+            leg=leg,
+            asset_name=matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix),
+            paired_assets=[p.name for p in matrix.legs[leg].runtime.paired],
+            smoke_waived=matrix.legs[leg].smoke.waived if matrix.legs[leg].smoke else None,
+        )
+        for leg in sorted(matrix.promised)
+    ]
+
+
 def run_manifest(
     matrix: Matrix,
     *,
@@ -138,7 +155,7 @@ def run_manifest(
     download/hash errors for paired runtime assets."""
     from ..archive import read_bundle_info
     from ..releaseassets import hash_paired
-    from ..schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
+    from ..schemas.manifest import WAIVED, IndexEntry, Manifest, ManifestArtifact, ShaIndex
 
     rel = matrix.release
     dist.mkdir(parents=True, exist_ok=True)
@@ -181,7 +198,9 @@ def run_manifest(
             record_verified(name, sha, leg)
         bundles[leg] = path
         infos.append(info)
-        smoke[name] = smoked.summary() if smoked else None
+        # a waived smoke is said in the published files themselves, so that a verifier without
+        # this release's spec files can tell it from a missing one (the index's promises say it too)
+        smoke[name] = smoked.summary() if smoked else (f"{WAIVED}{spec.smoke.waived}" if spec.smoke else None)
     if problems:
         raise BundleGraphError("manifest: " + "; ".join(problems))
     header = release_header(rel, source_commit, ggml_tree)
@@ -214,7 +233,9 @@ def run_manifest(
                 kind="runtime", sha256=h.sha256, source_commit=None, size=h.size, upstream_tag=rel.paired_runtime_tag
             )
             paired.append({"name": pa.name, "sha256": h.sha256, "verified": h.how, "attested": h.attested})
-    index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
+    index = ShaIndex(
+        **header, artifacts=dict(sorted(entries.items())), promised=promises(matrix), info_file=rel.info_file
+    )
     ibytes = (index.model_dump_json(indent=2) + "\n").encode()
     from .. import provenance
 

@@ -1,0 +1,211 @@
+"""The release's provenance checked field by field against the release's own files (the reader
+of what :mod:`bundlegraph.provenance` writes; ``verify-release``'s ``provenance`` check).
+
+A statement whose subjects match the index can still lie about how the bytes were made: another
+tag, another source commit or source archive, other legs, other runtime files or build
+parameters. Each field the statement states is compared with the file of the release that
+states the same fact, and each difference is one line naming the statement's field (its JSON
+path) and both values:
+
+- ``_type``, ``predicateType``, ``buildDefinition.buildType``: in-toto Statement v1, SLSA
+  Provenance v1, bundlegraph's build type;
+- ``subject``: exactly the index's assets and the index, by sha256
+  (:func:`bundlegraph.github_release.provenance_problems`);
+- ``externalParameters.tag``: the index's ``release_tag``; ``externalParameters.legs``: the
+  legs of the bundles the release holds (each bundle's own info JSON says its leg);
+- ``resolvedDependencies[llama.cpp]``: ``uri`` (the index's ``source_repo`` at its
+  ``source_commit``), ``digest.gitCommit`` (``source_commit``), ``digest.sha256`` (the index's
+  sha256 of the source archive), ``annotations.archive`` (that archive's name),
+  ``annotations.upstream_tag``/``source_ref_kind``/``ggml_tree`` (the index header's);
+- a mix's pull requests: one dependency ``<repo>#<number>`` per ``merged_prs`` entry of the
+  index, ``digest.gitCommit`` its ``sha``;
+- each bundle's runtime files (``<leg>: <file>``: sha256, origin, version, where it came from)
+  and imported builds, as the bundle's info JSON lists them;
+- each paired upstream asset: its sha256 as the index has it;
+- ``internalParameters.builds.<leg>``: only for a leg whose bundle the release holds, and its
+  build parameters that a bundle's info JSON also states: ``cmake_cache.CMAKE_CUDA_ARCHITECTURES``
+  (the info's ``archs``), ``cmake_cache.GGML_BACKEND_DL`` (``ggml_backend_dl``) and
+  ``cuda``, the toolkit's version (``toolkit_version``).
+
+Not checkable from the release alone: the compiler flags (``flags.CMAKE_C_FLAGS``...), tool
+versions and toolkit component downloads of a recipe, which no other file of the release states;
+``verify-release --rebuild`` compares the bytes a rebuild with them gives, and ``--attestations``
+checks the statement's signature.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .provenance import BUILD_TYPE, PREDICATE_TYPE, PROVENANCE_NAME, STATEMENT_TYPE, files_digest
+from .schemas.asset_names import INDEX_NAME, source_archive_name
+
+if TYPE_CHECKING:
+    from .schemas.manifest import BundleInfo, ShaIndex
+
+
+def _dig(d: Any, *path: str) -> Any:
+    """``d[path[0]][path[1]]...``, None where a step is missing or not an object."""
+    for k in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: Mapping[str, BundleInfo]) -> list[str]:
+    """Every difference between the statement ``raw`` (its bytes) and the release: the ``index``
+    (parsed, and its bytes) and ``infos`` (asset name -> the info JSON of each bundle of the
+    release that could be read). One line each: ``llama-prebuilt-provenance.json: <field>: ...``.
+    Raises nothing."""
+    from .github_release import provenance_problems
+
+    n = PROVENANCE_NAME
+    try:
+        st = json.loads(raw)
+    except ValueError as e:
+        return [f"{n}: not JSON ({e})"]
+    if not isinstance(st, dict):
+        return [f"{n}: not a JSON object"]
+    out: list[str] = []
+
+    def differs(field: str, stated: Any, actual: Any, where: str) -> None:
+        if stated != actual:
+            out.append(f"{n}: {field}: states {stated!r}, {where} says {actual!r}")
+
+    differs("_type", st.get("_type"), STATEMENT_TYPE, "in-toto Statement v1")
+    differs("predicateType", st.get("predicateType"), PREDICATE_TYPE, "SLSA Provenance v1")
+    bd = _dig(st, "predicate", "buildDefinition")
+    if not isinstance(bd, dict):
+        return [*out, f"{n}: predicate.buildDefinition: missing or not an object"]
+    differs("buildDefinition.buildType", bd.get("buildType"), BUILD_TYPE, "bundlegraph's build type")
+    out += provenance_problems(raw, index_bytes)
+    ext = bd.get("externalParameters")
+    differs("externalParameters.tag", _dig(ext, "tag"), index.release_tag, f"{INDEX_NAME} release_tag")
+    legs = sorted({i.leg for i in infos.values()})
+    stated_legs = _dig(ext, "legs")
+    differs("externalParameters.legs", stated_legs, legs, "the bundles' info files")
+    deps = bd.get("resolvedDependencies")
+    if not isinstance(deps, list) or not all(isinstance(d, dict) for d in deps):
+        return [*out, f"{n}: buildDefinition.resolvedDependencies: missing or not a list of objects"]
+    by_name: dict[str, dict[str, Any]] = {}
+    for d in deps:
+        by_name.setdefault(str(d.get("name")), d)
+    out += _source_problems(by_name, index)
+    out += _bundle_dep_problems(by_name, infos)
+    for name, e in sorted(index.of_kind("runtime").items()):
+        d = by_name.get(name)
+        if d is None:
+            out.append(f"{n}: resolvedDependencies[{name}]: missing (a paired asset of {INDEX_NAME})")
+        else:
+            differs(f"resolvedDependencies[{name}].digest.sha256", _dig(d, "digest", "sha256"), e.sha256, INDEX_NAME)
+    builds = _dig(bd, "internalParameters", "builds")
+    if builds is not None and not isinstance(builds, dict):
+        out.append(f"{n}: internalParameters.builds: not an object")
+        builds = None
+    by_leg = {i.leg: i for i in infos.values()}
+    for leg, recipe in sorted((builds or {}).items()):
+        info = by_leg.get(leg)
+        field = f"internalParameters.builds.{leg}"
+        if info is None:
+            out.append(f"{n}: {field}: a recipe for a leg whose bundle the release does not hold")
+            continue
+        where = f"{info.asset_name}'s info file"
+        cache = _dig(recipe, "cmake_cache") or {}
+        if "CMAKE_CUDA_ARCHITECTURES" in cache or info.archs:
+            archs = ";".join(info.archs) if info.archs else None
+            differs(
+                f"{field}.cmake_cache.CMAKE_CUDA_ARCHITECTURES", cache.get("CMAKE_CUDA_ARCHITECTURES"), archs, where
+            )
+        if "GGML_BACKEND_DL" in cache:
+            differs(f"{field}.cmake_cache.GGML_BACKEND_DL", _on(cache["GGML_BACKEND_DL"]), info.ggml_backend_dl, where)
+        if _dig(recipe, "cuda") is not None or info.toolkit_version is not None:
+            differs(f"{field}.cuda", _dig(recipe, "cuda"), info.toolkit_version, where)
+    return out
+
+
+def _on(v: Any) -> bool | Any:
+    """CMake's truth of a cache value (``ON``/``OFF``...), or the value itself when it is neither."""
+    s = str(v).upper()
+    return True if s in ("ON", "1", "TRUE", "YES", "Y") else False if s in ("OFF", "0", "FALSE", "NO", "N", "") else v
+
+
+def _source_problems(by_name: Mapping[str, dict[str, Any]], index: ShaIndex) -> list[str]:
+    """The ``llama.cpp`` dependency and a mix's pull requests against the index header."""
+    n = PROVENANCE_NAME
+    d = by_name.get("llama.cpp")
+    if d is None:
+        return [f"{n}: resolvedDependencies[llama.cpp]: missing (the source the release was built from)"]
+    out: list[str] = []
+    archive = source_archive_name(index.source_commit)
+    entry = index.artifacts.get(archive)
+    field = "resolvedDependencies[llama.cpp]"
+    pairs = (
+        ("uri", _dig(d, "uri"), f"git+https://github.com/{index.source_repo}@{index.source_commit}", "source_repo"),
+        ("digest.gitCommit", _dig(d, "digest", "gitCommit"), index.source_commit, "source_commit"),
+        ("digest.sha256", _dig(d, "digest", "sha256"), entry.sha256 if entry else None, f"sha256 of {archive}"),
+        ("annotations.archive", _dig(d, "annotations", "archive"), archive, "source_commit"),
+        ("annotations.upstream_tag", _dig(d, "annotations", "upstream_tag"), index.upstream_tag, "upstream_tag"),
+        (
+            "annotations.source_ref_kind",
+            _dig(d, "annotations", "source_ref_kind"),
+            index.source_ref_kind,
+            "source_ref_kind",
+        ),
+        ("annotations.ggml_tree", _dig(d, "annotations", "ggml_tree"), index.ggml_tree, "ggml_tree"),
+    )
+    for key, stated, actual, what in pairs:
+        if stated != actual:
+            out.append(f"{n}: {field}.{key}: states {stated!r}, {INDEX_NAME} {what} gives {actual!r}")
+    stated_prs = {k: v for k, v in by_name.items() if "#" in k and not k.startswith("base ")}
+    for pr in index.merged_prs:
+        key = f"{pr.repo}#{pr.number}"
+        got = _dig(stated_prs.pop(key, None), "digest", "gitCommit")
+        if got != pr.sha:
+            out.append(
+                f"{n}: resolvedDependencies[{key}].digest.gitCommit: states {got!r}, {INDEX_NAME} merged_prs {pr.sha!r}"
+            )
+    for key in sorted(stated_prs):
+        if ": " not in key:  # a leg's runtime file may hold '#' in its name; a pull request never holds ': '
+            out.append(f"{n}: resolvedDependencies[{key}]: a pull request {INDEX_NAME} merged_prs does not name")
+    return out
+
+
+def _bundle_dep_problems(by_name: Mapping[str, dict[str, Any]], infos: Mapping[str, BundleInfo]) -> list[str]:
+    """Each bundle's runtime files and imported builds, as its info JSON lists them."""
+    n = PROVENANCE_NAME
+    out: list[str] = []
+    for asset, info in sorted(infos.items()):
+        where = f"{asset}'s info file"
+        for rf in info.runtime_files:
+            key = f"{info.leg}: {rf.name}"
+            d = by_name.get(key)
+            if d is None:
+                out.append(f"{n}: resolvedDependencies[{key}]: missing ({where} lists it)")
+                continue
+            stated = (
+                _dig(d, "digest", "sha256"),
+                _dig(d, "annotations", "origin"),
+                _dig(d, "annotations", "version"),
+                _dig(d, "annotations", "from"),
+            )
+            for what, s, a in zip(
+                ("digest.sha256", "annotations.origin", "annotations.version", "annotations.from"),
+                stated,
+                (rf.sha256, rf.origin, rf.version, rf.source),
+                strict=True,
+            ):
+                if s != a:
+                    out.append(f"{n}: resolvedDependencies[{key}].{what}: states {s!r}, {where} says {a!r}")
+        for imp in info.imported_builds:
+            key = f"{imp.leg}: build imported from another runner"
+            want = files_digest(imp.files)
+            got = _dig(by_name.get(key), "digest", "sha256")
+            if got != want:
+                out.append(f"{n}: resolvedDependencies[{key}].digest.sha256: states {got!r}, {where} gives {want!r}")
+    return out
+
+
+__all__ = ["statement_problems"]
