@@ -86,7 +86,7 @@ def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: M
     differs("externalParameters.tag", _dig(ext, "tag"), index.release_tag, f"{INDEX_NAME} release_tag")
     legs = sorted({i.leg for i in infos.values()})
     stated_legs = _dig(ext, "legs")
-    differs("externalParameters.legs", stated_legs, legs, "the bundles' info files")
+    differs("externalParameters.legs", stated_legs, legs, "each bundle's info file")
     deps = bd.get("resolvedDependencies")
     if not isinstance(deps, list) or not all(isinstance(d, dict) for d in deps):
         return [*out, f"{n}: buildDefinition.resolvedDependencies: missing or not a list of objects"]

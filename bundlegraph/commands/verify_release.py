@@ -24,9 +24,8 @@ from ..core.errors import BundleGraphError
 
 def run(args: argparse.Namespace) -> int:
     from ..core import paths
-    from ..verify_release import ApiSource, DistSource, verify
-
     from ..github_release import GitHub
+    from ..verify_release import ApiSource, DistSource, verify
 
     if args.tag and not args.repo and not args.release:
         raise BundleGraphError("verify-release: a published release needs both --repo and --tag")

@@ -20,6 +20,7 @@ from pathlib import Path
 import graphrun
 from conftest import linux_only
 from githubkit import Asset, FakeGitHub, Release
+from releasekit import reseal
 
 PROV = "llama-prebuilt-provenance.json"
 INDEX = "llama-prebuilt-sha256.json"
@@ -75,6 +76,7 @@ def test_verify_release_passes_on_the_release(release):
     status = {c["check"]: c["status"] for c in got["checks"]}
     assert status == {
         "index": "passed",
+        "promised": "passed",
         "assets": "passed",
         "agreement": "passed",
         "provenance": "passed",
@@ -90,13 +92,16 @@ def test_verify_release_passes_on_the_release(release):
 
 
 def test_verify_release_looks_for_the_info_file_the_release_names(release, tmp_path):
-    """The bundles' info file is the one the release spec names (``info_file``), not a fixed
-    name: a spec that names another is refused on the stand-in's bundles, naming that file."""
-    bundles = tmp_path / "bundles"
-    shutil.copytree(release.bundles, bundles)
-    rel = bundles / "release.toml"
-    rel.write_text(rel.read_text().replace('tag = "b42"\n', 'tag = "b42"\ninfo_file = "OTHER_INFO.json"\n', 1))
-    r = graphrun.cli(["verify-release", str(release.dist), "--json"], bundles=bundles, workdir=release.work)
+    """The bundles' info file is the one the release's own index names (``info_file``), not a
+    fixed name and not the local spec's: an index (re-sealed) that names another is refused on
+    the stand-in's bundles, naming that file."""
+    d = _copy(release, tmp_path)
+    idx = json.loads((d / INDEX).read_text())
+    assert idx["info_file"] == "BUNDLE_INFO.json"
+    idx["info_file"] = "OTHER_INFO.json"
+    (d / INDEX).write_text(json.dumps(idx, indent=2))
+    reseal(d)
+    r = _verify(release, d)
     assert r.returncode == 1, r.stdout + r.stderr
     agreement = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "agreement")
     assert agreement["problems"] and all("no OTHER_INFO.json inside" in p for p in agreement["problems"])
@@ -313,7 +318,12 @@ def test_verify_release_attestations_checks_ours_against_our_workflow_and_upstre
         f"attestation verify {d / bundle} --repo {ours} --signer-workflow {ours}/.github/workflows/release.yml "
         f"--source-ref refs/tags/{tag}"
     ) in lines
-    assert len(lines) == len([n for n in idx["artifacts"] if (d / n).is_file()])
+    assert len(lines) == len([n for n in idx["artifacts"] if (d / n).is_file()]) + 2  # and the index, the provenance
+    for signed in (INDEX, PROV):
+        assert (
+            f"attestation verify {d / signed} --repo {ours} --signer-workflow {ours}/.github/workflows/release.yml "
+            f"--source-ref refs/tags/{tag}"
+        ) in lines
     (d / name).write_bytes(b"tampered upstream bytes")  # (its sha256 no longer matches either)
     r = graphrun.cli(args, bundles=release.bundles, workdir=release.work, **env)
     att = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "attestations")
