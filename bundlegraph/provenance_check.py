@@ -84,9 +84,13 @@ def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: M
     out += provenance_problems(raw, index_bytes)
     ext = bd.get("externalParameters")
     differs("externalParameters.tag", _dig(ext, "tag"), index.release_tag, f"{INDEX_NAME} release_tag")
-    legs = sorted({i.leg for i in infos.values()})
-    stated_legs = _dig(ext, "legs")
-    differs("externalParameters.legs", stated_legs, legs, "each bundle's info file")
+    if infos is not None:
+        differs(
+            "externalParameters.legs",
+            _dig(ext, "legs"),
+            sorted({i.leg for i in infos.values()}),
+            "each bundle's info file",
+        )
     deps = bd.get("resolvedDependencies")
     if not isinstance(deps, list) or not all(isinstance(d, dict) for d in deps):
         return [*out, f"{n}: buildDefinition.resolvedDependencies: missing or not a list of objects"]
@@ -94,13 +98,10 @@ def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: M
     for d in deps:
         by_name.setdefault(str(d.get("name")), d)
     out += _source_problems(by_name, index)
+    if infos is None:  # a bundle's info could not be read (the agreement check says which): its facts are unknown
+        return out + _paired_problems(by_name, index)
     out += _bundle_dep_problems(by_name, infos)
-    for name, e in sorted(index.of_kind("runtime").items()):
-        d = by_name.get(name)
-        if d is None:
-            out.append(f"{n}: resolvedDependencies[{name}]: missing (a paired asset of {INDEX_NAME})")
-        else:
-            differs(f"resolvedDependencies[{name}].digest.sha256", _dig(d, "digest", "sha256"), e.sha256, INDEX_NAME)
+    out += _paired_problems(by_name, index)
     builds = _dig(bd, "internalParameters", "builds")
     if builds is not None and not isinstance(builds, dict):
         out.append(f"{n}: internalParameters.builds: not an object")
@@ -113,7 +114,10 @@ def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: M
             out.append(f"{n}: {field}: a recipe for a leg whose bundle the release does not hold")
             continue
         where = f"{info.asset_name}'s info file"
-        cache = _dig(recipe, "cmake_cache") or {}
+        cache = _dig(recipe, "cmake_cache")
+        if not isinstance(recipe, dict) or not isinstance(cache, dict):
+            out.append(f"{n}: {field}.cmake_cache: missing or not an object")
+            continue
         if "CMAKE_CUDA_ARCHITECTURES" in cache or info.archs:
             archs = ";".join(info.archs) if info.archs else None
             differs(
@@ -123,6 +127,22 @@ def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: M
             differs(f"{field}.cmake_cache.GGML_BACKEND_DL", _on(cache["GGML_BACKEND_DL"]), info.ggml_backend_dl, where)
         if _dig(recipe, "cuda") is not None or info.toolkit_version is not None:
             differs(f"{field}.cuda", _dig(recipe, "cuda"), info.toolkit_version, where)
+    return out
+
+
+def _paired_problems(by_name: Mapping[str, dict[str, Any]], index: ShaIndex) -> list[str]:
+    """Each paired upstream asset's dependency has the index's sha256."""
+    out: list[str] = []
+    for name, e in sorted(index.of_kind("runtime").items()):
+        d = by_name.get(name)
+        stated = _dig(d, "digest", "sha256")
+        if d is None:
+            out.append(f"{PROVENANCE_NAME}: resolvedDependencies[{name}]: missing (a paired asset of {INDEX_NAME})")
+        elif stated != e.sha256:
+            out.append(
+                f"{PROVENANCE_NAME}: resolvedDependencies[{name}].digest.sha256: states {stated!r}, "
+                f"{INDEX_NAME} says {e.sha256!r}"
+            )
     return out
 
 

@@ -183,8 +183,8 @@ def verify(
     manifest = parse_record(MANIFEST_NAME, mp.read_bytes(), Manifest, agree_c) if mp is not None else None
     if mp is None:
         agree_c.fail(f"{MANIFEST_NAME}: not in the release")
-    infos = _agreement(src, index, manifest, agree_c) if manifest is not None else {}
-    _promised(index, manifest, infos, prom_c)
+    infos = _agreement(src, index, manifest, agree_c) if manifest is not None else None
+    _promised(index, manifest, infos or {}, prom_c)
     _provenance(src, index, index_bytes, infos, prov_c)
     _smoke(index, manifest, smoke_c)
     _upstream(index, gh, up_c)
@@ -248,9 +248,10 @@ def _assets(src: Source, index: ShaIndex, c: Check) -> None:
             c.fail(f"{name}: {INDEX_NAME} lists no {kind} of that name (every release has one)")
 
 
-def _agreement(src: Source, index: ShaIndex, manifest: Manifest, c: Check) -> dict[str, BundleInfo]:
-    """The manifest, the index and each bundle's info JSON agree; returns the info of each bundle
-    that could be read (asset name -> :class:`~bundlegraph.schemas.manifest.BundleInfo`)."""
+def _agreement(src: Source, index: ShaIndex, manifest: Manifest, c: Check) -> dict[str, BundleInfo] | None:
+    """The manifest, the index and each bundle's info JSON agree; returns the info of every
+    bundle (asset name -> :class:`~bundlegraph.schemas.manifest.BundleInfo`), None when one could
+    not be read (``c`` says which and why)."""
     from .archive import read_member
     from .schemas.manifest import BundleInfo
 
@@ -265,6 +266,7 @@ def _agreement(src: Source, index: ShaIndex, manifest: Manifest, c: Check) -> di
         if n not in in_manifest:
             c.fail(f"{n}: a bundle in {INDEX_NAME} but not in {MANIFEST_NAME}")
     infos: dict[str, BundleInfo] = {}
+    complete = True
     for a in manifest.artifacts:
         name = a.asset_name
         e = index.artifacts.get(name)
@@ -273,17 +275,19 @@ def _agreement(src: Source, index: ShaIndex, manifest: Manifest, c: Check) -> di
             continue
         p = src.path(name)
         if p is None:
+            complete = False
             continue  # the assets check names it
         try:
             raw = read_member(p, info_name)
         except BundleGraphError as err:
             c.fail(f"{name}: {err}".replace(f"{p}: ", "", 1))
-            continue
-        if raw is None:
-            c.fail(f"{name}: no {info_name} inside")
-            continue
-        info = parse_record(info_name, raw, BundleInfo, c, where=f"{name}: ")
+            raw = None
+        else:
+            if raw is None:
+                c.fail(f"{name}: no {info_name} inside")
+        info = parse_record(info_name, raw, BundleInfo, c, where=f"{name}: ") if raw is not None else None
         if info is None:
+            complete = False
             continue
         infos[name] = info
         pairs = (
@@ -301,7 +305,7 @@ def _agreement(src: Source, index: ShaIndex, manifest: Manifest, c: Check) -> di
         for field_, inside, outside, where in pairs:
             if inside != outside:
                 c.fail(f"{name}: {field_} is {inside!r} in its {info_name}, {outside!r} in {where}")
-    return infos
+    return infos if complete else None
 
 
 def _promised(index: ShaIndex, manifest: Manifest | None, infos: dict[str, BundleInfo], c: Check) -> None:
@@ -329,7 +333,9 @@ def _promised(index: ShaIndex, manifest: Manifest | None, infos: dict[str, Bundl
                 c.fail(f"{p.leg}: its paired runtime asset {pa} is not hashed in {INDEX_NAME}")
 
 
-def _provenance(src: Source, index: ShaIndex, index_bytes: bytes, infos: dict[str, BundleInfo], c: Check) -> None:
+def _provenance(
+    src: Source, index: ShaIndex, index_bytes: bytes, infos: dict[str, BundleInfo] | None, c: Check
+) -> None:
     from .provenance_check import statement_problems
 
     pp = src.path(PROVENANCE_NAME)

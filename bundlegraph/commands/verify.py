@@ -43,7 +43,9 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
 
         legs = load_matrix(args.bundles).legs
         if args.leg not in legs:
-            raise BundleGraphError(f"--leg {args.leg}: no such leg{did_you_mean(args.leg, legs)}; legs: {', '.join(legs)}")
+            raise BundleGraphError(
+                f"--leg {args.leg}: no such leg{did_you_mean(args.leg, legs)}; legs: {', '.join(legs)}"
+            )
         # the graph's own context and policy (verify:<leg> on a built tree, the archive check on a
         # bundle): the same checks, the build host's paths included
         ctx = load_context(args.bundles, Filters.from_env(only_leg=args.leg, only_profile=""))
