@@ -55,11 +55,13 @@ def _dig(d: Any, *path: str) -> Any:
     return d
 
 
-def statement_problems(raw: bytes, index: ShaIndex, index_bytes: bytes, infos: Mapping[str, BundleInfo]) -> list[str]:
+def statement_problems(
+    raw: bytes, index: ShaIndex, index_bytes: bytes, infos: Mapping[str, BundleInfo] | None
+) -> list[str]:
     """Every difference between the statement ``raw`` (its bytes) and the release: the ``index``
-    (parsed, and its bytes) and ``infos`` (asset name -> the info JSON of each bundle of the
-    release that could be read). One line each: ``llama-prebuilt-provenance.json: <field>: ...``.
-    Raises nothing."""
+    (parsed, and its bytes) and ``infos`` (asset name -> the info JSON of every bundle of the
+    release; None when some could not be read, and what depends on them is not compared). One
+    line each: ``llama-prebuilt-provenance.json: <field>: ...``. Raises nothing."""
     from .github_release import provenance_problems
 
     n = PROVENANCE_NAME

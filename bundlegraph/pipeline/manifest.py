@@ -123,15 +123,18 @@ def promises(matrix: Matrix) -> list[Promise]:
     from ..schemas.manifest import Promise
 
     rel = matrix.release
-    return [
-        Promise(
-            leg=leg,
-            asset_name=matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix),
-            paired_assets=[p.name for p in matrix.legs[leg].runtime.paired],
-            smoke_waived=matrix.legs[leg].smoke.waived if matrix.legs[leg].smoke else None,
+    out = []
+    for leg in sorted(matrix.promised):
+        spec = matrix.legs[leg]
+        out.append(
+            Promise(
+                leg=leg,
+                asset_name=spec.bundle_name(rel.tag, rel.bundle_prefix),
+                paired_assets=[p.name for p in spec.runtime.paired],
+                smoke_waived=spec.smoke.waived if spec.smoke is not None else None,
+            )
         )
-        for leg in sorted(matrix.promised)
-    ]
+    return out
 
 
 def run_manifest(
