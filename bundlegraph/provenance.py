@@ -186,15 +186,25 @@ def statement(
                 },
                 "internalParameters": {
                     "bundlegraph": __version__,
-                    "builds": {
-                        leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in sorted((builds or {}).items())
-                    },
+                    "builds": internal_builds(builds or {}, bundle_infos),
                 },
                 "resolvedDependencies": deps,
             },
             "runDetails": {"builder": {"id": bid}, "metadata": meta},
         },
     }
+
+
+def internal_builds(builds: Mapping[str, Mapping[str, Any]], bundle_infos: Sequence[Any]) -> dict[str, Any]:
+    """``internalParameters.builds``: leg -> recipe, for each leg configured in this work
+    directory (its :func:`build_recipe` without the toolkit's downloads, which are dependencies)
+    and each other leg whose bundle's info file records how it was compiled where it was (the
+    release's manifest job compiles nothing itself)."""
+    out: dict[str, Any] = {leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in builds.items()}
+    for info in bundle_infos:
+        if info.build is not None and info.leg not in out:
+            out[info.leg] = info.build
+    return dict(sorted(out.items()))
 
 
 ROOT_ROLES = {
@@ -212,7 +222,8 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
     toolkit's receipt (``bundlegraph-toolkit.json``, None for a CPU leg): the toolchain, compiler
     and build-tool versions, the CMake cache entries, each language's flags and the prefix maps.
     Each build-host root is written as ``<name>`` (its stable name, :data:`ROOT_ROLES` says what
-    it stands for), so the statement names no path of the machine that built it.
+    it stands for), in the flags and in the CMake cache's values (a toolkit library pinned by
+    path), so the statement names no path of the machine that built it.
     ``toolkit``: each installed component (component, version, platform, role, origin, file,
     sha256)."""
     maps: dict[str, str] = dict(configure.get("prefix_maps") or {})
@@ -227,8 +238,12 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
         "toolchain": configure.get("toolchain"),
         "compilers": inputs.get("compilers"),
         "tools": {k: v.get("version") for k, v in (inputs.get("tools") or {}).items()},
-        "cmake_cache": dict(sorted((configure.get("cache") or {}).items())),
-        "flags": {k: unrooted(v) for k, v in sorted((configure.get("compile_flags") or {}).items())},
+        "cmake_cache": {
+            k: unrooted(v) if isinstance(v, str) else v for k, v in sorted((configure.get("cache") or {}).items())
+        },
+        "flags": {
+            k: _maps_in_name_order(unrooted(v)) for k, v in sorted((configure.get("compile_flags") or {}).items())
+        },
         "prefix_maps": {f"<{name}>": ROOT_ROLES.get(name, name) for name in sorted(maps)},
     }
     if receipt is not None:
@@ -236,6 +251,21 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
         out["toolkit"] = [{k: c.get(k) for k in keep} for c in receipt.get("components", [])]
         out["cuda"] = receipt.get("cuda")
     return out
+
+
+def _maps_in_name_order(flags: str) -> str:
+    """``flags`` with its prefix-map options (``-ffile-prefix-map=<work>=work``, nvcc's
+    ``-Xcompiler=`` form, cl.exe's ``/d1trimfile:<work>``) in the order of their stable names,
+    each in the place one of them held. The compilers get them ordered by the length of the
+    build host's roots (the most specific wins: :mod:`bundlegraph.toolchains.prefix_maps`),
+    which depends on where the build ran; once the roots are written as stable names the
+    order carries nothing, and the recipe (in every bundle's info file) must not depend on the
+    machine."""
+    words = flags.split(" ")
+    at = [i for i, w in enumerate(words) if "prefix-map=<" in w or "/d1trimfile:<" in w]
+    for i, w in zip(at, sorted(words[i] for i in at), strict=True):
+        words[i] = w
+    return " ".join(words)
 
 
 def verified_as(how: str) -> str:

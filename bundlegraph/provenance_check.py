@@ -22,15 +22,17 @@ path) and both values:
 - each bundle's runtime files (``<leg>: <file>``: sha256, origin, version, where it came from)
   and imported builds, as the bundle's info JSON lists them;
 - each paired upstream asset: its sha256 as the index has it;
-- ``internalParameters.builds.<leg>``: only for a leg whose bundle the release holds, and its
-  build parameters that a bundle's info JSON also states: ``cmake_cache.CMAKE_CUDA_ARCHITECTURES``
-  (the info's ``archs``), ``cmake_cache.GGML_BACKEND_DL`` (``ggml_backend_dl``) and
-  ``cuda``, the toolkit's version (``toolkit_version``).
+- ``internalParameters.builds.<leg>``: only for a leg whose bundle the release holds, key by
+  key against the recipe the bundle's info JSON records (``build``: toolchain, compilers, tools,
+  ``cmake_cache.<KEY>``, ``flags.CMAKE_C_FLAGS``...; a bundle packaged before it was recorded
+  has none), and against the info's own ``archs`` (``cmake_cache.CMAKE_CUDA_ARCHITECTURES``),
+  ``ggml_backend_dl`` (``cmake_cache.GGML_BACKEND_DL``) and ``toolkit_version`` (``cuda``); a
+  bundle whose info records a recipe needs one in the statement.
 
-Not checkable from the release alone: the compiler flags (``flags.CMAKE_C_FLAGS``...), tool
-versions and toolkit component downloads of a recipe, which no other file of the release states;
-``verify-release --rebuild`` compares the bytes a rebuild with them gives, and ``--attestations``
-checks the statement's signature.
+Not checkable from the release alone: the toolkit components a leg downloaded (dependencies
+named ``<leg>: <component> <version> (...)``), which no bundle records, and a recipe that both
+the statement and the bundle's info state alike but falsely: ``--attestations`` checks the
+statement's and the bundle's signatures, ``verify-release --rebuild`` the bytes a rebuild gives.
 """
 
 from __future__ import annotations
@@ -120,6 +122,8 @@ def statement_problems(
         if not isinstance(recipe, dict) or not isinstance(cache, dict):
             out.append(f"{n}: {field}.cmake_cache: missing or not an object")
             continue
+        if info.build is not None:
+            out += _recipe_problems(field, recipe, info.build, where)
         if "CMAKE_CUDA_ARCHITECTURES" in cache or info.archs:
             archs = ";".join(info.archs) if info.archs else None
             differs(
@@ -127,9 +131,40 @@ def statement_problems(
             )
         if "GGML_BACKEND_DL" in cache:
             differs(f"{field}.cmake_cache.GGML_BACKEND_DL", _on(cache["GGML_BACKEND_DL"]), info.ggml_backend_dl, where)
-        if _dig(recipe, "cuda") is not None or info.toolkit_version is not None:
-            differs(f"{field}.cuda", _dig(recipe, "cuda"), info.toolkit_version, where)
+        if recipe.get("cuda") is not None or info.toolkit_version is not None:
+            differs(f"{field}.cuda", recipe.get("cuda"), info.toolkit_version, where)
+    for leg, info in sorted(by_leg.items()):
+        if info.build is not None and leg not in (builds or {}):
+            out.append(
+                f"{n}: internalParameters.builds.{leg}: missing, but {info.asset_name}'s info file records its build"
+            )
+    return _dedup(out)
+
+
+def _recipe_problems(field: str, stated: Mapping[str, Any], recorded: Mapping[str, Any], where: str) -> list[str]:
+    """Each key of a leg's recipe (one level into tables: ``flags.CMAKE_C_FLAGS``) whose value
+    the statement states otherwise than the bundle's info file records. ``cuda``, which an info
+    file may leave out, is compared with its ``toolkit_version`` instead."""
+    out: list[str] = []
+    for k in sorted(set(stated) | set(recorded)):
+        if k == "cuda" and k not in recorded:
+            continue
+        s, r = stated.get(k), recorded.get(k)
+        if isinstance(s, dict) and isinstance(r, dict):
+            for sub in sorted(set(s) | set(r)):
+                if s.get(sub) != r.get(sub):
+                    out.append(
+                        f"{PROVENANCE_NAME}: {field}.{k}.{sub}: states {s.get(sub)!r}, {where} says {r.get(sub)!r}"
+                    )
+        elif s != r:
+            out.append(f"{PROVENANCE_NAME}: {field}.{k}: states {s!r}, {where} says {r!r}")
     return out
+
+
+def _dedup(lines: list[str]) -> list[str]:
+    """``lines`` without repeats (a field compared twice, by the recipe and by the info's own
+    fields, is named once), in order."""
+    return list(dict.fromkeys(lines))
 
 
 def _paired_problems(by_name: Mapping[str, dict[str, Any]], index: ShaIndex) -> list[str]:

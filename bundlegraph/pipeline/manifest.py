@@ -303,22 +303,25 @@ class ManifestPlan:
 
 
 def build_recipes(ctx: Context) -> dict[str, dict[str, Any]]:
-    """:func:`~bundlegraph.provenance.build_recipe` of every selected leg with a
-    ``configure.json`` here, its toolkit receipt read from the prefix it was configured with."""
+    """:func:`leg_recipe` of every selected leg configured in this work directory."""
+    return {leg: r for leg in ctx.legs if (r := leg_recipe(leg)) is not None}
+
+
+def leg_recipe(leg: str) -> dict[str, Any] | None:
+    """:func:`~bundlegraph.provenance.build_recipe` of ``leg`` from its ``configure.json`` here and
+    its toolkit's receipt (read from the prefix it was configured with); None when the leg was
+    not configured in this work directory."""
     from ..provenance import build_recipe
     from .stage_records import read_configure
 
-    out: dict[str, dict[str, Any]] = {}
-    for leg in ctx.legs:
-        rec = read_configure(leg)
-        if rec is None:
-            continue
-        receipt = None
-        if rec.cuda and rec.cuda.get("prefix"):
-            f = Path(rec.cuda["prefix"]) / "bundlegraph-toolkit.json"
-            receipt = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-        out[leg] = build_recipe(vars(rec), receipt)  # read only (dataclasses.asdict deep-copies: 9 legs, 3 ms)
-    return out
+    rec = read_configure(leg)
+    if rec is None:
+        return None
+    receipt = None
+    if rec.cuda and rec.cuda.get("prefix"):
+        f = Path(rec.cuda["prefix"]) / "bundlegraph-toolkit.json"
+        receipt = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    return build_recipe(vars(rec), receipt)  # read only (dataclasses.asdict deep-copies: 9 legs, 3 ms)
 
 
 def source_leg(ctx: Context) -> str:

@@ -37,7 +37,7 @@ from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
-from .manifest import record_verified
+from .manifest import leg_recipe, record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .source import source_record
 from .stage_records import read_build
@@ -119,6 +119,9 @@ class PackageInputs:
     toolkit_version: str | None = None
     merged_from: str | None = None
     imported: list[ImportedBuild] = field(default_factory=list)
+    recipe: dict[str, Any] | None = None
+    """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe` without the
+    toolkit's downloads), for the info JSON's ``build``; None for an imported build."""
 
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
@@ -160,6 +163,7 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         signing=signing,
         verify=found,
         imported_builds=list(inp.imported),
+        build=inp.recipe,
     )
 
 
@@ -282,7 +286,8 @@ class PackagePlan:
     receipt: Path
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read (:func:`prepare`): ``tree`` (merge's output digest), ``source``
-    (source's), ``epoch`` (``SOURCE_DATE_EPOCH``) and ``signer`` (whether a signing command is set)."""
+    (source's), ``epoch`` (``SOURCE_DATE_EPOCH``), ``signer`` (whether a signing command is set) and
+    ``configure`` (configure's, for the info JSON's build recipe)."""
 
     def key(self) -> dict[str, Any]:
         """The spec, the release and what it consumed."""
@@ -345,14 +350,27 @@ def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
     return out
 
 
+def _recipe(leg: str) -> dict[str, Any] | None:
+    """The leg's build recipe for its info JSON: how it compiled in this work directory, None
+    when its build was imported (a configure record left from an earlier local build is not
+    how these files were made)."""
+    own = read_build(leg)
+    if own is not None and own.imported is not None:
+        return None
+    recipe = leg_recipe(leg)
+    return {k: v for k, v in recipe.items() if k != "toolkit"} if recipe is not None else None
+
+
 def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
     """``package:<leg>``'s plan value: its :class:`PackagePlan` with the merged tree's digest,
-    the source's, ``SOURCE_DATE_EPOCH`` and whether a signing command is set; and its key."""
+    the source's, ``SOURCE_DATE_EPOCH``, whether a signing command is set and the configure's
+    digest (the recipe in the info JSON); and its key."""
     consumed = {
         "tree": upstream_digest(f"merge:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
         "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
         "signer": bool(settings.get("SIGN_COMMAND")),
+        "configure": upstream_digest(f"configure:{leg}"),  # the info JSON's build recipe
     }
     return Prepared.of(replace(plan_package(ctx, leg), consumed=consumed))
 
@@ -370,6 +388,7 @@ def run(plan: PackagePlan) -> list[Path]:
         plan.inputs,
         prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
         imported=_provenance(plan.inputs.spec.id, rec),
+        recipe=_recipe(plan.inputs.spec.id),
     )
     if plan.toolchain_runtime:
         inp = replace(inp, runtime=resolve_shipped(inp.spec, origin="toolchain", redist_root=plan.redist_root))

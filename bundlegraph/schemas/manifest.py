@@ -112,12 +112,21 @@ class BundleInfo(Strict):
     imported_builds: list[ImportedBuild] = []
     """Provenance of build output compiled on other runners (this leg's, and its merge base's);
     written only when there is some, so a bundle built here keeps its bytes."""
+    build: dict[str, Any] | None = None
+    """How this leg was compiled, as its configure recorded it where it compiled
+    (:func:`bundlegraph.provenance.build_recipe`: ``toolchain``, ``compilers`` and ``tools`` with
+    their versions, ``cmake_cache``, ``flags`` per language, ``prefix_maps``; every build-host
+    root written as its stable name, so the bytes do not depend on the machine). The provenance
+    states the same recipe, and ``verify-release`` compares the two key by key. None (left out)
+    for a build imported from another runner, and in bundles packaged before it was recorded."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         d: dict[str, Any] = handler(self)
         if not self.imported_builds:
             d.pop("imported_builds", None)
+        if self.build is None:
+            d.pop("build", None)
         return d
 
     @model_validator(mode="after")

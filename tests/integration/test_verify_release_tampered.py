@@ -5,9 +5,9 @@ hashes and the provenance's subjects recomputed from the tampered files), so tha
 release agrees with every file. verify-release must still refuse, naming the cause:
 
 - a forged provenance field (tag, source commit, source archive digest, a bundle's digest, the
-  legs, a build parameter a bundle's info file states): the field, by name, from the release's
-  own files; a forged field no other file states (a compiler flag) only by the provenance's
-  signature (``--attestations``);
+  legs, the CUDA archs, a compiler flag of a leg's recipe, which the bundle's info file records
+  too): the field, by name, from the release's own files; a forged field no other file states (a
+  toolkit component's download) only by the provenance's signature (``--attestations``);
 - a promised leg removed from dist, manifest, index and provenance alike: the leg, by name;
 - a swapped binary inside a bundle: the bundle, whose bytes no attestation signed.
 
@@ -138,11 +138,21 @@ FORGERIES = {
         f"{PROV}: internalParameters.builds.mini-linux-arm64-cuda.cmake_cache.CMAKE_CUDA_ARCHITECTURES: states '90', "
         "app-b42-linux-arm64-cuda13-blackwell.tar.gz's info file says '120;121'",
     ),
-    # no other file of the release states a leg's compiler flags: only the signature tells
     "CMAKE_C_FLAGS": (
         lambda st: st["predicate"]["buildDefinition"]["internalParameters"]["builds"]["mini-linux-x64-cpu"][
             "flags"
         ].update(CMAKE_C_FLAGS="-O0 -fno-stack-protector"),
+        f"{PROV}: internalParameters.builds.mini-linux-x64-cpu.flags.CMAKE_C_FLAGS: states '-O0 -fno-stack-protector', "
+        "app-b42-linux-x64-cpu.tar.gz's info file says '-ffile-prefix-map=",
+    ),
+    # no other file of the release records the toolkit components a leg downloaded: only the
+    # statement's signature tells
+    "toolkit component": (
+        lambda st: next(
+            d
+            for d in st["predicate"]["buildDefinition"]["resolvedDependencies"]
+            if d["name"].startswith("mini-linux-arm64-cuda: cuda_nvcc ")
+        )["digest"].update(sha256="c" * 64),
         None,
     ),
 }
