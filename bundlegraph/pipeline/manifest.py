@@ -11,7 +11,10 @@ directory) in ``dist/llama-prebuilt-manifest.json`` and ``dist/llama-prebuilt-sh
   ``llama.cpp-source-commit-<commit>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
 - The SHA index lists every bundle (kind ``bundle``), the manifest (``manifest``), the source
   archive (``upstream-source``) and every paired runtime asset of every leg whose bundle is present (``runtime``;
-  :mod:`bundlegraph.releaseassets`), for plain and mix releases alike.
+  :mod:`bundlegraph.releaseassets`), for plain and mix releases alike; and the release's promises
+  (every promised leg's bundle, paired assets and ``[smoke] waived`` reason) and info file name,
+  so that ``verify-release`` needs no spec file. A manifest entry whose smoke was waived says
+  ``waived: <why>``.
 - ``<state>/release/verified.json`` records, per bundle, its sha256 and whether verify passed
   (in ``package`` or here); ``publish`` reads it.
 

@@ -11,7 +11,9 @@
   asset name -> :class:`IndexEntry` (``kind``, ``sha256``, ``source_commit``, ``size``). It lists
   every bundle, the manifest itself, the source archive ``llama.cpp-source-commit-<commit>.tar.gz``
   (kind ``upstream-source``; installers refuse a release without it) and every paired runtime
-  asset (kind ``runtime``), for plain and mix releases alike.
+  asset (kind ``runtime``), for plain and mix releases alike; and what ``verify-release`` judges
+  the release by without its spec files: the :class:`Promise` of every promised leg and the
+  bundles' ``info_file`` name.
 
 SM numbers: ``supported_sms`` are the GPUs the bundle's machine code runs on, derived from the
 SASS targets its fatbins hold by NVIDIA's compatibility rule
