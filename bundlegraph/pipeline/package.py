@@ -287,7 +287,7 @@ class PackagePlan:
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read (:func:`prepare`): ``tree`` (merge's output digest), ``source``
     (source's), ``epoch`` (``SOURCE_DATE_EPOCH``), ``signer`` (whether a signing command is set) and
-    ``configure`` (configure's, for the info JSON's build recipe)."""
+    ``recipe`` (the leg's build recipe, written into the info JSON)."""
 
     def key(self) -> dict[str, Any]:
         """The spec, the release and what it consumed."""
@@ -363,16 +363,20 @@ def _recipe(leg: str) -> dict[str, Any] | None:
 
 def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
     """``package:<leg>``'s plan value: its :class:`PackagePlan` with the merged tree's digest,
-    the source's, ``SOURCE_DATE_EPOCH``, whether a signing command is set and the configure's
-    digest (the recipe in the info JSON); and its key."""
-    consumed = {
+    the source's, ``SOURCE_DATE_EPOCH``, whether a signing command is set and the leg's build
+    recipe (for the info JSON); and its key."""
+    consumed: dict[str, Any] = {
         "tree": upstream_digest(f"merge:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
         "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
         "signer": bool(settings.get("SIGN_COMMAND")),
-        "configure": upstream_digest(f"configure:{leg}"),  # the info JSON's build recipe
     }
-    return Prepared.of(replace(plan_package(ctx, leg), consumed=consumed))
+    plan = plan_package(ctx, leg)
+    # the recipe itself, not configure's digest: a configure that ran again the same way (a
+    # toolkit component changed) leaves the bundle as it is
+    recipe = _recipe(leg)
+    consumed["recipe"] = recipe
+    return Prepared.of(replace(plan, inputs=replace(plan.inputs, recipe=recipe), consumed=consumed))
 
 
 def run(plan: PackagePlan) -> list[Path]:
@@ -388,7 +392,6 @@ def run(plan: PackagePlan) -> list[Path]:
         plan.inputs,
         prior_runtime=[RuntimeFileInfo.model_validate(r) for r in rec.runtime],
         imported=_provenance(plan.inputs.spec.id, rec),
-        recipe=_recipe(plan.inputs.spec.id),
     )
     if plan.toolchain_runtime:
         inp = replace(inp, runtime=resolve_shipped(inp.spec, origin="toolchain", redist_root=plan.redist_root))
