@@ -422,13 +422,16 @@ def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
     assert f"-DMINI_SLOW_TU={SLOW_STEPS}" in tree.stamp(f"configure:{X64}")["inputs"]["argv"]
     assert not slow_obj.exists()
     # the next run resumes at the build; the slow object ships nothing, so the built files are
-    # identical and verify (keyed on them) stays done; merge/package rerun for the spec edit
+    # identical and verify (keyed on them) stays done; merge/package rerun for the spec edit, and
+    # the bundle's info file records the leg's recipe (its CMake cache now holds MINI_SLOW_TU):
+    # new bundle bytes, so a new smoke
     assert tree.run() == [
         f"build:{X64}",
         f"merge:{X64}",
         f"package:{X64}",
+        f"smoke:{X64}",
         "manifest",
-    ]  # same bundle bytes: no new smoke
+    ]
     assert slow_obj.is_file() and tree.stamp(f"build:{X64}") is not None
     assert tree.run() == []
 
@@ -505,13 +508,14 @@ def test_two_doit_runs_at_once_one_stops_with_a_message(tree):
     assert f"another doit run (pid {runs[win].pid}, started " in outs[lose], outs[lose]
     assert "BUNDLEGRAPH_LOCK_WAIT" in outs[lose]
     assert graphrun.executed(outs[lose]) == []
-    # the slow object ships nothing: verify (keyed on the built files) has nothing new to check
-    # (nor is the smoke: the bundle came out byte-identical)
+    # the slow object ships nothing: verify (keyed on the built files) has nothing new to check;
+    # the smoke runs again because the bundle's info file records the new CMake cache entry
     assert graphrun.executed(outs[win]) == [
         f"configure:{X64}",
         f"build:{X64}",
         f"merge:{X64}",
         f"package:{X64}",
+        f"smoke:{X64}",
         "manifest",
     ]
     assert tree.run() == []  # the state both runs saw is intact
