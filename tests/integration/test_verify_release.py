@@ -6,9 +6,14 @@ the graph builds (the session's ``release``, tests/conftest.py):
   the Statement wrapper's ``validate()``, the provenance predicate parsed strictly into its
   protobuf message); its subjects are the SHA index's assets and the index; a second manifest
   run writes the same bytes; ``publish`` lists it for upload;
-- ``verify-release`` passes on the release, from ``dist/`` and by the releases API, and refuses,
-  naming the culprit, a flipped byte in a bundle, a missing asset, an extra name in the index, a
-  manifest entry whose SMs differ from its bundle's info JSON and a provenance with a stale subject."""
+- ``verify-release`` passes on the release, from ``dist/`` and by the releases API, also from an
+  empty folder with no ``bundles/`` (issue 40: everything it judges comes from the release's own
+  files), and refuses, naming the culprit, a flipped byte in a bundle, a missing asset, an extra
+  name in the index, a manifest entry whose SMs differ from its bundle's info JSON, a provenance
+  with a stale subject and a waived smoke the index does not waive;
+- each input that is not what it should be (not JSON, a missing or wrong-typed key, a truncated
+  bundle) is one line naming the file and key, exit 1, never a traceback.
+The attacker's cases (a re-sealed release) are in ``test_verify_release_tampered.py``."""
 
 from __future__ import annotations
 
