@@ -153,10 +153,21 @@ def statement(
         for c in recipe.get("toolkit", []):
             deps.append(
                 {
-                    "name": f"{leg}: {c['component']} {c['version']} ({c['platform']}, {c['role']})",
+                    "name": toolkit_dep_name(leg, c),
                     "uri": c["origin"],
                     "digest": {"sha256": c["sha256"]},
                     "annotations": {"file": c["filename"], "source": c["source"]},
+                }
+            )
+    for info in sorted(bundle_infos, key=lambda i: i.leg):  # a leg compiled on another runner's job
+        if info.leg in (builds or {}) or info.build is None:
+            continue
+        for c in info.build.get("toolkit", []):
+            deps.append(
+                {
+                    "name": toolkit_dep_name(info.leg, c),
+                    "digest": {"sha256": c["sha256"]},
+                    "annotations": {"recorded": f"in {info.asset_name}'s info file"},
                 }
             )
     for pa in sorted(paired, key=lambda x: x["name"]):
@@ -203,8 +214,19 @@ def internal_builds(builds: Mapping[str, Mapping[str, Any]], bundle_infos: Seque
     out: dict[str, Any] = {leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in builds.items()}
     for info in bundle_infos:
         if info.build is not None and info.leg not in out:
-            out[info.leg] = info.build
+            out[info.leg] = {k: v for k, v in info.build.items() if k != "toolkit"}
     return dict(sorted(out.items()))
+
+
+TOOLKIT_KEYS = ("component", "version", "platform", "role", "sha256")
+"""What a bundle's info file records of each toolkit component its leg compiled with (where it
+was downloaded from is the provenance's to say: a mirror's address is no property of the bytes)."""
+
+
+def toolkit_dep_name(leg: str, c: Mapping[str, Any]) -> str:
+    """The provenance's name of toolkit component ``c`` of ``leg``:
+    ``<leg>: <component> <version> (<platform>, <role>)``."""
+    return f"{leg}: {c['component']} {c['version']} ({c['platform']}, {c['role']})"
 
 
 ROOT_ROLES = {

@@ -27,21 +27,24 @@ path) and both values:
   ``cmake_cache.<KEY>``, ``flags.CMAKE_C_FLAGS``...; a bundle packaged before it was recorded
   has none), and against the info's own ``archs`` (``cmake_cache.CMAKE_CUDA_ARCHITECTURES``),
   ``ggml_backend_dl`` (``cmake_cache.GGML_BACKEND_DL``) and ``toolkit_version`` (``cuda``); a
-  bundle whose info records a recipe needs one in the statement.
+  bundle whose info records a recipe needs one in the statement;
+- the toolkit components a leg compiled with (dependencies ``<leg>: <component> <version>
+  (<platform>, <role>)``), by sha256, against those its bundle's info file records.
 
-Not checkable from the release alone: the toolkit components a leg downloaded (dependencies
-named ``<leg>: <component> <version> (...)``), which no bundle records, and a recipe that both
-the statement and the bundle's info state alike but falsely: ``--attestations`` checks the
-statement's and the bundle's signatures, ``verify-release --rebuild`` the bytes a rebuild gives.
+Not checkable from the release alone: what no other file states (where a component was
+downloaded from, ``runDetails``), and a recipe that the statement and the bundle's info state
+alike but falsely: ``--attestations`` checks the statement's and the bundle's signatures,
+``verify-release --rebuild`` the bytes a rebuild gives.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .provenance import BUILD_TYPE, PREDICATE_TYPE, PROVENANCE_NAME, STATEMENT_TYPE, files_digest
+from .provenance import BUILD_TYPE, PREDICATE_TYPE, PROVENANCE_NAME, STATEMENT_TYPE, files_digest, toolkit_dep_name
 from .schemas.asset_names import INDEX_NAME, source_archive_name
 
 if TYPE_CHECKING:
@@ -124,6 +127,7 @@ def statement_problems(
             continue
         if info.build is not None:
             out += _recipe_problems(field, recipe, info.build, where)
+            out += _toolkit_problems(by_name, info)
         if "CMAKE_CUDA_ARCHITECTURES" in cache or info.archs:
             archs = ";".join(info.archs) if info.archs else None
             differs(
@@ -147,7 +151,7 @@ def _recipe_problems(field: str, stated: Mapping[str, Any], recorded: Mapping[st
     file may leave out, is compared with its ``toolkit_version`` instead."""
     out: list[str] = []
     for k in sorted(set(stated) | set(recorded)):
-        if k == "cuda" and k not in recorded:
+        if (k == "cuda" and k not in recorded) or k == "toolkit":  # the components: dependencies
             continue
         s, r = stated.get(k), recorded.get(k)
         if isinstance(s, dict) and isinstance(r, dict):
@@ -158,6 +162,30 @@ def _recipe_problems(field: str, stated: Mapping[str, Any], recorded: Mapping[st
                     )
         elif s != r:
             out.append(f"{PROVENANCE_NAME}: {field}.{k}: states {s!r}, {where} says {r!r}")
+    return out
+
+
+def _toolkit_problems(by_name: Mapping[str, dict[str, Any]], info: BundleInfo) -> list[str]:
+    """The toolkit components the statement says ``info``'s leg compiled with (dependencies
+    ``<leg>: <component> <version> (<platform>, <role>)``) are those its info file records, by
+    sha256."""
+    recorded = {toolkit_dep_name(info.leg, c): c.get("sha256") for c in (info.build or {}).get("toolkit") or []}
+    pattern = re.compile(rf"{re.escape(info.leg)}: \S+ \S+ \(\S+, \S+\)")
+    stated = {k: _dig(d, "digest", "sha256") for k, d in by_name.items() if pattern.fullmatch(k)}
+    where = f"{info.asset_name}'s info file"
+    out = [
+        f"{PROVENANCE_NAME}: resolvedDependencies[{k}]: missing ({where} records this toolkit component)"
+        for k in sorted(set(recorded) - set(stated))
+    ]
+    out += [
+        f"{PROVENANCE_NAME}: resolvedDependencies[{k}]: a toolkit component {where} does not record"
+        for k in sorted(set(stated) - set(recorded))
+    ]
+    out += [
+        f"{PROVENANCE_NAME}: resolvedDependencies[{k}].digest.sha256: states {stated[k]!r}, {where} says {recorded[k]!r}"
+        for k in sorted(set(stated) & set(recorded))
+        if stated[k] != recorded[k]
+    ]
     return out
 
 

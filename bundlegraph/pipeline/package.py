@@ -120,8 +120,9 @@ class PackageInputs:
     merged_from: str | None = None
     imported: list[ImportedBuild] = field(default_factory=list)
     recipe: dict[str, Any] | None = None
-    """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe` without the
-    toolkit's downloads), for the info JSON's ``build``; None for an imported build."""
+    """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe`, each toolkit
+    component by :data:`~bundlegraph.provenance.TOOLKIT_KEYS`), for the info JSON's ``build``;
+    None for an imported build."""
 
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
@@ -357,8 +358,14 @@ def _recipe(leg: str) -> dict[str, Any] | None:
     own = read_build(leg)
     if own is not None and own.imported is not None:
         return None
+    from ..provenance import TOOLKIT_KEYS
+
     recipe = leg_recipe(leg)
-    return {k: v for k, v in recipe.items() if k != "toolkit"} if recipe is not None else None
+    if recipe is None:
+        return None
+    if "toolkit" in recipe:  # each component by what it is, not where it was downloaded from
+        recipe["toolkit"] = [{k: c.get(k) for k in TOOLKIT_KEYS} for c in recipe["toolkit"]]
+    return recipe
 
 
 def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:

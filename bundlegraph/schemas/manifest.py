@@ -117,10 +117,12 @@ class BundleInfo(Strict):
     build: dict[str, Any] | None = None
     """How this leg was compiled, as its configure recorded it where it compiled
     (:func:`bundlegraph.provenance.build_recipe`: ``toolchain``, ``compilers`` and ``tools`` with
-    their versions, ``cmake_cache``, ``flags`` per language, ``prefix_maps``; every build-host
-    root written as its stable name, so the bytes do not depend on the machine). The provenance
-    states the same recipe, and ``verify-release`` compares the two key by key. None (left out)
-    for a build imported from another runner, and in bundles packaged before it was recorded."""
+    their versions, ``cmake_cache``, ``flags`` per language, ``prefix_maps``, and for a CUDA leg
+    ``cuda`` and ``toolkit``: each component's name, version, platform, role and sha256; every
+    build-host root written as its stable name, so the bytes do not depend on the machine). The
+    provenance states the same recipe (the components as dependencies), and ``verify-release``
+    compares the two key by key. None (left out) for a build imported from another runner, and in
+    bundles packaged before it was recorded."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -6,8 +6,8 @@ release agrees with every file. verify-release must still refuse, naming the cau
 
 - a forged provenance field (tag, source commit, source archive digest, a bundle's digest, the
   legs, the CUDA archs, a compiler flag of a leg's recipe, which the bundle's info file records
-  too): the field, by name, from the release's own files; a forged field no other file states (a
-  toolkit component's download) only by the provenance's signature (``--attestations``);
+  too, a toolkit component's sha256): the field, by name, from the release's own files; a forged
+  field no other file states (the builder) only by the provenance's signature (``--attestations``);
 - a promised leg removed from dist, manifest, index and provenance alike: the leg, by name;
 - a swapped binary inside a bundle: the bundle, whose bytes no attestation signed.
 
@@ -145,14 +145,17 @@ FORGERIES = {
         f"{PROV}: internalParameters.builds.mini-linux-x64-cpu.flags.CMAKE_C_FLAGS: states '-O0 -fno-stack-protector', "
         "app-b42-linux-x64-cpu.tar.gz's info file says '-ffile-prefix-map=",
     ),
-    # no other file of the release records the toolkit components a leg downloaded: only the
-    # statement's signature tells
     "toolkit component": (
         lambda st: next(
             d
             for d in st["predicate"]["buildDefinition"]["resolvedDependencies"]
             if d["name"].startswith("mini-linux-arm64-cuda: cuda_nvcc ")
         )["digest"].update(sha256="c" * 64),
+        f"{PROV}: resolvedDependencies[mini-linux-arm64-cuda: cuda_nvcc ",
+    ),
+    # no other file of the release says who built it: only the statement's signature tells
+    "builder": (
+        lambda st: st["predicate"]["runDetails"]["builder"].update(id="https://example.org/someone-else"),
         None,
     ),
 }
