@@ -28,6 +28,7 @@ import io
 import os
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -226,7 +227,7 @@ def read_member(archive: str | os.PathLike[str], name: str) -> bytes | None:
             except KeyError:
                 return None
             return f.read() if f is not None else None
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as e:
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as e:  # a truncated one: EOF
         raise ArchiveError(f"{archive}: not a readable bundle archive ({e})") from e
 
 

@@ -94,8 +94,8 @@ def provenance_problems(statement: bytes, index: bytes) -> list[str]:
         st = json.loads(statement)
         want = {s["name"]: s["digest"]["sha256"] for s in subjects(INDEX_NAME, index, json.loads(index))}
         got = {s["name"]: s["digest"].get("sha256") for s in st["subject"]}
-    except (ValueError, KeyError, TypeError) as e:
-        return [f"{name}: not a provenance statement ({e})"]
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # AttributeError: a digest that is no object
+        return [f"{name}: not a provenance statement ({type(e).__name__}: {e})"]
     out = [f"{name}: subject {n} missing (the index has it)" for n in sorted(set(want) - set(got))]
     out += [f"{name}: subject {n} is not in the index" for n in sorted(set(got) - set(want))]
     out += [

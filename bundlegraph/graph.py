@@ -276,14 +276,20 @@ def _execute(plan: TaskPlan) -> object:
     return None
 
 
-def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
-    """Validate ``bundles`` (raises :class:`SpecError` listing every problem), apply the
-    filters and build every implemented stage's plans."""
+def load_context(bundles: str | Path, filters: Filters | None = None) -> Context:
+    """The planners' :class:`Context`: ``bundles`` validated (raises :class:`SpecError` listing
+    every problem), the filters applied and the local-build overrides too (what a stage's task
+    sees; ``bundlegraph verify --leg`` uses it to apply the very policy ``verify:<leg>`` does)."""
     matrix = load_matrix(bundles)
     filters = filters or Filters()
     legs = select(matrix, filters)
     matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
-    ctx = Context(matrix, legs, filters)
+    return Context(matrix, legs, filters)
+
+
+def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:
+    """:func:`load_context` and every implemented stage's plans."""
+    ctx = load_context(bundles, filters)
     return Graph(ctx, [p for stage in STAGES for p in stage.plans(ctx)])
 
 
@@ -295,6 +301,7 @@ __all__ = [
     "Graph",
     "SpecError",
     "TaskPlan",
+    "load_context",
     "load_graph",
     "select",
     "upstream_digest",

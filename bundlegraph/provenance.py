@@ -145,7 +145,7 @@ def statement(
                 {
                     "name": f"{imp.leg}: build imported from another runner",
                     "uri": imp.source,
-                    "digest": {"sha256": _digest_of(imp.files)},
+                    "digest": {"sha256": files_digest(imp.files)},
                     "annotations": {"files": dict(sorted(imp.files.items()))},
                 }
             )
@@ -153,10 +153,21 @@ def statement(
         for c in recipe.get("toolkit", []):
             deps.append(
                 {
-                    "name": f"{leg}: {c['component']} {c['version']} ({c['platform']}, {c['role']})",
+                    "name": toolkit_dep_name(leg, c),
                     "uri": c["origin"],
                     "digest": {"sha256": c["sha256"]},
                     "annotations": {"file": c["filename"], "source": c["source"]},
+                }
+            )
+    for info in sorted(bundle_infos, key=lambda i: i.leg):  # a leg compiled on another runner's job
+        if info.leg in (builds or {}) or info.build is None:
+            continue
+        for c in info.build.get("toolkit", []):
+            deps.append(
+                {
+                    "name": toolkit_dep_name(info.leg, c),
+                    "digest": {"sha256": c["sha256"]},
+                    "annotations": {"recorded": f"in {info.asset_name}'s info file"},
                 }
             )
     for pa in sorted(paired, key=lambda x: x["name"]):
@@ -186,15 +197,36 @@ def statement(
                 },
                 "internalParameters": {
                     "bundlegraph": __version__,
-                    "builds": {
-                        leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in sorted((builds or {}).items())
-                    },
+                    "builds": internal_builds(builds or {}, bundle_infos),
                 },
                 "resolvedDependencies": deps,
             },
             "runDetails": {"builder": {"id": bid}, "metadata": meta},
         },
     }
+
+
+def internal_builds(builds: Mapping[str, Mapping[str, Any]], bundle_infos: Sequence[Any]) -> dict[str, Any]:
+    """``internalParameters.builds``: leg -> recipe, for each leg configured in this work
+    directory (its :func:`build_recipe` without the toolkit's downloads, which are dependencies)
+    and each other leg whose bundle's info file records how it was compiled where it was (the
+    release's manifest job compiles nothing itself)."""
+    out: dict[str, Any] = {leg: {k: v for k, v in r.items() if k != "toolkit"} for leg, r in builds.items()}
+    for info in bundle_infos:
+        if info.build is not None and info.leg not in out:
+            out[info.leg] = {k: v for k, v in info.build.items() if k != "toolkit"}
+    return dict(sorted(out.items()))
+
+
+TOOLKIT_KEYS = ("component", "version", "platform", "role", "sha256")
+"""What a bundle's info file records of each toolkit component its leg compiled with (where it
+was downloaded from is the provenance's to say: a mirror's address is no property of the bytes)."""
+
+
+def toolkit_dep_name(leg: str, c: Mapping[str, Any]) -> str:
+    """The provenance's name of toolkit component ``c`` of ``leg``:
+    ``<leg>: <component> <version> (<platform>, <role>)``."""
+    return f"{leg}: {c['component']} {c['version']} ({c['platform']}, {c['role']})"
 
 
 ROOT_ROLES = {
@@ -212,7 +244,8 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
     toolkit's receipt (``bundlegraph-toolkit.json``, None for a CPU leg): the toolchain, compiler
     and build-tool versions, the CMake cache entries, each language's flags and the prefix maps.
     Each build-host root is written as ``<name>`` (its stable name, :data:`ROOT_ROLES` says what
-    it stands for), so the statement names no path of the machine that built it.
+    it stands for), in the flags and in the CMake cache's values (a toolkit library pinned by
+    path), so the statement names no path of the machine that built it.
     ``toolkit``: each installed component (component, version, platform, role, origin, file,
     sha256)."""
     maps: dict[str, str] = dict(configure.get("prefix_maps") or {})
@@ -227,8 +260,12 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
         "toolchain": configure.get("toolchain"),
         "compilers": inputs.get("compilers"),
         "tools": {k: v.get("version") for k, v in (inputs.get("tools") or {}).items()},
-        "cmake_cache": dict(sorted((configure.get("cache") or {}).items())),
-        "flags": {k: unrooted(v) for k, v in sorted((configure.get("compile_flags") or {}).items())},
+        "cmake_cache": {
+            k: unrooted(v) if isinstance(v, str) else v for k, v in sorted((configure.get("cache") or {}).items())
+        },
+        "flags": {
+            k: _maps_in_name_order(unrooted(v)) for k, v in sorted((configure.get("compile_flags") or {}).items())
+        },
         "prefix_maps": {f"<{name}>": ROOT_ROLES.get(name, name) for name in sorted(maps)},
     }
     if receipt is not None:
@@ -236,6 +273,21 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
         out["toolkit"] = [{k: c.get(k) for k in keep} for c in receipt.get("components", [])]
         out["cuda"] = receipt.get("cuda")
     return out
+
+
+def _maps_in_name_order(flags: str) -> str:
+    """``flags`` with its prefix-map options (``-ffile-prefix-map=<work>=work``, nvcc's
+    ``-Xcompiler=`` form, cl.exe's ``/d1trimfile:<work>``) in the order of their stable names,
+    each in the place one of them held. The compilers get them ordered by the length of the
+    build host's roots (the most specific wins: :mod:`bundlegraph.toolchains.prefix_maps`),
+    which depends on where the build ran; once the roots are written as stable names the
+    order carries nothing, and the recipe (in every bundle's info file) must not depend on the
+    machine."""
+    words = flags.split(" ")
+    at = [i for i, w in enumerate(words) if "prefix-map=<" in w or "/d1trimfile:<" in w]
+    for i, w in zip(at, sorted(words[i] for i in at), strict=True):
+        words[i] = w
+    return " ".join(words)
 
 
 def verified_as(how: str) -> str:
@@ -251,7 +303,9 @@ def verified_as(how: str) -> str:
     return "upstream release asset"
 
 
-def _digest_of(files: Mapping[str, str]) -> str:
+def files_digest(files: Mapping[str, str]) -> str:
+    """sha256 of the canonical JSON (sorted keys) of ``files`` (name -> sha256): an imported
+    build's digest in the statement."""
     import hashlib
 
     return hashlib.sha256(json.dumps(dict(sorted(files.items())), sort_keys=True).encode()).hexdigest()

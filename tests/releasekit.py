@@ -47,3 +47,27 @@ class Release:
             f"bundlegraph {' '.join(args)} -> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
         )
         return json.loads(r.stdout)
+
+
+def reseal(dist: Path) -> None:
+    """Re-seal a tampered copy of a release as someone with write access to it would: every
+    listed file's sha256 and size in the SHA index from its bytes now (the manifest's too), and
+    the provenance's subjects from that index (:func:`bundlegraph.provenance.subjects`). The
+    other fields of the provenance stay as the tamperer left them."""
+    import hashlib
+
+    from bundlegraph.provenance import PROVENANCE_NAME, subjects
+
+    ip = dist / installerkit.INDEX_NAME
+    index = json.loads(ip.read_text())
+    for name, e in index["artifacts"].items():
+        p = dist / name
+        if p.is_file():
+            data = p.read_bytes()
+            e["sha256"], e["size"] = hashlib.sha256(data).hexdigest(), len(data)
+    raw = (json.dumps(index, indent=2) + "\n").encode()
+    ip.write_bytes(raw)
+    pp = dist / PROVENANCE_NAME
+    st = json.loads(pp.read_text())
+    st["subject"] = subjects(installerkit.INDEX_NAME, raw, index)
+    pp.write_text(json.dumps(st, sort_keys=True, indent=2) + "\n")

@@ -15,6 +15,7 @@ import os
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import field
@@ -115,7 +116,12 @@ def _zip(root: Path) -> tuple[Bundle, Iterator[tuple[str, BytesLike]]]:
     def gen() -> Iterator[tuple[str, BytesLike]]:
         with zf:
             for rel, info in keep:
-                yield rel, zf.read(info)
+                try:
+                    data = zf.read(info)
+                except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as e:  # a damaged member: CRC, inflate
+                    b.failures.append(Failure(root.name, "archive", f"{rel}: unreadable ({e})"))
+                    continue
+                yield rel, data
 
     return b, gen()
 
@@ -125,6 +131,12 @@ def _tar(root: Path, tf: tarfile.TarFile) -> tuple[Bundle, Iterator[tuple[str, B
     b = Bundle(root, "tar")
 
     def gen() -> Iterator[tuple[str, BytesLike]]:
+        try:
+            yield from members()
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as e:  # truncated or corrupt past its header
+            b.failures.append(Failure(root.name, "archive", f"truncated or corrupt after {len(b.names)} members ({e})"))
+
+    def members() -> Iterator[tuple[str, BytesLike]]:
         with tarfile.open(root, "r|*") as stream:  # one sequential pass over the compressed data
             for m in stream:
                 try:

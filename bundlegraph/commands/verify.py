@@ -1,5 +1,10 @@
 """``bundlegraph verify PATH``: check a bundle directory or archive without running it.
 
+``--leg L`` applies exactly what the graph applies to that leg (:func:`~bundlegraph.pipeline.verify.leg_policy`):
+with ``--built-tree`` ``verify:L``'s policy on a build output (the build host's paths included: the
+cache, work directory, source tree and home directory of this machine, unless the build was
+imported with ``built=``), else the package stage's archive check.
+
 Exit status 0 when every check passes, 1 when any fails (each failure on its own line:
 ``<file>: <check>: <reason>``), 2 for unusable input. ``--leg LEG`` takes the policy from the
 leg's spec in ``--bundles``; the other options set or override single fields.
@@ -12,8 +17,8 @@ import dataclasses
 import json
 from typing import Any
 
-from ..core.errors import BundleGraphError
-from ..pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
+from ..core.errors import BundleGraphError, did_you_mean
+from ..pipeline.verify import VerifyPolicy, leg_policy, verify_path
 from ..schemas.archs import Arch, parse_arch
 
 
@@ -33,14 +38,20 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
     """The policy the options describe (``--leg`` first, then each option that was given)."""
     policy = VerifyPolicy()
     if args.leg:
+        from ..graph import Filters, load_context
         from ..schemas.loader import load_matrix
 
-        m = load_matrix(args.bundles)
-        if args.leg not in m.legs:
-            raise BundleGraphError(f"--leg {args.leg}: no such leg; legs: {', '.join(m.legs)}")
-        spec = m.legs[args.leg]
-        base = m.legs.get(spec.merge.base) if spec.merge else None
-        policy = policy_from_spec(spec, m.release, base=base, built_tree=args.built_tree)
+        legs = load_matrix(args.bundles).legs
+        if args.leg not in legs:
+            raise BundleGraphError(
+                f"--leg {args.leg}: no such leg{did_you_mean(args.leg, legs)}; legs: {', '.join(legs)}"
+            )
+        # the graph's own context and policy (verify:<leg> on a built tree, the archive check on a
+        # bundle): the same checks, the build host's paths included
+        ctx = load_context(args.bundles, Filters.from_env(only_leg=args.leg, only_profile=""))
+        policy = leg_policy(ctx, args.leg, built_tree=args.built_tree)
+    elif args.built_tree:
+        raise BundleGraphError("--built-tree: needs --leg (the leg whose build output PATH is)")
     same = ("os", "arch", "glibc_floor", "glibcxx_floor", "info_file")  # options named as the policy's fields
     changes: dict[str, Any] = {k: getattr(args, k) for k in same if getattr(args, k)}
     if args.archs:

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import VerifyError
 from ..schemas.manifest import VerifyFindings
 from ..schemas.records import BundleSpec, Release
-from .verify import Report, policy_from_spec, verify_path
+from .verify import Report, archive_policy, verify_path
 
 
 def findings_of(report: Report, arch: str) -> VerifyFindings:
@@ -45,13 +45,10 @@ def archive_verifier(
     (``base``: the merge base's spec for a merged leg; ``trust_roots``: extra PEM roots for the
     signature check, default ``BUNDLEGRAPH_TRUST_ROOTS``). Raises :class:`VerifyError` listing
     every failure."""
-    if not trust_roots:
-        from ..core import settings
-
-        trust_roots = tuple(settings.get("TRUST_ROOTS") or ())
+    policy = archive_policy(spec, release, base=base, trust_roots=trust_roots)
 
     def verify(archive: Path) -> VerifyFindings:
-        report = verify_path(archive, policy_from_spec(spec, release, base=base, trust_roots=trust_roots))
+        report = verify_path(archive, policy)
         if not report.ok:
             raise VerifyError(report.lines(), subject=archive.name)
         return findings_of(report, spec.arch)

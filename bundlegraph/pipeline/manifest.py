@@ -11,7 +11,10 @@ directory) in ``dist/llama-prebuilt-manifest.json`` and ``dist/llama-prebuilt-sh
   ``llama.cpp-source-commit-<commit>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
 - The SHA index lists every bundle (kind ``bundle``), the manifest (``manifest``), the source
   archive (``upstream-source``) and every paired runtime asset of every leg whose bundle is present (``runtime``;
-  :mod:`bundlegraph.releaseassets`), for plain and mix releases alike.
+  :mod:`bundlegraph.releaseassets`), for plain and mix releases alike; and the release's promises
+  (every promised leg's bundle, paired assets and ``[smoke] waived`` reason) and info file name,
+  so that ``verify-release`` needs no spec file. A manifest entry whose smoke was waived says
+  ``waived: <why>``.
 - ``<state>/release/verified.json`` records, per bundle, its sha256 and whether verify passed
   (in ``package`` or here); ``publish`` reads it.
 
@@ -45,7 +48,7 @@ NAME = "manifest"
 """The stage's name: its tasks are ``manifest:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
 
 if TYPE_CHECKING:  # the formats and checks are imported where a run uses them: planning needs neither
-    from ..schemas.manifest import BundleInfo, Manifest, ShaIndex
+    from ..schemas.manifest import BundleInfo, Manifest, Promise, ShaIndex
 
 VerifierFor = Callable[[str], Callable[[Path], object]]
 """``verifier_for(leg)(archive)``: verify a bundle of ``leg``; raises :class:`VerifyError`."""
@@ -117,6 +120,26 @@ def release_header(rel: Release, source_commit: str, ggml_tree: str | None) -> d
     }
 
 
+def promises(matrix: Matrix) -> list[Promise]:
+    """The index's record of every promised leg (:class:`~..schemas.manifest.Promise`), sorted by
+    leg: what ``verify-release`` judges a release by without its spec files."""
+    from ..schemas.manifest import Promise
+
+    rel = matrix.release
+    out = []
+    for leg in sorted(matrix.promised):
+        spec = matrix.legs[leg]
+        out.append(
+            Promise(
+                leg=leg,
+                asset_name=spec.bundle_name(rel.tag, rel.bundle_prefix),
+                paired_assets=[p.name for p in spec.runtime.paired],
+                smoke_waived=spec.smoke.waived if spec.smoke is not None else None,
+            )
+        )
+    return out
+
+
 def run_manifest(
     matrix: Matrix,
     *,
@@ -139,7 +162,7 @@ def run_manifest(
     download/hash errors for paired runtime assets."""
     from ..archive import read_bundle_info
     from ..releaseassets import hash_paired
-    from ..schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
+    from ..schemas.manifest import WAIVED, IndexEntry, Manifest, ManifestArtifact, ShaIndex
 
     rel = matrix.release
     dist.mkdir(parents=True, exist_ok=True)
@@ -182,7 +205,9 @@ def run_manifest(
             record_verified(name, sha, leg)
         bundles[leg] = path
         infos.append(info)
-        smoke[name] = smoked.summary() if smoked else None
+        # a waived smoke is said in the published files themselves, so that a verifier without
+        # this release's spec files can tell it from a missing one (the index's promises say it too)
+        smoke[name] = smoked.summary() if smoked else (f"{WAIVED}{spec.smoke.waived}" if spec.smoke else None)
     if problems:
         raise BundleGraphError("manifest: " + "; ".join(problems))
     if not bundles:  # an empty release would publish as "every check passed" (issue 41): refused
@@ -222,7 +247,9 @@ def run_manifest(
                 kind="runtime", sha256=h.sha256, source_commit=None, size=h.size, upstream_tag=rel.paired_runtime_tag
             )
             paired.append({"name": pa.name, "sha256": h.sha256, "verified": h.how, "attested": h.attested})
-    index = ShaIndex(**header, artifacts=dict(sorted(entries.items())))
+    index = ShaIndex(
+        **header, artifacts=dict(sorted(entries.items())), promised=promises(matrix), info_file=rel.info_file
+    )
     ibytes = (index.model_dump_json(indent=2) + "\n").encode()
     from .. import provenance
 
@@ -287,22 +314,25 @@ class ManifestPlan:
 
 
 def build_recipes(ctx: Context) -> dict[str, dict[str, Any]]:
-    """:func:`~bundlegraph.provenance.build_recipe` of every selected leg with a
-    ``configure.json`` here, its toolkit receipt read from the prefix it was configured with."""
+    """:func:`leg_recipe` of every selected leg configured in this work directory."""
+    return {leg: r for leg in ctx.legs if (r := leg_recipe(leg)) is not None}
+
+
+def leg_recipe(leg: str) -> dict[str, Any] | None:
+    """:func:`~bundlegraph.provenance.build_recipe` of ``leg`` from its ``configure.json`` here and
+    its toolkit's receipt (read from the prefix it was configured with); None when the leg was
+    not configured in this work directory."""
     from ..provenance import build_recipe
     from .stage_records import read_configure
 
-    out: dict[str, dict[str, Any]] = {}
-    for leg in ctx.legs:
-        rec = read_configure(leg)
-        if rec is None:
-            continue
-        receipt = None
-        if rec.cuda and rec.cuda.get("prefix"):
-            f = Path(rec.cuda["prefix"]) / "bundlegraph-toolkit.json"
-            receipt = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-        out[leg] = build_recipe(vars(rec), receipt)  # read only (dataclasses.asdict deep-copies: 9 legs, 3 ms)
-    return out
+    rec = read_configure(leg)
+    if rec is None:
+        return None
+    receipt = None
+    if rec.cuda and rec.cuda.get("prefix"):
+        f = Path(rec.cuda["prefix"]) / "bundlegraph-toolkit.json"
+        receipt = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    return build_recipe(vars(rec), receipt)  # read only (dataclasses.asdict deep-copies: 9 legs, 3 ms)
 
 
 def source_leg(ctx: Context) -> str:

@@ -37,7 +37,7 @@ from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
-from .manifest import record_verified
+from .manifest import leg_recipe, record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .source import source_record
 from .stage_records import read_build
@@ -119,6 +119,10 @@ class PackageInputs:
     toolkit_version: str | None = None
     merged_from: str | None = None
     imported: list[ImportedBuild] = field(default_factory=list)
+    recipe: dict[str, Any] | None = None
+    """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe`, each toolkit
+    component by :data:`~bundlegraph.provenance.TOOLKIT_KEYS`), for the info JSON's ``build``;
+    None for an imported build."""
 
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
@@ -160,6 +164,7 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         signing=signing,
         verify=found,
         imported_builds=list(inp.imported),
+        build=inp.recipe,
     )
 
 
@@ -282,7 +287,8 @@ class PackagePlan:
     receipt: Path
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read (:func:`prepare`): ``tree`` (merge's output digest), ``source``
-    (source's), ``epoch`` (``SOURCE_DATE_EPOCH``) and ``signer`` (whether a signing command is set)."""
+    (source's), ``epoch`` (``SOURCE_DATE_EPOCH``), ``signer`` (whether a signing command is set) and
+    ``recipe`` (the leg's build recipe, written into the info JSON)."""
 
     def key(self) -> dict[str, Any]:
         """The spec, the release and what it consumed."""
@@ -345,16 +351,39 @@ def _provenance(leg: str, rec: MergeRecord) -> list[ImportedBuild]:
     return out
 
 
+def _recipe(leg: str) -> dict[str, Any] | None:
+    """The leg's build recipe for its info JSON: how it compiled in this work directory, None
+    when its build was imported (a configure record left from an earlier local build is not
+    how these files were made)."""
+    own = read_build(leg)
+    if own is not None and own.imported is not None:
+        return None
+    from ..provenance import TOOLKIT_KEYS
+
+    recipe = leg_recipe(leg)
+    if recipe is None:
+        return None
+    if "toolkit" in recipe:  # each component by what it is, not where it was downloaded from
+        recipe["toolkit"] = [{k: c.get(k) for k in TOOLKIT_KEYS} for c in recipe["toolkit"]]
+    return recipe
+
+
 def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
     """``package:<leg>``'s plan value: its :class:`PackagePlan` with the merged tree's digest,
-    the source's, ``SOURCE_DATE_EPOCH`` and whether a signing command is set; and its key."""
-    consumed = {
+    the source's, ``SOURCE_DATE_EPOCH``, whether a signing command is set and the leg's build
+    recipe (for the info JSON); and its key."""
+    consumed: dict[str, Any] = {
         "tree": upstream_digest(f"merge:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
         "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
         "signer": bool(settings.get("SIGN_COMMAND")),
     }
-    return Prepared.of(replace(plan_package(ctx, leg), consumed=consumed))
+    plan = plan_package(ctx, leg)
+    # the recipe itself, not configure's digest: a configure that ran again the same way (a
+    # toolkit component changed) leaves the bundle as it is
+    recipe = _recipe(leg)
+    consumed["recipe"] = recipe
+    return Prepared.of(replace(plan, inputs=replace(plan.inputs, recipe=recipe), consumed=consumed))
 
 
 def run(plan: PackagePlan) -> list[Path]:

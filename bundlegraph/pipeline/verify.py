@@ -316,6 +316,30 @@ def _gpu(report: Report, results: dict[str, FileResult], policy: VerifyPolicy) -
             )
 
 
+def archive_policy(
+    spec: BundleSpec, release: Release, *, base: BundleSpec | None = None, trust_roots: tuple[str, ...] = ()
+) -> VerifyPolicy:
+    """The policy a finished bundle of ``spec`` is verified with by ``package``, ``merge`` and
+    ``manifest`` (:mod:`bundlegraph.pipeline.archivecheck`) and by ``bundlegraph verify --leg``:
+    :func:`policy_from_spec` with ``trust_roots`` (default ``BUNDLEGRAPH_TRUST_ROOTS``)."""
+    if not trust_roots:
+        from ..core import settings
+
+        trust_roots = tuple(settings.get("TRUST_ROOTS") or ())
+    return policy_from_spec(spec, release, base=base, trust_roots=trust_roots)
+
+
+def leg_policy(ctx: Context, leg: str, *, built_tree: bool) -> VerifyPolicy:
+    """The one policy the graph applies to ``leg``: ``verify:<leg>``'s on its build output
+    (``built_tree``, :func:`built_tree_policy`: with the build host's paths), else the archive
+    check's (:func:`archive_policy`). ``bundlegraph verify --leg`` calls this, so the standalone
+    command and the graph cannot check different things."""
+    if built_tree:
+        return built_tree_policy(ctx, leg)
+    spec = ctx.spec(leg)
+    return archive_policy(spec, ctx.release, base=ctx.matrix.legs.get(spec.merge.base) if spec.merge else None)
+
+
 # ---------------------------------------------------------------- graph stage (built tree)
 
 

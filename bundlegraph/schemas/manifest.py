@@ -11,7 +11,9 @@
   asset name -> :class:`IndexEntry` (``kind``, ``sha256``, ``source_commit``, ``size``). It lists
   every bundle, the manifest itself, the source archive ``llama.cpp-source-commit-<commit>.tar.gz``
   (kind ``upstream-source``; installers refuse a release without it) and every paired runtime
-  asset (kind ``runtime``), for plain and mix releases alike.
+  asset (kind ``runtime``), for plain and mix releases alike; and what ``verify-release`` judges
+  the release by without its spec files: the :class:`Promise` of every promised leg and the
+  bundles' ``info_file`` name.
 
 SM numbers: ``supported_sms`` are the GPUs the bundle's machine code runs on, derived from the
 SASS targets its fatbins hold by NVIDIA's compatibility rule
@@ -112,12 +114,23 @@ class BundleInfo(Strict):
     imported_builds: list[ImportedBuild] = []
     """Provenance of build output compiled on other runners (this leg's, and its merge base's);
     written only when there is some, so a bundle built here keeps its bytes."""
+    build: dict[str, Any] | None = None
+    """How this leg was compiled, as its configure recorded it where it compiled
+    (:func:`bundlegraph.provenance.build_recipe`: ``toolchain``, ``compilers`` and ``tools`` with
+    their versions, ``cmake_cache``, ``flags`` per language, ``prefix_maps``, and for a CUDA leg
+    ``cuda`` and ``toolkit``: each component's name, version, platform, role and sha256; every
+    build-host root written as its stable name, so the bytes do not depend on the machine). The
+    provenance states the same recipe (the components as dependencies), and ``verify-release``
+    compares the two key by key. None (left out) for a build imported from another runner, and in
+    bundles packaged before it was recorded."""
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         d: dict[str, Any] = handler(self)
         if not self.imported_builds:
             d.pop("imported_builds", None)
+        if self.build is None:
+            d.pop("build", None)
         return d
 
     @model_validator(mode="after")
@@ -178,8 +191,10 @@ class ManifestArtifact(Strict):
     ggml_backend_dl: bool
     paired_assets: list[str] = []
     smoke: str | None = None
-    """The bundle's smoke before publishing (``passed (qemu-aarch64 -L ...)``); None when it did
-    not run (the spec's ``[smoke] waived`` says why). Installers may ignore it."""
+    """The bundle's smoke before publishing (``passed (qemu-aarch64 -L ...)``), or
+    ``waived: <why>`` (the spec's ``[smoke] waived``, also in the index's :class:`Promise`); None
+    when it did not run and nothing waives it (an older manifest wrote None for a waived one too).
+    Installers may ignore it."""
 
     @classmethod
     def from_info(cls, info: BundleInfo, smoke: str | None = None) -> ManifestArtifact:
@@ -207,10 +222,42 @@ class IndexEntry(Strict):
     upstream_tag: str | None = None
 
 
+WAIVED = "waived: "
+"""How a manifest entry's ``smoke`` starts when the spec waived the smoke (the reason follows)."""
+
+
+class Promise(Strict):
+    """A leg the release promises (``promised = true``, the default), as the index records it for
+    anyone verifying the release without its spec files (``bundlegraph verify-release``): the
+    ``leg``, its bundle's ``asset_name``, the ``paired_assets`` (upstream runtime assets) that
+    ship with it, and ``smoke_waived``: the spec's ``[smoke] waived`` reason, None when its
+    smoke must have passed."""
+
+    leg: str
+    asset_name: str
+    paired_assets: list[str] = []
+    smoke_waived: str | None = None
+
+
 class ShaIndex(ReleaseHeader):
-    """``llama-prebuilt-sha256.json``: asset name -> :class:`IndexEntry` (keys sorted)."""
+    """``llama-prebuilt-sha256.json``: asset name -> :class:`IndexEntry` (keys sorted), plus what
+    a verifier judges the release by (the index is the file the release workflow attests, and it
+    holds the manifest's sha256): ``promised``, every promised leg (sorted by leg; None in an
+    index written before it was recorded) and ``info_file``, the bundles' info JSON name (None:
+    older index, ``BUNDLE_INFO.json``). Readers that predate them ignore unknown keys (the
+    installer reads ``artifacts`` and the header)."""
 
     artifacts: dict[str, IndexEntry]
+    promised: list[Promise] | None = None
+    info_file: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        d: dict[str, Any] = handler(self)
+        for k in ("promised", "info_file"):  # an index without them keeps its bytes
+            if d.get(k) is None:
+                d.pop(k, None)
+        return d
 
     def of_kind(self, kind: str) -> dict[str, IndexEntry]:
         return {k: v for k, v in self.artifacts.items() if v.kind == kind}

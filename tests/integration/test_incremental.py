@@ -306,10 +306,11 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
     new_tk = ran[0]
     assert new_tk.startswith("toolkit:cuda13.5-linux-x86_64+linux-sbsa-") and new_tk != old_tk
     # configured and built again against the 13.4 runtime; the stand-in's code does not change
-    # with it, and the build is byte-reproducible (issue 19): the same library, so merge and
-    # package do not run again (they key on the built files' digests). The manifest does: its
-    # provenance names each toolkit component the leg was compiled with (issue 32)
-    assert ran == [new_tk, f"configure:{CUDA}", f"build:{CUDA}", "manifest"]
+    # with it, and the build is byte-reproducible (issue 19): the same library, so merge does not
+    # run again (it keys on the built files' digests). Package does: the bundle's info file
+    # records each toolkit component its leg compiled with (issue 40), so the bundle has new
+    # bytes and a new smoke; and the manifest's provenance names the components too (issue 32)
+    assert ran == [new_tk, f"configure:{CUDA}", f"build:{CUDA}", f"package:{CUDA}", f"smoke:{CUDA}", "manifest"]
     assert sha256_file(lib) == lib_before
     assert tree.member(CUDA, "libggml-cuda.so") == lib.read_bytes()
     receipt = json.loads(
@@ -323,6 +324,8 @@ def test_changing_a_toolkit_component_reinstalls_it_and_rebuilds_only_its_legs(t
     names = [d["name"] for d in provenance["predicate"]["buildDefinition"]["resolvedDependencies"]]
     assert f"{CUDA}: cuda_cudart 13.4.92 (linux-sbsa, target)" in names, names
     assert not [n for n in names if "cuda_cudart 13.5" in n], names
+    info = json.loads(tree.member(CUDA, "BUNDLE_INFO.json"))
+    assert {c["component"]: c["version"] for c in info["build"]["toolkit"]}["cuda_cudart"] == "13.4.92"
     assert tree.run() == []
 
 
@@ -422,13 +425,16 @@ def test_build_killed_mid_compile_resumes_and_leaves_no_compiler(tree, sig):
     assert f"-DMINI_SLOW_TU={SLOW_STEPS}" in tree.stamp(f"configure:{X64}")["inputs"]["argv"]
     assert not slow_obj.exists()
     # the next run resumes at the build; the slow object ships nothing, so the built files are
-    # identical and verify (keyed on them) stays done; merge/package rerun for the spec edit
+    # identical and verify (keyed on them) stays done; merge/package rerun for the spec edit, and
+    # the bundle's info file records the leg's recipe (its CMake cache now holds MINI_SLOW_TU):
+    # new bundle bytes, so a new smoke
     assert tree.run() == [
         f"build:{X64}",
         f"merge:{X64}",
         f"package:{X64}",
+        f"smoke:{X64}",
         "manifest",
-    ]  # same bundle bytes: no new smoke
+    ]
     assert slow_obj.is_file() and tree.stamp(f"build:{X64}") is not None
     assert tree.run() == []
 
@@ -505,13 +511,14 @@ def test_two_doit_runs_at_once_one_stops_with_a_message(tree):
     assert f"another doit run (pid {runs[win].pid}, started " in outs[lose], outs[lose]
     assert "BUNDLEGRAPH_LOCK_WAIT" in outs[lose]
     assert graphrun.executed(outs[lose]) == []
-    # the slow object ships nothing: verify (keyed on the built files) has nothing new to check
-    # (nor is the smoke: the bundle came out byte-identical)
+    # the slow object ships nothing: verify (keyed on the built files) has nothing new to check;
+    # the smoke runs again because the bundle's info file records the new CMake cache entry
     assert graphrun.executed(outs[win]) == [
         f"configure:{X64}",
         f"build:{X64}",
         f"merge:{X64}",
         f"package:{X64}",
+        f"smoke:{X64}",
         "manifest",
     ]
     assert tree.run() == []  # the state both runs saw is intact

@@ -110,6 +110,13 @@ def test_a_mix_release_builds_the_merged_tree_and_says_so(server, tmp_path):
         got = installerkit.backfill_after_install(inst, rows, served, tmp_path / "installs")
     assert len(got) == 3 and not any(got.values()), got
 
+    # a consumer's check from an empty folder: the pull request and the merge commit the
+    # provenance states are the index's, field by field (verify-release reads no spec file)
+    empty = tmp_path / "consumer"
+    empty.mkdir()
+    r = graphrun.cli(["verify-release", str(work / "dist")], bundles=empty / "no-bundles", workdir=empty)
+    assert r.returncode == 0, r.stdout + r.stderr
+
 
 def test_a_conflicting_pull_request_is_refused_naming_it_and_its_files(server, tmp_path):
     srv, shas, sha256 = server

@@ -6,9 +6,14 @@ the graph builds (the session's ``release``, tests/conftest.py):
   the Statement wrapper's ``validate()``, the provenance predicate parsed strictly into its
   protobuf message); its subjects are the SHA index's assets and the index; a second manifest
   run writes the same bytes; ``publish`` lists it for upload;
-- ``verify-release`` passes on the release, from ``dist/`` and by the releases API, and refuses,
-  naming the culprit, a flipped byte in a bundle, a missing asset, an extra name in the index, a
-  manifest entry whose SMs differ from its bundle's info JSON and a provenance with a stale subject."""
+- ``verify-release`` passes on the release, from ``dist/`` and by the releases API, also from an
+  empty folder with no ``bundles/`` (issue 40: everything it judges comes from the release's own
+  files), and refuses, naming the culprit, a flipped byte in a bundle, a missing asset, an extra
+  name in the index, a manifest entry whose SMs differ from its bundle's info JSON, a provenance
+  with a stale subject and a waived smoke the index does not waive;
+- each input that is not what it should be (not JSON, a missing or wrong-typed key, a truncated
+  bundle) is one line naming the file and key, exit 1, never a traceback.
+The attacker's cases (a re-sealed release) are in ``test_verify_release_tampered.py``."""
 
 from __future__ import annotations
 
@@ -18,8 +23,10 @@ import shutil
 from pathlib import Path
 
 import graphrun
+import pytest
 from conftest import linux_only
 from githubkit import Asset, FakeGitHub, Release
+from releasekit import reseal
 
 PROV = "llama-prebuilt-provenance.json"
 INDEX = "llama-prebuilt-sha256.json"
@@ -75,6 +82,7 @@ def test_verify_release_passes_on_the_release(release):
     status = {c["check"]: c["status"] for c in got["checks"]}
     assert status == {
         "index": "passed",
+        "promised": "passed",
         "assets": "passed",
         "agreement": "passed",
         "provenance": "passed",
@@ -90,13 +98,16 @@ def test_verify_release_passes_on_the_release(release):
 
 
 def test_verify_release_looks_for_the_info_file_the_release_names(release, tmp_path):
-    """The bundles' info file is the one the release spec names (``info_file``), not a fixed
-    name: a spec that names another is refused on the stand-in's bundles, naming that file."""
-    bundles = tmp_path / "bundles"
-    shutil.copytree(release.bundles, bundles)
-    rel = bundles / "release.toml"
-    rel.write_text(rel.read_text().replace('tag = "b42"\n', 'tag = "b42"\ninfo_file = "OTHER_INFO.json"\n', 1))
-    r = graphrun.cli(["verify-release", str(release.dist), "--json"], bundles=bundles, workdir=release.work)
+    """The bundles' info file is the one the release's own index names (``info_file``), not a
+    fixed name and not the local spec's: an index (re-sealed) that names another is refused on
+    the stand-in's bundles, naming that file."""
+    d = _copy(release, tmp_path)
+    idx = json.loads((d / INDEX).read_text())
+    assert idx["info_file"] == "BUNDLE_INFO.json"
+    idx["info_file"] = "OTHER_INFO.json"
+    (d / INDEX).write_text(json.dumps(idx, indent=2))
+    reseal(d)
+    r = _verify(release, d)
     assert r.returncode == 1, r.stdout + r.stderr
     agreement = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "agreement")
     assert agreement["problems"] and all("no OTHER_INFO.json inside" in p for p in agreement["problems"])
@@ -313,7 +324,12 @@ def test_verify_release_attestations_checks_ours_against_our_workflow_and_upstre
         f"attestation verify {d / bundle} --repo {ours} --signer-workflow {ours}/.github/workflows/release.yml "
         f"--source-ref refs/tags/{tag}"
     ) in lines
-    assert len(lines) == len([n for n in idx["artifacts"] if (d / n).is_file()])
+    assert len(lines) == len([n for n in idx["artifacts"] if (d / n).is_file()]) + 2  # and the index, the provenance
+    for signed in (INDEX, PROV):
+        assert (
+            f"attestation verify {d / signed} --repo {ours} --signer-workflow {ours}/.github/workflows/release.yml "
+            f"--source-ref refs/tags/{tag}"
+        ) in lines
     (d / name).write_bytes(b"tampered upstream bytes")  # (its sha256 no longer matches either)
     r = graphrun.cli(args, bundles=release.bundles, workdir=release.work, **env)
     att = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "attestations")
@@ -321,3 +337,156 @@ def test_verify_release_attestations_checks_ours_against_our_workflow_and_upstre
         f"{name}: upstream's ({upstream}) attestation does not verify: Error: failed to verify the artifact: "
         "no attestations found for subject"
     ]
+
+
+def _consumer(dist_or_args: list[str], tmp_path: Path, **env: str):
+    """``verify-release ... --json`` as a consumer runs it: from an empty folder, with no
+    ``bundles/`` anywhere (the ``--bundles`` named does not exist), no traceback."""
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
+    r = graphrun.cli(["verify-release", *dist_or_args, "--json"], bundles=empty / "no-bundles", workdir=empty, **env)
+    assert "Traceback" not in r.stderr, r.stderr
+    return r
+
+
+def test_verify_release_stands_alone_in_an_empty_folder(release, tmp_path):
+    """No spec file at hand: the promised legs, the waived smokes and the info file's name come
+    from the release's own index; by ``DIST`` and by ``--repo``/``--tag`` alike."""
+    r = _consumer([str(release.dist)], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {c["check"]: c["status"] for c in json.loads(r.stdout)["checks"]}["promised"] == "passed"
+    index = json.loads((release.dist / INDEX).read_text())
+    assert sorted(p["leg"] for p in index["promised"]) == sorted(
+        ["mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"]
+    )
+    tag = index["release_tag"]
+    with FakeGitHub("example-org/llama-prebuilt") as gh:
+        rel = Release(gh.new_id(), tag, False, tag)
+        rel.assets = [
+            Asset(gh.new_id(), n, (release.dist / n).read_bytes())
+            for n in [*index["artifacts"], INDEX, PROV]
+            if (release.dist / n).is_file()
+        ]
+        gh.releases.append(rel)
+        r = _consumer(["--repo", "example-org/llama-prebuilt", "--tag", tag], tmp_path, BUNDLEGRAPH_GITHUB_API=gh.api)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_waived_smoke_is_judged_by_the_release_s_own_promise(release, tmp_path):
+    """A bundle whose manifest entry says ``waived: <why>`` passes only when the index's promise
+    of its leg waives it with that reason; a re-sealed manifest that waives what the index does
+    not is named."""
+    d = _copy(release, tmp_path)
+    index = json.loads((d / INDEX).read_text())
+    promise = index["promised"][0]
+    man = json.loads((d / MANIFEST).read_text())
+    entry = next(a for a in man["artifacts"] if a["asset_name"] == promise["asset_name"])
+    entry["smoke"] = "waived: no runner here starts this bundle"
+    (d / MANIFEST).write_text(json.dumps(man, indent=2) + "\n")
+    reseal(d)
+    r = _consumer([str(d)], tmp_path)
+    smoke = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == "smoke")
+    assert r.returncode == 1 and smoke["problems"] == [
+        f"{promise['asset_name']}: smoke 'waived: no runner here starts this bundle' in {MANIFEST}, but {INDEX}'s "
+        "promised does not waive it"
+    ], smoke
+    index = json.loads((d / INDEX).read_text())
+    index["promised"][0]["smoke_waived"] = "no runner here starts this bundle"
+    (d / INDEX).write_text(json.dumps(index, indent=2) + "\n")
+    reseal(d)
+    r = _consumer([str(d)], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _bad_manifest(d: Path) -> None:
+    (d / MANIFEST).write_text("{not json")
+
+
+def _entry_without_asset_name(d: Path) -> None:
+    man = json.loads((d / MANIFEST).read_text())
+    del man["artifacts"][0]["asset_name"]
+    man["artifacts"][1]["supported_sms"] = "all"
+    (d / MANIFEST).write_text(json.dumps(man, indent=2))
+
+
+def _index_not_json(d: Path) -> None:
+    (d / INDEX).write_text("[1, 2")
+
+
+def _index_wrong_types(d: Path) -> None:
+    idx = json.loads((d / INDEX).read_text())
+    idx["source_commit"] = 42
+    del idx["release_tag"]
+    (d / INDEX).write_text(json.dumps(idx, indent=2))
+
+
+def _truncated_bundle(d: Path) -> None:
+    b = d / "app-b42-linux-arm64-cpu.tar.gz"
+    b.write_bytes(b.read_bytes()[:3000])
+
+
+def _provenance_wrong_types(d: Path) -> None:
+    st = json.loads((d / PROV).read_text())
+    st["subject"] = [{"name": INDEX, "digest": "sha256:0"}]
+    st["predicate"]["buildDefinition"]["internalParameters"]["builds"] = {"mini-linux-x64-cpu": "fast"}
+    (d / PROV).write_text(json.dumps(st))
+
+
+BAD = {
+    "manifest not JSON": (_bad_manifest, "agreement", f"{MANIFEST}: not JSON (Invalid JSON: "),
+    "entry without asset_name": (
+        _entry_without_asset_name,
+        "agreement",
+        f"{MANIFEST}: artifacts.0.asset_name: Field required",
+    ),
+    "entry with wrong-typed SMs": (
+        _entry_without_asset_name,
+        "agreement",
+        f"{MANIFEST}: artifacts.1.supported_sms: Input should be a valid array, got 'all'",
+    ),
+    "index not JSON": (_index_not_json, "index", f"{INDEX}: not JSON (Invalid JSON: "),
+    "index source_commit a number": (
+        _index_wrong_types,
+        "index",
+        f"{INDEX}: source_commit: Input should be a valid string",
+    ),
+    "index without release_tag": (_index_wrong_types, "index", f"{INDEX}: release_tag: Field required"),
+    "truncated bundle": (
+        _truncated_bundle,
+        "agreement",
+        "app-b42-linux-arm64-cpu.tar.gz: not a readable bundle archive (Compressed file ended before the end-of-stream",
+    ),
+    "provenance digest not an object": (
+        _provenance_wrong_types,
+        "provenance",
+        f"{PROV}: not a provenance statement (AttributeError: ",
+    ),
+    "provenance recipe not an object": (
+        _provenance_wrong_types,
+        "provenance",
+        f"{PROV}: internalParameters.builds.mini-linux-x64-cpu.cmake_cache: missing or not an object",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_naming_the_file_and_key(release, tmp_path, case):
+    """Each input that is not what it should be is a failed check naming the file and the key,
+    exit 1, never a traceback (it used to end with exit 70)."""
+    spoil, check, line = BAD[case]
+    d = _copy(release, tmp_path)
+    spoil(d)
+    r = _consumer([str(d)], tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    problems = next(c for c in json.loads(r.stdout)["checks"] if c["check"] == check)["problems"]
+    assert any(p.startswith(line) for p in problems), problems
+    assert all("\n" not in p for p in problems)
+
+
+def test_verify_names_a_truncated_bundle_archive(release, tmp_path):
+    """``bundlegraph verify`` of a truncated .tar.gz: a failed ``archive`` check naming it, exit 1."""
+    b = tmp_path / "app-b42-linux-arm64-cpu.tar.gz"
+    b.write_bytes((release.dist / b.name).read_bytes()[:3000])
+    r = graphrun.cli(["verify", str(b)], workdir=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert f"{b.name}: archive: truncated or corrupt after " in r.stdout

@@ -43,6 +43,7 @@ from redistserver import RedistServer
 
 ROOT = Path(__file__).resolve().parents[2]
 INDEX, MANIFEST = "llama-prebuilt-sha256.json", "llama-prebuilt-manifest.json"
+PROVENANCE = "llama-prebuilt-provenance.json"
 X64_ARCHS = ["75-virtual", "80-virtual", "86-real", "89-real", "90-virtual", "120a-real", "121a-real"]
 """What the real x64 ggml-cuda.dll of npm @node-llama-cpp/win-x64-cuda@3.21.1 holds."""
 
@@ -203,6 +204,37 @@ def test_manifest_and_sha_index_hold_the_pair_and_its_paired_runtime(pair):
     assert idx[PAIRED]["sha256"] == hashlib.sha256((dist / PAIRED).read_bytes()).hexdigest()
     for a in m["artifacts"]:
         assert idx[a["asset_name"]]["sha256"] == hashlib.sha256((dist / a["asset_name"]).read_bytes()).hexdigest()
+
+
+def test_a_consumer_verifies_the_release_from_an_empty_folder(pair, tmp_path):
+    """``verify-release`` as a consumer runs it, in an empty folder with no ``bundles/``: the
+    mission leg's waived smoke is judged by the release's own index and manifest, the paired
+    runtime against upstream's releases API (GitHub's API stand-in on 127.0.0.1, serving the same
+    bytes); from ``dist/`` and from the published release (``--repo``/``--tag``) alike."""
+    from githubkit import Asset, FakeGitHub, Release
+
+    dist, PAIRED = pair["work"] / "dist", pair["paired"]
+    index = json.loads((dist / INDEX).read_text())
+    smoke = {a["asset_name"]: a["smoke"] for a in json.loads((dist / MANIFEST).read_text())["artifacts"]}
+    waived = {p["asset_name"]: p["smoke_waived"] for p in index["promised"]}
+    assert smoke == {n: f"waived: {why}" for n, why in waived.items()} and all(waived.values()), smoke
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    tag, ours = index["release_tag"], "example-org/llama-prebuilt"
+    with FakeGitHub(ours) as gh:
+        upstream = index["artifacts"][PAIRED]["upstream_tag"]
+        gh.publish_upstream(index["source_repo"], upstream, {PAIRED: (dist / PAIRED).read_bytes()})
+        rel = Release(gh.new_id(), tag, False, tag)
+        published = [n for n, e in index["artifacts"].items() if e["kind"] != "runtime"] + [INDEX, PROVENANCE]
+        rel.assets = [Asset(gh.new_id(), n, (dist / n).read_bytes()) for n in published]
+        gh.releases.append(rel)
+        for args in ([str(dist)], ["--repo", ours, "--tag", tag]):
+            r = graphrun.cli(
+                ["verify-release", *args], bundles=empty / "no-bundles", workdir=empty, BUNDLEGRAPH_GITHUB_API=gh.api
+            )
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert "  promised: passed\n" in r.stdout and "  smoke: passed\n" in r.stdout, r.stdout
+            assert "  upstream: passed\n" in r.stdout, r.stdout
 
 
 def test_publish_refuses_naming_a_missing_item(pair, tmp_path):

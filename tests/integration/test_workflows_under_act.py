@@ -314,7 +314,7 @@ def test_release_artifact_is_the_whole_verified_release(run):
             )
             assert f"{name}.smoke.json" in files, name
         else:
-            assert smoke[name] is None, name
+            assert smoke[name].startswith("waived: "), (name, smoke[name])  # the spec's reason, published
     # what the upload step publishes: every asset of ours and the SHA index; the paired runtime
     # is the upstream release's asset, hashed but never uploaded again
     ours = [n for n, e in index["artifacts"].items() if e["kind"] != "runtime"]
