@@ -28,6 +28,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 
+from ..backends import backend
 from . import Failure
 from .content import required_matches
 from .elf import ELFInfo
@@ -55,7 +56,8 @@ LINUX_BASELINE: frozenset[str] = frozenset(
 )
 """Libraries a Linux host always has; versions are bounded by :mod:`.glibc` instead."""
 
-LINUX_DRIVER = "libcuda.so.1"
+LINUX_DRIVER = backend("cuda").DRIVERS["linux"]
+"""The CUDA driver's library (:mod:`bundlegraph.backends.cuda`): CUDA legs may need it unshipped."""
 LINUX_OPTIONAL = {"libgomp.so.1": "GCC's OpenMP runtime"}
 
 

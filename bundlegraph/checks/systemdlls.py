@@ -18,6 +18,8 @@ driver; allowed for CUDA legs only, see :data:`CUDA_DRIVER_DLLS`), ``vulkan-1.dl
 
 from __future__ import annotations
 
+from ..backends import backend
+
 WINDOWS_DLLS: frozenset[str] = frozenset(
     f"{n}.dll"
     for n in """
@@ -39,8 +41,9 @@ API_SET_PREFIXES: tuple[str, ...] = ("api-ms-win-", "ext-ms-win-")
 VC_RUNTIME_PREFIXES: tuple[str, ...] = ("msvcp140", "vcruntime140", "vcomp140", "concrt140", "vccorlib140")
 """The Visual C++ runtime: counts only when the leg declares it (runtime.external / --runtime)."""
 
-CUDA_DRIVER_DLLS: frozenset[str] = frozenset({"nvcuda.dll"})
-"""The NVIDIA driver's user-mode DLL: present where a driver is, so allowed for CUDA legs only."""
+CUDA_DRIVER_DLLS: frozenset[str] = frozenset({backend("cuda").DRIVERS["windows"].lower()})
+"""The NVIDIA driver's user-mode DLL (:data:`bundlegraph.backends.cuda.DRIVERS`): present where a
+driver is, so allowed for CUDA legs only."""
 
 HOST_PROCESS: dict[str, str] = {".node": "node.exe"}
 """A Node.js addon (``.node``) imports its host ``node.exe`` (node-gyp links every addon with a
