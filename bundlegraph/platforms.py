@@ -2,7 +2,7 @@
 ``windows``), one :class:`Platform` row each. Every OS-dependent name the code needs (a
 library's or program's file name, the archive format, the binary format, the loader's search
 variable, whether file names compare case-insensitively) is read from the row of the bundle's
-``os`` instead of being spelled in an ``os == "windows"`` branch.
+``os`` instead of being spelled in a branch on the OS name.
 
 Sources of the facts:
 
@@ -28,13 +28,14 @@ from .core.lightclass import frozen
 
 @frozen
 class Platform:
-    """One OS: its ``name`` (a spec's ``os``), the ``lib_prefix``/``lib_suffix`` of a shared
+    """One OS: its ``name`` (a spec's ``os``) and ``title`` (for messages), the ``lib_prefix``/``lib_suffix`` of a shared
     library's file name, the ``exe_suffix`` of a program's, its bundle ``archive`` suffix, the
     ``binary`` format its files are read as, the ``loader_var`` that adds a directory to the
     loader's search path, ``fold`` (file names compare case-insensitively) and ``versioned``
     (a library's file name may carry a version after its suffix: ``libllama.so.0``)."""
 
     name: str
+    title: str
     lib_prefix: str
     lib_suffix: str
     exe_suffix: str
@@ -62,8 +63,8 @@ class Platform:
 PLATFORMS: dict[str, Platform] = {
     p.name: p
     for p in (
-        Platform("linux", "lib", ".so", "", ".tar.gz", "ELF", "LD_LIBRARY_PATH", fold=False, versioned=True),
-        Platform("windows", "", ".dll", ".exe", ".zip", "PE", "PATH", fold=True, versioned=False),
+        Platform("linux", "Linux", "lib", ".so", "", ".tar.gz", "ELF", "LD_LIBRARY_PATH", fold=False, versioned=True),
+        Platform("windows", "Windows", "", ".dll", ".exe", ".zip", "PE", "PATH", fold=True, versioned=False),
     )
 }
 """Every OS a leg may target, by name (the order is the spec schema's)."""
