@@ -27,6 +27,8 @@ class Backend(Protocol):
 
     NAME: str
     """a spec's ``backend`` value (``cpu``, ``cuda``)"""
+    TITLE: str
+    """its name in messages (``CUDA``)"""
     GPU: bool
     """whether it drives a GPU (a driver, device code, GPU smoke steps)"""
     LIBRARY: str
@@ -78,32 +80,43 @@ def driver_owners(os_name: str) -> dict[str, Backend]:
     return {(d.lower() if fold else d): b for b in BACKENDS for o, d in b.DRIVERS.items() if o == os_name}
 
 
-def install_kinds() -> list[tuple[str, str, str, str]]:
-    """``(install kind, os, arch, backend)`` for every kind of every backend, ordered by OS
-    (:data:`~bundlegraph.platforms.PLATFORMS`), then backend, then the backend's own order."""
+def install_kinds(table: tuple[Backend, ...] | None = None) -> list[tuple[str, str, str, str]]:
+    """``(install kind, os, arch, backend)`` for every kind of every backend of ``table``
+    (default :data:`BACKENDS`), ordered by OS (:data:`~bundlegraph.platforms.PLATFORMS`), then
+    backend, then the backend's own order."""
     return [
         (kind, os_name, arch, b.NAME)
         for os_name in OS_NAMES
-        for b in BACKENDS
+        for b in (BACKENDS if table is None else table)
         for (o, arch), kind in b.INSTALL_KINDS.items()
         if o == os_name
     ]
 
 
-def _check() -> None:
-    names = [b.NAME for b in BACKENDS]
+def registry_problems(table: tuple[Backend, ...]) -> list[str]:
+    """What is wrong with ``table`` as a registry, one line each (empty: nothing): two backends of
+    one name or one install kind, an OS that :mod:`bundlegraph.platforms` does not know, a GPU
+    backend without a driver on an OS it has install kinds for. Checked on :data:`BACKENDS` when
+    this package loads (a bad table is a bug, so it raises RuntimeError there)."""
+    probs = []
+    names = [b.NAME for b in table]
     if len(set(names)) != len(names):
-        raise RuntimeError(f"two backends share a name: {names}")
-    kinds = [k for k, *_ in install_kinds()]
+        probs.append(f"two backends share a name: {names}")
+    kinds = [k for k, *_ in install_kinds(table)]
     if len(set(kinds)) != len(kinds):
-        raise RuntimeError(f"two backends share an install kind: {kinds}")
-    for b in BACKENDS:
-        unknown = {o for o, _ in b.INSTALL_KINDS} | set(b.DRIVERS) | set(b.RUNTIME_GLOBS)
-        if not unknown <= set(OS_NAMES):
-            raise RuntimeError(f"backend {b.NAME}: unknown os {sorted(unknown - set(OS_NAMES))}")
+        probs.append(f"two backends share an install kind: {sorted(k for k in set(kinds) if kinds.count(k) > 1)}")
+    for b in table:
+        oses = {o for o, _ in b.INSTALL_KINDS}
+        unknown = (oses | set(b.DRIVERS) | set(b.RUNTIME_GLOBS)) - set(OS_NAMES)
+        if unknown:
+            probs.append(f"backend {b.NAME}: unknown os {sorted(unknown)}: expected one of {', '.join(OS_NAMES)}")
+        if b.GPU and oses - set(b.DRIVERS):
+            probs.append(f"backend {b.NAME}: a GPU backend with no driver for {sorted(oses - set(b.DRIVERS))}")
+    return probs
 
 
-_check()
+if _probs := registry_problems(BACKENDS):
+    raise RuntimeError("bundlegraph.backends: " + "; ".join(_probs))
 
 __all__ = [
     "BACKENDS",
@@ -115,4 +128,5 @@ __all__ = [
     "driver_owners",
     "install_kinds",
     "library_file",
+    "registry_problems",
 ]

@@ -11,6 +11,9 @@ from __future__ import annotations
 NAME = "cpu"
 """A spec's ``backend`` value."""
 
+TITLE = "CPU"
+"""Its name in messages."""
+
 GPU = False
 """Not a GPU backend: no driver, no device code, no GPU smoke steps."""
 

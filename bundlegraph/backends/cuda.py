@@ -15,6 +15,9 @@ from __future__ import annotations
 NAME = "cuda"
 """A spec's ``backend`` value."""
 
+TITLE = "CUDA"
+"""Its name in messages."""
+
 GPU = True
 """A GPU backend: it has a driver, device code (a fatbin) and GPU smoke steps."""
 
