@@ -4,8 +4,9 @@ Windows (PE), following the loader's rules for a bundle laid out as one applicat
 
 - file level: each DLL a file imports (ordinary or delay-load; names compared
   case-insensitively) is in the bundle *beside the importer*, provided by Windows
-  (:mod:`.systemdlls`), declared by the leg as an external runtime, the NVIDIA driver
-  (``nvcuda.dll``, CUDA legs only: a backend's driver, :func:`bundlegraph.backends.driver_owners`) or the host process of an addon (``node.exe`` for ``.node``);
+  (:mod:`.systemdlls`), declared by the leg as an external runtime, a backend's driver
+  (:func:`bundlegraph.backends.driver_owners`: ``nvcuda.dll``, CUDA legs only) or the host
+  process of an addon (``node.exe`` for ``.node``);
 - symbol level: each name/ordinal imported from a bundled DLL is exported by it; forwarded
   exports (``DLL.Function``) are followed into bundled DLLs.
 

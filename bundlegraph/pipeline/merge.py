@@ -152,8 +152,9 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     )
     have = {p.name for p in out}
     missing = [f.file for f in missing_required(have, required, fold=fold)]
+    plat = platform(spec.os)
     for t in spec.build.targets:
-        if not have & {platform(spec.os).library(t), platform(spec.os).program(t)}:
+        if not have & {plat.library(t), plat.program(t)}:
             missing.append(f"output of build target {t}")
     if missing:
         raise BundleGraphError(f"{spec.id}: {bin_dir} lacks {', '.join(missing)}")
