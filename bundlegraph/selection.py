@@ -25,14 +25,15 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
+from .backends import backend, cuda
 from .core.lightclass import frozen, mutable
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import PORTABLE_CLASS, kind_for
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
 from .schemas.records import Matrix
 
-MIN_DRIVER = (12, 4)
-"""Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
+MIN_DRIVER = cuda.MIN_DRIVER
+"""Drivers below this get no CUDA bundle (:data:`bundlegraph.backends.cuda.MIN_DRIVER`)."""
 
 
 @frozen
@@ -120,7 +121,9 @@ def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host
     allowed = host.allowed_lines()
     present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
     # Linux: only lines whose runtime libraries are on disk; Windows: those first, then the rest
-    lines = present if host.os == "linux" else present + [l for l in allowed if l not in present]
+    lines = (
+        present if host.os in cuda.RUNTIME_LINES_ON_DISK_ONLY else present + [l for l in allowed if l not in present]
+    )
     cands = [a for a in arts if a.install_kind == kind]
     drv = f"{host.driver_cuda[0]}.{host.driver_cuda[1]}" if host.driver_cuda else "none"
     for a in cands:
@@ -129,7 +132,7 @@ def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host
         elif a.runtime_line not in lines:
             sel.rejected.append((a.asset_name, f"the host has no {a.runtime_line} runtime libraries"))
     blackwell = bool(host.sms) and max(host.sms) >= 100
-    if blackwell and host.os == "linux":
+    if blackwell and host.os in cuda.BLACKWELL_LINES_FIRST:
         fits = [l for l in lines if any(a.runtime_line == l and _fit(a, host) is None for a in cands)]
         lines = fits + [l for l in lines if l not in fits]
     attempts: list[str] = []
@@ -137,7 +140,13 @@ def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host
         targeted, portable = [], []
         for a in (a for a in cands if a.runtime_line == line):
             why = _fit(a, host)
-            if host.os == "windows" and blackwell and a.max_sm is not None and a.max_sm < 100 and why is None:
+            if (
+                host.os in cuda.BLACKWELL_NEEDS_MAX_SM_100
+                and blackwell
+                and a.max_sm is not None
+                and a.max_sm < 100
+                and why is None
+            ):
                 why = f"max_sm {a.max_sm} < 100 on a Blackwell host"
             if why:
                 sel.rejected.append((a.asset_name, why))
@@ -172,9 +181,13 @@ def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Sel
     asked: list[str]
     if not host.nvidia:
         asked = [cpu_kind]
-    elif host.os == "windows" and host.arch == "x64" and host.driver_cuda is not None and host.driver_cuda < MIN_DRIVER:
+    elif (
+        (host.os, host.arch) in cuda.BELOW_FLOOR_TO_CPU
+        and host.driver_cuda is not None
+        and host.driver_cuda < MIN_DRIVER
+    ):
         asked = [cpu_kind]  # Vulkan first, then CPU: this release has no Vulkan bundles
-    elif host.os == "windows" and host.arch == "arm64":
+    elif (host.os, host.arch) in cuda.CPU_FALLBACK:
         asked = [cuda_kind, cpu_kind]
     else:
         asked = [cuda_kind]
@@ -221,7 +234,7 @@ def host_classes(manifest: Manifest) -> list[Host]:
     )
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
-        if k.backend == "cpu":
+        if not backend(k.backend).GPU:
             out.append(Host(k.os, k.arch))
         else:
             out += [Host(k.os, k.arch, (sm,), d) for d in drivers for sm in sms]

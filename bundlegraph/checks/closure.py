@@ -4,8 +4,9 @@ Windows (PE), following the loader's rules for a bundle laid out as one applicat
 
 - file level: each DLL a file imports (ordinary or delay-load; names compared
   case-insensitively) is in the bundle *beside the importer*, provided by Windows
-  (:mod:`.systemdlls`), declared by the leg as an external runtime, the NVIDIA driver
-  (``nvcuda.dll``, CUDA legs only) or the host process of an addon (``node.exe`` for ``.node``);
+  (:mod:`.systemdlls`), declared by the leg as an external runtime, a backend's driver
+  (:func:`bundlegraph.backends.driver_owners`: ``nvcuda.dll``, CUDA legs only) or the host
+  process of an addon (``node.exe`` for ``.node``);
 - symbol level: each name/ordinal imported from a bundled DLL is exported by it; forwarded
   exports (``DLL.Function``) are followed into bundled DLLs.
 
@@ -15,7 +16,7 @@ Linux (ELF), following ld.so(8):
   with ``$ORIGIN`` (a build directory or an absolute path would ship);
 - each needed soname resolves inside the bundle through an ``$ORIGIN`` entry, or is in the
   baseline (:data:`LINUX_BASELINE`: glibc, libstdc++, libgcc_s), declared external
-  (``libgomp.so.1`` counts only then) or the driver ``libcuda.so.1`` (CUDA legs only);
+  (``libgomp.so.1`` counts only then) or a backend's driver (``libcuda.so.1``, CUDA legs only);
 - symbol versions: every version a file needs from a bundled library (verneed) is defined by
   it (verdef).
 
@@ -28,11 +29,12 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 
+from ..backends import Backend, driver_owners
 from . import Failure
 from .content import required_matches
 from .elf import ELFInfo
 from .pe import PEInfo
-from .systemdlls import CUDA_DRIVER_DLLS, host_process, is_vc_runtime, is_windows_dll
+from .systemdlls import host_process, is_vc_runtime, is_windows_dll
 
 LINUX_BASELINE: frozenset[str] = frozenset(
     {
@@ -55,8 +57,15 @@ LINUX_BASELINE: frozenset[str] = frozenset(
 )
 """Libraries a Linux host always has; versions are bounded by :mod:`.glibc` instead."""
 
-LINUX_DRIVER = "libcuda.so.1"
 LINUX_OPTIONAL = {"libgomp.so.1": "GCC's OpenMP runtime"}
+
+
+def _driver(owner: Backend, cuda: bool, noun: str, verb: str) -> str | None:
+    """A GPU driver's library (:func:`bundlegraph.backends.driver_owners`) is allowed unshipped in
+    its own backend's legs only (``cuda``: the leg is a CUDA leg)."""
+    if cuda and owner.NAME == "cuda":
+        return None
+    return f"{owner.DRIVER_WHAT} {noun}, which only {owner.TITLE} legs may {verb}"
 
 
 def _base(path: str) -> str:
@@ -157,8 +166,9 @@ def _pe_unresolved(path: str, dll: str, idx: _Names, ext: _Externals, cuda: bool
     low = dll.lower()
     if (_dir(path), low) in idx.by_dir or is_windows_dll(low) or low in ext:
         return None
-    if low in CUDA_DRIVER_DLLS:
-        return None if cuda else "the NVIDIA driver DLL, which only CUDA legs may import"
+    owner = driver_owners("windows").get(low)
+    if owner is not None:
+        return _driver(owner, cuda, "DLL", "import")
     if host_process(path) == low:
         return None
     elsewhere = idx.anywhere.get(low)
@@ -249,8 +259,9 @@ def _search(path: str, soname: str, info: ELFInfo, idx: _Names) -> str | None:
 def _elf_unresolved(soname: str, idx: _Names, ext: _Externals, cuda: bool, info: ELFInfo) -> str | None:
     if soname in LINUX_BASELINE or soname in ext:
         return None
-    if soname == LINUX_DRIVER:
-        return None if cuda else "the NVIDIA driver library, which only CUDA legs may need"
+    owner = driver_owners("linux").get(soname)
+    if owner is not None:
+        return _driver(owner, cuda, "library", "need")
     elsewhere = idx.anywhere.get(soname)
     if elsewhere:
         have = ", ".join((*info.rpath, *info.runpath)) or "none"

@@ -15,6 +15,7 @@ from dataclasses import field
 from typing import Any
 
 from ..core.lightclass import mutable
+from ..platforms import PLATFORMS
 from . import BytesLike, Failure, NotParsable, claims_elf_library, claims_pe
 from . import fatbin as fb
 from .elf import MACHINE_NAMES, ELFInfo, is_elf, read_elf
@@ -93,10 +94,11 @@ def inspect_file(
 
 def _machine(r: FileResult, os_name: str | None, arch: str | None) -> None:
     # r.pe and r.elf are never both set, so at most one of these applies
-    if os_name == "linux" and r.pe is not None:
-        why = f"a Windows PE file ({r.machine}) in a Linux bundle"
-    elif os_name == "windows" and r.elf is not None:
-        why = f"an ELF file ({r.machine}) in a Windows bundle"
+    p = PLATFORMS.get(os_name) if os_name is not None else None
+    if p is not None and r.pe is not None and p.binary != "PE":
+        why = f"a Windows PE file ({r.machine}) in a {p.title} bundle"
+    elif p is not None and r.elf is not None and p.binary != "ELF":
+        why = f"an ELF file ({r.machine}) in a {p.title} bundle"
     elif arch is not None and r.pe is not None and r.pe.machine != MACHINE_CODES[arch]:
         why = f"PE machine is {machine_label(r.pe.machine)}, the leg needs {machine_label(MACHINE_CODES[arch])}"
     elif arch is not None and r.elf is not None and r.elf.machine != MACHINE_NAMES[arch]:

@@ -12,7 +12,7 @@ Curated by hand from Microsoft's documentation, all names lower-case:
   ``concrt140.dll``) is **not**: it must ship or be declared as an external runtime.
 
 Not Windows DLLs (drivers and redistributables install them): ``nvcuda.dll`` (the NVIDIA
-driver; allowed for CUDA legs only, see :data:`CUDA_DRIVER_DLLS`), ``vulkan-1.dll``,
+driver; allowed for CUDA legs only, as :mod:`bundlegraph.backends` declares), ``vulkan-1.dll``,
 ``OpenCL.dll``, ``libomp140.*.dll`` (MSVC's LLVM OpenMP, a redistributable).
 """
 
@@ -38,9 +38,6 @@ API_SET_PREFIXES: tuple[str, ...] = ("api-ms-win-", "ext-ms-win-")
 
 VC_RUNTIME_PREFIXES: tuple[str, ...] = ("msvcp140", "vcruntime140", "vcomp140", "concrt140", "vccorlib140")
 """The Visual C++ runtime: counts only when the leg declares it (runtime.external / --runtime)."""
-
-CUDA_DRIVER_DLLS: frozenset[str] = frozenset({"nvcuda.dll"})
-"""The NVIDIA driver's user-mode DLL: present where a driver is, so allowed for CUDA legs only."""
 
 HOST_PROCESS: dict[str, str] = {".node": "node.exe"}
 """A Node.js addon (``.node``) imports its host ``node.exe`` (node-gyp links every addon with a

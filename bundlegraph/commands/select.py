@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core import paths
 from ..core.errors import BundleGraphError
+from ..platforms import OS_NAMES, platform
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex
 from ..selection import Host, Selection, coverage, select
 
@@ -147,7 +148,7 @@ def redownloads(where: str | None, manifest: Manifest) -> dict[str, bool | None]
         if f is None or not f.is_file():
             out[a.asset_name] = None
             continue
-        want = BACKFILLED + (".exe" if a.os == "windows" else "")
+        want = platform(a.os).program(BACKFILLED)
         out[a.asset_name] = want not in {Path(n).name for n in member_names(f)}
     return out
 
@@ -230,7 +231,7 @@ def _summary(rows: list[dict[str, Any]]) -> None:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("select", help="the bundle a host of a given description gets from a release")
-    p.add_argument("--os", required=True, choices=["linux", "windows"])
+    p.add_argument("--os", required=True, choices=list(OS_NAMES))
     p.add_argument("--arch", required=True, choices=["x64", "arm64"])
     p.add_argument("--sm", type=int, action="append", metavar="N", help="a GPU's SM (repeat for several GPUs)")
     p.add_argument("--driver-cuda", metavar="M.m", help="the NVIDIA driver's CUDA version (none: no NVIDIA GPU)")

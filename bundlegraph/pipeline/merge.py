@@ -39,6 +39,7 @@ from ..core import paths
 from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
 from ..core.lightclass import frozen, mutable
+from ..platforms import platform
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, run_plan, upstream_digest
 from .build import plan_build
@@ -135,7 +136,7 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     a target's output is missing."""
     if not bin_dir.is_dir():
         raise BundleGraphError(f"{spec.id}: build output directory {bin_dir} does not exist; run build:{spec.id}")
-    fold = spec.os == "windows"
+    fold = platform(spec.os).fold
     shipped = [s.name for s in spec.runtime.ships]
     required = [r for r in spec.required if not any(required_matches(n, r, fold=fold) for n in shipped)]
     names = _built_names(spec)
@@ -151,8 +152,9 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     )
     have = {p.name for p in out}
     missing = [f.file for f in missing_required(have, required, fold=fold)]
+    plat = platform(spec.os)
     for t in spec.build.targets:
-        if not have & ({f"{t}.dll", f"{t}.exe"} if spec.os == "windows" else {f"lib{t}.so", t}):
+        if not have & {plat.library(t), plat.program(t)}:
             missing.append(f"output of build target {t}")
     if missing:
         raise BundleGraphError(f"{spec.id}: {bin_dir} lacks {', '.join(missing)}")
@@ -174,7 +176,7 @@ def check_base(base: BaseBundle, base_spec: BundleSpec, commit: str | None, dige
     from ..archive import member_names
 
     members = member_names(base.archive)
-    for f in missing_required(members, base_spec.required, fold=base_spec.os == "windows"):
+    for f in missing_required(members, base_spec.required, fold=platform(base_spec.os).fold):
         probs.append(f"{name}: lacks {f.file!r}, which {base_spec.id} requires")
     return probs
 

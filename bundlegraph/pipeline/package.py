@@ -34,6 +34,7 @@ from ..core.errors import BundleGraphError, VerifyError
 from ..core.fsutil import atomic_write_json, sha256_file
 from ..core.lightclass import frozen
 from ..core.report import say
+from ..platforms import platform
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
@@ -189,7 +190,7 @@ def _collect(inp: PackageInputs) -> tuple[dict[str, Path], dict[str, bool]]:
         links[rf.name] = False
     from ..checks.content import missing_required
 
-    missing = [f.file for f in missing_required(files, inp.spec.required, fold=inp.spec.os == "windows")]
+    missing = [f.file for f in missing_required(files, inp.spec.required, fold=platform(inp.spec.os).fold)]
     if missing:
         raise BundleGraphError(
             f"package:{inp.spec.id}: {inp.tree} lacks required file(s) {', '.join(missing)} "

@@ -26,10 +26,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..backends import backend, library_file
 from ..checks import Failure, content
 from ..core.errors import BundleGraphError, VerifyError
 from ..core.lightclass import frozen, mutable
 from ..core.report import say
+from ..platforms import OS_NAMES
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
@@ -40,8 +42,9 @@ NAME = "verify"
 if TYPE_CHECKING:  # the file checks are imported where a bundle is verified (never while planning)
     from ..checks.inspect import FileResult
 
-BACKENDS = {"windows": ("ggml-cuda.dll",), "linux": ("libggml-cuda.so",)}
-"""The CUDA backend's file name per os: the file whose fatbin must match the promised archs."""
+BACKENDS = {os_name: (library_file(backend("cuda"), os_name),) for os_name in OS_NAMES}
+"""The CUDA backend's file name per os (:mod:`bundlegraph.backends`): the file whose fatbin must
+match the promised archs."""
 
 
 @frozen

@@ -7,7 +7,7 @@ installer's own selection and hash checks against our releases. Nothing here is 
 installer's code: these are the facts it was measured to depend on.
 
 - :data:`INSTALL_KINDS`: the ``install_kind`` values it asks for, with the host each describes
-  (os, arch, backend). A spec's ``install_kind`` must be one of them and match the leg.
+  (os, arch, backend); each backend module of :mod:`bundlegraph.backends` declares its own. A spec's ``install_kind`` must be one of them and match the leg.
 - :func:`required_patterns`: the files it requires of a bundle of an install kind (checked
   before install: ``llama-server``/``llama-quantize``; health groups: the shared libraries, by
   glob). A spec's ``required`` list (with its merge base's) must cover them, so ``verify``
@@ -17,7 +17,11 @@ installer's code: these are the facts it was measured to depend on.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
+from .. import backends
 from ..core.lightclass import frozen
+from ..platforms import platform
 from .records import IMPL_SPLIT_BUILD
 
 CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
@@ -38,19 +42,34 @@ class InstallKind:
     backend: str
 
 
-INSTALL_KINDS: dict[str, InstallKind] = {
-    k.name: k
-    for k in (
-        InstallKind("linux-cpu", "linux", "x64", "cpu"),
-        InstallKind("linux-arm64", "linux", "arm64", "cpu"),
-        InstallKind("linux-cuda", "linux", "x64", "cuda"),
-        InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
-        InstallKind("windows-cpu", "windows", "x64", "cpu"),
-        InstallKind("windows-arm64", "windows", "arm64", "cpu"),
-        InstallKind("windows-cuda", "windows", "x64", "cuda"),
-        InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
-    )
-}
+class _InstallKinds(Mapping[str, InstallKind]):
+    """The install kinds by name, derived from the backends' registry
+    (:func:`bundlegraph.backends.install_kinds`) at each look-up, so a backend added to the
+    registry is seen without editing this module."""
+
+    def __init__(self) -> None:
+        self._for: tuple[object, dict[str, InstallKind]] | None = None
+
+    def _rows(self) -> dict[str, InstallKind]:
+        # rebuilt only when the registry's tuple is another one (a test's fake backend)
+        if self._for is None or self._for[0] is not backends.BACKENDS:
+            rows = {k: InstallKind(k, o, a, b) for k, o, a, b in backends.install_kinds()}
+            self._for = (backends.BACKENDS, rows)
+        return self._for[1]
+
+    def __getitem__(self, name: str) -> InstallKind:
+        return self._rows()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows())
+
+    def __len__(self) -> int:
+        return len(self._rows())
+
+
+INSTALL_KINDS: Mapping[str, InstallKind] = _InstallKinds()
+"""Every ``install_kind`` the installer asks for, by name, in the order of
+:func:`bundlegraph.backends.install_kinds` (each backend module declares its own)."""
 
 
 def kind_for(os: str, arch: str, backend: str) -> str:
@@ -70,18 +89,25 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     groups: ``llama``, ``llama-common``, ``ggml``, ``ggml-base``, ``ggml-cpu*``, ``mtmd`` shared
     libraries; the ``llama-server-impl`` / ``llama-quantize-impl`` libraries when
     ``build_number`` >= :data:`~bundlegraph.schemas.records.IMPL_SPLIT_BUILD` (or unknown);
-    ``ggml-cuda`` for CUDA kinds, and on Windows the CUDA runtime trio it checks when a bundle
-    carries one (``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``)."""
+    a GPU backend's own library (``ggml-cuda`` for CUDA kinds), and the runtime files of the
+    backend it checks when a bundle carries them (:data:`bundlegraph.backends.cuda.RUNTIME_GLOBS`:
+    on Windows ``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``). File names follow
+    the kind's OS (:mod:`bundlegraph.platforms`)."""
     k = INSTALL_KINDS[kind]
-    libs = ["llama", "llama-common", "ggml", "ggml-base", "ggml-cpu*", "mtmd"]
+    b = backends.backend(k.backend)
+    p = platform(k.os)
+    # every bundle carries the CPU backend; a GPU bundle its own library too
+    libs = ["llama", "llama-common", "ggml", "ggml-base", backends.BY_NAME["cpu"].LIBRARY, "mtmd"]
     if build_number is None or build_number >= IMPL_SPLIT_BUILD:
         libs += ["llama-server-impl", "llama-quantize-impl"]
-    if k.backend == "cuda":
-        libs.append("ggml-cuda")
-    if k.os == "windows":
-        runtime = ["cudart64_*.dll", "cublas64_*.dll", "cublasLt64_*.dll"] if k.backend == "cuda" else []
-        return ["llama-server.exe", "llama-quantize.exe", *(f"{n}.dll" for n in libs), *runtime]
-    return ["llama-server", "llama-quantize", *(f"lib{n}.so*" for n in libs)]
+    if b.GPU:
+        libs.append(b.LIBRARY)
+    return [
+        p.program("llama-server"),
+        p.program("llama-quantize"),
+        *(p.library_glob(n) for n in libs),
+        *b.RUNTIME_GLOBS.get(k.os, ()),
+    ]
 
 
 __all__ = ["CHECKED_AGAINST", "INSTALL_KINDS", "PORTABLE_CLASS", "InstallKind", "kind_for", "required_patterns"]

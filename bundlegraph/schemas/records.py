@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, cast, dataclass_transform
 
 from ..core.lightclass import frozen
+from ..platforms import platform
 from .archs import Arch, CudaVersion
 from .constraints import Check, Tagged
 
@@ -469,8 +470,8 @@ class BundleSpec(Record):
 
     @property
     def archive_suffix(self) -> str:
-        """``.zip`` on Windows, ``.tar.gz`` on Linux."""
-        return ".zip" if self.os == "windows" else ".tar.gz"
+        """``.zip`` on Windows, ``.tar.gz`` on Linux (:data:`bundlegraph.platforms.PLATFORMS`)."""
+        return platform(self.os).archive
 
     def bundle_name(self, tag: str, prefix: str = "app") -> str:
         """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""

@@ -30,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..core import memo
 from ..core.errors import SpecError, did_you_mean
+from ..platforms import platform
 from ..toolchains.registry import TOOLCHAINS
 from .archs import CudaVersion, arch_supported
 from .cmake_rules import cmake_problems
@@ -251,7 +252,7 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     base = legs.get(s.merge.base) if s.merge else None
     if s.merge is not None and base is None:
         return []  # the base spec is invalid or missing: reported on its own, the union is unknown
-    fold = s.os == "windows"
+    fold = platform(s.os).fold
     have = {x.lower() if fold else x for x in [*s.required, *(base.required if base else [])]}
     wanted = required_patterns(kind.name, release.build_number if release else None)
     missing = [p for p in wanted if (p.lower() if fold else p) not in have]

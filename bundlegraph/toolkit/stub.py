@@ -18,7 +18,10 @@ import re
 import struct
 from pathlib import Path
 
-SONAME = "libcuda.so.1"
+from ..backends import backend
+
+SONAME = backend("cuda").DRIVERS["linux"]
+"""The driver's soname the stub carries (:data:`bundlegraph.backends.cuda.DRIVERS`)."""
 _MACHINES = {
     "linux-x86_64": (62, b"\xc3\x90\x90\x90"),  # EM_X86_64: ret; nop x3
     "linux-sbsa": (183, b"\xc0\x03\x5f\xd6"),  # EM_AARCH64: ret

@@ -11,6 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ...backends import backend, library_file
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
@@ -25,7 +26,7 @@ def inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
     from ...checks.bundle import mapped
     from ...checks.inspect import inspect_file
 
-    name = "ggml-cuda.dll" if os_name == "windows" else "libggml-cuda.so"
+    name = library_file(backend("cuda"), os_name)
     hits = sorted(unpacked.rglob(name))
     if not hits:
         raise BundleGraphError(f"the bundle has no {name}")

@@ -25,6 +25,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ...backends import backend
+from ...platforms import PLATFORMS
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 VERSION_RE = re.compile(
@@ -33,13 +36,14 @@ VERSION_RE = re.compile(
 LOADED_RE = re.compile(r"^\w+: loaded (?P<name>\S+) backend from (?P<path>.+?)\s*$", re.MULTILINE)
 FAILED_RE = re.compile(r"^\w+: failed to load (?P<path>.+?): (?P<error>.+?)\s*$", re.MULTILINE)
 NOT_FOUND_RE = re.compile(r"^\s*(?P<soname>\S+) => not found", re.MULTILINE)
-DRIVER = "libcuda.so.1"
+DRIVERS = backend("cuda").DRIVERS
+"""The CUDA driver's library per OS (:data:`bundlegraph.backends.cuda.DRIVERS`; Windows:
+``nvcuda.dll``, installed with the display driver)."""
+DRIVER = DRIVERS["linux"]
 """The NVIDIA driver's library on Linux: the one dependency a CUDA bundle may lack where no
 driver is installed (never shipped, never stubbed: the toolkit's link-only ``stubs/libcuda.so``
 crashes a process that loads it)."""
-DRIVERS = {"linux": DRIVER, "windows": "nvcuda.dll"}
-"""The driver's library per OS (Windows: ``nvcuda.dll``, installed with the display driver)."""
-CPU_BACKENDS = {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
+CPU_BACKENDS = {p.name: p.library(backend("cpu").LIBRARY) for p in PLATFORMS.values()}
 """The CPU backend's file names ggml looks for beside the programs (``GGML_BACKEND_DL``)."""
 
 

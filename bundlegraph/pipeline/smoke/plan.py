@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ...core import paths, proc
 from ...core.errors import BundleGraphError
 from ...core.lightclass import frozen, mutable
+from ...platforms import platform
 from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
 from ..base import Context
@@ -190,7 +191,7 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
 
     spec = ctx.spec(leg)
     bdir = paths.build_dir(leg)
-    exe = ".exe" if spec.os == "windows" else ""
+    exe = platform(spec.os).exe_suffix
     rec = source_record_if_any(leg)
     tree = Path(rec.tree) if rec is not None else plan_source(ctx.release, ctx.matrix.root).tree
     py = proc.python_exe()

@@ -13,6 +13,7 @@ from pathlib import Path
 from ...core.errors import BundleGraphError, TaskSkipped
 from ...core.fsutil import atomic_write_json, rmtree, sha256_file
 from ...core.report import say
+from ...platforms import platform
 from ...smokestatus import sidecar
 from . import gpu, host
 from .plan import Decision, SmokePlan
@@ -30,7 +31,7 @@ def _runtime_env(plan: SmokePlan) -> dict[str, str]:
             f"smoke:{plan.leg}: {plan.runtime_dir} holds {', '.join(stubs)}: the driver "
             "(or its link-only stub) must never be on a bundle's runtime path"
         )
-    return {("PATH" if plan.os == "windows" else "LD_LIBRARY_PATH"): plan.runtime_dir.as_posix()}
+    return {platform(plan.os).loader_var: plan.runtime_dir.as_posix()}
 
 
 def run_smoke(plan: SmokePlan) -> list[Path]:

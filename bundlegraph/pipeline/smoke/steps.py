@@ -10,6 +10,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from ...backends import backend, library_file
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
@@ -61,7 +62,7 @@ class SmokeRun:
         """The bundle's CUDA backend library name, for a CUDA leg."""
         if not self.plan.cuda:
             return None
-        return "ggml-cuda.dll" if self.plan.os == "windows" else "libggml-cuda.so"
+        return library_file(backend("cuda"), self.plan.os)
 
     def fill(self, argv: list[str], dev: str = "") -> list[str]:
         """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{dev}``, ``{jobs}``, ``{port}``)."""

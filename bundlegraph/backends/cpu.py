@@ -1,0 +1,43 @@
+"""The CPU backend: ggml's own CPU code, in every bundle (a GPU bundle carries it too, as the
+fallback its programs start with). Registered in :data:`bundlegraph.backends.BACKENDS`.
+
+Install kinds: the installer's ``linux-cpu``, ``linux-arm64``, ``windows-cpu`` and
+``windows-arm64`` (checked against :data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`;
+``docs/installer-contract.md``): the kinds a host without a usable GPU driver asks for.
+"""
+
+from __future__ import annotations
+
+NAME = "cpu"
+"""A spec's ``backend`` value."""
+
+TITLE = "CPU"
+"""Its name in messages."""
+
+GPU = False
+"""Not a GPU backend: no driver, no device code, no GPU smoke steps."""
+
+LIBRARY = "ggml-cpu*"
+"""ggml's CPU backend library, as a stem glob: ``ggml-cpu`` or, with ``GGML_CPU_ALL_VARIANTS``,
+one per CPU feature level (``ggml-cpu-haswell``); what ggml looks for beside the programs under
+``GGML_BACKEND_DL``."""
+
+DRIVERS: dict[str, str] = {}
+"""No driver library on any OS."""
+
+DRIVER_WHAT = ""
+"""No driver to describe."""
+
+INSTALL_KINDS: dict[tuple[str, str], str] = {
+    ("linux", "x64"): "linux-cpu",
+    ("linux", "arm64"): "linux-arm64",
+    ("windows", "x64"): "windows-cpu",
+    ("windows", "arm64"): "windows-arm64",
+}
+"""``(os, arch)`` -> the install kind of this backend's bundles (the installer's names)."""
+
+RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
+"""No runtime files the installer checks beyond the common libraries."""
+
+CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
+"""Not a GPU backend: nothing to fall back from."""

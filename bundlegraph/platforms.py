@@ -1,0 +1,85 @@
+"""The operating systems a bundle targets, as one table: :data:`PLATFORMS` (``linux``,
+``windows``), one :class:`Platform` row each. Every OS-dependent name the code needs (a
+library's or program's file name, the archive format, the binary format, the loader's search
+variable, whether file names compare case-insensitively) is read from the row of the bundle's
+``os`` instead of being spelled in a branch on the OS name.
+
+Sources of the facts:
+
+- library and program naming: ld.so(8) / the ELF ``lib<name>.so`` convention, and the Windows
+  loader's ``<name>.dll`` / ``<name>.exe`` (ggml's CMake ``add_library(... SHARED)`` gives
+  ``libggml-cuda.so`` and ``ggml-cuda.dll``);
+- the loader variable: ld.so(8) ``LD_LIBRARY_PATH``; Windows "Dynamic-link library search
+  order" (``PATH`` is searched after the application directory);
+- archive format: what the release we replace publishes (``.zip`` for Windows, ``.tar.gz``
+  for Linux), and what the installer unpacks (``docs/installer-contract.md``);
+- case folding: NTFS names compare case-insensitively, ext4 names do not.
+
+macOS (``lib<x>.dylib``, Mach-O, ``DYLD_LIBRARY_PATH``) has no leg yet: it becomes one more row
+here, not one more branch at every call site.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .core.lightclass import frozen
+
+
+@frozen
+class Platform:
+    """One OS: its ``name`` (a spec's ``os``) and ``title`` (for messages), the ``lib_prefix``/``lib_suffix`` of a shared
+    library's file name, the ``exe_suffix`` of a program's, its bundle ``archive`` suffix, the
+    ``binary`` format its files are read as, the ``loader_var`` that adds a directory to the
+    loader's search path, ``fold`` (file names compare case-insensitively) and ``versioned``
+    (a library's file name may carry a version after its suffix: ``libllama.so.0``)."""
+
+    name: str
+    title: str
+    lib_prefix: str
+    lib_suffix: str
+    exe_suffix: str
+    archive: str
+    binary: Literal["ELF", "PE", "Mach-O"]
+    loader_var: str
+    fold: bool
+    versioned: bool
+
+    def library(self, stem: str) -> str:
+        """The file name of shared library ``stem`` (``ggml-cuda`` -> ``libggml-cuda.so`` /
+        ``ggml-cuda.dll``)."""
+        return f"{self.lib_prefix}{stem}{self.lib_suffix}"
+
+    def library_glob(self, stem: str) -> str:
+        """A glob for library ``stem`` with any version suffix (``libllama.so*``; ``llama.dll``
+        where names carry no version after the suffix)."""
+        return self.library(stem) + ("*" if self.versioned else "")
+
+    def program(self, stem: str) -> str:
+        """The file name of program ``stem`` (``llama-server`` / ``llama-server.exe``)."""
+        return f"{stem}{self.exe_suffix}"
+
+
+PLATFORMS: dict[str, Platform] = {
+    p.name: p
+    for p in (
+        Platform("linux", "Linux", "lib", ".so", "", ".tar.gz", "ELF", "LD_LIBRARY_PATH", fold=False, versioned=True),
+        Platform("windows", "Windows", "", ".dll", ".exe", ".zip", "PE", "PATH", fold=True, versioned=False),
+    )
+}
+"""Every OS a leg may target, by name (the order is the spec schema's)."""
+
+OS_NAMES: tuple[str, ...] = tuple(PLATFORMS)
+"""The OS names, for argument choices and messages."""
+
+
+def platform(os_name: str) -> Platform:
+    """The row of ``os_name``. Raises KeyError naming the known OSes for any other (a spec's
+    ``os`` is validated on load, so only a bug gets here)."""
+    try:
+        return PLATFORMS[os_name]
+    except KeyError:
+        raise KeyError(f"unknown os {os_name!r}: expected one of {', '.join(OS_NAMES)}") from None
+
+
+__all__ = ["OS_NAMES", "PLATFORMS", "Platform", "platform"]

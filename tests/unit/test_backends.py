@@ -1,0 +1,182 @@
+"""The backends' registry (:mod:`bundlegraph.backends`) and the OS table (:mod:`bundlegraph.platforms`):
+the facts are the ones the stages used to spell themselves, the stages read them from the tables,
+and a backend added to the registry reaches them without an edit to any stage module (issue 42)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from bundlegraph import backends
+from bundlegraph.backends import BACKENDS, Backend, backend, driver_owners, library_file, registry_problems
+from bundlegraph.platforms import OS_NAMES, PLATFORMS, platform
+
+
+def test_every_backend_module_has_the_protocols_attributes():
+    want = set(Backend.__annotations__)
+    for b in BACKENDS:
+        assert not want - set(vars(b)), (b.NAME, want - set(vars(b)))
+    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda"]
+    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda"]
+    assert registry_problems(BACKENDS) == []
+
+
+def test_the_install_kinds_are_the_installers_in_its_order():
+    """unsloth==2026.10.9's kinds (docs/installer-contract.md), in the order they were listed
+    before the registry (the spec errors and the coverage report list them in this order)."""
+    from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for
+
+    assert list(INSTALL_KINDS.values()) == [
+        InstallKind("linux-cpu", "linux", "x64", "cpu"),
+        InstallKind("linux-arm64", "linux", "arm64", "cpu"),
+        InstallKind("linux-cuda", "linux", "x64", "cuda"),
+        InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
+        InstallKind("windows-cpu", "windows", "x64", "cpu"),
+        InstallKind("windows-arm64", "windows", "arm64", "cpu"),
+        InstallKind("windows-cuda", "windows", "x64", "cuda"),
+        InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
+    ]
+    assert kind_for("windows", "arm64", "cuda") == "windows-arm64-cuda"
+    with pytest.raises(KeyError, match="no install kind for linux/x64/rocm"):
+        kind_for("linux", "x64", "rocm")
+
+
+def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
+    from bundlegraph.checks import closure, systemdlls
+    from bundlegraph.pipeline import verify
+    from bundlegraph.pipeline.smoke import judges
+
+    cuda = backend("cuda")
+    assert {o: library_file(cuda, o) for o in OS_NAMES} == {"linux": "libggml-cuda.so", "windows": "ggml-cuda.dll"}
+    assert verify.BACKENDS == {"linux": ("libggml-cuda.so",), "windows": ("ggml-cuda.dll",)}
+    assert judges.DRIVERS == {"linux": "libcuda.so.1", "windows": "nvcuda.dll"} and judges.DRIVER == "libcuda.so.1"
+    assert judges.CPU_BACKENDS == {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
+    assert driver_owners("windows") == {"nvcuda.dll": cuda} and driver_owners("linux") == {"libcuda.so.1": cuda}
+    # the closure checks and the Windows DLL list keep no copy of the driver's names
+    assert not hasattr(closure, "LINUX_DRIVER") and not hasattr(systemdlls, "CUDA_DRIVER_DLLS")
+    assert not systemdlls.is_windows_dll("nvcuda.dll")
+
+
+def test_unknown_names_are_refused_with_the_known_ones():
+    with pytest.raises(KeyError, match="unknown backend 'rocm': expected one of cpu, cuda"):
+        backend("rocm")
+    with pytest.raises(KeyError, match="unknown os 'macos': expected one of linux, windows"):
+        platform("macos")
+
+
+def test_each_os_names_its_files_archive_and_loader_variable_once():
+    lin, win = PLATFORMS["linux"], PLATFORMS["windows"]
+    assert (lin.library("ggml-cuda"), lin.library_glob("llama"), lin.program("llama-server")) == (
+        "libggml-cuda.so",
+        "libllama.so*",
+        "llama-server",
+    )
+    assert (win.library("ggml-cuda"), win.library_glob("llama"), win.program("llama-server")) == (
+        "ggml-cuda.dll",
+        "llama.dll",
+        "llama-server.exe",
+    )
+    assert (lin.archive, lin.binary, lin.loader_var, lin.fold) == (".tar.gz", "ELF", "LD_LIBRARY_PATH", False)
+    assert (win.archive, win.binary, win.loader_var, win.fold) == (".zip", "PE", "PATH", True)
+
+
+def test_every_real_leg_is_named_by_the_tables():
+    """Each leg of ``bundles/``: a registered backend, the install kind its backend declares for
+    its os/arch, and the archive of its OS in its bundle name."""
+    from pathlib import Path
+
+    from bundlegraph.schemas.installer import kind_for
+    from bundlegraph.schemas.loader import load_matrix
+
+    m = load_matrix(Path(__file__).resolve().parents[2] / "bundles")
+    assert m.legs
+    for leg, s in m.legs.items():
+        assert backend(s.backend).INSTALL_KINDS[(s.os, s.arch)] == s.install_kind == kind_for(s.os, s.arch, s.backend)
+        assert s.bundle_name("t").endswith(platform(s.os).archive), leg
+
+
+# -- a fake GPU backend -------------------------------------------------------------------------
+
+
+def _fake() -> types.ModuleType:
+    """A GPU backend module as a new backend would write it (no stage module knows its name)."""
+    m = types.ModuleType("bundlegraph.backends.fakegpu")
+    m.NAME = "fakegpu"
+    m.TITLE = "FakeGPU"
+    m.GPU = True
+    m.LIBRARY = "ggml-fakegpu"
+    m.DRIVERS = {"linux": "libfakedrv.so.1", "windows": "FakeDrv.dll"}
+    m.DRIVER_WHAT = "the FakeGPU driver"
+    m.INSTALL_KINDS = {("linux", "x64"): "linux-fakegpu", ("windows", "x64"): "windows-fakegpu"}
+    m.RUNTIME_GLOBS = {"windows": ("fakert64_*.dll",)}
+    m.CPU_FALLBACK = frozenset({("linux", "x64")})
+    return m
+
+
+@pytest.fixture
+def fake_registered(monkeypatch):
+    """The registry with the fake backend added, as one more entry of the tuple would add it."""
+    fake = _fake()
+    table = (*BACKENDS, fake)
+    assert registry_problems(table) == []
+    monkeypatch.setattr(backends, "BACKENDS", table)
+    monkeypatch.setattr(backends, "BY_NAME", {b.NAME: b for b in table})
+    monkeypatch.setattr(backends, "BACKEND_NAMES", tuple(b.NAME for b in table))
+    monkeypatch.setattr(backends, "GPU_BACKENDS", tuple(b for b in table if b.GPU))
+    return fake
+
+
+def test_a_fake_gpu_backend_reaches_the_install_kinds_and_the_installers_file_list(fake_registered):
+    from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for, required_patterns
+
+    assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", "x64", "fakegpu")
+    # its kinds come after the backends before it on each OS
+    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-arm64-cuda") + 1
+    assert kind_for("windows", "x64", "fakegpu") == "windows-fakegpu"
+    assert required_patterns("windows-fakegpu", None)[-2:] == ["ggml-fakegpu.dll", "fakert64_*.dll"]
+    assert required_patterns("linux-fakegpu", None)[-1] == "libggml-fakegpu.so*"
+    assert "ggml-fakegpu.dll" not in required_patterns("windows-cuda", None)
+    assert library_file(backend("fakegpu"), "linux") == "libggml-fakegpu.so"
+
+
+def test_a_fake_gpu_backends_driver_is_known_to_the_closure_check(fake_registered):
+    """Its driver is not "missing" but a GPU driver that only its own legs may import (the check
+    compares case-insensitively on Windows)."""
+    from bundlegraph.checks import closure
+    from bundlegraph.checks.elf import ELFInfo
+    from bundlegraph.checks.pe import PEImport, PEInfo
+
+    assert driver_owners("windows")["fakedrv.dll"] is fake_registered
+    pe = PEInfo(0x8664, "x64", (PEImport("FAKEDRV.DLL", ("fkInit",), ()),), frozenset(), frozenset(), {})
+    assert [f.line() for f in closure.pe_closure({"ggml-fakegpu.dll": pe}, ["ggml-fakegpu.dll"], cuda=True)] == [
+        "ggml-fakegpu.dll: imports: FAKEDRV.DLL: the FakeGPU driver DLL, which only FakeGPU legs may import "
+        "[chain: ggml-fakegpu.dll -> FAKEDRV.DLL (unresolved)]"
+    ]
+    elf = ELFInfo("EM_X86_64", "x64", "ET_DYN", None, ("libfakedrv.so.1",), (), (), {}, {}, frozenset())
+    assert [f.reason for f in closure.elf_closure({"libggml-fakegpu.so": elf}, ["libggml-fakegpu.so"])] == [
+        "libfakedrv.so.1: the FakeGPU driver library, which only FakeGPU legs may need "
+        "[chain: libggml-fakegpu.so -> libfakedrv.so.1 (unresolved)]"
+    ]
+
+
+def test_the_installers_kinds_follow_the_registrys_tuple(monkeypatch):
+    """Registered, the fake adds its two kinds; gone, it leaves no trace (the kinds are derived
+    from the registry's tuple at each look-up, never copied)."""
+    from bundlegraph.schemas.installer import INSTALL_KINDS
+
+    with monkeypatch.context() as m:
+        m.setattr(backends, "BACKENDS", (*BACKENDS, _fake()))
+        assert len(INSTALL_KINDS) == 10 and "windows-fakegpu" in INSTALL_KINDS
+    assert len(INSTALL_KINDS) == 8 and "windows-fakegpu" not in INSTALL_KINDS
+
+
+def test_registry_problems_name_each_fault():
+    bad = _fake()
+    bad.INSTALL_KINDS = {("linux", "x64"): "linux-cuda", ("macos", "arm64"): "macos-fakegpu"}
+    bad.DRIVERS = {"linux": "libfakedrv.so.1"}
+    assert registry_problems((*BACKENDS, bad)) == [
+        "two backends share an install kind: ['linux-cuda']",
+        "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
+        "backend fakegpu: a GPU backend with no driver for ['macos']",
+    ]
