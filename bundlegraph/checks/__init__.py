@@ -11,7 +11,8 @@
 - :mod:`.bundle`: read a bundle from a directory or an archive (each file once).
 
 Checks never raise for a problem with the bundle: they return :class:`Failure` records, which
-:func:`bundlegraph.pipeline.verify.verify_path` collects into a report. A file that claims to
+:func:`bundlegraph.verification.run.verify_path` collects into a report (one row of its table
+each: :mod:`bundlegraph.verification.rows`). A file that claims to
 be a binary (by name) but cannot be read as one raises :class:`NotParsable` from the readers;
 the caller turns that into a failure naming the file.
 """

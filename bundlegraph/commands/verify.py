@@ -18,7 +18,8 @@ import json
 from typing import Any
 
 from ..core.errors import BundleGraphError, did_you_mean
-from ..pipeline.verify import VerifyPolicy, leg_policy, verify_path
+from ..pipeline.verify import leg_policy
+from ..verification import VerifyPolicy, verify_path
 from ..schemas.archs import Arch, parse_arch
 
 

@@ -1,8 +1,8 @@
 """Verify a packed bundle archive and reduce the result to :class:`VerifyFindings`.
 
 :func:`archive_verifier` returns the ``Verifier`` that ``package`` and ``merge`` call: verify's
-full report on the archive itself (:func:`~bundlegraph.pipeline.verify.verify_path` with
-:func:`~bundlegraph.pipeline.verify.policy_from_spec`: machine, closure, glibc floors, fatbin
+full report on the archive itself (:func:`~bundlegraph.verification.run.verify_path` with
+:func:`~bundlegraph.verification.policy.policy_from_spec`: machine, closure, glibc floors, fatbin
 vs promised archs, signatures, required files, the info JSON). Failures raise
 :class:`VerifyError` naming the archive and member (on CI each becomes an
 ``::error file=<archive>::`` annotation, :mod:`bundlegraph.ci`); machines and fatbin SASS
@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import VerifyError
 from ..schemas.manifest import VerifyFindings
 from ..schemas.records import BundleSpec, Release
-from .verify import Report, archive_policy, verify_path
+from ..verification import Report, archive_policy, verify_path
 
 
 def findings_of(report: Report, arch: str) -> VerifyFindings:

@@ -1,0 +1,63 @@
+"""The CUDA backend's verify rows (:mod:`bundlegraph.backends.cuda`), registered in
+:data:`.table.BACKEND_ROWS`:
+
+- ``gpu-code``: the fatbin of each GPU backend library holds SASS or PTX for every promised arch
+  (:func:`bundlegraph.checks.fatbin.check_archs`; ``120a`` means SM 120,
+  :func:`~bundlegraph.schemas.archs.fatbin_sm`);
+- ``cuda-major``: no file imports a CUDA library of another major than the leg's runtime line
+  (:func:`bundlegraph.checks.backends.foreign_cuda_imports`).
+
+The driver a CUDA bundle may import without shipping (``libcuda.so.1``, ``nvcuda.dll``) is the
+backend's ``DRIVERS`` entry, which the generic closure row reads from the registry.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..checks import Failure
+from .rows import Outcome, Row, Subject
+
+if TYPE_CHECKING:
+    from .policy import VerifyPolicy
+
+
+def gpu_code(s: Subject, p: VerifyPolicy) -> Outcome:
+    """One failure per promised arch a GPU backend library's fatbin lacks; one naming the
+    libraries when the bundle has none of them, or a library without a fatbin section."""
+    from ..checks.fatbin import check_archs
+
+    backends = {b.lower() for b in p.backends}
+    found = [r for path, r in sorted(s.results.items()) if path.rsplit("/", 1)[-1].lower() in backends]
+    promised = ",".join(p.cmake_archs)
+    if not found:
+        names = " or ".join(p.backends)
+        return [Failure(names, "gpu-code", f"the leg promises CUDA archs {promised} but the bundle has no {names}")], {}
+    fails = []
+    for r in found:
+        if r.failures and r.fatbin is None and any(f.check in ("parse", "gpu-code") for f in r.failures):
+            continue  # the file's own parse failure already says it
+        if r.fatbin is None:
+            fails.append(Failure(r.path, "gpu-code", f"no CUDA fatbin section, the leg promises archs {promised}"))
+            continue
+        fails += [
+            Failure(r.path, "gpu-code", f"{problem} (promised {promised}; found {r.fatbin.summary()})")
+            for problem in check_archs(r.fatbin, list(p.archs))
+        ]
+    return fails, {}
+
+
+def cuda_major(s: Subject, p: VerifyPolicy) -> Outcome:
+    """Imports of a CUDA library whose major is not the leg's (``p.cuda_major``)."""
+    from ..checks.backends import foreign_cuda_imports
+
+    assert p.cuda_major is not None  # the gate says so
+    return foreign_cuda_imports(s.pe, s.elf, p.cuda_major), {}
+
+
+ROWS: tuple[Row, ...] = (
+    Row("gpu-code", gpu_code, ("archs", "os", "gpu_backends"), "device-code", gate=lambda p: bool(p.archs)),
+    Row("cuda-major", cuda_major, ("cuda_major",), "loading", gate=lambda p: p.cuda_major is not None),
+)
+"""The CUDA backend's rows. Each is gated on the policy fields a CUDA leg sets (promised archs,
+a runtime major), so a policy without them (a CPU leg) skips them."""

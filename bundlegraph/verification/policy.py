@@ -1,0 +1,181 @@
+"""What a leg promises its bundle: :class:`VerifyPolicy`, derived from a spec by
+:func:`policy_from_spec` (and :func:`archive_policy` for a finished bundle). Pure: nothing here
+reads a bundle. The check rows (:mod:`.rows`, :mod:`.table`) each read the policy fields their key
+names; the graph stage ``verify:<leg>`` records :meth:`VerifyPolicy.to_json` in its key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any, Literal
+
+from ..backends import GPU_BACKENDS, library_file
+from ..checks import content
+from ..core.errors import BundleGraphError
+from ..core.lightclass import frozen
+from ..platforms import OS_NAMES
+from ..schemas.archs import Arch
+from ..schemas.records import BundleSpec, Release
+
+BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for os_name in OS_NAMES}
+"""The GPU backends' library file names per os (:mod:`bundlegraph.backends`; today CUDA's only):
+the files whose device code verify inventories, and whose fatbin must match promised CUDA archs."""
+
+
+@frozen
+class VerifyPolicy:
+    """What a bundle must satisfy. Every field is optional; an unset one skips its check.
+
+    - ``os``: ``windows``/``linux``; ``arch``: ``x64``/``arm64`` (PE machine 0x8664/0xAA64,
+      ELF EM_X86_64/EM_AARCH64);
+    - ``archs``: CUDA archs in CMake form (``120``, ``120a``, ``86-real``, ``75-virtual``);
+      checked against the fatbin of ``gpu_backends`` (default: ``ggml-cuda.dll`` /
+      ``libggml-cuda.so``); ``120a`` means SM 120 (:func:`~bundlegraph.schemas.archs.fatbin_sm`);
+    - ``cuda``: a CUDA leg (the driver ``nvcuda.dll`` / ``libcuda.so.1`` may be imported);
+    - ``external``: file names the bundle relies on without shipping (VC++ runtime, paired
+      cudart, ``libgomp.so.1``);
+    - ``signing_required``: every PE must carry a valid, trusted Authenticode signature;
+      ``trust_roots``: extra trusted root certificates (PEM paths; tests only);
+    - ``glibc_floor`` (``"2.36"``) / ``glibcxx_floor`` (``"3.4.30"``);
+    - ``backend_dl``: ``GGML_BACKEND_DL=ON``: every ggml backend library exports
+      ``ggml_backend_init``; ``cuda_major``: no file imports a CUDA library of another major
+      (:mod:`bundlegraph.checks.backends`);
+    - ``required``: file names that must be present; ``info_file``: the info JSON's name and
+      ``info_expect``: ``(key, value)`` pairs it must agree with.
+
+    Raises :class:`BundleGraphError` naming the field when a value is malformed.
+    """
+
+    os: Literal["windows", "linux"] | None = None
+    arch: Literal["x64", "arm64"] | None = None
+    archs: tuple[Arch, ...] = ()
+    cuda: bool = False
+    external: tuple[str, ...] = ()
+    signing_required: bool = False
+    trust_roots: tuple[str, ...] = ()
+    glibc_floor: str | None = None
+    glibcxx_floor: str | None = None
+    required: tuple[str, ...] = ()
+    info_file: str | None = None
+    info_expect: tuple[tuple[str, object], ...] = ()
+    gpu_backends: tuple[str, ...] = ()
+    backend_dl: bool = False
+    cuda_major: int | None = None
+    host_paths: tuple[tuple[str, str], ...] = ()
+    """``(what, path)`` pairs: build-host directories (the download cache, the work directory, the
+    source tree, the home directory) that no shipped file may name: compiles map them to stable
+    names (:mod:`bundlegraph.toolchains.prefix_maps`), so a file naming one would differ on
+    another machine and leak the builder's paths."""
+
+    def __post_init__(self) -> None:
+        if self.os not in (None, "windows", "linux"):
+            raise BundleGraphError(f"verify policy: os {self.os!r}: expected 'windows' or 'linux'")
+        if self.arch not in (None, "x64", "arm64"):
+            raise BundleGraphError(f"verify policy: arch {self.arch!r}: expected 'x64' or 'arm64'")
+        for a in self.archs:
+            if not isinstance(a, Arch):
+                raise BundleGraphError(f"verify policy: archs: {a!r} is not a parsed arch (parse_arch)")
+        for name, v in (("glibc_floor", self.glibc_floor), ("glibcxx_floor", self.glibcxx_floor)):
+            if v is not None:
+                from ..checks import glibc
+
+                try:
+                    glibc.parse_version(v)
+                except ValueError as e:
+                    raise BundleGraphError(f"verify policy: {name}: {e}") from None
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """``gpu_backends`` or the default backend names for ``os`` (both when unset)."""
+        if self.gpu_backends:
+            return self.gpu_backends
+        return BACKENDS[self.os] if self.os else BACKENDS["windows"] + BACKENDS["linux"]
+
+    def to_json(self) -> dict[str, Any]:
+        """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``).
+        ``backend_dl`` and ``cuda_major`` are left out: they follow the spec's ``GGML_BACKEND_DL``
+        and CUDA version, which change the build (and so the verify key) anyway, and verify keys
+        keep their form."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major")}
+        d["info_expect"] = dict(self.info_expect)
+        d["archs"] = self.cmake_archs
+        return d
+
+    def only(self, key: tuple[str, ...]) -> VerifyPolicy:
+        """This policy with every field outside ``key`` (field names) back at its default: what a
+        check row with that key sees, so a row cannot read a field its key does not list.
+        Raises KeyError naming a key entry that is no field."""
+        names = {f.name for f in fields(self)}
+        unknown = [k for k in key if k not in names]
+        if unknown:
+            raise KeyError(f"verify policy has no field {unknown}: expected some of {sorted(names)}")
+        return replace(VerifyPolicy(), **{k: getattr(self, k) for k in key})
+
+    @property
+    def cmake_archs(self) -> list[str]:
+        """``archs`` in CMake spelling."""
+        return [a.cmake for a in self.archs]
+
+
+def policy_from_spec(
+    spec: BundleSpec,
+    release: Release | None = None,
+    *,
+    base: BundleSpec | None = None,
+    built_tree: bool = False,
+    trust_roots: tuple[str, ...] = (),
+) -> VerifyPolicy:
+    """The policy of leg ``spec``.
+
+    - the finished bundle (default): required files of the leg and of its merge ``base``
+      (pass the base spec for a merged leg), external runtimes of both, signing as the spec
+      says, the info JSON named by ``release.info_file`` checked against install_kind,
+      profile name and (CUDA legs) archs;
+    - ``built_tree=True``: the leg's own build output before merge/package: the runtimes the
+      leg ships and the base's required files count as external, no signing, no info JSON.
+    """
+    external = list(spec.runtime.external)
+    required = list(spec.required)
+    if base is not None:
+        external += [e for e in base.runtime.external if e not in external]
+        if built_tree:
+            external += [r for r in base.required if r not in external]
+        else:
+            required = [*base.required, *[r for r in required if r not in base.required]]
+    if built_tree:
+        shipped = [s.name for s in spec.runtime.ships]
+        external += [n for n in shipped if n not in external]
+        # runtimes are added by package: not expected in the build output
+        required = [r for r in spec.required if not any(content.required_matches(n, r, fold=True) for n in shipped)]
+    expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile_name)]
+    if spec.cuda is not None:
+        expect.append(("archs", tuple(spec.cuda.cmake_archs)))
+    return VerifyPolicy(
+        os=spec.os,
+        arch=spec.arch,
+        archs=tuple(spec.cuda.archs) if spec.cuda else (),
+        cuda=spec.backend == "cuda",
+        external=tuple(external),
+        signing_required=spec.signing == "required" and not built_tree,
+        trust_roots=tuple(trust_roots),
+        glibc_floor=spec.linux.glibc_floor if spec.linux else None,
+        glibcxx_floor=spec.linux.glibcxx_floor if spec.linux else None,
+        required=tuple(required),
+        info_file=None if built_tree or release is None else release.info_file,
+        info_expect=() if built_tree else tuple(expect),
+        backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
+        cuda_major=spec.cuda.version.major if spec.cuda else None,
+    )
+
+
+def archive_policy(
+    spec: BundleSpec, release: Release, *, base: BundleSpec | None = None, trust_roots: tuple[str, ...] = ()
+) -> VerifyPolicy:
+    """The policy a finished bundle of ``spec`` is verified with by ``package``, ``merge`` and
+    ``manifest`` (:mod:`bundlegraph.pipeline.archivecheck`) and by ``bundlegraph verify --leg``:
+    :func:`policy_from_spec` with ``trust_roots`` (default ``BUNDLEGRAPH_TRUST_ROOTS``)."""
+    if not trust_roots:
+        from ..core import settings
+
+        trust_roots = tuple(settings.get("TRUST_ROOTS") or ())
+    return policy_from_spec(spec, release, base=base, trust_roots=trust_roots)
