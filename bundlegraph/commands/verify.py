@@ -19,8 +19,8 @@ from typing import Any
 
 from ..core.errors import BundleGraphError, did_you_mean
 from ..pipeline.verify import leg_policy
-from ..verification import VerifyPolicy, verify_path
 from ..schemas.archs import Arch, parse_arch
+from ..verification import VerifyPolicy, verify_path
 
 
 def _archs(items: tuple[str, ...]) -> tuple[Arch, ...]:

@@ -28,6 +28,7 @@ from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 NAME = "verify"
 """The stage's name: its tasks are ``verify:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
 
+
 def leg_policy(ctx: Context, leg: str, *, built_tree: bool) -> VerifyPolicy:
     """The one policy the graph applies to ``leg``: ``verify:<leg>``'s on its build output
     (``built_tree``, :func:`built_tree_policy`: with the build host's paths), else the archive

@@ -75,7 +75,7 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
     table = [(row, policy.only(row.key)) for row in rows_for()]
     table = [(row, p) for row, p in table if row.gate(p)]
     file_rows = [(row, p) for row, p in table if isinstance(row, FileRow)]
-    per_file: dict[str, list[Failure]] = {row.name: [] for row, _ in file_rows}
+    per_file: dict[str, list[Failure]] = {frow.name: [] for frow, _ in file_rows}
     read = policy.only(READ_KEY)
 
     bundle, files = read_bundle(path)
@@ -87,8 +87,8 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
         )
         if r.format:
             results[rel] = r
-        for row, p in file_rows:
-            per_file[row.name] += row.run(rel, data, p)
+        for frow, fp in file_rows:
+            per_file[frow.name] += frow.run(rel, data, fp)
         if read.info_file and rel.rsplit("/", 1)[-1] == read.info_file:
             if info_doc is None or rel.count("/") < info_doc[0].count("/"):  # the shallowest one
                 info_doc = (rel, bytes(data))

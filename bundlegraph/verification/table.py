@@ -23,12 +23,14 @@ BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = {"cpu": (), "cuda": cuda.ROWS}
 """Backend spec name -> its verify rows (every backend of the registry has an entry)."""
 
 
-def rows_for(generic: tuple[AnyRow, ...] | None = None, backend_rows: dict[str, tuple[AnyRow, ...]] | None = None) -> list[AnyRow]:
+def rows_for(
+    generic: tuple[AnyRow, ...] | None = None, backend_rows: dict[str, tuple[AnyRow, ...]] | None = None
+) -> list[AnyRow]:
     """The generic rows (default :data:`.rows.ROWS`) and every backend's (default
-    :data:`BACKEND_ROWS`), ordered by :data:`.rows.PHASES`: within a phase the generic rows first,
-    then the backends' in registry order. Rows whose gate refuses a policy are skipped by the
-    caller (:func:`.run.verify_path`). Raises RuntimeError on a bad table (:func:`table_problems`:
-a bug, not a bundle problem)."""
+        :data:`BACKEND_ROWS`), ordered by :data:`.rows.PHASES`: within a phase the generic rows first,
+        then the backends' in registry order. Rows whose gate refuses a policy are skipped by the
+        caller (:func:`.run.verify_path`). Raises RuntimeError on a bad table (:func:`table_problems`:
+    a bug, not a bundle problem)."""
     generic = rows.ROWS if generic is None else generic
     backend_rows = BACKEND_ROWS if backend_rows is None else backend_rows
     if probs := table_problems(generic, backend_rows):
