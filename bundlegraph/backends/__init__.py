@@ -9,9 +9,12 @@ This is the shape of :mod:`bundlegraph.pipeline.stages` and of cibuildwheel's
 ``cibuildwheel/platforms/__init__.py`` (a ``PlatformModule`` protocol and one table), on the
 axis that varies per leg. OS-dependent naming comes from :mod:`bundlegraph.platforms`.
 
-Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec files. The
-toolchain contribution (GPU compilers as machine-file ``[binaries]``), the pinned SDK, the verify
-rows and the smoke GPU steps are not yet read from here (issue 42's next slice).
+Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec files; its verify
+rows (if any) are a module of :mod:`bundlegraph.verification` registered under its name in
+:data:`bundlegraph.verification.table.BACKEND_ROWS` (they call :mod:`bundlegraph.checks`, which
+sits above this table, so they cannot live in the backend module). The toolchain contribution (GPU
+compilers as machine-file ``[binaries]``), the pinned SDK and the smoke GPU steps are not yet read
+from here (issue 42's next slice).
 """
 
 from __future__ import annotations
