@@ -225,6 +225,29 @@ def _digest(asset: dict[str, Any]) -> str | None:
     return d.removeprefix("sha256:") if d.startswith("sha256:") else None
 
 
+def _if_published(
+    gh: GitHub, repo: str, tag: str, want: dict[str, str], step: str, against: str
+) -> UploadResult | None:
+    """None while release ``tag`` of ``repo`` is not published (absent, or a draft); the result
+    of a rerun when it is published with exactly ``want`` (``{name: "sha256:<hex>"}``), said on
+    the log as ``step``; raises :class:`UploadRefused` when it is published with other assets
+    (``against`` names what they were compared with): a published release is never changed."""
+    published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
+    if not (published and "id" in published and not published.get("draft")):
+        return None
+    have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
+    if have != want:
+        raise UploadRefused(
+            tag,
+            [
+                f"release {tag} of {repo} is already published and differs{against} "
+                f"({_diff(want, have)}); a published release is never changed"
+            ],
+        )
+    say(f"{step}: already published with these {len(want)} assets; nothing to do")
+    return UploadResult(published["id"], published.get("html_url", ""), kept=list(want), already_published=True)
+
+
 def upload_release(
     dist: Path,
     *,
@@ -245,21 +268,9 @@ def upload_release(
     want = local_assets(dist, tag, git_ref)
     with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
-        published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
-        if published and "id" in published and not published.get("draft"):
-            have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
-            if have == want:
-                say(f"upload {tag}: already published with these {len(want)} assets; nothing to do")
-                return UploadResult(
-                    published["id"], published.get("html_url", ""), kept=list(want), already_published=True
-                )
-            raise UploadRefused(
-                tag,
-                [
-                    f"release {tag} of {repo} is already published and differs from {dist} "
-                    f"({_diff(want, have)}); a published release is never changed"
-                ],
-            )
+        done = _if_published(gh, repo, tag, want, f"upload {tag}", f" from {dist}")
+        if done is not None:
+            return done
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
         if len(drafts) > 1:
             raise UploadRefused(tag, [f"{len(drafts)} draft releases of {repo} have tag {tag}; delete all but one"])
@@ -390,17 +401,9 @@ def publish_release(
         )
     with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
-        published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
-        if published and "id" in published and not published.get("draft"):
-            have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
-            if have == want:
-                say(f"publish {tag}: already published with these {len(want)} attested assets; nothing to do")
-                return UploadResult(
-                    published["id"], published.get("html_url", ""), kept=list(want), already_published=True
-                )
-            raise UploadRefused(
-                tag, [f"release {tag} of {repo} is already published and differs ({_diff(want, have)})"]
-            )
+        done = _if_published(gh, repo, tag, want, f"publish {tag}", " from the attested subjects")
+        if done is not None:
+            return done
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
         if len(drafts) != 1:
             raise UploadRefused(
