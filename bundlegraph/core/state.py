@@ -234,15 +234,23 @@ def _diff(old: Any, new: Any, prefix: str, out: list[str]) -> None:
             elif op == "delete":
                 out.append(f"input {prefix}[{i1}:{i2}] removed (was {_short(old[i1:i2])})")
     elif old != new:
-        out.append(f"input {prefix} changed: {_short(old)} -> {_short(new)}")
+        # a changed path is the reason itself: cut short, two long paths under one temp folder
+        # would print the same prefix twice and hide what changed
+        out.append(f"input {prefix} changed: {_short(old, _PATH_LIMIT)} -> {_short(new, _PATH_LIMIT)}")
 
 
 _DUMP_LIMIT = 120
 """Characters of a value that ``explain`` prints before cutting it short."""
 
 
-def _short(v: Any) -> str:
+_PATH_LIMIT = 1024
+"""Characters of a changed *string* (a path, a version) that ``explain`` prints whole."""
+
+
+def _short(v: Any, limit: int = _DUMP_LIMIT) -> str:
     s = canonical(v)
+    if isinstance(v, str) and len(s) <= limit:
+        return s
     return s if len(s) <= _DUMP_LIMIT else s[: _DUMP_LIMIT - 3] + "..."
 
 
