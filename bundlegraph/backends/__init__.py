@@ -13,8 +13,8 @@ Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec f
 rows (if any) are a module of :mod:`bundlegraph.verification` registered under its name in
 :data:`bundlegraph.verification.table.BACKEND_ROWS` (they call :mod:`bundlegraph.checks`, which
 sits above this table, so they cannot live in the backend module). The toolchain contribution (GPU
-compilers as machine-file ``[binaries]``), the pinned SDK and the smoke GPU steps are not yet read
-from here (issue 42's next slice).
+compilers as machine-file ``[binaries]``) and the smoke GPU steps are not yet read from here; the
+spec table (:attr:`Backend.SPEC_TABLE`) and the SDK (:attr:`Backend.SDK`) are.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..platforms import OS_NAMES, platform
-from . import cpu, cuda
+from . import cpu, cuda, vulkan
 
 
 class Backend(Protocol):
@@ -47,9 +47,16 @@ class Backend(Protocol):
     """os -> globs of runtime files the installer checks when a bundle carries them"""
     CPU_FALLBACK: frozenset[tuple[str, str]]
     """``(os, arch)`` of the hosts that fall back to their CPU kind when no bundle of this backend fits"""
+    SPEC_TABLE: str | None
+    """the spec table a leg of this backend must have (``cuda``, ``vulkan``; None: none), and no other
+    backend's leg may"""
+    SDK: str | None
+    """the dotted name of the module that plans, keys and installs this backend's SDK (it satisfies
+    :class:`bundlegraph.toolkit.sdk.SdkModule`; imported by the toolkit stage when a leg needs it,
+    so this table imports nothing above :mod:`bundlegraph.core`); None: no SDK"""
 
 
-BACKENDS: tuple[Backend, ...] = (cpu, cuda)
+BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan)
 """Every backend, CPU first (every bundle carries it)."""
 
 BY_NAME: dict[str, Backend] = {b.NAME: b for b in BACKENDS}
@@ -96,6 +103,11 @@ def install_kinds(table: tuple[Backend, ...] | None = None) -> list[tuple[str, s
     ]
 
 
+def spec_tables() -> tuple[str, ...]:
+    """The spec tables the backends own (``cuda``, ``vulkan``), in registry order."""
+    return tuple(b.SPEC_TABLE for b in BACKENDS if b.SPEC_TABLE)
+
+
 def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     """What is wrong with ``table`` as a registry, one line each (empty: nothing): two backends of
     one name or one install kind, an OS that :mod:`bundlegraph.platforms` does not know, a GPU
@@ -132,4 +144,5 @@ __all__ = [
     "install_kinds",
     "library_file",
     "registry_problems",
+    "spec_tables",
 ]

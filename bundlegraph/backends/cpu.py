@@ -41,3 +41,9 @@ RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
 
 CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
 """Not a GPU backend: nothing to fall back from."""
+
+SPEC_TABLE: str | None = None
+"""No spec table of its own (a CPU leg has neither ``[cuda]`` nor ``[vulkan]``)."""
+
+SDK: str | None = None
+"""No SDK: the toolchain's compilers are all a CPU leg needs."""

@@ -66,3 +66,9 @@ BLACKWELL_NEEDS_MAX_SM_100: frozenset[str] = frozenset({"windows"})
 
 BLACKWELL_LINES_FIRST: frozenset[str] = frozenset({"linux"})
 """OSes where a Blackwell host tries the runtime lines with a fitting bundle first."""
+
+SPEC_TABLE: str | None = "cuda"
+"""The spec table a CUDA leg must have (``[cuda]``: version, archs, toolkit)."""
+
+SDK: str | None = "bundlegraph.toolkit.cuda_sdk"
+"""The module that plans, keys and installs the CUDA toolkit (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""

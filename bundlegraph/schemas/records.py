@@ -33,8 +33,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, cast, dataclass_transform
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar, cast, dataclass_transform
 
+from .. import backends
 from ..core.lightclass import frozen
 from ..platforms import platform
 from .archs import Arch, CudaVersion
@@ -45,6 +46,10 @@ CPUArch = Literal["x64", "arm64"]
 RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
 """NVIDIA's redist platform keys (the keys of a ``redistrib_<ver>.json`` component)."""
 CMakeValue = bool | int | str | list[str]
+if TYPE_CHECKING:
+    BackendName = str
+else:  # the registry's names, so pydantic and the JSON Schema list exactly the backends there are
+    BackendName = Literal[backends.BACKEND_NAMES]
 
 _ID = Check(pattern=r"^[a-z0-9][a-z0-9._-]*$")
 _SHA256 = Check(pattern=r"^[0-9a-f]{64}$")
@@ -280,6 +285,48 @@ class CudaSpec(Record):
 
 
 @record
+class VulkanSdkSpec(Record):
+    """Where a Vulkan leg's SDK (the Vulkan headers, the loader to link, ``glslc``) comes from:
+    ``debs`` (Debian packages pinned by name, version and sha256 in a lock file), ``host`` (the
+    build machine's own, as ``toolkit source = "host"`` is for CUDA) or ``lunarg`` (LunarG's SDK
+    installer, pinned by version and sha256: the Windows legs)."""
+
+    OMIT_NONE = ("lock", "version", "sha256", "url_name")
+
+    source: Literal["debs", "host", "lunarg"]
+    """debs (Debian packages from a lock file), host (the build machine's glslc, headers and loader) or lunarg
+    (LunarG's SDK installer)"""
+    lock: str | None = None
+    """debs: the lock file (bundles/locks/...) pinning each Debian package by name, version and sha256"""
+    version: Annotated[str, Check(pattern=r"^\d+\.\d+\.\d+\.\d+$")] | None = None
+    """lunarg: the SDK version (1.4.357.0)"""
+    sha256: Annotated[str, _SHA256] | None = None
+    """lunarg: the installer's sha256 (an install without it is refused: hashes fail closed)"""
+    url_name: Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")] | None = None
+    """lunarg: the installer's file name (vulkansdk-windows-X64-1.4.357.0.exe)"""
+
+    def __post_init__(self) -> None:
+        allowed = {"debs": ("lock",), "host": (), "lunarg": ("version", "sha256", "url_name")}[self.source]
+        for k in ("lock", "version", "url_name", "sha256"):
+            if getattr(self, k) is not None and k not in allowed:
+                raise ValueError(f"{k}: not a key of source '{self.source}' (it takes: {', '.join(allowed) or 'none'})")
+        if self.source == "debs" and not self.lock:
+            raise ValueError("lock: source 'debs' needs 'lock' (a lock file under bundles/locks/)")
+        if self.source == "lunarg":
+            for k in ("version", "url_name"):
+                if getattr(self, k) is None:
+                    raise ValueError(f"{k}: source 'lunarg' needs '{k}'")
+
+
+@record
+class VulkanSpec(Record):
+    """Vulkan settings of a GPU leg."""
+
+    sdk: VulkanSdkSpec
+    """where the Vulkan headers, loader and glslc come from"""
+
+
+@record
 class BuildSpec(Record):
     """What ``cmake --build`` builds, and over how many CI jobs its compile is spread
     (:mod:`bundlegraph.pipeline.compile.shards`)."""
@@ -386,7 +433,7 @@ class BundleSpec(Record):
     """One leg: a bundle's build (``bundles/<id>.toml``; ``bundlegraph schema`` prints its JSON
     Schema)."""
 
-    OMIT_NONE = ("compile_runner", "smoke", "local")
+    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan")
 
     id: Annotated[str, _ID]
     """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
@@ -394,8 +441,9 @@ class BundleSpec(Record):
     """target operating system: windows or linux"""
     arch: CPUArch
     """target CPU architecture: x64 or arm64"""
-    backend: Literal["cpu", "cuda"]
-    """cpu, or cuda (then a [cuda] table and profile.line are required)"""
+    backend: BackendName
+    """a backend of the registry (cpu, cuda, vulkan): a GPU backend's leg needs its table ([cuda], [vulkan]) and no
+    other backend's; a cuda leg also profile.line"""
     install_kind: Annotated[str, _ID]
     """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows"""
     promised: bool = True
@@ -413,6 +461,8 @@ class BundleSpec(Record):
     """what an installer chooses by: name, line, klass, rank"""
     cuda: CudaSpec | None = None
     """CUDA version, archs and toolkit of a cuda leg"""
+    vulkan: VulkanSpec | None = None
+    """the SDK of a vulkan leg"""
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure"""
@@ -434,12 +484,17 @@ class BundleSpec(Record):
     """set by the load-time overrides only (the loader refuses it in a spec file; not in the JSON Schema)"""
 
     def __post_init__(self) -> None:
-        if self.backend == "cuda" and self.cuda is None:
-            raise ValueError("cuda: backend 'cuda' needs a [cuda] table")
-        if self.backend == "cpu" and self.cuda is not None:
-            raise ValueError("cuda: backend 'cpu' must not have a [cuda] table")
+        own = backends.BY_NAME[self.backend].SPEC_TABLE if self.backend in backends.BY_NAME else None
+        for table in backends.spec_tables():  # the spec is a tagged union on backend
+            there = getattr(self, table) is not None
+            if table == own and not there:
+                raise ValueError(f"{table}: backend '{self.backend}' needs a [{table}] table")
+            if table != own and there:
+                raise ValueError(f"{table}: backend '{self.backend}' must not have a [{table}] table")
         if self.backend == "cuda" and self.profile.line is None:
             raise ValueError("profile.line: a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
+        if self.backend != "cuda" and self.profile.line is not None:
+            raise ValueError(f"profile.line: only a CUDA leg has a runtime line; backend is '{self.backend}'")
         if self.os == "linux" and self.linux is None:
             raise ValueError("linux: a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
         if self.os == "windows" and self.linux is not None:
@@ -476,6 +531,10 @@ class BundleSpec(Record):
     def bundle_name(self, tag: str, prefix: str = "app") -> str:
         """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""
         return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile_name}{self.archive_suffix}"
+
+
+if _untabled := set(backends.spec_tables()) - set(BundleSpec.FIELDS):  # a backend's SPEC_TABLE with no field: a bug
+    raise RuntimeError(f"bundlegraph.schemas.records: BundleSpec has no field for the spec tables {sorted(_untabled)}")
 
 
 # --- the release: bundles/release.toml -------------------------------------------------------
