@@ -247,7 +247,9 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
     it stands for), in the flags and in the CMake cache's values (a toolkit library pinned by
     path), so the statement names no path of the machine that built it.
     ``toolkit``: each installed component (component, version, platform, role, origin, file,
-    sha256)."""
+    sha256). ``vulkan`` (a Vulkan leg): its SDK (task, source, header and glslc versions) and
+    ``shader_extensions``/``compiled_out``, the shader paths glslc could not compile (reported,
+    not hidden)."""
     maps: dict[str, str] = dict(configure.get("prefix_maps") or {})
 
     def unrooted(text: str) -> str:
@@ -268,6 +270,8 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
         },
         "prefix_maps": {f"<{name}>": ROOT_ROLES.get(name, name) for name in sorted(maps)},
     }
+    if configure.get("vulkan"):  # a Vulkan leg: its SDK and the shader set glslc could compile (compiled_out)
+        out["vulkan"] = configure["vulkan"]
     if receipt is not None:
         keep = ("component", "version", "platform", "role", "origin", "filename", "sha256", "source")
         out["toolkit"] = [{k: c.get(k) for k in keep} for c in receipt.get("components", [])]

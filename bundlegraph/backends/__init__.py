@@ -54,6 +54,9 @@ class Backend(Protocol):
     """the dotted name of the module that plans, keys and installs this backend's SDK (it satisfies
     :class:`bundlegraph.toolkit.sdk.SdkModule`; imported by the toolkit stage when a leg needs it,
     so this table imports nothing above :mod:`bundlegraph.core`); None: no SDK"""
+    COMPILER: str | None
+    """the machine-file ``[binaries]`` entry (a GPU compiler: ``cuda``, ``glslc``) a leg's toolchain must
+    name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none"""
 
 
 BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan)

@@ -47,3 +47,6 @@ SPEC_TABLE: str | None = None
 
 SDK: str | None = None
 """No SDK: the toolchain's compilers are all a CPU leg needs."""
+
+COMPILER: str | None = None
+"""No GPU compiler: a CPU leg's toolchain needs only its C and C++ compilers."""

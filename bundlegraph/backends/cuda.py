@@ -72,3 +72,6 @@ SPEC_TABLE: str | None = "cuda"
 
 SDK: str | None = "bundlegraph.toolkit.cuda_sdk"
 """The module that plans, keys and installs the CUDA toolkit (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""
+
+COMPILER: str | None = "cuda"
+"""The machine-file ``[binaries]`` entry a CUDA leg's toolchain must name (``cuda = "nvcc"``)."""

@@ -46,3 +46,6 @@ SPEC_TABLE: str | None = "vulkan"
 
 SDK: str | None = "bundlegraph.toolkit.vulkan"
 """The module that plans, keys and installs this backend's SDK (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""
+
+COMPILER: str | None = "glslc"
+"""The machine-file ``[binaries]`` entry a Vulkan leg's toolchain must name (``glslc = "glslc"``)."""

@@ -135,6 +135,23 @@ class LegContext:
         return ref_for_set(component_set(self.spec, self.ctx.matrix.root, str(f) if f else ""))
 
     @cached_property
+    def sdk(self) -> Any:
+        """The leg's SDK as its backend's SDK module gives it (:meth:`bundlegraph.toolkit.sdk.SdkModule.ref`):
+        the :class:`CudaToolkit` of a CUDA leg (the same object as :attr:`toolkit`), the
+        :class:`~bundlegraph.toolchains.vulkan.VulkanSdk` of a Vulkan leg; None for a backend
+        without an SDK. Its ``task`` is the SDK task configure waits for."""
+        if self.spec.cuda is not None:
+            return self.toolkit
+        from .. import backends
+        from ..toolkit.sdk import sdk_module
+
+        mod = sdk_module(backends.backend(self.spec.backend))
+        if mod is None:
+            return None
+        f = self.ctx.matrix.files.get(self.leg)
+        return mod.ref(self.spec, self.ctx.matrix.root, str(f) if f else "")
+
+    @cached_property
     def build_dir(self) -> Path:
         """``build/<leg>/`` of the work directory."""
         return paths.build_dir(self.leg)

@@ -40,6 +40,7 @@ from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
 from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
+from ..toolchains.vulkan import VulkanSdk
 from ..toolchains.tools import BuildTools, build_tools
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .compile.cmake_cache import cache_entries
@@ -56,8 +57,9 @@ UNKNOWN = "<known after source:{leg}>"
 @frozen
 class ConfigurePlan:
     """Everything configure will do for one leg. ``argv`` is the full cmake command;
-    ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the toolkit
-    layout (None for CPU legs; its ``task`` is the toolkit task configure waits for);
+    ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the CUDA toolkit
+    layout (None for other legs); ``sdk`` the backend's SDK (its ``task`` is the toolkit task
+    configure waits for);
     ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS;
     ``spec_keys``/``spec_file``: the ``[cmake]`` keys the spec sets and its file (a key the project
     does not declare fails the configure, :func:`spec_key_problems`)."""
@@ -77,6 +79,10 @@ class ConfigurePlan:
     cuda: CudaToolkit | None
     record: Path
     log: Path
+    sdk: Any = None
+    """The leg's backend SDK (:attr:`~.base.LegContext.sdk`: ``cuda`` itself for a CUDA leg, a
+    :class:`~bundlegraph.toolchains.vulkan.VulkanSdk` for a Vulkan leg, None for CPU); its task
+    is the toolkit task configure waits for."""
     binaries: dict[str, str] = field(default_factory=dict)
     with_cublas: bool = False
     spec_keys: tuple[str, ...] = ()
@@ -107,7 +113,7 @@ class ConfigurePlan:
             "argv": [Path(a).name if i == 0 else a for i, a in enumerate(self.argv)],
             "source_digest": self.source_digest,
             "toolkit": c.get("toolkit"),
-            "toolkit_prefix": self.cuda.root if self.cuda else None,
+            "toolkit_prefix": self.sdk.root if self.sdk else None,
             "tools": c.get("tools"),
             "compilers": c.get("compilers"),
             "git": "blind",  # configure and build run with GIT_DIR naming no repository (.compile.git_blind)
@@ -154,7 +160,7 @@ def plan_configure(
     names) are shown, so ``bundlegraph plan`` works on any host."""
     lc = ctx.leg(leg)
     spec, tc = lc.spec, lc.toolchain
-    cuda = lc.toolkit
+    cuda, sdk = lc.toolkit, lc.sdk
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
     spec_file = str(ctx.matrix.files.get(leg, f"{leg}.toml"))
@@ -167,7 +173,7 @@ def plan_configure(
     maps = PrefixMaps(
         source=tree, build=cmake_dir, work=ctx.workdir, cache=ctx.cache, toolkit=Path(cuda.root) if cuda else None
     )
-    text = tc.render(leg, cuda, binaries, maps)
+    text = tc.render(leg, sdk, binaries, maps)
     hooks = (
         hooks_script(seeds=True, host_flag=msvc.ZC if tc.info.build_os == "windows" else None)
         if (tc.info.cuda and cuda)
@@ -211,6 +217,7 @@ def plan_configure(
         cache=cache,
         argv=argv,
         cuda=cuda,
+        sdk=sdk,
         record=bdir / "configure.json",
         log=ctx.log(leg, "configure"),
         binaries=dict(binaries),
@@ -285,13 +292,13 @@ def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
     tool versions (cached) and MSVC capture."""
     tc = check_host(ctx, leg)
     tools = build_tools()
-    resolved = tc.resolve(ctx.leg(leg).toolkit)
+    resolved = tc.resolve(ctx.leg(leg).sdk)
     plan = plan_configure(ctx, leg, tools, resolved.binaries)
     if UNKNOWN.format(leg=leg) in (plan.source_digest, plan.cache.get("LLAMA_BUILD_COMMIT")):
         raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
 
     consumed: dict[str, Any] = {
-        "toolkit": upstream_digest(plan.cuda.task) if plan.cuda else None,
+        "toolkit": upstream_digest(plan.sdk.task) if plan.sdk else None,
         "tools": tools.key(),
         "compilers": resolved.key,
     }
@@ -320,7 +327,11 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
                 f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
                 f"rerun {plan.cuda.task or 'the toolkit task'} (or install the missing components)"
             )
-    env = without_git(tc.resolve(plan.cuda).env, plan.build_dir)
+    if isinstance(plan.sdk, VulkanSdk) and (lost := plan.sdk.missing()):
+        raise ToolkitError(
+            f"configure:{leg}: the Vulkan SDK at {plan.sdk.prefix} lacks {', '.join(lost)}; rerun {plan.sdk.task}"
+        )
+    env = without_git(tc.resolve(plan.sdk).env, plan.build_dir)
     atomic_write_bytes(plan.toolchain_file, plan.toolchain_text.encode())
     if plan.hooks_file:
         atomic_write_bytes(plan.hooks_file, plan.hooks_text.encode())
@@ -361,6 +372,8 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
             "cuda": plan.cuda.layout_json() if plan.cuda else None,
             "prefix_maps": plan.prefix_maps.record() if plan.prefix_maps else {},
             "compile_flags": _compile_flags(plan.cmake_dir),
+            # a Vulkan leg only (the record of every other leg keeps its bytes): what glslc could compile
+            **({"vulkan": vulkan_record(plan.sdk, plan.log)} if isinstance(plan.sdk, VulkanSdk) else {}),
         },
     )
     return [
@@ -369,6 +382,26 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
         Present(plan.cmake_dir / "CMakeCache.txt"),
         Present(plan.cmake_dir / "build.ninja"),
     ]
+
+
+def vulkan_record(sdk: VulkanSdk, log: Path) -> dict[str, Any]:
+    """A Vulkan leg's SDK and shader set: the SDK task and source, and ``shader_extensions``,
+    each GLSL extension ggml's CMake tested glslc for (``test_shader_extension_support`` in
+    ``ggml/src/ggml-vulkan/CMakeLists.txt``, which prints ``<EXT> supported by glslc`` or
+    ``<EXT> not supported by glslc``) -> whether it was; ``compiled_out`` the unsupported ones
+    (the shader paths the bundle lacks: cooperative matrix, integer dot, bf16 ...)."""
+    from ..toolkit.vulkan import read_receipt, shader_extensions
+
+    exts = shader_extensions(log.read_text(encoding="utf-8", errors="replace"))
+    receipt = read_receipt(sdk) or {}
+    return {
+        "sdk": sdk.task,
+        "source": sdk.source,
+        "vulkan_header_version": receipt.get("vulkan_header_version"),
+        "glslc_version": receipt.get("glslc_version"),
+        "shader_extensions": exts,
+        "compiled_out": sorted(k for k, ok in exts.items() if not ok),
+    }
 
 
 def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> ProbeTools | None:
@@ -457,7 +490,7 @@ def plans(ctx: Context) -> list[Any]:
             doc=f"cmake configure of {leg} ({ctx.spec(leg).toolchain})",
             prepare=partial(prepare, ctx, leg),
             apply=partial(run_plan, run),
-            deps=[f"source:{leg}"] + ([tk.task] if (tk := ctx.leg(leg).toolkit) else []),
+            deps=[f"source:{leg}"] + ([sdk.task] if (sdk := ctx.leg(leg).sdk) else []),
             preview=partial(plan_configure, ctx, leg),
         )
         for leg in ctx.legs

@@ -98,6 +98,8 @@ class ConfigureRecord:
     """Each stable name and the build-host root it replaced in every compile (absent before issue 32)."""
     compile_flags: dict[str, str] | None = None
     """``CMAKE_<LANG>_FLAGS`` and ``CMAKE_<LANG>_FLAGS_RELEASE`` as configured."""
+    vulkan: dict[str, Any] | None = None
+    """A Vulkan leg's SDK and shader set (:func:`bundlegraph.pipeline.configure.vulkan_record`); absent elsewhere."""
 
 
 def read_configure(leg: str, build_dir: Path | None = None) -> ConfigureRecord | None:

@@ -1,5 +1,10 @@
-"""Stage ``toolkit``: install each distinct CUDA component set once, verified, laid out per
-target, and tell later stages where everything is.
+"""Stage ``toolkit``: install each distinct SDK of the selected legs once, verified, and tell
+later stages where everything is. Which SDK a leg needs is its backend's business
+(:attr:`bundlegraph.backends.Backend.SDK` names a :class:`~bundlegraph.toolkit.sdk.SdkModule`):
+CUDA's toolkit (:mod:`bundlegraph.toolkit.cuda_sdk`, tasks ``toolkit:cuda…``, described below),
+Vulkan's headers, loader and glslc (:mod:`bundlegraph.toolkit.vulkan`, tasks
+``toolkit:vulkan-<version>-<platform>-<hash6>``); a backend without an SDK (CPU) has no task.
+This stage never names a backend. ``LegContext.sdk`` is the leg's SDK as later stages read it.
 
 Contract for later stages (configure, build, verify, package)
 -------------------------------------------------------------
@@ -43,21 +48,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import HostMismatch, ToolkitError
-from ..core.lightclass import frozen
+from .. import backends
+from ..core.errors import ToolkitError
 from ..core.state import Present
-from ..toolkit.identity import ComponentSet, component_set
+from ..toolkit.cuda_sdk import ToolkitPlan
+from ..toolkit.cuda_sdk import run as run_cuda
 from ..toolkit.ref import RECEIPT, CudaToolkit, ref_for_set, toolkits_root
+from ..toolkit.sdk import SdkModule, sdk_module
 from .base import Context, Prepared, TaskPlan, known, run_plan
 
 NAME = "toolkit"
 """The stage's name: its tasks are ``toolkit:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
-
-
-def _set_of(ctx: Context, leg: str) -> ComponentSet:
-    spec = ctx.spec(leg)
-    f = ctx.matrix.files.get(leg)
-    return component_set(spec, ctx.matrix.root, str(f) if f else "")
 
 
 def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
@@ -69,86 +70,43 @@ def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
     return tk
 
 
-@frozen
-class ToolkitPlan:
-    """What ``toolkit:<set name>`` does: install ``components`` (the resolved
-    :class:`~bundlegraph.toolkit.identity.ComponentSet`) at ``ref`` (the
-    :class:`CudaToolkit` later stages read); ``bundles`` resolves the spec's lock files;
-    ``legs`` use it; ``host_problem``: set when none of them can compile on this host (and none
-    imports its build output), so nothing is downloaded for them."""
-
-    components: ComponentSet
-    ref: CudaToolkit
-    bundles: Path
-    legs: tuple[str, ...]
-    host_problem: str | None = None
-
-    def key(self) -> dict[str, Any]:
-        """The component set with every resolved name, version, platform and sha256
-        (:func:`bundlegraph.toolkit.key.key_inputs`; a redist set reads its manifest)."""
-        from ..toolkit.key import key_inputs
-
-        return key_inputs(self.components, self.bundles)
-
-    def describe(self) -> dict[str, Any]:
-        """The legs using it, where it installs, its receipt, its target directory, its components."""
-        return {
-            "legs": list(self.legs),
-            "prefix": str(self.ref.prefix),
-            "receipt": str(self.ref.receipt),
-            "target_dir": self.ref.target_dir,
-            **self.components.identity(),
-        }
-
-
 def run(plan: ToolkitPlan) -> list[Path | Present]:
-    """Install (or verify the installed) toolkit from ``plan`` alone; returns its receipt.
-    Refuses (:class:`HostMismatch`) before any download when no leg of it can use it here."""
-    from ..toolkit.install import install
+    """Install (or verify the installed) CUDA toolkit from ``plan`` alone
+    (:func:`bundlegraph.toolkit.cuda_sdk.run`)."""
+    return run_cuda(plan)
 
-    if plan.host_problem:
-        raise HostMismatch(f"toolkit:{plan.components.name}: {plan.host_problem}")
-    receipt = install(plan.components, plan.ref, plan.bundles)
-    if plan.components.source == "host":
-        return [receipt]
-    from ..toolkit.validate import required_paths
 
-    # every required file by presence (not hashed: the receipt holds the archives' sha256), so a
-    # toolkit whose files were deleted after install is not up to date
-    return [receipt, *(Present(p) for p in required_paths(plan.ref.prefix, plan.components))]
+def _run_sdk(mod: SdkModule, plan: Any) -> list[Path | Present]:
+    return mod.run(plan)
 
 
 def plans(ctx: Context) -> list[Any]:
-    """One ``toolkit:<set name>`` task per distinct component set among the selected CUDA legs."""
-    groups: dict[str, tuple[ComponentSet, list[str]]] = {}
+    """One ``toolkit:<name>`` task per distinct SDK among the selected legs (legs whose backend
+    names the same SDK identity share it)."""
+    groups: dict[str, tuple[SdkModule, Any, list[str]]] = {}
     for leg in ctx.legs:
-        if ctx.spec(leg).backend != "cuda":
+        mod = sdk_module(backends.backend(ctx.spec(leg).backend))
+        if mod is None:
             continue
-        cs = _set_of(ctx, leg)
-        groups.setdefault(cs.name, (cs, []))[1].append(leg)
+        f = ctx.matrix.files.get(leg)
+        name, ident = mod.group(ctx.spec(leg), ctx.matrix.root, str(f) if f else "")
+        groups.setdefault(name, (mod, ident, []))[2].append(leg)
     out = []
-    for name, (cs, legs) in sorted(groups.items()):
+    for name, (mod, ident, legs) in sorted(groups.items()):
         probs = [ctx.host_problem(leg) for leg in legs]
-        tp = ToolkitPlan(
-            components=cs,
-            ref=ref_for_set(cs),
-            bundles=ctx.matrix.root,
-            legs=tuple(legs),
-            host_problem=probs[0] if all(probs) else None,
-        )
+        tp = mod.plan(ident, tuple(legs), ctx.matrix.root, probs[0] if all(probs) else None)
         out.append(
             TaskPlan(
                 stage=NAME,
                 name=name,
                 leg=None,
-                doc=f"install CUDA {cs.cuda_version} ({cs.source}) {cs.host_platform} host + "
-                f"{cs.target_platform} target for {', '.join(legs)}",
+                doc=tp.doc(),
                 prepare=partial(Prepared.of, tp),
-                apply=partial(run_plan, run),
+                apply=partial(run_plan, partial(_run_sdk, mod)),
                 preview=partial(known, tp),
             )
         )
     return out
 
 
-__all__ = ["NAME", "RECEIPT", "CudaToolkit", "ToolkitPlan", "plans", "ref_for_set", "toolkit_for_leg", "toolkits_root"]
+__all__ = ["NAME", "RECEIPT", "CudaToolkit", "ToolkitPlan", "plans", "ref_for_set", "run", "toolkit_for_leg", "toolkits_root"]

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from .. import backends
 from ..core import memo
 from ..core.errors import SpecError, did_you_mean
 from ..platforms import platform
@@ -312,8 +313,12 @@ def cross_field_problems(
                     f"{f}: toolchain: '{s.toolchain}' builds for {tc.target_os}-{tc.target_arch}, "
                     f"the leg is {s.os}-{s.arch}"
                 )
-            if s.backend == "cuda" and not tc.cuda:
-                out.append(f"{f}: toolchain: '{s.toolchain}' cannot compile CUDA; backend is 'cuda'")
+            b = backends.backend(s.backend)
+            if b.COMPILER and not tc.has_binary(b.COMPILER):
+                out.append(
+                    f"{f}: toolchain: '{s.toolchain}' cannot compile {b.TITLE}; backend is '{s.backend}' (its "
+                    f"machine file {Path(tc.file).name} names no [binaries] {b.COMPILER})"
+                )
         if s.cmake_bool("GGML_CPU", True) is False and s.merge is None:
             out.append(
                 f"{f}: cmake.GGML_CPU: OFF builds no CPU backend, so the leg needs "

@@ -18,12 +18,24 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from ..core import proc
+from ..core.errors import ToolMissing
 from ..core.lightclass import frozen
 from .cuda import PLATFORMS, CudaToolkit, target_dir
 from .prefix_maps import PrefixMaps, flag_text
 from .registry import ToolchainInfo
+from .vulkan import VulkanSdk
+
+Sdk = CudaToolkit | VulkanSdk
+"""A leg's SDK as a toolchain takes it (the backend's, :attr:`bundlegraph.pipeline.base.LegContext.sdk`)."""
+
+
+def cuda_of(sdk: Sdk | None) -> CudaToolkit | None:
+    """``sdk`` when it is a CUDA toolkit, else None."""
+    return sdk if isinstance(sdk, CudaToolkit) else None
 
 
 def this_host() -> tuple[str, str]:
@@ -116,15 +128,42 @@ class Toolchain:
         """The environment cmake and the compilers run in (default: this process's)."""
         return dict(os.environ if base is None else base)
 
-    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
+        """The compilers (and the SDK's GPU compilers, :meth:`gpu_binaries`) as absolute paths,
+        the environment and the key. ``sdk``: the leg's backend SDK (None: a CPU leg)."""
         raise NotImplementedError
 
-    def render(
-        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str], maps: PrefixMaps | None = None
-    ) -> str:
-        """The leg's CMake toolchain file; ``maps``: the build-host roots its compiles map to
-        stable names (:mod:`.prefix_maps`), none when absent."""
+    def render(self, leg: str, sdk: Sdk | None, binaries: dict[str, str], maps: PrefixMaps | None = None) -> str:
+        """The leg's CMake toolchain file for the backend SDK ``sdk`` (its CMake entries and GPU
+        compilers); ``maps``: the build-host roots its compiles map to stable names
+        (:mod:`.prefix_maps`), none when absent."""
         raise NotImplementedError
+
+    def gpu_binaries(self, sdk: Sdk | None, env: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+        """The GPU compilers of ``sdk`` this machine file names under ``[binaries]``, resolved:
+        ``({role: absolute path}, {role: version})``. A Vulkan SDK's ``glslc`` is searched in the
+        SDK's ``bin_dir`` first, then on ``env``'s PATH; a missing one raises :class:`ToolMissing`
+        naming the machine file's entry. (nvcc comes from the CUDA toolkit's own layout,
+        :meth:`_cuda_lines`.)"""
+        if not isinstance(sdk, VulkanSdk):
+            return {}, {}
+        from .tools import _version_by_run
+
+        if not self.info.has_binary("glslc"):
+            raise ToolMissing(f"toolchain {self.id}: {self.info.file} names no [binaries] glslc; a Vulkan leg needs it")
+        name = self.info.binary("glslc")
+        exe = name + (".exe" if self.info.build_os == "windows" and not name.lower().endswith(".exe") else "")
+        found = sdk.path(sdk.bin_dir) / exe if sdk.bin_dir else None
+        if found is None or not found.is_file():
+            hit = proc.which(name, env)
+            found = Path(hit) if hit else None
+        if found is None:
+            where = f"in {sdk.path(sdk.bin_dir)} (the Vulkan SDK, {sdk.task}) nor " if sdk.bin_dir else ""
+            raise ToolMissing(
+                f"toolchain {self.id}: glslc '{name}' ([binaries] glslc of {Path(self.info.file).name}) is neither "
+                f"{where}on PATH (Debian/Ubuntu: apt-get install glslc)"
+            )
+        return {"glslc": found.as_posix()}, {"glslc": _version_by_run(found, "glslc")}
 
     # -- shared rendering pieces -------------------------------------------------------------
     def _header(self, leg: str, comment: str) -> list[str]:
@@ -153,6 +192,27 @@ class Toolchain:
             f'set( CMAKE_C_FLAGS_INIT   "{flags}" )',
             f'set( CMAKE_CXX_FLAGS_INIT "{flags}" )',
         ]
+
+    def _sdk_lines(
+        self, sdk: Sdk | None, binaries: dict[str, str] | None, host_compiler: str, pin_comment: str, maps: PrefixMaps | None
+    ) -> list[str]:
+        """The lines ``sdk`` adds to a toolchain file: CUDA's (:meth:`_cuda_lines`) or Vulkan's
+        (:meth:`_vulkan_lines`); none for a CPU leg."""
+        if isinstance(sdk, CudaToolkit):
+            return self._cuda_lines(sdk, host_compiler, pin_comment, maps)
+        if isinstance(sdk, VulkanSdk):
+            return self._vulkan_lines(sdk, (binaries or {}).get("glslc") or self.info.binary("glslc"))
+        return []
+
+    def _vulkan_lines(self, sdk: VulkanSdk, glslc: str) -> list[str]:
+        """The Vulkan SDK's pins (headers, loader, SPIR-V headers: :meth:`VulkanSdk.cmake_cache`)
+        and the resolved glslc, so FindVulkan searches nothing on the build machine."""
+        lines = ["", f"# The Vulkan SDK ({sdk.source}, {sdk.task}) and the shader compiler."]
+        for var, value in sdk.cmake_cache().items():
+            kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"
+            lines.append(f'set( {var} {cmake_str(value)} CACHE {kind} "" )')
+        lines.append(f'set( Vulkan_GLSLC_EXECUTABLE {cmake_str(glslc)} CACHE FILEPATH "" )')
+        return lines
 
     def _cuda_lines(
         self, cuda: CudaToolkit, host_compiler: str, pin_comment: str, maps: PrefixMaps | None = None

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core import proc
 from ..core.errors import BundleGraphError, ToolMissing
-from .base import Resolved, Toolchain, cmake_str
+from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of
 from .cuda import CudaToolkit
 from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
@@ -39,8 +39,9 @@ class GccLinux(Toolchain):
     def names(self) -> dict[str, str]:
         return {"c": self.info.binary("c"), "cxx": self.info.binary("cxx")}
 
-    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
+        cuda = cuda_of(sdk)
         bins: dict[str, str] = {}
         key: dict[str, Any] = {}
         for role, name in self.names().items():
@@ -57,7 +58,8 @@ class GccLinux(Toolchain):
             if not cuda.nvcc.is_file():
                 raise ToolMissing(f"toolchain {self.id}: nvcc not found at {cuda.nvcc} (toolkit {cuda.prefix})")
             self._check_gcc_supported(cuda, key[self.names()["cxx"]])
-        return Resolved(bins, env, key)
+        gpu_bins, gpu_key = self.gpu_binaries(sdk, env)
+        return Resolved(bins | gpu_bins, env, key | gpu_key)
 
     def _check_gcc_supported(self, cuda: CudaToolkit, gcc_version: str) -> None:
         hc = cuda.prefix / "include" / "crt" / "host_config.h"
@@ -73,9 +75,7 @@ class GccLinux(Toolchain):
                 f"passes -allow-unsupported-compiler"
             )
 
-    def render(
-        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str], maps: PrefixMaps | None = None
-    ) -> str:
+    def render(self, leg: str, sdk: Sdk | None, binaries: dict[str, str], maps: PrefixMaps | None = None) -> str:
         what = (
             "Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
             if self.info.cross
@@ -94,13 +94,13 @@ class GccLinux(Toolchain):
                 "set( CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER )",
             ]
         lines += self._flags_init(maps)
-        if cuda is not None:
-            lines += self._cuda_lines(
-                cuda,
-                cmake_str(binaries["cxx"]),
-                "FindCUDAToolkit selects the host's libraries (lib64, targets/x86_64-linux) in a cross build.",
-                maps,
-            )
+        lines += self._sdk_lines(
+            sdk,
+            binaries,
+            cmake_str(binaries["cxx"]),
+            "FindCUDAToolkit selects the host's libraries (lib64, targets/x86_64-linux) in a cross build.",
+            maps,
+        )
         return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,9 @@
 """The toolchains as data: one machine file per toolchain id, ``toolchains/machines/<id>.toml``,
 in the shape of Meson's machine files (its "Cross and native file reference"): the
 ``[build_machine]`` the compilers run on and the ``[host_machine]`` the output runs on (``system``
-and ``cpu``), the ``[binaries]`` the CMake toolchain file names, and ``[properties]``. ``kind``
+and ``cpu``), the ``[binaries]`` the CMake toolchain file names (the kind's compilers, and the GPU compilers of
+:data:`GPU_BINARIES` the machine can run: Meson's ``cuda = [...]``, here ``cuda = "nvcc"``,
+``glslc = "glslc"``), and ``[properties]``. ``kind``
 says which class gives the behaviour (:func:`bundlegraph.toolchains.get`); the classes hold no
 facts of their own.
 
@@ -36,9 +38,15 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "clang-windows": (("c", "cxx"), ("redist_host", "vcvars_arch", "target", "arch_flags", "warn_flags")),
 }
 """Each kind: (binaries it needs, properties it needs); it may have no others."""
+GPU_BINARIES: dict[str, str] = {
+    "cuda": "the CUDA compiler (nvcc), found in the CUDA toolkit",
+    "glslc": "the Vulkan shader compiler, found in the Vulkan SDK's bin directory first, then on PATH",
+}
+"""The GPU compilers a machine file may name under ``[binaries]`` (any kind), with what each is.
+A toolchain compiles a GPU backend's device code when it names that backend's compiler."""
 VCVARS_ARCHES = ("amd64", "amd64_arm64")
 """``vcvarsall.bat`` arguments bundlegraph knows (an x64 build machine)."""
-_TOP = {"kind", "summary", "cuda", "build_machine", "host_machine", "binaries", "properties"}
+_TOP = {"kind", "summary", "build_machine", "host_machine", "binaries", "properties"}
 
 
 class ToolchainFileError(BundleGraphError):
@@ -57,7 +65,8 @@ class ToolchainInfo:
     """One toolchain id's machine file, loaded and checked.
 
     ``build_os``/``build_arch``: the machine the build runs on; ``target_os``/``target_arch``:
-    the machine the output runs on; ``cuda``: can compile CUDA; ``redist_host``: NVIDIA redist
+    the machine the output runs on; ``cuda``: can compile CUDA (``[binaries] cuda`` is set);
+    ``redist_host``: NVIDIA redist
     platform key of the build machine; ``binaries`` (role -> name or relative path) and
     ``properties`` as the file says; ``kind``: the class that implements it; ``file``: where it
     came from."""
@@ -78,6 +87,10 @@ class ToolchainInfo:
     @property
     def cross(self) -> bool:
         return (self.build_os, self.build_arch) != (self.target_os, self.target_arch)
+
+    def has_binary(self, role: str) -> bool:
+        """Whether the machine file names a binary of ``role`` (``glslc``: it can compile Vulkan shaders)."""
+        return any(r == role for r, _ in self.binaries)
 
     def binary(self, role: str) -> str:
         """The binary of ``role`` (``c``, ``cxx``). Raises ``KeyError`` naming the file."""
@@ -111,8 +124,8 @@ def load_machine(f: Path) -> ToolchainInfo:
     problems += [f"{f}: {k}: required key is missing" for k in sorted(_TOP - set(data))]
     kind = data.get("kind")
     _one_of(problems, f, "kind", kind, list(KINDS))
-    if not isinstance(data.get("cuda", False), bool):
-        problems.append(f"{f}: cuda: expected true or false")
+    if "cuda" in data:
+        problems.append(f'{f}: cuda: a GPU compiler is a [binaries] entry now (cuda = "nvcc"), not a flag')
     machines = {}
     for m in ("build_machine", "host_machine"):
         t = data.get(m, {})
@@ -131,7 +144,12 @@ def load_machine(f: Path) -> ToolchainInfo:
             if not isinstance(bins.get(k), str) or not bins[k]:
                 problems.append(f"{f}: binaries.{k}: required for kind '{kind}' (a program name or path)")
         for k in sorted(set(bins) - set(need_bins)):
-            problems.append(f"{f}: binaries.{k}: unknown for kind '{kind}'; known: {', '.join(need_bins)}")
+            if k in GPU_BINARIES:
+                if not isinstance(bins[k], str) or not bins[k]:
+                    problems.append(f"{f}: binaries.{k}: expected a program name or path ({GPU_BINARIES[k]})")
+                continue
+            known = ", ".join([*need_bins, *GPU_BINARIES])
+            problems.append(f"{f}: binaries.{k}: unknown for kind '{kind}'; known: {known}")
         for k in need_props:
             if not isinstance(props.get(k), str) or not props[k]:
                 problems.append(f"{f}: properties.{k}: required for kind '{kind}'")
@@ -150,7 +168,7 @@ def load_machine(f: Path) -> ToolchainInfo:
         build_arch=b["cpu"],
         target_os=h["system"],
         target_arch=h["cpu"],
-        cuda=bool(data["cuda"]),
+        cuda="cuda" in bins,
         redist_host=props["redist_host"],
         summary=str(data["summary"]),
         kind=str(kind),

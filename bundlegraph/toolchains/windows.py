@@ -21,8 +21,8 @@ from typing import Any
 from ..core import settings
 from ..core.errors import ToolMissing
 from . import msvc
-from .base import Resolved, Toolchain, cmake_str
-from .cuda import CudaToolkit
+from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of
+
 from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
 
@@ -61,8 +61,9 @@ class Msvc(_VisualStudio):
         """cl.exe's ``/d1trimfile:OLD`` per root (:mod:`.prefix_maps` says why this flag)."""
         return maps.msvc_flags()
 
-    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
+        cuda = cuda_of(sdk)
         cl = Path(env["VCToolsInstallDir"]) / self.cl_rel
         if not cl.is_file():
             raise ToolMissing(
@@ -74,11 +75,13 @@ class Msvc(_VisualStudio):
         if cuda is not None:
             key["msc_ver"] = msvc.check_nvcc_supports(cuda, env)
             bins["cuda_host"] = cl.as_posix()
-        return Resolved(bins, env, key)
+        gpu_bins, gpu_key = self.gpu_binaries(sdk, env)
+        return Resolved(bins | gpu_bins, env, key | gpu_key)
 
     def render(
-        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
+        self, leg: str, sdk: Sdk | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
     ) -> str:
+        cuda = cuda_of(sdk)
         what = {
             ("arm64", True): "Used to cross-compile ggml-cuda for Windows ARM64 on an x64 Windows host.",
             ("x64", True): "Native Windows x64 build with MSVC and nvcc.",
@@ -92,10 +95,9 @@ class Msvc(_VisualStudio):
             f'set( CMAKE_CXX_COMPILER {cl} CACHE FILEPATH "" )',
         ]
         lines += self._flags_init(maps)
-        if cuda is not None:
-            lines += self._cuda_lines(
-                cuda, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows.", maps
-            )
+        lines += self._sdk_lines(
+            sdk, binaries, cl, "FindCUDAToolkit selects lib/x64 from the host architecture on Windows.", maps
+        )
         return "\n".join(lines) + "\n"
 
 
@@ -107,7 +109,7 @@ class ClangWindows(_VisualStudio):
         super().__init__(info)
         self.c_rel, self.cxx_rel = info.binary("c"), info.binary("cxx")
 
-    def resolve(self, cuda: CudaToolkit | None, env: dict[str, str] | None = None) -> Resolved:
+    def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         override = settings.get("CLANG", env) or settings.get("CLANG")
         vc = Path(env.get("VCINSTALLDIR", ""))
@@ -122,7 +124,7 @@ class ClangWindows(_VisualStudio):
         return Resolved(bins, env, {"msvc": msvc.key_env(env), "clang_dir": base.as_posix() if override else ""})
 
     def render(
-        self, leg: str, cuda: CudaToolkit | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
+        self, leg: str, sdk: Sdk | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
     ) -> str:
         lines = self._header(leg, "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake).")
         override = settings.get("CLANG")

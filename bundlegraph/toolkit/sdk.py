@@ -1,0 +1,67 @@
+"""A backend's SDK as the toolkit stage sees it: :class:`SdkModule`, the shape of the module a
+backend names in :attr:`bundlegraph.backends.Backend.SDK` (``bundlegraph.toolkit.cuda_sdk``,
+``bundlegraph.toolkit.vulkan``), and :func:`sdk_module`, which imports it.
+
+The stage (:mod:`bundlegraph.pipeline.toolkit`) asks each selected leg's backend for its SDK
+module, groups the legs by :meth:`SdkModule.group` (legs that need the same SDK share one task
+``toolkit:<name>``) and runs :meth:`SdkModule.run` on the plan :meth:`SdkModule.plan` made; later
+stages read the leg's SDK from :meth:`SdkModule.ref` (a
+:class:`~bundlegraph.toolchains.cuda.CudaToolkit`, a :class:`~bundlegraph.toolchains.vulkan.VulkanSdk`).
+The stage never names a backend. A module is imported by name so the backends table
+(:mod:`bundlegraph.backends`, below everything) imports no SDK code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from ..backends import Backend
+from ..core.state import Present
+from ..schemas.records import BundleSpec
+
+
+class SdkPlan(Protocol):
+    """What one SDK task does: its key (the stamp), what ``bundlegraph plan`` shows, its doc line."""
+
+    legs: tuple[str, ...]
+
+    def key(self) -> dict[str, Any]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def doc(self) -> str: ...
+
+
+class SdkModule(Protocol):
+    """A backend's SDK module (module docstring)."""
+
+    def group(self, spec: BundleSpec, bundles: Path, spec_file: str) -> tuple[str, Any]:
+        """``(task name after toolkit:, the SDK's identity)`` of a leg; pure, no network.
+        Raises :class:`~bundlegraph.core.errors.ToolkitError` naming ``spec_file`` and the key."""
+        ...
+
+    def ref(self, spec: BundleSpec, bundles: Path, spec_file: str) -> Any:
+        """The SDK as later stages read it (its ``task`` is the SDK task's full name); pure."""
+        ...
+
+    def plan(self, ident: Any, legs: tuple[str, ...], bundles: Path, host_problem: str | None) -> SdkPlan:
+        """The task's plan for the legs sharing ``ident``; ``host_problem``: why none of them
+        can compile here (the run refuses before any download)."""
+        ...
+
+    def run(self, plan: Any) -> list[Path | Present]:
+        """Install (or check) the SDK of ``plan``; returns the task's outputs (its receipt first)."""
+        ...
+
+
+def sdk_module(b: Backend) -> SdkModule | None:
+    """The SDK module backend ``b`` names (None: ``b`` has no SDK). Raises ModuleNotFoundError
+    for a name that is no module (a bug in the backends table)."""
+    if b.SDK is None:
+        return None
+    return cast("SdkModule", importlib.import_module(b.SDK))
+
+
+__all__ = ["SdkModule", "SdkPlan", "sdk_module"]

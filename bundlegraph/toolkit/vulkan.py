@@ -1,0 +1,410 @@
+"""The Vulkan backend's SDK (:attr:`bundlegraph.backends.vulkan.SDK`), a
+:class:`~.sdk.SdkModule`: the Vulkan headers and loader a leg links, the SPIR-V headers ggml's
+CMake asks for, and the ``glslc`` that compiles ggml's shaders, from one of three sources
+(``[vulkan.sdk] source``, :class:`~bundlegraph.schemas.records.VulkanSdkSpec`):
+
+- ``debs``: Debian packages pinned by name, version, architecture and sha256 in a lock file
+  (``bundles/locks/vulkan-1.4.309-debs.toml``), fetched with ``apt-get download`` and unpacked
+  with ``dpkg-deb -x`` (:mod:`.debs`) into ``<cache>/toolkits/<name>/``. The packages in
+  :data:`BUILD_PACKAGES` run on the build machine and are taken for its architecture; every
+  other package is taken for the leg's target architecture (or ``all``): a linux-arm64 leg gets
+  arm64 headers and loader and the x86_64 glslc. Debian's glslc loads ``libshaderc.so.1`` from
+  the system, so the prefix gets a ``bin/glslc`` wrapper that points the loader at the prefix.
+- ``host``: the build machine's own glslc (PATH) and the headers and loader CMake finds; its key
+  fingerprints the files used, so a change on the host configures again.
+- ``lunarg``: LunarG's SDK installer (the Windows legs), pinned by version and sha256; it is run
+  only on a Windows build machine, elsewhere the task refuses in one line.
+
+The task ``toolkit:vulkan-<version>-<platform>-<6 hex>`` (``vulkan-1.4.309-linux-x64-3f9a1c``;
+the hex is a digest of the SDK's identity) writes a receipt (:data:`~bundlegraph.toolchains.vulkan.RECEIPT`)
+holding the Vulkan header version (from ``vulkan_core.h``'s ``VK_HEADER_VERSION`` and
+``VK_HEADER_VERSION_COMPLETE``) and ``glslc --version``'s first line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..core import proc
+from ..core.errors import HostMismatch, ToolkitError
+from ..core.fsutil import atomic_write_json, sha256_file
+from ..core.lightclass import frozen
+from ..core.state import Present
+from ..schemas.records import BundleSpec, VulkanSdkSpec
+from ..toolchains.registry import TOOLCHAINS
+from ..toolchains.vulkan import RECEIPT, VulkanSdk
+from .ref import toolkits_root
+
+LAYOUT_VERSION = 1
+"""The layout of an installed Vulkan SDK (the wrapper, the paths below); a change reinstalls."""
+
+BUILD_PACKAGES = frozenset({"glslc", "libshaderc1"})
+"""Debian packages of a debs lock that run on the build machine (glslc and the library it loads)."""
+
+DEB_ARCH = {"x64": "amd64", "arm64": "arm64"}
+"""A spec's ``arch`` -> Debian's architecture name."""
+
+TRIPLET = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+"""Debian's multiarch directory per architecture (Debian policy 9.1.1, the multiarch tuples)."""
+
+LUNARG_DOWNLOAD = "https://sdk.lunarg.com/sdk/download/{version}/windows/{url_name}"
+"""Where LunarG publishes an SDK installer (the address the fork's Windows Vulkan job uses); a
+vendor's download site, not a package registry."""
+
+_HEADER_VERSION = re.compile(r"^#define\s+VK_HEADER_VERSION\s+(\d+)\s*$", re.M)
+_HEADER_COMPLETE = re.compile(
+    r"^#define\s+VK_HEADER_VERSION_COMPLETE\s+VK_MAKE_API_VERSION\(\s*\d+\s*,\s*(\d+)\s*,\s*(\d+)\s*,", re.M
+)
+
+
+@frozen
+class VulkanSdkSet:
+    """A Vulkan SDK's identity: what two legs must agree on to share one task. ``source``,
+    ``version`` (``1.4.309``; ``host``), ``platform`` (``linux-x64``), ``build_arch`` (Debian
+    architecture of the build machine), ``pins`` (debs: the selected lock rows; lunarg: version,
+    sha256, installer name; host: nothing), ``lock`` (debs: the lock file) and ``spec_file``."""
+
+    source: str
+    version: str
+    platform: str
+    build_arch: str
+    target_arch: str
+    pins: tuple[tuple[str, Any], ...]
+    lock: str = ""
+    spec_file: str = ""
+
+    def identity(self) -> dict[str, Any]:
+        """The JSON form the name's digest and the key are taken over."""
+        return {
+            "source": self.source,
+            "version": self.version,
+            "platform": self.platform,
+            "build_arch": self.build_arch,
+            "target_arch": self.target_arch,
+            **{k: v for k, v in self.pins},
+        }
+
+    @property
+    def name(self) -> str:
+        """``vulkan-<version>-<platform>-<6 hex>``."""
+        h = hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:6]
+        return f"vulkan-{self.version}-{self.platform}-{h}"
+
+
+def _debs_rows(sdk: VulkanSdkSpec, bundles: Path, spec_file: str, build_arch: str, target_arch: str) -> list[Any]:
+    from .debs import load_lock
+
+    lock = load_lock(bundles / str(sdk.lock))
+    rows = [
+        p
+        for p in lock.packages
+        if (p.architecture == build_arch if p.name in BUILD_PACKAGES else p.architecture in (target_arch, "all"))
+    ]
+    names = {p.name for p in rows}
+    need = {"libvulkan-dev", "libvulkan1", "glslc"}
+    if need - names:
+        raise ToolkitError(
+            f"{spec_file}: vulkan.sdk.lock: {lock.path} has no {', '.join(sorted(need - names))} for "
+            f"target {target_arch} / build machine {build_arch} (glslc and libshaderc1 are taken for the build "
+            f"machine, the rest for the target)"
+        )
+    return rows
+
+
+def sdk_set(spec: BundleSpec, bundles: Path, spec_file: str) -> VulkanSdkSet:
+    """The SDK identity of a Vulkan leg (pure: reads the lock file only). Raises
+    :class:`ToolkitError` naming ``spec_file`` and the key for a leg without ``[vulkan]``, an
+    unknown toolchain or a lock that lacks a package."""
+    if spec.vulkan is None:
+        raise ToolkitError(f"{spec_file}: vulkan: the leg has no [vulkan] table, so no Vulkan SDK")
+    sdk = spec.vulkan.sdk
+    tc = TOOLCHAINS.get(spec.toolchain)
+    if tc is None:
+        raise ToolkitError(f"{spec_file}: toolchain: unknown toolchain '{spec.toolchain}'")
+    build_arch, target_arch = DEB_ARCH[tc.build_arch], DEB_ARCH[spec.arch]
+    platform = f"{spec.os}-{spec.arch}"
+    if sdk.source == "debs":
+        rows = _debs_rows(sdk, bundles, spec_file, build_arch, target_arch)
+        dev = next(p for p in rows if p.name == "libvulkan-dev")
+        version = ".".join(dev.version.split(":")[-1].split("-")[0].split(".")[:3])
+        pins: tuple[tuple[str, Any], ...] = (
+            (
+                "packages",
+                [[p.name, p.version, p.architecture, p.suite, p.sha256] for p in rows],
+            ),
+        )
+        return VulkanSdkSet("debs", version, platform, build_arch, target_arch, pins, str(sdk.lock), spec_file)
+    if sdk.source == "lunarg":
+        assert sdk.version is not None  # VulkanSdkSpec requires it for lunarg
+        version = ".".join(sdk.version.split(".")[:3])
+        pins = (("lunarg", {"version": sdk.version, "sha256": sdk.sha256, "url_name": sdk.url_name}),)
+        return VulkanSdkSet("lunarg", version, platform, build_arch, target_arch, pins, "", spec_file)
+    return VulkanSdkSet("host", "host", platform, build_arch, target_arch, (), "", spec_file)
+
+
+def group(spec: BundleSpec, bundles: Path, spec_file: str) -> tuple[str, VulkanSdkSet]:
+    """The leg's SDK identity and its task name (legs with equal identities share a task)."""
+    s = sdk_set(spec, bundles, spec_file)
+    return s.name, s
+
+
+def ref_for(s: VulkanSdkSet) -> VulkanSdk:
+    """Where ``toolkit:<name>`` puts the SDK of ``s`` (pure): a debs or lunarg SDK in
+    ``<cache>/toolkits/<name>/``, a host SDK where it is (its receipt in the cache)."""
+    own = toolkits_root() / s.name
+    if s.source == "debs":
+        return VulkanSdk(
+            name=s.name,
+            task=f"toolkit:{s.name}",
+            source="debs",
+            version=s.version,
+            platform=s.platform,
+            prefix=own,
+            receipt=own / RECEIPT,
+            include_dir="usr/include",
+            library=f"usr/lib/{TRIPLET[s.target_arch]}/libvulkan.so",
+            spirv_headers_dir="usr/share/cmake/SPIRV-Headers",
+            bin_dir="bin",
+        )
+    if s.source == "lunarg":
+        # the installer's layout (C:\VulkanSDK\<version>: Include, Lib\vulkan-1.lib, Bin\glslc.exe)
+        return VulkanSdk(
+            name=s.name,
+            task=f"toolkit:{s.name}",
+            source="lunarg",
+            version=s.version,
+            platform=s.platform,
+            prefix=own,
+            receipt=own / RECEIPT,
+            include_dir="Include",
+            library="Lib/vulkan-1.lib",
+            bin_dir="Bin",
+        )
+    return VulkanSdk(
+        name=s.name,
+        task=f"toolkit:{s.name}",
+        source="host",
+        version="host",
+        platform=s.platform,
+        prefix=Path("/"),
+        receipt=own / RECEIPT,
+    )
+
+
+def ref(spec: BundleSpec, bundles: Path, spec_file: str) -> VulkanSdk:
+    """The leg's SDK where its task puts it."""
+    return ref_for(sdk_set(spec, bundles, spec_file))
+
+
+def host_files() -> dict[str, str]:
+    """The build machine's Vulkan files a ``host`` SDK uses, by role, each ``path sha256``
+    (``missing`` when absent): glslc on PATH, ``vulkan/vulkan_core.h`` and ``libvulkan.so``
+    where Debian and Ubuntu install them. The host SDK's key, so a changed host configures again."""
+    cands = {
+        "glslc": [shutil.which("glslc") or ""],
+        "vulkan_core.h": ["/usr/include/vulkan/vulkan_core.h"],
+        "libvulkan.so": [f"/usr/lib/{t}/libvulkan.so" for t in TRIPLET.values()],
+    }
+    out = {}
+    for role, files in cands.items():
+        hit = next((Path(f) for f in files if f and Path(f).is_file()), None)
+        out[role] = f"{hit.resolve()} {sha256_file(hit)}" if hit else "missing"
+    return out
+
+
+@frozen
+class VulkanSdkPlan:
+    """What ``toolkit:vulkan-…`` does: install the SDK ``sdk`` (identity) at ``ref`` for
+    ``legs``; ``bundles`` resolves the lock; ``host_problem``: why none of the legs can compile
+    here (nothing is downloaded then)."""
+
+    sdk: VulkanSdkSet
+    ref: VulkanSdk
+    bundles: Path
+    legs: tuple[str, ...]
+    host_problem: str | None = None
+
+    def key(self) -> dict[str, Any]:
+        """The identity (every package's name, version, architecture, suite and sha256; the
+        installer's version and sha256), the layout, and for a host SDK the files it uses."""
+        d: dict[str, Any] = {"sdk": "vulkan", "set": self.sdk.identity(), "layout": LAYOUT_VERSION}
+        if self.sdk.source == "host":
+            d["host_files"] = host_files()
+        return d
+
+    def describe(self) -> dict[str, Any]:
+        """The legs using it, where it installs, its receipt, the CMake entries it pins."""
+        return {
+            "legs": list(self.legs),
+            "prefix": str(self.ref.prefix),
+            "receipt": str(self.ref.receipt),
+            "cmake": self.ref.cmake_cache(),
+            **self.sdk.identity(),
+        }
+
+    def doc(self) -> str:
+        """The task's doc line."""
+        s = self.sdk
+        return f"install the Vulkan SDK {s.version} ({s.source}) for {s.platform} for {', '.join(self.legs)}"
+
+
+def plan(ident: VulkanSdkSet, legs: tuple[str, ...], bundles: Path, host_problem: str | None) -> VulkanSdkPlan:
+    """The plan of the SDK task of ``ident``."""
+    return VulkanSdkPlan(sdk=ident, ref=ref_for(ident), bundles=bundles, legs=legs, host_problem=host_problem)
+
+
+def header_version(header: Path) -> str:
+    """``major.minor.patch`` of a ``vulkan_core.h`` (``1.4.309``). Raises :class:`ToolkitError`
+    naming the file when it is missing or lacks the two defines."""
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise ToolkitError(f"{header}: cannot read the Vulkan header ({e.strerror})") from None
+    v, c = _HEADER_VERSION.search(text), _HEADER_COMPLETE.search(text)
+    if v is None or c is None:
+        raise ToolkitError(f"{header}: no VK_HEADER_VERSION / VK_HEADER_VERSION_COMPLETE define")
+    return f"{c.group(1)}.{c.group(2)}.{v.group(1)}"
+
+
+def glslc_version(glslc: Path, log: Path | None = None) -> str:
+    """The first line of ``glslc --version`` (``shaderc v2023.2 v2023.2``). Raises
+    :class:`~bundlegraph.core.errors.ToolFailed` when it does not run."""
+    out = proc.run([glslc, "--version"], capture=True, echo=False, log=log, what="glslc --version").output
+    return next((line.strip() for line in out.splitlines() if line.strip()), "")
+
+
+_WRAPPER = """#!/bin/sh
+# Written by bundlegraph: Debian's glslc, loading the shaderc library of this prefix
+# (Debian's glslc finds libshaderc.so.1 on the system's library path only).
+here=$(cd "$(dirname "$0")/.." && pwd)
+LD_LIBRARY_PATH="$here/usr/lib/{triplet}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$here/usr/bin/glslc" "$@"
+"""
+
+
+def _write_wrapper(build_arch: str, tmp: Path) -> None:
+    wrapper = tmp / "bin" / "glslc"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(_WRAPPER.format(triplet=TRIPLET[build_arch]), encoding="utf-8", newline="\n")
+    wrapper.chmod(0o755)
+
+
+def _install_debs(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
+    from functools import partial
+
+    from .debs import DebLock, extract, load_lock
+
+    lock = load_lock(p.bundles / p.sdk.lock)
+    want = {tuple(r) for r in dict(p.sdk.pins)["packages"]}
+    rows = tuple(x for x in lock.packages if (x.name, x.version, x.architecture, x.suite, x.sha256) in want)
+    extract(DebLock(path=lock.path, packages=rows), p.ref.prefix, fixup=partial(_write_wrapper, p.sdk.build_arch))
+    missing = p.ref.missing()
+    if missing:
+        raise ToolkitError(f"toolkit:{p.sdk.name}: the unpacked packages lack {', '.join(missing)} under {p.ref.prefix}")
+    extra = {"packages": [{"name": x.name, "version": x.version, "architecture": x.architecture} for x in rows]}
+    return extra, p.ref.prefix / "bin" / "glslc"
+
+
+def _install_lunarg(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
+    pin = dict(p.sdk.pins)["lunarg"]
+    if not pin.get("sha256"):
+        raise ToolkitError(
+            f"{p.sdk.spec_file}: vulkan.sdk.sha256: the LunarG installer {pin['url_name']} is not pinned; an "
+            f"unhashed installer is never run: set its sha256 (from a runner that can download it)"
+        )
+    if os.name != "nt":
+        raise HostMismatch(
+            f"toolkit:{p.sdk.name}: the LunarG SDK installer {pin['url_name']} runs only on a Windows build machine"
+        )
+    from ..core.download import download
+
+    exe = download(LUNARG_DOWNLOAD.format(**pin), pin["sha256"])
+    proc.run(
+        [exe, "--root", p.ref.prefix, "--accept-licenses", "--default-answer", "--confirm-command", "install"],
+        what=f"LunarG SDK installer {pin['url_name']}",
+    )
+    missing = p.ref.missing()
+    if missing:
+        raise ToolkitError(f"toolkit:{p.sdk.name}: the LunarG SDK at {p.ref.prefix} lacks {', '.join(missing)}")
+    return {"installer": pin}, p.ref.prefix / "Bin" / "glslc.exe"
+
+
+def _install_host(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
+    files = host_files()
+    lost = [role for role, v in files.items() if v == "missing"]
+    if lost:
+        raise ToolkitError(
+            f"toolkit:{p.sdk.name}: source 'host' needs the build machine's {', '.join(lost)} "
+            f"(Debian/Ubuntu: apt-get install glslc libvulkan-dev spirv-headers)"
+        )
+    return {"host_files": files}, Path(files["glslc"].rsplit(" ", 1)[0])
+
+
+def run(p: VulkanSdkPlan) -> list[Path | Present]:
+    """Install (or check) the SDK of ``p`` and write its receipt; returns the receipt, then the
+    pinned files by presence. Refuses (:class:`HostMismatch`) before any download when no leg
+    can compile here; raises :class:`ToolkitError` in one line for an unpinned or missing part."""
+    if p.host_problem:
+        raise HostMismatch(f"toolkit:{p.sdk.name}: {p.host_problem}")
+    install = {"debs": _install_debs, "lunarg": _install_lunarg, "host": _install_host}[p.sdk.source]
+    extra, glslc = install(p)
+    header = (
+        p.ref.path(p.ref.include_dir) if p.ref.include_dir else Path("/usr/include")
+    ) / "vulkan" / "vulkan_core.h"
+    receipt = {
+        "sdk": "vulkan",
+        "name": p.sdk.name,
+        "source": p.sdk.source,
+        "platform": p.sdk.platform,
+        "prefix": p.ref.root,
+        "vulkan_header_version": header_version(header),
+        "glslc": glslc.as_posix(),
+        "glslc_version": glslc_version(glslc),
+        "cmake": p.ref.cmake_cache(),
+        **extra,
+    }
+    p.ref.receipt.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(p.ref.receipt, receipt)
+    pinned = [p.ref.path(r) for r in (p.ref.include_dir, p.ref.library, p.ref.spirv_headers_dir) if r]
+    return [p.ref.receipt, *(Present(x) for x in pinned), Present(glslc)]
+
+
+_EXT_LINE = re.compile(r"^(?:-- )?(GL_[A-Za-z0-9_]+) (not )?supported by glslc\s*$", re.M)
+
+
+def shader_extensions(configure_output: str) -> dict[str, bool]:
+    """The GLSL extensions ggml's CMake tested glslc for, from its configure output (lines
+    ``-- GL_KHR_cooperative_matrix not supported by glslc``), each -> supported; the last word
+    on an extension wins (a re-run configure prints them again)."""
+    return {m.group(1): m.group(2) is None for m in _EXT_LINE.finditer(configure_output)}
+
+
+def read_receipt(sdk: VulkanSdk) -> dict[str, Any] | None:
+    """The SDK's receipt (after its task ran), or None."""
+    try:
+        data = json.loads(sdk.receipt.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+__all__ = [
+    "BUILD_PACKAGES",
+    "VulkanSdkPlan",
+    "VulkanSdkSet",
+    "glslc_version",
+    "group",
+    "header_version",
+    "plan",
+    "read_receipt",
+    "ref",
+    "ref_for",
+    "run",
+    "sdk_set",
+    "shader_extensions",
+]
