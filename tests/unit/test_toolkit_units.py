@@ -37,7 +37,9 @@ def test_legs_with_one_component_set_share_one_task():
     assert a == b and a.task != c.task
     assert re.fullmatch(r"toolkit:cuda13\.5-linux-x86_64\+linux-sbsa-[0-9a-f]{6}", a.task)
     names = [p.full_name for p in plans(ctx)]
-    assert len(names) == len(set(names)) == 4  # sbsa, x86_64, windows arm64, windows x64
+    # CUDA: sbsa, x86_64, windows arm64, windows x64; Vulkan: each Vulkan leg's SDK
+    vk = [n for n in names if n.startswith("toolkit:vulkan-")]
+    assert len(names) == len(set(names)) == 4 + len(vk) and vk
     with pytest.raises(ToolkitError, match="no \\[cuda\\] table"):
         toolkit_for_leg(ctx, "linux-arm64-cpu")
 
