@@ -30,9 +30,12 @@ DRIVER_WHAT = "the Vulkan loader"
 
 INSTALL_KINDS: dict[tuple[str, str], str] = {
     ("linux", "x64"): "linux-vulkan",
+    ("linux", "arm64"): "linux-arm64-vulkan",  # a-sdk's stand-in: b-vkfacts' facts hold the installer's own
     ("windows", "x64"): "windows-vulkan",
 }
-"""``(os, arch)`` -> the install kind of this backend's bundles (the installer's names)."""
+"""``(os, arch)`` -> the install kind of this backend's bundles (the installer's names; the
+installer has no ``linux-arm64-vulkan``: this stand-in lets the linux-arm64 spec load until
+b-vkfacts' facts, where both Linux arches ask for ``linux-vulkan``, replace this module)."""
 
 RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
 """No runtime files the installer checks beyond the common libraries."""

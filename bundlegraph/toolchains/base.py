@@ -212,6 +212,9 @@ class Toolchain:
             kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"
             lines.append(f'set( {var} {cmake_str(value)} CACHE {kind} "" )')
         lines.append(f'set( Vulkan_GLSLC_EXECUTABLE {cmake_str(glslc)} CACHE FILEPATH "" )')
+        if sdk.source == "lunarg":
+            # ggml finds SPIRV-Headers' CMake config in the SDK ($ENV{VULKAN_SDK}, which nothing sets here)
+            lines.append(f"list( APPEND CMAKE_PREFIX_PATH {cmake_str(sdk.root)} )")
         return lines
 
     def _cuda_lines(

@@ -120,7 +120,9 @@ def load_machine(f: Path) -> ToolchainInfo:
         data: dict[str, Any] = tomllib.loads(f.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ToolchainFileError([f"{f}: (TOML): {e}"]) from None
-    problems += [f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP))}" for k in sorted(set(data) - _TOP)]
+    problems += [
+        f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP))}" for k in sorted(set(data) - _TOP - {"cuda"})
+    ]
     problems += [f"{f}: {k}: required key is missing" for k in sorted(_TOP - set(data))]
     kind = data.get("kind")
     _one_of(problems, f, "kind", kind, list(KINDS))
