@@ -40,8 +40,8 @@ from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
 from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
-from ..toolchains.vulkan import VulkanSdk
 from ..toolchains.tools import BuildTools, build_tools
+from ..toolchains.vulkan import VulkanSdk
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .compile.cmake_cache import cache_entries
 from .compile.git_blind import without_git

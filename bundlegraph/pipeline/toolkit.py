@@ -109,4 +109,14 @@ def plans(ctx: Context) -> list[Any]:
     return out
 
 
-__all__ = ["NAME", "RECEIPT", "CudaToolkit", "ToolkitPlan", "plans", "ref_for_set", "run", "toolkit_for_leg", "toolkits_root"]
+__all__ = [
+    "NAME",
+    "RECEIPT",
+    "CudaToolkit",
+    "ToolkitPlan",
+    "plans",
+    "ref_for_set",
+    "run",
+    "toolkit_for_leg",
+    "toolkits_root",
+]

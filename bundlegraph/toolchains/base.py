@@ -194,7 +194,12 @@ class Toolchain:
         ]
 
     def _sdk_lines(
-        self, sdk: Sdk | None, binaries: dict[str, str] | None, host_compiler: str, pin_comment: str, maps: PrefixMaps | None
+        self,
+        sdk: Sdk | None,
+        binaries: dict[str, str] | None,
+        host_compiler: str,
+        pin_comment: str,
+        maps: PrefixMaps | None,
     ) -> list[str]:
         """The lines ``sdk`` adds to a toolchain file: CUDA's (:meth:`_cuda_lines`) or Vulkan's
         (:meth:`_vulkan_lines`); none for a CPU leg."""

@@ -22,7 +22,6 @@ from ..core import settings
 from ..core.errors import ToolMissing
 from . import msvc
 from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of
-
 from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
 

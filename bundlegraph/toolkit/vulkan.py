@@ -87,7 +87,7 @@ class VulkanSdkSet:
             "platform": self.platform,
             "build_arch": self.build_arch,
             "target_arch": self.target_arch,
-            **{k: v for k, v in self.pins},
+            **dict(self.pins),
         }
 
     @property
@@ -305,7 +305,9 @@ def _install_debs(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
     extract(DebLock(path=lock.path, packages=rows), p.ref.prefix, fixup=partial(_write_wrapper, p.sdk.build_arch))
     missing = p.ref.missing()
     if missing:
-        raise ToolkitError(f"toolkit:{p.sdk.name}: the unpacked packages lack {', '.join(missing)} under {p.ref.prefix}")
+        raise ToolkitError(
+            f"toolkit:{p.sdk.name}: the unpacked packages lack {', '.join(missing)} under {p.ref.prefix}"
+        )
     extra = {"packages": [{"name": x.name, "version": x.version, "architecture": x.architecture} for x in rows]}
     return extra, p.ref.prefix / "bin" / "glslc"
 
@@ -353,9 +355,7 @@ def run(p: VulkanSdkPlan) -> list[Path | Present]:
         raise HostMismatch(f"toolkit:{p.sdk.name}: {p.host_problem}")
     install = {"debs": _install_debs, "lunarg": _install_lunarg, "host": _install_host}[p.sdk.source]
     extra, glslc = install(p)
-    header = (
-        p.ref.path(p.ref.include_dir) if p.ref.include_dir else Path("/usr/include")
-    ) / "vulkan" / "vulkan_core.h"
+    header = (p.ref.path(p.ref.include_dir) if p.ref.include_dir else Path("/usr/include")) / "vulkan" / "vulkan_core.h"
     receipt = {
         "sdk": "vulkan",
         "name": p.sdk.name,

@@ -19,7 +19,11 @@ from . import cuda, rows
 from .policy import VerifyPolicy
 from .rows import PHASES, READ_KEY, AnyRow
 
-BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = {"cpu": (), "cuda": cuda.ROWS, "vulkan": ()}  # vulkan: b-vkfacts writes its rows
+BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = {
+    "cpu": (),
+    "cuda": cuda.ROWS,
+    "vulkan": (),
+}  # vulkan: b-vkfacts writes its rows
 """Backend spec name -> its verify rows (every backend of the registry has an entry)."""
 
 

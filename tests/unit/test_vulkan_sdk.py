@@ -63,8 +63,10 @@ UNION_CASES = {
     ),
     "vulkan leg with [cuda]": (
         X64,
-        lambda t: t + '\n[cuda]\nversion = "13.5"\narchs = ["90"]\n[cuda.toolkit]\nsource = "host"\n'
-        'target_platform = "linux-x86_64"\n',
+        lambda t: (
+            t + '\n[cuda]\nversion = "13.5"\narchs = ["90"]\n[cuda.toolkit]\nsource = "host"\n'
+            'target_platform = "linux-x86_64"\n'
+        ),
         "cuda: backend 'vulkan' must not have a [cuda] table",
     ),
     "debs without lock": (
@@ -163,7 +165,13 @@ def test_the_sdk_stage_makes_one_task_per_sdk_and_keys_every_pin(matrix):
     plan = tasks[ctx.leg(X64).sdk.name].preview()
     key = plan.key()
     assert key["sdk"] == "vulkan" and key["layout"] == vk.LAYOUT_VERSION
-    assert [r[0] for r in key["set"]["packages"]] == ["libvulkan-dev", "libvulkan1", "spirv-headers", "glslc", "libshaderc1"]
+    assert [r[0] for r in key["set"]["packages"]] == [
+        "libvulkan-dev",
+        "libvulkan1",
+        "spirv-headers",
+        "glslc",
+        "libshaderc1",
+    ]
     assert plan.legs == (X64,) and "host_files" not in key
     # CUDA's tasks keep their names (no stamp of a CUDA leg changes)
     assert sorted(n for n in tasks if n.startswith("cuda")) == sorted(
@@ -311,5 +319,7 @@ def test_glslc_is_found_in_the_sdk_first_then_on_path_else_refused(tmp_path, mon
     assert bins == {"glslc": (other / "glslc").as_posix()}
     with pytest.raises(ToolMissing) as e:
         tc.gpu_binaries(_sdk(tmp_path / "nowhere"), {"PATH": str(tmp_path / "empty")})
-    assert str(e.value).count("\n") == 0 and "([binaries] glslc of gcc-linux-x86_64.toml) is neither in " in str(e.value)
+    assert str(e.value).count("\n") == 0 and "([binaries] glslc of gcc-linux-x86_64.toml) is neither in " in str(
+        e.value
+    )
     assert tc.gpu_binaries(None, env) == ({}, {})
