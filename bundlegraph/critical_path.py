@@ -48,7 +48,7 @@ from .schemas.records import BundleSpec
 
 OVERHEAD_S: dict[str, float] = {
     "job": 90.0,  # a hosted runner's start, checkout, setup-python and `pip install -e .[tools]`
-    "apt": 40.0,  # Linux rows: apt-get install g++-aarch64-linux-gnu qemu-user
+    "apt": 40.0,  # Linux rows: apt-get install of the toolchain's packages (the cross compilers, qemu-user)
     "source": 20.0,  # the llama.cpp source: pip download of the sdist and unpack (BENCHMARKS: ~15 s cold)
     "toolkit_wheels": 60.0,  # CUDA from NVIDIA's wheels: 6 wheels, ~1.3 GB (BENCHMARKS "toolkit": 14.7 s here)
     "toolkit_redist": 120.0,  # CUDA from NVIDIA's redist archives on windows-2022: our install took 25 s for 689 MB

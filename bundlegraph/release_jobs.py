@@ -58,8 +58,11 @@ class JobRow:
     row runs on), ``shard`` (``"I/N"`` or ``""``), ``shard_index`` (I, or 0: artifact names hold
     no ``/``), ``shards`` (the leg's N), ``role``
     (``base``/``backend``), ``merge_base``, ``compile_runner``, the hand-off flags (module
-    docstring), ``name`` (shown by GitHub) and ``timeout`` (minutes; filled by the workflow's
-    matrix writer from the predicted minutes)."""
+    docstring), ``name`` (shown by GitHub), ``timeout`` (minutes; filled by the workflow's
+    matrix writer from the predicted minutes) and ``packages``: the Debian/Ubuntu packages the
+    row's runner installs before it runs, the leg's machine file's ``[properties] packages``
+    (:mod:`bundlegraph.toolchains.registry`; empty for a toolchain that names none, the Windows
+    ones), so no workflow spells an ``apt-get`` list of its own."""
 
     job: str
     id: str
@@ -79,6 +82,7 @@ class JobRow:
     uploads_shard: bool
     name: str
     timeout: int = 0
+    packages: str = ""
 
     def matrix_entry(self) -> dict[str, Any]:
         """The row as a GitHub matrix ``include`` entry (every field; ``job`` left out)."""
@@ -120,7 +124,17 @@ def _row(
         uploads_build,
         uploads_shard,
         name,
+        packages=runner_packages(spec),
     )
+
+
+def runner_packages(spec: BundleSpec) -> str:
+    """The packages a runner installs for ``spec``'s jobs: its toolchain's machine-file
+    ``[properties] packages`` (empty when the machine file names none)."""
+    from .toolchains.registry import TOOLCHAINS
+
+    tc = TOOLCHAINS.get(spec.toolchain)
+    return dict(tc.properties).get("packages", "") if tc is not None else ""
 
 
 def rows(matrix: Matrix, legs: list[str]) -> list[JobRow]:
