@@ -160,8 +160,9 @@ linux_only = pytest.mark.skipif(not IS_LINUX, reason=f"{HOST_SKIP} is not Linux"
 # test modules they call reaches a fetch of a real input, and `cuda` when it reaches the host's
 # nvcc. `-m "not network"` then really selects the tests that need no registry.
 
-_FETCHERS = ("require_input", "real_input", "fetch_wheel")
-"""Names whose use means a real input is fetched (tests/realinputs.py, tests/installerkit.py)."""
+_FETCHERS = ("require_input", "real_input", "fetch_wheel", "install_vulkan_sdk")
+"""Names whose use means a real input is fetched (tests/realinputs.py, tests/installerkit.py,
+tests/integration/test_vulkan_sdk_debs.py)."""
 _HOST_CUDA = ("HOST_NVCC", "needs_host_cuda")
 TESTS = Path(__file__).resolve().parent
 
