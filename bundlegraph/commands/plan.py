@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for leg, info in out.items():
         print(f"== {leg}  ->  {info['bundle']}{'' if info['promised'] else '  (not promised)'}")
         print(
-            f"   profile {info['profile']['name']} (line {info['profile']['line'] or 'none: a CPU leg'}, klass "
+            f"   profile {info['profile']['name']} (line {info['profile']['line'] or 'none: not a CUDA leg'}, klass "
             f"{info['profile']['klass']}, rank {info['profile']['rank']}), toolchain {info['toolchain']}"
         )
         for st in info["stages"]:
