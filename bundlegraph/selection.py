@@ -235,9 +235,10 @@ def host_classes(manifest: Manifest) -> list[Host]:
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
         if not backend(k.backend).GPU:
-            out.append(Host(k.os, k.arch))
+            hosts = [Host(k.os, k.arch)]
         else:
-            out += [Host(k.os, k.arch, (sm,), d) for d in drivers for sm in sms]
+            hosts = [Host(k.os, k.arch, (sm,), d) for d in drivers for sm in sms]
+        out += [h for h in hosts if h not in out]  # two GPU kinds of one os/arch describe the same hosts once
     return out
 
 

@@ -48,7 +48,7 @@ def test_a_bad_machine_file_is_refused_naming_file_key_and_what_was_expected(tmp
     got = e.value.problems
     assert f"{f}: host_machine.cpu: 'aarch64' is not one of x64, arm64" in got
     assert f"{f}: binaries.cxx: required for kind 'gcc' (a program name or path)" in got
-    assert f"{f}: binaries.cxxx: unknown for kind 'gcc'; known: c, cxx" in got
+    assert f"{f}: binaries.cxxx: unknown for kind 'gcc'; known: c, cxx, cuda, glslc" in got
     assert any(p.startswith(f"{f}: properties.redist_host: 'linux-x64' is not one of linux-x86_64") for p in got)
     assert any(p.startswith(f"{f}: flavour: unknown key") for p in got)
     assert "toolchain machine files" in str(e.value)

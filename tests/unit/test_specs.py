@@ -39,8 +39,12 @@ def test_real_matrix_loads_and_everything_is_promised():
         "linux-arm64-cpu",
         "linux-arm64-cuda13-portable",
         "linux-arm64-cuda13-blackwell",
+        "linux-x64-vulkan",
+        "linux-arm64-vulkan",
+        "windows-x64-vulkan",
     }
-    assert m.promised == list(m.legs)
+    # windows-x64-vulkan waits for its LunarG installer's sha256 (its spec says why)
+    assert m.promised == [leg for leg in m.legs if leg != "windows-x64-vulkan"]
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
     w = m.legs["windows-arm64-cuda13-portable"]
     assert (w.cuda.cmake_archs, w.merge.base, w.install_kind, w.signing) == (
