@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths, proc
-from ..core.download import adopt
 from ..core.errors import HashMismatch, ToolFailed, ToolkitError, ToolMissing
 from ..core.fsutil import atomic_dir, atomic_write_bytes, locked, parsed_once, sha256_file
 from ..core.lightclass import frozen
@@ -309,9 +308,8 @@ def apt_for(suite: str, sources: list[tuple[str, str]] | None = None, architectu
     options: list[str] = []
     for k, v in opts.items():
         options += ["-o", f"{k}={v}"]
-    if extra:
-        options += ["-o", "APT::Architectures::=" + archs[0]]
-        for a in archs[1:]:
+    if extra:  # the indexes of a cross build's foreign architecture too
+        for a in archs:
             options += ["-o", "APT::Architectures::=" + a]
     return AptConfig(suite=suite, options=tuple(options), root=root)
 
@@ -359,6 +357,8 @@ def fetch(lock: DebLock, *, log: Path | None = None) -> list[Path]:
 
 
 def _adopt(lock: DebLock, p: DebPackage, got: Path) -> None:
+    from ..core.download import adopt  # httpx: not for loading a lock
+
     what = f"{lock.path}: package {p.name} {p.version} ({p.filename})"
     if not got.is_file():
         names = sorted(x.name for x in got.parent.iterdir())
