@@ -113,13 +113,16 @@ def spec_tables() -> tuple[str, ...]:
 
 def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     """What is wrong with ``table`` as a registry, one line each (empty: nothing): two backends of
-    one name or one install kind, an OS that :mod:`bundlegraph.platforms` does not know, a GPU
+    one name, one spec table or one install kind, an OS that :mod:`bundlegraph.platforms` does not know, a GPU
     backend without a driver on an OS it has install kinds for. Checked on :data:`BACKENDS` when
     this package loads (a bad table is a bug, so it raises RuntimeError there)."""
     probs = []
     names = [b.NAME for b in table]
     if len(set(names)) != len(names):
         probs.append(f"two backends share a name: {names}")
+    tables = [b.SPEC_TABLE for b in table if b.SPEC_TABLE]
+    if len(set(tables)) != len(tables):
+        probs.append(f"two backends share a spec table: {sorted(t for t in set(tables) if tables.count(t) > 1)}")
     kinds = [k for k, *_ in install_kinds(table)]
     if len(set(kinds)) != len(kinds):
         probs.append(f"two backends share an install kind: {sorted(k for k in set(kinds) if kinds.count(k) > 1)}")

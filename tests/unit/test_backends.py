@@ -118,6 +118,9 @@ def _fake() -> types.ModuleType:
     m.INSTALL_KINDS = {("linux", "x64"): "linux-fakegpu", ("windows", "x64"): "windows-fakegpu"}
     m.RUNTIME_GLOBS = {"windows": ("fakert64_*.dll",)}
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
+    m.SPEC_TABLE = None  # its legs need no table of their own (a real one names its table and a record field)
+    m.SDK = None
+    m.COMPILER = None
     return m
 
 
@@ -182,7 +185,9 @@ def test_registry_problems_name_each_fault():
     bad = _fake()
     bad.INSTALL_KINDS = {("linux", "x64"): "linux-cuda", ("macos", "arm64"): "macos-fakegpu"}
     bad.DRIVERS = {"linux": "libfakedrv.so.1"}
+    bad.SPEC_TABLE = "cuda"
     assert registry_problems((*BACKENDS, bad)) == [
+        "two backends share a spec table: ['cuda']",
         "two backends share an install kind: ['linux-cuda']",
         "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
         "backend fakegpu: a GPU backend with no driver for ['macos']",
