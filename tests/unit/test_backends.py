@@ -33,6 +33,7 @@ def test_the_install_kinds_are_the_installers_in_its_order():
         InstallKind("linux-cuda", "linux", "x64", "cuda"),
         InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
         InstallKind("linux-vulkan", "linux", "x64", "vulkan"),
+        InstallKind("linux-arm64-vulkan", "linux", "arm64", "vulkan"),  # a-sdk's stand-in (b-vkfacts: linux-vulkan)
         InstallKind("windows-cpu", "windows", "x64", "cpu"),
         InstallKind("windows-arm64", "windows", "arm64", "cpu"),
         InstallKind("windows-cuda", "windows", "x64", "cuda"),
@@ -142,7 +143,7 @@ def test_a_fake_gpu_backend_reaches_the_install_kinds_and_the_installers_file_li
 
     assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", "x64", "fakegpu")
     # its kinds come after the backends before it on each OS
-    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-vulkan") + 1
+    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-arm64-vulkan") + 1
     assert kind_for("windows", "x64", "fakegpu") == "windows-fakegpu"
     assert required_patterns("windows-fakegpu", None)[-2:] == ["ggml-fakegpu.dll", "fakert64_*.dll"]
     assert required_patterns("linux-fakegpu", None)[-1] == "libggml-fakegpu.so*"
@@ -177,8 +178,8 @@ def test_the_installers_kinds_follow_the_registrys_tuple(monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(backends, "BACKENDS", (*BACKENDS, _fake()))
-        assert len(INSTALL_KINDS) == 12 and "windows-fakegpu" in INSTALL_KINDS
-    assert len(INSTALL_KINDS) == 10 and "windows-fakegpu" not in INSTALL_KINDS
+        assert len(INSTALL_KINDS) == 13 and "windows-fakegpu" in INSTALL_KINDS
+    assert len(INSTALL_KINDS) == 11 and "windows-fakegpu" not in INSTALL_KINDS
 
 
 def test_registry_problems_name_each_fault():
