@@ -41,3 +41,6 @@ RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
 
 CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
 """Not a GPU backend: nothing to fall back from."""
+
+HOST_GPUS: tuple[str, ...] = ()
+"""No GPU vendor routes a host here: a host without a GPU its installer serves asks for CPU."""

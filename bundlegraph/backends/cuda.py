@@ -49,6 +49,9 @@ CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset({("windows", "arm64")})
 """``(os, arch)`` of the CUDA hosts that fall back to their CPU kind when no CUDA bundle fits
 (elsewhere a CUDA host gets no CPU fallback)."""
 
+HOST_GPUS: tuple[str, ...] = ()
+"""No vendor routing: a CUDA host is described by its SMs and driver (:mod:`bundlegraph.selection`)."""
+
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
 
