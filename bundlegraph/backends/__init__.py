@@ -10,11 +10,11 @@ This is the shape of :mod:`bundlegraph.pipeline.stages` and of cibuildwheel's
 axis that varies per leg. OS-dependent naming comes from :mod:`bundlegraph.platforms`.
 
 Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec files; its verify
-rows (if any) are the module :mod:`bundlegraph.verification`\ ``.<NAME>`` (its ``ROWS``), which
+rows (if any) are the ``ROWS`` of the module ``bundlegraph.verification.<NAME>``, which
 :data:`bundlegraph.verification.table.BACKEND_ROWS` finds by the backend's name (they call
 :mod:`bundlegraph.checks`, which sits above this table, so they cannot live in the backend
-module). The toolchain contribution (GPU
-compilers as machine-file ``[binaries]``), the pinned SDK and the smoke GPU steps are not yet read
+module). The toolchain contribution (GPU compilers as machine-file ``[binaries]``), the pinned
+SDK and the smoke GPU steps are not yet read
 from here (issue 42's next slice).
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Literal
 
-from ..backends import BACKEND_NAMES, GPU_BACKENDS, library_file
+from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file
 from ..checks import content
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
@@ -96,10 +96,14 @@ class VerifyPolicy:
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """``gpu_backends`` or the default backend names for ``os`` (both when unset)."""
+        """``gpu_backends``, else the GPU library of the leg's ``backend``, else every GPU
+        backend's library (:data:`BACKENDS`), for ``os`` (both when unset)."""
         if self.gpu_backends:
             return self.gpu_backends
-        return BACKENDS[self.os] if self.os else BACKENDS["windows"] + BACKENDS["linux"]
+        oses = (self.os,) if self.os else ("windows", "linux")
+        if self.backend is not None and backend(self.backend).GPU:
+            return tuple(library_file(backend(self.backend), o) for o in oses)
+        return tuple(n for o in oses for n in BACKENDS[o])
 
     @property
     def driver_of(self) -> str | None:

@@ -171,7 +171,7 @@ ROWS: tuple[AnyRow, ...] = (
     Row("archive", _archive, (), "archive"),
     FileRow("host-path", _host_path, ("host_paths",), "host-path", gate=lambda p: bool(p.host_paths)),
     Row("files", _files, (), "files"),
-    Row("device-code", _device_code, ("os", "gpu_backends"), "device-code"),
+    Row("device-code", _device_code, ("os", "gpu_backends", "backend"), "device-code"),
     Row("closure", _closure, ("external", "cuda", "backend"), "imports"),
     Row("glibc", _glibc, ("glibc_floor", "glibcxx_floor"), "glibc"),
     Row("required", _required, ("required", "os"), "required"),

@@ -17,8 +17,8 @@ def test_every_backend_module_has_the_protocols_attributes():
     want = set(Backend.__annotations__)
     for b in BACKENDS:
         assert not want - set(vars(b)), (b.NAME, want - set(vars(b)))
-    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda"]
-    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda"]
+    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda", "vulkan"]
+    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda", "vulkan"]
     assert registry_problems(BACKENDS) == []
 
 
@@ -28,16 +28,23 @@ def test_the_install_kinds_are_the_installers_in_its_order():
     from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for
 
     assert list(INSTALL_KINDS.values()) == [
-        InstallKind("linux-cpu", "linux", "x64", "cpu"),
-        InstallKind("linux-arm64", "linux", "arm64", "cpu"),
-        InstallKind("linux-cuda", "linux", "x64", "cuda"),
-        InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
-        InstallKind("windows-cpu", "windows", "x64", "cpu"),
-        InstallKind("windows-arm64", "windows", "arm64", "cpu"),
-        InstallKind("windows-cuda", "windows", "x64", "cuda"),
-        InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
+        InstallKind("linux-cpu", "linux", ("x64",), "cpu"),
+        InstallKind("linux-arm64", "linux", ("arm64",), "cpu"),
+        InstallKind("linux-cuda", "linux", ("x64",), "cuda"),
+        InstallKind("linux-arm64-cuda", "linux", ("arm64",), "cuda"),
+        InstallKind("linux-vulkan", "linux", ("x64", "arm64"), "vulkan"),
+        InstallKind("windows-cpu", "windows", ("x64",), "cpu"),
+        InstallKind("windows-arm64", "windows", ("arm64",), "cpu"),
+        InstallKind("windows-cuda", "windows", ("x64",), "cuda"),
+        InstallKind("windows-arm64-cuda", "windows", ("arm64",), "cuda"),
+        InstallKind("windows-vulkan", "windows", ("x64",), "vulkan"),
+        InstallKind("windows-arm64-vulkan", "windows", ("arm64",), "vulkan"),
     ]
     assert kind_for("windows", "arm64", "cuda") == "windows-arm64-cuda"
+    # the installer has no linux-arm64-vulkan: one kind serves both Linux arches
+    assert kind_for("linux", "arm64", "vulkan") == kind_for("linux", "x64", "vulkan") == "linux-vulkan"
+    assert INSTALL_KINDS["linux-vulkan"].serves("linux", "arm64", "vulkan")
+    assert not INSTALL_KINDS["linux-vulkan"].serves("windows", "x64", "vulkan")
     with pytest.raises(KeyError, match="no install kind for linux/x64/rocm"):
         kind_for("linux", "x64", "rocm")
 
@@ -49,10 +56,15 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
 
     cuda = backend("cuda")
     assert {o: library_file(cuda, o) for o in OS_NAMES} == {"linux": "libggml-cuda.so", "windows": "ggml-cuda.dll"}
-    assert verify.BACKENDS == {"linux": ("libggml-cuda.so",), "windows": ("ggml-cuda.dll",)}
+    assert verify.BACKENDS == {
+        "linux": ("libggml-cuda.so", "libggml-vulkan.so"),
+        "windows": ("ggml-cuda.dll", "ggml-vulkan.dll"),
+    }
     assert judges.DRIVERS == {"linux": "libcuda.so.1", "windows": "nvcuda.dll"} and judges.DRIVER == "libcuda.so.1"
     assert judges.CPU_BACKENDS == {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
-    assert driver_owners("windows") == {"nvcuda.dll": cuda} and driver_owners("linux") == {"libcuda.so.1": cuda}
+    vk = backend("vulkan")
+    assert driver_owners("windows") == {"nvcuda.dll": cuda, "vulkan-1.dll": vk}
+    assert driver_owners("linux") == {"libcuda.so.1": cuda, "libvulkan.so.1": vk}
     # the closure checks and the Windows DLL list keep no copy of the driver's names
     assert not hasattr(closure, "LINUX_DRIVER") and not hasattr(systemdlls, "CUDA_DRIVER_DLLS")
     assert not systemdlls.is_windows_dll("nvcuda.dll")
@@ -111,6 +123,7 @@ def _fake() -> types.ModuleType:
     m.INSTALL_KINDS = {("linux", "x64"): "linux-fakegpu", ("windows", "x64"): "windows-fakegpu"}
     m.RUNTIME_GLOBS = {"windows": ("fakert64_*.dll",)}
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
+    m.HOST_GPUS = ()
     return m
 
 
@@ -130,9 +143,9 @@ def fake_registered(monkeypatch):
 def test_a_fake_gpu_backend_reaches_the_install_kinds_and_the_installers_file_list(fake_registered):
     from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for, required_patterns
 
-    assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", "x64", "fakegpu")
+    assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", ("x64",), "fakegpu")
     # its kinds come after the backends before it on each OS
-    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-arm64-cuda") + 1
+    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-vulkan") + 1
     assert kind_for("windows", "x64", "fakegpu") == "windows-fakegpu"
     assert required_patterns("windows-fakegpu", None)[-2:] == ["ggml-fakegpu.dll", "fakert64_*.dll"]
     assert required_patterns("linux-fakegpu", None)[-1] == "libggml-fakegpu.so*"
@@ -167,16 +180,22 @@ def test_the_installers_kinds_follow_the_registrys_tuple(monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(backends, "BACKENDS", (*BACKENDS, _fake()))
-        assert len(INSTALL_KINDS) == 10 and "windows-fakegpu" in INSTALL_KINDS
-    assert len(INSTALL_KINDS) == 8 and "windows-fakegpu" not in INSTALL_KINDS
+        assert len(INSTALL_KINDS) == 13 and "windows-fakegpu" in INSTALL_KINDS
+    assert len(INSTALL_KINDS) == 11 and "windows-fakegpu" not in INSTALL_KINDS
 
 
 def test_registry_problems_name_each_fault():
     bad = _fake()
-    bad.INSTALL_KINDS = {("linux", "x64"): "linux-cuda", ("macos", "arm64"): "macos-fakegpu"}
-    bad.DRIVERS = {"linux": "libfakedrv.so.1"}
+    bad.INSTALL_KINDS = {
+        ("linux", "x64"): "linux-cuda",
+        ("macos", "arm64"): "macos-fakegpu",
+        ("windows", "x64"): "any-fakegpu",
+        ("linux", "arm64"): "any-fakegpu",
+    }
+    bad.DRIVERS = {"linux": "libfakedrv.so.1", "windows": "FakeDrv.dll"}
     assert registry_problems((*BACKENDS, bad)) == [
         "two backends share an install kind: ['linux-cuda']",
+        "an install kind serves two OSes: ['any-fakegpu']",
         "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
         "backend fakegpu: a GPU backend with no driver for ['macos']",
     ]

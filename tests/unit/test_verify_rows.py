@@ -123,7 +123,7 @@ def test_a_bad_table_is_refused():
     )
     probs = table.table_problems((*rows.ROWS, *bad), {"cpu": ()})
     assert probs == [
-        "backend rows for ['cpu']: expected one entry per backend ['cpu', 'cuda']",
+        "backend rows for ['cpu']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
         "two verify rows share a name: ['files']",
         "verify row odd: phase 'late': expected one of " + ", ".join(rows.PHASES),
         "verify row odd: key ['colour']: not verify policy fields",
