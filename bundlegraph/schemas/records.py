@@ -394,7 +394,7 @@ class BundleSpec(Record):
     """target operating system: windows or linux"""
     arch: CPUArch
     """target CPU architecture: x64 or arm64"""
-    backend: Literal["cpu", "cuda"]
+    backend: Literal["cpu", "cuda", "vulkan"]
     """cpu, or cuda (then a [cuda] table and profile.line are required)"""
     install_kind: Annotated[str, _ID]
     """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows"""
