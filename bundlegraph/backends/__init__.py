@@ -48,6 +48,9 @@ class Backend(Protocol):
     """os -> globs of runtime files the installer checks when a bundle carries them"""
     CPU_FALLBACK: frozenset[tuple[str, str]]
     """``(os, arch)`` of the hosts that fall back to their CPU kind when no bundle of this backend fits"""
+    REQUIRED_PROGRAMS: tuple[str, ...]
+    """programs (stems, named per OS) the installer requires of a published bundle of this
+    backend's kinds beyond every bundle's ``llama-server`` and ``llama-quantize``"""
     HOST_GPUS: tuple[str, ...]
     """the GPU vendors (:attr:`bundlegraph.selection.Host.gpu`: ``intel``, ``amd``) whose hosts an
     installer routes to this backend's kinds (empty: none by vendor alone; CUDA hosts are

@@ -42,5 +42,8 @@ RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
 CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
 """Not a GPU backend: nothing to fall back from."""
 
+REQUIRED_PROGRAMS: tuple[str, ...] = ()
+"""No program beyond every bundle's the installer requires of this backend's bundles."""
+
 HOST_GPUS: tuple[str, ...] = ()
 """No GPU vendor routes a host here: a host without a GPU its installer serves asks for CPU."""

@@ -49,6 +49,9 @@ CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset({("windows", "arm64")})
 """``(os, arch)`` of the CUDA hosts that fall back to their CPU kind when no CUDA bundle fits
 (elsewhere a CUDA host gets no CPU fallback)."""
 
+REQUIRED_PROGRAMS: tuple[str, ...] = ()
+"""No program beyond every bundle's the installer requires of this backend's bundles."""
+
 HOST_GPUS: tuple[str, ...] = ()
 """No vendor routing: a CUDA host is described by its SMs and driver (:mod:`bundlegraph.selection`)."""
 

@@ -54,6 +54,13 @@ CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset(INSTALL_KINDS)
 are attempts: the installer falls through to CPU when the Vulkan archive is missing or fails
 its checks): every host the installer routes to Vulkan."""
 
+REQUIRED_PROGRAMS: tuple[str, ...] = ("llama-diffusion-gemma-visual-server",)
+"""Programs the installer's health check requires of a published bundle of a Vulkan kind
+(``runtime_payload_health_groups``: ``linux-vulkan``, ``windows-vulkan`` and
+``windows-arm64-vulkan`` published bundles must carry the DiffusionGemma visual server, where a
+CPU or CUDA bundle without it is only downloaded again to backfill it). Named per OS by
+:meth:`~bundlegraph.platforms.Platform.program`."""
+
 HOST_GPUS: tuple[str, ...] = ("intel", "amd")
 """The GPU vendors (:attr:`bundlegraph.selection.Host.gpu`) whose hosts the installer routes to
 this backend's kinds: an Intel GPU, or an AMD GPU without ROCm, and no physical NVIDIA GPU

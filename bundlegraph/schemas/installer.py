@@ -105,6 +105,8 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     groups: ``llama``, ``llama-common``, ``ggml``, ``ggml-base``, ``ggml-cpu*``, ``mtmd`` shared
     libraries; the ``llama-server-impl`` / ``llama-quantize-impl`` libraries when
     ``build_number`` >= :data:`~bundlegraph.schemas.records.IMPL_SPLIT_BUILD` (or unknown);
+    the programs the kind's backend requires besides (``REQUIRED_PROGRAMS``: the DiffusionGemma
+    visual server in a Vulkan bundle);
     a GPU backend's own library (``ggml-cuda`` for CUDA kinds, ``ggml-vulkan`` for Vulkan kinds:
     the installer's ``libggml-vulkan.so*`` / ``ggml-vulkan.dll`` groups), and the runtime files of the
     backend it checks when a bundle carries them (:data:`bundlegraph.backends.cuda.RUNTIME_GLOBS`:
@@ -122,6 +124,7 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     return [
         p.program("llama-server"),
         p.program("llama-quantize"),
+        *(p.program(n) for n in b.REQUIRED_PROGRAMS),
         *(p.library_glob(n) for n in libs),
         *b.RUNTIME_GLOBS.get(k.os, ()),
     ]

@@ -123,6 +123,7 @@ def _fake() -> types.ModuleType:
     m.INSTALL_KINDS = {("linux", "x64"): "linux-fakegpu", ("windows", "x64"): "windows-fakegpu"}
     m.RUNTIME_GLOBS = {"windows": ("fakert64_*.dll",)}
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
+    m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
     return m
 
