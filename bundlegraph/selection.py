@@ -354,4 +354,14 @@ def coverage_problems(
     return probs
 
 
-__all__ = ["GPU_WORDS", "Host", "Selection", "asks", "claimed", "coverage", "coverage_problems", "host_classes", "select"]
+__all__ = [
+    "GPU_WORDS",
+    "Host",
+    "Selection",
+    "asks",
+    "claimed",
+    "coverage",
+    "coverage_problems",
+    "host_classes",
+    "select",
+]

@@ -116,9 +116,7 @@ class VerifyPolicy:
         ``backend_dl``, ``cuda_major`` and ``backend`` are left out: they follow the spec's
         ``GGML_BACKEND_DL``, CUDA version and backend, which change the build (and so the verify
         key) anyway, and verify keys keep their form."""
-        d = {
-            k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major", "backend")
-        }
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major", "backend")}
         d["info_expect"] = dict(self.info_expect)
         d["archs"] = self.cmake_archs
         return d

@@ -368,7 +368,9 @@ def test_a_non_nvidia_gpu_host_gets_the_vulkan_bundle_where_it_got_cpu(ilp, rele
         with serving(ilp, rel) as srv:
             for host, row in NON_NVIDIA.items():
                 got = installerkit.installer_choice(ilp, row, srv.release_tag)
-                r = rel.cli("select", "--os", row["os"], "--arch", row["arch"], "--gpu", row["gpu"], "--json", str(rel.dist))
+                r = rel.cli(
+                    "select", "--os", row["os"], "--arch", row["arch"], "--gpu", row["gpu"], "--json", str(rel.dist)
+                )
                 ours = json.loads(r.stdout)
                 assert (ours["choice"], ours["install_kind"], ours["attempts"]) == (
                     got["choice"],
