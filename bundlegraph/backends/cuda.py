@@ -60,8 +60,8 @@ MIN_DRIVER = (12, 4)
 
 BELOW_FLOOR_TO_CPU: frozenset[tuple[str, str]] = frozenset({("windows", "x64")})
 """``(os, arch)`` of the hosts whose driver below :data:`MIN_DRIVER` asks for the CPU kind
-instead (the installer asks for Vulkan first there, then CPU); elsewhere such a host still asks
-for its CUDA kind and gets nothing."""
+instead, after the Vulkan kind (:data:`bundlegraph.backends.vulkan.CUDA_BELOW_FLOOR`); elsewhere
+such a host still asks for its CUDA kind and gets nothing."""
 
 RUNTIME_LINES_ON_DISK_ONLY: frozenset[str] = frozenset({"linux"})
 """OSes where the installer tries only runtime lines whose libraries are on disk (elsewhere those

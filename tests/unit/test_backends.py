@@ -200,3 +200,26 @@ def test_registry_problems_name_each_fault():
         "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
         "backend fakegpu: a GPU backend with no driver for ['macos']",
     ]
+
+
+def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its_module():
+    """Vulkan is one module plus its registry entry: its library and loader names per OS, its
+    kinds and the installer's file list derive from it, and the closure check allows its loader
+    to Vulkan legs only."""
+    from bundlegraph.checks import closure
+    from bundlegraph.checks.pe import PEImport, PEInfo
+    from bundlegraph.schemas.installer import required_patterns
+
+    vk = backend("vulkan")
+    assert (vk.GPU, vk.SPEC_TABLE, vk.TITLE) == (True, "vulkan", "Vulkan")  # type: ignore[attr-defined]
+    assert {o: library_file(vk, o) for o in OS_NAMES} == {"linux": "libggml-vulkan.so", "windows": "ggml-vulkan.dll"}
+    assert required_patterns("linux-vulkan", None)[-1] == "libggml-vulkan.so*"
+    assert required_patterns("windows-arm64-vulkan", None)[-1] == "ggml-vulkan.dll"
+    assert "ggml-vulkan.dll" not in required_patterns("windows-cuda", None)
+    pe = PEInfo(0x8664, "x64", (PEImport("VULKAN-1.DLL", ("vkCreateInstance",), ()),), frozenset(), frozenset(), {})
+    files = {"ggml-vulkan.dll": pe}
+    assert closure.pe_closure(files, list(files), driver_of="vulkan") == []
+    assert [f.reason for f in closure.pe_closure(files, list(files), cuda=True)] == [
+        "VULKAN-1.DLL: the Vulkan loader DLL, which only Vulkan legs may import "
+        "[chain: ggml-vulkan.dll -> VULKAN-1.DLL (unresolved)]"
+    ]
