@@ -308,7 +308,7 @@ def test_required_files_cover_the_installers_health_groups_for_every_kind(ilp):
 def _add_member(src: Path, dest: Path, beside: str, name: str, data: bytes) -> None:
     """``src`` (a .tar.gz bundle) rewritten to ``dest`` with ``data`` added as ``name`` in the
     folder of member ``beside`` (same mode and mtime as it)."""
-    with tarfile.open(src, "r:gz") as tin, tarfile.open(dest, "w:gz") as tout:
+    with tarfile.open(src, "r:gz") as tin, tarfile.open(dest, "w:gz", compresslevel=1) as tout:
         members = tin.getmembers()
         ref = next(m for m in members if m.name.rsplit("/", 1)[-1] == beside)
         for m in members:
