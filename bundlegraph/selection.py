@@ -6,8 +6,10 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
 ``tests/integration/test_installer_contract.py``:
 
 - A host is ``os``/``arch``, the SMs of its NVIDIA GPUs (``sms``; empty when unknown), its
-  driver's CUDA version (``driver_cuda``; None: no NVIDIA driver) and the CUDA runtime lines
-  whose libraries it has (``runtime_lines``; None: every line the driver allows).
+  driver's CUDA version (``driver_cuda``; None: no NVIDIA driver), the CUDA runtime lines
+  whose libraries it has (``runtime_lines``; None: every line the driver allows) and the vendor
+  of a GPU it has besides (``gpu``: ``intel``, or ``amd`` for an AMD GPU without ROCm; None:
+  none).
 - The driver allows lines ``cuda12`` .. ``cuda<major>`` when it is >= 12.4, none below.
 - CUDA hosts ask for their CUDA kind. A bundle fits when its ``supported_sms`` lists every host
   SM inside ``[min_sm, max_sm]`` (a host of unknown SMs fits portable bundles only). Per line,
@@ -16,7 +18,16 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
   (then the lower ``rank``, then the lower ``max_sm``), followed by the line's portable bundle.
 - Linux CUDA hosts and Windows x64 CUDA hosts get no CPU fallback; a Windows ARM64 CUDA host
   falls back to the ``windows-arm64`` CPU bundle; a Windows x64 host with a driver below 12.4
-  and every host without an NVIDIA driver ask for their CPU kind (lowest ``rank`` wins).
+  asks for ``windows-vulkan`` then ``windows-cpu``; every other host without an NVIDIA driver
+  asks for its CPU kind (lowest ``rank`` wins).
+- A host without an NVIDIA driver but with an Intel GPU or an AMD GPU without ROCm
+  (:data:`bundlegraph.backends.vulkan.HOST_GPUS`) on Linux x64, Linux arm64 or Windows x64
+  (:data:`~bundlegraph.backends.vulkan.ROUTED_BY_VENDOR`) asks for its Vulkan kind, then its CPU
+  kind. Such a chain tries one bundle of each kind in turn (the Vulkan one first: both are
+  attempts); elsewhere the first kind with a bundle wins. A Vulkan bundle is offered to a host
+  only when its ``bundle_profile`` or asset name names the host's arch
+  (:data:`~bundlegraph.backends.vulkan.ARCH_TOKENS`: ``linux-vulkan`` serves both Linux arches);
+  the lowest ``rank`` of those wins.
 - Only bundles hashed in the SHA index are candidates.
 """
 
@@ -25,10 +36,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from .backends import backend, cuda
+from .backends import backend, cuda, vulkan
 from .core.lightclass import frozen, mutable
 from .schemas.archs import fatbin_sm, known_sms, parse_version
-from .schemas.installer import PORTABLE_CLASS, kind_for
+from .schemas.installer import INSTALL_KINDS, PORTABLE_CLASS, kind_for
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
 from .schemas.records import Matrix
 
@@ -40,13 +51,16 @@ MIN_DRIVER = cuda.MIN_DRIVER
 class Host:
     """A host as data. ``sms``: GPU SM numbers (``(121,)``); ``driver_cuda``: ``(13, 0)`` or
     None (no NVIDIA driver); ``runtime_lines``: lines whose runtime libraries are present, None
-    for every line the driver allows."""
+    for every line the driver allows; ``gpu``: the vendor of a GPU the host has besides
+    (``intel``; ``amd``: an AMD GPU without ROCm), None for none (the installer looks for one
+    only on a host without a usable NVIDIA driver)."""
 
     os: str
     arch: str
     sms: tuple[int, ...] = ()
     driver_cuda: tuple[int, int] | None = None
     runtime_lines: tuple[str, ...] | None = None
+    gpu: str | None = None
 
     @property
     def nvidia(self) -> bool:
@@ -64,7 +78,8 @@ class Host:
             if self.driver_cuda
             else "no NVIDIA GPU"
         )
-        return f"{self.os} {self.arch} ({gpu})"
+        other = f", {GPU_WORDS.get(self.gpu, self.gpu)}" if self.gpu else ""
+        return f"{self.os} {self.arch} ({gpu}{other})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,7 +88,12 @@ class Host:
             "sms": list(self.sms),
             "driver_cuda": f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else None,
             "runtime_lines": list(self.runtime_lines) if self.runtime_lines is not None else None,
+            "gpu": self.gpu,
         }
+
+
+GPU_WORDS = {"intel": "an Intel GPU", "amd": "an AMD GPU without ROCm"}
+"""How :meth:`Host.describe` says a ``gpu`` vendor."""
 
 
 @mutable
@@ -163,6 +183,54 @@ def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host
     return attempts
 
 
+def _vulkan_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
+    """The installer's Vulkan choice: the lowest-rank bundle of ``kind`` whose profile or asset
+    name names the host's arch (:data:`bundlegraph.backends.vulkan.ARCH_TOKENS`)."""
+    tokens = vulkan.ARCH_TOKENS.get(host.arch, ())
+    cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
+    fit = []
+    for a in cands:
+        identity = f"{a.bundle_profile} {a.asset_name}".lower()
+        if any(t in identity for t in tokens):
+            fit.append(a)
+        else:
+            sel.rejected.append(
+                (a.asset_name, f"names no {host.arch} ({'/'.join(tokens)}) in its profile or asset name")
+            )
+    for a in fit[1:]:
+        sel.rejected.append((a.asset_name, f"higher rank than {fit[0].asset_name}"))
+    return [a.asset_name for a in fit[:1]]
+
+
+def _kind_of(os_name: str, arch: str, backend_name: str) -> str | None:
+    try:
+        return kind_for(os_name, arch, backend_name)
+    except KeyError:
+        return None
+
+
+def asks(host: Host) -> tuple[list[str], bool]:
+    """The install kinds ``host`` asks for, in order, and whether it tries a bundle of each in
+    turn (True: a Vulkan chain, every kind's bundle an attempt) or takes the first kind with one
+    (False)."""
+    cpu_kind = kind_for(host.os, host.arch, "cpu")
+    vk_kind = _kind_of(host.os, host.arch, vulkan.NAME)
+    where = (host.os, host.arch)
+    then_cpu = [cpu_kind] if where in vulkan.CPU_FALLBACK else []
+    if not host.nvidia:
+        if vk_kind and host.gpu in vulkan.HOST_GPUS and where in vulkan.ROUTED_BY_VENDOR:
+            return [vk_kind, *then_cpu], True
+        return [cpu_kind], False
+    if where in cuda.BELOW_FLOOR_TO_CPU and host.driver_cuda is not None and host.driver_cuda < MIN_DRIVER:
+        if vk_kind and where in vulkan.CUDA_BELOW_FLOOR:
+            return [vk_kind, *then_cpu], True
+        return [cpu_kind], False
+    cuda_kind = kind_for(host.os, host.arch, "cuda")
+    if where in cuda.CPU_FALLBACK:
+        return [cuda_kind, cpu_kind], False
+    return [cuda_kind], False
+
+
 def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> list[str]:
     cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
     for a in cands[1:]:
@@ -176,28 +244,21 @@ def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Sel
     hashed = index.artifacts if index is not None else None
     arts = [a for a in manifest.artifacts if hashed is None or a.asset_name in hashed]
     unhashed = [a for a in manifest.artifacts if hashed is not None and a.asset_name not in hashed]
-    cpu_kind = kind_for(host.os, host.arch, "cpu")
-    cuda_kind = kind_for(host.os, host.arch, "cuda")
-    asked: list[str]
-    if not host.nvidia:
-        asked = [cpu_kind]
-    elif (
-        (host.os, host.arch) in cuda.BELOW_FLOOR_TO_CPU
-        and host.driver_cuda is not None
-        and host.driver_cuda < MIN_DRIVER
-    ):
-        asked = [cpu_kind]  # Vulkan first, then CPU: this release has no Vulkan bundles
-    elif (host.os, host.arch) in cuda.CPU_FALLBACK:
-        asked = [cuda_kind, cpu_kind]
-    else:
-        asked = [cuda_kind]
+    asked, chain = asks(host)
     sel = Selection(host, asked)
     sel.rejected += [(a.asset_name, "not hashed in the SHA index") for a in unhashed]
     for kind in asked:
-        got = _cuda_attempts(sel, kind, arts, host) if kind == cuda_kind else _cpu_attempts(sel, kind, arts)
-        if got:
-            sel.attempts = got
+        b = INSTALL_KINDS[kind].backend
+        if b == cuda.NAME:
+            got = _cuda_attempts(sel, kind, arts, host)
+        elif b == vulkan.NAME:
+            got = _vulkan_attempts(sel, kind, arts, host)
+        else:
+            got = _cpu_attempts(sel, kind, arts)
+        if got and sel.install_kind is None:
             sel.install_kind = kind
+        sel.attempts += got
+        if got and not chain:
             break
     kinds = set(asked)
     sel.rejected += [
@@ -217,12 +278,12 @@ def driver_for(line: str) -> tuple[int, int]:
 
 def host_classes(manifest: Manifest) -> list[Host]:
     """The host classes a release is asked about: for every CPU install kind a host without an
-    NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch table that the newest toolkit
-    of the release's bundles supports, with a driver of each runtime line the release ships,
-    the newest driver of the line below, and a driver below the 12.4 floor (Windows x64 falls
-    back to CPU there)."""
-    from .schemas.installer import INSTALL_KINDS
-
+    NVIDIA driver; for every kind of a backend that serves GPU vendors
+    (:data:`bundlegraph.backends.vulkan.HOST_GPUS`), a host of each arch it serves with a GPU
+    of each such vendor and no NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch
+    table that the newest toolkit of the release's bundles supports, with a driver of each
+    runtime line the release ships, the newest driver of the line below, and a driver below the
+    12.4 floor (Windows x64 asks for Vulkan, then CPU there)."""
     lines = sorted({a.runtime_line for a in manifest.artifacts if a.runtime_line})
     versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
     sms = known_sms(max(versions)) if versions else []
@@ -234,11 +295,15 @@ def host_classes(manifest: Manifest) -> list[Host]:
     )
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
-        if not backend(k.backend).GPU:
-            hosts = [Host(k.os, k.arch)]
-        else:
-            hosts = [Host(k.os, k.arch, (sm,), d) for d in drivers for sm in sms]
-        out += [h for h in hosts if h not in out]  # two GPU kinds of one os/arch describe the same hosts once
+        b = backend(k.backend)
+        for arch in k.archs:
+            if not b.GPU:
+                hosts = [Host(k.os, arch)]
+            elif b.HOST_GPUS:
+                hosts = [Host(k.os, arch, gpu=v) for v in b.HOST_GPUS]
+            else:
+                hosts = [Host(k.os, arch, (sm,), d) for d in drivers for sm in sms]
+            out += [h for h in hosts if h not in out]  # two kinds of one os/arch describe the same hosts once
     return out
 
 
@@ -249,11 +314,16 @@ def coverage(manifest: Manifest, index: ShaIndex | None) -> list[Selection]:
 
 def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     """``(host, install_kind, leg)`` for every host class a promised leg claims: a CPU leg, a
-    host of its os/arch without an NVIDIA GPU; a CUDA leg, a host of each SM its spec's archs
-    name (``120a`` -> 120) with a driver of its runtime line."""
+    host of its os/arch without an NVIDIA GPU; a leg of a backend that serves GPU vendors
+    (Vulkan), a host of its os/arch with a GPU of each such vendor
+    (:data:`bundlegraph.backends.vulkan.HOST_GPUS`); a CUDA leg, a host of each SM its spec's
+    archs name (``120a`` -> 120) with a driver of its runtime line."""
     out = []
     for leg in matrix.promised:
         s = matrix.legs[leg]
+        if backend(s.backend).HOST_GPUS:
+            out += [(Host(s.os, s.arch, gpu=v), s.install_kind, leg) for v in backend(s.backend).HOST_GPUS]
+            continue
         if s.cuda is None:
             out.append((Host(s.os, s.arch), s.install_kind, leg))
             continue
@@ -285,4 +355,14 @@ def coverage_problems(
     return probs
 
 
-__all__ = ["Host", "Selection", "claimed", "coverage", "coverage_problems", "host_classes", "select"]
+__all__ = [
+    "GPU_WORDS",
+    "Host",
+    "Selection",
+    "asks",
+    "claimed",
+    "coverage",
+    "coverage_problems",
+    "host_classes",
+    "select",
+]

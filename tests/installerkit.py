@@ -381,8 +381,11 @@ def released(
 
 def make_host(ilp: Any, row: dict[str, Any]) -> Any:
     """The installer's ``HostInfo`` for a host row ``{"os": "linux"|"windows", "arch": "x64"|
-    "arm64", "sms": [121, ...], "driver_cuda": "13.0"|None, ...}``: an NVIDIA host (nvidia-smi
-    present, usable GPU) when it has SMs or a driver; SMs as compute capabilities ``"121"``."""
+    "arm64", "sms": [121, ...], "driver_cuda": "13.0"|None, "gpu": "intel"|"amd"|None, ...}``:
+    an NVIDIA host (nvidia-smi present, usable GPU) when it has SMs or a driver; SMs as compute
+    capabilities ``"121"``; ``gpu``: what its own probe reports for a host without a usable
+    NVIDIA driver or ROCm (``has_intel_gpu``, ``has_amd_gpu_without_rocm``: a DRM card of PCI
+    vendor 0x8086 / 0x1002 on Linux, the display adapters on Windows)."""
     os_name, arch = row["os"], row["arch"]
     caps = ilp.normalize_compute_caps([str(s) for s in row.get("sms") or []])
     drv = row.get("driver_cuda")
@@ -409,6 +412,9 @@ def make_host(ilp: Any, row: dict[str, Any]) -> Any:
         visible_cuda_devices=None,
         has_physical_nvidia=nvidia,
         has_usable_nvidia=nvidia,
+        # probed only without a usable NVIDIA driver (detect_host)
+        has_intel_gpu=not nvidia and row.get("gpu") == "intel",
+        has_amd_gpu_without_rocm=not nvidia and row.get("gpu") == "amd",
     )
 
 

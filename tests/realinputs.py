@@ -60,6 +60,18 @@ INPUTS: dict[str, Input] = {
     "npm-win-x64-cuda": Input(
         "npm", "@node-llama-cpp/win-x64-cuda@3.21.1", "7824fb3d391d32194f3ee537d70ab3e334030cca71a85b855c368f36b251dc83"
     ),
+    # the real Vulkan backends (libggml-vulkan.so / ggml-vulkan.dll) of the same node-llama-cpp
+    # release, for the Vulkan verify rows
+    "npm-linux-x64-vulkan": Input(
+        "npm",
+        "@node-llama-cpp/linux-x64-vulkan@3.21.1",
+        "4877be47f01586481615aec277c23c7f660592ce66eec2753ff1dcc967a9a0d2",
+    ),
+    "npm-win-x64-vulkan": Input(
+        "npm",
+        "@node-llama-cpp/win-x64-vulkan@3.21.1",
+        "105e8207d2114f5f248b217fee7f9b702d0e7509cf0d3c7565dfb9e707f9303e",
+    ),
     "cudart-win-arm64": Input(
         "pip",
         "nvidia-cuda-runtime==13.5.37",

@@ -10,11 +10,12 @@ This is the shape of :mod:`bundlegraph.pipeline.stages` and of cibuildwheel's
 axis that varies per leg. OS-dependent naming comes from :mod:`bundlegraph.platforms`.
 
 Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec files; its verify
-rows (if any) are a module of :mod:`bundlegraph.verification` registered under its name in
-:data:`bundlegraph.verification.table.BACKEND_ROWS` (they call :mod:`bundlegraph.checks`, which
-sits above this table, so they cannot live in the backend module). The toolchain contribution (GPU
-compilers as machine-file ``[binaries]``) and the smoke GPU steps are not yet read from here; the
-spec table (:attr:`Backend.SPEC_TABLE`) and the SDK (:attr:`Backend.SDK`) are.
+rows (if any) are the ``ROWS`` of the module ``bundlegraph.verification.<NAME>``, which
+:data:`bundlegraph.verification.table.BACKEND_ROWS` finds by the backend's name (they call
+:mod:`bundlegraph.checks`, which sits above this table, so they cannot live in the backend
+module). The spec table (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
+(:attr:`Backend.COMPILER`, a machine-file ``[binaries]`` entry) are read from here; the smoke GPU
+steps are the backend's module of :mod:`bundlegraph.pipeline.smoke` (``sides.SIDES``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ class Backend(Protocol):
     COMPILER: str | None
     """the machine-file ``[binaries]`` entry (a GPU compiler: ``cuda``, ``glslc``) a leg's toolchain must
     name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none"""
+    REQUIRED_PROGRAMS: tuple[str, ...]
+    """programs (stems, named per OS) the installer requires of a published bundle of this
+    backend's kinds beyond every bundle's ``llama-server`` and ``llama-quantize``"""
+    HOST_GPUS: tuple[str, ...]
+    """the GPU vendors (:attr:`bundlegraph.selection.Host.gpu`: ``intel``, ``amd``) whose hosts an
+    installer routes to this backend's kinds (empty: none by vendor alone; CUDA hosts are
+    described by their SMs and driver)"""
 
 
 BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan)
@@ -94,9 +102,10 @@ def driver_owners(os_name: str) -> dict[str, Backend]:
 
 
 def install_kinds(table: tuple[Backend, ...] | None = None) -> list[tuple[str, str, str, str]]:
-    """``(install kind, os, arch, backend)`` for every kind of every backend of ``table``
-    (default :data:`BACKENDS`), ordered by OS (:data:`~bundlegraph.platforms.PLATFORMS`), then
-    backend, then the backend's own order."""
+    """``(install kind, os, arch, backend)`` for every ``(os, arch)`` of every backend of
+    ``table`` (default :data:`BACKENDS`), ordered by OS (:data:`~bundlegraph.platforms.PLATFORMS`),
+    then backend, then the backend's own order. A kind that serves two arches of one OS
+    (``linux-vulkan``) appears once per arch."""
     return [
         (kind, os_name, arch, b.NAME)
         for os_name in OS_NAMES
@@ -113,9 +122,11 @@ def spec_tables() -> tuple[str, ...]:
 
 def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     """What is wrong with ``table`` as a registry, one line each (empty: nothing): two backends of
-    one name, one spec table or one install kind, an OS that :mod:`bundlegraph.platforms` does not know, a GPU
-    backend without a driver on an OS it has install kinds for. Checked on :data:`BACKENDS` when
-    this package loads (a bad table is a bug, so it raises RuntimeError there)."""
+    one name, one spec table or one install kind, an install kind on two OSes (one kind may serve several arches
+    of one OS, as the installer's ``linux-vulkan`` does), an OS that :mod:`bundlegraph.platforms`
+    does not know, a GPU backend without a driver on an OS it has install kinds for. Checked on
+    :data:`BACKENDS` when this package loads (a bad table is a bug, so it raises RuntimeError
+    there)."""
     probs = []
     names = [b.NAME for b in table]
     if len(set(names)) != len(names):
@@ -123,16 +134,22 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     tables = [b.SPEC_TABLE for b in table if b.SPEC_TABLE]
     if len(set(tables)) != len(tables):
         probs.append(f"two backends share a spec table: {sorted(t for t in set(tables) if tables.count(t) > 1)}")
-    kinds = [k for k, *_ in install_kinds(table)]
-    if len(set(kinds)) != len(kinds):
-        probs.append(f"two backends share an install kind: {sorted(k for k in set(kinds) if kinds.count(k) > 1)}")
+    owners: dict[str, set[str]] = {}
+    oses: dict[str, set[str]] = {}
+    for k, o, _arch, b_name in install_kinds(table):
+        owners.setdefault(k, set()).add(b_name)
+        oses.setdefault(k, set()).add(o)
+    if shared := sorted(k for k, bs in owners.items() if len(bs) > 1):
+        probs.append(f"two backends share an install kind: {shared}")
+    if split := sorted(k for k, os_set in oses.items() if len(os_set) > 1):
+        probs.append(f"an install kind serves two OSes: {split}")
     for b in table:
-        oses = {o for o, _ in b.INSTALL_KINDS}
-        unknown = (oses | set(b.DRIVERS) | set(b.RUNTIME_GLOBS)) - set(OS_NAMES)
+        b_oses = {o for o, _ in b.INSTALL_KINDS}
+        unknown = (b_oses | set(b.DRIVERS) | set(b.RUNTIME_GLOBS)) - set(OS_NAMES)
         if unknown:
             probs.append(f"backend {b.NAME}: unknown os {sorted(unknown)}: expected one of {', '.join(OS_NAMES)}")
-        if b.GPU and oses - set(b.DRIVERS):
-            probs.append(f"backend {b.NAME}: a GPU backend with no driver for {sorted(oses - set(b.DRIVERS))}")
+        if b.GPU and b_oses - set(b.DRIVERS):
+            probs.append(f"backend {b.NAME}: a GPU backend with no driver for {sorted(b_oses - set(b.DRIVERS))}")
     return probs
 
 

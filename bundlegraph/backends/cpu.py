@@ -50,3 +50,9 @@ SDK: str | None = None
 
 COMPILER: str | None = None
 """No GPU compiler: a CPU leg's toolchain needs only its C and C++ compilers."""
+
+REQUIRED_PROGRAMS: tuple[str, ...] = ()
+"""No program beyond every bundle's the installer requires of this backend's bundles."""
+
+HOST_GPUS: tuple[str, ...] = ()
+"""No GPU vendor routes a host here: a host without a GPU its installer serves asks for CPU."""

@@ -49,13 +49,19 @@ CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset({("windows", "arm64")})
 """``(os, arch)`` of the CUDA hosts that fall back to their CPU kind when no CUDA bundle fits
 (elsewhere a CUDA host gets no CPU fallback)."""
 
+REQUIRED_PROGRAMS: tuple[str, ...] = ()
+"""No program beyond every bundle's the installer requires of this backend's bundles."""
+
+HOST_GPUS: tuple[str, ...] = ()
+"""No vendor routing: a CUDA host is described by its SMs and driver (:mod:`bundlegraph.selection`)."""
+
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
 
 BELOW_FLOOR_TO_CPU: frozenset[tuple[str, str]] = frozenset({("windows", "x64")})
 """``(os, arch)`` of the hosts whose driver below :data:`MIN_DRIVER` asks for the CPU kind
-instead (the installer asks for Vulkan first there, then CPU); elsewhere such a host still asks
-for its CUDA kind and gets nothing."""
+instead, after the Vulkan kind (:data:`bundlegraph.backends.vulkan.CUDA_BELOW_FLOOR`); elsewhere
+such a host still asks for its CUDA kind and gets nothing."""
 
 RUNTIME_LINES_ON_DISK_ONLY: frozenset[str] = frozenset({"linux"})
 """OSes where the installer tries only runtime lines whose libraries are on disk (elsewhere those

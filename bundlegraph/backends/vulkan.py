@@ -1,11 +1,16 @@
-"""The Vulkan backend (AMD, Intel and NVIDIA GPUs through their Vulkan drivers): ``ggml-vulkan``,
-the loader it links, its install kinds. Registered in :data:`bundlegraph.backends.BACKENDS`.
+"""The Vulkan backend (AMD, Intel and NVIDIA GPUs through the host's Vulkan driver):
+``ggml-vulkan``, the loader it imports, its install kinds and the installer's rules for choosing
+a Vulkan bundle. Registered in :data:`bundlegraph.backends.BACKENDS`.
 
-Sources: the Khronos loader is ``libvulkan.so.1`` on Linux (Debian's ``libvulkan1``) and
-``vulkan-1.dll`` on Windows (installed with every GPU driver); a bundle imports it and never
-ships it. The install kinds are the installer's (unsloth 2026.10.9
-``studio/backend/utils/prebuilt/llama_backend.py`` ``INSTALL_KIND_BACKENDS``: ``linux-vulkan``,
-``windows-vulkan``; it has no Linux arm64 Vulkan kind).
+Sources: the Khronos loader is ``libvulkan.so.1`` on Linux (its soname since Vulkan 1.0) and
+``vulkan-1.dll`` on Windows (installed with every GPU driver); ggml links it directly
+(``ggml/src/ggml-vulkan/CMakeLists.txt``: ``Vulkan::Vulkan``). The install kinds and the selection
+facts below are the installer's (:data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`:
+``INSTALL_KIND_BACKENDS`` of ``studio/backend/utils/prebuilt/llama_backend.py``,
+``_linux_published_attempts``, ``resolve_release_asset_choice``, ``published_asset_choice_for_kind``
+and ``_route_to_vulkan_prebuilt`` of ``studio/install_llama_prebuilt.py``), stated in
+``docs/installer-contract.md`` and checked against its own code by
+``tests/integration/test_installer_contract.py``.
 """
 
 from __future__ import annotations
@@ -17,35 +22,68 @@ TITLE = "Vulkan"
 """Its name in messages."""
 
 GPU = True
-"""A GPU backend: it has a driver (the loader), device code (SPIR-V shaders) and GPU smoke steps."""
+"""A GPU backend: a driver (the loader, and the vendor's ICD behind it), device code (SPIR-V
+shaders compiled into the library) and GPU smoke steps."""
 
 LIBRARY = "ggml-vulkan"
 """ggml's Vulkan backend library stem (``libggml-vulkan.so`` / ``ggml-vulkan.dll``)."""
 
 DRIVERS: dict[str, str] = {"linux": "libvulkan.so.1", "windows": "vulkan-1.dll"}
-"""The Vulkan loader per OS: present on a host with a Vulkan driver, never shipped."""
+"""The Vulkan loader per OS: present on every host with a Vulkan driver, so a Vulkan bundle may
+import it without shipping it, and never ships it (a bundled loader would shadow the host's, whose
+driver manifests (ICDs) it must read)."""
 
 DRIVER_WHAT = "the Vulkan loader"
 """What the driver library is, for messages."""
 
 INSTALL_KINDS: dict[tuple[str, str], str] = {
     ("linux", "x64"): "linux-vulkan",
-    ("linux", "arm64"): "linux-arm64-vulkan",  # a-sdk's stand-in: b-vkfacts' facts hold the installer's own
+    ("linux", "arm64"): "linux-vulkan",
     ("windows", "x64"): "windows-vulkan",
+    ("windows", "arm64"): "windows-arm64-vulkan",
 }
-"""``(os, arch)`` -> the install kind of this backend's bundles (the installer's names; the
-installer has no ``linux-arm64-vulkan``: this stand-in lets the linux-arm64 spec load until
-b-vkfacts' facts, where both Linux arches ask for ``linux-vulkan``, replace this module)."""
+"""``(os, arch)`` -> the install kind of this backend's bundles (the installer's names). The
+installer has no ``linux-arm64-vulkan``: both Linux arches ask for ``linux-vulkan`` and tell the
+bundles apart by :data:`ARCH_TOKENS`."""
 
 RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
-"""No runtime files the installer checks beyond the common libraries."""
+"""No runtime files the installer checks beyond the backend library (the loader is the host's)."""
 
-CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
-"""``(os, arch)`` of the Vulkan hosts that fall back to their CPU kind (the installer tries the
-CPU bundle after Vulkan itself; selection's rule is b-vkfacts' slice)."""
+CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset(INSTALL_KINDS)
+"""``(os, arch)`` of the Vulkan hosts that try their CPU kind's bundle after the Vulkan one (both
+are attempts: the installer falls through to CPU when the Vulkan archive is missing or fails
+its checks): every host the installer routes to Vulkan."""
+
+REQUIRED_PROGRAMS: tuple[str, ...] = ("llama-diffusion-gemma-visual-server",)
+"""Programs the installer's health check requires of a published bundle of a Vulkan kind
+(``runtime_payload_health_groups``: ``linux-vulkan``, ``windows-vulkan`` and
+``windows-arm64-vulkan`` published bundles must carry the DiffusionGemma visual server, where a
+CPU or CUDA bundle without it is only downloaded again to backfill it). Named per OS by
+:meth:`~bundlegraph.platforms.Platform.program`."""
+
+HOST_GPUS: tuple[str, ...] = ("intel", "amd")
+"""The GPU vendors (:attr:`bundlegraph.selection.Host.gpu`) whose hosts the installer routes to
+this backend's kinds: an Intel GPU, or an AMD GPU without ROCm, and no physical NVIDIA GPU
+(``has_intel_gpu`` / ``has_amd_gpu_without_rocm``, probed only without a usable NVIDIA driver
+or ROCm)."""
+
+ROUTED_BY_VENDOR: frozenset[tuple[str, str]] = frozenset({("linux", "x64"), ("linux", "arm64"), ("windows", "x64")})
+"""``(os, arch)`` where a :data:`HOST_GPUS` host asks for the Vulkan kind. Not Windows arm64:
+there a stale Intel adapter entry names no GPU, so only the loader's own device listing (a probe
+this module does not model) or an explicit ``--llama-backend vulkan`` routes it."""
+
+CUDA_BELOW_FLOOR: frozenset[tuple[str, str]] = frozenset({("windows", "x64")})
+"""``(os, arch)`` of the NVIDIA hosts whose driver is below CUDA's floor
+(:data:`bundlegraph.backends.cuda.MIN_DRIVER`) that ask for the Vulkan kind, then their CPU kind
+(Vulkan runs on the NVIDIA GPU through its own driver; #12842 in the installer)."""
+
+ARCH_TOKENS: dict[str, tuple[str, ...]] = {"x64": ("x64", "x86_64", "amd64"), "arm64": ("arm64", "aarch64")}
+"""arch -> the words one of which a Vulkan bundle's ``bundle_profile`` + asset name (lower-case)
+must hold for the installer to offer it to a host of that arch (one install kind serves both
+Linux arches)."""
 
 SPEC_TABLE: str | None = "vulkan"
-"""The spec table a Vulkan leg must have (``[vulkan]``: its SDK)."""
+"""The spec table a Vulkan leg carries (``[vulkan]``: its SDK)."""
 
 SDK: str | None = "bundlegraph.toolkit.vulkan"
 """The module that plans, keys and installs this backend's SDK (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""

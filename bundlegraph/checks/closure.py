@@ -5,7 +5,8 @@ Windows (PE), following the loader's rules for a bundle laid out as one applicat
 - file level: each DLL a file imports (ordinary or delay-load; names compared
   case-insensitively) is in the bundle *beside the importer*, provided by Windows
   (:mod:`.systemdlls`), declared by the leg as an external runtime, a backend's driver
-  (:func:`bundlegraph.backends.driver_owners`: ``nvcuda.dll``, CUDA legs only) or the host
+  (:func:`bundlegraph.backends.driver_owners`: ``nvcuda.dll`` in CUDA legs only, ``vulkan-1.dll``
+  in Vulkan legs only) or the host
   process of an addon (``node.exe`` for ``.node``);
 - symbol level: each name/ordinal imported from a bundled DLL is exported by it; forwarded
   exports (``DLL.Function``) are followed into bundled DLLs.
@@ -16,7 +17,8 @@ Linux (ELF), following ld.so(8):
   with ``$ORIGIN`` (a build directory or an absolute path would ship);
 - each needed soname resolves inside the bundle through an ``$ORIGIN`` entry, or is in the
   baseline (:data:`LINUX_BASELINE`: glibc, libstdc++, libgcc_s), declared external
-  (``libgomp.so.1`` counts only then) or a backend's driver (``libcuda.so.1``, CUDA legs only);
+  (``libgomp.so.1`` counts only then) or a backend's driver (``libcuda.so.1`` in CUDA legs only,
+  ``libvulkan.so.1`` in Vulkan legs only);
 - symbol versions: every version a file needs from a bundled library (verneed) is defined by
   it (verdef).
 
@@ -60,10 +62,10 @@ LINUX_BASELINE: frozenset[str] = frozenset(
 LINUX_OPTIONAL = {"libgomp.so.1": "GCC's OpenMP runtime"}
 
 
-def _driver(owner: Backend, cuda: bool, noun: str, verb: str) -> str | None:
+def _driver(owner: Backend, driver_of: str | None, noun: str, verb: str) -> str | None:
     """A GPU driver's library (:func:`bundlegraph.backends.driver_owners`) is allowed unshipped in
-    its own backend's legs only (``cuda``: the leg is a CUDA leg)."""
-    if cuda and owner.NAME == "cuda":
+    its own backend's legs only (``driver_of``: the leg's backend name, None for none)."""
+    if driver_of == owner.NAME:
         return None
     return f"{owner.DRIVER_WHAT} {noun}, which only {owner.TITLE} legs may {verb}"
 
@@ -121,10 +123,17 @@ class _Externals:
 
 
 def pe_closure(
-    files: Mapping[str, PEInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
+    files: Mapping[str, PEInfo],
+    names: Iterable[str],
+    *,
+    external: Iterable[str] = (),
+    cuda: bool = False,
+    driver_of: str | None = None,
 ) -> list[Failure]:
     """File- and symbol-level closure of the PE files ``files`` (bundle path -> info);
-    ``names`` are all file paths of the bundle (parsed or not). Returns failures."""
+    ``names`` are all file paths of the bundle (parsed or not); ``driver_of``: the leg's backend,
+    whose driver may be imported (``cuda=True``: ``cuda``). Returns failures."""
+    driver_of = driver_of or ("cuda" if cuda else None)
     idx = _Names(names, fold=True)
     ext = _Externals(external, fold=True)
     edges: dict[str, list[tuple[str, str]]] = {}  # importer -> [(provider path, import dll)]
@@ -138,7 +147,7 @@ def pe_closure(
     out: list[Failure] = []
     for path, info in sorted(files.items()):
         for imp in info.imports:
-            reason = _pe_unresolved(path, imp.dll, idx, ext, cuda)
+            reason = _pe_unresolved(path, imp.dll, idx, ext, driver_of)
             if reason:
                 chain = _chain(path, importers, imp.dll, reason)
                 what = f"{imp.dll} (delay-load)" if imp.delay else imp.dll
@@ -162,13 +171,13 @@ def pe_closure(
     return out
 
 
-def _pe_unresolved(path: str, dll: str, idx: _Names, ext: _Externals, cuda: bool) -> str | None:
+def _pe_unresolved(path: str, dll: str, idx: _Names, ext: _Externals, driver_of: str | None) -> str | None:
     low = dll.lower()
     if (_dir(path), low) in idx.by_dir or is_windows_dll(low) or low in ext:
         return None
     owner = driver_owners("windows").get(low)
     if owner is not None:
-        return _driver(owner, cuda, "DLL", "import")
+        return _driver(owner, driver_of, "DLL", "import")
     if host_process(path) == low:
         return None
     elsewhere = idx.anywhere.get(low)
@@ -198,10 +207,17 @@ def _exports(prov: str, name: str, files: Mapping[str, PEInfo], idx: _Names, dep
 
 
 def elf_closure(
-    files: Mapping[str, ELFInfo], names: Iterable[str], *, external: Iterable[str] = (), cuda: bool = False
+    files: Mapping[str, ELFInfo],
+    names: Iterable[str],
+    *,
+    external: Iterable[str] = (),
+    cuda: bool = False,
+    driver_of: str | None = None,
 ) -> list[Failure]:
     """Paths, file-level closure and symbol versions of the ELF files ``files`` (bundle path
-    -> info); ``names`` are all file paths of the bundle. Returns failures."""
+    -> info); ``names`` are all file paths of the bundle; ``driver_of`` as for
+    :func:`pe_closure`. Returns failures."""
+    driver_of = driver_of or ("cuda" if cuda else None)
     idx = _Names(names, fold=False)
     ext = _Externals(external, fold=False)
     resolved: dict[str, list[tuple[str, str]]] = {}
@@ -227,7 +243,7 @@ def elf_closure(
         for soname in info.needed:
             if "/" in soname or soname in done:
                 continue
-            reason = _elf_unresolved(soname, idx, ext, cuda, info)
+            reason = _elf_unresolved(soname, idx, ext, driver_of, info)
             if reason:
                 chain = _chain(path, importers, soname, reason)
                 out.append(Failure(path, "imports", f"{soname}: {reason} [chain: {chain}]"))
@@ -256,12 +272,12 @@ def _search(path: str, soname: str, info: ELFInfo, idx: _Names) -> str | None:
     return None
 
 
-def _elf_unresolved(soname: str, idx: _Names, ext: _Externals, cuda: bool, info: ELFInfo) -> str | None:
+def _elf_unresolved(soname: str, idx: _Names, ext: _Externals, driver_of: str | None, info: ELFInfo) -> str | None:
     if soname in LINUX_BASELINE or soname in ext:
         return None
     owner = driver_owners("linux").get(soname)
     if owner is not None:
-        return _driver(owner, cuda, "library", "need")
+        return _driver(owner, driver_of, "library", "need")
     elsewhere = idx.anywhere.get(soname)
     if elsewhere:
         have = ", ".join((*info.rpath, *info.runpath)) or "none"

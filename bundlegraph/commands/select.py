@@ -1,7 +1,9 @@
 """``bundlegraph select`` and ``bundlegraph coverage``: what a host gets from a release.
 
 ``select --os linux --arch arm64 [--sm 121 ...] [--driver-cuda 13.0] [--runtime-line cuda13 ...]
-[DIST|URL] [--json]``: the bundle a host of that description gets, the order an installer tries
+[--gpu intel|amd] [DIST|URL] [--json]``: the bundle a host of that description gets (``--gpu``: a
+GPU besides NVIDIA's, ``amd`` meaning one without ROCm: such a host without an NVIDIA driver asks
+for Vulkan), the order an installer tries
 bundles in, and why every other bundle was rejected (:mod:`bundlegraph.selection`). Exit 0 when
 the host gets a bundle, 1 when it gets none (an installer then falls back to a source build), 2 for
 bad input (an unreadable release, a bad option).
@@ -10,7 +12,8 @@ A release whose manifest lists no bundle at all (``doit manifest`` with nothing 
 ``dist/`` writes one) is said as such by both commands, and ``coverage`` then exits 1.
 
 ``coverage [DIST|URL] [--json|--summary]``: :func:`~bundlegraph.selection.select` for every
-host class (install kind x SM of NVIDIA's arch table x driver line), as a table,
+host class (install kind x SM of NVIDIA's arch table x driver line; a Vulkan kind x GPU vendor),
+as a table,
 ``{"rows": [{host fields..., "asked", "install_kind", "choice", "attempts", "why_none"}]}``, or
 grouped by the bundle each class gets (``--summary``).
 
@@ -30,7 +33,7 @@ from ..core import paths
 from ..core.errors import BundleGraphError
 from ..platforms import OS_NAMES, platform
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex
-from ..selection import Host, Selection, coverage, select
+from ..selection import GPU_WORDS, Host, Selection, coverage, select
 
 
 def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
@@ -94,6 +97,7 @@ def run_select(args: argparse.Namespace) -> int:
         _sms(args.sm),
         _driver(args.driver_cuda),
         tuple(args.runtime_line) if args.runtime_line else None,
+        args.gpu,
     )
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
@@ -189,7 +193,7 @@ def run_coverage(args: argparse.Namespace) -> int:
     if args.summary:
         _summary(rows)
         return 0
-    print("| host | SM | driver | asks for | gets |\n|---|---|---|---|---|")
+    print("| host | SM | driver | other GPU | asks for | gets |\n|---|---|---|---|---|---|")
     for r in rows:
         host = f"{r['os']} {r['arch']}"
         sm = ",".join(map(str, r["sms"])) or "-"
@@ -198,7 +202,8 @@ def run_coverage(args: argparse.Namespace) -> int:
             if r["choice"]
             else f"none: {r['why_none']}"
         )
-        print(f"| {host} | {sm} | {r['driver_cuda'] or 'no GPU'} | {', '.join(r['asked'])} | {got} |")
+        drv, other = r["driver_cuda"] or "no NVIDIA GPU", r.get("gpu") or "-"
+        print(f"| {host} | {sm} | {drv} | {other} | {', '.join(r['asked'])} | {got} |")
     for name, yes in sorted(again.items()):
         if yes:
             print(
@@ -214,7 +219,8 @@ def _summary(rows: list[dict[str, Any]]) -> None:
     served: dict[tuple[Any, ...], list[int]] = {}
     none: dict[tuple[Any, ...], list[int]] = {}
     for r in rows:
-        key = (r["asked"][0], r["driver_cuda"] or "no GPU", r["choice"], tuple(r["attempts"][1:]))
+        drv = r["driver_cuda"] or (f"{r['gpu']} GPU" if r.get("gpu") else "no GPU")
+        key = (r["asked"][0], drv, r["choice"], tuple(r["attempts"][1:]))
         (served if r["choice"] else none).setdefault(key, []).extend(r["sms"])
     print("| installer asks for | driver | SMs | gets | then |\n|---|---|---|---|---|")
     for (kind, drv, choice, then), sms in sorted(served.items()):
@@ -240,6 +246,12 @@ def register(sub: Any) -> None:
         action="append",
         choices=["cuda12", "cuda13"],
         help="a CUDA runtime line whose libraries the host has (default: every line the driver allows)",
+    )
+    p.add_argument(
+        "--gpu",
+        choices=list(GPU_WORDS),
+        help="a GPU besides NVIDIA's: intel, or amd (an AMD GPU without ROCm); without --driver-cuda the host asks "
+        "for Vulkan",
     )
     p.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     p.add_argument("--json", action="store_true")

@@ -17,6 +17,7 @@ import dataclasses
 import json
 from typing import Any
 
+from ..backends import BACKEND_NAMES
 from ..core.errors import BundleGraphError, did_you_mean
 from ..pipeline.verify import leg_policy
 from ..schemas.archs import Arch, parse_arch
@@ -59,6 +60,8 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
         changes["archs"] = _archs(_csv(args.archs))
     if args.archs or args.cuda:
         changes["cuda"] = True
+    if args.backend:
+        changes["backend"] = args.backend
     if args.runtime:
         changes["external"] = tuple(dict.fromkeys((*policy.external, *_csv(args.runtime))))
     if args.signing:
@@ -103,6 +106,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--cuda", action="store_true", help="a CUDA leg (the driver nvcuda.dll / libcuda.so.1 may be imported)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=list(BACKEND_NAMES),
+        help="the leg's backend: its driver may be imported (vulkan: the loader vulkan-1.dll / libvulkan.so.1) "
+        "and its own verify rows apply",
     )
     p.add_argument(
         "--runtime",

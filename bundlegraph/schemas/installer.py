@@ -33,13 +33,25 @@ PORTABLE_CLASS = "portable"
 
 @frozen
 class InstallKind:
-    """One ``install_kind``: the host it serves (``os``, ``arch``) and the ``backend`` of the
-    bundles published under it."""
+    """One ``install_kind``: the hosts it serves (``os``, ``archs``) and the ``backend`` of the
+    bundles published under it. Most kinds serve one arch; the installer's ``linux-vulkan``
+    serves both Linux arches (it tells their bundles apart by name:
+    :data:`bundlegraph.backends.vulkan.ARCH_TOKENS`)."""
 
     name: str
     os: str
-    arch: str
+    archs: tuple[str, ...]
     backend: str
+
+    @property
+    def arch(self) -> str:
+        """The arch of a one-arch kind; the first of :attr:`archs` otherwise (use :meth:`serves`
+        to ask about a host)."""
+        return self.archs[0]
+
+    def serves(self, os: str, arch: str, backend: str) -> bool:
+        """Whether a host/bundle of ``os``/``arch``/``backend`` is of this kind."""
+        return (os, backend) == (self.os, self.backend) and arch in self.archs
 
 
 class _InstallKinds(Mapping[str, InstallKind]):
@@ -53,7 +65,10 @@ class _InstallKinds(Mapping[str, InstallKind]):
     def _rows(self) -> dict[str, InstallKind]:
         # rebuilt only when the registry's tuple is another one (a test's fake backend)
         if self._for is None or self._for[0] is not backends.BACKENDS:
-            rows = {k: InstallKind(k, o, a, b) for k, o, a, b in backends.install_kinds()}
+            archs: dict[str, list[str]] = {}
+            for k, _o, a, _b in backends.install_kinds():
+                archs.setdefault(k, []).append(a)
+            rows = {k: InstallKind(k, o, tuple(archs[k]), b) for k, o, _a, b in backends.install_kinds()}
             self._for = (backends.BACKENDS, rows)
         return self._for[1]
 
@@ -74,14 +89,15 @@ INSTALL_KINDS: Mapping[str, InstallKind] = _InstallKinds()
 
 def kind_for(os: str, arch: str, backend: str) -> str:
     """The install kind of a host/bundle of ``os``/``arch``/``backend`` (``linux``, ``arm64``,
-    ``cuda`` -> ``linux-arm64-cuda``). Raises KeyError when the installer has none."""
+    ``cuda`` -> ``linux-arm64-cuda``; ``linux``, ``arm64``, ``vulkan`` -> ``linux-vulkan``).
+    Raises KeyError when the installer has none."""
     for k in INSTALL_KINDS.values():
-        if (k.os, k.arch, k.backend) == (os, arch, backend):
+        if k.serves(os, arch, backend):
             return k.name
     raise KeyError(f"no install kind for {os}/{arch}/{backend}")
 
 
-def required_patterns(kind: str, build_number: int | None) -> list[str]:
+def required_patterns(kind: str, build_number: int | None, programs: bool = True) -> list[str]:
     """File names/globs a bundle of install kind ``kind`` must hold for the installer to take it.
 
     Every kind: the two entry points it copies and refuses to install without
@@ -89,10 +105,15 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     groups: ``llama``, ``llama-common``, ``ggml``, ``ggml-base``, ``ggml-cpu*``, ``mtmd`` shared
     libraries; the ``llama-server-impl`` / ``llama-quantize-impl`` libraries when
     ``build_number`` >= :data:`~bundlegraph.schemas.records.IMPL_SPLIT_BUILD` (or unknown);
-    a GPU backend's own library (``ggml-cuda`` for CUDA kinds), and the runtime files of the
+    the programs the kind's backend requires besides (``REQUIRED_PROGRAMS``: the DiffusionGemma
+    visual server in a Vulkan bundle);
+    a GPU backend's own library (``ggml-cuda`` for CUDA kinds, ``ggml-vulkan`` for Vulkan kinds:
+    the installer's ``libggml-vulkan.so*`` / ``ggml-vulkan.dll`` groups), and the runtime files of the
     backend it checks when a bundle carries them (:data:`bundlegraph.backends.cuda.RUNTIME_GLOBS`:
     on Windows ``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``). File names follow
-    the kind's OS (:mod:`bundlegraph.platforms`)."""
+    the kind's OS (:mod:`bundlegraph.platforms`). ``programs=False`` leaves the backend's
+    ``REQUIRED_PROGRAMS`` out (the spec check does for a release whose source is not a mix: an
+    upstream tag cannot build the visual server, which comes from llama.cpp PR #24423)."""
     k = INSTALL_KINDS[kind]
     b = backends.backend(k.backend)
     p = platform(k.os)
@@ -105,6 +126,7 @@ def required_patterns(kind: str, build_number: int | None) -> list[str]:
     return [
         p.program("llama-server"),
         p.program("llama-quantize"),
+        *(p.program(n) for n in (b.REQUIRED_PROGRAMS if programs else ())),
         *(p.library_glob(n) for n in libs),
         *b.RUNTIME_GLOBS.get(k.os, ()),
     ]

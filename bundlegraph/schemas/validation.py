@@ -245,9 +245,9 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
             f"{f}: install_kind: '{s.install_kind}' is not a kind the installer asks for{hint}"
             f"; kinds ({CHECKED_AGAINST}): {', '.join(INSTALL_KINDS)}"
         ]
-    if (kind.os, kind.arch, kind.backend) != (s.os, s.arch, s.backend):
+    if not kind.serves(s.os, s.arch, s.backend):
         return [
-            f"{f}: install_kind: '{kind.name}' serves {kind.os}-{kind.arch} {kind.backend} hosts; "
+            f"{f}: install_kind: '{kind.name}' serves {kind.os}-{'/'.join(kind.archs)} {kind.backend} hosts; "
             f"the leg is {s.os}-{s.arch} backend '{s.backend}'" + (f": use '{want}'" if want else "")
         ]
     base = legs.get(s.merge.base) if s.merge else None
@@ -255,7 +255,11 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
         return []  # the base spec is invalid or missing: reported on its own, the union is unknown
     fold = platform(s.os).fold
     have = {x.lower() if fold else x for x in [*s.required, *(base.required if base else [])]}
-    wanted = required_patterns(kind.name, release.build_number if release else None)
+    # the backend's REQUIRED_PROGRAMS (the DiffusionGemma visual server of a Vulkan bundle) come
+    # only from a mix release that merges llama.cpp PR #24423; an upstream tag cannot build them,
+    # so a tag release's Vulkan bundle fails the installer's health check (known gap, issue 42)
+    mix = release is not None and getattr(release.source, "kind", None) == "mix"
+    wanted = required_patterns(kind.name, release.build_number if release else None, programs=mix)
     missing = [p for p in wanted if (p.lower() if fold else p) not in have]
     if missing:
         where = f" (with base '{base.id}')" if base is not None else ""
@@ -297,7 +301,7 @@ def cross_field_problems(
     reported again. Each other file read (a wheels lock) is appended to ``read``."""
     out: list[str] = []
     root = rel_path.parent  # the bundles directory (lock paths are relative to it)
-    seen_kind: dict[tuple[str, str], str] = {}
+    seen_kind: dict[tuple[str, str, str], str] = {}
     seen_bundle: dict[str, str] = {}
     for lid, s in legs.items():
         f = files[lid]
@@ -349,7 +353,7 @@ def cross_field_problems(
             out += cuda_problems(f, s.os, s.arch, s.cuda)
         out += installer_problems(s, f, legs, release)
         out += cmake_problems(s, str(f))
-        first = seen_kind.setdefault((s.install_kind, s.profile.name), lid)
+        first = seen_kind.setdefault((s.install_kind, s.profile.name, s.arch), lid)
         if first != lid:
             out.append(
                 f"{f}: install_kind: ('{s.install_kind}', profile '{s.profile.name}') is also used by "

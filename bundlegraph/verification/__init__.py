@@ -1,5 +1,5 @@
 """The verify library, below the stages: what a leg promises (:mod:`.policy`), the check rows
-(:mod:`.rows`: the generic ones; :mod:`.cuda`: the CUDA backend's), the table of both
+(:mod:`.rows`: the generic ones; :mod:`.cuda`, :mod:`.vulkan`: the backends'), the table of both
 (:mod:`.table`) and the one loop that walks it over a bundle (:mod:`.run`).
 
 The graph stage ``verify:<leg>`` (:mod:`bundlegraph.pipeline.verify`) keeps only its plan and its

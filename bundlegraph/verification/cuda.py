@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..backends import backend, library_file
 from ..checks import Failure
 from .rows import Outcome, Row, Subject
 
@@ -22,16 +23,26 @@ if TYPE_CHECKING:
     from .policy import VerifyPolicy
 
 
+def _cuda_libraries(p: VerifyPolicy) -> tuple[str, ...]:
+    """``gpu_backends`` when set, else the CUDA library's file name for ``os`` (both OSes when
+    unset): other GPU backends' libraries (``ggml-vulkan``) carry no fatbin to hold the archs."""
+    if p.gpu_backends:
+        return p.gpu_backends
+    b = backend("cuda")
+    return tuple(library_file(b, o) for o in ((p.os,) if p.os else ("windows", "linux")))
+
+
 def gpu_code(s: Subject, p: VerifyPolicy) -> Outcome:
-    """One failure per promised arch a GPU backend library's fatbin lacks; one naming the
+    """One failure per promised arch a CUDA backend library's fatbin lacks; one naming the
     libraries when the bundle has none of them, or a library without a fatbin section."""
     from ..checks.fatbin import check_archs
 
-    backends = {b.lower() for b in p.backends}
+    libs = _cuda_libraries(p)
+    backends = {b.lower() for b in libs}
     found = [r for path, r in sorted(s.results.items()) if path.rsplit("/", 1)[-1].lower() in backends]
     promised = ",".join(p.cmake_archs)
     if not found:
-        names = " or ".join(p.backends)
+        names = " or ".join(libs)
         return [Failure(names, "gpu-code", f"the leg promises CUDA archs {promised} but the bundle has no {names}")], {}
     fails = []
     for r in found:

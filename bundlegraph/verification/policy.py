@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Literal
 
-from ..backends import GPU_BACKENDS, library_file
+from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file
 from ..checks import content
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
@@ -18,7 +18,7 @@ from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
 
 BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for os_name in OS_NAMES}
-"""The GPU backends' library file names per os (:mod:`bundlegraph.backends`; today CUDA's only):
+"""The GPU backends' library file names per os (:mod:`bundlegraph.backends`: CUDA's, Vulkan's):
 the files whose device code verify inventories, and whose fatbin must match promised CUDA archs."""
 
 
@@ -32,6 +32,9 @@ class VerifyPolicy:
       checked against the fatbin of ``gpu_backends`` (default: ``ggml-cuda.dll`` /
       ``libggml-cuda.so``); ``120a`` means SM 120 (:func:`~bundlegraph.schemas.archs.fatbin_sm`);
     - ``cuda``: a CUDA leg (the driver ``nvcuda.dll`` / ``libcuda.so.1`` may be imported);
+    - ``backend``: the leg's backend (a name of :data:`bundlegraph.backends.BACKEND_NAMES`):
+      its driver may be imported (``cuda=True`` says the same for ``cuda``), and its own verify
+      rows apply (:mod:`bundlegraph.verification.vulkan`);
     - ``external``: file names the bundle relies on without shipping (VC++ runtime, paired
       cudart, ``libgomp.so.1``);
     - ``signing_required``: every PE must carry a valid, trusted Authenticode signature;
@@ -61,6 +64,7 @@ class VerifyPolicy:
     gpu_backends: tuple[str, ...] = ()
     backend_dl: bool = False
     cuda_major: int | None = None
+    backend: str | None = None
     host_paths: tuple[tuple[str, str], ...] = ()
     """``(what, path)`` pairs: build-host directories (the download cache, the work directory, the
     source tree, the home directory) that no shipped file may name: compiles map them to stable
@@ -72,6 +76,12 @@ class VerifyPolicy:
             raise BundleGraphError(f"verify policy: os {self.os!r}: expected 'windows' or 'linux'")
         if self.arch not in (None, "x64", "arm64"):
             raise BundleGraphError(f"verify policy: arch {self.arch!r}: expected 'x64' or 'arm64'")
+        if self.backend is not None and self.backend not in BACKEND_NAMES:
+            raise BundleGraphError(
+                f"verify policy: backend {self.backend!r}: expected one of {', '.join(BACKEND_NAMES)}"
+            )
+        if self.cuda and self.backend not in (None, "cuda"):
+            raise BundleGraphError(f"verify policy: cuda is set but backend is {self.backend!r}: a leg has one backend")
         for a in self.archs:
             if not isinstance(a, Arch):
                 raise BundleGraphError(f"verify policy: archs: {a!r} is not a parsed arch (parse_arch)")
@@ -86,17 +96,27 @@ class VerifyPolicy:
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """``gpu_backends`` or the default backend names for ``os`` (both when unset)."""
+        """``gpu_backends``, else the GPU library of the leg's ``backend``, else every GPU
+        backend's library (:data:`BACKENDS`), for ``os`` (both when unset)."""
         if self.gpu_backends:
             return self.gpu_backends
-        return BACKENDS[self.os] if self.os else BACKENDS["windows"] + BACKENDS["linux"]
+        oses = (self.os,) if self.os else ("windows", "linux")
+        if self.backend is not None and backend(self.backend).GPU:
+            return tuple(library_file(backend(self.backend), o) for o in oses)
+        return tuple(n for o in oses for n in BACKENDS[o])
+
+    @property
+    def driver_of(self) -> str | None:
+        """The backend whose driver the bundle may import: ``backend``, or ``cuda`` when only
+        ``cuda`` is set (None: no driver)."""
+        return self.backend or ("cuda" if self.cuda else None)
 
     def to_json(self) -> dict[str, Any]:
         """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``).
-        ``backend_dl`` and ``cuda_major`` are left out: they follow the spec's ``GGML_BACKEND_DL``
-        and CUDA version, which change the build (and so the verify key) anyway, and verify keys
-        keep their form."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major")}
+        ``backend_dl``, ``cuda_major`` and ``backend`` are left out: they follow the spec's
+        ``GGML_BACKEND_DL``, CUDA version and backend, which change the build (and so the verify
+        key) anyway, and verify keys keep their form."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major", "backend")}
         d["info_expect"] = dict(self.info_expect)
         d["archs"] = self.cmake_archs
         return d
@@ -155,6 +175,7 @@ def policy_from_spec(
         arch=spec.arch,
         archs=tuple(spec.cuda.archs) if spec.cuda else (),
         cuda=spec.backend == "cuda",
+        backend=spec.backend,
         external=tuple(external),
         signing_required=spec.signing == "required" and not built_tree,
         trust_roots=tuple(trust_roots),

@@ -138,8 +138,8 @@ def _device_code(s: Subject, p: VerifyPolicy) -> Outcome:
 
 
 def _closure(s: Subject, p: VerifyPolicy) -> Outcome:
-    fails = closure.pe_closure(s.pe, s.names, external=p.external, cuda=p.cuda)
-    return fails + closure.elf_closure(s.elf, s.names, external=p.external, cuda=p.cuda), {}
+    fails = closure.pe_closure(s.pe, s.names, external=p.external, driver_of=p.driver_of)
+    return fails + closure.elf_closure(s.elf, s.names, external=p.external, driver_of=p.driver_of), {}
 
 
 def _glibc(s: Subject, p: VerifyPolicy) -> Outcome:
@@ -171,8 +171,8 @@ ROWS: tuple[AnyRow, ...] = (
     Row("archive", _archive, (), "archive"),
     FileRow("host-path", _host_path, ("host_paths",), "host-path", gate=lambda p: bool(p.host_paths)),
     Row("files", _files, (), "files"),
-    Row("device-code", _device_code, ("os", "gpu_backends"), "device-code"),
-    Row("closure", _closure, ("external", "cuda"), "imports"),
+    Row("device-code", _device_code, ("os", "gpu_backends", "backend"), "device-code"),
+    Row("closure", _closure, ("external", "cuda", "backend"), "imports"),
     Row("glibc", _glibc, ("glibc_floor", "glibcxx_floor"), "glibc"),
     Row("required", _required, ("required", "os"), "required"),
     Row("entry-points", _entry_points, ("backend_dl",), "loading", gate=lambda p: p.backend_dl),

@@ -1,29 +1,52 @@
 """The verify table: the generic rows (:data:`.rows.ROWS`) plus every backend's own rows
 (:data:`BACKEND_ROWS`), in phase order (:func:`rows_for`).
 
-A backend's rows are keyed by its spec name in :data:`bundlegraph.backends.BACKENDS`; they live
-in this package (:mod:`.cuda`), not in the backend module, because the backends table sits below
-:mod:`bundlegraph.checks` (the checks read the drivers from it; ``[tool.importlinter]`` in
-pyproject.toml). Every row applies to every policy its gate accepts: a CUDA row gates on the
-fields a CUDA leg sets (promised archs, a runtime major).
+A backend's rows are the ``ROWS`` of the module of this package named after it (:mod:`.cuda`,
+:mod:`.vulkan`), found through the registry (:data:`bundlegraph.backends.BACKEND_NAMES`): a
+backend without such a module has none. They live here, not in the backend module, because the
+backends table sits below :mod:`bundlegraph.checks` (the checks read the drivers from it;
+``[tool.importlinter]`` in pyproject.toml). Every row applies to every policy its gate accepts: a
+CUDA row gates on the fields a CUDA leg sets (promised archs, a runtime major), a Vulkan row on
+``backend``.
 
 Adding a check: a row in :data:`.rows.ROWS` (generic) or in its backend's module, plus its test.
+Adding a backend's rows: the module ``bundlegraph/verification/<name>.py`` with ``ROWS``, plus its
+test; nothing here changes.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from dataclasses import fields
 
 from ..backends import BACKEND_NAMES
-from . import cuda, rows
+from . import rows
 from .policy import VerifyPolicy
 from .rows import PHASES, READ_KEY, AnyRow
 
-BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = {
-    "cpu": (),
-    "cuda": cuda.ROWS,
-    "vulkan": (),
-}  # vulkan: b-vkfacts writes its rows
+_NOT_BACKENDS = frozenset({"policy", "rows", "run", "table"})
+"""This package's own modules: never a backend's rows, whatever a backend is called."""
+
+
+def backend_rows(names: tuple[str, ...] = BACKEND_NAMES) -> dict[str, tuple[AnyRow, ...]]:
+    """Backend spec name -> the ``ROWS`` of ``bundlegraph.verification.<name>``, or ``()`` for
+    a backend without that module. Raises RuntimeError for such a module without ``ROWS`` (a
+    bug)."""
+    out: dict[str, tuple[AnyRow, ...]] = {}
+    for name in names:
+        mod_name = f"{__package__}.{name}"
+        if name in _NOT_BACKENDS or importlib.util.find_spec(mod_name) is None:
+            out[name] = ()
+            continue
+        found = getattr(importlib.import_module(mod_name), "ROWS", None)
+        if not isinstance(found, tuple):
+            raise RuntimeError(f"verify table: {mod_name} has no ROWS tuple (the backend {name!r}'s verify rows)")
+        out[name] = found
+    return out
+
+
+BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = backend_rows()
 """Backend spec name -> its verify rows (every backend of the registry has an entry)."""
 
 
@@ -69,4 +92,4 @@ def table_problems(generic: tuple[AnyRow, ...], backend_rows: dict[str, tuple[An
 if _probs := table_problems(rows.ROWS, BACKEND_ROWS):
     raise RuntimeError("bundlegraph.verification.table: " + "; ".join(_probs))
 
-__all__ = ["BACKEND_ROWS", "rows_for", "table_problems"]
+__all__ = ["BACKEND_ROWS", "backend_rows", "rows_for", "table_problems"]

@@ -17,14 +17,22 @@ Row shape (``bundlegraph coverage --json DIST`` -> ``{"rows": [...]}``)::
      "install_kind": "linux-arm64-cuda"|null (the choice's), "attempts": [asset, ...], ...}
 
 ``runtime_lines`` null: every CUDA line the driver allows is on the host's disk. A host without
-an NVIDIA GPU has ``sms`` [] and ``driver_cuda`` null.
+an NVIDIA GPU has ``sms`` [] and ``driver_cuda`` null; ``gpu`` (``intel``, ``amd``: an AMD GPU
+without ROCm, or null) is the other GPU the installer's own probe reports.
+
+The Vulkan release (:func:`vulkan_release`) is that release plus a ``linux-x64-vulkan`` bundle:
+the x86_64 CPU bundle with npm's real ``libggml-vulkan.so`` beside its libraries, listed in the
+manifest and the SHA index as the graph lists a leg merged into that base.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import re
+import shutil
+import tarfile
 from pathlib import Path
 
 import installerkit
@@ -269,3 +277,148 @@ def test_without_the_diffusion_pull_request_every_second_run_downloads_again(ilp
     assert again == dict.fromkeys(again, True) and set(got) <= set(again)
     text = release.cli("coverage", str(release.dist)).stdout
     assert f"note: {next(iter(got))} has no llama-diffusion-gemma-visual-server: the installer" in text
+
+
+# -- Vulkan (issue 42) ------------------------------------------------------------------------------
+
+
+def test_required_files_cover_the_installers_health_groups_for_every_kind(ilp):
+    """For every install kind bundlegraph knows (:data:`~bundlegraph.schemas.installer.INSTALL_KINDS`,
+    from the backends' registry), each group of the installer's health check of a published
+    bundle (``runtime_payload_health_groups``; a build after the impl split, and one before) is
+    met by a file :func:`~bundlegraph.schemas.installer.required_patterns` requires: verify refuses
+    what the installer's health check would (the Vulkan kinds require the DiffusionGemma visual
+    server too)."""
+    from bundlegraph.schemas.installer import INSTALL_KINDS, required_patterns
+    from bundlegraph.schemas.records import IMPL_SPLIT_BUILD
+
+    assert {"linux-vulkan", "windows-vulkan", "windows-arm64-vulkan"} <= set(INSTALL_KINDS)
+    short = []
+    for kind in INSTALL_KINDS:
+        for build in (None, IMPL_SPLIT_BUILD - 1):
+            tag = None if build is None else f"b{build}"
+            groups = ilp.runtime_payload_health_groups(kind, source_label="published", tag=tag)
+            ours = required_patterns(kind, build)
+            short += [f"{kind} (build {build}): {g}" for g in groups if not set(g) & set(ours)]
+    assert not short, "the installer requires files our required_patterns do not:\n" + "\n".join(short)
+    assert "llama-diffusion-gemma-visual-server" in required_patterns("linux-vulkan", None)
+    assert "llama-diffusion-gemma-visual-server" not in required_patterns("linux-cpu", None)
+
+
+def _add_member(src: Path, dest: Path, beside: str, name: str, data: bytes) -> None:
+    """``src`` (a .tar.gz bundle) rewritten to ``dest`` with ``data`` added as ``name`` in the
+    folder of member ``beside`` (same mode and mtime as it)."""
+    with tarfile.open(src, "r:gz") as tin, tarfile.open(dest, "w:gz", compresslevel=1) as tout:
+        members = tin.getmembers()
+        ref = next(m for m in members if m.name.rsplit("/", 1)[-1] == beside)
+        for m in members:
+            tout.addfile(m, tin.extractfile(m) if m.isfile() else None)
+        new = tarfile.TarInfo(f"{ref.name.rsplit('/', 1)[0]}/{name}" if "/" in ref.name else name)
+        new.size, new.mode, new.mtime = len(data), ref.mode, ref.mtime
+        tout.addfile(new, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def vulkan_release(release, tmp_path_factory) -> releasekit.Release:
+    """A copy of the stand-in release with ``app-<tag>-linux-x64-vulkan.tar.gz`` added: the
+    x86_64 CPU bundle plus npm @node-llama-cpp/linux-x64-vulkan's real ``libggml-vulkan.so``
+    beside its ``libggml-base.so``, in the manifest as the CPU artifact with the Vulkan leg's
+    install kind, profile and rank (``linux-vulkan``, ``vulkan``, 50), and hashed in the index
+    (:func:`releasekit.reseal`). It has no DiffusionGemma visual server: the stand-in builds none."""
+    from conftest import require_input
+
+    lib = require_input("npm-linux-x64-vulkan", unpack=True) / "package/bins/linux-x64-vulkan/libggml-vulkan.so"
+    root = tmp_path_factory.mktemp("vulkan-release")
+    shutil.copytree(release.bundles, root / "bundles")
+    shutil.copytree(release.dist, root / "work" / "dist")
+    rel = releasekit.Release(root)
+    tag = rel.index["release_tag"]
+    cpu_name, vk_name = f"app-{tag}-linux-x64-cpu.tar.gz", f"app-{tag}-linux-x64-vulkan.tar.gz"
+    _add_member(rel.dist / cpu_name, rel.dist / vk_name, "libggml-base.so", "libggml-vulkan.so", lib.read_bytes())
+    mp = rel.dist / installerkit.MANIFEST_NAME
+    manifest = json.loads(mp.read_text())
+    cpu = next(a for a in manifest["artifacts"] if a["asset_name"] == cpu_name)
+    vk = {**cpu, "asset_name": vk_name, "install_kind": "linux-vulkan", "bundle_profile": "vulkan", "rank": 50}
+    manifest["artifacts"] = sorted([*manifest["artifacts"], vk], key=lambda a: a["asset_name"])
+    mp.write_text(json.dumps(manifest, indent=2) + "\n")
+    ip = rel.dist / installerkit.INDEX_NAME
+    index = json.loads(ip.read_text())
+    index["artifacts"][vk_name] = dict(index["artifacts"][cpu_name])
+    index["artifacts"] = dict(sorted(index["artifacts"].items()))
+    ip.write_text(json.dumps(index, indent=2) + "\n")
+    releasekit.reseal(rel.dist)
+    return rel
+
+
+NON_NVIDIA = {
+    f"{os_}-{arch}-{gpu}": {"os": os_, "arch": arch, "sms": [], "driver_cuda": None, "runtime_lines": None, "gpu": gpu}
+    for os_, arch in (("linux", "x64"), ("linux", "arm64"))
+    for gpu in ("intel", "amd")
+}
+
+
+def test_a_non_nvidia_gpu_host_gets_the_vulkan_bundle_where_it_got_cpu(ilp, release, vulkan_release):
+    """Linux hosts with an Intel GPU or an AMD GPU without ROCm, through the installer's own
+    selection and ``bundlegraph select --gpu``: from the stand-in release the CPU bundle (it has
+    no Vulkan bundle), from the Vulkan release the Vulkan bundle then the CPU bundle on x64, and
+    still the CPU bundle on arm64 (the one Vulkan bundle's name says x64)."""
+    seen = {}
+    for name, rel in (("before", release), ("after", vulkan_release)):
+        tag = rel.index["release_tag"]
+        with serving(ilp, rel) as srv:
+            for host, row in NON_NVIDIA.items():
+                got = installerkit.installer_choice(ilp, row, srv.release_tag)
+                r = rel.cli(
+                    "select", "--os", row["os"], "--arch", row["arch"], "--gpu", row["gpu"], "--json", str(rel.dist)
+                )
+                ours = json.loads(r.stdout)
+                assert (ours["choice"], ours["install_kind"], ours["attempts"]) == (
+                    got["choice"],
+                    got["install_kind"],
+                    got["attempts"],
+                ), (name, host, ours, got)
+                seen[(name, host)] = got["attempts"]
+    for gpu in ("intel", "amd"):
+        assert seen[("before", f"linux-x64-{gpu}")] == [f"app-{tag}-linux-x64-cpu.tar.gz"]
+        assert seen[("after", f"linux-x64-{gpu}")] == [
+            f"app-{tag}-linux-x64-vulkan.tar.gz",
+            f"app-{tag}-linux-x64-cpu.tar.gz",
+        ]
+        assert seen[("after", f"linux-arm64-{gpu}")] == seen[("before", f"linux-arm64-{gpu}")]
+        assert seen[("after", f"linux-arm64-{gpu}")] == [f"app-{tag}-linux-arm64-cpu.tar.gz"]
+
+
+def test_the_installer_chooses_what_coverage_says_from_the_vulkan_release(ilp, vulkan_release):
+    """Every coverage row of the Vulkan release (the NVIDIA rows, unchanged, and the Intel/AMD
+    rows of every Vulkan kind): the installer's choice, install kind and attempts are the row's."""
+    rows = vulkan_release.cli_json("coverage", "--json", str(vulkan_release.dist))["rows"]
+    assert any(r["install_kind"] == "linux-vulkan" for r in rows), rows
+    disagree = []
+    with serving(ilp, vulkan_release) as srv:
+        for row in rows:
+            got = installerkit.installer_choice(ilp, row, srv.release_tag)
+            keys = ("choice", "install_kind", "attempts")
+            if [got[k] for k in keys] != [row[k] for k in keys]:
+                disagree.append(f"{_host(row)} gpu={row.get('gpu')}: bundlegraph {row['attempts']}, installer {got}")
+    assert not disagree, f"{len(disagree)} of {len(rows)} rows disagree:\n" + "\n".join(disagree)
+
+
+def test_the_installer_installs_the_vulkan_bundle_and_wants_its_visual_server(ilp, vulkan_release, tmp_path):
+    """The installer downloads (hash-checked) and installs the Vulkan bundle it chose, with npm's
+    ``libggml-vulkan.so`` in place; its health check of a published Vulkan bundle then asks for
+    ``llama-diffusion-gemma-visual-server``, which the stand-in does not build, and for nothing
+    else: what :func:`~bundlegraph.schemas.installer.required_patterns` requires of the kind."""
+    row = NON_NVIDIA["linux-x64-intel"]
+    with serving(ilp, vulkan_release) as srv:
+        _sel, attempts, why = installerkit.installer_selection(ilp, row, srv.release_tag)
+        assert attempts and attempts[0].install_kind == "linux-vulkan", why
+        choice, host = attempts[0], installerkit.make_host(ilp, row)
+        stage, work = tmp_path / "stage", tmp_path / "work"
+        work.mkdir()
+        ilp.install_from_archives(choice, host, stage, work)
+    names = {p.name for p in stage.rglob("*") if p.is_file()}
+    assert "libggml-vulkan.so" in names, sorted(names)
+    groups = ilp.runtime_payload_health_groups(choice.install_kind, source_label=choice.source_label, tag=choice.tag)
+    unmet = [g for g in groups if not any(next(stage.rglob(x), None) for x in g)]
+    assert unmet == [["llama-diffusion-gemma-visual-server"]], unmet
+    assert not ilp.runtime_payload_is_healthy(stage, host, choice)

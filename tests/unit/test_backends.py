@@ -28,19 +28,23 @@ def test_the_install_kinds_are_the_installers_in_its_order():
     from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for
 
     assert list(INSTALL_KINDS.values()) == [
-        InstallKind("linux-cpu", "linux", "x64", "cpu"),
-        InstallKind("linux-arm64", "linux", "arm64", "cpu"),
-        InstallKind("linux-cuda", "linux", "x64", "cuda"),
-        InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
-        InstallKind("linux-vulkan", "linux", "x64", "vulkan"),
-        InstallKind("linux-arm64-vulkan", "linux", "arm64", "vulkan"),  # a-sdk's stand-in (b-vkfacts: linux-vulkan)
-        InstallKind("windows-cpu", "windows", "x64", "cpu"),
-        InstallKind("windows-arm64", "windows", "arm64", "cpu"),
-        InstallKind("windows-cuda", "windows", "x64", "cuda"),
-        InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
-        InstallKind("windows-vulkan", "windows", "x64", "vulkan"),
+        InstallKind("linux-cpu", "linux", ("x64",), "cpu"),
+        InstallKind("linux-arm64", "linux", ("arm64",), "cpu"),
+        InstallKind("linux-cuda", "linux", ("x64",), "cuda"),
+        InstallKind("linux-arm64-cuda", "linux", ("arm64",), "cuda"),
+        InstallKind("linux-vulkan", "linux", ("x64", "arm64"), "vulkan"),
+        InstallKind("windows-cpu", "windows", ("x64",), "cpu"),
+        InstallKind("windows-arm64", "windows", ("arm64",), "cpu"),
+        InstallKind("windows-cuda", "windows", ("x64",), "cuda"),
+        InstallKind("windows-arm64-cuda", "windows", ("arm64",), "cuda"),
+        InstallKind("windows-vulkan", "windows", ("x64",), "vulkan"),
+        InstallKind("windows-arm64-vulkan", "windows", ("arm64",), "vulkan"),
     ]
     assert kind_for("windows", "arm64", "cuda") == "windows-arm64-cuda"
+    # the installer has no linux-arm64-vulkan: one kind serves both Linux arches
+    assert kind_for("linux", "arm64", "vulkan") == kind_for("linux", "x64", "vulkan") == "linux-vulkan"
+    assert INSTALL_KINDS["linux-vulkan"].serves("linux", "arm64", "vulkan")
+    assert not INSTALL_KINDS["linux-vulkan"].serves("windows", "x64", "vulkan")
     with pytest.raises(KeyError, match="no install kind for linux/x64/rocm"):
         kind_for("linux", "x64", "rocm")
 
@@ -122,6 +126,8 @@ def _fake() -> types.ModuleType:
     m.SPEC_TABLE = None  # its legs need no table of their own (a real one names its table and a record field)
     m.SDK = None
     m.COMPILER = None
+    m.REQUIRED_PROGRAMS = ()
+    m.HOST_GPUS = ()
     return m
 
 
@@ -141,9 +147,9 @@ def fake_registered(monkeypatch):
 def test_a_fake_gpu_backend_reaches_the_install_kinds_and_the_installers_file_list(fake_registered):
     from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for, required_patterns
 
-    assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", "x64", "fakegpu")
+    assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", ("x64",), "fakegpu")
     # its kinds come after the backends before it on each OS
-    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-arm64-vulkan") + 1
+    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-vulkan") + 1
     assert kind_for("windows", "x64", "fakegpu") == "windows-fakegpu"
     assert required_patterns("windows-fakegpu", None)[-2:] == ["ggml-fakegpu.dll", "fakert64_*.dll"]
     assert required_patterns("linux-fakegpu", None)[-1] == "libggml-fakegpu.so*"
@@ -184,12 +190,41 @@ def test_the_installers_kinds_follow_the_registrys_tuple(monkeypatch):
 
 def test_registry_problems_name_each_fault():
     bad = _fake()
-    bad.INSTALL_KINDS = {("linux", "x64"): "linux-cuda", ("macos", "arm64"): "macos-fakegpu"}
-    bad.DRIVERS = {"linux": "libfakedrv.so.1"}
+    bad.INSTALL_KINDS = {
+        ("linux", "x64"): "linux-cuda",
+        ("macos", "arm64"): "macos-fakegpu",
+        ("windows", "x64"): "any-fakegpu",
+        ("linux", "arm64"): "any-fakegpu",
+    }
+    bad.DRIVERS = {"linux": "libfakedrv.so.1", "windows": "FakeDrv.dll"}
     bad.SPEC_TABLE = "cuda"
     assert registry_problems((*BACKENDS, bad)) == [
         "two backends share a spec table: ['cuda']",
         "two backends share an install kind: ['linux-cuda']",
+        "an install kind serves two OSes: ['any-fakegpu']",
         "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
         "backend fakegpu: a GPU backend with no driver for ['macos']",
+    ]
+
+
+def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its_module():
+    """Vulkan is one module plus its registry entry: its library and loader names per OS, its
+    kinds and the installer's file list derive from it, and the closure check allows its loader
+    to Vulkan legs only."""
+    from bundlegraph.checks import closure
+    from bundlegraph.checks.pe import PEImport, PEInfo
+    from bundlegraph.schemas.installer import required_patterns
+
+    vk = backend("vulkan")
+    assert (vk.GPU, vk.SPEC_TABLE, vk.TITLE) == (True, "vulkan", "Vulkan")  # type: ignore[attr-defined]
+    assert {o: library_file(vk, o) for o in OS_NAMES} == {"linux": "libggml-vulkan.so", "windows": "ggml-vulkan.dll"}
+    assert required_patterns("linux-vulkan", None)[-1] == "libggml-vulkan.so*"
+    assert required_patterns("windows-arm64-vulkan", None)[-1] == "ggml-vulkan.dll"
+    assert "ggml-vulkan.dll" not in required_patterns("windows-cuda", None)
+    pe = PEInfo(0x8664, "x64", (PEImport("VULKAN-1.DLL", ("vkCreateInstance",), ()),), frozenset(), frozenset(), {})
+    files = {"ggml-vulkan.dll": pe}
+    assert closure.pe_closure(files, list(files), driver_of="vulkan") == []
+    assert [f.reason for f in closure.pe_closure(files, list(files), cuda=True)] == [
+        "VULKAN-1.DLL: the Vulkan loader DLL, which only Vulkan legs may import "
+        "[chain: ggml-vulkan.dll -> VULKAN-1.DLL (unresolved)]"
     ]

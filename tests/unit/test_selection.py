@@ -150,3 +150,83 @@ def test_coverage_gate_catches_a_lost_sm_and_a_dropped_leg():
         "linux arm64 (no NVIDIA GPU): gets no bundle, though linux-arm64-cpu claims it "
         "(no bundle of linux-arm64 in the release)"
     ]
+
+
+# -- Vulkan (issue 42): the installer's routes to a Vulkan bundle ---------------------------------
+
+VULKAN = [
+    *RELEASE,
+    art("app-b1-linux-x64-vulkan", "linux-vulkan", "linux", "x64", "vulkan", rank=50),
+    art("app-b1-windows-x64-vulkan", "windows-vulkan", "windows", "x64", "vulkan", rank=50),
+]
+
+
+def test_a_host_with_a_non_nvidia_gpu_gets_vulkan_then_cpu_where_it_got_cpu():
+    for gpu in ("intel", "amd"):
+        host = Host("linux", "x64", gpu=gpu)
+        assert select(host, *release()).attempts == ["lx-cpu"]  # no Vulkan bundle: CPU, as before
+        s = select(host, *release(VULKAN))
+        assert (s.asked, s.attempts, s.install_kind) == (
+            ["linux-vulkan", "linux-cpu"],
+            ["app-b1-linux-x64-vulkan", "lx-cpu"],
+            "linux-vulkan",
+        )
+        s = select(Host("windows", "x64", gpu=gpu), *release(VULKAN))
+        assert (s.attempts, s.install_kind) == (["app-b1-windows-x64-vulkan", "wx-cpu"], "windows-vulkan")
+    # a host without a GPU, and the Vulkan bundle is not asked for
+    s = select(Host("linux", "x64"), *release(VULKAN))
+    assert s.attempts == ["lx-cpu"]
+    assert ("app-b1-linux-x64-vulkan", "install_kind linux-vulkan is not asked for") in s.rejected
+
+
+def test_linux_vulkan_serves_both_arches_by_the_name_of_the_bundle():
+    """One install kind for both Linux arches: an arm64 host passes over the x64 bundle (its name
+    says x64) and takes the arm64 one when the release has it."""
+    s = select(Host("linux", "arm64", gpu="amd"), *release(VULKAN))
+    assert (s.attempts, s.install_kind) == (["la-cpu"], "linux-arm64")
+    assert ("app-b1-linux-x64-vulkan", "names no arm64 (arm64/aarch64) in its profile or asset name") in s.rejected
+    arm = art("app-b1-linux-arm64-vulkan", "linux-vulkan", "linux", "arm64", "vulkan", rank=50)
+    s = select(Host("linux", "arm64", gpu="amd"), *release([*VULKAN, arm]))
+    assert (s.attempts, s.install_kind) == (["app-b1-linux-arm64-vulkan", "la-cpu"], "linux-vulkan")
+    s = select(Host("linux", "x64", gpu="intel"), *release([*VULKAN, arm]))
+    assert s.attempts == ["app-b1-linux-x64-vulkan", "lx-cpu"]
+
+
+def test_windows_x64_below_the_cuda_floor_asks_for_vulkan_and_nvidia_hosts_stay_as_they_were():
+    s = select(Host("windows", "x64", (86,), (12, 2)), *release(VULKAN))
+    assert (s.asked, s.attempts) == (["windows-vulkan", "windows-cpu"], ["app-b1-windows-x64-vulkan", "wx-cpu"])
+    # an NVIDIA host with a driver the CUDA bundles take: its CUDA choice, Vulkan not asked for
+    for host in (Host("linux", "arm64", (121,), (13, 0), gpu="intel"), Host("linux", "x64", (86,), (12, 8))):
+        assert select(host, *release(VULKAN)).attempts == select(host, *release()).attempts
+    # Linux below the floor: still nothing (the installer refuses Linux CUDA hosts a CPU bundle)
+    assert select(Host("linux", "x64", (86,), (12, 2)), *release(VULKAN)).choice is None
+    # Windows arm64: an Intel adapter alone does not route (the installer asks the loader there)
+    assert select(Host("windows", "arm64", gpu="intel"), *release(VULKAN)).attempts == ["wa-cpu"]
+
+
+def test_coverage_asks_about_vulkan_hosts_and_the_gate_about_vulkan_legs():
+    rows = coverage(*release(VULKAN))
+    vk = {(r.host.os, r.host.arch, r.host.gpu): r.choice for r in rows if r.host.gpu}
+    assert vk == {
+        ("linux", "x64", "intel"): "app-b1-linux-x64-vulkan",
+        ("linux", "x64", "amd"): "app-b1-linux-x64-vulkan",
+        ("linux", "arm64", "intel"): "la-cpu",
+        ("linux", "arm64", "amd"): "la-cpu",
+        ("windows", "x64", "intel"): "app-b1-windows-x64-vulkan",
+        ("windows", "x64", "amd"): "app-b1-windows-x64-vulkan",
+        ("windows", "arm64", "intel"): "wa-cpu",
+        ("windows", "arm64", "amd"): "wa-cpu",
+    }
+    m = load_matrix(ROOT / "bundles")
+    cpu = m.legs["linux-x64-cpu"]
+    leg = cpu.replace(id="linux-x64-vulkan", backend="vulkan", install_kind="linux-vulkan")
+    small = dataclasses.replace(m, legs={"linux-x64-cpu": cpu, "linux-x64-vulkan": leg})
+    assert {(h.gpu, k) for h, k, name in claimed(small) if name == "linux-x64-vulkan"} == {
+        ("intel", "linux-vulkan"),
+        ("amd", "linux-vulkan"),
+    }
+    assert coverage_problems(small, *release(VULKAN)) == []
+    assert coverage_problems(small, *release(RELEASE)) == [
+        f"linux x64 (no NVIDIA GPU, {w}): gets lx-cpu (linux-cpu), though linux-x64-vulkan claims it as linux-vulkan"
+        for w in ("an Intel GPU", "an AMD GPU without ROCm")
+    ]

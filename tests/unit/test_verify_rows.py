@@ -132,3 +132,24 @@ def test_a_bad_table_is_refused():
     assert table.table_problems(rows.ROWS, table.BACKEND_ROWS) == []
     with pytest.raises(RuntimeError, match="verify table: two verify rows share a name"):
         table.rows_for((*rows.ROWS, bad[0]))
+
+
+def test_a_backends_rows_are_found_by_its_name_and_its_field_stays_out_of_the_key():
+    """A backend's rows are the ROWS of the verification module named after it (no edit to the
+    table); the policy's ``backend`` is checked against the registry and left out of
+    :meth:`VerifyPolicy.to_json`, so no verify key of an existing leg changes."""
+    from bundlegraph.core.errors import BundleGraphError
+    from bundlegraph.verification import cuda, vulkan
+
+    assert table.backend_rows(("cpu", "cuda", "vulkan")) == {"cpu": (), "cuda": cuda.ROWS, "vulkan": vulkan.ROWS}
+    assert table.backend_rows(("rows", "nosuchbackend")) == {"rows": (), "nosuchbackend": ()}
+    assert [r.name for r in table.BACKEND_ROWS["vulkan"]] == ["vulkan-library", "vulkan-loader"]
+    p = VerifyPolicy(os="linux", backend="vulkan")
+    assert "backend" not in p.to_json() and p.to_json() == VerifyPolicy(os="linux").to_json()
+    assert p.backends == ("libggml-vulkan.so",) and VerifyPolicy(os="linux", cuda=True).driver_of == "cuda"
+    with pytest.raises(BundleGraphError, match="backend 'metal': expected one of cpu, cuda, vulkan"):
+        VerifyPolicy(backend="metal")
+    with pytest.raises(BundleGraphError, match="a leg has one backend"):
+        VerifyPolicy(backend="vulkan", cuda=True)
+    # the Vulkan rows gate on the backend: a CPU or CUDA policy never runs them
+    assert not any(r.gate(VerifyPolicy(os="linux", cuda=True)) for r in vulkan.ROWS)
