@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..platforms import OS_NAMES, platform
-from . import cpu, cuda
+from . import cpu, cuda, vulkan
 
 
 class Backend(Protocol):
@@ -49,7 +49,7 @@ class Backend(Protocol):
     """``(os, arch)`` of the hosts that fall back to their CPU kind when no bundle of this backend fits"""
 
 
-BACKENDS: tuple[Backend, ...] = (cpu, cuda)
+BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan)
 """Every backend, CPU first (every bundle carries it)."""
 
 BY_NAME: dict[str, Backend] = {b.NAME: b for b in BACKENDS}

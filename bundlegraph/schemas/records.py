@@ -280,6 +280,23 @@ class CudaSpec(Record):
 
 
 @record
+class VulkanSdkSpec(Record):
+    """Where a Vulkan leg's SDK (headers, loader to link, glslc) comes from. (Stand-in of issue
+    42's spec union until the SDK stage lands: only ``source``.)"""
+
+    source: Literal["host", "debs", "lunarg"]
+    """host (glslc on PATH, headers and loader found by CMake), debs (pinned Debian packages) or lunarg"""
+
+
+@record
+class VulkanSpec(Record):
+    """Vulkan settings of a GPU leg."""
+
+    sdk: VulkanSdkSpec
+    """where the Vulkan SDK comes from"""
+
+
+@record
 class BuildSpec(Record):
     """What ``cmake --build`` builds, and over how many CI jobs its compile is spread
     (:mod:`bundlegraph.pipeline.compile.shards`)."""
@@ -386,7 +403,7 @@ class BundleSpec(Record):
     """One leg: a bundle's build (``bundles/<id>.toml``; ``bundlegraph schema`` prints its JSON
     Schema)."""
 
-    OMIT_NONE = ("compile_runner", "smoke", "local")
+    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan")
 
     id: Annotated[str, _ID]
     """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
@@ -394,8 +411,8 @@ class BundleSpec(Record):
     """target operating system: windows or linux"""
     arch: CPUArch
     """target CPU architecture: x64 or arm64"""
-    backend: Literal["cpu", "cuda"]
-    """cpu, or cuda (then a [cuda] table and profile.line are required)"""
+    backend: Literal["cpu", "cuda", "vulkan"]
+    """cpu, cuda (then a [cuda] table and profile.line are required) or vulkan (then a [vulkan] table)"""
     install_kind: Annotated[str, _ID]
     """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows"""
     promised: bool = True
@@ -413,6 +430,8 @@ class BundleSpec(Record):
     """what an installer chooses by: name, line, klass, rank"""
     cuda: CudaSpec | None = None
     """CUDA version, archs and toolkit of a cuda leg"""
+    vulkan: VulkanSpec | None = None
+    """the Vulkan SDK of a vulkan leg"""
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure"""
@@ -436,8 +455,12 @@ class BundleSpec(Record):
     def __post_init__(self) -> None:
         if self.backend == "cuda" and self.cuda is None:
             raise ValueError("cuda: backend 'cuda' needs a [cuda] table")
-        if self.backend == "cpu" and self.cuda is not None:
-            raise ValueError("cuda: backend 'cpu' must not have a [cuda] table")
+        if self.backend != "cuda" and self.cuda is not None:
+            raise ValueError(f"cuda: backend '{self.backend}' must not have a [cuda] table")
+        if self.backend == "vulkan" and self.vulkan is None:
+            raise ValueError("vulkan: backend 'vulkan' needs a [vulkan] table")
+        if self.backend != "vulkan" and self.vulkan is not None:
+            raise ValueError(f"vulkan: backend '{self.backend}' must not have a [vulkan] table")
         if self.backend == "cuda" and self.profile.line is None:
             raise ValueError("profile.line: a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
         if self.os == "linux" and self.linux is None:

@@ -19,7 +19,7 @@ from . import cuda, rows
 from .policy import VerifyPolicy
 from .rows import PHASES, READ_KEY, AnyRow
 
-BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = {"cpu": (), "cuda": cuda.ROWS}
+BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = {"cpu": (), "cuda": cuda.ROWS, "vulkan": ()}
 """Backend spec name -> its verify rows (every backend of the registry has an entry)."""
 
 

@@ -17,8 +17,8 @@ def test_every_backend_module_has_the_protocols_attributes():
     want = set(Backend.__annotations__)
     for b in BACKENDS:
         assert not want - set(vars(b)), (b.NAME, want - set(vars(b)))
-    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda"]
-    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda"]
+    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda", "vulkan"]
+    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda", "vulkan"]
     assert registry_problems(BACKENDS) == []
 
 
@@ -32,10 +32,12 @@ def test_the_install_kinds_are_the_installers_in_its_order():
         InstallKind("linux-arm64", "linux", "arm64", "cpu"),
         InstallKind("linux-cuda", "linux", "x64", "cuda"),
         InstallKind("linux-arm64-cuda", "linux", "arm64", "cuda"),
+        InstallKind("linux-vulkan", "linux", "x64", "vulkan"),
         InstallKind("windows-cpu", "windows", "x64", "cpu"),
         InstallKind("windows-arm64", "windows", "arm64", "cpu"),
         InstallKind("windows-cuda", "windows", "x64", "cuda"),
         InstallKind("windows-arm64-cuda", "windows", "arm64", "cuda"),
+        InstallKind("windows-vulkan", "windows", "x64", "vulkan"),
     ]
     assert kind_for("windows", "arm64", "cuda") == "windows-arm64-cuda"
     with pytest.raises(KeyError, match="no install kind for linux/x64/rocm"):
@@ -49,10 +51,15 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
 
     cuda = backend("cuda")
     assert {o: library_file(cuda, o) for o in OS_NAMES} == {"linux": "libggml-cuda.so", "windows": "ggml-cuda.dll"}
-    assert verify.BACKENDS == {"linux": ("libggml-cuda.so",), "windows": ("ggml-cuda.dll",)}
+    assert verify.BACKENDS == {
+        "linux": ("libggml-cuda.so", "libggml-vulkan.so"),
+        "windows": ("ggml-cuda.dll", "ggml-vulkan.dll"),
+    }
     assert judges.DRIVERS == {"linux": "libcuda.so.1", "windows": "nvcuda.dll"} and judges.DRIVER == "libcuda.so.1"
     assert judges.CPU_BACKENDS == {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
-    assert driver_owners("windows") == {"nvcuda.dll": cuda} and driver_owners("linux") == {"libcuda.so.1": cuda}
+    vk = backend("vulkan")
+    assert driver_owners("windows") == {"nvcuda.dll": cuda, "vulkan-1.dll": vk}
+    assert driver_owners("linux") == {"libcuda.so.1": cuda, "libvulkan.so.1": vk}
     # the closure checks and the Windows DLL list keep no copy of the driver's names
     assert not hasattr(closure, "LINUX_DRIVER") and not hasattr(systemdlls, "CUDA_DRIVER_DLLS")
     assert not systemdlls.is_windows_dll("nvcuda.dll")
@@ -132,7 +139,7 @@ def test_a_fake_gpu_backend_reaches_the_install_kinds_and_the_installers_file_li
 
     assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", "x64", "fakegpu")
     # its kinds come after the backends before it on each OS
-    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-arm64-cuda") + 1
+    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-vulkan") + 1
     assert kind_for("windows", "x64", "fakegpu") == "windows-fakegpu"
     assert required_patterns("windows-fakegpu", None)[-2:] == ["ggml-fakegpu.dll", "fakert64_*.dll"]
     assert required_patterns("linux-fakegpu", None)[-1] == "libggml-fakegpu.so*"
@@ -167,8 +174,8 @@ def test_the_installers_kinds_follow_the_registrys_tuple(monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(backends, "BACKENDS", (*BACKENDS, _fake()))
-        assert len(INSTALL_KINDS) == 10 and "windows-fakegpu" in INSTALL_KINDS
-    assert len(INSTALL_KINDS) == 8 and "windows-fakegpu" not in INSTALL_KINDS
+        assert len(INSTALL_KINDS) == 12 and "windows-fakegpu" in INSTALL_KINDS
+    assert len(INSTALL_KINDS) == 10 and "windows-fakegpu" not in INSTALL_KINDS
 
 
 def test_registry_problems_name_each_fault():

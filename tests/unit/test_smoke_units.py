@@ -259,27 +259,27 @@ def test_backend_and_generation_judges_read_real_llama_simple_output():
     from bundlegraph.pipeline.smoke.judges import generated_text, judge_backends, judge_generate
 
     out = (SMOKE_DATA / "llama-simple-n8-qemu-aarch64.txt").read_text(encoding="utf-8")
-    p, facts = judge_backends(out, 0, cuda_library=None)
+    p, facts = judge_backends(out, 0, gpu_library=None)
     assert p is None and list(facts["loaded"]) == ["CPU"] and facts["loaded"]["CPU"].endswith("/libggml-cpu.so")
     assert judge_generate(out, 0) == (None, {"decoded": 8})
     assert generated_text(out) == "究 Из cryleb Prem maslebшення"
     # a CUDA leg whose backend ggml reported nothing about is refused, naming the library
-    p, _ = judge_backends(out, 0, cuda_library="libggml-cuda.so")
+    p, _ = judge_backends(out, 0, gpu_library="libggml-cuda.so")
     assert p == "libggml-cuda.so: ggml neither loaded it nor reported why"
     # ggml's own failure line (ggml-backend-reg.cpp): the driver alone may be missing
     cuda = out + (
         "load_backend: failed to load /b/libggml-cuda.so: libcuda.so.1: cannot open shared object file: "
         "No such file or directory\n"
     )
-    p, facts = judge_backends(cuda, 0, cuda_library="libggml-cuda.so")
+    p, facts = judge_backends(cuda, 0, gpu_library="libggml-cuda.so")
     assert p is None and facts["cuda"].startswith("needs the driver (libcuda.so.1)")
     runtime = cuda.replace("libcuda.so.1", "libcublas.so.13")
     assert (
-        judge_backends(runtime, 0, cuda_library="libggml-cuda.so")[0]
+        judge_backends(runtime, 0, gpu_library="libggml-cuda.so")[0]
         == "libggml-cuda.so: libcublas.so.13: cannot open shared object file: No such file or directory"
     )
     no_cpu = out.replace("load_backend: loaded CPU backend", "load_backend: skipped")
-    assert judge_backends(no_cpu, 0, cuda_library=None)[0].startswith("libggml-cpu*.so: no CPU backend was loaded")
+    assert judge_backends(no_cpu, 0, gpu_library=None)[0].startswith("libggml-cpu*.so: no CPU backend was loaded")
 
 
 def test_loader_trace_judge_allows_only_what_it_is_told():

@@ -88,7 +88,8 @@ def test_cuda_rows_are_the_cuda_backends_and_gate_on_its_fields(tmp_path):
     # archs promised, no backend library: the CUDA row says so; a policy without archs skips it
     promised = verify_path(tmp_path, VerifyPolicy(os="linux", archs=(parse_arch("120"),)))
     assert promised.lines() == [
-        "libggml-cuda.so: gpu-code: the leg promises CUDA archs 120 but the bundle has no libggml-cuda.so"
+        "libggml-cuda.so or libggml-vulkan.so: gpu-code: the leg promises CUDA archs 120 but the bundle has no "
+        "libggml-cuda.so or libggml-vulkan.so"
     ]
     plain = verify_path(tmp_path, VerifyPolicy(os="linux"))
     assert plain.ok and plain.bundle == {"fatbin": {}}
@@ -123,7 +124,7 @@ def test_a_bad_table_is_refused():
     )
     probs = table.table_problems((*rows.ROWS, *bad), {"cpu": ()})
     assert probs == [
-        "backend rows for ['cpu']: expected one entry per backend ['cpu', 'cuda']",
+        "backend rows for ['cpu']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
         "two verify rows share a name: ['files']",
         "verify row odd: phase 'late': expected one of " + ", ".join(rows.PHASES),
         "verify row odd: key ['colour']: not verify policy fields",

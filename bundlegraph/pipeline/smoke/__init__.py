@@ -87,6 +87,8 @@ from .gpu import run_tools
 from .judges import judge_devices, judge_op
 from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, plan_smoke, plan_tools
 from .run import run_smoke
+from .side import ops_key
+from .sides import side_of
 
 NAME = "smoke"
 """The stage's name: its tasks are ``smoke:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -96,9 +98,10 @@ OPT_IN = True
 
 def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """What ``smoke:<leg>``'s action key consumed: the bundle and source digests, this host and
-    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`); for a CUDA leg also
+    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`); for a GPU leg also
     the test-backend-ops digest, the ops and the tools' cache. The plan's key adds each check's
-    command (placeholders, no host paths) and, for a CUDA leg, the GPUs (probe key)."""
+    command (placeholders, no host paths) and, for a GPU leg, its side's probe key (CUDA: the
+    GPUs; Vulkan: the driver)."""
     from ...emulation import launcher_for
 
     spec = ctx.spec(leg)
@@ -109,10 +112,11 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "host": list(this_host()),
         "how": how if isinstance(how, str) else how.describe(),
     }
-    if spec.cuda is not None:  # the plan took a GPU probe
+    side = side_of(spec.backend)
+    if side is not None:  # the plan took its side's probe
         consumed |= {
             "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
-            "ops": list(OPS),
+            "ops": ops_key(side),
             "tools": TOOLS_CACHE,
         }
     return consumed
@@ -120,10 +124,11 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
 
 def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``smoke:tools-<leg>``: the source, the base's cache entries and
-    toolchain text (as planned, before compilers resolve), the tools' cache, host and GPUs."""
-    from ...gpus import probe
-
+    toolchain text (as planned, before compilers resolve), the tools' cache, host and what the
+    leg's GPU side found (GPUs, the Vulkan driver)."""
     spec = ctx.spec(leg)
+    side = side_of(spec.backend)
+    assert side is not None  # only GPU legs have a tools task
     base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
     return {
         "source": upstream_digest(f"source:{leg}"),
@@ -131,7 +136,7 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "toolchain": base.toolchain_text,
         "tools": TOOLS_CACHE,
         "host": list(this_host()),
-        "gpus": probe().key(),
+        "gpus": side.probe().key(),
     }
 
 
@@ -151,7 +156,7 @@ def runs_here(ctx: Context, leg: str) -> bool:
     return not isinstance(launcher_for(spec.os, spec.arch), str)
 
 
-def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
+def _smoke_doc(ctx: Context, leg: str, gpu_doc: str) -> str:
     """What ``doit list`` says of ``smoke:<leg>`` on this host: how the bundle starts here, or
     why it cannot (then the task is skipped, and the spec's ``[smoke] waived``, if any)."""
     from ...emulation import launcher_for
@@ -161,19 +166,18 @@ def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
     if isinstance(how, str):
         waived = f"; waived: {spec.smoke.waived}" if spec.smoke else "; publish needs a passed smoke from another host"
         return f"skipped here ({how}){waived}"
-    return f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving" + (
-        "; on an NVIDIA GPU its CUDA kernels" if cuda else ""
-    )
+    return f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving" + gpu_doc
 
 
 def plans(ctx: Context) -> list[Any]:
-    """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a CUDA leg
+    """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a GPU leg
     ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
     out = []
     for leg in ctx.legs:
-        cuda = ctx.spec(leg).cuda is not None
+        side = side_of(ctx.spec(leg).backend)
+        gpu = side is not None
 
-        if cuda:
+        if gpu:
             out.append(
                 TaskPlan(
                     stage=NAME,
@@ -190,11 +194,11 @@ def plans(ctx: Context) -> list[Any]:
                 stage=NAME,
                 name=leg,
                 leg=leg,
-                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
+                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if gpu else []),
                 prepare=partial(_prepare_smoke, ctx, leg),
                 apply=partial(run_plan, run_smoke),
                 preview=partial(plan_smoke, ctx, leg),
-                doc=_smoke_doc(ctx, leg, cuda),
+                doc=_smoke_doc(ctx, leg, side.DOC if side is not None else ""),
             )
         )
     return out
