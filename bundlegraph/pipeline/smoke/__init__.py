@@ -174,8 +174,13 @@ def plans(ctx: Context) -> list[Any]:
     ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
     out = []
     for leg in ctx.legs:
-        side = side_of(ctx.spec(leg).backend)
+        spec = ctx.spec(leg)
+        side = side_of(spec.backend)
         gpu = side is not None
+        # the tools are configured with the merge base's cache entries, whose build commit its
+        # source task finds: that task first, or the key holds a placeholder and the next run
+        # builds the tools again
+        base_source = [f"source:{spec.merge.base}"] if spec.merge is not None else []
 
         if gpu:
             out.append(
@@ -183,7 +188,7 @@ def plans(ctx: Context) -> list[Any]:
                     stage=NAME,
                     name=f"tools-{leg}",
                     leg=leg,
-                    deps=[f"source:{leg}"],
+                    deps=[f"source:{leg}", *base_source],
                     prepare=partial(_prepare_tools, ctx, leg),
                     apply=partial(run_plan, run_tools),
                     doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
