@@ -28,8 +28,14 @@ run (:mod:`.host`), cheap first:
 ``smoke:<leg>`` is a default task of every leg whose bundle this host can start, so the main
 job smoke-tests its bundles before the manifest; for the others it is opt-in (and skipped: below).
 
-**On a host with an NVIDIA GPU, for a CUDA leg**, the GPU checks follow. Decision first
-(:func:`.plan.decide`, from the probe the plan took):
+**For a GPU leg** the GPU checks follow, from the leg's side (:mod:`.sides`: one module per GPU
+backend, keyed by the spec's ``backend``; a :class:`~.side.GpuSide` probes, decides, names the
+device and its environment, and lists its ops). **Vulkan** (:mod:`.vulkan`): on the driver
+``BUNDLEGRAPH_VULKAN_ICD`` names, else Mesa's lavapipe, alone visible to the loader
+(``VK_DRIVER_FILES``) with its first device named for ggml (``GGML_VK_VISIBLE_DEVICES=0``);
+``test-backend-ops`` runs MUL_MAT with f32, f16, q4_0 and q8_0 weights only. **CUDA**
+(:mod:`.cuda`), on a host with an NVIDIA GPU: decision first (:func:`.plan.decide`, from the
+probe the plan took):
 
 1. the bundle's os/arch (its info JSON) must be this host's;
 2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.gpus`);
@@ -47,16 +53,18 @@ The GPU checks, run in this order (cheap first), each recorded with its command,
 result (a failure names the step or op):
 
 - ``devices``: ``llama-cli --list-devices`` (common's ``common_print_available_devices``,
-  ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` device — the CUDA backend
-  was loaded by ``GGML_BACKEND_DL`` and sees the GPU;
+  ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` (``Vulkan<n>:``) device —
+  the backend was loaded by ``GGML_BACKEND_DL`` and sees the GPU; otherwise the bundle would fall
+  back to the CPU, and the smoke fails;
 - ``test-backend-ops`` (built by its own task ``smoke:tools-<leg>``, which is skipped — nothing
   built — where the smoke test would be skipped): built from the same source with the merge
   base's generated toolchain and cache entries (``LLAMA_BUILD_TESTS=ON``; ``GGML_CPU``/``GGML_CPU_ALL_VARIANTS`` OFF because
   ggml makes every backend module a dependency of ``ggml``; tools, examples, server, app OFF) in
   ``build/<leg>/smoke-tools``, target ``test-backend-ops`` only; copied next to the bundle's
   libraries, where its ``$ORIGIN`` RUNPATH finds the bundle's ``libggml*``/``libllama*`` and
-  ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA<n> -o OP``
-  compares CUDA with the CPU backend per op in :data:`OPS` (usage text in
+  ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA0 -o OP``
+  (``-b Vulkan0 -o OP -p PARAMS``) compares the GPU backend with the CPU backend per op of the
+  side's ``OPS`` (CUDA: :data:`OPS`; usage text in
   ``tests/test-backend-ops.cpp``); an op passes when it exits 0, prints ``Backend CUDA<n>: OK``
   and ``k/k tests passed`` with k > 0;
 - ``model``: a tiny random-weight GGUF (:mod:`.tinygguf`, the source's ``gguf-py`` and its
