@@ -186,9 +186,10 @@ def plans(ctx: Context) -> list[Any]:
         side = side_of(spec.backend)
         gpu = side is not None
         # the tools are configured with the merge base's cache entries, whose build commit its
-        # source task finds: that task first, or the key holds a placeholder and the next run
-        # builds the tools again
-        base_source = [f"source:{spec.merge.base}"] if spec.merge is not None else []
+        # source task finds: that task first (when the base is selected too), or the key holds a
+        # placeholder and the next run builds the tools again
+        base = spec.merge.base if spec.merge is not None else None
+        base_source = [f"source:{base}"] if base is not None and base in ctx.legs else []
 
         if gpu:
             out.append(
