@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
@@ -297,4 +298,67 @@ def test_loader_trace_judge_allows_only_what_it_is_told():
     assert (
         judge_deps("not a dynamic executable\n", 1, "x.so")[0]
         == "x.so: the loader cannot list it (exit code 1: not a dynamic executable)"
+    )
+
+
+def test_the_vulkan_side_picks_the_driver_the_setting_names_else_lavapipe(tmp_path, monkeypatch):
+    from bundlegraph.pipeline.smoke import vulkan
+
+    icd = tmp_path / "nvidia_icd.json"
+    icd.write_text("{}")
+    p = vulkan.probe({"BUNDLEGRAPH_VULKAN_ICD": str(icd)})
+    assert (p.icd, p.problem) == (icd.as_posix(), None)
+    gone = vulkan.probe({"BUNDLEGRAPH_VULKAN_ICD": str(tmp_path / "none.json")})
+    assert gone.icd is None and gone.problem.startswith(
+        f"BUNDLEGRAPH_VULKAN_ICD={tmp_path / 'none.json'}: no such file"
+    )
+    # unset: Mesa's lavapipe where it is installed, else not applicable with the reason
+    monkeypatch.setattr(vulkan, "ICD_DIR", tmp_path)
+    none = vulkan.probe({})
+    assert (
+        none.icd is None and "Mesa's lavapipe" in none.problem and "BUNDLEGRAPH_VULKAN_ICD is not set" in none.problem
+    )
+    (tmp_path / "lvp_icd.x86_64.json").write_text("{}")
+    (tmp_path / "lvp_icd.aarch64.json").write_text("{}")
+    assert vulkan.probe({}).icd in {(tmp_path / n).as_posix() for n in vulkan.LAVAPIPE.values()}
+    d = vulkan.decide("linux", "x64", ("linux", "x64"), p)
+    assert d.run and d.gpu == {"index": 0, "name": "nvidia_icd.json"} and d.probe["icd"] == icd.as_posix()
+    assert not vulkan.decide("linux", "arm64", ("linux", "x64"), p).run
+    no = vulkan.decide("linux", "x64", ("linux", "x64"), gone)
+    assert not no.run and no.reason == gone.problem
+
+
+def test_the_vulkan_side_shows_the_programs_its_driver_alone():
+    from bundlegraph.pipeline.smoke import vulkan
+    from bundlegraph.pipeline.smoke.side import Decision
+
+    run = types.SimpleNamespace(env={"LD_LIBRARY_PATH": "/x"}, decision=Decision(True, probe={"icd": "/i.json"}))
+    assert vulkan.env(run) == {  # type: ignore[arg-type]
+        "LD_LIBRARY_PATH": "/x",
+        "VK_DRIVER_FILES": "/i.json",
+        "VK_ICD_FILENAMES": "/i.json",
+        "GGML_VK_VISIBLE_DEVICES": "0",
+    }
+
+
+def test_every_gpu_backend_has_a_smoke_side():
+    from bundlegraph.pipeline.smoke import cuda, vulkan
+    from bundlegraph.pipeline.smoke.sides import SIDES, side_problems
+
+    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan} and side_problems(SIDES) == []
+    assert side_problems({"cpu": None, "cuda": vulkan}) == [
+        "smoke sides for ['cpu', 'cuda']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
+        "smoke side vulkan is registered as cuda",
+        "GPU backend vulkan has no smoke side",
+    ]
+    # the CUDA ops and commands are what they were: a bare op name, every case
+    assert [op for op, params in cuda.OPS if params is None] == list(OPS)
+    assert (
+        judge_devices(
+            "Available devices:\n  Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free)\n", "Vulkan"
+        )
+        is None
+    )
+    assert judge_devices("Available devices:\n  (none)\n", "Vulkan") == (
+        "no Vulkan<n> device listed: the Vulkan backend did not load or sees no GPU (a fallback to the CPU)"
     )
