@@ -29,6 +29,8 @@ OPS: tuple[tuple[str, str | None], ...] = tuple((op, None) for op in OP_NAMES)
 """``test-backend-ops -o OP`` runs, every case of each op."""
 DOC = "; on an NVIDIA GPU its CUDA kernels"
 """What ``doit list`` adds for a CUDA leg."""
+PARALLEL_OPS = True
+"""``test-backend-ops -j <cores>``."""
 
 
 def probe() -> GpuProbe:
@@ -127,6 +129,7 @@ __all__ = [
     "DOC",
     "OPS",
     "OP_NAMES",
+    "PARALLEL_OPS",
     "decide",
     "decide_here",
     "describe",

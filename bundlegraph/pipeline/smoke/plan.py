@@ -194,7 +194,10 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
             Check("generate-gpu", [simple, "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "99", "Hello"]),
         ]
         checks += [
-            Check(f"op:{op}", [tbo, "test", "-b", "{dev}", *op_args(op, params), "-j", "{jobs}"])
+            Check(
+                f"op:{op}",
+                [tbo, "test", "-b", "{dev}", *op_args(op, params), *(["-j", "{jobs}"] if side.PARALLEL_OPS else [])],
+            )
             for op, params in side.OPS
         ]
         gpus = side.probe()

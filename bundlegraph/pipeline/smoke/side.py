@@ -54,6 +54,8 @@ class GpuSide(Protocol):
     """``test-backend-ops`` runs, cheapest first: ``(op, params regex or None)`` (``-o OP -p REGEX``)"""
     DOC: str
     """what ``doit list`` adds for a leg of this backend (``; on an NVIDIA GPU its CUDA kernels``)"""
+    PARALLEL_OPS: bool
+    """whether ``test-backend-ops`` may run its cases on parallel workers (``-j N``, N = cores)"""
 
     def probe(self) -> Probe:
         """What this host offers the GPU steps (never raises for a host without one)."""

@@ -45,6 +45,9 @@ ggml-vulkan (issue 42), mostly pipeline compilation; the CUDA list (:data:`.cuda
 far longer there."""
 DOC = "; on a Vulkan driver (BUNDLEGRAPH_VULKAN_ICD, else Mesa's lavapipe) its Vulkan kernels"
 """What ``doit list`` adds for a Vulkan leg."""
+PARALLEL_OPS = False
+"""One worker: the release's ``test-backend-ops -j 2`` on lavapipe crashed (segmentation fault
+after 7 s, 2026-12-05); with one worker the same cases pass."""
 ICD_ENV = "BUNDLEGRAPH_VULKAN_ICD"
 """Names the ICD manifest of the Vulkan driver the GPU steps run on."""
 ICD_DIR = Path("/usr/share/vulkan/icd.d")
@@ -130,6 +133,7 @@ __all__ = [
     "ICD_ENV",
     "LAVAPIPE",
     "OPS",
+    "PARALLEL_OPS",
     "IcdProbe",
     "decide",
     "decide_here",
