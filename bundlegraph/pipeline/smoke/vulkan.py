@@ -38,16 +38,24 @@ BACKEND = "vulkan"
 """The backend's spec name."""
 DEV = "Vulkan0"
 """The device the GPU steps run on (the chosen driver's first device)."""
-OPS: tuple[tuple[str, str | None], ...] = (("MUL_MAT", "type_a=(f32|f16|q4_0|q8_0),type_b=f32"),)
-"""``test-backend-ops`` runs: MUL_MAT with f32, f16, q4_0 and q8_0 weights (the matrix products a
-model's layers run), f32 activations. Short on purpose: on lavapipe these took 5 min for the real
-ggml-vulkan (issue 42), mostly pipeline compilation; the CUDA list (:data:`.cuda.OPS`) would take
-far longer there."""
+OPS: tuple[tuple[str, str | None], ...] = (
+    (
+        "MUL_MAT",
+        r"type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],"
+        r"k_v=0,o=1,src_overlap=0",
+    ),
+)
+"""``test-backend-ops`` runs: MUL_MAT with f32, f16, q4_0 and q8_0 weights and f32 activations
+(the products a model's layers run), plain layouts only (no batch broadcast, no permutation):
+45 cases, n = 1..9 and 16, so both the matrix-vector and the matrix-matrix shaders of each type.
+Short on purpose. Measured 2026-12-05 with the release's bundle (b11642) on lavapipe, 2 loaded
+cores: 2 min 10 s with an empty Mesa shader cache, 1.6 s warm; the whole MUL_MAT list of those
+types (531 cases) crashed test-backend-ops there (segmentation fault after 2 min with one worker,
+after 7 s with ``-j 2``; each case it reached passed, and the case after the last passed alone)."""
 DOC = "; on a Vulkan driver (BUNDLEGRAPH_VULKAN_ICD, else Mesa's lavapipe) its Vulkan kernels"
 """What ``doit list`` adds for a Vulkan leg."""
 PARALLEL_OPS = False
-"""One worker: the release's ``test-backend-ops -j 2`` on lavapipe crashed (segmentation fault
-after 7 s, 2026-12-05); with one worker the same cases pass."""
+"""One worker (test-backend-ops's default): ``-j 2`` crashed on lavapipe sooner (:data:`OPS`)."""
 ICD_ENV = "BUNDLEGRAPH_VULKAN_ICD"
 """Names the ICD manifest of the Vulkan driver the GPU steps run on."""
 ICD_DIR = Path("/usr/share/vulkan/icd.d")

@@ -11,7 +11,7 @@
 #  include <regex.h>
 #endif
 
-static const int CASES[][2] = { { 1, 1 }, { 16, 32 }, { 33, 7 }, { 64, 256 } }; /* m, k */
+static const int CASES[][2] = { { 16, 256 }, { 1, 1 }, { 33, 7 }, { 64, 256 } }; /* m, k */
 
 static int wanted(const char * list, const char * op) {
     if (!list) return 1;
@@ -77,8 +77,11 @@ int main(int argc, char ** argv) {
             int passed = 0, total = 0;
             for (size_t c = 0; b[i]->mul_mat && wanted(ops, "MUL_MAT") && c < sizeof CASES / sizeof CASES[0]; c++) {
                 int m = CASES[c][0], k = CASES[c][1];
-                char p[128];
-                snprintf(p, sizeof p, "type_a=f32,type_b=f32,m=%d,n=1,k=%d", m, k);
+                char p[192];
+                /* llama.cpp's params string of a plain MUL_MAT case (tests/test-backend-ops.cpp, test_mul_mat::vars) */
+                snprintf(p, sizeof p,
+                         "type_a=f32,type_b=f32,m=%d,n=1,k=%d,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1,src_overlap=0,m_v=0,pad=0",
+                         m, k);
                 if (!params_match(params, p)) continue;
                 float * a = malloc(sizeof(float) * m * k), * x = malloc(sizeof(float) * k);
                 float * y = malloc(sizeof(float) * m), * ref = malloc(sizeof(float) * m);
