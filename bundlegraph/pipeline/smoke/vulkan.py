@@ -7,11 +7,11 @@ The driver (its ICD manifest, a JSON file the Khronos loader reads) is, in this 
 1. the file :data:`ICD_ENV` names (``BUNDLEGRAPH_VULKAN_ICD=/usr/share/vulkan/icd.d/nvidia_icd.json``
    on a host with NVIDIA's driver);
 2. Mesa's lavapipe (:data:`LAVAPIPE`, Debian 12's ``mesa-vulkan-drivers``): a Vulkan driver that
-   runs on the CPU, so every host can run the GPU steps.
+   runs on the CPU, so every Linux host can run the GPU steps (elsewhere, name a driver).
 
 Otherwise the GPU steps are recorded as not applicable, with the reason. The programs then see
-only that driver: ``VK_DRIVER_FILES`` (loader 1.3.234 and later) and ``VK_ICD_FILENAMES`` (older
-loaders) name it (the Khronos loader's ``docs/LoaderInterfaceArchitecture.md``, "Table of Debug
+only that driver: ``VK_DRIVER_FILES`` (newer loaders) and ``VK_ICD_FILENAMES`` (its older name,
+which older loaders read) name it (the Khronos loader's ``docs/LoaderInterfaceArchitecture.md``, "Table of Debug
 Environment Variables"), and ``GGML_VK_VISIBLE_DEVICES=0`` names its first device: ggml skips
 CPU-type devices such as lavapipe's unless that variable names them
 (``ggml/src/ggml-vulkan/ggml-vulkan.cpp``, ``ggml_vk_instance_init``), and with one driver
