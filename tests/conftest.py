@@ -56,6 +56,7 @@ DEBIAN = {
     "openssl": "openssl",
     "npm": "npm",
     "wine": "wine64",
+    "glslc": "glslc",
 }
 
 

@@ -186,6 +186,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CMAKE", "path", None, "use this cmake executable instead of the pinned wheel"),
     Setting("NINJA", "path", None, "use this ninja executable instead of the pinned wheel"),
     Setting(
+        "VULKAN_ICD",
+        "path",
+        None,
+        "the ICD manifest (JSON) of the Vulkan driver a Vulkan leg's smoke runs on (e.g. "
+        "`/usr/share/vulkan/icd.d/nvidia_icd.json`); default: Mesa's lavapipe",
+    ),
+    Setting(
         "TOOLS",
         "choice",
         "wheel",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
@@ -259,27 +260,27 @@ def test_backend_and_generation_judges_read_real_llama_simple_output():
     from bundlegraph.pipeline.smoke.judges import generated_text, judge_backends, judge_generate
 
     out = (SMOKE_DATA / "llama-simple-n8-qemu-aarch64.txt").read_text(encoding="utf-8")
-    p, facts = judge_backends(out, 0, cuda_library=None)
+    p, facts = judge_backends(out, 0, gpu_library=None)
     assert p is None and list(facts["loaded"]) == ["CPU"] and facts["loaded"]["CPU"].endswith("/libggml-cpu.so")
     assert judge_generate(out, 0) == (None, {"decoded": 8})
     assert generated_text(out) == "究 Из cryleb Prem maslebшення"
     # a CUDA leg whose backend ggml reported nothing about is refused, naming the library
-    p, _ = judge_backends(out, 0, cuda_library="libggml-cuda.so")
+    p, _ = judge_backends(out, 0, gpu_library="libggml-cuda.so")
     assert p == "libggml-cuda.so: ggml neither loaded it nor reported why"
     # ggml's own failure line (ggml-backend-reg.cpp): the driver alone may be missing
     cuda = out + (
         "load_backend: failed to load /b/libggml-cuda.so: libcuda.so.1: cannot open shared object file: "
         "No such file or directory\n"
     )
-    p, facts = judge_backends(cuda, 0, cuda_library="libggml-cuda.so")
+    p, facts = judge_backends(cuda, 0, gpu_library="libggml-cuda.so")
     assert p is None and facts["cuda"].startswith("needs the driver (libcuda.so.1)")
     runtime = cuda.replace("libcuda.so.1", "libcublas.so.13")
     assert (
-        judge_backends(runtime, 0, cuda_library="libggml-cuda.so")[0]
+        judge_backends(runtime, 0, gpu_library="libggml-cuda.so")[0]
         == "libggml-cuda.so: libcublas.so.13: cannot open shared object file: No such file or directory"
     )
     no_cpu = out.replace("load_backend: loaded CPU backend", "load_backend: skipped")
-    assert judge_backends(no_cpu, 0, cuda_library=None)[0].startswith("libggml-cpu*.so: no CPU backend was loaded")
+    assert judge_backends(no_cpu, 0, gpu_library=None)[0].startswith("libggml-cpu*.so: no CPU backend was loaded")
 
 
 def test_loader_trace_judge_allows_only_what_it_is_told():
@@ -297,4 +298,67 @@ def test_loader_trace_judge_allows_only_what_it_is_told():
     assert (
         judge_deps("not a dynamic executable\n", 1, "x.so")[0]
         == "x.so: the loader cannot list it (exit code 1: not a dynamic executable)"
+    )
+
+
+def test_the_vulkan_side_picks_the_driver_the_setting_names_else_lavapipe(tmp_path, monkeypatch):
+    from bundlegraph.pipeline.smoke import vulkan
+
+    icd = tmp_path / "nvidia_icd.json"
+    icd.write_text("{}")
+    p = vulkan.probe({"BUNDLEGRAPH_VULKAN_ICD": str(icd)})
+    assert (p.icd, p.problem) == (icd.as_posix(), None)
+    gone = vulkan.probe({"BUNDLEGRAPH_VULKAN_ICD": str(tmp_path / "none.json")})
+    assert gone.icd is None and gone.problem.startswith(
+        f"BUNDLEGRAPH_VULKAN_ICD={tmp_path / 'none.json'}: no such file"
+    )
+    # unset: Mesa's lavapipe where it is installed, else not applicable with the reason
+    monkeypatch.setattr(vulkan, "ICD_DIR", tmp_path)
+    none = vulkan.probe({})
+    assert (
+        none.icd is None and "Mesa's lavapipe" in none.problem and "BUNDLEGRAPH_VULKAN_ICD is not set" in none.problem
+    )
+    (tmp_path / "lvp_icd.x86_64.json").write_text("{}")
+    (tmp_path / "lvp_icd.aarch64.json").write_text("{}")
+    assert vulkan.probe({}).icd in {(tmp_path / n).as_posix() for n in vulkan.LAVAPIPE.values()}
+    d = vulkan.decide("linux", "x64", ("linux", "x64"), p)
+    assert d.run and d.gpu == {"index": 0, "name": "nvidia_icd.json"} and d.probe["icd"] == icd.as_posix()
+    assert not vulkan.decide("linux", "arm64", ("linux", "x64"), p).run
+    no = vulkan.decide("linux", "x64", ("linux", "x64"), gone)
+    assert not no.run and no.reason == gone.problem
+
+
+def test_the_vulkan_side_shows_the_programs_its_driver_alone():
+    from bundlegraph.pipeline.smoke import vulkan
+    from bundlegraph.pipeline.smoke.side import Decision
+
+    run = types.SimpleNamespace(env={"LD_LIBRARY_PATH": "/x"}, decision=Decision(True, probe={"icd": "/i.json"}))
+    assert vulkan.env(run) == {  # type: ignore[arg-type]
+        "LD_LIBRARY_PATH": "/x",
+        "VK_DRIVER_FILES": "/i.json",
+        "VK_ICD_FILENAMES": "/i.json",
+        "GGML_VK_VISIBLE_DEVICES": "0",
+    }
+
+
+def test_every_gpu_backend_has_a_smoke_side():
+    from bundlegraph.pipeline.smoke import cuda, vulkan
+    from bundlegraph.pipeline.smoke.sides import SIDES, side_problems
+
+    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan} and side_problems(SIDES) == []
+    assert side_problems({"cpu": None, "cuda": vulkan}) == [
+        "smoke sides for ['cpu', 'cuda']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
+        "smoke side vulkan is registered as cuda",
+        "GPU backend vulkan has no smoke side",
+    ]
+    # the CUDA ops and commands are what they were: a bare op name, every case
+    assert [op for op, params in cuda.OPS if params is None] == list(OPS)
+    assert (
+        judge_devices(
+            "Available devices:\n  Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free)\n", "Vulkan"
+        )
+        is None
+    )
+    assert judge_devices("Available devices:\n  (none)\n", "Vulkan") == (
+        "no Vulkan<n> device listed: the Vulkan backend did not load or sees no GPU (a fallback to the CPU)"
     )

@@ -28,8 +28,14 @@ run (:mod:`.host`), cheap first:
 ``smoke:<leg>`` is a default task of every leg whose bundle this host can start, so the main
 job smoke-tests its bundles before the manifest; for the others it is opt-in (and skipped: below).
 
-**On a host with an NVIDIA GPU, for a CUDA leg**, the GPU checks follow. Decision first
-(:func:`.plan.decide`, from the probe the plan took):
+**For a GPU leg** the GPU checks follow, from the leg's side (:mod:`.sides`: one module per GPU
+backend, keyed by the spec's ``backend``; a :class:`~.side.GpuSide` probes, decides, names the
+device and its environment, and lists its ops). **Vulkan** (:mod:`.vulkan`): on the driver
+``BUNDLEGRAPH_VULKAN_ICD`` names, else Mesa's lavapipe, alone visible to the loader
+(``VK_DRIVER_FILES``) with its first device named for ggml (``GGML_VK_VISIBLE_DEVICES=0``);
+``test-backend-ops`` runs MUL_MAT with f32, f16, q4_0 and q8_0 weights only. **CUDA**
+(:mod:`.cuda`), on a host with an NVIDIA GPU: decision first (:func:`.plan.decide`, from the
+probe the plan took):
 
 1. the bundle's os/arch (its info JSON) must be this host's;
 2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.gpus`);
@@ -47,16 +53,18 @@ The GPU checks, run in this order (cheap first), each recorded with its command,
 result (a failure names the step or op):
 
 - ``devices``: ``llama-cli --list-devices`` (common's ``common_print_available_devices``,
-  ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` device — the CUDA backend
-  was loaded by ``GGML_BACKEND_DL`` and sees the GPU;
+  ``common/arg.cpp``) from the unpacked bundle must list a ``CUDA<n>:`` (``Vulkan<n>:``) device —
+  the backend was loaded by ``GGML_BACKEND_DL`` and sees the GPU; otherwise the bundle would fall
+  back to the CPU, and the smoke fails;
 - ``test-backend-ops`` (built by its own task ``smoke:tools-<leg>``, which is skipped — nothing
   built — where the smoke test would be skipped): built from the same source with the merge
   base's generated toolchain and cache entries (``LLAMA_BUILD_TESTS=ON``; ``GGML_CPU``/``GGML_CPU_ALL_VARIANTS`` OFF because
   ggml makes every backend module a dependency of ``ggml``; tools, examples, server, app OFF) in
   ``build/<leg>/smoke-tools``, target ``test-backend-ops`` only; copied next to the bundle's
   libraries, where its ``$ORIGIN`` RUNPATH finds the bundle's ``libggml*``/``libllama*`` and
-  ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA<n> -o OP``
-  compares CUDA with the CPU backend per op in :data:`OPS` (usage text in
+  ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA0 -o OP``
+  (``-b Vulkan0 -o OP -p PARAMS``) compares the GPU backend with the CPU backend per op of the
+  side's ``OPS`` (CUDA: :data:`OPS`; usage text in
   ``tests/test-backend-ops.cpp``); an op passes when it exits 0, prints ``Backend CUDA<n>: OK``
   and ``k/k tests passed`` with k > 0;
 - ``model``: a tiny random-weight GGUF (:mod:`.tinygguf`, the source's ``gguf-py`` and its
@@ -87,6 +95,8 @@ from .gpu import run_tools
 from .judges import judge_devices, judge_op
 from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, plan_smoke, plan_tools
 from .run import run_smoke
+from .side import ops_key
+from .sides import side_of
 
 NAME = "smoke"
 """The stage's name: its tasks are ``smoke:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -96,9 +106,10 @@ OPT_IN = True
 
 def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """What ``smoke:<leg>``'s action key consumed: the bundle and source digests, this host and
-    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`); for a CUDA leg also
+    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`); for a GPU leg also
     the test-backend-ops digest, the ops and the tools' cache. The plan's key adds each check's
-    command (placeholders, no host paths) and, for a CUDA leg, the GPUs (probe key)."""
+    command (placeholders, no host paths) and, for a GPU leg, its side's probe key (CUDA: the
+    GPUs; Vulkan: the driver)."""
     from ...emulation import launcher_for
 
     spec = ctx.spec(leg)
@@ -109,10 +120,11 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "host": list(this_host()),
         "how": how if isinstance(how, str) else how.describe(),
     }
-    if spec.cuda is not None:  # the plan took a GPU probe
+    side = side_of(spec.backend)
+    if side is not None:  # the plan took its side's probe
         consumed |= {
             "test_backend_ops": upstream_digest(f"smoke:tools-{leg}"),
-            "ops": list(OPS),
+            "ops": ops_key(side),
             "tools": TOOLS_CACHE,
         }
     return consumed
@@ -120,10 +132,11 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
 
 def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``smoke:tools-<leg>``: the source, the base's cache entries and
-    toolchain text (as planned, before compilers resolve), the tools' cache, host and GPUs."""
-    from ...gpus import probe
-
+    toolchain text (as planned, before compilers resolve), the tools' cache, host and what the
+    leg's GPU side found (GPUs, the Vulkan driver)."""
     spec = ctx.spec(leg)
+    side = side_of(spec.backend)
+    assert side is not None  # only GPU legs have a tools task
     base = plan_configure(ctx, spec.merge.base if spec.merge else leg)
     return {
         "source": upstream_digest(f"source:{leg}"),
@@ -131,7 +144,7 @@ def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "toolchain": base.toolchain_text,
         "tools": TOOLS_CACHE,
         "host": list(this_host()),
-        "gpus": probe().key(),
+        "gpus": side.probe().key(),
     }
 
 
@@ -151,7 +164,7 @@ def runs_here(ctx: Context, leg: str) -> bool:
     return not isinstance(launcher_for(spec.os, spec.arch), str)
 
 
-def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
+def _smoke_doc(ctx: Context, leg: str, gpu_doc: str) -> str:
     """What ``doit list`` says of ``smoke:<leg>`` on this host: how the bundle starts here, or
     why it cannot (then the task is skipped, and the spec's ``[smoke] waived``, if any)."""
     from ...emulation import launcher_for
@@ -161,25 +174,30 @@ def _smoke_doc(ctx: Context, leg: str, cuda: bool) -> str:
     if isinstance(how, str):
         waived = f"; waived: {spec.smoke.waived}" if spec.smoke else "; publish needs a passed smoke from another host"
         return f"skipped here ({how}){waived}"
-    return f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving" + (
-        "; on an NVIDIA GPU its CUDA kernels" if cuda else ""
-    )
+    return f"start {leg}'s bundle here ({how.describe()}): version, libraries, backends, generation, serving" + gpu_doc
 
 
 def plans(ctx: Context) -> list[Any]:
-    """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a CUDA leg
+    """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a GPU leg
     ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
     out = []
     for leg in ctx.legs:
-        cuda = ctx.spec(leg).cuda is not None
+        spec = ctx.spec(leg)
+        side = side_of(spec.backend)
+        gpu = side is not None
+        # the tools are configured with the merge base's cache entries, whose build commit its
+        # source task finds: that task first (when the base is selected too), or the key holds a
+        # placeholder and the next run builds the tools again
+        base = spec.merge.base if spec.merge is not None else None
+        base_source = [f"source:{base}"] if base is not None and base in ctx.legs else []
 
-        if cuda:
+        if gpu:
             out.append(
                 TaskPlan(
                     stage=NAME,
                     name=f"tools-{leg}",
                     leg=leg,
-                    deps=[f"source:{leg}"],
+                    deps=[f"source:{leg}", *base_source],
                     prepare=partial(_prepare_tools, ctx, leg),
                     apply=partial(run_plan, run_tools),
                     doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
@@ -190,11 +208,11 @@ def plans(ctx: Context) -> list[Any]:
                 stage=NAME,
                 name=leg,
                 leg=leg,
-                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if cuda else []),
+                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if gpu else []),
                 prepare=partial(_prepare_smoke, ctx, leg),
                 apply=partial(run_plan, run_smoke),
                 preview=partial(plan_smoke, ctx, leg),
-                doc=_smoke_doc(ctx, leg, cuda),
+                doc=_smoke_doc(ctx, leg, side.DOC if side is not None else ""),
             )
         )
     return out

@@ -1,8 +1,8 @@
-"""The GPU side of ``smoke:<leg>``, for a CUDA leg on a host whose NVIDIA GPU the bundle's CUDA
-code covers: the decision made final with the bundle's fatbin (:func:`decide_here`: the plan's
-probe and :func:`~.plan.decide`), the ``test-backend-ops`` build of ``smoke:tools-<leg>``
-(:func:`run_tools`) and the GPU steps (:data:`STEPS`: devices, generation with ``-ngl 99``,
-``test-backend-ops`` CUDA vs CPU per op in :data:`~.plan.OPS`), each judged by :mod:`.judges`.
+"""The GPU steps of ``smoke:<leg>``, for a GPU leg on a host where its side (:mod:`.sides`:
+:mod:`.cuda`, :mod:`.vulkan`) found a device the bundle can run on: the ``test-backend-ops``
+build of ``smoke:tools-<leg>`` (:func:`run_tools`) and the steps (:func:`steps_for`: devices,
+generation with ``-ngl 99``, ``test-backend-ops`` against the CPU per op of the side's ``OPS``),
+each judged by :mod:`.judges` and run in the side's environment (the chosen device alone).
 """
 
 from __future__ import annotations
@@ -11,30 +11,16 @@ import shutil
 import time
 from pathlib import Path
 
-from ...backends import backend, library_file
+from ...backends import backend
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.report import say
-from ...toolchains.base import this_host
 from . import judges
-from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide
+from .host import not_llama
+from .plan import TOOLS_CACHE, SmokePlan, SmokeToolsPlan
+from .side import GpuSide
 from .steps import Outcome, SmokeRun, Step
-
-
-def inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
-    from ...checks.bundle import mapped
-    from ...checks.inspect import inspect_file
-
-    name = library_file(backend("cuda"), os_name)
-    hits = sorted(unpacked.rglob(name))
-    if not hits:
-        raise BundleGraphError(f"the bundle has no {name}")
-    with mapped(hits[0]) as data:
-        r = inspect_file(hits[0].name, data)
-    if r.fatbin is None:
-        raise BundleGraphError(f"{name} in the bundle has no CUDA fatbin")
-    return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
 
 
 def tools_argv(plan: SmokeToolsPlan) -> tuple[list[str], str]:
@@ -116,44 +102,27 @@ def run_tools(plan: SmokeToolsPlan) -> list[Path]:
     return [prog]
 
 
-def decide_here(run: SmokeRun, os_name: str, arch: str) -> str:
-    """The GPU the GPU steps run on: the plan's decision (host, driver) made final with the
-    unpacked bundle's fatbin inventory (SASS and PTX per SM); sets ``run.decision`` and returns
-    the fatbin's summary."""
-    plan = run.plan
-    sass, ptx, summary = inventory(run.bundle_dir, os_name)
-    if plan.gpus is None or plan.decision is None or not plan.decision.run:
-        assert plan.decision is not None  # a CUDA leg's plan
-        run.decision = plan.decision
-    else:
-        run.decision = decide(os_name, arch, this_host(), plan.gpus, sass, ptx)
-    return summary
-
-
-def _gpu_env(run: SmokeRun) -> dict[str, str]:
-    """The chosen GPU alone is made visible, in the driver's (PCI) order: it is ``CUDA0``."""
-    assert run.decision is not None and run.decision.gpu is not None
-    return dict(run.env, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(run.decision.gpu["index"]))
-
-
-DEV = "CUDA0"
+def _side(run: SmokeRun) -> GpuSide:
+    assert run.side is not None  # the GPU steps run for a GPU leg only
+    return run.side
 
 
 def devices(run: SmokeRun) -> Outcome:
-    """``llama-cli --list-devices`` lists a ``CUDA<n>`` device."""
+    """``llama-cli --list-devices`` lists the side's device (``CUDA0``, ``Vulkan0``)."""
     import re
 
+    side = _side(run)
     assert run.decision is not None and run.decision.gpu is not None
-    gpu = run.decision.gpu
-    say(f"smoke:{run.plan.leg}: on GPU {gpu['index']} {gpu['name']} (sm_{gpu['sm']}) via {run.decision.coverage}")
-    out, rc, cmd = run.program("devices", "devices", _gpu_env(run))
-    p = judges.judge_devices(out) if rc == 0 else f"exit code {rc}"
+    say(f"smoke:{run.plan.leg}: on {side.describe(run.decision)}")
+    out, rc, cmd = run.program("devices", "devices", side.env(run))
+    title = backend(side.BACKEND).TITLE
+    p = judges.judge_devices(out, title) if rc == 0 else f"exit code {rc}"
     return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
 
 
 def generate_gpu(run: SmokeRun) -> Outcome:
     """``llama-simple -ngl 99``: every layer offloaded, tokens generated."""
-    out, rc, cmd = run.program("generate-gpu", "generate on the GPU", _gpu_env(run))
+    out, rc, cmd = run.program("generate-gpu", "generate on the GPU", _side(run).env(run))
     return (*judges.judge_gpu_generate(out, rc), cmd)
 
 
@@ -168,8 +137,9 @@ def tools(run: SmokeRun) -> Outcome:
 
 def _op(op: str) -> Step:
     def one(run: SmokeRun) -> Outcome:
-        out, rc, cmd = run.program(f"op:{op}", f"test-backend-ops {op}", _gpu_env(run), DEV)
-        return (*judges.judge_op(out, rc, DEV), cmd)
+        side = _side(run)
+        out, rc, cmd = run.program(f"op:{op}", f"test-backend-ops {op}", side.env(run), side.DEV)
+        return (*judges.judge_op(out, rc, side.DEV), cmd)
 
     def gate(run: SmokeRun) -> tuple[str, str] | None:
         return None if "test-backend-ops build" in run.passed else ("not run", "test-backend-ops was not built")
@@ -177,13 +147,23 @@ def _op(op: str) -> Step:
     return Step(f"op:{op}", one, gate)
 
 
-STEPS: tuple[Step, ...] = (
-    Step("devices", devices),
-    Step("generate-gpu", generate_gpu, lambda run: None if "model" in run.passed else ("not run", "no model")),
-    Step("test-backend-ops build", tools),
-    *(_op(op) for op in OPS),
-)
-"""The GPU steps, in order (cheapest op first)."""
+def _with_model(run: SmokeRun) -> tuple[str, str] | None:
+    """Generation needs the tiny model: not applicable without a llama.cpp source (the stand-in),
+    not run (a failure) when the model step failed."""
+    why = not_llama(run)
+    if why is not None:
+        return ("not applicable", why)
+    return None if "model" in run.passed else ("not run", "no model")
 
 
-__all__ = ["DEV", "STEPS", "decide_here", "inventory", "run_tools", "tools_argv", "tools_program"]
+def steps_for(side: GpuSide) -> tuple[Step, ...]:
+    """The GPU steps of ``side``'s legs, in order (cheapest op first)."""
+    return (
+        Step("devices", devices),
+        Step("generate-gpu", generate_gpu, _with_model),
+        Step("test-backend-ops build", tools),
+        *(_op(op) for op, _params in side.OPS),
+    )
+
+
+__all__ = ["run_tools", "steps_for", "tools_argv", "tools_program"]

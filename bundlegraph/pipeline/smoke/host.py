@@ -33,7 +33,7 @@ def version(run: SmokeRun) -> Outcome:
 
 def libraries(run: SmokeRun) -> Outcome:
     """Every ELF file's dependencies resolve (bundle, CUDA runtime, system), except the driver
-    for the CUDA backend."""
+    for the GPU backend's library (``libcuda.so.1``, the Vulkan loader)."""
     plan = run.plan
     lib_path = [run.bundle_dir] + ([plan.runtime_dir] if plan.runtime_dir else [])
     probs, listed = [], {}
@@ -42,7 +42,7 @@ def libraries(run: SmokeRun) -> Outcome:
         r = proc.run(
             argv, env=env, log=plan.log, capture=True, check=False, what=f"smoke:{plan.leg}: ldd {f.name}", cwd=run.tmp
         )
-        allowed = frozenset({judges.DRIVER}) if f.name == run.cuda_lib else frozenset()
+        allowed = frozenset({run.gpu_driver}) if run.gpu_driver and f.name == run.gpu_lib else frozenset()
         p, facts = judges.judge_deps(r.output, r.returncode, f.name, allowed_missing=allowed)
         listed[f.name] = facts.get("missing", [])
         if p:
@@ -53,10 +53,13 @@ def libraries(run: SmokeRun) -> Outcome:
 def _backends(check: str) -> Callable[[SmokeRun], Outcome]:
     def one(run: SmokeRun) -> Outcome:
         env = dict(run.env)
-        if run.cuda_lib:  # ggml then says why the CUDA backend did not load, if it did not
-            env["GGML_BACKEND_PATH"] = (run.bundle_dir / run.cuda_lib).as_posix()
+        if run.gpu_lib:  # ggml then says why the GPU backend did not load, if it did not
+            env["GGML_BACKEND_PATH"] = (run.bundle_dir / run.gpu_lib).as_posix()
         out, rc, cmd = run.program(check, check, env)
-        return (*judges.judge_backends(out, rc, cuda_library=run.cuda_lib, os_name=run.plan.os), cmd)
+        p, facts = judges.judge_backends(
+            out, rc, gpu_library=run.gpu_lib, os_name=run.plan.os, gpu=run.plan.backend, driver=run.gpu_driver
+        )
+        return p, facts, cmd
 
     return one
 

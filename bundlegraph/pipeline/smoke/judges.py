@@ -11,7 +11,8 @@ Formats read (llama.cpp's own; the stand-in ``tests/data/minillama`` prints the 
   for what is missing;
 - ``llama-simple``: the prompt and generated text on stdout, ``decoded <N> tokens`` on stderr
   (``examples/simple/simple.cpp``);
-- ``llama-cli --list-devices``: ``  CUDA0: <name> (<MiB> MiB, <MiB> MiB free)`` (``common/arg.cpp``);
+- ``llama-cli --list-devices``: ``  CUDA0: <name> (<MiB> MiB, <MiB> MiB free)`` (``common/arg.cpp``;
+  ``Vulkan0`` for the Vulkan backend);
 - ``test-backend-ops``: ``  <op>(...): OK`` / ``FAIL`` per case, ``<n>/<m> tests passed``,
   ``Backend <dev>: OK`` (``tests/test-backend-ops.cpp``);
 - ``llama-simple`` on the GPU: ``offloaded N/M layers to GPU`` (``src/llama-model.cpp``).
@@ -66,31 +67,39 @@ def judge_version(out: str, rc: int, *, build_number: int, commit: str | None) -
 
 
 def judge_backends(
-    out: str, rc: int, *, cuda_library: str | None, os_name: str = "linux"
+    out: str,
+    rc: int,
+    *,
+    gpu_library: str | None,
+    os_name: str = "linux",
+    gpu: str = "cuda",
+    driver: str | None = None,
 ) -> tuple[str | None, dict[str, Any]]:
     """Backend loading from ggml's own messages: a CPU backend loaded; any other failure is a
-    problem naming the library and the loader's error, except a CUDA backend (``cuda_library``)
-    whose only missing piece is the driver (:data:`DRIVERS` of ``os_name``)."""
-    driver = DRIVERS[os_name]
+    problem naming the library and the loader's error, except the GPU backend ``gpu``'s library
+    (``gpu_library``) whose only missing piece is its driver (``driver``; default the CUDA driver
+    of ``os_name``, :data:`DRIVERS`). The GPU backend's fate is recorded under its name
+    (``facts["cuda"]``: ``loaded`` or what it needs)."""
+    driver = driver or DRIVERS[os_name]
     loaded = {m.group("name"): m.group("path") for m in LOADED_RE.finditer(out)}
     failed = {m.group("path"): m.group("error") for m in FAILED_RE.finditer(out)}
     facts: dict[str, Any] = {"loaded": loaded, "failed": failed}
     probs = []
     for path, err in failed.items():
         name = Path(path).name
-        if cuda_library and name == cuda_library and driver in err:
-            facts["cuda"] = f"needs the driver ({driver}), as it must where none is installed"
+        if gpu_library and name == gpu_library and driver in err:
+            facts[gpu] = f"needs the driver ({driver}), as it must where none is installed"
             continue
         probs.append(f"{name}: {err}")
     if not any(n.upper() == "CPU" for n in loaded):
         probs.append(
             f"{CPU_BACKENDS[os_name]}: no CPU backend was loaded (none beside the programs, or none that loads)"
         )
-    if cuda_library and "cuda" not in facts:
-        if any(Path(p).name == cuda_library for p in loaded.values()):
-            facts["cuda"] = "loaded"
-        elif not any(Path(p).name == cuda_library for p in failed):
-            probs.append(f"{cuda_library}: ggml neither loaded it nor reported why")
+    if gpu_library and gpu not in facts:
+        if any(Path(p).name == gpu_library for p in loaded.values()):
+            facts[gpu] = "loaded"
+        elif not any(Path(p).name == gpu_library for p in failed):
+            probs.append(f"{gpu_library}: ggml neither loaded it nor reported why")
     if rc != 0:  # after what ggml said of the backends: that names the file
         probs.append(f"exit code {rc}: {_last_line(out)}")
     return ("; ".join(probs) or None), facts
@@ -135,11 +144,12 @@ def generated_text(out: str) -> str | None:
     return found[-1].group("text") if found else None
 
 
-def judge_devices(out: str) -> str | None:
-    """None when ``--list-devices`` output lists a CUDA device, else what is wrong."""
-    if re.search(r"^\s*CUDA\d+: ", out, re.MULTILINE):
+def judge_devices(out: str, title: str = "CUDA") -> str | None:
+    """None when ``--list-devices`` output lists a device of the backend ``title`` (ggml names
+    them ``CUDA0``, ``Vulkan0``), else what is wrong: its layers would run on the CPU."""
+    if re.search(rf"^\s*{re.escape(title)}\d+: ", out, re.MULTILINE):
         return None
-    return "no CUDA<n> device listed (the CUDA backend did not load or sees no GPU)"
+    return f"no {title}<n> device listed: the {title} backend did not load or sees no GPU (a fallback to the CPU)"
 
 
 def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict[str, Any]]:

@@ -1,31 +1,29 @@
 """The plan of ``smoke:<leg>`` and ``smoke:tools-<leg>``: what runs, on which GPU, decided before
 anything runs. :func:`plan_smoke` gives the :class:`SmokePlan` (the bundle, each check's command
-with placeholders, the tiny model's command, the CUDA runtime directory and, for a CUDA leg, the
-GPU probe and the :class:`Decision` it allows); :func:`decide` is the one GPU decision (host,
-driver, then the bundle's fatbin coverage); :func:`plan_tools` plans the ``test-backend-ops``
-build from it."""
+with placeholders, the tiny model's command, the runtime directory and, for a GPU leg, its side's
+probe and the :class:`Decision` it allows: :mod:`.sides`); :func:`decide` is CUDA's decision (host,
+driver, then the bundle's fatbin coverage, :mod:`.cuda`); :func:`plan_tools` plans the
+``test-backend-ops`` build from it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core import paths, proc
-from ...core.errors import BundleGraphError
-from ...core.lightclass import frozen, mutable
+from ...core.lightclass import frozen
 from ...platforms import platform
 from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
 from ..base import Context
 from ..configure import ConfigurePlan, check_host, plan_configure
 from ..source import plan_source, source_record_if_any
+from .cuda import OP_NAMES as OPS
+from .cuda import decide
+from .side import Decision, Probe, op_args
+from .sides import side_of
 
-if TYPE_CHECKING:
-    from ...gpus import GpuProbe
-
-OPS = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
 TOOLS_CACHE = {
     "LLAMA_BUILD_TESTS": "ON",
     "GGML_CPU": "OFF",
@@ -50,25 +48,14 @@ class Check:
     argv: list[str]
 
 
-@mutable
-class Decision:
-    """``run``: whether to run the checks; ``reason`` when not; ``gpu`` chosen and how the
-    bundle covers it (``coverage``); ``probe`` as JSON."""
-
-    run: bool
-    reason: str = ""
-    gpu: dict[str, Any] | None = None
-    coverage: str | None = None
-    probe: dict[str, Any] = field(default_factory=dict)
-
-
 @frozen
 class SmokePlan:
     """What ``smoke:<leg>`` does. ``bundle``: the archive; ``record``/``log``; ``tools_dir``: the
     test-backend-ops build; ``checks`` in order; ``model_argv`` writes the tiny model;
     ``runtime_dir``: the toolkit directory holding the external CUDA runtime; ``info_file``: the
-    release's info JSON name inside the bundle; ``gpus``/``decision``: the GPU probe of a CUDA
-    leg and what it allows (None for a CPU leg)."""
+    release's info JSON name inside the bundle; ``backend``: the leg's backend (its GPU side:
+    :mod:`.sides`); ``gpus``/``decision``: that side's probe and what it allows (None for a CPU
+    leg)."""
 
     leg: str
     base: str | None
@@ -87,20 +74,20 @@ class SmokePlan:
     work_dir: Path = Path("build")
     """The leg's build directory: the unpacked bundle goes under it while the smoke runs, and a
     bundle that fails is moved to ``<work_dir>/smoke-failed/`` (out of ``dist/``)."""
-    cuda: bool = False
+    backend: str = "cpu"
     build_number: int = 0
     commit: str | None = None
-    gpus: GpuProbe | None = None
+    gpus: Probe | None = None
     decision: Decision | None = None
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read of upstream tasks and this host (``smoke._prepare_smoke``):
     ``bundle`` and ``source`` (package's and source's output digests), ``host``, ``how`` (how
-    this host starts the bundle) and, for a CUDA leg, ``test_backend_ops`` (the tools task's
+    this host starts the bundle) and, for a GPU leg, ``test_backend_ops`` (the tools task's
     digest), ``ops`` and ``tools``; empty in a plan not prepared to run."""
 
     def key(self) -> dict[str, Any]:
         """What it consumed, each check's command (placeholders, no host paths: a changed command
-        reruns) and, for a CUDA leg, the GPUs its probe found."""
+        reruns) and, for a GPU leg, what its side's probe found (GPUs, the Vulkan driver)."""
         key = dict(self.consumed)
         key["checks"] = {c.name: c.argv for c in self.checks}
         if self.gpus is not None:
@@ -116,6 +103,11 @@ class SmokePlan:
             "checks": {c.name: proc.quote(c.argv) for c in self.checks},
             "model": proc.quote(self.model_argv),
         }
+
+    @property
+    def cuda(self) -> bool:
+        """Whether the leg is a CUDA leg."""
+        return self.backend == "cuda"
 
     def check(self, name: str) -> Check:
         """The check called ``name``. Raises ``KeyError`` naming it."""
@@ -150,45 +142,12 @@ class SmokeToolsPlan:
         return {}
 
 
-def decide(
-    bundle_os: str,
-    bundle_arch: str,
-    host: tuple[str, str],
-    probe: Any,
-    sass: Collection[int] | None = None,
-    ptx: Collection[int] | None = None,
-) -> Decision:
-    """Whether a bundle can be smoke-tested here on a GPU, and on which (pure): the bundle's
-    os/arch must be this host's, the driver must list a GPU, and (once the bundle's fatbin is
-    read: ``sass``/``ptx``, None before) its CUDA code must cover one of them
-    (:func:`bundlegraph.gpus.covered`)."""
-    from ...gpus import covered
-
-    pj = probe.key() | {"command": probe.command}
-    if (bundle_os, bundle_arch) != host:
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
-    if not probe.gpus:
-        return Decision(False, f"no NVIDIA GPU: {probe.problem}", probe=pj)
-    if sass is None:
-        return Decision(True, probe=pj)
-    for g in probe.gpus:
-        how = covered(g.sm, sass, ptx or [])
-        if how:
-            return Decision(True, gpu={"index": g.index, "sm": g.sm, "name": g.name}, coverage=how, probe=pj)
-    gl = ", ".join(g.describe() for g in probe.gpus)
-    s = ",".join(str(x) for x in sorted(sass)) or "none"
-    p = ",".join(str(x) for x in sorted(ptx or [])) or "none"
-    return Decision(False, f"no GPU the bundle's CUDA code covers: {gl}; the bundle has SASS {s}, PTX {p}", probe=pj)
-
-
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
-    """The smoke plan of ``leg`` (nothing written). For a CUDA leg the GPUs are probed here
-    (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`) and the plan carries the
-    probe and the decision it allows (host and driver); the run only adds the bundle's fatbin
-    coverage to that decision, and the key holds the same probe."""
-    from ...gpus import probe
-    from ..toolkit import toolkit_for_leg
-
+    """The smoke plan of ``leg`` (nothing written). For a GPU leg its side probes here (CUDA:
+    ``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`; Vulkan: the driver chosen)
+    and the plan carries the probe and the decision it allows (host and driver); the run may add
+    the bundle's device code to that decision (CUDA's fatbin coverage), and the key holds the
+    same probe."""
     spec = ctx.spec(leg)
     bdir = paths.build_dir(leg)
     exe = platform(spec.os).exe_suffix
@@ -227,18 +186,22 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         ),
     ]
     rdir: Path | None = None
-    gpus: GpuProbe | None = None
-    if spec.cuda is not None:
+    gpus: Probe | None = None
+    side = side_of(spec.backend)
+    if side is not None:
         checks += [
             Check("devices", [cli, "--list-devices"]),
             Check("generate-gpu", [simple, "-m", "{model}", "-n", str(N_PREDICT), "-ngl", "99", "Hello"]),
         ]
-        checks += [Check(f"op:{op}", [tbo, "test", "-b", "{dev}", "-o", op, "-j", "{jobs}"]) for op in OPS]
-        gpus = probe()
-        try:
-            rdir = toolkit_for_leg(ctx, leg).bin_dir
-        except BundleGraphError:
-            rdir = None
+        checks += [
+            Check(
+                f"op:{op}",
+                [tbo, "test", "-b", "{dev}", *op_args(op, params), *(["-j", "{jobs}"] if side.PARALLEL_OPS else [])],
+            )
+            for op, params in side.OPS
+        ]
+        gpus = side.probe()
+        rdir = side.runtime_dir(ctx, leg)
     model_argv = [
         py,
         "-m",
@@ -266,11 +229,11 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         exe=exe,
         info_file=ctx.release.info_file,
         work_dir=bdir,
-        cuda=spec.cuda is not None,
+        backend=spec.backend,
         build_number=ctx.release.build_number,
         commit=rec.commit if rec is not None else None,
         gpus=gpus,
-        decision=decide(spec.os, spec.arch, this_host(), gpus) if gpus is not None else None,
+        decision=side.decide(spec.os, spec.arch, this_host(), gpus) if side is not None and gpus is not None else None,
     )
 
 
@@ -280,7 +243,7 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
     :class:`ToolMissing` otherwise)."""
     smoke = plan_smoke(ctx, leg)
     d = smoke.decision
-    assert d is not None  # a CUDA leg's plan (only CUDA legs have a tools task)
+    assert d is not None  # a GPU leg's plan (only GPU legs have a tools task)
     if not d.run:
         return SmokeToolsPlan(smoke, d)
     base = smoke.base or leg

@@ -1,6 +1,6 @@
 """The run of ``smoke:<leg>``: the bundle unpacked once, then the steps of the tables in order
-(:data:`.host.STEPS`, then for a CUDA leg whose GPU this host has :data:`.gpu.STEPS`), each
-recorded as it finishes (:mod:`.steps`), then the verdict.
+(:data:`.host.STEPS`, then for a GPU leg whose device this host has its side's steps,
+:func:`.gpu.steps_for`), each recorded as it finishes (:mod:`.steps`), then the verdict.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _runtime_env(plan: SmokePlan) -> dict[str, str]:
 
 
 def run_smoke(plan: SmokePlan) -> list[Path]:
-    """Run the host steps, then (CUDA leg, a GPU the bundle covers here) the GPU steps. Returns
+    """Run the host steps, then (GPU leg, a device the bundle runs on here) the GPU steps. Returns
     ``[smoke.json, sidecar]`` when every step that applies passed; raises :class:`TaskSkipped`
     (recorded) when the bundle cannot start here, or :class:`BundleGraphError` naming the failing
     steps (recorded; the bundle leaves ``dist/``)."""
@@ -66,16 +66,17 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
         )
         extract(plan.bundle, run.bundle_dir)
         run.walk(host.STEPS)
-        if plan.cuda:
-            summary = gpu.decide_here(run, info.os, info.arch)
+        side = run.side
+        if side is not None:
+            summary = side.decide_here(run, info.os, info.arch)
             assert run.decision is not None
             if not run.decision.run or run.decision.gpu is None:
                 run.skip_step("gpu", "not applicable", run.decision.reason)
             else:
-                run.walk(gpu.STEPS)
+                run.walk(gpu.steps_for(side))
     finally:
         rmtree(tmp)
-    d = run.decision or Decision(False, "not a CUDA leg")
+    d = run.decision or Decision(False, "not a GPU leg")
     failed = [r for r in run.results if r["status"] not in ("passed", "not applicable")]
     record = {
         "leg": leg,

@@ -1,6 +1,7 @@
 """The step machinery of ``smoke:<leg>``: a :class:`Step` (a name, what it runs, when it does
 not apply) and the :class:`SmokeRun` the steps of one run share. The step tables are the host's
-(:data:`.host.STEPS`) and the GPU's (:data:`.gpu.STEPS`); :func:`.run.run_smoke` walks them."""
+(:data:`.host.STEPS`) and the GPU side's (:func:`.gpu.steps_for`); :func:`.run.run_smoke` walks
+them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...backends import backend, library_file
 from ...core import proc
@@ -17,6 +18,10 @@ from ...core.fsutil import atomic_write_json
 from ...core.lightclass import frozen, mutable
 from ...core.report import say
 from .plan import Decision, SmokePlan
+from .sides import side_of
+
+if TYPE_CHECKING:
+    from .side import GpuSide
 
 Outcome = tuple[str | None, dict[str, Any], str | None]
 """What a step returns: ``(problem or None, facts to record, the command it ran or None)``."""
@@ -55,14 +60,28 @@ class SmokeRun:
     texts: list[str] = field(default_factory=list)
     """What each host generation printed (the repeat and the server must match the first)."""
     decision: Decision | None = None
-    """The GPU the GPU steps run on (CUDA legs, decided from the plan's probe and the fatbin)."""
+    """The device the GPU steps run on (GPU legs: the side's decision, from the plan's probe and,
+    for CUDA, the fatbin)."""
 
     @property
-    def cuda_lib(self) -> str | None:
-        """The bundle's CUDA backend library name, for a CUDA leg."""
-        if not self.plan.cuda:
+    def side(self) -> GpuSide | None:
+        """The leg's GPU side (:mod:`.sides`), None for a CPU leg."""
+        return side_of(self.plan.backend)
+
+    @property
+    def gpu_lib(self) -> str | None:
+        """The bundle's GPU backend library name (``libggml-cuda.so``), for a GPU leg."""
+        if self.side is None:
             return None
-        return library_file(backend("cuda"), self.plan.os)
+        return library_file(backend(self.plan.backend), self.plan.os)
+
+    @property
+    def gpu_driver(self) -> str | None:
+        """The GPU backend's driver library on the bundle's OS (``libcuda.so.1``,
+        ``libvulkan.so.1``): present on a host with the driver, never shipped."""
+        if self.side is None:
+            return None
+        return backend(self.plan.backend).DRIVERS.get(self.plan.os)
 
     def fill(self, argv: list[str], dev: str = "") -> list[str]:
         """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{dev}``, ``{jobs}``, ``{port}``)."""

@@ -20,8 +20,15 @@ extern "C" {
 typedef struct ggml_backend_i {
     const char * name;
     int (*device_count)(void);
-    /* x[i] *= s for n floats; returns 0 on success */
+    /* x[i] *= s for n floats; returns 0 on success (NULL: not provided) */
     int (*scale)(float * x, int n, float s);
+    /* the optional members below may be NULL (a backend initialised with the first three) */
+    /* device d's description, as ggml_backend_dev_description (llvmpipe (LLVM 15.0.6, 256 bits)) */
+    const char * (*device_description)(int d);
+    /* device d's memory in MiB */
+    int (*device_mib)(int d);
+    /* y[m] = A[m x k] (row-major) times x[k], f32, on device d; returns 0 on success */
+    int (*mul_mat)(int d, const float * a, const float * x, float * y, int m, int k);
 } ggml_backend_i;
 
 typedef ggml_backend_i * (*ggml_backend_init_t)(void);

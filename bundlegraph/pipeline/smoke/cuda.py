@@ -1,0 +1,140 @@
+"""The CUDA side of ``smoke:<leg>`` (:class:`~.side.GpuSide`): on a host with an NVIDIA GPU
+(``nvidia-smi``, :mod:`bundlegraph.gpus`) that the bundle's CUDA code covers (its fatbin's SASS
+and PTX per SM, :mod:`bundlegraph.checks.fatbin`), the chosen GPU alone is made visible
+(``CUDA_VISIBLE_DEVICES`` in the driver's PCI order) and ``test-backend-ops`` compares CUDA with
+the CPU per op in :data:`OPS`. The CUDA runtime the leg declares external comes from its toolkit."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...backends import backend, library_file
+from ...core.errors import BundleGraphError
+from ...toolchains.base import this_host
+from .side import Decision
+
+if TYPE_CHECKING:
+    from ...gpus import GpuProbe
+    from ..base import Context
+    from .steps import SmokeRun
+
+BACKEND = "cuda"
+"""The backend's spec name."""
+DEV = "CUDA0"
+"""The device the GPU steps run on (the chosen GPU alone is visible)."""
+OP_NAMES = ("GET_ROWS", "RMS_NORM", "SOFT_MAX", "MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT")  # cheapest first
+OPS: tuple[tuple[str, str | None], ...] = tuple((op, None) for op in OP_NAMES)
+"""``test-backend-ops -o OP`` runs, every case of each op."""
+DOC = "; on an NVIDIA GPU its CUDA kernels"
+"""What ``doit list`` adds for a CUDA leg."""
+PARALLEL_OPS = True
+"""``test-backend-ops -j <cores>``."""
+
+
+def probe() -> GpuProbe:
+    """The NVIDIA GPUs (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`)."""
+    from ...gpus import probe as nvidia_probe
+
+    return nvidia_probe()
+
+
+def decide(
+    bundle_os: str,
+    bundle_arch: str,
+    host: tuple[str, str],
+    probe: Any,
+    sass: Collection[int] | None = None,
+    ptx: Collection[int] | None = None,
+) -> Decision:
+    """Whether a bundle can be smoke-tested here on a GPU, and on which (pure): the bundle's
+    os/arch must be this host's, the driver must list a GPU, and (once the bundle's fatbin is
+    read: ``sass``/``ptx``, None before) its CUDA code must cover one of them
+    (:func:`bundlegraph.gpus.covered`)."""
+    from ...gpus import covered
+
+    pj = probe.key() | {"command": probe.command}
+    if (bundle_os, bundle_arch) != host:
+        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
+    if not probe.gpus:
+        return Decision(False, f"no NVIDIA GPU: {probe.problem}", probe=pj)
+    if sass is None:
+        return Decision(True, probe=pj)
+    for g in probe.gpus:
+        how = covered(g.sm, sass, ptx or [])
+        if how:
+            return Decision(True, gpu={"index": g.index, "sm": g.sm, "name": g.name}, coverage=how, probe=pj)
+    gl = ", ".join(g.describe() for g in probe.gpus)
+    s = ",".join(str(x) for x in sorted(sass)) or "none"
+    p = ",".join(str(x) for x in sorted(ptx or [])) or "none"
+    return Decision(False, f"no GPU the bundle's CUDA code covers: {gl}; the bundle has SASS {s}, PTX {p}", probe=pj)
+
+
+def runtime_dir(ctx: Context, leg: str) -> Path | None:
+    """The leg's toolkit's target library directory (the CUDA runtime an installer pairs), or
+    None when the toolkit is not there."""
+    from ..toolkit import toolkit_for_leg
+
+    try:
+        return toolkit_for_leg(ctx, leg).bin_dir
+    except BundleGraphError:
+        return None
+
+
+def inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
+    """The SASS and PTX SMs of the unpacked bundle's CUDA library, and the fatbin's summary."""
+    from ...checks.bundle import mapped
+    from ...checks.inspect import inspect_file
+
+    name = library_file(backend(BACKEND), os_name)
+    hits = sorted(unpacked.rglob(name))
+    if not hits:
+        raise BundleGraphError(f"the bundle has no {name}")
+    with mapped(hits[0]) as data:
+        r = inspect_file(hits[0].name, data)
+    if r.fatbin is None:
+        raise BundleGraphError(f"{name} in the bundle has no CUDA fatbin")
+    return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
+
+
+def decide_here(run: SmokeRun, os_name: str, arch: str) -> str | None:
+    """The plan's decision (host, driver) made final with the unpacked bundle's fatbin inventory
+    (SASS and PTX per SM); sets ``run.decision`` and returns the fatbin's summary."""
+    plan = run.plan
+    sass, ptx, summary = inventory(run.bundle_dir, os_name)
+    if plan.gpus is None or plan.decision is None or not plan.decision.run:
+        assert plan.decision is not None  # a GPU leg's plan
+        run.decision = plan.decision
+    else:
+        run.decision = decide(os_name, arch, this_host(), plan.gpus, sass, ptx)
+    return summary
+
+
+def env(run: SmokeRun) -> dict[str, str]:
+    """The chosen GPU alone is made visible, in the driver's (PCI) order: it is ``CUDA0``."""
+    assert run.decision is not None and run.decision.gpu is not None
+    return dict(run.env, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(run.decision.gpu["index"]))
+
+
+def describe(decision: Decision) -> str:
+    """``GPU 0 NVIDIA H200 (sm_90) via SASS sm_90``."""
+    g = decision.gpu or {}
+    return f"GPU {g.get('index')} {g.get('name')} (sm_{g.get('sm')}) via {decision.coverage}"
+
+
+__all__ = [
+    "BACKEND",
+    "DEV",
+    "DOC",
+    "OPS",
+    "OP_NAMES",
+    "PARALLEL_OPS",
+    "decide",
+    "decide_here",
+    "describe",
+    "env",
+    "inventory",
+    "probe",
+    "runtime_dir",
+]

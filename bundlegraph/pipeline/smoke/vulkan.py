@@ -1,0 +1,152 @@
+"""The Vulkan side of ``smoke:<leg>`` (:class:`~.side.GpuSide`): the bundle's Vulkan backend runs
+on one Vulkan driver chosen here, and ``test-backend-ops`` compares it with the CPU per op in
+:data:`OPS`.
+
+The driver (its ICD manifest, a JSON file the Khronos loader reads) is, in this order:
+
+1. the file :data:`ICD_ENV` names (``BUNDLEGRAPH_VULKAN_ICD=/usr/share/vulkan/icd.d/nvidia_icd.json``
+   on a host with NVIDIA's driver);
+2. Mesa's lavapipe (:data:`LAVAPIPE`, Debian 12's ``mesa-vulkan-drivers``): a Vulkan driver that
+   runs on the CPU, so every Linux host can run the GPU steps (elsewhere, name a driver).
+
+Otherwise the GPU steps are recorded as not applicable, with the reason. The programs then see
+only that driver: ``VK_DRIVER_FILES`` (newer loaders) and ``VK_ICD_FILENAMES`` (its older name,
+which older loaders read) name it (the Khronos loader's ``docs/LoaderInterfaceArchitecture.md``, "Table of Debug
+Environment Variables"), and ``GGML_VK_VISIBLE_DEVICES=0`` names its first device: ggml skips
+CPU-type devices such as lavapipe's unless that variable names them
+(``ggml/src/ggml-vulkan/ggml-vulkan.cpp``, ``ggml_vk_instance_init``), and with one driver
+visible device 0 is that driver's GPU. A bundle whose Vulkan backend does not load, or sees no
+device there, lists no ``Vulkan0`` and offloads nothing: the smoke fails (a silent fallback to
+the CPU is a failure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.lightclass import frozen
+from ...toolchains.base import this_host
+from .side import Decision
+
+if TYPE_CHECKING:
+    from ..base import Context
+    from .steps import SmokeRun
+
+BACKEND = "vulkan"
+"""The backend's spec name."""
+DEV = "Vulkan0"
+"""The device the GPU steps run on (the chosen driver's first device)."""
+OPS: tuple[tuple[str, str | None], ...] = (
+    (
+        "MUL_MAT",
+        r"type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],"
+        r"k_v=0,o=1,src_overlap=0",
+    ),
+)
+"""``test-backend-ops`` runs: MUL_MAT with f32, f16, q4_0 and q8_0 weights and f32 activations
+(the products a model's layers run), plain layouts only (no batch broadcast, no permutation):
+45 cases, n = 1..9 and 16, so both the matrix-vector and the matrix-matrix shaders of each type.
+Short on purpose. Measured 2026-12-05 with the release's bundle (b11642) on lavapipe, 2 loaded
+cores: 2 min 10 s with an empty Mesa shader cache, 1.6 s warm; the whole MUL_MAT list of those
+types (531 cases) crashed test-backend-ops there (segmentation fault after 2 min with one worker,
+after 7 s with ``-j 2``; each case it reached passed, and the case after the last passed alone)."""
+DOC = "; on a Vulkan driver (BUNDLEGRAPH_VULKAN_ICD, else Mesa's lavapipe) its Vulkan kernels"
+"""What ``doit list`` adds for a Vulkan leg."""
+PARALLEL_OPS = False
+"""One worker (test-backend-ops's default): ``-j 2`` crashed on lavapipe sooner (:data:`OPS`)."""
+ICD_ENV = "BUNDLEGRAPH_VULKAN_ICD"
+"""Names the ICD manifest of the Vulkan driver the GPU steps run on."""
+ICD_DIR = Path("/usr/share/vulkan/icd.d")
+"""Where Debian's Vulkan drivers install their ICD manifests."""
+LAVAPIPE = {"x64": "lvp_icd.x86_64.json", "arm64": "lvp_icd.aarch64.json"}
+"""Mesa's lavapipe ICD manifest per host arch (Debian 12 ``mesa-vulkan-drivers``)."""
+
+
+@frozen
+class IcdProbe:
+    """The Vulkan driver chosen here: ``icd`` (its manifest's path) or ``problem`` (why none),
+    and ``command`` (how it was chosen, for the record)."""
+
+    icd: str | None
+    problem: str | None
+    command: str
+
+    def key(self) -> dict[str, Any]:
+        """JSON for action keys: the driver chosen, so another choice changes the key."""
+        return {"icd": self.icd, "problem": self.problem}
+
+
+def probe(environ: Mapping[str, str] | None = None) -> IcdProbe:
+    """The Vulkan driver the GPU steps run on (module docstring); never raises."""
+    from ...core import settings
+
+    lvp = ICD_DIR / LAVAPIPE.get(this_host()[1], "lvp_icd.json")
+    command = f"${ICD_ENV}, else {lvp.as_posix()}"
+    chosen = settings.get(ICD_ENV, environ)
+    if chosen:
+        if not Path(chosen).is_file():
+            return IcdProbe(None, f"{ICD_ENV}={chosen}: no such file (want a Vulkan driver's ICD manifest)", command)
+        return IcdProbe(Path(chosen).as_posix(), None, command)
+    if lvp.is_file():
+        return IcdProbe(lvp.as_posix(), None, command)
+    return IcdProbe(
+        None,
+        f"no Vulkan driver: {ICD_ENV} is not set and Mesa's lavapipe ({lvp.as_posix()}, Debian's "
+        "mesa-vulkan-drivers) is not installed",
+        command,
+    )
+
+
+def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
+    """The GPU steps run when the bundle is this host's os/arch and a driver was chosen (pure)."""
+    pj = probe.key() | {"command": probe.command}
+    if (bundle_os, bundle_arch) != host:
+        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
+    if probe.icd is None:
+        return Decision(False, probe.problem, probe=pj)
+    return Decision(True, gpu={"index": 0, "name": Path(probe.icd).name}, coverage=f"ICD {probe.icd}", probe=pj)
+
+
+def runtime_dir(ctx: Context, leg: str) -> Path | None:
+    """Nothing: the loader is the host's and the bundle pairs no runtime."""
+    return None
+
+
+def decide_here(run: SmokeRun, os_name: str, arch: str) -> str | None:
+    """The plan's decision stands (SPIR-V runs on any driver; the device check says whether the
+    backend sees it); no device-code summary."""
+    assert run.plan.decision is not None  # a GPU leg's plan
+    run.decision = run.plan.decision
+    return None
+
+
+def env(run: SmokeRun) -> dict[str, str]:
+    """Only the chosen driver, and its first device named for ggml (module docstring)."""
+    assert run.decision is not None and run.decision.probe.get("icd")
+    icd = run.decision.probe["icd"]
+    return dict(run.env, VK_DRIVER_FILES=icd, VK_ICD_FILENAMES=icd, GGML_VK_VISIBLE_DEVICES="0")
+
+
+def describe(decision: Decision) -> str:
+    """``the Vulkan driver of /usr/share/vulkan/icd.d/lvp_icd.x86_64.json``."""
+    return f"the Vulkan driver of {decision.probe.get('icd')}"
+
+
+__all__ = [
+    "BACKEND",
+    "DEV",
+    "DOC",
+    "ICD_ENV",
+    "LAVAPIPE",
+    "OPS",
+    "PARALLEL_OPS",
+    "IcdProbe",
+    "decide",
+    "decide_here",
+    "describe",
+    "env",
+    "probe",
+    "runtime_dir",
+]
