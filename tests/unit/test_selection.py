@@ -219,7 +219,7 @@ def test_coverage_asks_about_vulkan_hosts_and_the_gate_about_vulkan_legs():
     }
     m = load_matrix(ROOT / "bundles")
     cpu = m.legs["linux-x64-cpu"]
-    leg = cpu.replace(id="linux-x64-vulkan", backend="vulkan", install_kind="linux-vulkan")
+    leg = m.legs["linux-x64-vulkan"]
     small = dataclasses.replace(m, legs={"linux-x64-cpu": cpu, "linux-x64-vulkan": leg})
     assert {(h.gpu, k) for h, k, name in claimed(small) if name == "linux-x64-vulkan"} == {
         ("intel", "linux-vulkan"),
