@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths, proc
-from ..core.download import adopt
 from ..core.errors import HashMismatch, ToolFailed, ToolkitError, ToolMissing
 from ..core.fsutil import atomic_dir, atomic_write_bytes, locked, parsed_once, sha256_file
 from ..core.lightclass import frozen
@@ -341,6 +340,8 @@ def fetch(lock: DebLock, *, log: Path | None = None) -> list[Path]:
 
 
 def _adopt(lock: DebLock, p: DebPackage, got: Path) -> None:
+    from ..core.download import adopt  # httpx: not for loading a lock
+
     what = f"{lock.path}: package {p.name} {p.version} ({p.filename})"
     if not got.is_file():
         names = sorted(x.name for x in got.parent.iterdir())
