@@ -26,6 +26,7 @@ The standard form made from it (what :mod:`bundlegraph.toolkit.layout` documents
 FINDINGS.md (issue 43): with the profile relative to the prefix, Debian's nvcc 12.4.131 compiles
 sm_50..sm_90 and compute_50/61 PTX on a glibc 2.34+ host; it has no sm_100/sm_120.
 
+Static archives no CUDA build links are dropped (:data:`KEEP_STATIC`, the receipt's ``pruned``).
 The receipt has one ``components`` entry per package (name, version, sha256, its Debian
 ``copyright`` file as ``license``, and for libraries the prefix-relative ``files`` it placed in the
 target's library directory), so ``package`` ships each runtime file with its license.
@@ -60,12 +61,18 @@ LIBDEVICE = "usr/lib/nvidia-cuda-toolkit/libdevice"
 RAW = "debian"
 """The folder of the prefix holding the packages' own trees."""
 
+KEEP_STATIC = ("libcudart_static.a", "libcudadevrt.a", "libculibos.a", "libcublas_static.a", "libcublasLt_static.a")
+"""The static libraries a CUDA build links (CMake's compiler check: cudart_static, cudadevrt;
+a static ggml-cuda: cublas, cublasLt, culibos). ``nvidia-cuda-dev`` ships every CUDA library's
+static archive (cufft, cusparse, npp, nvrtc, ... 1.6 GB of the 3.2 GB extracted); the others are
+dropped from the prefix so a cached toolkit stays about half the size (see :func:`prune`)."""
+
 _UPSTREAM = re.compile(r"^(?:\d+:)?(\d+\.\d+(?:\.\d+)*)")
 
 
 def lock_path(cs: ComponentSet, bundles: Path) -> Path:
     """The debs lock of ``cs`` (``cuda.toolkit.lock``, relative to ``bundles/``)."""
-    return (bundles / cs.pins["lock"]).resolve()
+    return (bundles / str(cs.pins["lock"])).resolve()
 
 
 def pins(lock: debs.DebLock, rel: str) -> dict[str, Any]:
@@ -84,7 +91,9 @@ def nvcc_version(lock: debs.DebLock) -> str:
     row = next((p for p in lock.packages if p.name == NVCC_PACKAGE), None)
     m = _UPSTREAM.match(row.version) if row else None
     if row is None or m is None:
-        raise ToolkitError(f"{lock.path}: no {NVCC_PACKAGE} package with a version like 12.4.131~...; nvcc comes from it")
+        raise ToolkitError(
+            f"{lock.path}: no {NVCC_PACKAGE} package with a version like 12.4.131~...; nvcc comes from it"
+        )
     return m.group(1)
 
 
@@ -106,7 +115,9 @@ def check_set(cs: ComponentSet, lock: debs.DebLock) -> None:
         )
     v = nvcc_version(lock)
     if tuple(v.split(".")[:2]) != tuple(str(cs.cuda_version).split(".")[:2]):
-        raise ToolkitError(f"{lock.path}: nvcc {v} ({NVCC_PACKAGE}), but {cs.spec_file} asks for cuda.version {cs.cuda_version}")
+        raise ToolkitError(
+            f"{lock.path}: nvcc {v} ({NVCC_PACKAGE}), but {cs.spec_file} asks for cuda.version {cs.cuda_version}"
+        )
 
 
 def _link(src: Path, dest: Path) -> None:
@@ -131,7 +142,9 @@ def lay_out(tree: Path, platform: str) -> None:
     multiarch = DEBIAN_ARCH[platform][1]
     for need in (f"{TOOLKIT_BIN}/nvcc", f"{TOOLKIT_BIN}/cicc", f"{LIBDEVICE}/libdevice.10.bc", "usr/bin/ptxas"):
         if not (raw / need).is_file():
-            raise ToolkitError(f"debs toolkit: {need} is missing from the extracted packages ({NVCC_PACKAGE} provides it)")
+            raise ToolkitError(
+                f"debs toolkit: {need} is missing from the extracted packages ({NVCC_PACKAGE} provides it)"
+            )
     bin_dir = tree / "bin"
     for f in sorted((raw / "usr/bin").iterdir()):
         # usr/bin/nvcc is Debian's wrapper script (absolute paths); the real one is TOOLKIT_BIN's
@@ -147,6 +160,18 @@ def lay_out(tree: Path, platform: str) -> None:
     for name, real in (("include", PurePosixPath("usr/include")), ("lib", PurePosixPath("usr/lib", multiarch))):
         os.symlink(PurePosixPath("..", "..", RAW, real).as_posix(), tdir / name)
     layout.host_aliases(tree, platform)
+
+
+def prune(tree: Path, platform: str) -> list[str]:
+    """Delete the static archives (``lib*_static*.a``) of the library directory that are not in
+    :data:`KEEP_STATIC`; returns their prefix-relative paths, sorted (the receipt's ``pruned``)."""
+    libdir = tree / RAW / "usr" / "lib" / DEBIAN_ARCH[platform][1]
+    gone = []
+    for f in sorted(libdir.glob("lib*_static*.a")):
+        if f.name not in KEEP_STATIC:
+            f.unlink()
+            gone.append(f.relative_to(tree).as_posix())
+    return gone
 
 
 def _package_files(blob: Path) -> list[str]:
@@ -198,7 +223,8 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
     """Install (or reuse) the debs toolkit of ``cs`` at ``ref.prefix``; returns the receipt path.
 
     Fetches the locked packages into the blob cache (:func:`debs.fetch`, sha256-checked), then
-    builds the whole prefix beside the old one (extract, lay out, validate, receipt) and swaps
+    builds the whole prefix beside the old one (extract, :func:`prune`, lay out, validate,
+    receipt) and swaps
     it in; a failure leaves the previous prefix as it was. Raises :class:`ToolkitError`,
     :class:`~bundlegraph.core.errors.HashMismatch` or
     :class:`~bundlegraph.core.errors.ToolFailed`."""
@@ -215,8 +241,13 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         fetched = time.monotonic() - t0
         with atomic_dir(prefix) as tmp:
             debs.extract(lock, tmp / RAW)
+            pruned = prune(tmp, cs.host_platform)
             lay_out(tmp, cs.host_platform)
             comps = components(lock, blobs, cs.host_platform)
+            for c in comps:  # a pruned archive was not placed
+                c["files"] = [
+                    f for f in c["files"] if f.rsplit("/", 1)[-1] not in {p.rsplit("/", 1)[-1] for p in pruned}
+                ]
             atomic_write_json(tmp / "version.json", {"cuda": {"name": "CUDA SDK", "version": nvcc_version(lock)}})
             validate.check(tmp, cs, what=cs.name)
             os.chmod(tmp, 0o755)  # mkdtemp made it private; the toolkit is shared by runs and users
@@ -234,7 +265,12 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
                     "target_dir": target_dir(cs.target_platform),
                     "components": comps,
                     "generated": [],
-                    "profile": {"path": "bin/nvcc.profile", "sha256": sha256_file(profile), "form": "standard (targets/<dir>)"},
+                    "pruned": pruned,
+                    "profile": {
+                        "path": "bin/nvcc.profile",
+                        "sha256": sha256_file(profile),
+                        "form": "standard (targets/<dir>)",
+                    },
                     "lock": {"path": cs.pins["lock"], "sha256": sha256_file(lock.path), "debs": lock.digest()},
                 },
             )
