@@ -19,6 +19,10 @@ BASE = "linux-x64-cuda13-portable"
 LOCK = "locks/cuda-12.4-debs.toml"
 
 
+RANKS = {"legacy": 90, "older": 30, "newer": 20, "portable": 60}
+"""A rank per class for the stand-in legs (lower wins a tie; the real legs' ranks are f-cudalegs')."""
+
+
 def debs_leg(bundles: Path, leg: str, archs: list[str], klass: str = "older") -> Path:
     """Write ``bundles/<leg>.toml``: the real CUDA 13 x64 leg turned into a CUDA 12.4 ``debs`` leg
     with ``archs`` (a ``cuda12-<klass>``-like profile). ``bundles`` is a private copy."""
@@ -28,7 +32,8 @@ def debs_leg(bundles: Path, leg: str, archs: list[str], klass: str = "older") ->
         (f'id = "{BASE}"', f'id = "{leg}"'),
         ('name = "cuda13-portable"', f'name = "cuda12-{klass}"'),
         ('line = "cuda13"', 'line = "cuda12"'),
-        ('klass = "portable"', f'klass = "{"portable" if klass == "legacy" else klass}"'),
+        ('klass = "portable"', f'klass = "{klass}"'),
+        ("rank = 60", f"rank = {RANKS[klass]}"),
         ('version = "13.5"', 'version = "12.4"'),
         ('archs = ["75", "80", "86", "89", "90", "100", "120"]', f"archs = [{quoted}]"),
         ('source = "wheels"', 'source = "debs"'),

@@ -58,6 +58,9 @@ NVCC_PACKAGE = "nvidia-cuda-toolkit"
 
 TOOLKIT_BIN = "usr/lib/nvidia-cuda-toolkit/bin"
 LIBDEVICE = "usr/lib/nvidia-cuda-toolkit/libdevice"
+DEBS_LAYOUT = 2
+"""The layout this module makes (receipt ``debs_layout``); a change reinstalls debs toolkits only
+(2: no ``include/cccl`` line in a CUDA 12 profile)."""
 RAW = "debian"
 """The folder of the prefix holding the packages' own trees."""
 
@@ -135,7 +138,7 @@ def _link_tree(src: Path, dest: Path) -> None:
             _link(f, dest / f.relative_to(src))
 
 
-def lay_out(tree: Path, platform: str) -> None:
+def lay_out(tree: Path, platform: str, cuda_major: int = 12) -> None:
     """Make the standard form (module docstring) in ``tree`` beside its ``debian/`` folder.
     Raises :class:`ToolkitError` naming the file a package should have provided."""
     raw = tree / RAW
@@ -154,7 +157,7 @@ def lay_out(tree: Path, platform: str) -> None:
     _link_tree(raw / TOOLKIT_BIN / "crt", bin_dir / "crt")
     _link(raw / TOOLKIT_BIN / "cicc", tree / "nvvm" / "bin" / "cicc")
     _link_tree(raw / LIBDEVICE, tree / "nvvm" / "libdevice")
-    layout.install_profile(tree)
+    layout.install_profile(tree, cuda_major)
     tdir = tree / "targets" / target_dir(platform)
     tdir.mkdir(parents=True, exist_ok=True)
     for name, real in (("include", PurePosixPath("usr/include")), ("lib", PurePosixPath("usr/lib", multiarch))):
@@ -242,7 +245,7 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         with atomic_dir(prefix) as tmp:
             debs.extract(lock, tmp / RAW)
             pruned = prune(tmp, cs.host_platform)
-            lay_out(tmp, cs.host_platform)
+            lay_out(tmp, cs.host_platform, cs.cuda_version.major)
             comps = components(lock, blobs, cs.host_platform)
             for c in comps:  # a pruned archive was not placed
                 c["files"] = [
@@ -266,6 +269,7 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
                     "components": comps,
                     "generated": [],
                     "pruned": pruned,
+                    "debs_layout": DEBS_LAYOUT,
                     "profile": {
                         "path": "bin/nvcc.profile",
                         "sha256": sha256_file(profile),
@@ -288,4 +292,9 @@ def _reusable(receipt: Path, cs: ComponentSet) -> bool:
         rec = json.loads(receipt.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(rec, dict) and rec.get("set_digest") == cs.digest and rec.get("layout") == LAYOUT_VERSION
+    return (
+        isinstance(rec, dict)
+        and rec.get("set_digest") == cs.digest
+        and rec.get("layout") == LAYOUT_VERSION
+        and rec.get("debs_layout") == DEBS_LAYOUT
+    )

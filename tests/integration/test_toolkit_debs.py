@@ -71,6 +71,7 @@ def test_the_debs_toolkit_is_a_standard_toolkit_pinned_by_the_lock(tk):
     # nvcc reads the profile beside itself: relative to the prefix, never Debian's /etc/nvcc.profile
     prof = tk.prefix / "bin/nvcc.profile"
     assert not prof.is_symlink() and "/usr/lib" not in prof.read_text() and "$(_HERE_)" in prof.read_text()
+    assert "include/cccl" not in prof.read_text()  # CUDA 12 keeps CCCL in include/; CMake refuses a missing dir
     for role in ("cudart", "cudart_static", "cudadevrt", "cublas", "cublasLt", "cuda_driver"):
         assert tk.library(role).is_file(), role
     assert tk.runtime("cudart").name == "libcudart.so.12" and tk.runtime("cudart").is_file()
