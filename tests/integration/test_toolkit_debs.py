@@ -137,3 +137,36 @@ def test_the_set_is_named_by_the_debs_and_refuses_what_they_cannot_build(tk, tmp
     cs128 = component_set(m.legs["linux-x64-cuda12-older"], m.root, str(spec))
     with pytest.raises(ToolkitError, match=r"cuda-12\.4-debs\.toml: nvcc 12\.4\.131 .*asks for cuda\.version 12\.8"):
         check_set(cs128, debs.load_lock(lock_file))
+
+
+def test_real_ggml_cuda_slice_for_an_older_and_a_legacy_leg(tk, tmp_path, workdir):
+    """The real llama.cpp (the release's sdist pin) configured through the graph for a
+    ``cuda12-older``-like leg (75) and a ``cuda12-legacy``-like leg (50-virtual;61-virtual) with
+    the debs toolkit; two real ggml-cuda objects each, whose fatbins hold what the leg promises
+    and nothing else (legacy: PTX 50 and 61, no SASS). ~15 s per leg here once the toolkit and
+    the sdist are cached (bench/cuda12_slice.py compiles more, and times it)."""
+    import graphrun
+    from conftest import require_input
+    from debskit import debs_leg
+
+    require_input("llama-sdist")
+    bundles = tmp_path / "bundles"
+    shutil.copytree(ROOT / "bundles", bundles)
+    objs = [f"ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/{n}.cu.o" for n in ("fill", "arange")]
+    for leg, archs, klass in (
+        ("linux-x64-cuda12-older", ["75"], "older"),
+        ("linux-x64-cuda12-legacy", ["50-virtual", "61-virtual"], "legacy"),
+    ):
+        debs_leg(bundles, leg, archs, klass)
+        r = graphrun.doit(
+            [f"build:{leg}", "build_targets=" + ",".join(objs)], bundles=bundles, workdir=workdir, timeout=900
+        )
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+        cmake = workdir / "build" / leg / "cmake"
+        cache = (cmake / "CMakeCache.txt").read_text()
+        assert f"CMAKE_CUDA_COMPILER:STRING={tk.prefix.as_posix()}/bin/nvcc\n" in cache
+        for o in objs:
+            inv = inventory(cmake / o)
+            assert check_archs(inv, [parse_arch(a) for a in archs]) == [], (leg, o, inv and inv.summary())
+        if klass == "legacy":
+            assert not inv.sass and set(inv.ptx) == {50, 61}
