@@ -23,6 +23,11 @@ The standard form made from it (what :mod:`bundlegraph.toolkit.layout` documents
     targets/<dir>/lib     -> ../../debian/usr/lib/<multiarch>
     include, lib64                             -> targets/<dir>/...  (:func:`layout.host_aliases`)
 
+It is the tests' and benches' CUDA 12 compiler. The release's real cuda12 legs use CUDA 12.8
+from NVIDIA's redist manifest (``redistrib_12.8.x.json``, ``source = "redist"``, every archive
+hash-checked like CUDA 13), which the development machine cannot reach; NVIDIA's ``-cu12`` wheels
+hold no nvcc.
+
 FINDINGS.md (issue 43): with the profile relative to the prefix, Debian's nvcc 12.4.131 compiles
 sm_50..sm_90 and compute_50/61 PTX on a glibc 2.34+ host; it has no sm_100/sm_120.
 
