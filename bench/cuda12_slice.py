@@ -20,7 +20,9 @@ Measured here (2 shared cores, niced, -j2, toolkit and sdist cached, empty ccach
 fill, arange: ~5 s per leg; + scale, clamp, softmax, rope: 10.9 s (75) and 17.9 s (legacy); the
 whole legacy ``ggml-cuda`` (``--link``, 147 compiles, 0 ccache hits): 570 s, ``libggml-cuda.so``
 80 MB, 144 fatbin containers each with PTX 50 and 61 and no SASS (``fatbin --archs
-50-virtual,61-virtual``: ok), NEEDED ``libcudart.so.12``, ``libcublas.so.12``, ``libcuda.so.1``.
+50-virtual,61-virtual``: ok), NEEDED ``libcudart.so.12``, ``libcublas.so.12``, ``libcuda.so.1``;
+the whole ``75`` ``ggml-cuda``: 698 s (138 misses, 9 hits), 206 MB, SASS 75 + PTX 75 in each of
+the 144 containers (``75`` promises both), no problem.
 """
 
 from __future__ import annotations
