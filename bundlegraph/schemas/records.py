@@ -238,12 +238,12 @@ class ToolkitSpec(Record):
     build machine (installed for ``host_platform``), ``target`` components are linked into the
     output (installed for ``target_platform``)."""
 
-    source: Literal["redist", "wheels", "host"] = "redist"
-    """redist (NVIDIA's archives), wheels (NVIDIA's PyPI wheels) or host (already installed)"""
+    source: Literal["redist", "wheels", "host", "debs"] = "redist"
+    """redist (NVIDIA's archives), wheels (NVIDIA's PyPI wheels), host (already installed) or debs (Debian's packages)"""
     manifest: str | None = None
     """redist: the redistrib_<label>.json label (13.4.2); its major.minor must be cuda.version"""
     lock: str | None = None
-    """wheels: the lock file (bundles/locks/...) pinning each wheel by sha256"""
+    """wheels, debs: the lock file (bundles/locks/...) pinning each wheel or Debian package by sha256"""
     path: str | None = None
     """host: the toolkit root (default CUDA_PATH, else /usr/local/cuda)"""
     host: list[str] = field(default_factory=lambda: ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl"])
@@ -260,6 +260,8 @@ class ToolkitSpec(Record):
             raise ValueError("manifest: source 'redist' needs 'manifest' (a redist release label such as '13.4.2')")
         if self.source == "wheels" and not self.lock:
             raise ValueError("lock: source 'wheels' needs 'lock' (a lock file under bundles/locks/)")
+        if self.source == "debs" and not self.lock:
+            raise ValueError("lock: source 'debs' needs 'lock' (a debs lock file under bundles/locks/)")
 
 
 @record

@@ -71,7 +71,7 @@ def required_files(
     """The required-file list of a toolkit for (host, target) platforms.
 
     Host (runs on the build machine): ``bin/nvcc(.exe)``, ``nvvm/bin/cicc(.exe)``,
-    ``bin/crt/link.stub``, a CCCL header and a crt header. Target: cudart (shared and static),
+    ``bin/crt/link.stub``, a CCCL header (under ``include/cccl/`` from CUDA 13 on) and a crt header. Target: cudart (shared and static),
     cudadevrt, cublas, cublasLt and the driver import library: ``lib/<arch>/*.lib`` and
     ``bin/<arch>/*64_<major>.dll`` on Windows, ``targets/<dir>/lib/*`` on Linux.
     ``driver_stub_from`` names what provides the Linux ``stubs/libcuda.so`` (the redist cudart
@@ -92,8 +92,11 @@ def required_files(
     h(f"nvvm/bin/cicc{exe}", "libnvvm")
     inc = "include" if is_windows(target_platform) else f"targets/{target_dir(target_platform)}/include"
     host_inc = [] if is_windows(host_platform) else [f"targets/{target_dir(host_platform)}/include"]
+    # CUDA 13 moved CCCL (cub, thrust, libcu++) from include/ into include/cccl/ (CUDA 13.0
+    # release notes); CUDA 12 keeps it directly under include/
+    cccl = "cccl/" if cuda_major >= 13 else ""
     for d in (inc, *host_inc):
-        h(f"{d}/cccl/cuda/std/version", "cuda_cccl")
+        h(f"{d}/{cccl}cuda/std/version", "cuda_cccl")
         h(f"{d}/crt/host_config.h", "cuda_crt")
     if is_windows(target_platform):
         arch = target_dir(target_platform)

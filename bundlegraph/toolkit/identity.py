@@ -4,7 +4,7 @@ load time without any network access, and the content-derived name legs share.
 Two legs with equal :class:`ComponentSet` share one toolkit task and one prefix. The name is
 ``cuda<ver>-<host platform>+<target platform>-<6 hex>`` where the hex is a digest of the set
 (source, components per role, platforms, and the source's pins: the lock rows for wheels, the
-manifest label and pool URL for redist, the path and ``version.json`` digest for host —
+manifest label and pool URL for redist, the lock's path, digest and packages for debs, the path and ``version.json`` digest for host —
 plus ``include/cuda.h``'s digest when the host toolkit has no ``version.json``).
 """
 
@@ -122,6 +122,12 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
                     }
                 )
         pins = {"lock": tk.lock, "wheels": rows}
+    elif tk.source == "debs":
+        assert tk.lock is not None
+        from . import debs
+        from .debsrc import pins as debs_pins
+
+        pins = debs_pins(debs.load_lock((bundles_dir / tk.lock).resolve()), tk.lock)
     elif tk.source == "redist":
         pins = {"manifest": tk.manifest, "pool": redist_pool_url()}
     else:

@@ -92,6 +92,10 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         from .hostsrc import describe
 
         return describe(cs, ref)
+    if cs.source == "debs":
+        from .debsrc import install_debs
+
+        return install_debs(cs, ref, bundles)
     refuse_windows_wheels(cs)
     prefix: Path = ref.prefix
     with locked(prefix.parent / f".{prefix.name}.lock", what=f"toolkit {cs.name}"):

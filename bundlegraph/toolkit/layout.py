@@ -197,10 +197,16 @@ PTXAS_FLAGS     +=
 """
 
 
-def install_profile(prefix: Path) -> Path:
+def install_profile(prefix: Path, cuda_major: int = 13) -> Path:
     """Replace ``bin/nvcc.profile`` with the standard Linux form (wheels ship one that knows
-    only ``$(TOP)/include`` and ``$(TOP)/lib``, so a cross build would search the host's libs)."""
+    only ``$(TOP)/include`` and ``$(TOP)/lib``, so a cross build would search the host's libs).
+    Before CUDA 13 the form has no ``include/cccl`` line: CCCL sat directly under ``include/``,
+    and CMake turns every ``-isystem`` nvcc reports into ``CUDA::cudart``'s include directories,
+    refusing one that does not exist."""
     p = prefix / "bin" / "nvcc.profile"
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(STANDARD_PROFILE_LINUX, encoding="utf-8", newline="\n")
+    text = STANDARD_PROFILE_LINUX
+    if cuda_major < 13:
+        text = "".join(line for line in text.splitlines(keepends=True) if "include/cccl" not in line)
+    p.write_text(text, encoding="utf-8", newline="\n")
     return p

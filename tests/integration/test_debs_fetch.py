@@ -1,0 +1,84 @@
+"""The Debian-package fetcher for real (:mod:`bundlegraph.toolkit.debs`): one small Debian 13
+package (``libcub-dev``, 0.3 MB, headers only) fetched with ``apt-get download`` through the
+private apt configuration into the shared cache and extracted with ``dpkg-deb -x``; a wrong
+sha256 fails closed; an extraction that fails leaves the prefix as it was. About 5 s on a cold
+cache (the trixie package lists), under 1 s warm."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import require_tools
+
+from bundlegraph.core import paths
+from bundlegraph.core.errors import HashMismatch
+from bundlegraph.toolkit import debs
+
+SHA = "4a7e7c24ef2994140e47dba59507db60e281f968f17c18cf1cadc9c27c17c26b"
+LOCK = f"""version = 1
+[[package]]
+name = "libcub-dev"
+version = "2.3.2-2"
+architecture = "all"
+suite = "trixie"
+sha256 = "{SHA}"
+size = 290612
+"""
+
+
+@pytest.fixture(autouse=True)
+def _tools():
+    require_tools("apt-get", "dpkg-deb")
+
+
+def lock_file(tmp_path: Path, text: str) -> debs.DebLock:
+    p = tmp_path / "lock.toml"
+    p.write_text(text, encoding="utf-8")
+    return debs.load_lock(p)
+
+
+def test_fetch_and_extract_a_real_trixie_package(tmp_path):
+    lock = lock_file(tmp_path, LOCK)
+    (blob,) = debs.fetch(lock)
+    assert blob == paths.blob_path(SHA) and blob.stat().st_size == 290612
+    prefix = debs.extract(lock, tmp_path / "prefix")
+    assert (prefix / "usr/include/cub/cub.cuh").is_file()
+    rec = json.loads((prefix / debs.RECEIPT).read_text())
+    assert rec["lock"] == lock.digest() and rec["packages"][0]["sha256"] == SHA
+    assert [p.name for p in (tmp_path).iterdir() if p.name.startswith(".prefix.")] in ([], [".prefix.lock"])
+    # a second extract of the same lock keeps the prefix (no re-extraction)
+    marker = prefix / "usr" / "marker"
+    marker.write_text("kept")
+    assert debs.extract(lock, prefix) == prefix and marker.read_text() == "kept"
+
+
+def test_a_wrong_sha256_fails_closed(tmp_path, monkeypatch):
+    monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))  # the real blob must not be reused
+    bad = "0" * 63 + "1"
+    lock = lock_file(tmp_path, LOCK.replace(SHA, bad))
+    with pytest.raises(
+        HashMismatch, match=rf"lock\.toml: package libcub-dev 2\.3\.2-2 .*expected sha256 {bad}, got {SHA}"
+    ):
+        debs.fetch(lock)
+    assert not paths.blob_path(bad).exists() and not paths.blob_path(SHA).exists()
+    with pytest.raises(HashMismatch):
+        debs.extract(lock, tmp_path / "prefix")
+    assert not (tmp_path / "prefix").exists()
+
+
+def test_a_failed_extraction_leaves_the_previous_prefix(tmp_path):
+    lock = lock_file(tmp_path, LOCK)
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    (prefix / "old").write_text("previous")
+
+    def broken(tree: Path) -> None:
+        assert (tree / "usr/include/cub").is_dir()  # the packages are there before the fixup
+        raise RuntimeError("fixup failed")
+
+    with pytest.raises(RuntimeError, match="fixup failed"):
+        debs.extract(lock, prefix, fixup=broken)
+    assert sorted(p.name for p in prefix.iterdir()) == ["old"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
