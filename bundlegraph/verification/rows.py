@@ -126,6 +126,12 @@ def _host_path(rel: str, data: BytesLike, p: VerifyPolicy) -> list[Failure]:
     ]
 
 
+def _brand(rel: str, data: BytesLike, p: VerifyPolicy) -> list[Failure]:
+    from ..checks.brand import unbranded
+
+    return unbranded(rel, data, p.fingerprint) if p.fingerprint else []
+
+
 def _files(s: Subject, _p: VerifyPolicy) -> Outcome:
     return [f for r in s.results.values() for f in r.failures], {}
 
@@ -170,6 +176,7 @@ def _info(s: Subject, p: VerifyPolicy) -> Outcome:
 ROWS: tuple[AnyRow, ...] = (
     Row("archive", _archive, (), "archive"),
     FileRow("host-path", _host_path, ("host_paths",), "host-path", gate=lambda p: bool(p.host_paths)),
+    FileRow("brand", _brand, ("fingerprint",), "host-path", gate=lambda p: bool(p.fingerprint)),
     Row("files", _files, (), "files"),
     Row("device-code", _device_code, ("os", "gpu_backends"), "device-code"),
     Row("closure", _closure, ("external", "cuda"), "imports"),
