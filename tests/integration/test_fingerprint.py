@@ -1,0 +1,73 @@
+"""The release's fingerprint (``coverage.fingerprint``) through the real graph on the stand-in:
+configure stamps it into BUILD_TARGET (minillama's ``src/build-info.c.in``, as llama.cpp's
+``common/build-info.cpp.in``), the built binaries hold it and print it, ``verify`` passes them
+and refuses a binary without it as unbranded; the check itself on a real llama.cpp DLL. Also
+``bundlegraph plan`` naming the bundle a coverage rule misses before anything builds.
+
+Time: about 10 s (one native x86_64 CPU leg of minillama, configured and built once)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import graphrun
+from conftest import linux_only, require_input, require_tools
+
+from bundlegraph.checks.brand import BUILD_INFO_LINE, unbranded
+from bundlegraph.verification.policy import VerifyPolicy
+from bundlegraph.verification.run import verify_path
+
+LEG = "mini-linux-x64-cpu"
+MARK = "Compiled by the bundlegraph tests"
+
+pytestmark = linux_only
+
+
+def test_configure_stamps_the_fingerprint_and_verify_refuses_an_unbranded_binary(tmp_path):
+    require_tools("gcc", "g++")
+    bundles, work = graphrun.standin_tree(tmp_path)
+    rel = bundles / "release.toml"
+    rel.write_text(rel.read_text().replace("[[coverage.required]]", f'[coverage]\nfingerprint = "{MARK}"\n\n[[coverage.required]]', 1))
+    r = graphrun.doit([f"verify:{LEG}"], bundles=bundles, workdir=work, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert f"configure:{LEG}" in graphrun.executed(r.stdout) and f"verify:{LEG}" in graphrun.executed(r.stdout)
+    binaries = work / "build" / LEG / "cmake" / "bin"
+    log = (work / "build" / LEG / "logs" / "configure.log").read_text()
+    assert f"bundlegraph: BUILD_TARGET stamped: Linux x86_64 ({MARK})" in log, log[-3000:]
+    base = binaries / "libggml-base.so"
+    data = base.read_bytes()
+    assert BUILD_INFO_LINE in data and f"Linux x86_64 ({MARK})".encode() in data
+    out = subprocess.run([str(binaries / "llama-cli"), "--version"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and f" for Linux x86_64 ({MARK})\n" in out.stdout, out.stdout
+    # the check on these real binaries: the stamped ones pass, a fingerprint they lack is refused by file
+    ok = verify_path(binaries, VerifyPolicy(fingerprint=MARK))
+    assert ok.ok, ok.lines()
+    bad = verify_path(binaries, VerifyPolicy(fingerprint="Compiled by someone else"))
+    assert [f.file for f in bad.failures] == ["libggml-base.so"], bad.lines()
+    assert bad.failures[0].check == "brand" and bad.failures[0].reason.startswith("unbranded: it links")
+
+
+def test_a_real_llama_cpp_dll_without_the_fingerprint_is_unbranded():
+    """node-llama-cpp's Windows x64 build of llama.cpp (MSVC 19.44): llama-common.dll links
+    build-info and holds no fingerprint; ggml-base.dll links none and is not judged."""
+    d = require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins" / "win-x64-cuda"
+    common = (d / "llama-common.dll").read_bytes()
+    (f,) = unbranded("llama-common.dll", common, "Compiled by the Unsloth team")
+    assert f.check == "brand" and "unbranded" in f.reason
+    # the same bytes with a string its build-info does hold (its compiler) pass
+    assert unbranded("llama-common.dll", common, "MSVC 19.44.35228.0") == []
+    assert unbranded("ggml-base.dll", (d / "ggml-base.dll").read_bytes(), "Compiled by the Unsloth team") == []
+
+
+def test_plan_names_the_bundle_a_rule_misses_before_anything_builds(tmp_path):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    (bundles / f"{LEG}.toml").unlink()
+    rel = bundles / "release.toml"
+    rel.write_text(rel.read_text().replace(f', "{LEG}"]', "]"))
+    r = graphrun.cli(["plan"], bundles=bundles, workdir=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "the rules are broken (1 problem(s)); publish refuses" in r.stdout, r.stdout[:3000]
+    assert (
+        "- coverage.required[0]: app-b42-linux-x64-cpu.tar.gz is missing (profile cpu on linux-x64 is required)"
+        in r.stdout
+    )
