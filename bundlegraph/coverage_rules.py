@@ -56,7 +56,11 @@ def offers_of_specs(matrix: Matrix) -> list[Offer]:
     rel = matrix.release
     return [
         Offer(
-            f"{s.os}-{s.arch}", s.profile.line, s.profile.klass, s.profile_name, s.bundle_name(rel.tag, rel.bundle_prefix)
+            f"{s.os}-{s.arch}",
+            s.profile.line,
+            s.profile.klass,
+            s.profile_name,
+            s.bundle_name(rel.tag, rel.bundle_prefix),
         )
         for s in (matrix.legs[leg] for leg in matrix.promised)
     ]
@@ -65,7 +69,7 @@ def offers_of_specs(matrix: Matrix) -> list[Offer]:
 def offers_of_manifest(artifacts: Iterable[ManifestArtifact], dist: Path) -> list[Offer]:
     """The bundles a manifest lists (its ``artifacts``) whose file is in ``dist``."""
     return [
-        Offer(a.platform, a.runtime_line, a.coverage_class, a.bundle_profile, a.asset_name)
+        Offer(f"{a.os}-{a.arch}", a.runtime_line, a.coverage_class, a.bundle_profile, a.asset_name)
         for a in artifacts
         if (dist / a.asset_name).is_file()
     ]
@@ -81,7 +85,9 @@ def rule_problems(rules: CoverageRules | None, offers: list[Offer], *, prefix: s
         where = f"coverage.equal_classes[{i}]"
         for plat in eq.platforms:
             have = {
-                line: sorted({o.klass for o in offers if o.platform == plat and o.line == line and o.klass in eq.classes})
+                line: sorted(
+                    {o.klass for o in offers if o.platform == plat and o.line == line and o.klass in eq.classes}
+                )
                 for line in eq.lines
             }
             union = sorted({k for ks in have.values() for k in ks})
@@ -121,9 +127,7 @@ def describe(rules: CoverageRules | None) -> list[str]:
         f"non-empty"
         for i, e in enumerate(rules.equal_classes)
     ]
-    out += [
-        f"required[{i}]: {', '.join(r.profiles)} on {', '.join(r.platforms)}" for i, r in enumerate(rules.required)
-    ]
+    out += [f"required[{i}]: {', '.join(r.profiles)} on {', '.join(r.platforms)}" for i, r in enumerate(rules.required)]
     if rules.fingerprint:
         out.append(f"fingerprint: {rules.fingerprint!r} in every binary that links build-info")
     return out

@@ -27,7 +27,11 @@ def test_configure_stamps_the_fingerprint_and_verify_refuses_an_unbranded_binary
     require_tools("gcc", "g++")
     bundles, work = graphrun.standin_tree(tmp_path)
     rel = bundles / "release.toml"
-    rel.write_text(rel.read_text().replace("[[coverage.required]]", f'[coverage]\nfingerprint = "{MARK}"\n\n[[coverage.required]]', 1))
+    rel.write_text(
+        rel.read_text().replace(
+            "[[coverage.required]]", f'[coverage]\nfingerprint = "{MARK}"\n\n[[coverage.required]]', 1
+        )
+    )
     r = graphrun.doit([f"verify:{LEG}"], bundles=bundles, workdir=work, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     assert f"configure:{LEG}" in graphrun.executed(r.stdout) and f"verify:{LEG}" in graphrun.executed(r.stdout)

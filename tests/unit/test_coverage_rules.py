@@ -18,7 +18,9 @@ STANDIN = ROOT / "tests" / "data" / "bundles"
 
 FORK = CoverageRules(
     equal_classes=[
-        EqualClasses(platforms=["linux-x64", "windows-x64"], lines=["cuda12", "cuda13"], classes=["older", "newer", "portable"])
+        EqualClasses(
+            platforms=["linux-x64", "windows-x64"], lines=["cuda12", "cuda13"], classes=["older", "newer", "portable"]
+        )
     ],
     required=[RequiredBundles(platforms=["linux-x64", "windows-x64"], profiles=["cuda12-legacy"])],
 )
@@ -96,13 +98,19 @@ def test_todays_release_breaks_the_forks_rules_by_name_and_the_standin_meets_its
 @pytest.mark.parametrize(
     ("table", "line"),
     [
-        ('[coverage]\nfingerprint = "say \\"hi\\""\n', "release.toml: coverage.fingerprint: String should match pattern"),
+        (
+            '[coverage]\nfingerprint = "say \\"hi\\""\n',
+            "release.toml: coverage.fingerprint: String should match pattern",
+        ),
         ("[[coverage.required]]\nplatforms = ['linux-x86']\nprofiles = ['cpu']\n", "coverage.required.0.platforms.0:"),
         (
             "[[coverage.equal_classes]]\nplatforms = ['linux-x64']\nlines = ['cuda13']\nclasses = ['older']\n",
             "coverage.equal_classes.0.lines: List should have at least 2 items",
         ),
-        ("[[coverage.required]]\nplatform = ['linux-x64']\nprofiles = ['cpu']\n", "coverage.required.0.platform: unknown key"),
+        (
+            "[[coverage.required]]\nplatform = ['linux-x64']\nprofiles = ['cpu']\n",
+            "coverage.required.0.platform: unknown key",
+        ),
         (
             "[[coverage.required]]\nplatforms = ['linux-x64', 'linux-x64']\nprofiles = ['cpu']\n",
             "coverage.required.0.platforms: holds duplicates",
