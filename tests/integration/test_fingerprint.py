@@ -4,7 +4,8 @@ configure stamps it into BUILD_TARGET (minillama's ``src/build-info.c.in``, as l
 and refuses a binary without it as unbranded; the check itself on a real llama.cpp DLL. Also
 ``bundlegraph plan`` naming the bundle a coverage rule misses before anything builds.
 
-Time: about 10 s (one native x86_64 CPU leg of minillama, configured and built once)."""
+Time: about 20 s (one native x86_64 CPU leg of minillama configured and built once; the real
+llama.cpp linux-x64-cpu leg configured and one object of it compiled)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,22 @@ def test_configure_stamps_the_fingerprint_and_verify_refuses_an_unbranded_binary
     bad = verify_path(binaries, VerifyPolicy(fingerprint="Compiled by someone else"))
     assert [f.file for f in bad.failures] == ["libggml-base.so"], bad.lines()
     assert bad.failures[0].check == "brand" and bad.failures[0].reason.startswith("unbranded: it links")
+
+
+def test_the_real_release_stamps_real_llama_cpp(workdir):
+    """The real linux-x64-cpu leg of bundles/ (its release declares the fork's fingerprint) on
+    real llama.cpp: configure stamps BUILD_TARGET, and build-info's object, compiled through the
+    build task, holds the fingerprint beside the line that prints it."""
+    require_tools("gcc", "g++")
+    require_input("llama-sdist")
+    obj = "common/CMakeFiles/llama-common-base.dir/build-info.cpp.o"
+    r = graphrun.doit(["build:linux-x64-cpu", f"build_targets={obj}"], workdir=workdir, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    build = workdir / "build" / "linux-x64-cpu"
+    log = (build / "logs" / "configure.log").read_text()
+    assert "bundlegraph: BUILD_TARGET stamped: Linux x86_64 (Compiled by the Unsloth team)" in log, log[-3000:]
+    data = (build / "cmake" / obj).read_bytes()
+    assert b"Linux x86_64 (Compiled by the Unsloth team)" in data and BUILD_INFO_LINE in data
 
 
 def test_a_real_llama_cpp_dll_without_the_fingerprint_is_unbranded():
