@@ -1,6 +1,7 @@
 """The release's fingerprint in a bundle's binaries (``coverage.fingerprint`` of
 ``release.toml``): every ELF or PE binary that links llama.cpp's build-info must hold it, or it is
-refused as "unbranded".
+refused as "unbranded"; and a finished bundle must hold it somewhere (the fork's gate: "no file
+carries the fingerprint").
 
 A binary links build-info when it holds the line :data:`BUILD_INFO_LINE`, the format
 ``llama_print_build_info`` prints the build target with (llama.cpp's ``common/build-info.cpp.in``:
@@ -9,35 +10,38 @@ target string (``LLAMA_BUILD_TARGET``, from ``BUILD_TARGET`` in ``cmake/build-in
 in the same object, and configure stamps the fingerprint into it
 (:mod:`bundlegraph.toolchains.cmake_hooks`), so a binary holding the line without the fingerprint
 was built from an unstamped configure. Measured on a real llama.cpp build (node-llama-cpp's
-``llama-common.dll``, Windows x64, MSVC 19.44): the line and the build-info strings are in
-``llama-common.dll`` only, none of the ``ggml-*.dll`` hold it. The check reads bytes, never runs a
-binary (cross-built and Windows binaries cannot run here), as the fork's gate does.
+Windows x64 CUDA build, MSVC 19.44): the line and the build-info strings are in
+``llama-common.dll`` only, none of the ``ggml-*.dll`` hold it. The check reads bytes (recorded by
+the bundle reader, :attr:`bundlegraph.checks.inspect.FileResult.marks`), never runs a binary
+(cross-built and Windows binaries cannot run here), as the fork's gate does.
 """
 
 from __future__ import annotations
 
-from . import BytesLike, Failure, claims_elf_library, claims_pe
+from collections.abc import Mapping
+
+from . import Failure
 
 BUILD_INFO_LINE = b"built with %s for %s"
 """What marks a binary that links build-info (see the module docstring; the stand-in
 ``tests/data/minillama/src/build-info.c.in`` prints the same line)."""
 
-
-def is_binary(path: str, data: BytesLike) -> bool:
-    """A PE by name (``.dll``/``.exe``/...) or an ELF by name or magic, as the reader decides
-    (:func:`bundlegraph.checks.inspect.inspect_file`)."""
-    return claims_pe(path) or claims_elf_library(path) or bytes(data[:4]) == b"\x7fELF"
+WHOLE = "(bundle)"
+"""The file a failure of the whole bundle names."""
 
 
-def unbranded(path: str, data: BytesLike, fingerprint: str) -> list[Failure]:
-    """One failure when the binary at bundle path ``path`` (its bytes ``data``) links build-info
-    but does not hold ``fingerprint`` (ASCII by the schema); none otherwise, and none for a file
-    that is no binary."""
-    if not is_binary(path, data) or data.find(BUILD_INFO_LINE) == -1:
-        return []
-    if data.find(fingerprint.encode("ascii")) != -1:
-        return []
-    return [
+def brand_marks(fingerprint: str | None) -> tuple[bytes, ...]:
+    """The byte strings the bundle reader records per binary: build-info's line and the
+    fingerprint (ASCII by the schema); none without a fingerprint."""
+    return (BUILD_INFO_LINE, fingerprint.encode("ascii")) if fingerprint else ()
+
+
+def unbranded(marks: Mapping[str, frozenset[bytes]], fingerprint: str, *, whole: bool) -> list[Failure]:
+    """``marks``: bundle path -> the marks (:func:`brand_marks`) that binary holds. One failure per
+    binary that links build-info without ``fingerprint``; with ``whole`` (a finished bundle), one
+    more when no binary holds it at all."""
+    fp = fingerprint.encode("ascii")
+    out = [
         Failure(
             path,
             "brand",
@@ -45,7 +49,18 @@ def unbranded(path: str, data: BytesLike, fingerprint: str) -> list[Failure]:
             f"release's fingerprint {fingerprint!r}: its configure did not stamp BUILD_TARGET "
             f"(BUNDLEGRAPH_FINGERPRINT); configure and build the leg again",
         )
+        for path, held in sorted(marks.items())
+        if BUILD_INFO_LINE in held and fp not in held
     ]
+    if whole and not any(fp in held for held in marks.values()):
+        out.append(
+            Failure(
+                WHOLE,
+                "brand",
+                f"unbranded bundle: none of its {len(marks)} binaries holds the release's fingerprint {fingerprint!r}",
+            )
+        )
+    return out
 
 
-__all__ = ["BUILD_INFO_LINE", "is_binary", "unbranded"]
+__all__ = ["BUILD_INFO_LINE", "WHOLE", "brand_marks", "unbranded"]

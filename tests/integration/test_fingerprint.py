@@ -9,12 +9,13 @@ llama.cpp linux-x64-cpu leg configured and one object of it compiled)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import graphrun
 from conftest import linux_only, require_input, require_tools
 
-from bundlegraph.checks.brand import BUILD_INFO_LINE, unbranded
+from bundlegraph.checks.brand import BUILD_INFO_LINE, WHOLE
 from bundlegraph.verification.policy import VerifyPolicy
 from bundlegraph.verification.run import verify_path
 
@@ -33,9 +34,10 @@ def test_configure_stamps_the_fingerprint_and_verify_refuses_an_unbranded_binary
             "[[coverage.required]]", f'[coverage]\nfingerprint = "{MARK}"\n\n[[coverage.required]]', 1
         )
     )
-    r = graphrun.doit([f"verify:{LEG}"], bundles=bundles, workdir=work, timeout=600)
+    r = graphrun.doit([f"package:{LEG}"], bundles=bundles, workdir=work, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
-    assert f"configure:{LEG}" in graphrun.executed(r.stdout) and f"verify:{LEG}" in graphrun.executed(r.stdout)
+    ran = graphrun.executed(r.stdout)
+    assert {f"configure:{LEG}", f"verify:{LEG}", f"package:{LEG}"} <= set(ran), ran  # package verifies the archive
     binaries = work / "build" / LEG / "cmake" / "bin"
     log = (work / "build" / LEG / "logs" / "configure.log").read_text()
     assert f"bundlegraph: BUILD_TARGET stamped: Linux x86_64 ({MARK})" in log, log[-3000:]
@@ -50,6 +52,9 @@ def test_configure_stamps_the_fingerprint_and_verify_refuses_an_unbranded_binary
     bad = verify_path(binaries, VerifyPolicy(fingerprint="Compiled by someone else"))
     assert [f.file for f in bad.failures] == ["libggml-base.so"], bad.lines()
     assert bad.failures[0].check == "brand" and bad.failures[0].reason.startswith("unbranded: it links")
+    # as a finished bundle (an info file to check): no binary holding it is refused as well
+    whole = verify_path(binaries, VerifyPolicy(fingerprint="Compiled by someone else", info_file="BUNDLE_INFO.json"))
+    assert [f.file for f in whole.failures] == ["libggml-base.so", WHOLE], whole.lines()
 
 
 def test_the_real_release_stamps_real_llama_cpp(workdir):
@@ -68,16 +73,25 @@ def test_the_real_release_stamps_real_llama_cpp(workdir):
     assert b"Linux x86_64 (Compiled by the Unsloth team)" in data and BUILD_INFO_LINE in data
 
 
-def test_a_real_llama_cpp_dll_without_the_fingerprint_is_unbranded():
-    """node-llama-cpp's Windows x64 build of llama.cpp (MSVC 19.44): llama-common.dll links
-    build-info and holds no fingerprint; ggml-base.dll links none and is not judged."""
+def test_a_real_llama_cpp_dll_without_the_fingerprint_is_unbranded(tmp_path):
+    """node-llama-cpp's Windows x64 build of llama.cpp (MSVC 19.44), read by verify's own reader:
+    llama-common.dll links build-info and holds no fingerprint; ggml-base.dll links none and is
+    not judged; as a finished bundle, no binary holding it is refused too."""
     d = require_input("npm-win-x64-cuda", unpack=True) / "package" / "bins" / "win-x64-cuda"
-    common = (d / "llama-common.dll").read_bytes()
-    (f,) = unbranded("llama-common.dll", common, "Compiled by the Unsloth team")
-    assert f.check == "brand" and "unbranded" in f.reason
+    for n in ("llama-common.dll", "ggml-base.dll"):
+        shutil.copy(d / n, tmp_path / n)
+
+    def brand(policy: VerifyPolicy) -> list:  # the other rows judge the two DLLs without the rest
+        return [f for f in verify_path(tmp_path, policy).failures if f.check == "brand"]
+
+    r = brand(VerifyPolicy(fingerprint="Compiled by the Unsloth team"))
+    assert [f.file for f in r] == ["llama-common.dll"], r
+    assert r[0].reason.startswith("unbranded: it links llama.cpp's build-info")
+    whole = brand(VerifyPolicy(fingerprint="Compiled by the Unsloth team", info_file="X.json"))
+    assert [f.file for f in whole] == ["llama-common.dll", WHOLE], whole
+    assert "none of its 2 binaries holds" in whole[1].reason
     # the same bytes with a string its build-info does hold (its compiler) pass
-    assert unbranded("llama-common.dll", common, "MSVC 19.44.35228.0") == []
-    assert unbranded("ggml-base.dll", (d / "ggml-base.dll").read_bytes(), "Compiled by the Unsloth team") == []
+    assert brand(VerifyPolicy(fingerprint="MSVC 19.44.35228.0", info_file="X.json")) == []
 
 
 def test_plan_names_the_bundle_a_rule_misses_before_anything_builds(tmp_path):
