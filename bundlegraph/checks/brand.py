@@ -5,7 +5,12 @@ carries the fingerprint").
 
 A binary links build-info when it holds the line :data:`BUILD_INFO_LINE`, the format
 ``llama_print_build_info`` prints the build target with (llama.cpp's ``common/build-info.cpp.in``:
-``fprintf(stream, "built with %s for %s\\n", llama_compiler(), llama_build_target())``). The
+``fprintf(stream, "built with %s for %s\\n", llama_compiler(), llama_build_target())``), and
+does not import the target (:data:`TARGET_SYMBOLS`) from another library: a tool may print the same line of
+its own (``tools/gguf-split/gguf-split.cpp``) while the target comes from ``libllama-common.so``.
+Measured on a real Linux x86_64 build of llama.cpp (GCC 12, shared libraries):
+``llama-gguf-split`` holds the line, imports ``llama_build_target`` (``_Z18llama_build_targetv``) and holds no target; only
+``libllama-common.so`` holds both the line and the stamped target. The
 target string (``LLAMA_BUILD_TARGET``, from ``BUILD_TARGET`` in ``cmake/build-info.cmake``) sits
 in the same object, and configure stamps the fingerprint into it
 (:mod:`bundlegraph.toolchains.cmake_hooks`), so a binary holding the line without the fingerprint
@@ -26,6 +31,17 @@ BUILD_INFO_LINE = b"built with %s for %s"
 """What marks a binary that links build-info (see the module docstring; the stand-in
 ``tests/data/minillama/src/build-info.c.in`` prints the same line)."""
 
+TARGET_SYMBOLS = (
+    "llama_build_target",
+    "_Z18llama_build_targetv",
+    "?llama_build_target@@YAPEBDXZ",
+    "LLAMA_BUILD_TARGET",
+)
+"""build-info's function returning the target (``common/build-info.h``) as C (the stand-in), the
+Itanium C++ ABI (GCC, Clang: ``_Z18llama_build_targetv``, as ``nm -D`` shows it on the real
+build) and MSVC's x64/ARM64 mangling of ``const char * llama_build_target(void)``, and the
+variable ``LLAMA_BUILD_TARGET``: a binary importing one prints another library's target."""
+
 WHOLE = "(bundle)"
 """The file a failure of the whole bundle names."""
 
@@ -36,10 +52,17 @@ def brand_marks(fingerprint: str | None) -> tuple[bytes, ...]:
     return (BUILD_INFO_LINE, fingerprint.encode("ascii")) if fingerprint else ()
 
 
-def unbranded(marks: Mapping[str, frozenset[bytes]], fingerprint: str, *, whole: bool) -> list[Failure]:
-    """``marks``: bundle path -> the marks (:func:`brand_marks`) that binary holds. One failure per
-    binary that links build-info without ``fingerprint``; with ``whole`` (a finished bundle), one
-    more when no binary holds it at all."""
+def unbranded(
+    marks: Mapping[str, frozenset[bytes]],
+    fingerprint: str,
+    *,
+    whole: bool,
+    importers: frozenset[str] = frozenset(),
+) -> list[Failure]:
+    """``marks``: bundle path -> the marks (:func:`brand_marks`) that binary holds; ``importers``:
+    the paths of binaries that import one of :data:`TARGET_SYMBOLS`. One failure per binary that links
+    build-info (holds the line, imports no target) without ``fingerprint``; with ``whole`` (a
+    finished bundle), one more when no binary holds it at all."""
     fp = fingerprint.encode("ascii")
     out = [
         Failure(
@@ -50,7 +73,7 @@ def unbranded(marks: Mapping[str, frozenset[bytes]], fingerprint: str, *, whole:
             f"(BUNDLEGRAPH_FINGERPRINT); configure and build the leg again",
         )
         for path, held in sorted(marks.items())
-        if BUILD_INFO_LINE in held and fp not in held
+        if BUILD_INFO_LINE in held and fp not in held and path not in importers
     ]
     if whole and not any(fp in held for held in marks.values()):
         out.append(
@@ -63,4 +86,4 @@ def unbranded(marks: Mapping[str, frozenset[bytes]], fingerprint: str, *, whole:
     return out
 
 
-__all__ = ["BUILD_INFO_LINE", "WHOLE", "brand_marks", "unbranded"]
+__all__ = ["BUILD_INFO_LINE", "TARGET_SYMBOLS", "WHOLE", "brand_marks", "unbranded"]

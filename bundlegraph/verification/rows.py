@@ -129,12 +129,16 @@ def _host_path(rel: str, data: BytesLike, p: VerifyPolicy) -> list[Failure]:
 
 
 def _brand(s: Subject, p: VerifyPolicy) -> Outcome:
-    from ..checks.brand import unbranded
+    from ..checks.brand import TARGET_SYMBOLS, unbranded
 
     if not p.fingerprint:  # the gate keeps this row from such a policy
         return [], {}
     marks = {path: r.marks for path, r in s.results.items()}
-    return unbranded(marks, p.fingerprint, whole=p.info_file is not None), {}
+    importers = frozenset(
+        [path for path, e in s.elf.items() if not e.imports.isdisjoint(TARGET_SYMBOLS)]
+        + [path for path, pe in s.pe.items() if any(not set(TARGET_SYMBOLS).isdisjoint(i.names) for i in pe.imports)]
+    )
+    return unbranded(marks, p.fingerprint, whole=p.info_file is not None, importers=importers), {}
 
 
 def _files(s: Subject, _p: VerifyPolicy) -> Outcome:

@@ -127,3 +127,20 @@ def test_bad_rules_are_refused_in_one_line_naming_the_key(tmp_path, table, line)
     lines = str(e.value).splitlines()
     hit = [x for x in lines if line in x]
     assert hit and "release.toml" in hit[0], str(e.value)
+
+
+def test_a_tool_printing_build_infos_line_with_an_imported_target_is_not_judged():
+    """Measured on a real Linux build of llama.cpp: llama-gguf-split prints "built with %s for %s"
+    itself and imports _Z18llama_build_targetv from libllama-common.so, which holds the target."""
+    from bundlegraph.checks.brand import BUILD_INFO_LINE, WHOLE, unbranded
+
+    fp = "Compiled by the Unsloth team"
+    marks = {
+        "libllama-common.so": frozenset({BUILD_INFO_LINE, fp.encode()}),
+        "llama-gguf-split": frozenset({BUILD_INFO_LINE}),
+    }
+    assert unbranded(marks, fp, whole=True, importers=frozenset({"llama-gguf-split"})) == []
+    (f,) = unbranded(marks, fp, whole=False)
+    assert (f.file, f.check) == ("llama-gguf-split", "brand")
+    bare = {"libllama-common.so": frozenset({BUILD_INFO_LINE})}
+    assert [x.file for x in unbranded(bare, fp, whole=True)] == ["libllama-common.so", WHOLE]
