@@ -42,7 +42,8 @@ class ELFInfo:
       ``verneed_symbols``: ``(library, version)`` -> one symbol that needs it (for messages);
     - ``verdef``: versions this file defines (without the base entry that repeats the soname);
     - ``fatbin``: ``(file offset, size)`` of ``.nv_fatbin``, or None;
-    - ``exports``: the names of the global/weak symbols it defines in ``.dynsym``.
+    - ``exports``: the names of the global/weak symbols it defines in ``.dynsym``; ``imports``:
+      those it leaves undefined there (resolved from another library at load).
     """
 
     machine: str
@@ -57,6 +58,7 @@ class ELFInfo:
     verdef: frozenset[str] = frozenset()
     fatbin: tuple[int, int] | None = None
     exports: frozenset[str] = frozenset()
+    imports: frozenset[str] = frozenset()
 
 
 def is_elf(data: BytesLike) -> bool:
@@ -130,6 +132,11 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
         for sym in (dynsym.iter_symbols() if dynsym is not None else ())  # type: ignore[attr-defined]  # a SymbolTableSection
         if sym.name and sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
     )
+    imports = frozenset(
+        sym.name
+        for sym in (dynsym.iter_symbols() if dynsym is not None else ())  # type: ignore[attr-defined]  # a SymbolTableSection
+        if sym.name and sym["st_shndx"] == "SHN_UNDEF" and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+    )
     if versym is not None and dynsym is not None and idx_to_need:
         for i, sym in enumerate(dynsym.iter_symbols()):  # type: ignore[attr-defined]  # a SymbolTableSection
             if sym["st_shndx"] != "SHN_UNDEF" or not sym.name:
@@ -149,6 +156,7 @@ def _read(elf: ELFFile, size: int) -> ELFInfo:
         runpath=tuple(runpath),
         verneed={k: frozenset(v) for k, v in verneed.items()},
         exports=exports,
+        imports=imports,
         verneed_symbols=symbols,
         verdef=frozenset(verdef),
         fatbin=fat,

@@ -38,6 +38,8 @@ class FileResult:
     fatbin: fb.Inventory | None = None
     signature: SignatureStatus | None = None
     failures: list[Failure] = field(default_factory=list)
+    marks: frozenset[bytes] = frozenset()
+    """Which of the byte strings the reader was asked to look for (``marks``) the binary holds."""
 
     def finding(self) -> dict[str, Any]:
         """The JSON finding for the report: format, machine, fatbin summary, signature."""
@@ -57,17 +59,20 @@ def inspect_file(
     arch: str | None = None,
     signatures: bool = False,
     trust_roots: Sequence[str | os.PathLike[str]] = (),
+    marks: Sequence[bytes] = (),
 ) -> FileResult:
     """Check one file (bundle path ``path``, whole content ``data``).
 
     ``os_name``/``arch``: the leg's (``windows``/``linux``, ``x64``/``arm64``; None skips the
-    check); ``signatures``: verify Authenticode on PE files. Never raises for a bad file."""
+    check); ``signatures``: verify Authenticode on PE files; ``marks``: byte strings whose
+    presence in a binary is recorded (:attr:`FileResult.marks`). Never raises for a bad file."""
     r = FileResult(path)
     as_pe = claims_pe(path)
     as_elf = not as_pe and (claims_elf_library(path) or is_elf(data))
     if not (as_pe or as_elf):
         return r
     r.format = "pe" if as_pe else "elf"
+    r.marks = frozenset(m for m in marks if data.find(m) != -1)
     try:
         if as_pe:
             r.pe = read_pe(data, path)

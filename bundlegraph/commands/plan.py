@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core import paths
 
     release = _release(g.ctx.release)
+    release["coverage"] = _coverage(g.ctx.matrix)
     if args.json:
         print(
             json.dumps(
@@ -78,6 +79,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"release {release['tag']}: {release['source']}")
     for pr in release["merged_prs"]:
         print(f"   + {pr['repo']}#{pr['number']} at {pr['sha']}" + (f": {pr['title']}" if pr["title"] else ""))
+    cov = release["coverage"]
+    if cov["rules"]:
+        print("coverage rules (release.toml [coverage]):")
+        for line in cov["rules"]:
+            print(f"   {line}")
+        state = "hold" if not cov["problems"] else f"are broken ({len(cov['problems'])} problem(s)); publish refuses"
+        print(f"   judged on the promised legs' bundles before anything builds: the rules {state}")
+        for line in cov["problems"]:
+            print(f"   - {line}")
     for leg, info in out.items():
         print(f"== {leg}  ->  {info['bundle']}{'' if info['promised'] else '  (not promised)'}")
         print(
@@ -97,6 +107,19 @@ def run(args: argparse.Namespace) -> int:
         if st["deps"]:
             print(f"      after: {', '.join(st['deps'])}")
     return 0
+
+
+def _coverage(matrix: Any) -> dict[str, list[str]]:
+    """The release's coverage rules in words and what breaks them now, judged on the bundles
+    every promised leg of the whole matrix (not only the selected legs) will ship: the publish
+    gate's verdict before anything builds (:mod:`bundlegraph.coverage_rules`)."""
+    from ..coverage_rules import describe, offers_of_specs, rule_problems
+
+    rel = matrix.release
+    return {
+        "rules": describe(rel.coverage),
+        "problems": rule_problems(rel.coverage, offers_of_specs(matrix), prefix=rel.bundle_prefix, tag=rel.tag),
+    }
 
 
 def _release(rel: Any) -> dict[str, Any]:

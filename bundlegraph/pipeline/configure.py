@@ -6,8 +6,9 @@ any CMake runs, the host is checked: a leg whose toolchain needs another build h
 once naming it (:class:`HostMismatch`), a missing compiler says how to get it, the toolkit's
 files the configure needs are checked, and (MSVC + CUDA) ``_MSC_VER`` against nvcc.
 
-Layout of ``build/<leg>/``: ``toolchain.cmake`` (generated), ``bundlegraph-hooks.cmake`` (MSVC
-CUDA legs: ``/Zc:preprocessor`` where missing), ``cmake/`` (CMake's binary directory; llama.cpp
+Layout of ``build/<leg>/``: ``toolchain.cmake`` (generated), ``bundlegraph-hooks.cmake`` (CUDA
+legs: per-source seeds, MSVC ``/Zc:preprocessor`` where missing; any leg: the release's
+fingerprint in ``BUILD_TARGET``), ``cmake/`` (CMake's binary directory; llama.cpp
 and the stand-in put every library and program in ``cmake/bin``), ``configure.json`` (the full
 command, the toolchain file path and text digest, cache entries, tool versions, resolved
 compilers) and ``logs/configure.log``. The stamp's outputs are ``configure.json`` and
@@ -164,7 +165,10 @@ def plan_configure(
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
     spec_file = str(ctx.matrix.files.get(leg, f"{leg}.toml"))
-    cache = cache_entries(spec, spec_file, commit=commit, build_number=ctx.release.build_number)
+    fingerprint = ctx.release.coverage.fingerprint if ctx.release.coverage else None
+    cache = cache_entries(
+        spec, spec_file, commit=commit, build_number=ctx.release.build_number, fingerprint=fingerprint
+    )
     if commit is None:
         cache["LLAMA_BUILD_COMMIT"] = UNKNOWN.format(leg=leg)
     if binaries is None:
@@ -174,10 +178,11 @@ def plan_configure(
         source=tree, build=cmake_dir, work=ctx.workdir, cache=ctx.cache, toolkit=Path(cuda.root) if cuda else None
     )
     text = tc.render(leg, sdk, binaries, maps)
-    hooks = (
-        hooks_script(seeds=True, host_flag=msvc.ZC if tc.info.build_os == "windows" else None)
-        if (tc.info.cuda and cuda)
-        else ""
+    cuda_hooks = bool(tc.info.cuda and cuda)
+    hooks = hooks_script(
+        seeds=cuda_hooks,
+        host_flag=msvc.ZC if cuda_hooks and tc.info.build_os == "windows" else None,
+        fingerprint=fingerprint is not None,
     )
     tfile = bdir / "toolchain.cmake"
     hfile = bdir / "bundlegraph-hooks.cmake" if hooks else None

@@ -17,7 +17,10 @@ name per line, sorted — by temp file + rename. Checks:
   x a driver of its runtime line; a CPU leg: a host of its os/arch without an NVIDIA GPU) gets
   a bundle of that install kind from the manifest, by the installer's selection rules
   (:func:`bundlegraph.selection.coverage_problems`). This catches a leg dropped from the
-  release, a lost SM, a CPU bundle chosen for a CUDA host.
+  release, a lost SM, a CPU bundle chosen for a CUDA host;
+- the release's coverage rules (``[coverage]`` of ``release.toml``: class sets equal across
+  CUDA lines, required bundles) hold for the bundles in ``dist/``
+  (:func:`bundlegraph.coverage_rules.rule_problems`), each missing bundle named with its rule.
 """
 
 from __future__ import annotations
@@ -158,6 +161,13 @@ def gate(
             if (dist / matrix.legs[leg].bundle_name(rel.tag, rel.bundle_prefix)).is_file()
         }
         probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index, legs=present)]
+        # the release's own rules ([coverage] of release.toml): judged on the bundles in dist/,
+        # whatever the specs promise (a leg dropped or set promised = false does not escape them)
+        from ..coverage_rules import offers_of_manifest, rule_problems
+
+        probs += rule_problems(
+            rel.coverage, offers_of_manifest(manifest.artifacts, dist), prefix=rel.bundle_prefix, tag=rel.tag
+        )
     ref = git_ref
     if ref.startswith("refs/tags/") and ref.removeprefix("refs/tags/") != rel.tag:
         probs.append(

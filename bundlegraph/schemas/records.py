@@ -725,9 +725,70 @@ class MixPin(_Pin):
 SourcePin = TarballPin | GitPin | PathPin | PipSdistPin | MixPin
 
 
+_PLATFORM = Check(pattern=r"^(linux|windows)-(x64|arm64)$")
+FINGERPRINT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._+,:/-]{2,98}[A-Za-z0-9.]$"
+"""What a fingerprint may hold: 4-100 characters of letters, digits, space and ``._+,:/-``,
+starting with a letter or digit. It travels as a ``-D`` value, a CMake string, a C string
+literal (llama.cpp's ``build-info.cpp.in``) and a byte pattern, so quotes, backslashes,
+semicolons, ``$``, ``@`` and non-ASCII are refused rather than escaped four ways."""
+
+
+@record
+class EqualClasses(Record):
+    """A coverage rule: on each of ``platforms``, the ``classes`` every line of ``lines`` ships
+    are the same set, and it is not empty (the fork's gate: cuda12 and cuda13 each ship
+    older/newer/portable for linux-x64 and windows-x64)."""
+
+    platforms: Annotated[list[Annotated[str, _PLATFORM]], Check(min_length=1)]
+    """the platforms the rule holds on, <os>-<arch> (linux-x64, windows-x64)"""
+    lines: Annotated[list[Literal["cuda12", "cuda13"]], Check(min_length=2)]
+    """the CUDA runtime lines whose class sets must be equal (cuda12, cuda13)"""
+    classes: Annotated[list[Annotated[str, _ID]], Check(min_length=1)]
+    """the coverage classes compared (older, newer, portable); a bundle of another class is not counted"""
+
+    def __post_init__(self) -> None:
+        _unique("platforms", self.platforms)
+        _unique("lines", self.lines)
+        _unique("classes", self.classes)
+
+
+@record
+class RequiredBundles(Record):
+    """A coverage rule: every profile of ``profiles`` ships for every platform of ``platforms``
+    (bundle ``<prefix>-<tag>-<os>-<arch>-<profile>``), whatever the leg specs promise."""
+
+    platforms: Annotated[list[Annotated[str, _PLATFORM]], Check(min_length=1)]
+    """the platforms, <os>-<arch> (linux-x64, windows-arm64)"""
+    profiles: Annotated[list[Annotated[str, _ID]], Check(min_length=1)]
+    """the bundle profiles each platform must ship (cpu, cuda12-legacy)"""
+
+    def __post_init__(self) -> None:
+        _unique("platforms", self.platforms)
+        _unique("profiles", self.profiles)
+
+
+@record
+class CoverageRules(Record):
+    """The release's coverage gate as data (``[coverage]`` of ``release.toml``): ``publish``
+    refuses a release that breaks a rule, naming each missing bundle; ``bundlegraph plan`` reports
+    the rules against the specs before anything builds (:mod:`bundlegraph.coverage_rules`)."""
+
+    equal_classes: list[EqualClasses] = field(default_factory=list)
+    """[[coverage.equal_classes]]: per platform, the lines' class sets are non-empty and equal"""
+    required: list[RequiredBundles] = field(default_factory=list)
+    """[[coverage.required]]: bundles (platform x profile) the release must ship"""
+    fingerprint: Annotated[str, Check(pattern=FINGERPRINT_PATTERN)] | None = None
+    """a string every shipped binary that links llama.cpp's build-info must hold: configure appends it to
+    BUILD_TARGET (as " (<fingerprint>)"), verify refuses a bundle with an unbranded binary"""
+
+
 @record
 class Release(Record):
     """The release (``bundles/release.toml``): the tag, the llama.cpp source pin and the main job."""
+
+    NOT_DUMPED = ("coverage",)
+    """The rules change no byte by themselves (what the fingerprint changes, the configure and verify
+    keys hold): editing a rule rebuilds nothing."""
 
     tag: Annotated[str, Check(pattern=r"^b\d+(-mix-[0-9a-f]{7})?$")]
     """the release tag (b11642-mix-0c1e570): the GitHub release and the SHA index's release_tag"""
@@ -746,6 +807,9 @@ class Release(Record):
     """the legs a bare doit builds (the main job)"""
     source: Annotated[SourcePin, Tagged("kind")]
     """the llama.cpp source pin (git, tarball, pip-sdist, path, or mix: an upstream build plus pull requests)"""
+    coverage: CoverageRules | None = None
+    """[coverage]: the rules publish holds the release to (class sets equal across lines, required bundles, a
+    fingerprint in every binary); none when left out"""
 
     def __post_init__(self) -> None:
         _unique("default_legs", self.default_legs)

@@ -70,6 +70,9 @@ class VerifyPolicy:
     source tree, the home directory) that no shipped file may name: compiles map them to stable
     names (:mod:`bundlegraph.toolchains.prefix_maps`), so a file naming one would differ on
     another machine and leak the builder's paths."""
+    fingerprint: str | None = None
+    """The release's ``coverage.fingerprint``: every binary that links llama.cpp's build-info must
+    hold it (:mod:`bundlegraph.checks.brand`); None checks nothing."""
 
     def __post_init__(self) -> None:
         if self.os not in (None, "windows", "linux"):
@@ -115,8 +118,10 @@ class VerifyPolicy:
         """The policy as JSON values; archs in CMake spelling (``120a``, ``86-real``).
         ``backend_dl``, ``cuda_major`` and ``backend`` are left out: they follow the spec's
         ``GGML_BACKEND_DL``, CUDA version and backend, which change the build (and so the verify
-        key) anyway, and verify keys keep their form."""
+        key) anyway, and verify keys keep their form; so is ``fingerprint`` while None."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major", "backend")}
+        if self.fingerprint is None:  # a release without one keeps its verify keys
+            del d["fingerprint"]
         d["info_expect"] = dict(self.info_expect)
         d["archs"] = self.cmake_archs
         return d
@@ -186,6 +191,7 @@ def policy_from_spec(
         info_expect=() if built_tree else tuple(expect),
         backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
         cuda_major=spec.cuda.version.major if spec.cuda else None,
+        fingerprint=release.coverage.fingerprint if release is not None and release.coverage else None,
     )
 
 

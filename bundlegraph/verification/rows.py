@@ -41,9 +41,11 @@ PHASES = ("archive", "host-path", "files", "device-code", "imports", "glibc", "r
 checks (machine, parse, signature), GPU device code, import closure, glibc floors, required files,
 how backends will load, the info JSON."""
 
-READ_KEY = ("os", "arch", "signing_required", "trust_roots", "info_file")
+READ_KEY = ("os", "arch", "signing_required", "trust_roots", "info_file", "fingerprint")
 """The policy fields the bundle reader itself consumes (:func:`.run.verify_path`): the per-file
-checks of :func:`~bundlegraph.checks.inspect.inspect_file` and which file is the info JSON."""
+checks of :func:`~bundlegraph.checks.inspect.inspect_file`, which file is the info JSON, and the
+byte strings it records per binary (the fingerprint and build-info's line,
+:func:`~bundlegraph.checks.brand.brand_marks`)."""
 
 
 def always(_policy: VerifyPolicy) -> bool:
@@ -126,6 +128,19 @@ def _host_path(rel: str, data: BytesLike, p: VerifyPolicy) -> list[Failure]:
     ]
 
 
+def _brand(s: Subject, p: VerifyPolicy) -> Outcome:
+    from ..checks.brand import TARGET_SYMBOLS, unbranded
+
+    if not p.fingerprint:  # the gate keeps this row from such a policy
+        return [], {}
+    marks = {path: r.marks for path, r in s.results.items()}
+    importers = frozenset(
+        [path for path, e in s.elf.items() if not e.imports.isdisjoint(TARGET_SYMBOLS)]
+        + [path for path, pe in s.pe.items() if any(not set(TARGET_SYMBOLS).isdisjoint(i.names) for i in pe.imports)]
+    )
+    return unbranded(marks, p.fingerprint, whole=p.info_file is not None, importers=importers), {}
+
+
 def _files(s: Subject, _p: VerifyPolicy) -> Outcome:
     return [f for r in s.results.values() for f in r.failures], {}
 
@@ -170,6 +185,7 @@ def _info(s: Subject, p: VerifyPolicy) -> Outcome:
 ROWS: tuple[AnyRow, ...] = (
     Row("archive", _archive, (), "archive"),
     FileRow("host-path", _host_path, ("host_paths",), "host-path", gate=lambda p: bool(p.host_paths)),
+    Row("brand", _brand, ("fingerprint", "info_file"), "files", gate=lambda p: bool(p.fingerprint)),
     Row("files", _files, (), "files"),
     Row("device-code", _device_code, ("os", "gpu_backends", "backend"), "device-code"),
     Row("closure", _closure, ("external", "cuda", "backend"), "imports"),

@@ -69,6 +69,7 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
     order, each with ``policy.only(row.key)`` and through its gate. Raises
     :class:`~bundlegraph.core.errors.BundleGraphError` only when ``path`` is neither a directory
     nor a readable archive."""
+    from ..checks.brand import brand_marks
     from ..checks.bundle import read_bundle
     from ..checks.inspect import inspect_file
 
@@ -77,13 +78,20 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
     file_rows = [(row, p) for row, p in table if isinstance(row, FileRow)]
     per_file: dict[str, list[Failure]] = {frow.name: [] for frow, _ in file_rows}
     read = policy.only(READ_KEY)
+    marks = brand_marks(read.fingerprint)
 
     bundle, files = read_bundle(path)
     results: dict[str, FileResult] = {}
     info_doc: tuple[str, bytes] | None = None
     for rel, data in files:
         r = inspect_file(
-            rel, data, os_name=read.os, arch=read.arch, signatures=read.signing_required, trust_roots=read.trust_roots
+            rel,
+            data,
+            os_name=read.os,
+            arch=read.arch,
+            signatures=read.signing_required,
+            trust_roots=read.trust_roots,
+            marks=marks,
         )
         if r.format:
             results[rel] = r

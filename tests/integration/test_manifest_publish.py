@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from bundlegraph.pipeline.merge import backend_outputs, load_base, run_merge
 from bundlegraph.pipeline.publish import ASSET_LIST, PublishRefused, run_publish
 from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import BundleInfo, Manifest, ShaIndex
+from bundlegraph.schemas.records import CoverageRules, RequiredBundles
 
 RUNTIME = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
 KEEP = {"linux-arm64-cpu", "linux-arm64-cuda13-blackwell"}
@@ -46,6 +48,13 @@ def small(bundles_copy, monkeypatch):
             )
     bw = bundles_copy / "linux-arm64-cuda13-blackwell.toml"
     bw.write_text(bw.read_text().replace("[runtime]\n", f'[runtime]\npaired = [{{ name = "{RUNTIME}" }}]\n', 1))
+    # the release's coverage rules require the legs this host cannot build: only its CPU bundle here
+    rel = bundles_copy / "release.toml"
+    text = rel.read_text()
+    rel.write_text(
+        text[: text.index("[coverage]")]
+        + '[[coverage.required]]\nplatforms = ["linux-arm64"]\nprofiles = ["cpu", "cuda13-blackwell"]\n'
+    )
     return load_matrix(bundles_copy)
 
 
@@ -194,6 +203,20 @@ def test_gate_passes_a_complete_release_and_refuses_a_filtered_run(
     with pytest.raises(PublishRefused, match="filtered .*only_leg=linux-arm64-cpu.* can never publish"):
         run_publish(small, dist, filtered="only_leg=linux-arm64-cpu", source_commit=src.commit)
     assert not (dist / ASSET_LIST).exists()
+    # a rule of the release refuses by name what the promised legs do not cover
+    strict = replace(
+        small,
+        release=small.release.replace(
+            coverage=CoverageRules(required=[RequiredBundles(platforms=["linux-x64"], profiles=["cpu"])])
+        ),
+    )
+    with pytest.raises(PublishRefused) as e:
+        run_publish(strict, dist, filtered=None, source_commit=src.commit)
+    assert e.value.missing == [
+        f"coverage.required[0]: app-{small.release.tag}-linux-x64-cpu.tar.gz is missing "
+        "(profile cpu on linux-x64 is required)"
+    ]
+    assert not (dist / ASSET_LIST).exists()
     out = run_publish(small, dist, filtered=None, source_commit=src.commit)
     listed = out.read_text().split()
     assert (
@@ -219,7 +242,19 @@ def test_gate_refuses_a_release_missing_bundles_naming_each(
     # the two bundles built here have no smoke result (and these specs waive none): listed too
     smokeless = [x for x in e.value.missing if "has no passed smoke for these bytes" in x]
     assert sorted(x.split(":")[0] for x in smokeless) == sorted(m.legs[leg].bundle_name(m.release.tag) for leg in KEEP)
-    assert len([x for x in e.value.missing if not x.startswith("coverage: ")]) == len(missing) + len(paired) + len(KEEP)
+    # the release's own coverage rules ([coverage] of release.toml), each missing bundle named
+    rules = [x for x in e.value.missing if x.startswith("coverage.")]
+    t = m.release.tag
+    for rule, name in (
+        ("coverage.required[0]", f"app-{t}-linux-x64-cuda12-legacy.tar.gz"),
+        ("coverage.required[0]", f"app-{t}-windows-x64-cuda12-legacy.zip"),
+        ("coverage.required[1]", f"app-{t}-windows-x64-cpu.zip"),
+        ("coverage.required[2]", f"app-{t}-linux-arm64-cuda13-portable.tar.gz"),
+    ):
+        assert any(x.startswith(f"{rule}: {name} is missing") for x in rules), rules
+    assert len(rules) == 2 + 2 + 3 + 1, rules  # equal_classes: nothing on either x64 platform
+    others = [x for x in e.value.missing if not x.startswith(("coverage: ", "coverage."))]
+    assert len(others) == len(missing) + len(paired) + len(KEEP)
     for name in paired:
         assert f"{name}: paired runtime of " in str(e.value)
     assert "coverage:" not in str(e.value)  # the missing legs' host classes are those missing bundles

@@ -28,7 +28,9 @@ def matrices(tmp_path_factory) -> list:
 def test_the_json_form_round_trips_through_validation(matrices):
     n = 0
     for m in matrices:
-        assert adapter(records.Release).validate_python(m.release.dump()) == m.release
+        # [coverage] is no part of the JSON form (editing a rule rebuilds nothing): given back here
+        cov = {"coverage": m.release.coverage.dump()} if m.release.coverage else {}
+        assert adapter(records.Release).validate_python({**m.release.dump(), **cov}) == m.release
         for rec in m.legs.values():
             again = validate_leg({**rec.dump(), "build": {**rec.build.dump(), "shards": rec.build.shards}})
             assert again == rec and again.dump() == rec.dump() and hash(again) == hash(rec)

@@ -14,7 +14,7 @@ list ``120;121``); on Linux ``CMAKE_INSTALL_RPATH=$ORIGIN`` with
 ``CMAKE_BUILD_WITH_INSTALL_RPATH=ON`` so the libraries in the build tree already carry
 ``$ORIGIN`` and never the build directory; ``LLAMA_BUILD_COMMIT`` (first 7 hex of the source
 commit, as llama.cpp's ``build-info.cmake`` writes it) and ``LLAMA_BUILD_NUMBER`` (the release
-tag's number).
+tag's number); ``BUNDLEGRAPH_FINGERPRINT`` when the release declares a fingerprint.
 
 On Windows (every Windows leg targets the MSVC ABI: cl.exe, nvcc with cl.exe, clang): debug
 information embedded in each object or none, never a program database shared by a target's
@@ -48,9 +48,14 @@ def render_value(v: CMakeValue) -> str:
     return str(v)
 
 
-def cache_entries(spec: BundleSpec, spec_file: str, *, commit: str | None, build_number: int) -> dict[str, str]:
-    """``{name: value}`` sorted by name. Raises :class:`SpecError` (``<file>: cmake.<KEY>: ...``)
-    when the spec turns on a forced-off option or sets a derived entry itself."""
+def cache_entries(
+    spec: BundleSpec, spec_file: str, *, commit: str | None, build_number: int, fingerprint: str | None = None
+) -> dict[str, str]:
+    """``{name: value}`` sorted by name; ``fingerprint`` (the release's ``coverage.fingerprint``)
+    adds ``BUNDLEGRAPH_FINGERPRINT``, which the configure's hooks file folds into ``BUILD_TARGET``
+    (:mod:`bundlegraph.toolchains.cmake_hooks`); without it the entries are what they always were.
+    Raises :class:`SpecError` (``<file>: cmake.<KEY>: ...``) when the spec turns on a forced-off
+    option or sets a derived entry itself."""
     problems = cmake_problems(spec, spec_file)  # checked at load too; here for callers that skip it
     if problems:
         raise SpecError(problems)
@@ -69,4 +74,6 @@ def cache_entries(spec: BundleSpec, spec_file: str, *, commit: str | None, build
         out["CMAKE_MSVC_DEBUG_INFORMATION_FORMAT"] = MSVC_DEBUG_INFORMATION
     out["LLAMA_BUILD_COMMIT"] = (commit or "unknown")[:7]
     out["LLAMA_BUILD_NUMBER"] = str(build_number)
+    if fingerprint:
+        out["BUNDLEGRAPH_FINGERPRINT"] = fingerprint
     return dict(sorted(out.items()))

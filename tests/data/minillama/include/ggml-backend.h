@@ -39,6 +39,9 @@ GGML_API const char * ggml_build_info(void);
 /* llama.cpp's common/build-info.cpp.in */
 GGML_API int llama_build_number(void);
 GGML_API const char * llama_commit(void);
+GGML_API const char * llama_compiler(void);
+GGML_API const char * llama_build_target(void);
+GGML_API void llama_print_build_info(void);
 
 #ifdef __cplusplus
 }

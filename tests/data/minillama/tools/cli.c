@@ -20,8 +20,7 @@ int main(int argc, char ** argv) {
 #endif
     if (slash) *slash = 0; else strcpy(dir, ".");
     if (argc > 1 && strcmp(argv[1], "--version") == 0) { /* llama_print_build_info's lines */
-        printf("version: %s (build %d, commit %s)\n", ggml_build_info(), llama_build_number(), llama_commit());
-        printf("built with minillama\n");
+        llama_print_build_info();
         return 0;
     }
     int list = argc > 1 && strcmp(argv[1], "--list-devices") == 0;
