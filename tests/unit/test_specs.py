@@ -39,6 +39,12 @@ def test_real_matrix_loads_and_everything_is_promised():
         "linux-arm64-cpu",
         "linux-arm64-cuda13-portable",
         "linux-arm64-cuda13-blackwell",
+        # issue 43: the fork's x64 CUDA classes (tests/unit/test_cuda_legs.py checks them)
+        *(
+            f"{os_}-x64-{p}"
+            for os_ in ("linux", "windows")
+            for p in ("cuda12-legacy", "cuda12-older", "cuda12-newer", "cuda12-portable", "cuda13-older", "cuda13-newer")
+        ),
     }
     assert m.promised == list(m.legs)
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
