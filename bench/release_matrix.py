@@ -106,9 +106,13 @@ def main() -> int:
         if not s.cuda:
             continue
         one = compile_path(predict(with_shards(m, leg, 1), [leg], recs, a), leg)
-        need = next(
-            n for n in range(1, 33) if compile_path(predict(with_shards(m, leg, n), [leg], recs, a), leg) <= target
-        ) if one > target else 1
+        need = (
+            next(
+                n for n in range(1, 33) if compile_path(predict(with_shards(m, leg, n), [leg], recs, a), leg) <= target
+            )
+            if one > target
+            else 1
+        )
         at = compile_path(predict(with_shards(m, leg, need), [leg], recs, a), leg)
         chosen[leg] = {"spec": s.build.shards, "needs": need, "path_minutes": round(at / 60, 1)}
         print(

@@ -50,7 +50,11 @@ def test_every_x64_class_of_the_fork_is_one_spec(matrix, os_, profile):
     if os_ == "windows":
         assert (s.runner, s.toolchain, s.signing) == ("windows-2022", "msvc-x64-cuda", "required")
         major = line.removeprefix("cuda")
-        assert [r.name for r in s.runtime.ships] == [f"cudart64_{major}.dll", f"cublas64_{major}.dll", f"cublasLt64_{major}.dll"]
+        assert [r.name for r in s.runtime.ships] == [
+            f"cudart64_{major}.dll",
+            f"cublas64_{major}.dll",
+            f"cublasLt64_{major}.dll",
+        ]
     else:
         assert s.runner == ("ubuntu-22.04" if klass == "legacy" else "ubuntu-24.04")
         assert s.linux.glibc_floor == "2.36"
@@ -63,7 +67,11 @@ def test_legacy_is_ptx_only_and_states_its_sms(matrix):
         c = matrix.legs[f"{os_}-x64-cuda12-legacy"].cuda
         assert [(a.sm, a.sass, a.ptx) for a in c.archs] == [(50, False, True), (61, False, True)]
         assert c.supported_sms == [50, 52, 60, 61]
-    assert all(matrix.legs[leg].cuda.supported_sms is None for leg in matrix.legs if matrix.legs[leg].cuda and "legacy" not in leg)
+    assert all(
+        matrix.legs[leg].cuda.supported_sms is None
+        for leg in matrix.legs
+        if matrix.legs[leg].cuda and "legacy" not in leg
+    )
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,14 @@ def test_real_matrix_loads_and_everything_is_promised():
         *(
             f"{os_}-x64-{p}"
             for os_ in ("linux", "windows")
-            for p in ("cuda12-legacy", "cuda12-older", "cuda12-newer", "cuda12-portable", "cuda13-older", "cuda13-newer")
+            for p in (
+                "cuda12-legacy",
+                "cuda12-older",
+                "cuda12-newer",
+                "cuda12-portable",
+                "cuda13-older",
+                "cuda13-newer",
+            )
         ),
     }
     assert m.promised == list(m.legs)
