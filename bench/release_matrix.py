@@ -17,7 +17,7 @@ Printed, every figure MODELED:
 1. per leg: the smallest shard count whose compile path (longest shard + final compile from
    cache hits + link) is no longer than the longest compile path of today's release
    (``target``), beside the count its spec says;
-2. the release, today's 9 legs and all legs as the specs say, warm (final compiles take their
+2. the release, today's 9 legs, all legs unsharded and all legs as the specs say, warm (final compiles take their
    shards' objects as cache hits) and cold: wall minutes, the critical path, runner-minutes (the
    sum of every row's minutes: what a hosted-runner bill counts) and rows (runners started).
 
@@ -120,9 +120,18 @@ def main() -> int:
             + ("" if need == s.build.shards else "  <- spec differs")
         )
     figures = {}
-    for name, legs in (("today (9 legs)", list(TODAY)), (f"all ({len(m.legs)} legs, specs' shards)", list(m.legs))):
+    unsharded = m
+    for leg, s in m.legs.items():
+        if s.cuda:
+            unsharded = with_shards(unsharded, leg, 1)
+    shapes = (
+        ("today (9 legs)", m, list(TODAY)),
+        (f"all ({len(m.legs)} legs, unsharded)", unsharded, list(m.legs)),
+        (f"all ({len(m.legs)} legs, specs' shards)", m, list(m.legs)),
+    )
+    for name, mm, legs in shapes:
         for mode in ("warm", "cold"):
-            t = predict(m, legs, recs, dataclasses.replace(a, cold=mode == "cold"))
+            t = predict(mm, legs, recs, dataclasses.replace(a, cold=mode == "cold"))
             figures[f"{name}, {mode}"] = {
                 "wall_minutes": round(t.total / 60, 1),
                 "runner_minutes": round(runner_minutes(t)),
