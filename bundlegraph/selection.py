@@ -293,7 +293,8 @@ def coverage(
 def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     """``(host, install_kind, leg)`` for every host class a promised leg claims: a CPU leg, a
     host of its os/arch without an NVIDIA GPU; a CUDA leg, a host of each SM its spec's archs
-    name (``120a`` -> 120) with a driver of its runtime line."""
+    name (``120a`` -> 120), or a PTX-only leg each SM it states (``cuda.supported_sms``), with a
+    driver of its runtime line."""
     out = []
     for leg in matrix.promised:
         s = matrix.legs[leg]
@@ -301,7 +302,7 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
             out.append((Host(s.os, s.arch), s.install_kind, leg))
             continue
         drv = driver_for(s.profile.line or f"cuda{s.cuda.version.major}")
-        for sm in sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
+        for sm in s.cuda.supported_sms or sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
             out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
     return out
 

@@ -233,3 +233,18 @@ def test_coverage_reports_measured_sizes_from_the_index_over_estimates():
     s = select(gb10, m, sized, {"la-bw": (99.0, "estimated")})  # given sizes win: the caller merged them
     assert (s.download_mb, s.size_from) == (99.0, "estimated")
     assert select(Host("linux", "arm64", (121,), (13, 0)), m, idx).download_mb is None  # no size: unknown
+
+
+def test_every_host_class_a_leg_claims_is_served_by_the_planned_release():
+    """The coverage gate's question (:func:`coverage_problems`) asked of the release the specs
+    plan: every claimed host class gets a bundle of the claiming leg's install kind; the legacy
+    legs claim the SMs they state (PTX only: no SASS to claim by)."""
+    from bundlegraph.planned import planned_manifest
+
+    m = load_matrix(ROOT / "bundles")
+    hosts = {(h, leg) for h, _kind, leg in claimed(m)}
+    for os_ in ("linux", "windows"):
+        for sm in (50, 52, 60, 61):
+            assert (Host(os_, "x64", (sm,), (12, 4)), f"{os_}-x64-cuda12-legacy") in hosts
+    assert len(hosts) == 88  # x64: 38 per OS (legacy 4, cuda12 5+5+8, cuda13 4+5+7); arm64 8; 4 CPU
+    assert coverage_problems(m, planned_manifest(m), None) == []
