@@ -12,6 +12,7 @@ import pytest
 
 from bundlegraph.core.errors import SpecError
 from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.toolkit.components import required_files
 from bundlegraph.toolkit.identity import component_set
 from bundlegraph.toolkit.redist import resolve
 
@@ -55,6 +56,10 @@ def test_every_x64_class_of_the_fork_is_one_spec(matrix, os_, profile):
             f"cublas64_{major}.dll",
             f"cublasLt64_{major}.dll",
         ]
+        # each shipped DLL is a file every validated toolkit of the leg holds (the layout puts a
+        # CUDA 12 archive's bin/*.dll under bin/x64/ as CUDA 13's are)
+        required = {r.path for r in required_files("windows-x86_64", "windows-x86_64", int(major))}
+        assert {r.path for r in s.runtime.ships} <= required, [r.path for r in s.runtime.ships]
     else:
         assert s.runner == ("ubuntu-22.04" if klass == "legacy" else "ubuntu-24.04")
         assert s.linux.glibc_floor == "2.36"
