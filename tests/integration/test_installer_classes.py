@@ -14,8 +14,10 @@ toolkit), 1,264 of them; ~10 s for both releases on this machine.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import graphrun
 import installerkit
 import plannedkit
 import pytest
@@ -122,3 +124,24 @@ def test_maxwell_to_blackwell_hosts_get_their_class_and_its_size(picks, ours):
         assert choice == m.legs[leg].bundle_name(m.release.tag, m.release.bundle_prefix), (host, choice)
         sel = select(host, manifest, None, sizes)
         assert (sel.download_mb, sel.size_from) == (mb, "estimated"), (host, sel.download_mb)
+
+
+def test_select_and_coverage_answer_for_the_planned_release(tmp_path):
+    """``bundlegraph select --planned`` / ``coverage --planned``: the release ``--bundles`` plans,
+    with what each host downloads; a release named beside ``--planned`` is refused in one line."""
+    args = ["select", "--planned", "--os", "linux", "--arch", "x64", "--sm", "61", "--driver-cuda", "12.4"]
+    r = graphrun.cli(args, workdir=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "gets: app-b11642-linux-x64-cuda12-legacy.tar.gz (linux-cuda; downloads 49.1 MB estimated)" in r.stdout, (
+        r.stdout
+    )
+    c = graphrun.cli(["coverage", "--planned", "--json"], workdir=tmp_path)
+    assert c.returncode == 0, c.stderr
+    out = json.loads(c.stdout)
+    assert out["planned"] is True and out["bundles"] == 21 and len(out["rows"]) == 1264
+    served = [row for row in out["rows"] if row["choice"]]
+    assert served and all(row["size_from"] == "estimated" and row["download_mb"] > 0 for row in served)
+    bad = graphrun.cli([*args, str(tmp_path)], workdir=tmp_path)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert f"{tmp_path}: --planned asks the specs of --bundles, not a release: leave it out" in bad.stderr
+    assert "Traceback" not in bad.stderr
