@@ -254,8 +254,9 @@ def driver_for(line: str) -> tuple[int, int]:
 
 
 def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:
-    """Every driver a host class is asked about: :data:`DRIVERS`, then each 13.x (or later) up to
-    the newest toolkit among the release's bundles, and the line of each runtime line shipped."""
+    """Every driver a host class is asked about, oldest first: :data:`DRIVERS`, every minor of the
+    newest toolkit's major among the release's bundles up to it (13.0-13.5 for a 13.5 bundle),
+    and the oldest driver of each runtime line shipped (:func:`driver_for`)."""
     versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
     newest = max(versions, default=DRIVERS[-1])
     later = {(newest[0], minor) for minor in range(newest[1] + 1)}
