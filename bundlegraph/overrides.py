@@ -152,8 +152,12 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
             # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
             spec = _validated(validate_leg, {**spec.dump(), "cmake": {"GGML_CUDA_NCCL": False, **spec.cmake}}, where)
         if ov.archs is not None:
-            # re-validated like a spec (typed archs, duplicates), not copied unchecked
-            cuda = _validated(validate_cuda, {**cuda.dump(), "archs": list(ov.archs)}, where)
+            # re-validated like a spec (typed archs, duplicates), not copied unchecked; the SMs a
+            # PTX-only leg states belong to its own archs, so other archs drop them (a local
+            # build's bundle states the SMs of the SASS it holds, never published)
+            data = {**cuda.dump(), "archs": list(ov.archs)}
+            data.pop("supported_sms", None)
+            cuda = _validated(validate_cuda, data, where)
         for a in cuda.archs:
             why = arch_supported(a, cuda.version.parts)
             if why:

@@ -33,6 +33,7 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
@@ -100,13 +101,18 @@ GPU_WORDS = {"intel": "an Intel GPU", "amd": "an AMD GPU without ROCm"}
 class Selection:
     """What a host gets: ``attempts`` (asset names in the order an installer tries them; the
     first is the ``choice``, None when empty), the ``install_kind`` of the choice (None when
-    nothing fits), the kinds ``asked`` for in order, and ``rejected`` (asset, reason) for every other candidate."""
+    nothing fits), the kinds ``asked`` for in order, ``rejected`` (asset, reason) for every other candidate,
+    and what the host downloads: ``download_mb`` (the choice's size in MB, 10^6 bytes; None when
+    nothing is chosen or its size is unknown) and ``size_from`` (``measured``: the SHA index's
+    bytes of the built bundle; ``estimated``: :func:`bundlegraph.planned.estimate_mb`)."""
 
     host: Host
     asked: list[str]
     attempts: list[str] = field(default_factory=list)
     install_kind: str | None = None
     rejected: list[tuple[str, str]] = field(default_factory=list)
+    download_mb: float | None = None
+    size_from: str | None = None
 
     @property
     def choice(self) -> str | None:
@@ -120,6 +126,8 @@ class Selection:
             "install_kind": self.install_kind,
             "attempts": self.attempts,
             "rejected": [{"asset": a, "reason": r} for a, r in self.rejected],
+            "download_mb": self.download_mb,
+            "size_from": self.size_from,
         }
 
 
@@ -238,9 +246,28 @@ def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> li
     return [a.asset_name for a in cands[:1]]
 
 
-def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Selection:
+def sizes_of(
+    index: ShaIndex | None, planned: Mapping[str, tuple[float, str]] | None = None
+) -> dict[str, tuple[float, str]]:
+    """Asset name -> (MB, where from) for every bundle whose size is known: ``measured`` from the
+    SHA index's ``size`` (the built bundle's bytes), else ``planned`` (estimates, by asset name)."""
+    out = dict(planned or {})
+    if index is not None:
+        for name, e in index.artifacts.items():
+            if e.kind == "bundle" and e.size is not None:
+                out[name] = (round(e.size / 1e6, 1), "measured")
+    return out
+
+
+def select(
+    host: Host,
+    manifest: Manifest,
+    index: ShaIndex | None = None,
+    sizes: Mapping[str, tuple[float, str]] | None = None,
+) -> Selection:
     """The bundles ``host`` gets from a release (``manifest``; only assets hashed in ``index``
-    when given), in the order an installer tries them, with the reason for each rejection."""
+    when given), in the order an installer tries them, with the reason for each rejection, and
+    the choice's download size from ``sizes`` (:func:`sizes_of`; default: the index's)."""
     hashed = index.artifacts if index is not None else None
     arts = [a for a in manifest.artifacts if hashed is None or a.asset_name in hashed]
     unhashed = [a for a in manifest.artifacts if hashed is not None and a.asset_name not in hashed]
@@ -264,10 +291,21 @@ def select(host: Host, manifest: Manifest, index: ShaIndex | None = None) -> Sel
     sel.rejected += [
         (a.asset_name, f"install_kind {a.install_kind} is not asked for") for a in arts if a.install_kind not in kinds
     ]
+    known = sizes if sizes is not None else sizes_of(index)
+    if sel.choice is not None and sel.choice in known:
+        sel.download_mb, sel.size_from = known[sel.choice]
     return sel
 
 
 # -- coverage -----------------------------------------------------------------------------------
+
+
+DRIVERS: tuple[tuple[int, int], ...] = (
+    (12, 0), (12, 1), (12, 2), (12, 3), (12, 4), (12, 5), (12, 6), (12, 8), (12, 9), (13, 0),
+)  # fmt: skip
+"""The CUDA versions NVIDIA's drivers report from 12.0 on (CUDA toolkit release notes, "CUDA
+Driver" table: there was no 12.7); :func:`driver_lines` adds 13.1 up to the newest toolkit a
+release builds with."""
 
 
 def driver_for(line: str) -> tuple[int, int]:
@@ -276,23 +314,27 @@ def driver_for(line: str) -> tuple[int, int]:
     return max((int(line.removeprefix("cuda")), 0), MIN_DRIVER)
 
 
+def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:
+    """Every driver a host class is asked about, oldest first: :data:`DRIVERS`, every minor of the
+    newest toolkit's major among the release's bundles up to it (13.0-13.5 for a 13.5 bundle),
+    and the oldest driver of each runtime line shipped (:func:`driver_for`)."""
+    versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
+    newest = max(versions, default=DRIVERS[-1])
+    later = {(newest[0], minor) for minor in range(newest[1] + 1)}
+    lines = {driver_for(a.runtime_line) for a in manifest.artifacts if a.runtime_line}
+    return sorted(set(DRIVERS) | later | lines)
+
+
 def host_classes(manifest: Manifest) -> list[Host]:
     """The host classes a release is asked about: for every CPU install kind a host without an
     NVIDIA driver; for every kind of a backend that serves GPU vendors
     (:data:`bundlegraph.backends.vulkan.HOST_GPUS`), a host of each arch it serves with a GPU
-    of each such vendor and no NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch
-    table that the newest toolkit of the release's bundles supports, with a driver of each
-    runtime line the release ships, the newest driver of the line below, and a driver below the
-    12.4 floor (Windows x64 asks for Vulkan, then CPU there)."""
-    lines = sorted({a.runtime_line for a in manifest.artifacts if a.runtime_line})
-    versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
-    sms = known_sms(max(versions)) if versions else []
-    # a driver of each line shipped, the newest of the line below, and one below the CUDA floor
-    drivers = sorted(
-        {driver_for(l) for l in lines}
-        | ({(driver_for(lines[0])[0] - 1, 8)} if lines else set())
-        | {(MIN_DRIVER[0], MIN_DRIVER[1] - 2)}
-    )
+    of each such vendor and no NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch table
+    (:func:`known_sms`, every toolkit: a Maxwell GPU is a host class even where CUDA 13 cannot build
+    for it) with each driver of :func:`driver_lines` (those below the 12.4 floor included: Windows
+    x64 asks for Vulkan, then CPU there, every other kind gets nothing)."""
+    drivers = driver_lines(manifest)
+    sms = known_sms()
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
         b = backend(k.backend)
@@ -307,9 +349,13 @@ def host_classes(manifest: Manifest) -> list[Host]:
     return out
 
 
-def coverage(manifest: Manifest, index: ShaIndex | None) -> list[Selection]:
-    """:func:`select` for every host class of :func:`host_classes`."""
-    return [select(h, manifest, index) for h in host_classes(manifest)]
+def coverage(
+    manifest: Manifest, index: ShaIndex | None, sizes: Mapping[str, tuple[float, str]] | None = None
+) -> list[Selection]:
+    """:func:`select` for every host class of :func:`host_classes` (download sizes from ``sizes``,
+    default :func:`sizes_of` the index)."""
+    known = sizes if sizes is not None else sizes_of(index)
+    return [select(h, manifest, index, known) for h in host_classes(manifest)]
 
 
 def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
@@ -317,7 +363,8 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     host of its os/arch without an NVIDIA GPU; a leg of a backend that serves GPU vendors
     (Vulkan), a host of its os/arch with a GPU of each such vendor
     (:data:`bundlegraph.backends.vulkan.HOST_GPUS`); a CUDA leg, a host of each SM its spec's
-    archs name (``120a`` -> 120) with a driver of its runtime line."""
+    archs name (``120a`` -> 120), or a PTX-only leg each SM it states (``cuda.supported_sms``),
+    with a driver of its runtime line."""
     out = []
     for leg in matrix.promised:
         s = matrix.legs[leg]
@@ -328,7 +375,7 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
             out.append((Host(s.os, s.arch), s.install_kind, leg))
             continue
         drv = driver_for(s.profile.line or f"cuda{s.cuda.version.major}")
-        for sm in sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
+        for sm in s.cuda.supported_sms or sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
             out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
     return out
 
@@ -356,6 +403,7 @@ def coverage_problems(
 
 
 __all__ = [
+    "DRIVERS",
     "GPU_WORDS",
     "Host",
     "Selection",
@@ -363,6 +411,8 @@ __all__ = [
     "claimed",
     "coverage",
     "coverage_problems",
+    "driver_lines",
     "host_classes",
     "select",
+    "sizes_of",
 ]

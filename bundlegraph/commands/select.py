@@ -19,7 +19,12 @@ grouped by the bundle each class gets (``--summary``).
 
 DIST is a directory holding ``llama-prebuilt-manifest.json`` and ``llama-prebuilt-sha256.json``
 (default ``dist/`` of the work directory); a URL is a release download base (both files are
-fetched from it).
+fetched from it). ``--planned`` instead asks the release the specs of ``--bundles`` plan, built or
+not (:mod:`bundlegraph.planned`).
+
+Each answer says what the host downloads: the chosen bundle's size in MB (10^6 bytes) and where
+the figure comes from, ``measured`` (the SHA index's bytes of the built bundle) or ``estimated``
+(a planned release: :func:`bundlegraph.planned.estimate_mb`).
 """
 
 from __future__ import annotations
@@ -89,8 +94,31 @@ def _sms(values: list[int] | None) -> tuple[int, ...]:
     return tuple(values or ())
 
 
-def run_select(args: argparse.Namespace) -> int:
+def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dict[str, tuple[float, str]]]:
+    """The release asked about: the one the specs plan (``--planned``: every promised leg, sizes
+    estimated) or a built one (DIST or URL: sizes measured, from its SHA index)."""
+    from ..selection import sizes_of
+
+    if args.planned:
+        if args.release:
+            raise BundleGraphError(
+                f"{args.release}: --planned asks the specs of --bundles, not a release: leave it out"
+            )
+        from ..planned import planned_manifest, planned_sizes
+        from ..schemas.loader import load_matrix
+
+        m = load_matrix(args.bundles)
+        return planned_manifest(m), None, {k: (v.mb, v.source) for k, v in planned_sizes(m).items()}
     manifest, index = read_release(args.release)
+    return manifest, index, sizes_of(index)
+
+
+def _mb(sel: Selection) -> str:
+    return f"{sel.download_mb:g} MB {sel.size_from}" if sel.download_mb is not None else "size unknown"
+
+
+def run_select(args: argparse.Namespace) -> int:
+    manifest, index, sizes = release_of(args)
     host = Host(
         args.os,
         args.arch,
@@ -101,7 +129,7 @@ def run_select(args: argparse.Namespace) -> int:
     )
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
-    sel = select(host, manifest, index)
+    sel = select(host, manifest, index, sizes)
     if args.json:
         print(json.dumps(sel.to_json(), indent=2))
         return 0 if sel.choice else 1
@@ -110,7 +138,7 @@ def run_select(args: argparse.Namespace) -> int:
     print(f"{host.describe()} asks for {', '.join(sel.asked)}")
     print(
         f"  gets: {sel.choice or 'nothing (an installer falls back to a source build)'}"
-        + (f" ({sel.install_kind})" if sel.choice else "")
+        + (f" ({sel.install_kind}; downloads {_mb(sel)})" if sel.choice else "")
     )
     for i, a in enumerate(sel.attempts[1:], 2):
         print(f"  then: {a} (attempt {i})")
@@ -160,8 +188,8 @@ def redownloads(where: str | None, manifest: Manifest) -> dict[str, bool | None]
 def run_coverage(args: argparse.Namespace) -> int:
     from ..schemas.installer import BACKFILLED, CHECKED_AGAINST
 
-    manifest, index = read_release(args.release)
-    again = redownloads(args.release, manifest)
+    manifest, index, sizes = release_of(args)
+    again = {} if args.planned else redownloads(args.release, manifest)
     rows = [
         {
             **sel.host.to_json(),
@@ -170,8 +198,10 @@ def run_coverage(args: argparse.Namespace) -> int:
             "choice": sel.choice,
             "attempts": sel.attempts,
             "why_none": _why_none(sel),
+            "download_mb": sel.download_mb,
+            "size_from": sel.size_from,
         }
-        for sel in coverage(manifest, index)
+        for sel in coverage(manifest, index, sizes)
     ]
     empty = _empty(manifest)
     if args.json:
@@ -179,6 +209,7 @@ def run_coverage(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "release_tag": manifest.release_tag,
+                    "planned": bool(args.planned),
                     "bundles": len(manifest.artifacts),
                     "rows": rows,
                     "redownloaded_every_run": again,
@@ -193,7 +224,7 @@ def run_coverage(args: argparse.Namespace) -> int:
     if args.summary:
         _summary(rows)
         return 0
-    print("| host | SM | driver | other GPU | asks for | gets |\n|---|---|---|---|---|---|")
+    print("| host | SM | driver | other GPU | asks for | gets | downloads |\n|---|---|---|---|---|---|---|")
     for r in rows:
         host = f"{r['os']} {r['arch']}"
         sm = ",".join(map(str, r["sms"])) or "-"
@@ -203,7 +234,7 @@ def run_coverage(args: argparse.Namespace) -> int:
             else f"none: {r['why_none']}"
         )
         drv, other = r["driver_cuda"] or "no NVIDIA GPU", r.get("gpu") or "-"
-        print(f"| {host} | {sm} | {drv} | {other} | {', '.join(r['asked'])} | {got} |")
+        print(f"| {host} | {sm} | {drv} | {other} | {', '.join(r['asked'])} | {got} | {_row_mb(r)} |")
     for name, yes in sorted(again.items()):
         if yes:
             print(
@@ -213,19 +244,32 @@ def run_coverage(args: argparse.Namespace) -> int:
     return 0
 
 
+def _row_mb(r: dict[str, Any]) -> str:
+    return f"{r['download_mb']:g} MB ({r['size_from']})" if r.get("download_mb") is not None else "-"
+
+
 def _summary(rows: list[dict[str, Any]]) -> None:
-    """Which bundle serves which install kind, driver and SMs (rows grouped by what they get),
-    then the host classes that get nothing, counted per kind and driver."""
+    """Which bundle serves which install kind, drivers and SMs (rows grouped by what they get;
+    consecutive drivers that get the same for the same SMs joined as ``12.4-12.9``), its download
+    size, then the host classes that get nothing, counted per kind and driver."""
     served: dict[tuple[Any, ...], list[int]] = {}
     none: dict[tuple[Any, ...], list[int]] = {}
+    mb: dict[str, str] = {}
     for r in rows:
         drv = r["driver_cuda"] or (f"{r['gpu']} GPU" if r.get("gpu") else "no GPU")
         key = (r["asked"][0], drv, r["choice"], tuple(r["attempts"][1:]))
         (served if r["choice"] else none).setdefault(key, []).extend(r["sms"])
-    print("| installer asks for | driver | SMs | gets | then |\n|---|---|---|---|---|")
-    for (kind, drv, choice, then), sms in sorted(served.items()):
+        if r["choice"]:
+            mb[r["choice"]] = _row_mb(r)
+    joined: dict[tuple[Any, ...], list[str]] = {}
+    for (kind, drv, choice, then), sms in served.items():
+        joined.setdefault((kind, choice, then, tuple(sorted(set(sms)))), []).append(drv)
+    print("| installer asks for | driver | SMs | gets | downloads | then |\n|---|---|---|---|---|---|")
+    for (kind, choice, then, sms), drvs in sorted(
+        joined.items(), key=lambda kv: (kv[0][0], _drv_key(kv[1][0]), kv[0][1])
+    ):
         print(
-            f"| {kind} | {drv} | {','.join(map(str, sorted(set(sms)))) or '-'} | `{choice}` | "
+            f"| {kind} | {_drv_span(drvs)} | {','.join(map(str, sms)) or '-'} | `{choice}` | {mb[choice]} | "
             f"{', '.join(f'`{t}`' for t in then) or '-'} |"
         )
     if none:
@@ -233,6 +277,16 @@ def _summary(rows: list[dict[str, Any]]) -> None:
             "\nHost classes that get nothing: "
             + "; ".join(f"{kind} (driver {drv}): {len(sms) or 1}" for (kind, drv, _c, _t), sms in sorted(none.items()))
         )
+
+
+def _drv_key(d: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in d.split(".")) if d[0].isdigit() else ()
+
+
+def _drv_span(drvs: list[str]) -> str:
+    """``["12.4", "12.5", "12.6"]`` -> ``12.4-12.6`` (the drivers of one summary row, sorted)."""
+    ds = sorted(set(drvs), key=_drv_key)
+    return ds[0] if len(ds) == 1 else f"{ds[0]}-{ds[-1]}"
 
 
 def register(sub: Any) -> None:
@@ -255,10 +309,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--planned", action="store_true", help="ask the release the specs plan (built or not)")
     p.set_defaults(func=run_select)
     c = sub.add_parser("coverage", help="which bundle every host class gets from a release")
     c.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--planned", action="store_true", help="ask the release the specs plan (built or not)")
     c.add_argument(
         "--summary",
         action="store_true",

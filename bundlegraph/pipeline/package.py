@@ -130,11 +130,15 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
     """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`).
     Its supported SMs are those the bundle's GPU code runs on: from the SASS targets verify found
     in its fatbins (``found.fatbin_sass``) by NVIDIA's compatibility rule, among the SMs the leg's
-    toolkit supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); [] for CPU legs."""
+    toolkit supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); a PTX-only leg's are
+    those its spec states (``cuda.supported_sms``: it has no SASS to derive them from); [] for CPU legs."""
     from ..schemas.manifest import BundleInfo
 
     s, r = inp.spec, inp.release
-    sms = supported_sms_of(found.fatbin_sass, s.cuda.version.parts) if s.cuda else []
+    if s.cuda and s.cuda.supported_sms:
+        sms = list(s.cuda.supported_sms)
+    else:
+        sms = supported_sms_of(found.fatbin_sass, s.cuda.version.parts) if s.cuda else []
     return BundleInfo(
         asset_name=inp.dest.name,
         leg=s.id,

@@ -204,9 +204,14 @@ def sass_runs_on(sm: int, feature: str, among: list[int]) -> list[int]:
 
 
 def supported_sms_of(sass_archs: list[str], cuda: Version | None) -> list[int]:
-    """Every SM (of the arch table, for toolkit ``cuda``) that some SASS target of
-    ``sass_archs`` (``["120a", "121a"]``, ``["86", "100"]``) runs on, sorted."""
+    """Every SM (of the arch table, for toolkit ``cuda``, and those later toolkits added) that
+    some SASS target of ``sass_archs`` (``["120a", "121a"]``, ``["86", "100"]``) runs on, sorted.
+    A cubin runs on a GPU newer than the toolkit that built it (binary compatibility is the
+    hardware's and the driver's: CUDA 12.8's sm_100 runs on the sm_103 CUDA 12.9 added); an SM
+    the toolkit already dropped or renamed is not counted."""
     among = known_sms(cuda)
+    if cuda is not None:
+        among += [sm for sm, (first, _last) in ARCH_RANGE.items() if first > cuda]
     out: set[int] = set()
     for a in sass_archs:
         arch = parse_arch(a)

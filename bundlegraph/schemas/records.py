@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeV
 from .. import backends
 from ..core.lightclass import frozen
 from ..platforms import platform
-from .archs import Arch, CudaVersion
+from .archs import Arch, CudaVersion, known_sms
 from .constraints import Check, Tagged
 
 OS = Literal["windows", "linux"]
@@ -274,9 +274,16 @@ class CudaSpec(Record):
     """GPU archs in CMake form (120, 120a, 86-real, 75-virtual); each must be buildable with version"""
     toolkit: ToolkitSpec
     """where the toolkit comes from and its components"""
+    supported_sms: list[Annotated[int, Check(ge=10, le=999, strict=True)]] | None = None
+    """a PTX-only leg (every arch -virtual, the legacy class): the SMs it promises, each JIT-compiled from
+    the newest PTX arch at or below it (legacy: 50, 52, 60, 61); legs with SASS derive theirs from it"""
+
+    OMIT_NONE = ("supported_sms",)
 
     def __post_init__(self) -> None:
         _unique("archs", self.archs)
+        if self.supported_sms is not None:
+            self._check_supported_sms()
         if not isinstance(self.version, CudaVersion):  # a record built by hand: typed all the same
             object.__setattr__(self, "version", CudaVersion(self.version))
 
@@ -284,6 +291,26 @@ class CudaSpec(Record):
     def cmake_archs(self) -> list[str]:
         """The archs in CMake's spelling (``["120", "121"]``)."""
         return [a.cmake for a in self.archs]
+
+    def _check_supported_sms(self) -> None:
+        """``supported_sms`` only on a PTX-only leg, sorted, each SM reached by a PTX arch at or
+        below it of the same major or older (NVIDIA's "PTX Compatibility": PTX for compute_XY
+        JIT-compiles for any GPU of capability >= X.Y) and known to the leg's toolkit."""
+        sms = self.supported_sms or []
+        if any(a.sass for a in self.archs):
+            raise ValueError(
+                "supported_sms: only a PTX-only leg (every arch '-virtual') states its SMs; a leg with SASS "
+                "derives them from its archs"
+            )
+        if not sms or sms != sorted(set(sms)):
+            raise ValueError(f"supported_sms: {sms} must be a non-empty ascending list without duplicates")
+        ptx = [a.sm for a in self.archs]
+        unreached = [sm for sm in sms if not any(p <= sm for p in ptx)]
+        if unreached:
+            raise ValueError(f"supported_sms: {unreached} is below every PTX arch ({', '.join(map(str, ptx))})")
+        unknown = [sm for sm in sms if sm not in known_sms(self.version.parts)]
+        if unknown:
+            raise ValueError(f"supported_sms: {unknown} is not an SM CUDA {self.version} knows")
 
 
 @record

@@ -70,21 +70,21 @@ def test_profile_filter_keeps_same_legs_in_graph_matrix_and_plan(workdir):
 def test_a_new_spec_file_is_a_new_leg_everywhere(workdir, bundles_copy):
     src = (bundles_copy / "linux-arm64-cuda13-blackwell.toml").read_text()
     new = (
-        src.replace("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-newer")
-        .replace('name = "cuda13-blackwell"', 'name = "cuda13-newer"')
+        src.replace("linux-arm64-cuda13-blackwell", "linux-arm64-cuda13-spark")
+        .replace('name = "cuda13-blackwell"', 'name = "cuda13-spark"')
         .replace('klass = "blackwell"', 'klass = "newer"')
     )
-    (bundles_copy / "linux-arm64-cuda13-newer.toml").write_text(new)
+    (bundles_copy / "linux-arm64-cuda13-spark.toml").write_text(new)
     r = doit(["list"], bundles=bundles_copy, workdir=workdir)
-    assert "source:linux-arm64-cuda13-newer" in listed(r.stdout), r.stdout + r.stderr
+    assert "source:linux-arm64-cuda13-spark" in listed(r.stdout), r.stdout + r.stderr
     m = json.loads(cli(["matrix"], bundles=bundles_copy, workdir=workdir).stdout)
-    assert "linux-arm64-cuda13-newer" in [x["id"] for x in m["include"]]
+    assert "linux-arm64-cuda13-spark" in [x["id"] for x in m["include"]]
     g = load_graph(bundles_copy)
-    assert "linux-arm64-cuda13-newer" in g.ctx.matrix.promised
-    only = json.loads(cli(["matrix", "--only-profile", "cuda13-newer"], bundles=bundles_copy, workdir=workdir).stdout)
+    assert "linux-arm64-cuda13-spark" in g.ctx.matrix.promised
+    only = json.loads(cli(["matrix", "--only-profile", "cuda13-spark"], bundles=bundles_copy, workdir=workdir).stdout)
     legs = [x for x in only["include"] if x["role"] != "shard"]  # shard rows follow their leg's row
-    assert [x["id"] for x in legs] == ["linux-arm64-cuda13-newer"]
-    assert {x["id"] for x in only["include"]} == {"linux-arm64-cuda13-newer"}
+    assert [x["id"] for x in legs] == ["linux-arm64-cuda13-spark"]
+    assert {x["id"] for x in only["include"]} == {"linux-arm64-cuda13-spark"}
 
 
 def test_not_promised_leg_is_listed_but_not_promised(bundles_copy):
@@ -108,7 +108,10 @@ def test_bad_spec_stops_every_task(workdir, bundles_copy):
 def test_unknown_filter_value_is_refused(workdir):
     r = cli(["matrix", "--only-profile", "cuda14"], workdir=workdir)
     assert r.returncode == 2
-    assert "only_profile=cuda14: no leg has this profile; profiles: cpu, cuda13-blackwell, cuda13-portable" in r.stderr
+    assert (
+        "only_profile=cuda14: no leg has this profile; profiles: cpu, cuda12-legacy, cuda12-newer, cuda12-older, "
+        "cuda12-portable, cuda13-blackwell, cuda13-newer, cuda13-older, cuda13-portable"
+    ) in r.stderr
 
 
 def test_plan_of_one_leg_shows_it_as_the_graph_runs_it(workdir):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bundlegraph.schemas.archs import supported_sms_of
+from bundlegraph.schemas.archs import known_sms, supported_sms_of
 from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
-from bundlegraph.selection import Host, claimed, coverage, coverage_problems, select
+from bundlegraph.selection import DRIVERS, Host, claimed, coverage, coverage_problems, select
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
@@ -71,6 +71,9 @@ def test_supported_sms_follow_nvidia_binary_compatibility():
     assert supported_sms_of(["100a"], (13, 0)) == [100]
     assert supported_sms_of(["86"], (13, 0)) == [86, 87, 88, 89]
     assert supported_sms_of(["61"], (12, 9)) == [61, 62]
+    # a CUDA 12.8 cubin runs on the GPUs later toolkits added (sm_103: 12.9; sm_88: 13.0)
+    assert supported_sms_of(["100"], (12, 8)) == [100, 101, 103]
+    assert supported_sms_of(["86"], (12, 8)) == [86, 87, 88, 89]
 
 
 def test_gb10_gets_the_blackwell_bundle_then_portable():
@@ -122,10 +125,12 @@ def test_coverage_rows_cover_every_kind_sm_and_driver():
     rows = coverage(*release())
     gb10 = [r for r in rows if r.host == Host("linux", "arm64", (121,), (13, 0))]
     assert len(gb10) == 1 and gb10[0].choice == "la-bw"
-    assert {r.host.driver_cuda for r in rows if r.host.nvidia} == {(12, 2), (12, 8), (13, 0)}
+    # every driver from 12.0 (no 12.7) up to the release's newest toolkit, 13.5
+    assert {r.host.driver_cuda for r in rows if r.host.nvidia} == set(DRIVERS) | {(13, m) for m in range(6)}
     old = [r for r in rows if r.host.os == "windows" and r.host.arch == "x64" and r.host.driver_cuda == (12, 2)]
     assert old and all(r.choice == "wx-cpu" for r in old)  # below the CUDA floor: the CPU bundle
-    assert {r.host.sms[0] for r in rows if r.host.nvidia} >= {75, 86, 100, 103, 110, 120, 121}
+    # every SM of NVIDIA's table, those CUDA 13 dropped (Maxwell, Pascal, Volta) included
+    assert {r.host.sms[0] for r in rows if r.host.nvidia} == set(known_sms()) >= {50, 61, 70, 75, 86, 110, 121}
 
 
 def test_coverage_gate_catches_a_lost_sm_and_a_dropped_leg():
@@ -230,3 +235,96 @@ def test_coverage_asks_about_vulkan_hosts_and_the_gate_about_vulkan_legs():
         f"linux x64 (no NVIDIA GPU, {w}): gets lx-cpu (linux-cpu), though linux-x64-vulkan claims it as linux-vulkan"
         for w in ("an Intel GPU", "an AMD GPU without ROCm")
     ]
+
+
+# -- the planned 21-leg matrix (bundlegraph.planned): which class each NVIDIA host gets -------
+
+
+def planned():
+    from bundlegraph.planned import planned_manifest, planned_sizes
+
+    m = load_matrix(ROOT / "bundles")
+    sizes = {k: (v.mb, v.source) for k, v in planned_sizes(m).items()}
+    return planned_manifest(m), sizes
+
+
+def got(host, man, sizes):
+    s = select(host, man, None, sizes)
+    tag = "app-b11642-"
+    return [a.removeprefix(tag).rsplit(".", 2 if a.endswith(".tar.gz") else 1)[0] for a in s.attempts], s
+
+
+def test_planned_matrix_gives_each_host_its_class_then_the_portable_then_the_older_line():
+    man, sizes = planned()
+    # RTX 3090 (sm_86), CUDA 13 driver: the narrowest class of each line, then its portable
+    attempts, s = got(Host("linux", "x64", (86,), (13, 0)), man, sizes)
+    assert attempts == [
+        "linux-x64-cuda13-older",
+        "linux-x64-cuda13-portable",
+        "linux-x64-cuda12-older",
+        "linux-x64-cuda12-portable",
+    ]
+    assert (s.download_mb, s.size_from) == (173.9, "estimated")
+    # RTX 5090 (sm_120): the newer class; on a 12.8 driver only the cuda12 line
+    assert got(Host("linux", "x64", (120,), (13, 0)), man, sizes)[0][0] == "linux-x64-cuda13-newer"
+    assert got(Host("linux", "x64", (120,), (12, 8)), man, sizes)[0] == [
+        "linux-x64-cuda12-newer",
+        "linux-x64-cuda12-portable",
+    ]
+    # H100 (sm_90) is in no older class: the newer one
+    assert got(Host("windows", "x64", (90,), (13, 0)), man, sizes)[0][0] == "windows-x64-cuda13-newer"
+    # V100 (sm_70): CUDA 13 dropped it, so cuda12-older even on a CUDA 13 driver
+    assert got(Host("linux", "x64", (70,), (13, 0)), man, sizes)[0] == [
+        "linux-x64-cuda12-older",
+        "linux-x64-cuda12-portable",
+    ]
+
+
+def test_planned_matrix_serves_maxwell_and_pascal_the_legacy_ptx_bundle():
+    man, sizes = planned()
+    for sm in (50, 52, 60, 61):
+        for drv in ((12, 4), (12, 9), (13, 0)):
+            for os_ in ("linux", "windows"):
+                attempts, _s = got(Host(os_, "x64", (sm,), drv), man, sizes)
+                assert attempts == [f"{os_}-x64-cuda12-legacy"], (sm, drv, os_, attempts)
+    # sm_53/62 (Jetson Nano/TX2) and sm_37 are not promised by the legacy class
+    assert got(Host("linux", "x64", (53,), (12, 4)), man, sizes)[0] == []
+    # below the 12.4 floor: nothing on Linux, the CPU bundle on Windows x64
+    assert got(Host("linux", "x64", (61,), (12, 2)), man, sizes)[0] == []
+    assert got(Host("windows", "x64", (61,), (12, 2)), man, sizes)[0] == ["windows-x64-cpu"]
+
+
+def test_coverage_reports_measured_sizes_from_the_index_over_estimates():
+    m, idx = release()
+    sized = ShaIndex(
+        **HEAD,
+        artifacts={
+            k: (
+                IndexEntry(kind=e.kind, sha256=e.sha256, source_commit=e.source_commit, size=90_680_399)
+                if k == "la-bw"
+                else e
+            )
+            for k, e in idx.artifacts.items()
+        },
+    )
+    gb10 = Host("linux", "arm64", (121,), (13, 0))
+    s = select(gb10, m, sized)
+    assert (s.choice, s.download_mb, s.size_from) == ("la-bw", 90.7, "measured")
+    s = select(gb10, m, sized, {"la-bw": (99.0, "estimated")})  # given sizes win: the caller merged them
+    assert (s.download_mb, s.size_from) == (99.0, "estimated")
+    assert select(Host("linux", "arm64", (121,), (13, 0)), m, idx).download_mb is None  # no size: unknown
+
+
+def test_every_host_class_a_leg_claims_is_served_by_the_planned_release():
+    """The coverage gate's question (:func:`coverage_problems`) asked of the release the specs
+    plan: every claimed host class gets a bundle of the claiming leg's install kind; the legacy
+    legs claim the SMs they state (PTX only: no SASS to claim by)."""
+    from bundlegraph.planned import planned_manifest
+
+    m = load_matrix(ROOT / "bundles")
+    hosts = {(h, leg) for h, _kind, leg in claimed(m)}
+    for os_ in ("linux", "windows"):
+        for sm in (50, 52, 60, 61):
+            assert (Host(os_, "x64", (sm,), (12, 4)), f"{os_}-x64-cuda12-legacy") in hosts
+    assert len(hosts) == 88  # x64: 38 per OS (legacy 4, cuda12 5+5+8, cuda13 4+5+7); arm64 8; 4 CPU
+    assert coverage_problems(m, planned_manifest(m), None) == []

@@ -155,6 +155,9 @@ def test_arch_override_is_a_distinct_local_build():
     both = load_graph(ROOT / "bundles", Filters(archs="90"))
     assert both.ctx.spec("linux-x64-cpu") == rel.ctx.matrix.legs["linux-x64-cpu"]
     assert both.ctx.spec("linux-arm64-cuda13-blackwell").profile_name == "cuda13-blackwell+sm90-local"
+    # the legacy leg's stated SMs belong to its PTX archs: archs=90 drops them (SASS states its own)
+    legacy = both.ctx.spec("linux-x64-cuda12-legacy")
+    assert (legacy.cuda.cmake_archs, legacy.cuda.supported_sms) == (["90"], None)
 
 
 def test_publish_gate_refuses_a_local_build(tmp_path):

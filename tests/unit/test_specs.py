@@ -42,6 +42,19 @@ def test_real_matrix_loads_and_everything_is_promised():
         "linux-x64-vulkan",
         "linux-arm64-vulkan",
         "windows-x64-vulkan",
+        # issue 43: the fork's x64 CUDA classes (tests/unit/test_cuda_legs.py checks them)
+        *(
+            f"{os_}-x64-{p}"
+            for os_ in ("linux", "windows")
+            for p in (
+                "cuda12-legacy",
+                "cuda12-older",
+                "cuda12-newer",
+                "cuda12-portable",
+                "cuda13-older",
+                "cuda13-newer",
+            )
+        ),
     }
     # windows-x64-vulkan waits for its LunarG installer's sha256 (its spec says why)
     assert m.promised == [leg for leg in m.legs if leg != "windows-x64-vulkan"]

@@ -37,9 +37,10 @@ def test_legs_with_one_component_set_share_one_task():
     assert a == b and a.task != c.task
     assert re.fullmatch(r"toolkit:cuda13\.5-linux-x86_64\+linux-sbsa-[0-9a-f]{6}", a.task)
     names = [p.full_name for p in plans(ctx)]
-    # CUDA: sbsa, x86_64, windows arm64, windows x64; Vulkan: each Vulkan leg's SDK
+    # CUDA: sbsa, x86_64 (13.5 wheels), windows arm64, windows x64 (13.4 redist), linux and windows
+    # x64 (12.8 redist); Vulkan: each Vulkan leg's SDK
     vk = [n for n in names if n.startswith("toolkit:vulkan-")]
-    assert len(names) == len(set(names)) == 4 + len(vk) and vk
+    assert len(names) == len(set(names)) == 6 + len(vk) and vk
     with pytest.raises(ToolkitError, match="no \\[cuda\\] table"):
         toolkit_for_leg(ctx, "linux-arm64-cpu")
 
