@@ -37,9 +37,10 @@ fi
 # their smoke: main job and tests); clang/lld/llvm and osslsigncode build and sign small real PE
 # DLLs in the verify tests; wine64 runs a Windows CPython for the tests of the Windows code paths
 # (tests/winekit.py); MinGW-w64's headers let clang-cl compile the sharded Windows stand-in leg
-# (tests/clangclkit.py).
+# (tests/clangclkit.py); hipcc (ROCm 5.2's, with clang 15) compiles small HIP libraries whose real
+# offload bundles the code-object check reads (tests/integration/test_codeobjects.py).
 debs=(g++-aarch64-linux-gnu qemu-user)
-[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev)
+[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev hipcc)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
 # npm packs the real Windows llama.cpp DLLs the verify tests read (any npm will do)
