@@ -40,7 +40,9 @@ DEBS: dict[str, Deb] = {
         "librocfft0", "6.1.2-1", "trixie", "a720be0e46c967b325980b7c5f10bee2d41ccfaa7446053f772cc8c211949065"
     ),
     # SpFFT 1.1.1 built with HIP: five offload bundles (one per HIP source), 10 gfx targets each
-    "libspfft1": Deb("libspfft1", "1.1.1-3", "trixie", "f02a52b27bfd662c082109b1c8e4edc6358d9200926946ae3aff93dc7898440f"),
+    "libspfft1": Deb(
+        "libspfft1", "1.1.1-3", "trixie", "f02a52b27bfd662c082109b1c8e4edc6358d9200926946ae3aff93dc7898440f"
+    ),
 }
 
 

@@ -62,7 +62,9 @@ INPUTS: dict[str, Input] = {
     ),
     # the macOS llama.cpp bundles of the same release: Mach-O arm64 (Metal) and x86_64, for verify's Mach-O checks
     "npm-mac-arm64-metal": Input(
-        "npm", "@node-llama-cpp/mac-arm64-metal@3.21.1", "cd11a52fab1935fde5abd221b5ecf8167686b45e386b6a02df49cb9b2814e9d6"
+        "npm",
+        "@node-llama-cpp/mac-arm64-metal@3.21.1",
+        "cd11a52fab1935fde5abd221b5ecf8167686b45e386b6a02df49cb9b2814e9d6",
     ),
     "npm-mac-x64": Input(
         "npm", "@node-llama-cpp/mac-x64@3.21.1", "3bcc6b2d6d3618098a36c9c01ae3afff1599f336a826cd54b1a55a73ed2159a7"
