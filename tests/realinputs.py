@@ -69,6 +69,11 @@ INPUTS: dict[str, Input] = {
     "npm-mac-x64": Input(
         "npm", "@node-llama-cpp/mac-x64@3.21.1", "3bcc6b2d6d3618098a36c9c01ae3afff1599f336a826cd54b1a55a73ed2159a7"
     ),
+    # a real Windows HIP build (ROCm 7.2.1): hip_quantize.dll and _C.cp312-win_amd64.pyd carry
+    # `.hip_fat` sections with code objects for gfx110X, gfx120X, gfx90a and gfx942 (the code-object check)
+    "hip-quant-sdist": Input(
+        "pip", "hip-quant==2.2.4.post215", "12aeee1557ce310f03c497295a05e4c616568bbb181b28f2388c2d7185d10242", sdist=True
+    ),
     "cudart-win-arm64": Input(
         "pip",
         "nvidia-cuda-runtime==13.5.37",

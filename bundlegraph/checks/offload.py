@@ -4,8 +4,9 @@ Where the bundles live. clang's HIP toolchain embeds one offload bundle per tran
 into the host object's ``.hip_fatbin`` section (clang ``CGCUDANV.cpp``); the linker
 concatenates them, each aligned (4096 bytes, measured), with zero padding between. PE section
 names are cut to 8 bytes, so a Windows DLL holds ``.hip_fat`` (as CUDA's ``.nv_fatbin`` becomes
-``.nv_fatb``). A file that starts with a bundle's magic (a ``.hipfb`` written by
-``clang-offload-bundler``) is read whole.
+``.nv_fatb``): measured on the DLLs of a Windows ROCm 7.2.1 build (hip-quant 2.2.4: 1 and 32
+bundles, gfx110X, gfx120X, gfx90a, gfx942). A file that starts with a bundle's magic (a ``.hipfb``
+written by ``clang-offload-bundler``) is read whole.
 
 Layout of an uncompressed bundle (clang ``OffloadBundler.cpp``; little-endian), checked on
 shared libraries Debian 12's hipcc 5.2 compiles for several ``--offload-arch``:

@@ -2,7 +2,9 @@
 compiles here from two small HIP sources for several gfx targets (no GPU is needed to compile;
 the offload bundles are real), and two ROCm-built libraries Debian 13 ships (rocFFT 6.1.2,
 SpFFT 1.1.1; fetched by name and sha256, never installed). Each bad input fails with one line
-naming the file and the targets. About 10 s with a warm cache (the hipcc compiles)."""
+naming the file and the targets; and the Windows DLLs of a ROCm 7.2.1 build that hip-quant's sdist
+carries (the ``.hip_fat`` section, gfx1200/gfx1201 too). About 10 s with a warm cache (the hipcc
+compiles)."""
 
 from __future__ import annotations
 
@@ -186,6 +188,28 @@ def test_real_rocm_libraries_debian_ships(tmp_path):
     # promised the fork's gfx110X + gfx103X: what Debian's build lacks and holds besides, by name
     fails = [f.reason.split(" (")[0] for f in check_file("libspfft.so.1.1.1", spfft.read_bytes(), expand(["gfx110X"]))]
     assert fails == ["missing gfx1103"] + [f"unexpected {t}" for t in sorted(SPFFT_TARGETS - set(expand(["gfx110X"])))]
+
+
+HIP_QUANT = ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1200", "gfx1201", "gfx90a", "gfx942")
+
+
+def test_real_windows_hip_dlls_pypi_ships(real_input):
+    """hip-quant 2.2.4's sdist carries DLLs a Windows ROCm 7.2.1 build made: the ``.hip_fat``
+    section (``.hip_fatbin`` cut to 8 bytes) is where clang puts the bundles on Windows too."""
+    root = real_input("hip-quant-sdist", unpack=True) / "hip_quant-2.2.4.post215"
+    dll, pyd = root / "hip_quantize.dll", root / "_C.cp312-win_amd64.pyd"
+    d, p = _inv(dll), _inv(pyd)
+    assert (len(d.bundles), len(p.bundles)) == (1, 32)
+    assert d.target_ids() == p.target_ids() == sorted(HIP_QUANT)
+    assert all(o.mach == o.processor for inv in (d, p) for b in inv.bundles for o in b)
+    # the fork's gfx120X bundle holds exactly gfx1200 and gfx1201
+    fails = check_file("hip_quantize.dll", dll.read_bytes(), expand(["gfx120X"]))
+    assert [f.reason.split(" (")[0] for f in fails] == [
+        f"unexpected {t}" for t in sorted(set(HIP_QUANT) - {"gfx1200", "gfx1201"})
+    ]
+    assert (
+        check_file("_C.cp312-win_amd64.pyd", pyd.read_bytes(), expand(["gfx110X", "gfx120X", "gfx90a", "gfx942"])) == []
+    )
 
 
 def test_cli(hip, tmp_path, capsys):
