@@ -72,7 +72,17 @@ INPUTS: dict[str, Input] = {
     # a real Windows HIP build (ROCm 7.2.1): hip_quantize.dll and _C.cp312-win_amd64.pyd carry
     # `.hip_fat` sections with code objects for gfx110X, gfx120X, gfx90a and gfx942 (the code-object check)
     "hip-quant-sdist": Input(
-        "pip", "hip-quant==2.2.4.post215", "12aeee1557ce310f03c497295a05e4c616568bbb181b28f2388c2d7185d10242", sdist=True
+        "pip",
+        "hip-quant==2.2.4.post215",
+        "12aeee1557ce310f03c497295a05e4c616568bbb181b28f2388c2d7185d10242",
+        sdist=True,
+    ),
+    # ROCm 6.4-7.2 builds of one HIP library (libbitsandbytes_rocm*.so): zstd-compressed offload bundles (CCOB v2, v3)
+    "bitsandbytes-linux-x64": Input(
+        "pip",
+        "bitsandbytes==0.50.2",
+        "55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283",
+        "manylinux_2_24_x86_64",
     ),
     "cudart-win-arm64": Input(
         "pip",

@@ -9,8 +9,10 @@
   mirror's commit d32676d7 (2026-08-18). Read as reference; no code is taken from them.
 - :data:`AMDGPU_MACH`: ``EF_AMDGPU_MACH`` (bits 0-7 of an AMDGPU ELF's ``e_flags``) -> the gfx
   processor. Source: LLVM ``llvm/include/llvm/BinaryFormat/ELF.h`` and LLVM's AMDGPUUsage,
-  "AMDGPU ELF Header e_flags"; 0x30 (gfx908), 0x36 (gfx1030), 0x3f (gfx90a) were also
-  measured here on code objects Debian's hipcc 5.2 compiled.
+  "AMDGPU ELF Header e_flags"; these were also met in real code objects here, each agreeing
+  with its bundle entry's triple (hipcc 5.2's output, Debian's rocFFT/SpFFT, bitsandbytes' ROCm
+  6.4-7.2 libraries, hip-quant's Windows DLLs): gfx803, gfx900, gfx906, gfx908, gfx90a, gfx942,
+  gfx950, gfx1010-1012, gfx1030-1036, gfx1100-1103, gfx1150-1153, gfx1200, gfx1201, gfx1250.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ AMDGPU_MACH: dict[int, str] = {
     0x46: "gfx1101",
     0x47: "gfx1102",
     0x48: "gfx1200",
+    0x49: "gfx1250",
     0x4A: "gfx1151",
     0x4B: "gfx941",
     0x4C: "gfx942",

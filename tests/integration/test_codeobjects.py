@@ -212,6 +212,25 @@ def test_real_windows_hip_dlls_pypi_ships(real_input):
     )
 
 
+def test_real_zstd_compressed_bundles_of_rocm_6_4_to_7_2(real_input):
+    """bitsandbytes 0.50.2 ships one HIP library per ROCm release, each with two compressed bundles:
+    ``CCOB`` version 2 (ROCm 6.4, 7.0) and version 3 (7.1 on), zstd."""
+    root = real_input("bitsandbytes-linux-x64", unpack=True) / "bitsandbytes"
+    versions = {}
+    for rocm in ("64", "70", "71", "714", "72"):
+        data = (root / f"libbitsandbytes_rocm{rocm}.so").read_bytes()
+        start, _size = locate(data)
+        versions[rocm] = struct.unpack_from("<HH", data, start + 4)
+        inv = inventory(data)
+        assert (len(inv.bundles), inv.compressed) == (2, 2), rocm
+        assert all(o.mach == o.processor for b in inv.bundles for o in b), rocm
+        # every fork family of the Linux legs is in each build, except gfx103X's gfx1031/1032/1034 before 7.1.4
+        fork = expand(DEFAULT_FAMILIES)
+        lacking = [t for t in fork if t not in inv.targets()]
+        assert lacking == ([] if rocm == "714" else ["gfx1031", "gfx1032", "gfx1034"]), rocm
+    assert versions == {"64": (2, 1), "70": (2, 1), "71": (3, 1), "714": (3, 1), "72": (3, 1)}
+
+
 def test_cli(hip, tmp_path, capsys):
     so = shutil.copy(hip["two"], tmp_path / "libggml-hip.so")
     assert cli.main(["codeobjects", str(so)]) == 0
