@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph import cli
 from bundlegraph.checks.bundle import read_bundle
 from bundlegraph.checks.macho import check_bundle, closure, parse_version, read_macho
 
@@ -205,3 +206,23 @@ def test_a_tar_gz_bundle_reads_the_same(arm64, tmp_path):
     _listing, files = read_bundle(tgz)
     infos, fails = check_bundle(((p, bytes(d)) for p, d in files), arch="arm64", minos_floor=FLOOR_14)
     assert fails == [] and len(infos) == 10 and "build/bin/libggml-metal.so" in infos
+
+
+def test_cli(arm64, tmp_path, capsys):
+    assert cli.main(["macho", str(arm64), "--arch", "arm64", "--minos", "14"]) == 0
+    out = capsys.readouterr().out
+    assert "libggml-metal.so: arm64 BUNDLE, minos 14.0, sdk 26.5, linker-signed" in out
+    assert cli.main(["macho", str(arm64 / "libllama-common.dylib"), "--minos", "13.3"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "libllama-common.dylib: minos: minimum macOS 14.0 (LC_BUILD_VERSION) is above the floor 13.3: "
+        "it does not load on macOS 13.3"
+    )
+    d = _copy(arm64, tmp_path / "b")
+    (d / "libggml-base.dylib").unlink()
+    assert cli.main(["macho", str(d)]) == 1
+    assert (
+        sum("loads @rpath/libggml-base.dylib, not in the bundle" in ln for ln in capsys.readouterr().out.splitlines())
+        == 9
+    )
+    assert cli.main(["macho", str(arm64), "--minos", "13.x"]) == 2
+    assert "--minos: '13.x' is not a macOS version" in capsys.readouterr().err
