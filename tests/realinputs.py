@@ -72,6 +72,30 @@ INPUTS: dict[str, Input] = {
         "@node-llama-cpp/win-x64-vulkan@3.21.1",
         "105e8207d2114f5f248b217fee7f9b702d0e7509cf0d3c7565dfb9e707f9303e",
     ),
+    # the macOS llama.cpp bundles of the same release: Mach-O arm64 (Metal) and x86_64, for verify's Mach-O checks
+    "npm-mac-arm64-metal": Input(
+        "npm",
+        "@node-llama-cpp/mac-arm64-metal@3.21.1",
+        "cd11a52fab1935fde5abd221b5ecf8167686b45e386b6a02df49cb9b2814e9d6",
+    ),
+    "npm-mac-x64": Input(
+        "npm", "@node-llama-cpp/mac-x64@3.21.1", "3bcc6b2d6d3618098a36c9c01ae3afff1599f336a826cd54b1a55a73ed2159a7"
+    ),
+    # a real Windows HIP build (ROCm 7.2.1): hip_quantize.dll and _C.cp312-win_amd64.pyd carry
+    # `.hip_fat` sections with code objects for gfx110X, gfx120X, gfx90a and gfx942 (the code-object check)
+    "hip-quant-sdist": Input(
+        "pip",
+        "hip-quant==2.2.4.post215",
+        "12aeee1557ce310f03c497295a05e4c616568bbb181b28f2388c2d7185d10242",
+        sdist=True,
+    ),
+    # ROCm 6.4-7.2 builds of one HIP library (libbitsandbytes_rocm*.so): zstd-compressed offload bundles (CCOB v2, v3)
+    "bitsandbytes-linux-x64": Input(
+        "pip",
+        "bitsandbytes==0.50.2",
+        "55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283",
+        "manylinux_2_24_x86_64",
+    ),
     "cudart-win-arm64": Input(
         "pip",
         "nvidia-cuda-runtime==13.5.37",
