@@ -80,7 +80,12 @@ def test_the_real_release_meets_the_forks_rules_and_breaks_them_by_name_without_
     # issue 43's 12 x64 CUDA legs make the fork's gate hold
     assert rule_problems(rel.coverage, offers_of_specs(real), prefix=rel.bundle_prefix, tag=rel.tag) == []
     t = rel.tag
-    drop = ("linux-x64-cuda12-legacy", "windows-x64-cuda12-legacy", "linux-x64-cuda12-portable", "windows-x64-cuda12-portable")
+    drop = (
+        "linux-x64-cuda12-legacy",
+        "windows-x64-cuda12-legacy",
+        "linux-x64-cuda12-portable",
+        "windows-x64-cuda12-portable",
+    )
     less = type(real)(real.root, rel, {k: v for k, v in real.legs.items() if k not in drop}, real.files)
     probs = rule_problems(rel.coverage, offers_of_specs(less), prefix=rel.bundle_prefix, tag=rel.tag)
     for name in (f"app-{t}-linux-x64-cuda12-legacy.tar.gz", f"app-{t}-windows-x64-cuda12-legacy.zip"):

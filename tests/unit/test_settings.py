@@ -26,7 +26,8 @@ def test_every_variable_the_code_names_is_a_setting():
     for f in (ROOT / "bundlegraph").rglob("*.py"):
         named |= set(re.findall(r"BUNDLEGRAPH_([A-Z][A-Z_]*[A-Z])", f.read_text(encoding="utf-8")))
     named -= {"EXTRA"}  # the pass-through prefix (settings.PASS_PREFIX), no variable
-    named -= {"FINGERPRINT"}  # BUNDLEGRAPH_FINGERPRINT is a CMake cache entry (the release's fingerprint), not an environment variable
+    # BUNDLEGRAPH_FINGERPRINT is a CMake cache entry (the release's fingerprint), not an environment variable
+    named -= {"FINGERPRINT"}
     known = {s.name for s in settings.SETTINGS}
     assert named <= known, f"undocumented: {sorted(named - known)}"
     assert known <= named | {"DOWNLOAD_JOBS"}, f"documented but never read: {sorted(known - named)}"
