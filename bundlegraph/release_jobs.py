@@ -62,7 +62,9 @@ class JobRow:
     matrix writer from the predicted minutes) and ``packages``: the Debian/Ubuntu packages the
     row's runner installs before it runs, the leg's machine file's ``[properties] packages``
     (:mod:`bundlegraph.toolchains.registry`; empty for a toolchain that names none, the Windows
-    ones), so no workflow spells an ``apt-get`` list of its own."""
+    ones), so no workflow spells an ``apt-get`` list of its own; ``optional``: the leg is not
+    promised (``promised = false``), so the workflow runs its row with ``continue-on-error`` and a
+    failure there (an SDK this release cannot install yet) never stops the promised legs' release."""
 
     job: str
     id: str
@@ -83,6 +85,7 @@ class JobRow:
     name: str
     timeout: int = 0
     packages: str = ""
+    optional: bool = False
 
     def matrix_entry(self) -> dict[str, Any]:
         """The row as a GitHub matrix ``include`` entry (every field; ``job`` left out)."""
@@ -125,6 +128,7 @@ def _row(
         uploads_shard,
         name,
         packages=runner_packages(spec),
+        optional=not spec.promised,
     )
 
 

@@ -56,8 +56,8 @@ def test_real_matrix_loads_and_everything_is_promised():
             )
         ),
     }
-    # windows-x64-vulkan waits for its LunarG installer's sha256 (its spec says why)
-    assert m.promised == [leg for leg in m.legs if leg != "windows-x64-vulkan"]
+    # the Vulkan legs wait for an SDK their runners can install (each spec says why)
+    assert m.promised == [leg for leg in m.legs if not leg.endswith("-vulkan")]
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
     w = m.legs["windows-arm64-cuda13-portable"]
     assert (w.cuda.cmake_archs, w.merge.base, w.install_kind, w.signing) == (
