@@ -450,3 +450,14 @@ def show(apt: AptConfig, names: list[str], architecture: str, log: Path | None =
     if lost:
         raise ToolkitError(f"apt-cache show: {', '.join(lost)} not found in {apt.suite}")
     return [rows[n] for n in names]
+
+
+def lock_pins(lock: DebLock, rel: str) -> dict[str, Any]:
+    """A component set's pins for a debs lock (what names a toolkit made of it): its path as the
+    spec wrote it, the lock's digest and every package's name, version and sha256. Here, not in
+    :mod:`.debsrc`, so :mod:`.identity` needs nothing that imports it back."""
+    return {
+        "lock": rel,
+        "debs": lock.digest(),
+        "packages": [[p.name, p.version, p.sha256] for p in lock.packages],
+    }

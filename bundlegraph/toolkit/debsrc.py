@@ -83,16 +83,6 @@ def lock_path(cs: ComponentSet, bundles: Path) -> Path:
     return (bundles / str(cs.pins["lock"])).resolve()
 
 
-def pins(lock: debs.DebLock, rel: str) -> dict[str, Any]:
-    """The component set's pins for a debs lock: its path as the spec wrote it, the lock's
-    digest and every package's name, version and sha256 (what names the toolkit)."""
-    return {
-        "lock": rel,
-        "debs": lock.digest(),
-        "packages": [[p.name, p.version, p.sha256] for p in lock.packages],
-    }
-
-
 def nvcc_version(lock: debs.DebLock) -> str:
     """nvcc's version from the lock's ``nvidia-cuda-toolkit`` row (``12.4.131``). Raises
     :class:`ToolkitError` naming the lock when the package is missing."""

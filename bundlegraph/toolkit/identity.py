@@ -125,9 +125,8 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
     elif tk.source == "debs":
         assert tk.lock is not None
         from . import debs
-        from .debsrc import pins as debs_pins
 
-        pins = debs_pins(debs.load_lock((bundles_dir / tk.lock).resolve()), tk.lock)
+        pins = debs.lock_pins(debs.load_lock((bundles_dir / tk.lock).resolve()), tk.lock)
     elif tk.source == "redist":
         pins = {"manifest": tk.manifest, "pool": redist_pool_url()}
     else:

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 from ...backends import backend, library_file
 from ...core.errors import BundleGraphError
 from ...toolchains.base import this_host
-from .side import Decision
+from .side import Decision, RunView
 
 if TYPE_CHECKING:
     from ...gpus import GpuProbe
     from ..base import Context
-    from .steps import SmokeRun
 
 BACKEND = "cuda"
 """The backend's spec name."""
@@ -98,7 +97,7 @@ def inventory(unpacked: Path, os_name: str) -> tuple[set[int], set[int], str]:
     return set(r.fatbin.sass), set(r.fatbin.ptx), r.fatbin.summary()
 
 
-def decide_here(run: SmokeRun, os_name: str, arch: str) -> str | None:
+def decide_here(run: RunView, os_name: str, arch: str) -> str | None:
     """The plan's decision (host, driver) made final with the unpacked bundle's fatbin inventory
     (SASS and PTX per SM); sets ``run.decision`` and returns the fatbin's summary."""
     plan = run.plan
@@ -111,7 +110,7 @@ def decide_here(run: SmokeRun, os_name: str, arch: str) -> str | None:
     return summary
 
 
-def env(run: SmokeRun) -> dict[str, str]:
+def env(run: RunView) -> dict[str, str]:
     """The chosen GPU alone is made visible, in the driver's (PCI) order: it is ``CUDA0``."""
     assert run.decision is not None and run.decision.gpu is not None
     return dict(run.env, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(run.decision.gpu["index"]))

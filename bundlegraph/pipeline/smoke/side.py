@@ -16,7 +16,6 @@ from ...core.lightclass import mutable
 
 if TYPE_CHECKING:
     from ..base import Context
-    from .steps import SmokeRun
 
 
 @mutable
@@ -29,6 +28,17 @@ class Decision:
     gpu: dict[str, Any] | None = None
     coverage: str | None = None
     probe: dict[str, Any] = field(default_factory=dict)
+
+
+class RunView(Protocol):
+    """What a side reads of a smoke run (:class:`.steps.SmokeRun` has it all): the ``plan``,
+    the unpacked ``bundle_dir``, the programs' ``env`` and the GPU ``decision``. A protocol, so
+    the sides import nothing of :mod:`.steps`, which imports them (no import circle)."""
+
+    plan: Any
+    bundle_dir: Path
+    env: dict[str, str]
+    decision: Decision | None
 
 
 class Probe(Protocol):
@@ -70,12 +80,12 @@ class GpuSide(Protocol):
         toolkit libraries), put first on the programs' loader path; None: nothing to add."""
         ...
 
-    def decide_here(self, run: SmokeRun, os_name: str, arch: str) -> str | None:
+    def decide_here(self, run: RunView, os_name: str, arch: str) -> str | None:
         """The decision made final with the unpacked bundle (sets ``run.decision``); returns a
         summary of the bundle's device code for the record (the fatbin), or None."""
         ...
 
-    def env(self, run: SmokeRun) -> dict[str, str]:
+    def env(self, run: RunView) -> dict[str, str]:
         """The programs' environment for the GPU steps: the chosen device alone, as :attr:`DEV`."""
         ...
 

@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.lightclass import frozen
 from ...toolchains.base import this_host
-from .side import Decision
+from .side import Decision, RunView
 
 if TYPE_CHECKING:
     from ..base import Context
-    from .steps import SmokeRun
 
 BACKEND = "vulkan"
 """The backend's spec name."""
@@ -114,7 +113,7 @@ def runtime_dir(ctx: Context, leg: str) -> Path | None:
     return None
 
 
-def decide_here(run: SmokeRun, os_name: str, arch: str) -> str | None:
+def decide_here(run: RunView, os_name: str, arch: str) -> str | None:
     """The plan's decision stands (SPIR-V runs on any driver; the device check says whether the
     backend sees it); no device-code summary."""
     assert run.plan.decision is not None  # a GPU leg's plan
@@ -122,7 +121,7 @@ def decide_here(run: SmokeRun, os_name: str, arch: str) -> str | None:
     return None
 
 
-def env(run: SmokeRun) -> dict[str, str]:
+def env(run: RunView) -> dict[str, str]:
     """Only the chosen driver, and its first device named for ggml (module docstring)."""
     assert run.decision is not None and run.decision.probe.get("icd")
     icd = run.decision.probe["icd"]
