@@ -74,7 +74,8 @@ def test_the_installer_picks_what_bundlegraph_select_says_for_every_host_class(o
         sel = select(host, manifest, None, sizes)
         if (sel.choice, sel.attempts) != (choice, attempts):
             disagree.append(f"{host.describe()}: bundlegraph {sel.attempts}, installer {attempts}")
-    assert len(picks["ours"]) == 1264
+    # 1,264 NVIDIA and CPU host classes, and 8 with an Intel or AMD GPU (2 vendors x 4 os/arch kinds)
+    assert len(picks["ours"]) == 1264 + 8
     assert not disagree, f"{len(disagree)} host classes disagree:\n" + "\n".join(disagree[:20])
 
 
@@ -138,7 +139,7 @@ def test_select_and_coverage_answer_for_the_planned_release(tmp_path):
     c = graphrun.cli(["coverage", "--planned", "--json"], workdir=tmp_path)
     assert c.returncode == 0, c.stderr
     out = json.loads(c.stdout)
-    assert out["planned"] is True and out["bundles"] == 21 and len(out["rows"]) == 1264
+    assert out["planned"] is True and out["bundles"] == 21 and len(out["rows"]) == 1264 + 8
     served = [row for row in out["rows"] if row["choice"]]
     assert served and all(row["size_from"] == "estimated" and row["download_mb"] > 0 for row in served)
     bad = graphrun.cli([*args, str(tmp_path)], workdir=tmp_path)
