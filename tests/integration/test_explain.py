@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from graphrun import cli, doit
 
 from bundlegraph.core.fsutil import tree_digest
@@ -53,7 +55,7 @@ def test_explain_of_a_mistyped_task_names_the_three_closest_not_every_task(workd
     assert msg.startswith(
         "bundlegraph: no task 'sorce:linux-arm64-cpu' in the graph (did you mean 'source:linux-arm64-cpu' or "
     ), msg
-    assert msg.count("' or '") == 2 and msg.endswith("`doit list` lists all 74 tasks"), msg
+    assert msg.count("' or '") == 2 and re.search(r"`doit list` lists all \d+ tasks$", msg), msg
     assert "manifest" not in msg and len(msg) < 300
 
 

@@ -4,6 +4,7 @@ artifacts directory the way the CI manifest job gets them."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from bundlekit import compile_cuda_backend, linux_cpu_tree, package, real_matrix, real_source
@@ -20,7 +21,12 @@ def artifacts(tmp_path_factory):
     rel, cpu, bw = m.release, m.legs["linux-arm64-cpu"], m.legs["linux-arm64-cuda13-blackwell"]
     arts = tmp / "artifacts"
     base = arts / "bundle-linux-arm64-cpu" / cpu.bundle_name(rel.tag)
-    package(cpu, rel, linux_cpu_tree(tmp / "cpu-bin"), base, src)
+    tree = linux_cpu_tree(tmp / "cpu-bin")
+    # the release declares a fingerprint ([coverage] of release.toml) that a bundle must carry
+    # somewhere; the kit's binaries print no build-info line, so one of them carries it as data
+    lib = sorted(tree.glob("libllama*.so*"))[0]
+    lib.write_bytes(lib.read_bytes() + rel.coverage.fingerprint.encode())
+    package(cpu, rel, tree, base, src)
     backend = compile_cuda_backend(tmp / "cuda-bin", "aarch64-linux-gnu-gcc", [120, 121], [121])
     run_merge(
         spec=bw,
@@ -67,7 +73,9 @@ def test_doit_publish_refuses_listing_every_missing_bundle(workdir, artifacts, m
     built = ("linux-arm64-cpu", "linux-arm64-cuda13-blackwell")
     for leg in built:
         assert f"bundle of promised leg {leg} has no passed smoke for these bytes" in out, out[-3000:]
-    assert f"refused, {len(missing) + len(paired) + len(built)} item(s)" in out
+    # and the release's coverage rules ([coverage] of release.toml), each missing bundle once
+    rules = re.findall(r"coverage\.\w+\[\d+\]: ", out)
+    assert rules and f"refused, {len(missing) + len(paired) + len(built) + len(rules)} item(s)" in out
     assert "coverage:" not in out
     assert not (workdir / "dist" / "release-assets.txt").exists()
     # a filtered run refuses too, whatever it holds
