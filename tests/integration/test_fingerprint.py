@@ -57,14 +57,20 @@ def test_configure_stamps_the_fingerprint_and_verify_refuses_an_unbranded_binary
     assert [f.file for f in whole.failures] == ["libggml-base.so", WHOLE], whole.lines()
 
 
-def test_the_real_release_stamps_real_llama_cpp(workdir):
-    """The real linux-x64-cpu leg of bundles/ (its release declares the fork's fingerprint) on
+def test_the_real_release_stamps_real_llama_cpp(workdir, tmp_path):
+    """The real linux-x64-cpu leg of bundles/, its release declaring the fork's fingerprint, on
     real llama.cpp: configure stamps BUILD_TARGET, and build-info's object, compiled through the
     build task, holds the fingerprint beside the line that prints it."""
     require_tools("gcc", "g++")
     require_input("llama-sdist")
+    bundles = tmp_path / "bundles"
+    shutil.copytree(graphrun.ROOT / "bundles", bundles)
+    rel = bundles / "release.toml"
+    rel.write_text(
+        rel.read_text().replace("[coverage]\n", '[coverage]\nfingerprint = "Compiled by the Unsloth team"\n', 1)
+    )
     obj = "common/CMakeFiles/llama-common-base.dir/build-info.cpp.o"
-    r = graphrun.doit(["build:linux-x64-cpu", f"build_targets={obj}"], workdir=workdir, timeout=600)
+    r = graphrun.doit(["build:linux-x64-cpu", f"build_targets={obj}"], bundles=bundles, workdir=workdir, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     build = workdir / "build" / "linux-x64-cpu"
     log = (build / "logs" / "configure.log").read_text()

@@ -76,7 +76,7 @@ def standin_copy(tmp_path):
 def test_the_real_release_meets_the_forks_rules_and_breaks_them_by_name_without_a_class(tmp_path):
     real = load_matrix(ROOT / "bundles")
     rel = real.release
-    assert rel.coverage is not None and rel.coverage.fingerprint == "Compiled by the Unsloth team"
+    assert rel.coverage is not None and rel.coverage.fingerprint is None  # no brand yet (release.toml says why)
     # issue 43's 12 x64 CUDA legs make the fork's gate hold
     assert rule_problems(rel.coverage, offers_of_specs(real), prefix=rel.bundle_prefix, tag=rel.tag) == []
     t = rel.tag
