@@ -40,7 +40,9 @@ def small(bundles_copy, monkeypatch):
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     for f in bundles_copy.glob("*.toml"):
         if f.stem != "release" and f.stem not in KEEP:
-            f.write_text("promised = false\n" + f.read_text())
+            text = f.read_text()
+            if "\npromised = false\n" not in text:  # the Vulkan legs say so already
+                f.write_text("promised = false\n" + text)
         elif f.stem in KEEP:  # this module's bundles are link-level test kits: no program in them starts
             f.write_text(
                 f.read_text()
