@@ -112,8 +112,8 @@ def required_patterns(kind: str, build_number: int | None, programs: bool = True
     backend it checks when a bundle carries them (:data:`bundlegraph.backends.cuda.RUNTIME_GLOBS`:
     on Windows ``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``). File names follow
     the kind's OS (:mod:`bundlegraph.platforms`). ``programs=False`` leaves the backend's
-    ``REQUIRED_PROGRAMS`` out (the spec check does for a release whose source is not a mix: an
-    upstream tag cannot build the visual server, which comes from llama.cpp PR #24423)."""
+    ``REQUIRED_PROGRAMS`` out (the spec check does for a leg that is not promised: no upstream tag
+    builds the visual server, which comes from llama.cpp PR #24423)."""
     k = INSTALL_KINDS[kind]
     b = backends.backend(k.backend)
     p = platform(k.os)

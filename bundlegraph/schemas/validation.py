@@ -255,11 +255,11 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
         return []  # the base spec is invalid or missing: reported on its own, the union is unknown
     fold = platform(s.os).fold
     have = {x.lower() if fold else x for x in [*s.required, *(base.required if base else [])]}
-    # the backend's REQUIRED_PROGRAMS (the DiffusionGemma visual server of a Vulkan bundle) come
-    # only from a mix release that merges llama.cpp PR #24423; an upstream tag cannot build them,
-    # so a tag release's Vulkan bundle fails the installer's health check (known gap, issue 42)
-    mix = release is not None and getattr(release.source, "kind", None) == "mix"
-    wanted = required_patterns(kind.name, release.build_number if release else None, programs=mix)
+    # the backend's REQUIRED_PROGRAMS (the DiffusionGemma visual server of a Vulkan bundle, from
+    # llama.cpp PR #24423, which no upstream tag builds) are required of a promised leg: the
+    # installer's health check refuses a published Vulkan bundle without it. A leg that is not
+    # promised (today's Vulkan legs: their specs say why) may be built without it.
+    wanted = required_patterns(kind.name, release.build_number if release else None, programs=s.promised)
     missing = [p for p in wanted if (p.lower() if fold else p) not in have]
     if missing:
         where = f" (with base '{base.id}')" if base is not None else ""
