@@ -14,8 +14,8 @@ rows (if any) are the ``ROWS`` of the module ``bundlegraph.verification.<NAME>``
 :data:`bundlegraph.verification.table.BACKEND_ROWS` finds by the backend's name (they call
 :mod:`bundlegraph.checks`, which sits above this table, so they cannot live in the backend
 module). The spec table (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
-(:attr:`Backend.COMPILER`, a machine-file ``[binaries]`` entry) are read from here; the smoke GPU
-steps are the backend's module of :mod:`bundlegraph.pipeline.smoke` (``sides.SIDES``).
+(:attr:`Backend.COMPILER`, a machine-file ``[binaries]`` entry) are read from here, and so is
+the module of its smoke GPU steps (:attr:`Backend.SMOKE`, found by its dotted name as the SDK is).
 """
 
 from __future__ import annotations
@@ -58,6 +58,11 @@ class Backend(Protocol):
     COMPILER: str | None
     """the machine-file ``[binaries]`` entry (a GPU compiler: ``cuda``, ``glslc``) a leg's toolchain must
     name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none"""
+    SMOKE: str | None
+    """the dotted name of the module of this backend's smoke GPU steps (it satisfies
+    :class:`bundlegraph.pipeline.smoke.side.GpuSide`: ``bundlegraph.pipeline.smoke.cuda``;
+    imported by :mod:`bundlegraph.pipeline.smoke.sides`, so this table imports nothing above
+    :mod:`bundlegraph.core`); None: no GPU steps, which only a backend that is not a GPU may say"""
     REQUIRED_PROGRAMS: tuple[str, ...]
     """programs (stems, named per OS) the installer requires of a published bundle of this
     backend's kinds beyond every bundle's ``llama-server`` and ``llama-quantize``"""
@@ -124,7 +129,8 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     """What is wrong with ``table`` as a registry, one line each (empty: nothing): two backends of
     one name, one spec table or one install kind, an install kind on two OSes (one kind may serve several arches
     of one OS, as the installer's ``linux-vulkan`` does), an OS that :mod:`bundlegraph.platforms`
-    does not know, a GPU backend without a driver on an OS it has install kinds for. Checked on
+    does not know, a GPU backend without a driver on an OS it has install kinds for or without a smoke
+    side (:attr:`Backend.SMOKE`). Checked on
     :data:`BACKENDS` when this package loads (a bad table is a bug, so it raises RuntimeError
     there)."""
     probs = []
@@ -150,6 +156,9 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
             probs.append(f"backend {b.NAME}: unknown os {sorted(unknown)}: expected one of {', '.join(OS_NAMES)}")
         if b.GPU and b_oses - set(b.DRIVERS):
             probs.append(f"backend {b.NAME}: a GPU backend with no driver for {sorted(b_oses - set(b.DRIVERS))}")
+        if b.GPU and not b.SMOKE:
+            # a GPU bundle whose smoke had no GPU steps would pass on the CPU fallback
+            probs.append(f"backend {b.NAME}: a GPU backend with no smoke side (SMOKE)")
     return probs
 
 

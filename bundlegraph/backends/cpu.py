@@ -51,6 +51,9 @@ SDK: str | None = None
 COMPILER: str | None = None
 """No GPU compiler: a CPU leg's toolchain needs only its C and C++ compilers."""
 
+SMOKE: str | None = None
+"""No GPU steps: a CPU leg's smoke is the host checks."""
+
 REQUIRED_PROGRAMS: tuple[str, ...] = ()
 """No program beyond every bundle's the installer requires of this backend's bundles."""
 

@@ -81,3 +81,6 @@ SDK: str | None = "bundlegraph.toolkit.cuda_sdk"
 
 COMPILER: str | None = "cuda"
 """The machine-file ``[binaries]`` entry a CUDA leg's toolchain must name (``cuda = "nvcc"``)."""
+
+SMOKE: str | None = "bundlegraph.pipeline.smoke.cuda"
+"""The module of a CUDA leg's smoke GPU steps (NVIDIA's GPUs, ``CUDA0``)."""

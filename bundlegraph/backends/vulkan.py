@@ -90,3 +90,6 @@ SDK: str | None = "bundlegraph.toolkit.vulkan"
 
 COMPILER: str | None = "glslc"
 """The machine-file ``[binaries]`` entry a Vulkan leg's toolchain must name (``glslc = "glslc"``)."""
+
+SMOKE: str | None = "bundlegraph.pipeline.smoke.vulkan"
+"""The module of a Vulkan leg's smoke GPU steps (a Vulkan driver, ``Vulkan0``)."""

@@ -2,9 +2,9 @@
 that appends a module to :mod:`bundlegraph.backends`' tuples before the schemas freeze the
 backend names), runs through ``bundlegraph plan`` and the doit graph's listing (verify and smoke
 tasks), the verify rows and the smoke planner of a copy of the stand-in release, with no stage
-module edited. Finding (asserted first): the smoke sides table (:mod:`bundlegraph.pipeline.smoke.sides`)
-refuses, at import, a GPU backend with no entry there, and every command imports it, so a new GPU
-backend needs a line in that table; the test gives the fake ``None`` from outside to reach the rest.
+module edited. Its smoke side is a module of its own (``fakegpu_side`` beside the
+``sitecustomize``), which the backend names in ``SMOKE``, as the real backends name theirs; a GPU
+backend naming none is refused when the registry loads, in one line (also tested).
 Time: about 2 s (15 s on a cold, busy 2-core host)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from graphrun import BIN, ROOT, env_for
 
 SITE = textwrap.dedent(
     """
-    import sys, types
+    import os, sys, types
     assert "bundlegraph.schemas.records" not in sys.modules, "schemas imported before the fake backend"
     import bundlegraph.backends as b
     assert "bundlegraph.schemas.records" not in sys.modules, "the registry imported the schemas"
@@ -38,10 +38,14 @@ SITE = textwrap.dedent(
     m.SPEC_TABLE = None
     m.SDK = None
     m.COMPILER = None
+    m.SMOKE = os.environ.get("FAKEGPU_SMOKE", "fakegpu_side") or None
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
     sys.modules[m.__name__] = m
     t = (*b.BACKENDS, m)
+    if m.SMOKE is None:
+        print(b.registry_problems(t), file=sys.stderr, flush=True)
+        os._exit(3)  # the registry's own check, as it runs on BACKENDS when the package loads
     assert b.registry_problems(t) == [], b.registry_problems(t)
     b.BACKENDS = t
     b.BY_NAME = {x.NAME: x for x in t}
@@ -50,19 +54,50 @@ SITE = textwrap.dedent(
     """
 )
 
-NO_SIDE = """
-import os
-if os.environ.get("FAKEGPU_NO_SIDE"):
-    # the smoke sides table refuses a GPU backend without a side; to reach the later stages, load
-    # it while the registry hides the fake, then give the fake no side (its GPU steps: none)
-    import bundlegraph.schemas.records
-    full = (b.BACKENDS, b.BY_NAME, b.BACKEND_NAMES, b.GPU_BACKENDS)
-    b.BACKEND_NAMES = tuple(n for n in full[2] if n != "fakegpu")
-    b.GPU_BACKENDS = tuple(x for x in full[3] if x.NAME != "fakegpu")
-    import bundlegraph.pipeline.smoke.sides as sides
-    b.BACKENDS, b.BY_NAME, b.BACKEND_NAMES, b.GPU_BACKENDS = full
-    sides.SIDES["fakegpu"] = None
-"""
+SIDE = textwrap.dedent(
+    """
+    from bundlegraph.pipeline.smoke.side import Decision
+
+    BACKEND = "fakegpu"
+    DEV = "FakeGPU0"
+    OPS = (("MUL_MAT", None),)
+    DOC = "; on a FakeGPU its kernels"
+    PARALLEL_OPS = False
+
+
+    class _Probe:
+        command = "look for a FakeGPU"
+
+        def key(self):
+            return {"fakegpus": []}
+
+
+    def probe():
+        return _Probe()
+
+
+    def decide(bundle_os, bundle_arch, host, probe):
+        return Decision(run=False, reason="no FakeGPU on this host")
+
+
+    def runtime_dir(ctx, leg):
+        return None
+
+
+    def decide_here(run, os_name, arch):
+        return None
+
+
+    def env(run):
+        return {}
+
+
+    def describe(decision):
+        return "a FakeGPU"
+    """
+)
+"""The fake backend's smoke side (:class:`bundlegraph.pipeline.smoke.side.GpuSide`): this host
+has no FakeGPU, so its GPU steps are planned as not run, with the reason."""
 
 LEG = "mini-linux-x64-fakegpu"
 
@@ -84,7 +119,7 @@ facts = {
     "gpus": repr(sp.gpus),
     "decision": repr(sp.decision),
     "checks": [c.name for c in sp.checks],
-    "side": repr(side_of(sp.backend)),
+    "side": getattr(side_of(sp.backend), "__name__", None),
     "verify_backends": BACKENDS,
     "policy": repr(pol),
 }
@@ -122,7 +157,8 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     bundles = _standin(tmp_path)
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE + NO_SIDE)
+    (site / "sitecustomize.py").write_text(SITE)
+    (site / "fakegpu_side.py").write_text(SIDE)
     run_dir = tmp_path / "work"
     run_dir.mkdir()
     env = env_for(bundles, run_dir, PYTHONPATH=f"{site}:{ROOT}")
@@ -130,15 +166,11 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     def run(*argv):
         return subprocess.run([*argv], capture_output=True, text=True, env=env, cwd=run_dir, timeout=120)
 
-    # the finding: every command stops at the smoke sides table (a stage module's table) when a
-    # GPU backend has no side there: adding one needs an entry in pipeline/smoke/sides.py
+    # a GPU backend that names no smoke side is refused as the registry loads
+    env["FAKEGPU_SMOKE"] = ""
     p = run(str(BIN / "bundlegraph"), "plan", "--json")
-    assert p.returncode == 1
-    assert (
-        "RuntimeError: bundlegraph.pipeline.smoke.sides: smoke sides for ['cpu', 'cuda', 'vulkan']: expected one "
-        "entry per backend ['cpu', 'cuda', 'fakegpu', 'vulkan']; GPU backend fakegpu has no smoke side"
-    ) in p.stderr, p.stderr
-    env["FAKEGPU_NO_SIDE"] = "1"
+    assert p.returncode == 3 and "backend fakegpu: a GPU backend with no smoke side (SMOKE)" in p.stderr, p.stderr
+    del env["FAKEGPU_SMOKE"]
     # plan: the leg and its tasks
     p = run(str(BIN / "bundlegraph"), "plan", "--json")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -153,8 +185,10 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     d = run(str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "list", "--all")
     assert d.returncode == 0, d.stdout + d.stderr
     names = [l.split()[0] for l in d.stdout.splitlines() if l.strip()]
+    # a GPU leg: its side's test-backend-ops tools task too
     assert sorted(n for n in names if LEG in n) == [
-        f"{st}:{LEG}" for st in ("build", "configure", "merge", "package", "smoke", "source", "verify")
+        f"{st}:{LEG}" if not st.endswith("-") else f"{st}{LEG}"
+        for st in ("build", "configure", "merge", "package", "smoke", "smoke:tools-", "source", "verify")
     ]
     i = run(str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "info", f"smoke:{LEG}")
     # doit info exits 1 for a task that is not up to date: the listing is what counts
@@ -166,10 +200,22 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     assert pr.returncode == 0, pr.stdout + pr.stderr
     out = pr.stdout
     facts = json.loads(out[: out.index("\nFILES ")])
-    # smoke: a task whose GPU steps are not applicable (no side, no probe, no decision): host checks only
-    assert facts["backend"] == "fakegpu" and facts["side"] == "None"
-    assert facts["gpus"] == "None" and facts["decision"] == "None"
-    assert facts["checks"] == ["version", "backends", "list-devices", "generate", "serve"]
+    # smoke: the fake's own side, asked like the real ones: its probe found no FakeGPU, so the
+    # GPU steps are planned as not run, with the side's reason
+    assert facts["backend"] == "fakegpu" and facts["side"] == "fakegpu_side"
+    assert "no FakeGPU on this host" in facts["decision"] and "run=False" in facts["decision"], facts
+    # the host checks, then the GPU checks of the fake's side (its OPS: MUL_MAT), which the
+    # decision leaves unrun here
+    assert facts["checks"] == [
+        "version",
+        "backends",
+        "list-devices",
+        "generate",
+        "serve",
+        "devices",
+        "generate-gpu",
+        "op:MUL_MAT",
+    ]
     # verify: the generic rows know its library and apply to it
     assert facts["verify_backends"]["linux"][-1] == "libggml-fakegpu.so"
     assert "backend='fakegpu'" in facts["policy"] and "'libggml-fakegpu.so*'" in facts["policy"]

@@ -126,6 +126,7 @@ def _fake() -> types.ModuleType:
     m.SPEC_TABLE = None  # its legs need no table of their own (a real one names its table and a record field)
     m.SDK = None
     m.COMPILER = None
+    m.SMOKE = "fakegpu_smoke_side"  # its smoke side's module (imported by the smoke stage only)
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
     return m
@@ -198,12 +199,14 @@ def test_registry_problems_name_each_fault():
     }
     bad.DRIVERS = {"linux": "libfakedrv.so.1", "windows": "FakeDrv.dll"}
     bad.SPEC_TABLE = "cuda"
+    bad.SMOKE = None
     assert registry_problems((*BACKENDS, bad)) == [
         "two backends share a spec table: ['cuda']",
         "two backends share an install kind: ['linux-cuda']",
         "an install kind serves two OSes: ['any-fakegpu']",
         "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
         "backend fakegpu: a GPU backend with no driver for ['macos']",
+        "backend fakegpu: a GPU backend with no smoke side (SMOKE)",
     ]
 
 

@@ -349,6 +349,9 @@ def test_every_gpu_backend_has_a_smoke_side():
     from bundlegraph.pipeline.smoke.sides import SIDES, side_problems
 
     assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan} and side_problems(SIDES) == []
+    from bundlegraph.pipeline.smoke.sides import load_sides
+
+    assert load_sides() == SIDES  # each backend names its own side (SMOKE)
     assert side_problems({"cpu": None, "cuda": vulkan}) == [
         "smoke sides for ['cpu', 'cuda']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
         "smoke side vulkan is registered as cuda",

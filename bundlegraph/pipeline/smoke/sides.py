@@ -1,15 +1,25 @@
-"""The GPU sides of ``smoke:<leg>`` by backend spec name (:data:`SIDES`): one entry per backend
-of :data:`bundlegraph.backends.BACKENDS`, None for a backend without GPU steps (the CPU). Adding
-a GPU backend's smoke: its module (a :class:`~.side.GpuSide`) and its entry here."""
+"""The GPU sides of ``smoke:<leg>`` by backend spec name (:data:`SIDES`): for each backend of
+:data:`bundlegraph.backends.BACKENDS`, the module its :attr:`~bundlegraph.backends.Backend.SMOKE`
+names (a :class:`~.side.GpuSide`), None for a backend without GPU steps (the CPU). Adding a GPU
+backend's smoke: its side module, named by the backend module; nothing here changes."""
 
 from __future__ import annotations
 
-from ...backends import BACKEND_NAMES, GPU_BACKENDS
-from . import cuda, vulkan
+import importlib
+from typing import cast
+
+from ... import backends
 from .side import GpuSide
 
-SIDES: dict[str, GpuSide | None] = {"cpu": None, "cuda": cuda, "vulkan": vulkan}
-"""Backend spec name -> its smoke side (None: the host steps only)."""
+
+def load_sides(table: tuple[backends.Backend, ...] | None = None) -> dict[str, GpuSide | None]:
+    """Backend spec name -> the module its ``SMOKE`` names, imported (None where ``SMOKE`` is None)
+    for every backend of ``table`` (default: the registry as it is now). An unimportable module
+    raises ImportError naming it (a bad registry is a bug)."""
+    sides: dict[str, GpuSide | None] = {}
+    for b in backends.BACKENDS if table is None else table:
+        sides[b.NAME] = cast(GpuSide, importlib.import_module(b.SMOKE)) if b.SMOKE else None
+    return sides
 
 
 def side_problems(table: dict[str, GpuSide | None]) -> list[str]:
@@ -17,15 +27,21 @@ def side_problems(table: dict[str, GpuSide | None]) -> list[str]:
     backend without a side, a side keyed under another backend's name. Checked on :data:`SIDES`
     when this module loads (a bad table is a bug: RuntimeError)."""
     probs = []
-    if set(table) != set(BACKEND_NAMES):
-        probs.append(f"smoke sides for {sorted(table)}: expected one entry per backend {sorted(BACKEND_NAMES)}")
-    for b in GPU_BACKENDS:
+    if set(table) != set(backends.BACKEND_NAMES):
+        probs.append(
+            f"smoke sides for {sorted(table)}: expected one entry per backend {sorted(backends.BACKEND_NAMES)}"
+        )
+    for b in backends.GPU_BACKENDS:
         s = table.get(b.NAME)
         if s is None:
             probs.append(f"GPU backend {b.NAME} has no smoke side")
         elif s.BACKEND != b.NAME:
             probs.append(f"smoke side {s.BACKEND} is registered as {b.NAME}")
     return probs
+
+
+SIDES: dict[str, GpuSide | None] = load_sides()
+"""Backend spec name -> its smoke side (None: the host steps only)."""
 
 
 def side_of(backend_name: str, table: dict[str, GpuSide | None] | None = None) -> GpuSide | None:
@@ -36,4 +52,4 @@ def side_of(backend_name: str, table: dict[str, GpuSide | None] | None = None) -
 if _probs := side_problems(SIDES):
     raise RuntimeError("bundlegraph.pipeline.smoke.sides: " + "; ".join(_probs))
 
-__all__ = ["SIDES", "side_of", "side_problems"]
+__all__ = ["SIDES", "load_sides", "side_of", "side_problems"]
