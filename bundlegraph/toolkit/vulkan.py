@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from ..core import proc
 from ..core.errors import HostMismatch, ToolkitError
-from ..core.fsutil import atomic_write_json, sha256_file
+from ..core.fsutil import atomic_write_json, read_json_object, sha256_file
 from ..core.lightclass import frozen
 from ..core.state import Present
 from ..schemas.records import BundleSpec, VulkanSdkSpec
@@ -370,11 +370,7 @@ def shader_extensions(configure_output: str) -> dict[str, bool]:
 
 def read_receipt(sdk: VulkanSdk) -> dict[str, Any] | None:
     """The SDK's receipt (after its task ran), or None."""
-    try:
-        data = json.loads(sdk.receipt.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(sdk.receipt)
 
 
 __all__ = [
