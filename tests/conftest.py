@@ -127,6 +127,13 @@ def require_input(name: str, unpack: bool = False):
     pytest.fail(missing, pytrace=False)
 
 
+def npm_bins(name: str, sub: str) -> Path:
+    """``package/bins/<sub>`` of the unpacked npm input ``name`` (where node-llama-cpp's
+    prebuilt packages keep their binaries, e.g. ``npm-mac-x64`` -> ``mac-x64``), fetched as
+    :func:`require_input` fetches."""
+    return require_input(name, unpack=True) / "package" / "bins" / sub
+
+
 @pytest.fixture
 def real_input():
     """``real_input(name, unpack=False)`` -> the verified cached input (see :func:`require_input`)."""

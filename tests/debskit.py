@@ -1,7 +1,8 @@
 """The Debian CUDA 12.4 toolkit (``bundles/locks/cuda-12.4-debs.toml``, ``source = "debs"``) for
 tests and benches: a leg spec made from the real ``linux-x64-cuda13-portable`` with CUDA 12.4, the
 debs lock and the archs asked for, its component set, and the installed toolkit (fetched and
-extracted once into the shared cache: 1.26 GB of .debs, ~1 min to extract on a cold cache)."""
+extracted once into the shared cache: 1.26 GB of .debs, ~1 min to extract on a cold cache), and
+a one-package lock of its smallest row for the tests of the lock reader and the fetcher."""
 
 from __future__ import annotations
 
@@ -17,6 +18,20 @@ from bundlegraph.toolkit.ref import ref_for_set
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "linux-x64-cuda13-portable"
 LOCK = "locks/cuda-12.4-debs.toml"
+
+
+CUB_SHA = "4a7e7c24ef2994140e47dba59507db60e281f968f17c18cf1cadc9c27c17c26b"
+CUB_LOCK = f"""version = 1
+[[package]]
+name = "libcub-dev"
+version = "2.3.2-2"
+architecture = "all"
+suite = "trixie"
+sha256 = "{CUB_SHA}"
+size = 290612
+"""
+"""A debs lock of one small real package: ``libcub-dev`` 2.3.2-2 from Debian 13 (headers only,
+290,612 bytes), the row :data:`LOCK` pins."""
 
 
 RANKS = {"legacy": 90, "older": 30, "newer": 20, "portable": 60}

@@ -59,6 +59,23 @@ BytesLike = bytes | bytearray | mmap.mmap
 """A whole file's content: bytes read from an archive or a read-only mmap of a file."""
 
 
+PADDING_WINDOW = 4096
+"""Bytes :func:`padding` looks at in one step (a longer run of zeros is skipped in several)."""
+
+
+def padding(data: BytesLike, pos: int, end: int, start: int, what: str, header: str) -> int:
+    """The number of zero bytes at ``pos`` (at most :data:`PADDING_WINDOW`, none past ``end``):
+    the alignment between the containers of a GPU-code section (CUDA fatbins, clang offload
+    bundles). ``start`` is the section's first byte. Raises :class:`NotParsable` ``<what>: bytes
+    at section offset 0x<pos - start> are neither padding nor a <header>`` when there are none,
+    so a section walk never loops on garbage."""
+    chunk = bytes(data[pos : min(end, pos + PADDING_WINDOW)])
+    skipped = len(chunk) - len(chunk.lstrip(b"\0"))
+    if skipped == 0:
+        raise NotParsable(f"{what}: bytes at section offset 0x{pos - start:x} are neither padding nor a {header}")
+    return skipped
+
+
 PE_SUFFIXES = (".dll", ".exe", ".node", ".pyd")
 """File names that claim to be Windows PE images (compared case-insensitively)."""
 

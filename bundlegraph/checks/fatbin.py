@@ -46,7 +46,7 @@ from typing import Any
 
 from ..core.lightclass import mutable
 from ..schemas.archs import Arch, fatbin_sm
-from . import BytesLike, NotParsable
+from . import BytesLike, NotParsable, padding
 
 MAGIC = 0xBA55ED50
 MAGIC_RELOCATABLE = 0x466243B1
@@ -142,13 +142,7 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
     pos = start
     while pos < end:
         if bytes(data[pos : pos + 4]) not in _MAGICS:
-            chunk = bytes(data[pos : min(end, pos + 4096)])
-            skipped = len(chunk) - len(chunk.lstrip(b"\0"))
-            if skipped == 0:
-                raise NotParsable(
-                    f"fatbin: bytes at section offset 0x{pos - start:x} are neither padding nor a fatbin header"
-                )
-            pos += skipped
+            pos += padding(data, pos, end, start, "fatbin", "fatbin header")
             continue
         if end - pos < _HDR.size:
             raise NotParsable(f"fatbin: container header at section offset 0x{pos - start:x} is cut off")

@@ -42,7 +42,7 @@ from dataclasses import field
 from typing import Any
 
 from ..core.lightclass import frozen, mutable
-from . import BytesLike, Failure, NotParsable
+from . import BytesLike, Failure, NotParsable, padding
 from .gfx import AMDGPU_MACH
 
 MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
@@ -176,13 +176,7 @@ def parse(data: BytesLike, start: int, size: int) -> Offload:
             inv.bundles.append(_bundle(data, pos, bundle_end, pos - start, inv))
             pos = bundle_end
         else:
-            chunk = bytes(data[pos : min(end, pos + 4096)])
-            skipped = len(chunk) - len(chunk.lstrip(b"\0"))
-            if skipped == 0:
-                raise NotParsable(
-                    f"offload bundle: bytes at section offset 0x{pos - start:x} are neither padding nor a bundle header"
-                )
-            pos += skipped
+            pos += padding(data, pos, end, start, "offload bundle", "bundle header")
     return inv
 
 

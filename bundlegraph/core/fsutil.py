@@ -1,4 +1,4 @@
-"""Small filesystem helpers: hashing, atomic writes, tree digests, file locks.
+"""Small filesystem helpers: hashing, atomic writes, JSON records read back, tree digests, file locks.
 
 Outputs appear by atomic rename or not at all: :func:`atomic_write_bytes` and
 :func:`atomic_dir` build beside the destination and ``os.replace`` into place.
@@ -67,6 +67,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 def atomic_write_json(path: str | os.PathLike[str], obj: object) -> None:
     """Pretty JSON (sorted keys, trailing newline) written atomically."""
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The JSON object (a receipt, a record) in ``path``, or None when the file is missing,
+    unreadable, not JSON, or holds something other than an object: a caller treats all of
+    these as "not there" (reinstall, rebuild), never as an error."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def rmtree(path: str | os.PathLike[str]) -> None:

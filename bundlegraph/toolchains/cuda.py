@@ -24,11 +24,11 @@ holding the default include and library paths), which a standard ``nvcc.profile`
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path, PurePosixPath
 
 from ..core.errors import ToolkitError
+from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
 
 LIBRARIES: dict[str, dict[str, str]] = {
@@ -230,10 +230,7 @@ class CudaToolkit:
         stub): what no bundle may ship. Empty before the toolkit task ran."""
         if self.receipt is None:
             return []
-        try:
-            data = json.loads(self.receipt.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []
+        data = read_json_object(self.receipt) or {}
         return [g["path"] for g in data.get("generated", [])]
 
     def layout_json(self) -> dict[str, str]:

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..core import paths, proc
 from ..core.errors import HashMismatch, ToolFailed, ToolkitError, ToolMissing
-from ..core.fsutil import atomic_dir, atomic_write_bytes, locked, parsed_once, sha256_file
+from ..core.fsutil import atomic_dir, atomic_write_bytes, locked, parsed_once, read_json_object, sha256_file
 from ..core.lightclass import frozen
 
 RECEIPT = "bundlegraph-debs.json"
@@ -376,11 +376,7 @@ def _adopt(lock: DebLock, p: DebPackage, got: Path) -> None:
 
 def read_receipt(prefix: Path) -> dict[str, Any] | None:
     """The receipt of an extracted prefix, or None when there is none or it is unreadable."""
-    try:
-        data = json.loads((prefix / RECEIPT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(prefix / RECEIPT)
 
 
 def extract(lock: DebLock, prefix: Path, *, log: Path | None = None, fixup: Any = None) -> Path:

@@ -47,7 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..core.errors import ToolkitError
-from ..core.fsutil import atomic_dir, atomic_write_json, locked, sha256_file
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, read_json_object, sha256_file
 from ..core.report import say
 from ..toolchains.cuda import target_dir
 from . import debs, layout, validate
@@ -281,14 +281,9 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
 
 
 def _reusable(receipt: Path, cs: ComponentSet) -> bool:
-    import json
-
-    try:
-        rec = json.loads(receipt.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    rec = read_json_object(receipt)
     return (
-        isinstance(rec, dict)
+        rec is not None
         and rec.get("set_digest") == cs.digest
         and rec.get("layout") == LAYOUT_VERSION
         and rec.get("debs_layout") == DEBS_LAYOUT

@@ -36,7 +36,7 @@ from typing import Any
 from ..core.download import download_many
 from ..core.errors import ToolkitError, UnsafeArchive
 from ..core.extract import extract
-from ..core.fsutil import atomic_dir, atomic_write_json, locked, sha256_file
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, read_json_object, sha256_file
 from ..core.report import say
 from ..toolchains.cuda import is_windows, target_dir
 from . import layout, validate
@@ -128,9 +128,8 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
 
 
 def _reusable(receipt: Path, cs: ComponentSet) -> bool:
-    try:
-        data = json.loads(receipt.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    data = read_json_object(receipt)
+    if data is None:
         return False
     # a toolkit installed before NVIDIA's licenses were kept per component is laid out again
     # (from the verified blob cache: nothing is downloaded)

@@ -29,11 +29,11 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..core import proc
 from ..core.errors import HostMismatch, ToolkitError
-from ..core.fsutil import atomic_write_json, sha256_file
+from ..core.fsutil import atomic_write_json, read_json_object, sha256_file
 from ..core.lightclass import frozen
 from ..core.state import Present
 from ..schemas.records import BundleSpec, VulkanSdkSpec
@@ -70,7 +70,7 @@ class VulkanSdkSet:
     architecture of the build machine), ``pins`` (debs: the selected lock rows; lunarg: version,
     sha256, installer name; host: nothing), ``lock`` (debs: the lock file) and ``spec_file``."""
 
-    source: str
+    source: Literal["debs", "host", "lunarg"]
     version: str
     platform: str
     build_arch: str
@@ -158,42 +158,26 @@ def ref_for(s: VulkanSdkSet) -> VulkanSdk:
     """Where ``toolkit:<name>`` puts the SDK of ``s`` (pure): a debs or lunarg SDK in
     ``<cache>/toolkits/<name>/``, a host SDK where it is (its receipt in the cache)."""
     own = toolkits_root() / s.name
+    layout: dict[str, str] = {}
     if s.source == "debs":
-        return VulkanSdk(
-            name=s.name,
-            task=f"toolkit:{s.name}",
-            source="debs",
-            version=s.version,
-            platform=s.platform,
-            prefix=own,
-            receipt=own / RECEIPT,
-            include_dir="usr/include",
-            library=f"usr/lib/{TRIPLET[s.target_arch]}/libvulkan.so",
-            spirv_headers_dir="usr/share/cmake/SPIRV-Headers",
-            bin_dir="bin",
-        )
-    if s.source == "lunarg":
+        layout = {
+            "include_dir": "usr/include",
+            "library": f"usr/lib/{TRIPLET[s.target_arch]}/libvulkan.so",
+            "spirv_headers_dir": "usr/share/cmake/SPIRV-Headers",
+            "bin_dir": "bin",
+        }
+    elif s.source == "lunarg":
         # the installer's layout (C:\VulkanSDK\<version>: Include, Lib\vulkan-1.lib, Bin\glslc.exe)
-        return VulkanSdk(
-            name=s.name,
-            task=f"toolkit:{s.name}",
-            source="lunarg",
-            version=s.version,
-            platform=s.platform,
-            prefix=own,
-            receipt=own / RECEIPT,
-            include_dir="Include",
-            library="Lib/vulkan-1.lib",
-            bin_dir="Bin",
-        )
+        layout = {"include_dir": "Include", "library": "Lib/vulkan-1.lib", "bin_dir": "Bin"}
     return VulkanSdk(
         name=s.name,
         task=f"toolkit:{s.name}",
-        source="host",
-        version="host",
+        source=s.source,
+        version=s.version,
         platform=s.platform,
-        prefix=Path("/"),
+        prefix=Path("/") if s.source == "host" else own,
         receipt=own / RECEIPT,
+        **layout,
     )
 
 
@@ -386,11 +370,7 @@ def shader_extensions(configure_output: str) -> dict[str, bool]:
 
 def read_receipt(sdk: VulkanSdk) -> dict[str, Any] | None:
     """The SDK's receipt (after its task ran), or None."""
-    try:
-        data = json.loads(sdk.receipt.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(sdk.receipt)
 
 
 __all__ = [

@@ -11,21 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import require_tools
+from debskit import CUB_LOCK, CUB_SHA
 
 from bundlegraph.core import paths
 from bundlegraph.core.errors import HashMismatch
 from bundlegraph.toolkit import debs
-
-SHA = "4a7e7c24ef2994140e47dba59507db60e281f968f17c18cf1cadc9c27c17c26b"
-LOCK = f"""version = 1
-[[package]]
-name = "libcub-dev"
-version = "2.3.2-2"
-architecture = "all"
-suite = "trixie"
-sha256 = "{SHA}"
-size = 290612
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -40,13 +30,13 @@ def lock_file(tmp_path: Path, text: str) -> debs.DebLock:
 
 
 def test_fetch_and_extract_a_real_trixie_package(tmp_path):
-    lock = lock_file(tmp_path, LOCK)
+    lock = lock_file(tmp_path, CUB_LOCK)
     (blob,) = debs.fetch(lock)
-    assert blob == paths.blob_path(SHA) and blob.stat().st_size == 290612
+    assert blob == paths.blob_path(CUB_SHA) and blob.stat().st_size == 290612
     prefix = debs.extract(lock, tmp_path / "prefix")
     assert (prefix / "usr/include/cub/cub.cuh").is_file()
     rec = json.loads((prefix / debs.RECEIPT).read_text())
-    assert rec["lock"] == lock.digest() and rec["packages"][0]["sha256"] == SHA
+    assert rec["lock"] == lock.digest() and rec["packages"][0]["sha256"] == CUB_SHA
     assert [p.name for p in (tmp_path).iterdir() if p.name.startswith(".prefix.")] in ([], [".prefix.lock"])
     # a second extract of the same lock keeps the prefix (no re-extraction)
     marker = prefix / "usr" / "marker"
@@ -57,19 +47,19 @@ def test_fetch_and_extract_a_real_trixie_package(tmp_path):
 def test_a_wrong_sha256_fails_closed(tmp_path, monkeypatch):
     monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))  # the real blob must not be reused
     bad = "0" * 63 + "1"
-    lock = lock_file(tmp_path, LOCK.replace(SHA, bad))
+    lock = lock_file(tmp_path, CUB_LOCK.replace(CUB_SHA, bad))
     with pytest.raises(
-        HashMismatch, match=rf"lock\.toml: package libcub-dev 2\.3\.2-2 .*expected sha256 {bad}, got {SHA}"
+        HashMismatch, match=rf"lock\.toml: package libcub-dev 2\.3\.2-2 .*expected sha256 {bad}, got {CUB_SHA}"
     ):
         debs.fetch(lock)
-    assert not paths.blob_path(bad).exists() and not paths.blob_path(SHA).exists()
+    assert not paths.blob_path(bad).exists() and not paths.blob_path(CUB_SHA).exists()
     with pytest.raises(HashMismatch):
         debs.extract(lock, tmp_path / "prefix")
     assert not (tmp_path / "prefix").exists()
 
 
 def test_a_failed_extraction_leaves_the_previous_prefix(tmp_path):
-    lock = lock_file(tmp_path, LOCK)
+    lock = lock_file(tmp_path, CUB_LOCK)
     prefix = tmp_path / "prefix"
     prefix.mkdir()
     (prefix / "old").write_text("previous")

@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import npm_bins
 
 from bundlegraph import cli
 from bundlegraph.checks.bundle import read_bundle
@@ -24,20 +25,14 @@ LC_BUILD_VERSION = 0x32
 LC_RPATH = 0x8000001C
 
 
-def _bins(name: str, sub: str) -> Path:
-    from conftest import require_input
-
-    return require_input(name, unpack=True) / "package" / "bins" / sub
-
-
 @pytest.fixture(scope="module")
 def arm64() -> Path:
-    return _bins("npm-mac-arm64-metal", "mac-arm64-metal")
+    return npm_bins("npm-mac-arm64-metal", "mac-arm64-metal")
 
 
 @pytest.fixture(scope="module")
 def x64() -> Path:
-    return _bins("npm-mac-x64", "mac-x64")
+    return npm_bins("npm-mac-x64", "mac-x64")
 
 
 def _files(d: Path) -> list[tuple[str, bytes]]:

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import npm_bins
 
 from bundlegraph.verification import VerifyPolicy, verify_path
 
@@ -23,20 +24,14 @@ VC = ("MSVCP140.dll", "VCRUNTIME140.dll", "VCRUNTIME140_1.dll")
 NPM_RUNPATH = b"$ORIGIN:/opt/vulkan-sdk/x86_64/lib:\x00"
 
 
-def _bins(name: str, sub: str) -> Path:
-    from conftest import require_input
-
-    return require_input(name, unpack=True) / "package" / "bins" / sub
-
-
 @pytest.fixture(scope="module")
 def linux_set() -> Path:
-    return _bins("npm-linux-x64-vulkan", "linux-x64-vulkan")
+    return npm_bins("npm-linux-x64-vulkan", "linux-x64-vulkan")
 
 
 @pytest.fixture(scope="module")
 def win_set() -> Path:
-    return _bins("npm-win-x64-vulkan", "win-x64-vulkan")
+    return npm_bins("npm-win-x64-vulkan", "win-x64-vulkan")
 
 
 def _patch(path: Path, old: bytes, new: bytes) -> None:

@@ -7,20 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from debskit import CUB_LOCK, CUB_SHA
 
 from bundlegraph.core.errors import ToolkitError
 from bundlegraph.toolkit import debs
-
-SHA = "4a7e7c24ef2994140e47dba59507db60e281f968f17c18cf1cadc9c27c17c26b"
-GOOD = f"""version = 1
-[[package]]
-name = "libcub-dev"
-version = "2.3.2-2"
-architecture = "all"
-suite = "trixie"
-sha256 = "{SHA}"
-size = 290612
-"""
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -37,10 +27,10 @@ def refusal(tmp_path: Path, text: str) -> str:
 
 
 def test_good_lock_loads_and_round_trips(tmp_path):
-    lock = debs.load_lock(write(tmp_path, GOOD))
+    lock = debs.load_lock(write(tmp_path, CUB_LOCK))
     (p,) = lock.packages
     assert (p.name, p.version, p.architecture, p.suite, p.sha256, p.size) == (
-        "libcub-dev", "2.3.2-2", "all", "trixie", SHA, 290612,
+        "libcub-dev", "2.3.2-2", "all", "trixie", CUB_SHA, 290612,
     )  # fmt: skip
     assert p.spec == "libcub-dev:all=2.3.2-2" and p.filename == "libcub-dev_2.3.2-2_all.deb"
     (tmp_path / "again").mkdir()
@@ -52,9 +42,9 @@ def test_good_lock_loads_and_round_trips(tmp_path):
 @pytest.mark.parametrize(
     ("old", "new", "key", "expect"),
     [
-        (f'sha256 = "{SHA}"', f'sha256 = "{SHA[:-1]}"', "package.0.sha256", "64 lowercase hex"),
-        (f'sha256 = "{SHA}"', f'sha256 = "{SHA.upper()}"', "package.0.sha256", "64 lowercase hex"),
-        (f'sha256 = "{SHA}"\n', "", "package.0.sha256", "required key is missing"),
+        (f'sha256 = "{CUB_SHA}"', f'sha256 = "{CUB_SHA[:-1]}"', "package.0.sha256", "64 lowercase hex"),
+        (f'sha256 = "{CUB_SHA}"', f'sha256 = "{CUB_SHA.upper()}"', "package.0.sha256", "64 lowercase hex"),
+        (f'sha256 = "{CUB_SHA}"\n', "", "package.0.sha256", "required key is missing"),
         ('suite = "trixie"', "suite = 13", "package.0.suite", "Debian suite name"),
         ('name = "libcub-dev"', 'name = "Lib Cub"', "package.0.name", "Debian package name"),
         ('version = "2.3.2-2"', 'version = "latest"', "package.0.version", "Debian version"),
@@ -64,14 +54,14 @@ def test_good_lock_loads_and_round_trips(tmp_path):
     ],
 )
 def test_each_refusal_is_one_line_naming_file_and_key(tmp_path, old, new, key, expect):
-    assert old in GOOD
-    msg = refusal(tmp_path, GOOD.replace(old, new, 1))
+    assert old in CUB_LOCK
+    msg = refusal(tmp_path, CUB_LOCK.replace(old, new, 1))
     assert len(msg.splitlines()) == 1, msg
     assert msg.startswith(f"{tmp_path / 'lock.toml'}: {key}: ") and expect in msg, msg
 
 
 def test_second_row_for_a_package_and_empty_and_broken_files_are_refused(tmp_path):
-    msg = refusal(tmp_path, GOOD + GOOD.split("\n", 1)[1])
+    msg = refusal(tmp_path, CUB_LOCK + CUB_LOCK.split("\n", 1)[1])
     assert "package.1.name: libcub-dev:all is already locked by package.0" in msg
     assert "package: expected one or more [[package]] tables" in refusal(tmp_path, "version = 1\n")
     assert "not valid TOML" in refusal(tmp_path, "[[package]\n")
@@ -80,18 +70,18 @@ def test_second_row_for_a_package_and_empty_and_broken_files_are_refused(tmp_pat
 
 
 def test_digest_changes_with_any_pin_and_not_with_size(tmp_path):
-    base = debs.load_lock(write(tmp_path, GOOD)).digest()
-    for old, new in ((SHA[:8], "00000000"), ("2.3.2-2", "2.3.2-3"), ('"trixie"', '"forky"'), ('"all"', '"amd64"')):
+    base = debs.load_lock(write(tmp_path, CUB_LOCK)).digest()
+    for old, new in ((CUB_SHA[:8], "00000000"), ("2.3.2-2", "2.3.2-3"), ('"trixie"', '"forky"'), ('"all"', '"amd64"')):
         d = tmp_path / old.strip('"')
         d.mkdir()
-        assert debs.load_lock(write(d, GOOD.replace(old, new))).digest() != base, old
+        assert debs.load_lock(write(d, CUB_LOCK.replace(old, new))).digest() != base, old
     d = tmp_path / "size"
     d.mkdir()
-    assert debs.load_lock(write(d, GOOD.replace("290612", "1"))).digest() == base
+    assert debs.load_lock(write(d, CUB_LOCK.replace("290612", "1"))).digest() == base
 
 
 def test_epoch_is_quoted_in_apt_file_names():
-    p = debs.DebPackage(name="libfoo1", version="1:2.0-1", architecture="amd64", suite="trixie", sha256=SHA)
+    p = debs.DebPackage(name="libfoo1", version="1:2.0-1", architecture="amd64", suite="trixie", sha256=CUB_SHA)
     assert p.filename == "libfoo1_1%3a2.0-1_amd64.deb" and p.spec == "libfoo1:amd64=1:2.0-1"
 
 
