@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import proc
 from ...core.errors import BundleGraphError
-from .reference import reference_bin, reference_record
+from .reference import reference_record
 
 if TYPE_CHECKING:
     from .steps import Outcome, SmokeRun
