@@ -169,3 +169,22 @@ def test_the_bench_shape_is_a_real_shaped_small_llama():
     assert s["blk.0.ffn_down.weight"] == (768, 2048)
     # Q8_0 packs blocks of 32 along a row: every 2-D weight's row is a multiple of 32
     assert all(shape[-1] % 32 == 0 for shape in s.values() if len(shape) == 2)
+
+
+def test_no_reference_is_built_where_no_gpu_can_run_the_check(workdir, monkeypatch):
+    import json
+
+    from bundlegraph.gpus import GpuProbe
+    from bundlegraph.pipeline.smoke import cuda
+    from bundlegraph.pipeline.smoke.gpu import run_reference
+    from bundlegraph.pipeline.smoke.plan import plan_reference
+
+    none = GpuProbe((), "nvidia-smi is not on PATH (no NVIDIA driver on this host)", "nvidia-smi ...")
+    monkeypatch.setattr(cuda, "probe", lambda: none)
+    g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
+    p = plan_reference(g.ctx, LEG)
+    assert p.job == "ubuntu-cuda" and not p.decision.run and p.configure is None
+    (note,) = run_reference(p)
+    assert note == workdir / "build" / LEG / "smoke-tools" / "reference" / "not-built.json"
+    assert json.loads(note.read_text()) == {"leg": LEG, "built": False, "reason": f"no NVIDIA GPU: {none.problem}"}
+    assert not (note.parent / "cmake").exists()
