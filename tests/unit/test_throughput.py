@@ -12,7 +12,7 @@ import pytest
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.smoke import plan_smoke
-from bundlegraph.pipeline.smoke.reference import reference_argv, targets, upstream_flags
+from bundlegraph.pipeline.smoke.reference import OVERRIDES, TARGETS, reference_argv, upstream_flags
 from bundlegraph.pipeline.smoke.throughput import BENCH_ARGS, THRESHOLD, judge_throughput, parse_bench
 from bundlegraph.pipeline.smoke.tinygguf import BENCH_HPARAMS, HPARAMS, SHAPES, n_params, tensor_shapes
 
@@ -114,16 +114,17 @@ def test_reference_configure_targets_the_gpus_own_sm_only():
         "-DCMAKE_MAKE_PROGRAM=/t/ninja",
         "-DCMAKE_TOOLCHAIN_FILE=/w/reference/toolchain.cmake",
         "-DGGML_CUDA=ON",
+        "-DGGML_CPU_ALL_VARIANTS=OFF",  # after upstream's flags: one CPU backend, not 14 variants
         "-DCMAKE_CUDA_ARCHITECTURES=90-real",
     ]
+    assert OVERRIDES == {"GGML_CPU_ALL_VARIANTS": "OFF"}
     assert (
         reference_argv("c", "n", Path("/s"), Path("/r"), [], [120, 89])[-1]
         == "-DCMAKE_CUDA_ARCHITECTURES=89-real;120-real"
     )
     with pytest.raises(BundleGraphError, match="needs the GPU's SM"):
         reference_argv("c", "n", Path("/s"), Path("/r"), [], [])
-    assert targets("x64") == ["llama-bench", "ggml-cuda", "ggml-cpu-x64"]
-    assert targets("arm64")[-1] == "ggml-cpu-armv8.0_1"
+    assert TARGETS == ("llama-bench", "ggml-cuda", "ggml-cpu")
 
 
 def test_the_plan_benches_both_sides_alike_after_the_ops_and_keys_the_reference():

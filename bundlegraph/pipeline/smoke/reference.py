@@ -17,11 +17,15 @@ release workflow), read when the tools task runs:
 
 To that we add only what makes it cheap and comparable: ``CMAKE_CUDA_ARCHITECTURES`` restricted to
 the GPUs' own SMs (``<sm>-real``; ggml turns ``12X`` into ``12Xa`` itself), the leg's toolchain file
-(the same compilers and toolkit as the bundle: the flags are the question, not the compiler) and
-Ninja. Upstream builds every target; we build :data:`TARGETS`: ``llama-bench`` (and what it links),
-``ggml-cuda`` and one CPU backend, the arch's baseline variant of ``GGML_CPU_ALL_VARIANTS``
-(:data:`CPU_VARIANT`): with every layer offloaded (``-ngl 99``) the CPU backend holds only the
-token-embedding lookup, and the baseline loads on every CPU of the arch.
+(the same compilers and toolkit as the bundle: the flags are the question, not the compiler), Ninja,
+and one override (:data:`OVERRIDES`): ``GGML_CPU_ALL_VARIANTS=OFF``. With ``GGML_BACKEND_DL`` ggml
+makes every backend module a dependency of ``ggml`` (``ggml/src/CMakeLists.txt``:
+``add_dependencies(ggml ${backend})``), so upstream's flags would compile all 14 x64 CPU variants
+(534 build steps with ggml-cuda, measured here) for a benchmark that runs every layer on the GPU
+(``-ngl 99``: the CPU backend holds only the token-embedding lookup). Without it ggml builds one
+CPU backend, ``ggml-cpu``, with upstream's ``GGML_NATIVE=OFF`` (ggml's default x86 instruction
+set then: AVX2, FMA, F16C, BMI2). We build :data:`TARGETS` (``llama-bench``, whose ``ggml``
+brings ``ggml-cuda``, ``ggml-cpu`` and ``ggml-rpc``), not upstream's every target.
 
 Output: ``<tools_dir>/reference/cmake/bin`` (llama-bench, its libraries and backends beside it:
 upstream's ``CMAKE_INSTALL_RPATH=$ORIGIN``), and ``<tools_dir>/reference/reference.json``
@@ -46,11 +50,12 @@ WORKFLOW = ".github/workflows/release.yml"
 """Upstream's release workflow, relative to the source tree."""
 STEP_ID = "cmake_build"
 """The ``id`` of the release job's step that configures (``cmake -B build ...``)."""
-CPU_VARIANT = {"x64": "x64", "arm64": "armv8.0_1"}
-"""The CPU backend variant the reference builds, per arch: the baseline of ggml's
-``GGML_CPU_ALL_VARIANTS`` list (``ggml/src/CMakeLists.txt``), which loads on every CPU of it."""
-TARGETS = ("llama-bench", "ggml-cuda")
-"""What the reference builds besides :data:`CPU_VARIANT`'s ``ggml-cpu-<variant>``."""
+OVERRIDES = {"GGML_CPU_ALL_VARIANTS": "OFF"}
+"""What the reference changes of upstream's flags, after them (module docstring: one CPU backend
+instead of every variant; the GPU code's flags are upstream's)."""
+TARGETS = ("llama-bench", "ggml-cuda", "ggml-cpu")
+"""What the reference builds (``ggml-cuda`` and ``ggml-cpu`` would come with ``llama-bench``'s
+``ggml`` anyway; named so the build says so)."""
 
 _EXPR = re.compile(r"\$\{\{\s*([A-Za-z_][\w.-]*)\s*\}\}")
 
@@ -123,8 +128,9 @@ def upstream_flags(text: str, where: str, job: str, arch: str, toolkit_major: in
 def reference_argv(
     cmake: str, ninja: str, source_tree: Path, ref_dir: Path, flags: list[str], sms: list[int]
 ) -> list[str]:
-    """The reference's configure command: upstream's ``flags`` plus the GPUs' ``sms`` as
-    ``CMAKE_CUDA_ARCHITECTURES`` (``<sm>-real``), Ninja and the toolchain file in ``ref_dir``."""
+    """The reference's configure command: upstream's ``flags``, then :data:`OVERRIDES` and the
+    GPUs' ``sms`` as ``CMAKE_CUDA_ARCHITECTURES`` (``<sm>-real``, last), Ninja and the toolchain
+    file in ``ref_dir``."""
     if not sms:
         raise BundleGraphError("the reference build needs the GPU's SM (no GPU found)")
     archs = ";".join(f"{sm}-real" for sm in sorted(set(sms)))
@@ -139,15 +145,9 @@ def reference_argv(
         f"-DCMAKE_MAKE_PROGRAM={Path(ninja).as_posix()}",
         f"-DCMAKE_TOOLCHAIN_FILE={(ref_dir / 'toolchain.cmake').as_posix()}",
         *flags,
+        *(f"-D{k}={v}" for k, v in OVERRIDES.items()),
         f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
     ]
-
-
-def targets(arch: str) -> list[str]:
-    """The reference's build targets for ``arch`` (:data:`TARGETS` and the CPU baseline)."""
-    if arch not in CPU_VARIANT:
-        raise BundleGraphError(f"the reference build has no CPU baseline variant for arch {arch}")
-    return [*TARGETS, f"ggml-cpu-{CPU_VARIANT[arch]}"]
 
 
 def reference_bin(tools_dir: Path) -> Path:
@@ -188,7 +188,7 @@ def build_reference(
     flags, source = upstream_flags(wf.read_text(encoding="utf-8"), wf.as_posix(), job, arch, toolkit_major)
     ref = tools_dir / "reference"
     argv = reference_argv(cmake, ninja, source_tree, ref, flags, sms)
-    tg = targets(arch)
+    tg = list(TARGETS)
     t0 = time.monotonic()
     stamp = ref / "configure-key.txt"
     key = key_of({"argv": argv, "toolchain": toolchain_text})
@@ -210,6 +210,7 @@ def build_reference(
     record = {
         "flags": flags,
         "flags_from": source,
+        "overrides": OVERRIDES,
         "cuda_architectures": argv[-1].split("=", 1)[1],
         "targets": tg,
         "configure": proc.quote(argv),
@@ -220,7 +221,7 @@ def build_reference(
 
 
 __all__ = [
-    "CPU_VARIANT",
+    "OVERRIDES",
     "STEP_ID",
     "TARGETS",
     "WORKFLOW",
@@ -228,6 +229,5 @@ __all__ = [
     "reference_argv",
     "reference_bin",
     "reference_record",
-    "targets",
     "upstream_flags",
 ]

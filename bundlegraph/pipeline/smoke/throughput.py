@@ -65,13 +65,13 @@ SHAPE = "bench"
 
 def key() -> dict[str, Any]:
     """What the throughput check adds to the smoke's and the tools task's action keys."""
-    from .reference import CPU_VARIANT, TARGETS, WORKFLOW
+    from .reference import OVERRIDES, TARGETS, WORKFLOW
 
     return {
         "bench": BENCH_ARGS,
         "threshold": THRESHOLD,
         "shape": SHAPE,
-        "reference": {"workflow": WORKFLOW, "targets": list(TARGETS), "cpu": CPU_VARIANT},
+        "reference": {"workflow": WORKFLOW, "targets": list(TARGETS), "overrides": OVERRIDES},
     }
 
 
@@ -166,7 +166,9 @@ def throughput(run: SmokeRun) -> Outcome:
         "bundle": bundle,
         "reference": reference,
         "reference_command": ref_cmd,
-        "reference_build": {k: ref_rec.get(k) for k in ("flags", "flags_from", "cuda_architectures", "targets")},
+        "reference_build": {
+            k: ref_rec.get(k) for k in ("flags", "flags_from", "overrides", "cuda_architectures", "targets")
+        },
     }
     if ref_rc != 0:
         return f"the reference llama-bench: exit code {ref_rc}", facts, cmd
