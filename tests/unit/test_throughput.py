@@ -189,3 +189,10 @@ def test_no_reference_is_built_where_no_gpu_can_run_the_check(workdir, monkeypat
     assert note == workdir / "build" / LEG / "smoke-tools" / "reference" / "not-built.json"
     assert json.loads(note.read_text()) == {"leg": LEG, "built": False, "reason": f"no NVIDIA GPU: {none.problem}"}
     assert not (note.parent / "cmake").exists()
+
+
+def test_a_runner_that_imports_the_build_installs_no_toolkit_for_the_reference(tmp_path):
+    (tmp_path / LEG).mkdir()  # the leg's build output, made on another runner (built=DIR)
+    g = load_graph(ROOT / "bundles", Filters(only_leg=LEG, built=tmp_path))
+    assert g.find(f"smoke:reference-{LEG}").deps == [f"source:{LEG}"]
+    assert not [t for t in g.find(f"build:{LEG}").deps if t.startswith("toolkit:")]

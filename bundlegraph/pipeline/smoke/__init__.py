@@ -231,8 +231,7 @@ def _smoke_doc(ctx: Context, leg: str, gpu_doc: str) -> str:
 def plans(ctx: Context) -> list[Any]:
     """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a GPU leg
     ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it, and, where the leg has
-    the throughput check, ``smoke:reference-<leg>`` (its reference build; after the leg's
-    toolkit, whose compilers it uses)."""
+    the throughput check, ``smoke:reference-<leg>`` (its reference build)."""
     out = []
     for leg in ctx.legs:
         spec = ctx.spec(leg)
@@ -258,13 +257,17 @@ def plans(ctx: Context) -> list[Any]:
             )
         ref = gpu and has_reference(ctx, leg)
         if ref:
+            # after the leg's toolkit, whose compilers it uses, where the leg compiles here (then
+            # its build needs that toolkit anyway); a runner that imports the leg's build output
+            # (built=DIR) installs no toolkit for it, and the reference must not make it
             sdk = ctx.leg(leg).sdk
+            toolkit = [sdk.task] if sdk is not None and ctx.imported_build(leg) is None else []
             out.append(
                 TaskPlan(
                     stage=NAME,
                     name=f"reference-{leg}",
                     leg=leg,
-                    deps=[f"source:{leg}", *([sdk.task] if sdk else [])],
+                    deps=[f"source:{leg}", *toolkit],
                     prepare=partial(_prepare_reference, ctx, leg),
                     apply=partial(run_plan, run_reference),
                     doc=f"build llama-bench with upstream's release flags for smoke:{leg}'s throughput check "
