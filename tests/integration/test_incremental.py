@@ -38,6 +38,7 @@ CPU, CUDA, X64 = "mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x6
 LEGS = (CPU, CUDA, X64)
 CHAIN = ("source", "configure", "build", "verify", "merge", "package", "smoke")
 TOOLS = f"smoke:tools-{CUDA}"  # test-backend-ops for the GPU checks: nothing built on this host
+REF = f"smoke:reference-{CUDA}"  # the throughput check's reference (issue 43): nothing built here either
 BUNDLE = {
     CPU: "app-b42-linux-arm64-cpu.tar.gz",
     CUDA: "app-b42-linux-arm64-cuda13-blackwell.tar.gz",
@@ -159,7 +160,7 @@ def built(tmp_path_factory):
     live.work.mkdir()
     ran = live.run()
     tk = [t for t in ran if t.startswith("toolkit:")]
-    expected = [t for leg in LEGS for t in chain(leg)] + tk + [TOOLS, "manifest"]
+    expected = [t for leg in LEGS for t in chain(leg)] + tk + [TOOLS, REF, "manifest"]
     assert len(tk) == 1 and sorted(ran) == sorted(expected), ran
     for leg in LEGS:
         assert (live.dist / BUNDLE[leg]).is_file()
@@ -186,7 +187,7 @@ def test_second_run_executes_nothing(tree):
     assert r.returncode == 0, r.stdout + r.stderr
     assert graphrun.executed(r.stdout) == []
     up = [l[3:] for l in r.stdout.splitlines() if l.startswith("-- ")]
-    assert sorted(up) == sorted([t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), TOOLS, "manifest"])
+    assert sorted(up) == sorted([t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), TOOLS, REF, "manifest"])
     assert tree.snapshot(tree.dist) == dist and tree.stamps() == stamps  # not even rewritten
 
 
@@ -235,7 +236,7 @@ def test_editing_the_path_pinned_source_rebuilds_every_leg_but_not_the_toolkit(t
     f = tree.src / "src" / "ggml-base.c"
     f.write_text(f.read_text().replace('"%s/libggml-%s.so"', '"%s/./libggml-%s.so"'))
     ran = tree.run()
-    assert sorted(ran) == sorted([t for leg in LEGS for t in chain(leg)] + [TOOLS, "manifest"])
+    assert sorted(ran) == sorted([t for leg in LEGS for t in chain(leg)] + [TOOLS, REF, "manifest"])
     for leg in LEGS:
         assert b"%s/./libggml-%s.so" in tree.member(leg, "libggml-base.so")
     assert tree.run() == []

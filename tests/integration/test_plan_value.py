@@ -49,9 +49,13 @@ def test_the_key_plan_shows_is_the_key_each_stamp_records(built):
         assert st["key_digest"] == stamp["key"], st["task"]
         assert st["key"] == stamp["inputs"], st["task"]
         checked.append(st["task"])
-    # 20 stage tasks + a smoke per leg (3) + the CUDA leg's smoke tools
-    assert len(checked) == 24 and "configure:mini-linux-arm64-cuda" in checked and "manifest" in checked
-    assert {"smoke:mini-linux-arm64-cpu", "smoke:tools-mini-linux-arm64-cuda"} <= set(checked)
+    # 20 stage tasks + a smoke per leg (3) + the CUDA leg's smoke tools and throughput reference
+    assert len(checked) == 25 and "configure:mini-linux-arm64-cuda" in checked and "manifest" in checked
+    assert {
+        "smoke:mini-linux-arm64-cpu",
+        "smoke:tools-mini-linux-arm64-cuda",
+        "smoke:reference-mini-linux-arm64-cuda",
+    } <= set(checked)
 
 
 def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch):

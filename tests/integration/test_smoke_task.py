@@ -153,3 +153,72 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
         cwd=ROOT,
     )
     assert out2.read_bytes() == out.read_bytes()
+
+
+def test_bench_gguf_and_upstream_release_flags_from_the_real_source(real_input, tmp_path):
+    """The throughput check's inputs from the release's real llama.cpp source: the bench-shaped
+    model (124.7 M parameters, Q8_0; about 3 s and 133 MB here) reads back with gguf-py, and the
+    reference's flags come out of the source's own release workflow (issue 43 item 6)."""
+    from bundlegraph.pipeline.smoke.reference import WORKFLOW, upstream_flags
+    from bundlegraph.pipeline.smoke.tinygguf import BENCH_HPARAMS, n_params, tensor_shapes
+
+    sdist = real_input("llama-sdist", unpack=True)
+    src = next(sdist.glob("*/vendor/llama.cpp"), None) or next(sdist.glob("vendor/llama.cpp"))
+    flags, where = upstream_flags((src / WORKFLOW).read_text(encoding="utf-8"), WORKFLOW, "ubuntu-cuda", "x64", 13)
+    assert flags == [
+        "-DCMAKE_INSTALL_RPATH=$ORIGIN",
+        "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+        "-DGGML_BACKEND_DL=ON",
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_CPU_ALL_VARIANTS=ON",
+        "-DGGML_CUDA=ON",
+        "-DGGML_CUDA_NCCL=OFF",
+        "-DLLAMA_BUILD_EXAMPLES=OFF",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_BUILD_TOOLS=ON",
+        "-DLLAMA_BUILD_SERVER=ON",
+        "-DGGML_RPC=ON",
+    ]
+    assert where == f"{WORKFLOW} jobs.ubuntu-cuda (matrix build=x64 label=13.4), step cmake_build"
+    # the CUDA 12 entry adds CCCL 3.2 (fetched with git at configure time)
+    assert (
+        upstream_flags((src / WORKFLOW).read_text(encoding="utf-8"), WORKFLOW, "ubuntu-cuda", "x64", 12)[0][-1]
+        == "-DGGML_CUDA_CUB_3DOT2=ON"
+    )
+    out = tmp_path / "bench.gguf"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bundlegraph.pipeline.smoke.tinygguf",
+            "--gguf-py",
+            str(src / "gguf-py"),
+            "--vocab",
+            str(src / "models" / "ggml-vocab-llama-spm.gguf"),
+            "--out",
+            str(out),
+            "--shape",
+            "bench",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "124668672 parameters" in r.stdout and out.stat().st_size == 133_247_296
+    sys.path.insert(0, str(src / "gguf-py"))
+    try:
+        import gguf
+
+        rd = gguf.GGUFReader(str(out))
+    finally:
+        sys.path.remove(str(src / "gguf-py"))
+    assert rd.fields["general.name"].contents() == "bundlegraph-smoke-bench"
+    assert rd.fields["llama.block_count"].contents() == BENCH_HPARAMS["n_layer"]
+    assert rd.fields["llama.attention.head_count_kv"].contents() == BENCH_HPARAMS["n_head_kv"]
+    types = {t.name: t.tensor_type.name for t in rd.tensors}
+    assert types["blk.11.ffn_down.weight"] == types["token_embd.weight"] == "Q8_0"
+    assert types["output_norm.weight"] == "F32"
+    shapes = {t.name: tuple(int(x) for x in reversed(t.shape)) for t in rd.tensors}
+    assert shapes == tensor_shapes(32000, BENCH_HPARAMS)
+    assert sum(int(t.n_elements) for t in rd.tensors) == n_params(32000, BENCH_HPARAMS) == 124_668_672

@@ -98,6 +98,8 @@ def test_smoke_plan_for_a_bundle():
         "devices",
         "generate-gpu",
         *(f"op:{op}" for op in OPS),
+        "throughput-reference",
+        "throughput",
     ]
     assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)
     by = {c.name: c.argv for c in p.checks}

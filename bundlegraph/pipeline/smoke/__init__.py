@@ -71,7 +71,14 @@ result (a failure names the step or op):
   ``models/ggml-vocab-llama-spm.gguf``);
 - ``generate``: ``llama-simple -m tiny.gguf -n 8 -ngl 99`` (or ``llama-completion``): exit 0, the
   loader's ``offloaded k/k layers to GPU`` (``src/llama-model.cpp``) and ``decoded N tokens``
-  with N > 0.
+  with N > 0;
+- ``bench-model``, ``throughput`` (a side whose ``REFERENCE_JOBS`` name the bundle's os: CUDA on
+  Linux; :mod:`.throughput`): the bundle's ``llama-bench`` against a reference build of the same
+  source with upstream's release flags (``smoke:reference-<leg>``, :mod:`.reference`: the flags
+  read from the source's ``.github/workflows/release.yml``, archs the GPU's own SM, in
+  ``build/<leg>/smoke-tools/reference``; nothing built where the GPU checks cannot run) on a
+  124.7 M-parameter Q8_0 model; more than 10 % slower in prompt processing or generation fails,
+  naming both figures; both figures go into ``smoke.json``.
 
 The external CUDA runtime (``runtime.external``: ``libcudart.so.13``, cuBLAS) is taken from the
 leg's toolkit (its target ``lib`` directory is put first on ``LD_LIBRARY_PATH``; ``PATH`` on
@@ -91,9 +98,20 @@ from typing import Any
 from ...toolchains.base import this_host
 from ..base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from ..configure import plan_configure
-from .gpu import run_tools
+from . import throughput
+from .gpu import run_reference, run_tools
 from .judges import judge_devices, judge_op
-from .plan import OPS, TOOLS_CACHE, SmokePlan, SmokeToolsPlan, decide, plan_smoke, plan_tools
+from .plan import (
+    OPS,
+    TOOLS_CACHE,
+    ReferencePlan,
+    SmokePlan,
+    SmokeToolsPlan,
+    decide,
+    plan_reference,
+    plan_smoke,
+    plan_tools,
+)
 from .run import run_smoke
 from .side import ops_key
 from .sides import side_of
@@ -127,7 +145,36 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
             "ops": ops_key(side),
             "tools": TOOLS_CACHE,
         }
+        if has_reference(ctx, leg):
+            consumed |= {"reference": upstream_digest(f"smoke:reference-{leg}"), "throughput": throughput.key()}
     return consumed
+
+
+def has_reference(ctx: Context, leg: str) -> bool:
+    """Whether ``leg``'s smoke has the throughput check (its side names upstream's release job
+    for the bundle's os): then ``smoke:reference-<leg>`` builds its reference."""
+    spec = ctx.spec(leg)
+    side = side_of(spec.backend)
+    return side is not None and spec.os in side.REFERENCE_JOBS
+
+
+def reference_inputs(ctx: Context, leg: str) -> dict[str, Any]:
+    """The action-key inputs of ``smoke:reference-<leg>``: the source and the leg's toolkit
+    digests, the leg's toolchain text (as planned, before compilers resolve), the throughput
+    check's constants (:func:`.throughput.key`), this host and the GPUs (their SMs are the
+    reference's archs)."""
+    spec = ctx.spec(leg)
+    side = side_of(spec.backend)
+    assert side is not None  # only GPU legs with a release job have a reference task
+    sdk = ctx.leg(leg).sdk
+    return {
+        "source": upstream_digest(f"source:{leg}"),
+        "toolkit": upstream_digest(sdk.task) if sdk else None,
+        "toolchain": plan_configure(ctx, leg).toolchain_text,
+        "throughput": throughput.key(),
+        "host": list(this_host()),
+        "gpus": side.probe().key(),
+    }
 
 
 def tools_inputs(ctx: Context, leg: str) -> dict[str, Any]:
@@ -156,6 +203,10 @@ def _prepare_tools(ctx: Context, leg: str) -> Prepared[SmokeToolsPlan]:
     return Prepared.of(replace(plan_tools(ctx, leg), consumed=tools_inputs(ctx, leg)))
 
 
+def _prepare_reference(ctx: Context, leg: str) -> Prepared[ReferencePlan]:
+    return Prepared.of(replace(plan_reference(ctx, leg), consumed=reference_inputs(ctx, leg)))
+
+
 def runs_here(ctx: Context, leg: str) -> bool:
     """Whether this host can start ``leg``'s bundle (then its smoke is a default task)."""
     from ...emulation import launcher_for
@@ -179,7 +230,8 @@ def _smoke_doc(ctx: Context, leg: str, gpu_doc: str) -> str:
 
 def plans(ctx: Context) -> list[Any]:
     """``smoke:<leg>`` for every selected leg, after ``package:<leg>``, and for a GPU leg
-    ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it."""
+    ``smoke:tools-<leg>`` (test-backend-ops for the GPU checks) before it, and, where the leg has
+    the throughput check, ``smoke:reference-<leg>`` (its reference build)."""
     out = []
     for leg in ctx.legs:
         spec = ctx.spec(leg)
@@ -203,12 +255,33 @@ def plans(ctx: Context) -> list[Any]:
                     doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
                 )
             )
+        ref = gpu and has_reference(ctx, leg)
+        if ref:
+            # after the leg's toolkit, whose compilers it uses, where the leg compiles here (then
+            # its build needs that toolkit anyway); a runner that imports the leg's build output
+            # (built=DIR) installs no toolkit for it, and the reference must not make it
+            sdk = ctx.leg(leg).sdk
+            toolkit = [sdk.task] if sdk is not None and ctx.imported_build(leg) is None else []
+            out.append(
+                TaskPlan(
+                    stage=NAME,
+                    name=f"reference-{leg}",
+                    leg=leg,
+                    deps=[f"source:{leg}", *toolkit],
+                    prepare=partial(_prepare_reference, ctx, leg),
+                    apply=partial(run_plan, run_reference),
+                    doc=f"build llama-bench with upstream's release flags for smoke:{leg}'s throughput check "
+                    "(nothing built where no GPU can run it)",
+                )
+            )
         out.append(
             TaskPlan(
                 stage=NAME,
                 name=leg,
                 leg=leg,
-                deps=[f"package:{leg}", f"source:{leg}"] + ([f"smoke:tools-{leg}"] if gpu else []),
+                deps=[f"package:{leg}", f"source:{leg}"]
+                + ([f"smoke:tools-{leg}"] if gpu else [])
+                + ([f"smoke:reference-{leg}"] if ref else []),
                 prepare=partial(_prepare_smoke, ctx, leg),
                 apply=partial(run_plan, run_smoke),
                 preview=partial(plan_smoke, ctx, leg),
@@ -223,10 +296,12 @@ __all__ = [
     "OPS",
     "OPT_IN",
     "decide",
+    "has_reference",
     "judge_devices",
     "judge_op",
     "plan_smoke",
     "plans",
+    "reference_inputs",
     "run_smoke",
     "runs_here",
 ]

@@ -30,6 +30,15 @@ DOC = "; on an NVIDIA GPU its CUDA kernels"
 """What ``doit list`` adds for a CUDA leg."""
 PARALLEL_OPS = True
 """``test-backend-ops -j <cores>``."""
+REFERENCE_JOBS = {"linux": "ubuntu-cuda"}
+"""Upstream's release job per bundle os whose CMake flags build the throughput check's
+reference (``.github/workflows/release.yml``; Windows' ``windows-cuda`` builds ggml-cuda alone,
+with cmd syntax, and no Windows host with a GPU runs the smoke)."""
+
+
+def reference_sms(probe: Any) -> list[int]:
+    """The SMs of the GPUs ``nvidia-smi`` listed (the reference is built for them alone)."""
+    return sorted({g.sm for g in getattr(probe, "gpus", ())})
 
 
 def probe() -> GpuProbe:
@@ -129,11 +138,13 @@ __all__ = [
     "OPS",
     "OP_NAMES",
     "PARALLEL_OPS",
+    "REFERENCE_JOBS",
     "decide",
     "decide_here",
     "describe",
     "env",
     "inventory",
     "probe",
+    "reference_sms",
     "runtime_dir",
 ]

@@ -1,8 +1,11 @@
 """The GPU steps of ``smoke:<leg>``, for a GPU leg on a host where its side (:mod:`.sides`:
 :mod:`.cuda`, :mod:`.vulkan`) found a device the bundle can run on: the ``test-backend-ops``
-build of ``smoke:tools-<leg>`` (:func:`run_tools`) and the steps (:func:`steps_for`: devices,
-generation with ``-ngl 99``, ``test-backend-ops`` against the CPU per op of the side's ``OPS``),
-each judged by :mod:`.judges` and run in the side's environment (the chosen device alone).
+build of ``smoke:tools-<leg>`` (:func:`run_tools`), the reference build of
+``smoke:reference-<leg>`` (:func:`run_reference`, :mod:`.reference`) and the steps
+(:func:`steps_for`: devices, generation with ``-ngl 99``, ``test-backend-ops`` against the CPU
+per op of the side's ``OPS``, then the throughput check of :mod:`.throughput`), each judged by
+:mod:`.judges` (the throughput by its own module) and run in the side's environment (the chosen
+device alone).
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.report import say
-from . import judges
+from . import judges, reference, throughput
 from .host import not_llama
-from .plan import TOOLS_CACHE, SmokePlan, SmokeToolsPlan
+from .plan import TOOLS_CACHE, ReferencePlan, SmokePlan, SmokeToolsPlan
 from .side import GpuSide
 from .steps import Outcome, SmokeRun, Step
 
@@ -102,6 +105,43 @@ def run_tools(plan: SmokeToolsPlan) -> list[Path]:
     return [prog]
 
 
+def run_reference(plan: ReferencePlan) -> list[Path]:
+    """``smoke:reference-<leg>``: build the throughput check's reference (:mod:`.reference`), or,
+    where the GPU checks cannot run, build nothing and record why in
+    ``<tools_dir>/reference/not-built.json`` (an up-to-date result for this host, as
+    :func:`run_tools`'s)."""
+    from ..compile import jobs as jobs_mod
+
+    sp = plan.smoke
+    if not plan.decision.run:
+        note = sp.tools_dir / "reference" / "not-built.json"
+        atomic_write_json(note, {"leg": sp.leg, "built": False, "reason": plan.decision.reason})
+        say(f"smoke:reference-{sp.leg}: nothing to build here: {plan.decision.reason}")
+        return [note]
+    assert plan.configure is not None and plan.resolved is not None
+    rec = reference.build_reference(
+        leg=sp.leg,
+        cmake=plan.cmake,
+        ninja=plan.ninja,
+        source_tree=sp.source_tree,
+        tools_dir=sp.tools_dir,
+        toolchain_text=plan.configure.toolchain_text,
+        job=plan.job,
+        arch=sp.arch,
+        toolkit_major=plan.toolkit_major,
+        sms=plan.sms,
+        jobs=jobs_mod.decide(0, sp.os == "windows").n,
+        env=plan.resolved.env,
+        log=sp.log.with_name("smoke-reference.log"),
+        exe=sp.exe,
+    )
+    say(
+        f"smoke:reference-{sp.leg}: llama-bench with upstream's flags ({rec['flags_from']}; "
+        f"CMAKE_CUDA_ARCHITECTURES={rec['cuda_architectures']}) built in {rec['seconds']} s"
+    )
+    return [reference.reference_record(sp.tools_dir), reference.reference_bin(sp.tools_dir) / f"llama-bench{sp.exe}"]
+
+
 def _side(run: SmokeRun) -> GpuSide:
     assert run.side is not None  # the GPU steps run for a GPU leg only
     return run.side
@@ -156,14 +196,40 @@ def _with_model(run: SmokeRun) -> tuple[str, str] | None:
     return None if "model" in run.passed else ("not run", "no model")
 
 
+def _with_bench(run: SmokeRun) -> tuple[str, str] | None:
+    """The throughput check runs where the plan has it (the side's :attr:`REFERENCE_JOBS` name
+    the bundle's os) and, like generation, with a model."""
+    try:
+        run.plan.check("throughput")
+    except KeyError:
+        return ("", "")  # not planned for this os: not recorded
+    return _with_model(run)
+
+
+def _with_bench_model(run: SmokeRun) -> tuple[str, str] | None:
+    gated = _with_bench(run)
+    if gated is not None:
+        return gated
+    return None if "bench-model" in run.passed else ("not run", "no bench model")
+
+
 def steps_for(side: GpuSide) -> tuple[Step, ...]:
-    """The GPU steps of ``side``'s legs, in order (cheapest op first)."""
+    """The GPU steps of ``side``'s legs, in order (cheapest op first; the throughput check last,
+    with the GPU to itself)."""
     return (
         Step("devices", devices),
         Step("generate-gpu", generate_gpu, _with_model),
         Step("test-backend-ops build", tools),
         *(_op(op) for op, _params in side.OPS),
+        *(
+            (
+                Step("bench-model", throughput.bench_model, _with_bench),
+                Step("throughput", throughput.throughput, _with_bench_model),
+            )
+            if side.REFERENCE_JOBS
+            else ()
+        ),
     )
 
 
-__all__ = ["run_tools", "steps_for", "tools_argv", "tools_program"]
+__all__ = ["run_reference", "run_tools", "steps_for", "tools_argv", "tools_program"]

@@ -23,6 +23,7 @@ from .cuda import OP_NAMES as OPS
 from .cuda import decide
 from .side import Decision, Probe, op_args
 from .sides import side_of
+from .throughput import BENCH_ARGS
 
 TOOLS_CACHE = {
     "LLAMA_BUILD_TESTS": "ON",
@@ -200,6 +201,12 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
             )
             for op, params in side.OPS
         ]
+        if spec.os in side.REFERENCE_JOBS:  # the throughput check (:mod:`.throughput`)
+            bench = f"llama-bench{exe}"
+            checks += [
+                Check("throughput-reference", [f"{{reference}}/{bench}", *BENCH_ARGS]),
+                Check("throughput", [f"{{bundle}}/{bench}", *BENCH_ARGS]),
+            ]
         gpus = side.probe()
         rdir = side.runtime_dir(ctx, leg)
     model_argv = [
@@ -237,6 +244,61 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     )
 
 
+@frozen
+class ReferencePlan:
+    """What ``smoke:reference-<leg>`` does (:mod:`.reference`): ``smoke`` (the leg's
+    :class:`SmokePlan`), ``decision`` (nothing is built when it says no), and when it says yes
+    the leg's own ``configure`` plan (its toolchain: the bundle's compilers and toolkit) with
+    ``resolved`` compilers, upstream's release ``job`` for the bundle's os, the toolkit's major
+    (``toolkit_major``: picks the job's matrix entry) and the GPUs' ``sms``."""
+
+    smoke: SmokePlan
+    decision: Decision
+    job: str
+    configure: ConfigurePlan | None = None
+    resolved: Resolved | None = None
+    cmake: str = "cmake"
+    ninja: str = "ninja"
+    toolkit_major: int = 0
+    sms: list[int] = field(default_factory=list)
+    consumed: dict[str, Any] = field(default_factory=dict)
+    """The action-key inputs read when prepared (``smoke.reference_inputs``)."""
+
+    def key(self) -> dict[str, Any]:
+        return dict(self.consumed)
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+
+def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
+    """The :class:`ReferencePlan` of ``leg`` now: from the smoke plan's GPU decision; when the
+    GPU steps can run here, checks the host and resolves the leg's own tools and compilers
+    (:class:`HostMismatch`, :class:`ToolMissing` otherwise)."""
+    smoke = plan_smoke(ctx, leg)
+    spec = ctx.spec(leg)
+    side = side_of(spec.backend)
+    d = smoke.decision
+    assert side is not None and d is not None and spec.os in side.REFERENCE_JOBS  # planned for such legs only
+    job = side.REFERENCE_JOBS[spec.os]
+    if not d.run:
+        return ReferencePlan(smoke, d, job)
+    tc = check_host(ctx, leg)
+    tools = build_tools()
+    resolved = tc.resolve(ctx.leg(leg).sdk)
+    return ReferencePlan(
+        smoke,
+        d,
+        job,
+        plan_configure(ctx, leg, tools, resolved.binaries),
+        resolved,
+        cmake=str(tools.cmake.path),
+        ninja=str(tools.ninja.path),
+        toolkit_major=spec.cuda.version.parts[0] if spec.cuda else 0,
+        sms=side.reference_sms(smoke.gpus),
+    )
+
+
 def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
     """The :class:`SmokeToolsPlan` of ``leg`` now: from the smoke plan's GPU decision; when the smoke test can run
     here, checks the host and resolves tools and compilers (:class:`HostMismatch`,
@@ -268,9 +330,11 @@ __all__ = [
     "VOCABS",
     "Check",
     "Decision",
+    "ReferencePlan",
     "SmokePlan",
     "SmokeToolsPlan",
     "decide",
+    "plan_reference",
     "plan_smoke",
     "plan_tools",
 ]

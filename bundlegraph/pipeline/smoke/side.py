@@ -66,6 +66,14 @@ class GpuSide(Protocol):
     """what ``doit list`` adds for a leg of this backend (``; on an NVIDIA GPU its CUDA kernels``)"""
     PARALLEL_OPS: bool
     """whether ``test-backend-ops`` may run its cases on parallel workers (``-j N``, N = cores)"""
+    REFERENCE_JOBS: dict[str, str]
+    """bundle os -> the job of upstream's ``.github/workflows/release.yml`` whose flags build the
+    throughput check's reference (:mod:`.reference`); an os not here has no throughput check"""
+
+    def reference_sms(self, probe: Any) -> list[int]:
+        """The compute capabilities the reference build targets, from this host's probe (the
+        GPUs' own; empty where there is none)."""
+        ...
 
     def probe(self) -> Probe:
         """What this host offers the GPU steps (never raises for a host without one)."""

@@ -83,10 +83,20 @@ class SmokeRun:
             return None
         return backend(self.plan.backend).DRIVERS.get(self.plan.os)
 
+    @property
+    def bench_model(self) -> Path:
+        """The throughput check's model (:mod:`.throughput`), beside the tiny one."""
+        return self.model.with_name("bench.gguf")
+
     def fill(self, argv: list[str], dev: str = "") -> list[str]:
-        """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{dev}``, ``{jobs}``, ``{port}``)."""
+        """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{bench_model}``,
+        ``{reference}``, ``{dev}``, ``{jobs}``, ``{port}``)."""
+        from .reference import reference_bin
+
         return [
             a.replace("{bundle}", self.bundle_dir.as_posix())
+            .replace("{bench_model}", self.bench_model.as_posix())
+            .replace("{reference}", reference_bin(self.plan.tools_dir).as_posix())
             .replace("{model}", self.model.as_posix())
             .replace("{dev}", dev)
             .replace("{jobs}", self.jobs)

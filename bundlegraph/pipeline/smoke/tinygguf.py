@@ -8,10 +8,22 @@ Runs as ``python -m bundlegraph.pipeline.smoke.tinygguf --gguf-py DIR --vocab FI
 enters bundlegraph's own interpreter state). The file is written beside ``--out`` and renamed
 into place.
 
-Model (:data:`HPARAMS`): 2 layers, embedding 64, 4 query heads and 2 KV heads (grouped-query
-attention), feed-forward 128, context 256, RoPE over the whole head (16). 2-D weights are F16
-(cuBLAS / MMV paths on CUDA), norms F32 ones; values N(0, 0.02) from a fixed seed, so the file is
-byte-identical for the same vocabulary. Tensor names and shapes follow llama.cpp's
+Two shapes (:data:`SHAPES`, ``--shape``):
+
+- ``tiny`` (:data:`HPARAMS`, the default): 2 layers, embedding 64, 4 query heads and 2 KV heads
+  (grouped-query attention), feed-forward 128, context 256, RoPE over the whole head (16); 2-D
+  weights F16 (cuBLAS / MMV paths on CUDA). 4.17 M parameters, 9 MB with the llama-spm
+  vocabulary (32,000 tokens): the host and GPU checks' model.
+- ``bench`` (:data:`BENCH_HPARAMS`): a real-shaped small LLaMA for the throughput check
+  (:mod:`.throughput`): 12 layers, embedding 768, 12 query heads and 4 KV heads, feed-forward
+  2048, context 2048, head 64 (the proportions of a ~125 M-parameter LLaMA); 2-D weights Q8_0
+  (quantized with gguf-py's own bit-exact ``quants.quantize``), the type real models ship in and
+  the one whose CUDA kernels (MMQ for prompts, MMVQ for generation) depend most on the archs a
+  build targets. 124.7 M parameters, 133 MB with the llama-spm vocabulary
+  (:func:`n_params`).
+
+Norms are F32 ones; other values N(0, 0.02) from a fixed seed, so the file is byte-identical for
+the same vocabulary and shape. Tensor names and shapes follow llama.cpp's
 ``LLM_ARCH_LLAMA`` loader (``src/llama-model.cpp``) and ``gguf-py/gguf/constants.py``
 (``MODEL_TENSOR`` names); numpy shapes are ggml's ``ne`` reversed, as ``GGUFWriter.add_tensor``
 expects.
@@ -26,6 +38,14 @@ from pathlib import Path
 from typing import Any
 
 HPARAMS = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 2, "n_ff": 128, "n_ctx": 256}
+"""The tiny shape's hyper-parameters."""
+BENCH_HPARAMS = {"n_layer": 12, "n_embd": 768, "n_head": 12, "n_head_kv": 4, "n_ff": 2048, "n_ctx": 2048}
+"""The bench shape's hyper-parameters (the throughput check's model)."""
+SHAPES: dict[str, tuple[dict[str, int], str, str]] = {
+    "tiny": (HPARAMS, "F16", "bundlegraph-smoke-tiny"),
+    "bench": (BENCH_HPARAMS, "Q8_0", "bundlegraph-smoke-bench"),
+}
+"""Shape name -> (hyper-parameters, type of the 2-D weights as gguf-py names it, ``general.name``)."""
 ARCH = "llama"
 
 
@@ -54,21 +74,32 @@ def tensor_shapes(n_vocab: int, hp: dict[str, Any] = HPARAMS) -> dict[str, tuple
     return out
 
 
-def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict[str, Any]:
-    """Write the model to ``out`` (atomically) using the imported ``gguf`` package; returns a
-    summary ``{"n_vocab", "tensors", "bytes"}``. Raises ``ValueError`` naming ``vocab`` when it
-    holds no token list."""
+def n_params(n_vocab: int, hp: dict[str, Any] = HPARAMS) -> int:
+    """The model's parameter count (every tensor of :func:`tensor_shapes`)."""
+    import math
+
+    return sum(math.prod(s) for s in tensor_shapes(n_vocab, hp).values())
+
+
+def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0, shape: str = "tiny") -> dict[str, Any]:
+    """Write the model of ``shape`` (:data:`SHAPES`) to ``out`` (atomically) using the imported
+    ``gguf`` package; returns a summary ``{"n_vocab", "tensors", "params", "bytes"}``. Raises
+    ``ValueError`` naming ``vocab`` when it holds no token list, or naming ``shape`` when unknown."""
     import numpy as np
+
+    if shape not in SHAPES:
+        raise ValueError(f"--shape {shape}: expected one of {', '.join(SHAPES)}")
+    hp, wtype, name = SHAPES[shape]
+    qtype = gguf.GGMLQuantizationType[wtype]
 
     reader = gguf.GGUFReader(str(vocab))
     tok = reader.fields.get("tokenizer.ggml.tokens")
     if tok is None:
         raise ValueError(f"{vocab}: no tokenizer.ggml.tokens; not a llama.cpp vocabulary GGUF")
     n_vocab = len(tok.data)
-    hp = HPARAMS
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     w = gguf.GGUFWriter(str(tmp), ARCH)
-    w.add_name("bundlegraph-smoke-tiny")
+    w.add_name(name)
     w.add_context_length(hp["n_ctx"])
     w.add_embedding_length(hp["n_embd"])
     w.add_block_count(hp["n_layer"])
@@ -78,7 +109,7 @@ def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict[s
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(hp["n_embd"] // hp["n_head"])
     w.add_vocab_size(n_vocab)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(gguf.LlamaFileType[f"MOSTLY_{wtype}"])
     for key, field in reader.fields.items():
         if not key.startswith("tokenizer."):
             continue
@@ -87,11 +118,14 @@ def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict[s
         w.add_key_value(key, field.contents(), vtype, sub_type=sub)
     rng = np.random.default_rng(seed)
     shapes = tensor_shapes(n_vocab, hp)
-    for name, shape in shapes.items():
-        if len(shape) == 1:
-            w.add_tensor(name, np.ones(shape, dtype=np.float32))
-        else:
-            w.add_tensor(name, (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16))
+    for tname, tshape in shapes.items():
+        if len(tshape) == 1:
+            w.add_tensor(tname, np.ones(tshape, dtype=np.float32))
+        elif qtype == gguf.GGMLQuantizationType.F16:
+            w.add_tensor(tname, (rng.standard_normal(tshape, dtype=np.float32) * 0.02).astype(np.float16))
+        else:  # gguf-py's own quantizer, bit-exact with ggml's reference (gguf/quants.py)
+            data = gguf.quants.quantize(rng.standard_normal(tshape, dtype=np.float32) * 0.02, qtype)
+            w.add_tensor(tname, data, raw_shape=data.shape, raw_dtype=qtype)
     try:
         w.write_header_to_file()
         w.write_kv_data_to_file()
@@ -100,7 +134,7 @@ def write_tiny_model(gguf: Any, vocab: Path, out: Path, seed: int = 0) -> dict[s
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)
-    return {"n_vocab": n_vocab, "tensors": len(shapes), "bytes": out.stat().st_size}
+    return {"n_vocab": n_vocab, "tensors": len(shapes), "params": n_params(n_vocab, hp), "bytes": out.stat().st_size}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,13 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", required=True, help="a models/ggml-vocab-*.gguf file")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(Path(a.gguf_py).resolve()))
     import gguf  # the source's own gguf-py
 
-    s = write_tiny_model(gguf, Path(a.vocab), Path(a.out), a.seed)
+    s = write_tiny_model(gguf, Path(a.vocab), Path(a.out), a.seed, a.shape)
     print(
-        f"tiny model: {a.out}: {s['tensors']} tensors, vocabulary {s['n_vocab']} tokens, {s['bytes']} bytes "
+        f"{a.shape} model: {a.out}: {s['tensors']} tensors, {s['params']} parameters, "
+        f"vocabulary {s['n_vocab']} tokens, {s['bytes']} bytes "
         f"(gguf-py from {a.gguf_py})",
         flush=True,
     )

@@ -55,6 +55,9 @@ DOC = "; on a Vulkan driver (BUNDLEGRAPH_VULKAN_ICD, else Mesa's lavapipe) its V
 """What ``doit list`` adds for a Vulkan leg."""
 PARALLEL_OPS = False
 """One worker (test-backend-ops's default): ``-j 2`` crashed on lavapipe sooner (:data:`OPS`)."""
+REFERENCE_JOBS: dict[str, str] = {}
+"""No throughput check: the smoke's Vulkan driver is by default lavapipe, a CPU rasterizer whose
+speed says nothing of the bundle's GPU code."""
 ICD_ENV = "BUNDLEGRAPH_VULKAN_ICD"
 """Names the ICD manifest of the Vulkan driver the GPU steps run on."""
 ICD_DIR = Path("/usr/share/vulkan/icd.d")
@@ -75,6 +78,11 @@ class IcdProbe:
     def key(self) -> dict[str, Any]:
         """JSON for action keys: the driver chosen, so another choice changes the key."""
         return {"icd": self.icd, "problem": self.problem}
+
+
+def reference_sms(probe: Any) -> list[int]:
+    """None: no throughput check on this side (:data:`REFERENCE_JOBS`)."""
+    return []
 
 
 def probe(environ: Mapping[str, str] | None = None) -> IcdProbe:
@@ -141,11 +149,13 @@ __all__ = [
     "LAVAPIPE",
     "OPS",
     "PARALLEL_OPS",
+    "REFERENCE_JOBS",
     "IcdProbe",
     "decide",
     "decide_here",
     "describe",
     "env",
     "probe",
+    "reference_sms",
     "runtime_dir",
 ]
