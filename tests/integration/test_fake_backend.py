@@ -135,8 +135,9 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     p = run(str(BIN / "bundlegraph"), "plan", "--json")
     assert p.returncode == 1
     assert (
-        "RuntimeError: bundlegraph.pipeline.smoke.sides: smoke sides for ['cpu', 'cuda', 'vulkan']: expected one "
-        "entry per backend ['cpu', 'cuda', 'fakegpu', 'vulkan']; GPU backend fakegpu has no smoke side"
+        "RuntimeError: bundlegraph.pipeline.smoke.sides: smoke sides for ['cpu', 'cuda', 'hip', 'metal', 'vulkan']: "
+        "expected one entry per backend ['cpu', 'cuda', 'fakegpu', 'hip', 'metal', 'vulkan']; GPU backend fakegpu "
+        "has no smoke side"
     ) in p.stderr, p.stderr
     env["FAKEGPU_NO_SIDE"] = "1"
     # plan: the leg and its tasks

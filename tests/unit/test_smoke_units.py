@@ -345,12 +345,14 @@ def test_the_vulkan_side_shows_the_programs_its_driver_alone():
 
 
 def test_every_gpu_backend_has_a_smoke_side():
-    from bundlegraph.pipeline.smoke import cuda, vulkan
+    from bundlegraph.pipeline.smoke import cuda, hip, metal, vulkan
     from bundlegraph.pipeline.smoke.sides import SIDES, side_problems
 
-    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan} and side_problems(SIDES) == []
-    assert side_problems({"cpu": None, "cuda": vulkan}) == [
-        "smoke sides for ['cpu', 'cuda']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
+    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan, "hip": hip, "metal": metal}
+    assert side_problems(SIDES) == []
+    assert side_problems({"cpu": None, "cuda": vulkan, "hip": hip, "metal": metal}) == [
+        "smoke sides for ['cpu', 'cuda', 'hip', 'metal']: expected one entry per backend "
+        "['cpu', 'cuda', 'hip', 'metal', 'vulkan']",
         "smoke side vulkan is registered as cuda",
         "GPU backend vulkan has no smoke side",
     ]

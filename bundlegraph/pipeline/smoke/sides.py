@@ -5,10 +5,10 @@ a GPU backend's smoke: its module (a :class:`~.side.GpuSide`) and its entry here
 from __future__ import annotations
 
 from ...backends import BACKEND_NAMES, GPU_BACKENDS
-from . import cuda, vulkan
+from . import cuda, hip, metal, vulkan
 from .side import GpuSide
 
-SIDES: dict[str, GpuSide | None] = {"cpu": None, "cuda": cuda, "vulkan": vulkan}
+SIDES: dict[str, GpuSide | None] = {"cpu": None, "cuda": cuda, "vulkan": vulkan, "hip": hip, "metal": metal}
 """Backend spec name -> its smoke side (None: the host steps only)."""
 
 
