@@ -44,7 +44,10 @@ class Platform:
     pattern of ``tag`` and ``arch`` for the bundle's file name without suffix where the installer
     expects a fixed name; empty: ``<prefix>-<tag>-<os>-<arch>-<profile>``) and ``rpath`` (the
     ``CMAKE_INSTALL_RPATH`` every binary gets so it finds the bundle's libraries beside itself:
-    ``$ORIGIN``, ``@loader_path``; empty: the loader searches the program's folder anyway)."""
+    ``$ORIGIN``, ``@loader_path``; empty: the loader searches the program's folder anyway) and
+    ``cpu_variants`` (ggml's CPU backend may come as several libraries, ``ggml-cpu-haswell`` …,
+    with ``GGML_CPU_ALL_VARIANTS``; False: one ``ggml-cpu`` library, which the installer asks for by
+    that exact name: the fork's macOS bundles, ``libggml-cpu.dylib``)."""
 
     name: str
     title: str
@@ -59,6 +62,7 @@ class Platform:
     system_dirs: tuple[str, ...] = ()
     asset_name: str = ""
     rpath: str = ""
+    cpu_variants: bool = True
 
     def library(self, stem: str) -> str:
         """The file name of shared library ``stem`` (``ggml-cuda`` -> ``libggml-cuda.so`` /
@@ -106,6 +110,7 @@ PLATFORMS: dict[str, Platform] = {
             system_dirs=("/usr/lib/", "/System/Library/"),
             asset_name="llama-{tag}-bin-macos-{arch}",
             rpath="@loader_path",
+            cpu_variants=False,
         ),
     )
 }

@@ -12,9 +12,15 @@ through ``BUNDLEGRAPH_THEROCK_DIR`` as a machine that cannot reach AMD's servers
 - ``doit toolkit:therock-...`` adopts the tarball by sha256, extracts it, checks it for the
   family's four targets and writes its receipt; a second run is up to date;
 - the same tarball with other bytes (the hash moved) is refused in one line, and so is a tarball
-  the lock does not pin (the real lock's Windows rows), before anything is fetched.
+  the lock does not pin (the real lock's Windows rows), before anything is fetched;
+- verify on the stand-in: the runtime the merge ships from the installed prefix
+  (:func:`bundlegraph.toolkit.therock.runtime_files`) beside a ``libggml-hip.so`` Debian 12's hipcc
+  compiles here for the family's targets, judged with the leg's own verify policy: its ``required``
+  list (runtime and a rocBLAS kernel file per target) and its code objects (the ``hip-code`` row)
+  hold; a copy without the rocBLAS kernels of gfx1102 and a ggml-hip without gfx1103 are named.
+  The stand-in's runtime files are a few bytes each, so only those two rows are judged.
 
-Time: ~10 s.
+Time: ~15 s.
 """
 
 from __future__ import annotations
@@ -27,9 +33,14 @@ import tarfile
 from pathlib import Path
 
 import graphrun
-from conftest import linux_only
+from conftest import linux_only, require_tools
 
 from bundlegraph.backends import hip
+from bundlegraph.core.proc import run
+from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.toolkit.therock import runtime_files
+from bundlegraph.verification.policy import policy_from_spec
+from bundlegraph.verification.run import verify_path
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "therock-dist-linux-gfx110X-all-7.14.0.tar.gz"
@@ -89,6 +100,7 @@ def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path):
     assert f'"sha256": "{sha}"' in receipt and '"gfx1103"' in receipt
     again = graphrun.doit([task], bundles=bundles, workdir=work, **env)
     assert again.returncode == 0 and graphrun.executed(again.stdout) == [], again.stdout
+    _verify_on_the_stand_in(prefix, bundles, tmp_path)
 
     # the hash moved: refused in one line (a fresh cache and work directory: nothing installed yet)
     (hand / NAME).write_bytes(_tarball(b" moved"))
@@ -108,3 +120,42 @@ def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path):
         in unpinned.stdout + unpinned.stderr
     )
     assert "download:" not in unpinned.stdout + unpinned.stderr
+
+
+KERNEL = """#include <hip/hip_runtime.h>
+__global__ void scale(float *x, float a) { x[__builtin_amdgcn_workitem_id_x()] *= a; }
+extern "C" int run_scale(float *x) { hipLaunchKernelGGL(scale, dim3(1), dim3(64), 0, 0, x, 2.0f); return 0; }
+"""
+
+
+def _ggml_hip(d: Path, targets: tuple[str, ...]) -> Path:
+    """A ``libggml-hip.so`` stand-in with real code objects for ``targets`` (Debian 12's hipcc)."""
+    d.mkdir(parents=True)
+    (d / "k.hip").write_text(KERNEL)
+    argv = ["hipcc", *[f"--offload-arch={t}" for t in targets], "-nogpulib", "-fPIC", "-shared"]
+    run([*argv, "-o", str(d / "libggml-hip.so"), str(d / "k.hip")], cwd=d, capture=True, echo=False, what="hipcc")
+    return d / "libggml-hip.so"
+
+
+def _verify_on_the_stand_in(prefix: Path, bundles: Path, tmp_path: Path) -> None:
+    require_tools("hipcc", "clang")
+    spec = load_matrix(bundles).legs["linux-x64-rocm-gfx110x"]
+    policy = policy_from_spec(spec)
+    want = tuple(spec.hip.mapped_targets)
+    tree = tmp_path / "bundle"
+    for name, src in runtime_files(prefix, "linux"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, tree / name)
+    shutil.copy(_ggml_hip(tmp_path / "good", want), tree)
+
+    def judged(path: Path) -> list[str]:
+        return [f.line() for f in verify_path(path, policy).failures if f.check in ("content", "hip-code")]
+
+    assert judged(tree) == []
+    (tree / "rocblas/library/TensileLibrary_lazy_gfx1102.dat").unlink()
+    shutil.copy(_ggml_hip(tmp_path / "short", want[:-1]), tree)
+    assert judged(tree) == [
+        "libggml-hip.so: hip-code: missing gfx1103 (promised gfx1100,gfx1101,gfx1102,gfx1103; "
+        "found gfx1100,gfx1101,gfx1102 in 1 bundles)",
+        "rocblas/library/*gfx1102*: content: required file is missing from the bundle",
+    ]
