@@ -96,9 +96,13 @@ def _sms(values: list[int] | None) -> tuple[int, ...]:
 
 def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dict[str, tuple[float, str]]]:
     """The release asked about: the one the specs plan (``--planned``: every promised leg, sizes
-    estimated) or a built one (DIST or URL: sizes measured, from its SHA index)."""
+    estimated; with ``--with-unpromised`` every leg, as the release will be once the legs that
+    wait for a first build ship) or a built one (DIST or URL: sizes measured, from its SHA index)."""
     from ..selection import sizes_of
 
+    every = bool(getattr(args, "with_unpromised", False))
+    if every and not args.planned:
+        raise BundleGraphError("--with-unpromised goes with --planned (a built release holds what it holds)")
     if args.planned:
         if args.release:
             raise BundleGraphError(
@@ -108,7 +112,8 @@ def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dic
         from ..schemas.loader import load_matrix
 
         m = load_matrix(args.bundles)
-        return planned_manifest(m), None, {k: (v.mb, v.source) for k, v in planned_sizes(m).items()}
+        sizes = {k: (v.mb, v.source) for k, v in planned_sizes(m, every).items()}
+        return planned_manifest(m, every=every), None, sizes
     manifest, index = read_release(args.release)
     return manifest, index, sizes_of(index)
 
@@ -294,6 +299,12 @@ def _drv_span(drvs: list[str]) -> str:
     return ds[0] if len(ds) == 1 else f"{ds[0]}-{ds[-1]}"
 
 
+_UNPROMISED = (
+    "with --planned: the legs not promised too (ROCm, macOS, Vulkan: each spec says what it waits for), "
+    "as the release will serve once they ship"
+)
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("select", help="the bundle a host of a given description gets from a release")
     p.add_argument("--os", required=True, choices=list(OS_NAMES))
@@ -316,11 +327,13 @@ def register(sub: Any) -> None:
     p.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--planned", action="store_true", help="ask the release the specs plan (built or not)")
+    p.add_argument("--with-unpromised", action="store_true", help=_UNPROMISED)
     p.set_defaults(func=run_select)
     c = sub.add_parser("coverage", help="which bundle every host class gets from a release")
     c.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     c.add_argument("--json", action="store_true")
     c.add_argument("--planned", action="store_true", help="ask the release the specs plan (built or not)")
+    c.add_argument("--with-unpromised", action="store_true", help=_UNPROMISED)
     c.add_argument(
         "--summary",
         action="store_true",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import shutil
 import tarfile
 from pathlib import Path
@@ -547,3 +548,26 @@ def test_select_and_coverage_commands_for_amd_and_apple_hosts(matrix, tmp_path, 
         in out
     )
     assert f"| macos-x64 | no GPU | - | `llama-{tag}-bin-macos-x64.tar.gz` | - | - |" in out
+
+
+def test_planned_coverage_with_the_legs_not_promised_serves_every_amd_target_and_both_macs(capsys):
+    """``coverage --planned`` asks the promised release (no ROCm or macOS bundle yet: each such host
+    class gets nothing); ``--with-unpromised`` the release once they ship: every gfx target of the
+    fork's families on both OSes, and both Macs, get their bundle."""
+    from bundlegraph.cli import main
+
+    assert main(["--bundles", str(ROOT / "bundles"), "coverage", "--planned", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r for r in rows if r.get("gfx") or r["os"] == "macos"] and not any(
+        r["choice"] for r in rows if r.get("gfx") or r["os"] == "macos"
+    )
+    assert main(["--bundles", str(ROOT / "bundles"), "coverage", "--planned", "--with-unpromised", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    amd = {(r["os"], r["gfx"]): r["choice"] for r in rows if r.get("gfx")}
+    targets = {t for fam in hip.FAMILIES.values() for t in fam}
+    assert set(amd) == {(o, t) for o in ("linux", "windows") for t in targets} and all(amd.values())
+    assert amd[("windows", "gfx1032")].endswith("windows-x64-rocm-gfx103x.zip")
+    macs = {r["arch"]: r["choice"] for r in rows if r["os"] == "macos"}
+    assert macs == {"arm64": "llama-b11642-bin-macos-arm64.tar.gz", "x64": "llama-b11642-bin-macos-x64.tar.gz"}
+    assert main(["--bundles", str(ROOT / "bundles"), "coverage", "--with-unpromised"]) == 2
+    assert "--with-unpromised goes with --planned" in capsys.readouterr().err
