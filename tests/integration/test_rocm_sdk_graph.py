@@ -10,7 +10,8 @@ through ``BUNDLEGRAPH_THEROCK_DIR`` as a machine that cannot reach AMD's servers
   points ``CMAKE_HIP_COMPILER`` and ``CMAKE_PREFIX_PATH`` into its prefix; the Windows leg's
   toolchain file takes C and C++ from TheRock's clang there too;
 - ``doit toolkit:therock-...`` adopts the tarball by sha256, extracts it, checks it for the
-  family's four targets and writes its receipt; a second run is up to date;
+  family's four targets and writes its receipt; a second run is up to date; the machine file's
+  ``[binaries] hip`` then resolves to the prefix's ``lib/llvm/bin/clang++`` (before PATH);
 - the same tarball with other bytes (the hash moved) is refused in one line, and so is a tarball
   the lock does not pin (the real lock's Windows rows), before anything is fetched;
 - verify on the stand-in: the runtime the merge ships from the installed prefix
@@ -56,14 +57,15 @@ def _tarball(extra: bytes = b"") -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as t:
         for n in files:
-            data = n.encode() + extra
+            # the compiler answers --version as TheRock's clang does (configure records it)
+            data = (b"#!/bin/sh\necho 'AMD clang version 20.0.0'\n" if n.endswith("clang++") else n.encode()) + extra
             info = tarfile.TarInfo(n)
-            info.size = len(data)
+            info.size, info.mode = len(data), 0o755 if n.endswith("clang++") else 0o644
             t.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
-def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path):
+def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path, monkeypatch):
     bundles = tmp_path / "bundles"
     shutil.copytree(ROOT / "bundles", bundles)
     blob = _tarball()
@@ -100,6 +102,16 @@ def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path):
     assert f'"sha256": "{sha}"' in receipt and '"gfx1103"' in receipt
     again = graphrun.doit([task], bundles=bundles, workdir=work, **env)
     assert again.returncode == 0 and graphrun.executed(again.stdout) == [], again.stdout
+    # the machine file's [binaries] hip resolves under the installed prefix, before PATH
+    from bundlegraph.toolchains import get
+    from bundlegraph.toolkit import therock
+
+    monkeypatch.setenv("BUNDLEGRAPH_CACHE", env["BUNDLEGRAPH_CACHE"])
+    spec = load_matrix(bundles).legs["linux-x64-rocm-gfx110x"]
+    sdk = therock.ref(spec, bundles, "linux-x64-rocm-gfx110x.toml")
+    assert sdk.prefix == prefix and sdk.info()["sha256"] == sha
+    bins, key = get(spec.toolchain).gpu_binaries(sdk, {"PATH": "/usr/bin:/bin"})
+    assert bins == {"hip": f"{prefix.as_posix()}/lib/llvm/bin/clang++"} and key == {"hip": "20.0.0"}
     _verify_on_the_stand_in(prefix, bundles, tmp_path)
 
     # the hash moved: refused in one line (a fresh cache and work directory: nothing installed yet)

@@ -571,3 +571,64 @@ def test_planned_coverage_with_the_legs_not_promised_serves_every_amd_target_and
     assert macs == {"arm64": "llama-b11642-bin-macos-arm64.tar.gz", "x64": "llama-b11642-bin-macos-x64.tar.gz"}
     assert main(["--bundles", str(ROOT / "bundles"), "coverage", "--with-unpromised"]) == 2
     assert "--with-unpromised goes with --planned" in capsys.readouterr().err
+
+
+def test_the_hip_and_metal_smoke_sides_say_where_their_gpu_steps_run(tmp_path):
+    """A ROCm bundle's GPU steps run only where the amdgpu driver's /dev/kfd is (no hosted runner);
+    a Metal bundle's only on an Apple silicon Mac (the macos-26 runner): elsewhere each says why,
+    and the ROCm legs' specs waive the smoke with the same reason."""
+    from bundlegraph.pipeline.smoke import hip as hip_side
+    from bundlegraph.pipeline.smoke import metal as metal_side
+
+    none = hip_side.probe(tmp_path / "kfd")
+    assert none.kfd is None and none.key() == {"kfd": None}
+    d = hip_side.decide("linux", "x64", ("linux", "x64"), none)
+    assert not d.run and d.reason.startswith("no AMD GPU here") and "verify stands in" in d.reason
+    (tmp_path / "kfd").write_text("")
+    here = hip_side.probe(tmp_path / "kfd")
+    assert hip_side.decide("linux", "x64", ("linux", "x64"), here).run
+    assert not hip_side.decide("windows", "x64", ("linux", "x64"), here).run
+    assert hip_side.DEV == "ROCm0" and hip_side.BACKEND == "hip"
+
+    linux = metal_side.probe(("linux", "x64"))
+    d = metal_side.decide("macos", "arm64", ("linux", "x64"), linux)
+    assert not d.run and d.reason == "the bundle is macos arm64, this host is linux x64"
+    mac = metal_side.probe(("macos", "arm64"))
+    assert metal_side.decide("macos", "arm64", ("macos", "arm64"), mac).run
+    intel = metal_side.probe(("macos", "x64"))
+    assert not metal_side.decide("macos", "x64", ("macos", "x64"), intel).run
+    assert metal_side.DEV == "MTL0"
+    for leg, s in load_matrix(ROOT / "bundles").legs.items():
+        if s.backend == "hip":
+            assert s.smoke is not None and "no hosted runner has an AMD GPU" in s.smoke.waived, leg
+
+
+def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix, tmp_path, monkeypatch):
+    """``[binaries] hip`` resolves under the leg's TheRock prefix first, then on PATH; a toolchain
+    without it names the entry; the toolchain file points CMake's HIP language and find_package
+    at the prefix."""
+    from bundlegraph.core.errors import ToolMissing
+    from bundlegraph.toolchains import get
+    from bundlegraph.toolchains.hip import HipSdk
+
+    monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))
+    spec = matrix.legs["linux-x64-rocm-gfx110x"]
+    sdk = therock.ref(spec, ROOT / "bundles", "linux-x64-rocm-gfx110x.toml")
+    assert isinstance(sdk, HipSdk) and sdk.task.startswith("toolkit:therock-7.14.0-linux-gfx110X-all-")
+    assert sdk.targets == ("gfx1100", "gfx1101", "gfx1102", "gfx1103") and sdk.info()[
+        "tarball"
+    ] == therock.tarball_name("linux", "gfx110X", "7.14.0")
+    tc = get(spec.toolchain)
+    with pytest.raises(
+        ToolMissing, match=r"hip 'lib/llvm/bin/clang\+\+' \(\[binaries\] hip of rocm-gcc-linux-x86_64.toml\)"
+    ):
+        tc.gpu_binaries(sdk, {"PATH": str(tmp_path / "empty")})
+    # (resolved under the prefix: the SDK task's test, tests/integration/test_rocm_sdk_graph.py)
+    clang = sdk.prefix / "lib/llvm/bin/clang++"
+    text = tc.render(
+        "linux-x64-rocm-gfx110x", sdk, {"c": "/usr/bin/gcc", "cxx": "/usr/bin/g++", "hip": clang.as_posix()}
+    )
+    assert f'set( CMAKE_HIP_COMPILER "{clang.as_posix()}" CACHE FILEPATH "" )' in text
+    assert f'set( CMAKE_PREFIX_PATH "{sdk.prefix.as_posix()}" CACHE PATH "" )' in text
+    with pytest.raises(ToolMissing, match=r"names no \[binaries\] hip; a leg of the HIP SDK needs it"):
+        get("gcc-linux-x86_64").gpu_binaries(sdk, {})
