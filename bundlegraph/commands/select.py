@@ -112,7 +112,7 @@ def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dic
         from ..schemas.loader import load_matrix
 
         m = load_matrix(args.bundles)
-        sizes = {k: (v.mb, v.source) for k, v in planned_sizes(m, every).items()}
+        sizes: dict[str, tuple[float, str]] = {k: (v.mb, v.source) for k, v in planned_sizes(m, every).items()}
         return planned_manifest(m, every=every), None, sizes
     manifest, index = read_release(args.release)
     return manifest, index, sizes_of(index)
