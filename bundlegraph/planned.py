@@ -109,6 +109,8 @@ def planned_artifact(spec: BundleSpec, tag: str, prefix: str) -> ManifestArtifac
         toolkit_version=str(spec.cuda.version) if spec.cuda else None,
         ggml_backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
         paired_assets=[p.name for p in spec.runtime.paired],
+        gfx_target=spec.hip.gfx_target if spec.hip else None,
+        mapped_targets=list(spec.hip.mapped_targets) if spec.hip else None,
     )
 
 
@@ -116,13 +118,14 @@ PLANNED_COMMIT = "0" * 40
 """The ``source_commit`` of a planned manifest's header: no source has been fetched for it."""
 
 
-def planned_manifest(matrix: Matrix, legs: list[str] | None = None) -> Manifest:
+def planned_manifest(matrix: Matrix, legs: list[str] | None = None, every: bool = False) -> Manifest:
     """The manifest of the release the specs plan: one entry per promised leg (of ``legs`` when
-    given), sorted by asset name as a built manifest is, under the release's tag."""
+    given; ``every``: the legs not promised too, as the release will be once they ship), sorted by
+    asset name as a built manifest is, under the release's tag."""
     r = matrix.release
     arts = [
         planned_artifact(matrix.legs[leg], r.tag, r.bundle_prefix)
-        for leg in matrix.promised
+        for leg in (matrix.legs if every else matrix.promised)
         if legs is None or leg in legs
     ]
     return Manifest(
@@ -134,12 +137,12 @@ def planned_manifest(matrix: Matrix, legs: list[str] | None = None) -> Manifest:
     )
 
 
-def planned_sizes(matrix: Matrix) -> dict[str, PlannedSize]:
-    """Asset name -> estimated size of every promised leg's bundle."""
+def planned_sizes(matrix: Matrix, every: bool = False) -> dict[str, PlannedSize]:
+    """Asset name -> estimated size of every promised leg's bundle (``every``: every leg's)."""
     r = matrix.release
     return {
         matrix.legs[leg].bundle_name(r.tag, r.bundle_prefix): PlannedSize(estimate_mb(matrix.legs[leg]), "estimated")
-        for leg in matrix.promised
+        for leg in (matrix.legs if every else matrix.promised)
     }
 
 

@@ -9,14 +9,20 @@ Sources of the facts:
 - library and program naming: ld.so(8) / the ELF ``lib<name>.so`` convention, and the Windows
   loader's ``<name>.dll`` / ``<name>.exe`` (ggml's CMake ``add_library(... SHARED)`` gives
   ``libggml-cuda.so`` and ``ggml-cuda.dll``);
+- the rpath: ld.so(8) ``$ORIGIN``, dyld(1) ``@loader_path``;
 - the loader variable: ld.so(8) ``LD_LIBRARY_PATH``; Windows "Dynamic-link library search
   order" (``PATH`` is searched after the application directory);
 - archive format: what the release we replace publishes (``.zip`` for Windows, ``.tar.gz``
   for Linux), and what the installer unpacks (``docs/installer-contract.md``);
 - case folding: NTFS names compare case-insensitively, ext4 names do not.
 
-macOS (``lib<x>.dylib``, Mach-O, ``DYLD_LIBRARY_PATH``) has no leg yet: it becomes one more row
-here, not one more branch at every call site.
+- macOS: dyld(1) (``DYLD_LIBRARY_PATH``; libraries under ``/usr/lib/`` and
+  ``/System/Library/`` are the system's: the dyld shared cache serves them, a bundle never ships
+  them), ``lib<name>.dylib`` with the version before the suffix (``libllama.0.dylib``, and the
+  unversioned ``libllama.dylib`` link CMake makes beside it), programs without suffix; the fork's
+  asset name ``llama-<tag>-bin-macos-<arch>.tar.gz``, which the installer matches for its
+  ``macos-arm64`` / ``macos-x64`` kinds (``unsloth-prebuilt-macos.yml``,
+  ``install_llama_prebuilt.py``).
 """
 
 from __future__ import annotations
@@ -31,8 +37,17 @@ class Platform:
     """One OS: its ``name`` (a spec's ``os``) and ``title`` (for messages), the ``lib_prefix``/``lib_suffix`` of a shared
     library's file name, the ``exe_suffix`` of a program's, its bundle ``archive`` suffix, the
     ``binary`` format its files are read as, the ``loader_var`` that adds a directory to the
-    loader's search path, ``fold`` (file names compare case-insensitively) and ``versioned``
-    (a library's file name may carry a version after its suffix: ``libllama.so.0``)."""
+    loader's search path, ``fold`` (file names compare case-insensitively), ``versioned``
+    (a library's file name may carry a version after its suffix: ``libllama.so.0``),
+    ``system_dirs`` (path prefixes of the system's own libraries, which a load command may name
+    unshipped; empty: the closure checks decide by name) and ``asset_name`` (a ``str.format``
+    pattern of ``tag`` and ``arch`` for the bundle's file name without suffix where the installer
+    expects a fixed name; empty: ``<prefix>-<tag>-<os>-<arch>-<profile>``) and ``rpath`` (the
+    ``CMAKE_INSTALL_RPATH`` every binary gets so it finds the bundle's libraries beside itself:
+    ``$ORIGIN``, ``@loader_path``; empty: the loader searches the program's folder anyway) and
+    ``cpu_variants`` (ggml's CPU backend may come as several libraries, ``ggml-cpu-haswell`` …,
+    with ``GGML_CPU_ALL_VARIANTS``; False: one ``ggml-cpu`` library, which the installer asks for by
+    that exact name: the fork's macOS bundles, ``libggml-cpu.dylib``)."""
 
     name: str
     title: str
@@ -44,6 +59,10 @@ class Platform:
     loader_var: str
     fold: bool
     versioned: bool
+    system_dirs: tuple[str, ...] = ()
+    asset_name: str = ""
+    rpath: str = ""
+    cpu_variants: bool = True
 
     def library(self, stem: str) -> str:
         """The file name of shared library ``stem`` (``ggml-cuda`` -> ``libggml-cuda.so`` /
@@ -63,8 +82,36 @@ class Platform:
 PLATFORMS: dict[str, Platform] = {
     p.name: p
     for p in (
-        Platform("linux", "Linux", "lib", ".so", "", ".tar.gz", "ELF", "LD_LIBRARY_PATH", fold=False, versioned=True),
+        Platform(
+            "linux",
+            "Linux",
+            "lib",
+            ".so",
+            "",
+            ".tar.gz",
+            "ELF",
+            "LD_LIBRARY_PATH",
+            fold=False,
+            versioned=True,
+            rpath="$ORIGIN",
+        ),
         Platform("windows", "Windows", "", ".dll", ".exe", ".zip", "PE", "PATH", fold=True, versioned=False),
+        Platform(
+            "macos",
+            "macOS",
+            "lib",
+            ".dylib",
+            "",
+            ".tar.gz",
+            "Mach-O",
+            "DYLD_LIBRARY_PATH",
+            fold=False,
+            versioned=False,
+            system_dirs=("/usr/lib/", "/System/Library/"),
+            asset_name="llama-{tag}-bin-macos-{arch}",
+            rpath="@loader_path",
+            cpu_variants=False,
+        ),
     )
 }
 """Every OS a leg may target, by name (the order is the spec schema's)."""

@@ -28,6 +28,12 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
   only when its ``bundle_profile`` or asset name names the host's arch
   (:data:`~bundlegraph.backends.vulkan.ARCH_TOKENS`: ``linux-vulkan`` serves both Linux arches);
   the lowest ``rank`` of those wins.
+- An AMD host with ROCm (``gfx``: the gfx target ``rocminfo``/``hipinfo`` reports; Linux and
+  Windows x64) asks for its ROCm kind only: the first bundle in manifest order whose
+  ``mapped_targets`` holds its gfx, or whose ``gfx_target`` label is it, wins
+  (``published_rocm_choice_for_host``); none: no bundle (the installer builds HIP from source,
+  never the CPU kind).
+- A Mac asks for its kind (``macos-arm64``, ``macos-x64``): the lowest ``rank`` wins.
 - Only bundles hashed in the SHA index are candidates.
 """
 
@@ -37,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
-from .backends import backend, cuda, vulkan
+from .backends import backend, cuda, hip, vulkan
 from .core.lightclass import frozen, mutable
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import INSTALL_KINDS, PORTABLE_CLASS, kind_for
@@ -62,6 +68,8 @@ class Host:
     driver_cuda: tuple[int, int] | None = None
     runtime_lines: tuple[str, ...] | None = None
     gpu: str | None = None
+    gfx: str | None = None
+    """an AMD GPU with ROCm: its gfx target (``gfx1100``); None: no ROCm GPU"""
 
     @property
     def nvidia(self) -> bool:
@@ -77,6 +85,8 @@ class Host:
         gpu = (
             f"sm {','.join(map(str, self.sms)) or 'unknown'}, driver CUDA {self.driver_cuda[0]}.{self.driver_cuda[1]}"
             if self.driver_cuda
+            else f"AMD {self.gfx} with ROCm"
+            if self.gfx
             else "no NVIDIA GPU"
         )
         other = f", {GPU_WORDS.get(self.gpu, self.gpu)}" if self.gpu else ""
@@ -90,7 +100,7 @@ class Host:
             "driver_cuda": f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else None,
             "runtime_lines": list(self.runtime_lines) if self.runtime_lines is not None else None,
             "gpu": self.gpu,
-        }
+        } | ({"gfx": self.gfx} if self.gfx else {})
 
 
 GPU_WORDS = {"intel": "an Intel GPU", "amd": "an AMD GPU without ROCm"}
@@ -221,7 +231,9 @@ def asks(host: Host) -> tuple[list[str], bool]:
     """The install kinds ``host`` asks for, in order, and whether it tries a bundle of each in
     turn (True: a Vulkan chain, every kind's bundle an attempt) or takes the first kind with one
     (False)."""
-    cpu_kind = kind_for(host.os, host.arch, "cpu")
+    if host.gfx and not host.nvidia:  # ROCm: its kind only (no match: the installer builds HIP from source)
+        return [kind_for(host.os, host.arch, hip.NAME)], False
+    cpu_kind = _plain_kind(host)
     vk_kind = _kind_of(host.os, host.arch, vulkan.NAME)
     where = (host.os, host.arch)
     then_cpu = [cpu_kind] if where in vulkan.CPU_FALLBACK else []
@@ -244,6 +256,31 @@ def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> li
     for a in cands[1:]:
         sel.rejected.append((a.asset_name, f"higher rank than {cands[0].asset_name}"))
     return [a.asset_name for a in cands[:1]]
+
+
+def _plain_kind(host: Host) -> str:
+    """The kind a host without a CUDA or ROCm GPU asks for: its CPU kind, else (Apple silicon,
+    where every bundle carries Metal) the Metal kind."""
+    try:
+        return kind_for(host.os, host.arch, "cpu")
+    except KeyError:
+        return kind_for(host.os, host.arch, "metal")
+
+
+def _rocm_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], gfx: str) -> list[str]:
+    """The installer's ROCm choice: the first bundle of ``kind`` in manifest order whose
+    ``mapped_targets`` (or ``gfx_target`` label) is the host's ``gfx``, compared case-insensitively."""
+    g = gfx.strip().lower()
+    got: list[str] = []
+    for a in (a for a in arts if a.install_kind == kind):
+        mapped = {t.lower() for t in a.mapped_targets or []}
+        if got:
+            sel.rejected.append((a.asset_name, f"an earlier bundle serves {gfx}: {got[0]}"))
+        elif g in mapped or g == (a.gfx_target or "").lower():
+            got.append(a.asset_name)
+        else:
+            sel.rejected.append((a.asset_name, f"{gfx} is not in mapped_targets {a.mapped_targets}"))
+    return got
 
 
 def sizes_of(
@@ -280,6 +317,8 @@ def select(
             got = _cuda_attempts(sel, kind, arts, host)
         elif b == vulkan.NAME:
             got = _vulkan_attempts(sel, kind, arts, host)
+        elif b == hip.NAME:
+            got = _rocm_attempts(sel, kind, arts, host.gfx or "")
         else:
             got = _cpu_attempts(sel, kind, arts)
         if got and sel.install_kind is None:
@@ -327,7 +366,9 @@ def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:
 
 def host_classes(manifest: Manifest) -> list[Host]:
     """The host classes a release is asked about: for every CPU install kind a host without an
-    NVIDIA driver; for every kind of a backend that serves GPU vendors
+    NVIDIA driver (a Mac: its CPU or Metal kind); for every ROCm kind, an AMD host of each gfx
+    target of the fork's families (:data:`bundlegraph.backends.hip.FAMILIES`); for every kind of a
+    backend that serves GPU vendors
     (:data:`bundlegraph.backends.vulkan.HOST_GPUS`), a host of each arch it serves with a GPU
     of each such vendor and no NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch table
     (:func:`known_sms`, every toolkit: a Maxwell GPU is a host class even where CUDA 13 cannot build
@@ -343,8 +384,12 @@ def host_classes(manifest: Manifest) -> list[Host]:
                 hosts = [Host(k.os, arch)]
             elif b.HOST_GPUS:
                 hosts = [Host(k.os, arch, gpu=v) for v in b.HOST_GPUS]
-            else:
+            elif b.NAME == hip.NAME:
+                hosts = [Host(k.os, arch, gfx=t) for fam in hip.FAMILIES.values() for t in fam]
+            elif b.NAME == cuda.NAME:
                 hosts = [Host(k.os, arch, (sm,), d) for d in drivers for sm in sms]
+            else:  # Apple silicon's Metal kind: a Mac needs no driver of ours
+                hosts = [Host(k.os, arch)]
             out += [h for h in hosts if h not in out]  # two kinds of one os/arch describe the same hosts once
     return out
 
@@ -359,8 +404,8 @@ def coverage(
 
 
 def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
-    """``(host, install_kind, leg)`` for every host class a promised leg claims: a CPU leg, a
-    host of its os/arch without an NVIDIA GPU; a leg of a backend that serves GPU vendors
+    """``(host, install_kind, leg)`` for every host class a promised leg claims: a CPU or Metal leg, a
+    host of its os/arch without an NVIDIA GPU; a ROCm leg, an AMD host of each of its ``mapped_targets``; a leg of a backend that serves GPU vendors
     (Vulkan), a host of its os/arch with a GPU of each such vendor
     (:data:`bundlegraph.backends.vulkan.HOST_GPUS`); a CUDA leg, a host of each SM its spec's
     archs name (``120a`` -> 120), or a PTX-only leg each SM it states (``cuda.supported_sms``),
@@ -368,6 +413,9 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     out = []
     for leg in matrix.promised:
         s = matrix.legs[leg]
+        if s.hip is not None:
+            out += [(Host(s.os, s.arch, gfx=t), s.install_kind, leg) for t in s.hip.mapped_targets]
+            continue
         if backend(s.backend).HOST_GPUS:
             out += [(Host(s.os, s.arch, gpu=v), s.install_kind, leg) for v in backend(s.backend).HOST_GPUS]
             continue

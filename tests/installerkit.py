@@ -380,29 +380,31 @@ def released(
 
 
 def make_host(ilp: Any, row: dict[str, Any]) -> Any:
-    """The installer's ``HostInfo`` for a host row ``{"os": "linux"|"windows", "arch": "x64"|
-    "arm64", "sms": [121, ...], "driver_cuda": "13.0"|None, "gpu": "intel"|"amd"|None, ...}``:
-    an NVIDIA host (nvidia-smi present, usable GPU) when it has SMs or a driver; SMs as compute
-    capabilities ``"121"``; ``gpu``: what its own probe reports for a host without a usable
-    NVIDIA driver or ROCm (``has_intel_gpu``, ``has_amd_gpu_without_rocm``: a DRM card of PCI
-    vendor 0x8086 / 0x1002 on Linux, the display adapters on Windows)."""
+    """The installer's ``HostInfo`` for a host row ``{"os": "linux"|"windows"|"macos", "arch": "x64"|
+    "arm64", "sms": [121, ...], "driver_cuda": "13.0"|None, "gpu": "intel"|"amd"|None, "gfx": "gfx1100"|absent, ...}``: an
+    NVIDIA host (nvidia-smi present, usable GPU) when it has SMs or a driver; SMs as compute
+    capabilities ``"121"``; an AMD host with ROCm reporting ``gfx`` when the row has one; a Mac
+    (macOS 14.5) for ``os`` macos."""
     os_name, arch = row["os"], row["arch"]
     caps = ilp.normalize_compute_caps([str(s) for s in row.get("sms") or []])
     drv = row.get("driver_cuda")
     driver = tuple(int(x) for x in drv.split(".")[:2]) if drv else None
     nvidia = bool(caps) or driver is not None
+    gfx = row.get("gfx")
     machine = {
         ("linux", "x64"): "x86_64",
         ("linux", "arm64"): "aarch64",
         ("windows", "x64"): "AMD64",
         ("windows", "arm64"): "ARM64",
+        ("macos", "x64"): "x86_64",
+        ("macos", "arm64"): "arm64",
     }[(os_name, arch)]
     return ilp.HostInfo(
-        system={"linux": "Linux", "windows": "Windows"}[os_name],
+        system={"linux": "Linux", "windows": "Windows", "macos": "Darwin"}[os_name],
         machine=machine,
         is_windows=os_name == "windows",
         is_linux=os_name == "linux",
-        is_macos=False,
+        is_macos=os_name == "macos",
         is_x86_64=arch == "x64",
         is_arm64=arch == "arm64",
         nvidia_smi="/usr/bin/nvidia-smi" if nvidia else None,
@@ -415,6 +417,10 @@ def make_host(ilp: Any, row: dict[str, Any]) -> Any:
         # probed only without a usable NVIDIA driver (detect_host)
         has_intel_gpu=not nvidia and row.get("gpu") == "intel",
         has_amd_gpu_without_rocm=not nvidia and row.get("gpu") == "amd",
+        has_rocm=gfx is not None,
+        rocm_gfx_target=gfx,
+        rocm_gfx_targets=[gfx] if gfx else [],
+        macos_version=(14, 5) if os_name == "macos" else None,
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..platforms import OS_NAMES, platform
-from . import cpu, cuda, vulkan
+from . import cpu, cuda, hip, metal, vulkan
 
 
 class Backend(Protocol):
@@ -72,7 +72,7 @@ class Backend(Protocol):
     described by their SMs and driver)"""
 
 
-BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan)
+BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan, hip, metal)
 """Every backend, CPU first (every bundle carries it)."""
 
 BY_NAME: dict[str, Backend] = {b.NAME: b for b in BACKENDS}
@@ -154,7 +154,8 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
         unknown = (b_oses | set(b.DRIVERS) | set(b.RUNTIME_GLOBS)) - set(OS_NAMES)
         if unknown:
             probs.append(f"backend {b.NAME}: unknown os {sorted(unknown)}: expected one of {', '.join(OS_NAMES)}")
-        if b.GPU and b_oses - set(b.DRIVERS):
+        # a backend that ships its user-mode runtime (HIP) needs only a kernel driver on the host
+        if b.GPU and b_oses - set(b.DRIVERS) and not getattr(b, "SHIPS_RUNTIME", False):
             probs.append(f"backend {b.NAME}: a GPU backend with no driver for {sorted(b_oses - set(b.DRIVERS))}")
         if b.GPU and not b.SMOKE:
             # a GPU bundle whose smoke had no GPU steps would pass on the CPU fallback

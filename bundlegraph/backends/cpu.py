@@ -2,7 +2,7 @@
 fallback its programs start with). Registered in :data:`bundlegraph.backends.BACKENDS`.
 
 Install kinds: the installer's ``linux-cpu``, ``linux-arm64``, ``windows-cpu`` and
-``windows-arm64`` (checked against :data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`;
+``windows-arm64``, and ``macos-x64`` (the fork builds its Intel Mac bundle without Metal) (checked against :data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`;
 ``docs/installer-contract.md``): the kinds a host without a usable GPU driver asks for.
 """
 
@@ -33,6 +33,7 @@ INSTALL_KINDS: dict[tuple[str, str], str] = {
     ("linux", "arm64"): "linux-arm64",
     ("windows", "x64"): "windows-cpu",
     ("windows", "arm64"): "windows-arm64",
+    ("macos", "x64"): "macos-x64",
 }
 """``(os, arch)`` -> the install kind of this backend's bundles (the installer's names)."""
 

@@ -20,17 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-GFX_FAMILIES: dict[str, tuple[str, ...]] = {
-    "gfx1151": ("gfx1151",),
-    "gfx1150": ("gfx1150",),
-    "gfx120X": ("gfx1200", "gfx1201"),
-    "gfx110X": ("gfx1100", "gfx1101", "gfx1102", "gfx1103"),
-    "gfx103X": ("gfx1030", "gfx1031", "gfx1032", "gfx1034"),
-    "gfx90a": ("gfx90a",),
-    "gfx908": ("gfx908",),
-}
+from ..backends.hip import FAMILIES
+
+GFX_FAMILIES: dict[str, tuple[str, ...]] = FAMILIES
 """Family name (a bundle's ``gfx_target``) -> the gfx processors compiled into it (its
-``mapped_targets``), in the fork's default order."""
+``mapped_targets``), in the fork's default order: the HIP backend's table
+(:data:`bundlegraph.backends.hip.FAMILIES`, one table for the legs' specs and this check)."""
 
 DEFAULT_FAMILIES: tuple[str, ...] = tuple(GFX_FAMILIES)
 """The fork's default families, one ROCm bundle each per OS."""

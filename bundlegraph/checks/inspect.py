@@ -19,6 +19,8 @@ from ..platforms import PLATFORMS
 from . import BytesLike, Failure, NotParsable, claims_elf_library, claims_pe
 from . import fatbin as fb
 from .elf import MACHINE_NAMES, ELFInfo, is_elf, read_elf
+from .macho import MachOInfo, is_macho, read_macho, version_text
+from .offload import Offload, inventory
 from .pe import MACHINE_CODES, PEInfo, machine_label, read_pe
 from .signatures import SignatureStatus, check_signature
 
@@ -36,6 +38,10 @@ class FileResult:
     pe: PEInfo | None = None
     elf: ELFInfo | None = None
     fatbin: fb.Inventory | None = None
+    offload: Offload | None = None
+    """the HIP offload bundles (gfx code objects) of the file, when asked for and it has some"""
+    macho: MachOInfo | None = None
+    """the parsed Mach-O file (load commands, minimum macOS, code signature)"""
     signature: SignatureStatus | None = None
     failures: list[Failure] = field(default_factory=list)
     marks: frozenset[bytes] = frozenset()
@@ -46,6 +52,14 @@ class FileResult:
         out: dict[str, Any] = {"format": self.format, "machine": self.machine}
         if self.fatbin is not None:
             out["fatbin"] = self.fatbin.to_json()
+        if self.offload is not None:
+            out["offload"] = self.offload.to_json()
+        if self.macho is not None:
+            out["macho"] = {
+                "archs": list(self.macho.archs),
+                "minos": [version_text(s.minos) for s in self.macho.slices],
+                "signature": [s.signature.kind if s.signature else None for s in self.macho.slices],
+            }
         if self.signature is not None:
             out["signature"] = self.signature.status
         return out
@@ -60,16 +74,26 @@ def inspect_file(
     signatures: bool = False,
     trust_roots: Sequence[str | os.PathLike[str]] = (),
     marks: Sequence[bytes] = (),
+    offload: bool = False,
 ) -> FileResult:
     """Check one file (bundle path ``path``, whole content ``data``).
 
     ``os_name``/``arch``: the leg's (``windows``/``linux``, ``x64``/``arm64``; None skips the
     check); ``signatures``: verify Authenticode on PE files; ``marks``: byte strings whose
-    presence in a binary is recorded (:attr:`FileResult.marks`). Never raises for a bad file."""
+    presence in a binary is recorded (:attr:`FileResult.marks`); ``offload``: read the HIP
+    offload bundles of each ELF and PE file (:mod:`.offload`: a ROCm leg's). A Mach-O file (by its
+    magic, whatever its name: ggml's macOS backends are ``.so``) is read with :mod:`.macho`. Never
+    raises for a bad file."""
     r = FileResult(path)
+    if is_macho(data):
+        _macho(r, data, os_name, arch)
+        return r
     as_pe = claims_pe(path)
     as_elf = not as_pe and (claims_elf_library(path) or is_elf(data))
     if not (as_pe or as_elf):
+        if os_name is not None and PLATFORMS[os_name].binary == "Mach-O" and path.lower().endswith(".dylib"):
+            r.format = "macho"
+            r.failures.append(Failure(path, "parse", "named like a Mach-O library but not a Mach-O file"))
         return r
     r.format = "pe" if as_pe else "elf"
     r.marks = frozenset(m for m in marks if data.find(m) != -1)
@@ -90,11 +114,37 @@ def inspect_file(
             r.fatbin = fb.parse(data, *loc)
         except NotParsable as e:
             r.failures.append(Failure(path, "gpu-code", str(e)))
+    if offload:
+        try:
+            inv = inventory(data)
+        except NotParsable as e:
+            r.failures.append(Failure(path, "gpu-code", f"HIP offload bundles: {e}"))
+        else:
+            r.offload = inv if inv is not None and inv.bundles else None
     if signatures and r.pe is not None:
         r.signature = check_signature(data, trust_roots=trust_roots)
         if r.signature.status != "ok":
             r.failures.append(Failure(path, "signature", r.signature.reason()))
     return r
+
+
+def _macho(r: FileResult, data: BytesLike, os_name: str | None, arch: str | None) -> None:
+    """A Mach-O file: refused in a bundle of another OS; else parsed (:func:`.macho.read_macho`)
+    and its architectures checked against ``arch``. Its minimum macOS, signature and load-command
+    closure are bundle rows (the floor is the leg's: :mod:`bundlegraph.verification.macos`)."""
+    r.format = "macho"
+    p = PLATFORMS.get(os_name) if os_name is not None else None
+    if p is not None and p.binary != "Mach-O":
+        r.failures.append(Failure(r.path, "machine", f"a Mach-O file in a {p.title} bundle"))
+        return
+    try:
+        r.macho = read_macho(data, r.path)
+    except NotParsable as e:
+        r.failures.append(Failure(r.path, "parse", str(e)))
+        return
+    r.machine = ",".join(r.macho.archs)
+    if arch is not None and arch not in r.macho.archs:
+        r.failures.append(Failure(r.path, "machine", f"Mach-O holds {r.machine}, the leg needs {arch}"))
 
 
 def _machine(r: FileResult, os_name: str | None, arch: str | None) -> None:

@@ -147,7 +147,12 @@ def read_macho(data: BytesLike, name: str = "") -> MachOInfo:
     for i in range(fat.size):
         b = fat.at(i)
         _check_extent(b, len(raw), raw)
-        slices.append(_slice(b, raw))
+        try:
+            slices.append(_slice(b, raw))
+        except (SystemError, ValueError, RuntimeError) as e:
+            # LIEF's bindings raise these for a header they parsed but cannot name (an unknown
+            # cpu type or file type: a zeroed header reads that way); a bad file, not a bug
+            raise NotParsable(f"damaged Mach-O file: its header names no known CPU or file type ({e})") from None
     return MachOInfo(tuple(slices), fat=struct.unpack_from(">I", raw, 0)[0] in _FAT_MAGICS)
 
 

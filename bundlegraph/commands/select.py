@@ -1,9 +1,9 @@
 """``bundlegraph select`` and ``bundlegraph coverage``: what a host gets from a release.
 
 ``select --os linux --arch arm64 [--sm 121 ...] [--driver-cuda 13.0] [--runtime-line cuda13 ...]
-[--gpu intel|amd] [DIST|URL] [--json]``: the bundle a host of that description gets (``--gpu``: a
-GPU besides NVIDIA's, ``amd`` meaning one without ROCm: such a host without an NVIDIA driver asks
-for Vulkan), the order an installer tries
+[--gpu intel|amd] [--gfx gfx1100] [DIST|URL] [--json]``: the bundle a host of that description gets
+(``--gpu``: a GPU besides NVIDIA's, ``amd`` meaning one without ROCm: such a host without an NVIDIA
+driver asks for Vulkan; ``--gfx``: an AMD GPU with ROCm, its gfx target), the order an installer tries
 bundles in, and why every other bundle was rejected (:mod:`bundlegraph.selection`). Exit 0 when
 the host gets a bundle, 1 when it gets none (an installer then falls back to a source build), 2 for
 bad input (an unreadable release, a bad option).
@@ -12,8 +12,8 @@ A release whose manifest lists no bundle at all (``doit manifest`` with nothing 
 ``dist/`` writes one) is said as such by both commands, and ``coverage`` then exits 1.
 
 ``coverage [DIST|URL] [--json|--summary]``: :func:`~bundlegraph.selection.select` for every
-host class (install kind x SM of NVIDIA's arch table x driver line; a Vulkan kind x GPU vendor),
-as a table,
+host class (install kind x SM of NVIDIA's arch table x driver line; a Vulkan kind x GPU vendor;
+an AMD host of each gfx target of the fork's ROCm families; a Mac of each arch), as a table,
 ``{"rows": [{host fields..., "asked", "install_kind", "choice", "attempts", "why_none"}]}``, or
 grouped by the bundle each class gets (``--summary``).
 
@@ -96,9 +96,13 @@ def _sms(values: list[int] | None) -> tuple[int, ...]:
 
 def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dict[str, tuple[float, str]]]:
     """The release asked about: the one the specs plan (``--planned``: every promised leg, sizes
-    estimated) or a built one (DIST or URL: sizes measured, from its SHA index)."""
+    estimated; with ``--with-unpromised`` every leg, as the release will be once the legs that
+    wait for a first build ship) or a built one (DIST or URL: sizes measured, from its SHA index)."""
     from ..selection import sizes_of
 
+    every = bool(getattr(args, "with_unpromised", False))
+    if every and not args.planned:
+        raise BundleGraphError("--with-unpromised goes with --planned (a built release holds what it holds)")
     if args.planned:
         if args.release:
             raise BundleGraphError(
@@ -108,7 +112,8 @@ def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dic
         from ..schemas.loader import load_matrix
 
         m = load_matrix(args.bundles)
-        return planned_manifest(m), None, {k: (v.mb, v.source) for k, v in planned_sizes(m).items()}
+        sizes: dict[str, tuple[float, str]] = {k: (v.mb, v.source) for k, v in planned_sizes(m, every).items()}
+        return planned_manifest(m, every=every), None, sizes
     manifest, index = read_release(args.release)
     return manifest, index, sizes_of(index)
 
@@ -126,7 +131,10 @@ def run_select(args: argparse.Namespace) -> int:
         _driver(args.driver_cuda),
         tuple(args.runtime_line) if args.runtime_line else None,
         args.gpu,
+        args.gfx,
     )
+    if args.gfx and (host.sms or host.driver_cuda or host.gpu):
+        raise BundleGraphError("--gfx describes an AMD GPU with ROCm: give it without --sm/--driver-cuda/--gpu")
     if host.sms and host.driver_cuda is None:
         raise BundleGraphError("--sm needs --driver-cuda (a GPU without an NVIDIA driver gets CPU bundles only)")
     sel = select(host, manifest, index, sizes)
@@ -233,7 +241,8 @@ def run_coverage(args: argparse.Namespace) -> int:
             if r["choice"]
             else f"none: {r['why_none']}"
         )
-        drv, other = r["driver_cuda"] or "no NVIDIA GPU", r.get("gpu") or "-"
+        drv = r["driver_cuda"] or (f"AMD {r['gfx']} (ROCm)" if r.get("gfx") else "no NVIDIA GPU")
+        other = r.get("gpu") or "-"
         print(f"| {host} | {sm} | {drv} | {other} | {', '.join(r['asked'])} | {got} | {_row_mb(r)} |")
     for name, yes in sorted(again.items()):
         if yes:
@@ -256,9 +265,10 @@ def _summary(rows: list[dict[str, Any]]) -> None:
     none: dict[tuple[Any, ...], list[int]] = {}
     mb: dict[str, str] = {}
     for r in rows:
-        drv = r["driver_cuda"] or (f"{r['gpu']} GPU" if r.get("gpu") else "no GPU")
+        drv = r["driver_cuda"] or (f"{r['gpu']} GPU" if r.get("gpu") else "AMD (ROCm)" if r.get("gfx") else "no GPU")
         key = (r["asked"][0], drv, r["choice"], tuple(r["attempts"][1:]))
-        (served if r["choice"] else none).setdefault(key, []).extend(r["sms"])
+        # an AMD host's gfx target stands in the SMs column
+        (served if r["choice"] else none).setdefault(key, []).extend(r["sms"] or ([r["gfx"]] if r.get("gfx") else []))
         if r["choice"]:
             mb[r["choice"]] = _row_mb(r)
     joined: dict[tuple[Any, ...], list[str]] = {}
@@ -289,6 +299,12 @@ def _drv_span(drvs: list[str]) -> str:
     return ds[0] if len(ds) == 1 else f"{ds[0]}-{ds[-1]}"
 
 
+_UNPROMISED = (
+    "with --planned: the legs not promised too (ROCm, macOS, Vulkan: each spec says what it waits for), "
+    "as the release will serve once they ship"
+)
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("select", help="the bundle a host of a given description gets from a release")
     p.add_argument("--os", required=True, choices=list(OS_NAMES))
@@ -307,14 +323,17 @@ def register(sub: Any) -> None:
         help="a GPU besides NVIDIA's: intel, or amd (an AMD GPU without ROCm); without --driver-cuda the host asks "
         "for Vulkan",
     )
+    p.add_argument("--gfx", metavar="GFX", help="an AMD GPU with ROCm: the gfx target rocminfo reports (gfx1100)")
     p.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--planned", action="store_true", help="ask the release the specs plan (built or not)")
+    p.add_argument("--with-unpromised", action="store_true", help=_UNPROMISED)
     p.set_defaults(func=run_select)
     c = sub.add_parser("coverage", help="which bundle every host class gets from a release")
     c.add_argument("release", nargs="?", help="dist directory or release URL (default: dist/)")
     c.add_argument("--json", action="store_true")
     c.add_argument("--planned", action="store_true", help="ask the release the specs plan (built or not)")
+    c.add_argument("--with-unpromised", action="store_true", help=_UNPROMISED)
     c.add_argument(
         "--summary",
         action="store_true",

@@ -183,6 +183,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("MSVC_REDIST", "path", None, "where MSVC's redistributable DLLs are (libomp140 and friends)"),
     Setting("CLANG", "path", None, "the clang to use for Windows ARM64 CPU legs"),
+    Setting(
+        "THEROCK_DIR",
+        "path",
+        None,
+        "a folder of AMD TheRock tarballs fetched by hand: the ROCm legs' SDK is taken from there, checked against its pin",
+    ),
     Setting("CMAKE", "path", None, "use this cmake executable instead of the pinned wheel"),
     Setting("NINJA", "path", None, "use this ninja executable instead of the pinned wheel"),
     Setting(

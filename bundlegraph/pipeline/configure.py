@@ -39,6 +39,7 @@ from ..toolchains import msvc
 from ..toolchains.base import Toolchain
 from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
 from ..toolchains.cuda import CudaToolkit
+from ..toolchains.hip import HipSdk
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
 from ..toolchains.tools import BuildTools, build_tools
@@ -160,8 +161,8 @@ def plan_configure(
     (run time); when absent the pinned wheels and the compilers found on PATH (or their bare
     names) are shown, so ``bundlegraph plan`` works on any host."""
     lc = ctx.leg(leg)
-    spec, tc = lc.spec, lc.toolchain
     cuda, sdk = lc.toolkit, lc.sdk
+    spec, tc = lc.spec, _with_sdk(lc.toolchain, sdk)
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
     spec_file = str(ctx.matrix.files.get(leg, f"{leg}.toml"))
@@ -234,6 +235,15 @@ def plan_configure(
     )
 
 
+def _with_sdk(tc: Any, sdk: Any) -> Any:
+    """``tc`` with its compilers taken from a HIP SDK's prefix where its kind takes them from an
+    SDK (TheRock's clang on Windows: :meth:`~bundlegraph.toolchains.windows.ClangWindows.with_sdk`),
+    else ``tc`` itself."""
+    if not isinstance(sdk, HipSdk) or not hasattr(tc, "with_sdk"):
+        return tc
+    return tc.with_sdk(sdk.prefix)
+
+
 def _compile_flags(cmake_dir: Path) -> dict[str, str]:
     """The flags CMake settled on for each language (``CMAKE_<LANG>_FLAGS`` and the release
     configuration's, from ``CMakeCache.txt``): what the provenance says a rebuild must match."""
@@ -295,7 +305,7 @@ def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
     """``configure:<leg>``'s plan value: check the host, resolve tools and compilers, and return
     the run-time :class:`ConfigurePlan` with its key (the action key). Starts processes only for
     tool versions (cached) and MSVC capture."""
-    tc = check_host(ctx, leg)
+    tc = _with_sdk(check_host(ctx, leg), ctx.leg(leg).sdk)
     tools = build_tools()
     resolved = tc.resolve(ctx.leg(leg).sdk)
     plan = plan_configure(ctx, leg, tools, resolved.binaries)

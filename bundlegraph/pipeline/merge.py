@@ -192,6 +192,7 @@ def _place(
     resolved: list[str],
 ) -> None:
     dst = tmp / name
+    dst.parent.mkdir(parents=True, exist_ok=True)  # a runtime file may sit in a folder (rocblas/library/...)
     if dst.exists() or dst.is_symlink():
         same = not dst.is_symlink() and not src.is_symlink() and sha256_file(dst) == sha256_file(src)
         if same:
@@ -365,6 +366,7 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     naming the missing record or base bundle."""
     spec = ctx.spec(leg)
     ref = ctx.leg(leg).toolkit
+    sdk = _hip_sdk(ctx, leg)
     bdir = paths.build_dir(leg)
     built = plan_build(ctx, leg).artifacts_dir
     _refuse_filtered_build(leg)
@@ -373,8 +375,8 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
         spec=spec,
         release=ctx.release,
         built_dir=built,
-        toolkit_prefix=ref.prefix if ref else None,
-        toolkit_version=ref.version if ref else None,
+        toolkit_prefix=ref.prefix if ref else _hip_prefix(sdk),
+        toolkit_version=ref.version if ref else sdk.version if sdk else None,
         dest_tree=bdir / "merged",
         record=bdir / "merge.json",
     )
@@ -390,6 +392,16 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
         source_commit=src.commit,
         source_digest=src.digest,
     )
+
+
+def _hip_sdk(ctx: Context, leg: str) -> Any:
+    """A HIP leg's TheRock SDK (:class:`~bundlegraph.toolchains.hip.HipSdk`: its runtime is
+    shipped from there), None for other legs."""
+    return ctx.leg(leg).sdk if ctx.spec(leg).hip is not None else None
+
+
+def _hip_prefix(sdk: Any) -> Path | None:
+    return sdk.prefix if sdk is not None else None
 
 
 def _refuse_filtered_build(leg: str) -> None:
@@ -423,7 +435,32 @@ def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
         # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
         # with identical built binaries must still refresh them
         keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
+    if (sdk := _hip_sdk(ctx, leg)) is not None:  # the HIP runtime and kernels are copied from the SDK
+        keys["toolkit"] = upstream_digest(sdk.task)
     return Prepared.of(replace(plan, consumed=keys))
+
+
+def _hip_runtime(prefix: Path, os_name: str, version: str | None) -> list[Any]:
+    """The HIP runtime and kernel files a HIP bundle ships from its TheRock prefix
+    (:func:`bundlegraph.toolkit.therock.runtime_files`), as runtime files of origin ``toolkit``."""
+    from ..schemas.manifest import RuntimeFileInfo
+    from ..toolkit.therock import runtime_files
+    from .bundle.runtimes import RuntimeFile
+
+    return [
+        RuntimeFile(
+            name,
+            path,
+            RuntimeFileInfo(
+                name=name,
+                origin="toolkit",
+                version=version,
+                source=path.relative_to(prefix).as_posix(),
+                sha256=sha256_file(path.resolve()),
+            ),
+        )
+        for name, path in runtime_files(prefix, os_name)
+    ]
 
 
 def run(plan: MergePlan) -> list[Path]:
@@ -434,6 +471,8 @@ def run(plan: MergePlan) -> list[Path]:
     runtime = resolve_shipped(
         plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix, toolkit_version=plan.toolkit_version
     )
+    if plan.spec.hip is not None and plan.toolkit_prefix is not None:
+        runtime += _hip_runtime(plan.toolkit_prefix, plan.spec.os, plan.toolkit_version)
     if plan.base_spec is None:
         run_collect(
             spec=plan.spec, built_dir=plan.built_dir, runtime=runtime, dest_tree=plan.dest_tree, record_path=plan.record

@@ -120,6 +120,9 @@ class PackageInputs:
     toolkit_version: str | None = None
     merged_from: str | None = None
     imported: list[ImportedBuild] = field(default_factory=list)
+    sdk: dict[str, Any] | None = None
+    """A HIP leg's pinned TheRock SDK (:meth:`bundlegraph.toolkit.therock.SdkPlan.receipt`), for the
+    info JSON's ``sdk``; None for other legs."""
     recipe: dict[str, Any] | None = None
     """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe`, each toolkit
     component by :data:`~bundlegraph.provenance.TOOLKIT_KEYS`), for the info JSON's ``build``;
@@ -170,6 +173,9 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         verify=found,
         imported_builds=list(inp.imported),
         build=inp.recipe,
+        gfx_target=s.hip.gfx_target if s.hip else None,
+        mapped_targets=list(s.hip.mapped_targets) if s.hip else None,
+        sdk=inp.sdk,
     )
 
 
@@ -303,6 +309,14 @@ class PackagePlan:
         return {}
 
 
+def _hip_receipt(ctx: Context, leg: str) -> dict[str, Any] | None:
+    """The TheRock SDK a HIP leg was built with, as its info file records it; None for other legs."""
+    if ctx.spec(leg).hip is None:
+        return None
+    info: dict[str, Any] = ctx.leg(leg).sdk.info()
+    return info
+
+
 def plan_package(ctx: Context, leg: str) -> PackagePlan:
     """The :class:`PackagePlan` of ``leg`` now: reads ``source:<leg>``'s record and
     ``merge:<leg>``'s ``merge.json``. Raises :class:`BundleGraphError` when one is missing or the
@@ -327,6 +341,7 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
         tree=bdir / "merged",
         own_files=rec.backend_files,
         merged_from=rec.base_asset or None,
+        sdk=_hip_receipt(ctx, leg),
     )
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
     redist_root = None

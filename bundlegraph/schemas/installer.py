@@ -111,14 +111,16 @@ def required_patterns(kind: str, build_number: int | None, programs: bool = True
     the installer's ``libggml-vulkan.so*`` / ``ggml-vulkan.dll`` groups), and the runtime files of the
     backend it checks when a bundle carries them (:data:`bundlegraph.backends.cuda.RUNTIME_GLOBS`:
     on Windows ``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``). File names follow
-    the kind's OS (:mod:`bundlegraph.platforms`). ``programs=False`` leaves the backend's
+    the kind's OS (:mod:`bundlegraph.platforms`; one ``ggml-cpu`` library where the OS has no CPU
+    variants: macOS). ``programs=False`` leaves the backend's
     ``REQUIRED_PROGRAMS`` out (the spec check does for a leg that is not promised: no upstream tag
     builds the visual server, which comes from llama.cpp PR #24423)."""
     k = INSTALL_KINDS[kind]
     b = backends.backend(k.backend)
     p = platform(k.os)
     # every bundle carries the CPU backend; a GPU bundle its own library too
-    libs = ["llama", "llama-common", "ggml", "ggml-base", backends.BY_NAME["cpu"].LIBRARY, "mtmd"]
+    cpu = backends.BY_NAME["cpu"].LIBRARY
+    libs = ["llama", "llama-common", "ggml", "ggml-base", cpu if p.cpu_variants else cpu.rstrip("*"), "mtmd"]
     if build_number is None or build_number >= IMPL_SPLIT_BUILD:
         libs += ["llama-server-impl", "llama-quantize-impl"]
     if b.GPU:

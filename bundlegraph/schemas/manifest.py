@@ -85,7 +85,7 @@ class BundleInfo(Strict):
     component: Literal["llama.cpp"] = "llama.cpp"
     asset_name: str
     leg: str
-    os: Literal["windows", "linux"]
+    os: Literal["windows", "linux", "macos"]
     arch: Literal["x64", "arm64"]
     install_kind: str
     source_repo: str
@@ -114,6 +114,16 @@ class BundleInfo(Strict):
     imported_builds: list[ImportedBuild] = []
     """Provenance of build output compiled on other runners (this leg's, and its merge base's);
     written only when there is some, so a bundle built here keeps its bytes."""
+    gfx_target: str | None = None
+    """A ROCm bundle's gfx family label (``gfx110X``; the spec's ``hip.gfx_target``): the installer
+    serves a host whose gfx is this label; left out for other bundles."""
+    mapped_targets: list[str] | None = None
+    """A ROCm bundle's gfx targets (``gfx1100`` ... ``gfx1103``): the installer serves a host whose
+    gfx is one of them (``published_rocm_choice_for_host``); left out for other bundles."""
+    sdk: dict[str, Any] | None = None
+    """A leg's pinned SDK where it is not the CUDA toolkit (TheRock: ``source``, ``version``,
+    ``tarball``, ``sha256``: :meth:`bundlegraph.toolkit.therock.SdkPlan.receipt`); left out when
+    None."""
     build: dict[str, Any] | None = None
     """How this leg was compiled, as its configure recorded it where it compiled
     (:func:`bundlegraph.provenance.build_recipe`: ``toolchain``, ``compilers`` and ``tools`` with
@@ -131,6 +141,9 @@ class BundleInfo(Strict):
             d.pop("imported_builds", None)
         if self.build is None:
             d.pop("build", None)
+        for k in ("gfx_target", "mapped_targets", "sdk"):
+            if d.get(k) is None:
+                d.pop(k, None)
         return d
 
     @model_validator(mode="after")
@@ -178,7 +191,7 @@ class ManifestArtifact(Strict):
 
     asset_name: str
     install_kind: str
-    os: Literal["windows", "linux"]
+    os: Literal["windows", "linux", "macos"]
     arch: Literal["x64", "arm64"]
     bundle_profile: str
     runtime_line: Literal["cuda12", "cuda13"] | None
@@ -190,11 +203,24 @@ class ManifestArtifact(Strict):
     toolkit_version: str | None
     ggml_backend_dl: bool
     paired_assets: list[str] = []
+    gfx_target: str | None = None
+    """A ROCm bundle's gfx family label (the installer reads it); left out for other bundles."""
+    mapped_targets: list[str] | None = None
+    """A ROCm bundle's gfx targets (the installer matches a host's gfx against them); left out for
+    other bundles."""
     smoke: str | None = None
     """The bundle's smoke before publishing (``passed (qemu-aarch64 -L ...)``), or
     ``waived: <why>`` (the spec's ``[smoke] waived``, also in the index's :class:`Promise`); None
     when it did not run and nothing waives it (an older manifest wrote None for a waived one too).
     Installers may ignore it."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        d: dict[str, Any] = handler(self)
+        for k in ("gfx_target", "mapped_targets"):  # only ROCm bundles have them: other artifacts keep their form
+            if d.get(k) is None:
+                d.pop(k, None)
+        return d
 
     @classmethod
     def from_info(cls, info: BundleInfo, smoke: str | None = None) -> ManifestArtifact:

@@ -41,7 +41,7 @@ from ..platforms import platform
 from .archs import Arch, CudaVersion, known_sms
 from .constraints import Check, Tagged
 
-OS = Literal["windows", "linux"]
+OS = Literal["windows", "linux", "macos"]
 CPUArch = Literal["x64", "arm64"]
 RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
 """NVIDIA's redist platform keys (the keys of a ``redistrib_<ver>.json`` component)."""
@@ -356,6 +356,53 @@ class VulkanSpec(Record):
 
 
 @record
+class TheRockSdkSpec(Record):
+    """The HIP SDK of a leg: one of AMD TheRock's multi-arch tarballs
+    (``therock-dist-<linux|windows>-<archive family>-<version>.tar.gz``, :mod:`bundlegraph.toolkit.therock`),
+    pinned by its exact build in a lock file that holds each tarball's sha256."""
+
+    source: Literal["therock"] = "therock"
+    """therock (AMD's TheRock tarballs: compilers, HIP runtime, rocBLAS/hipBLAS(Lt) and their kernel folders)"""
+    version: Annotated[str, Check(pattern=r"^\d+\.\d+\.\d+((a|rc)\d+)?$")]
+    """TheRock's exact build (7.14.0, or a nightly such as 10.1.0a20260807); never weekly or latest"""
+    lock: str
+    """the lock file (bundles/locks/therock-<version>.toml) pinning each tarball of the build by sha256"""
+
+
+@record
+class HipSpec(Record):
+    """HIP settings of a ROCm leg: the gfx family it serves and its SDK."""
+
+    gfx_target: Annotated[str, Check(pattern=r"^gfx[0-9a-fA-FX]{3,4}$")]
+    """the fork's gfx family label (gfx1151, gfx110X, ...; bundlegraph.backends.hip.FAMILIES): the manifest's
+    gfx_target"""
+    mapped_targets: Annotated[list[str], Check(min_length=1)]
+    """the gfx targets compiled (GPU_TARGETS) and promised to the installer; must be the family's expansion"""
+    sdk: TheRockSdkSpec
+    """the pinned TheRock tarball"""
+
+    def __post_init__(self) -> None:
+        _unique("mapped_targets", self.mapped_targets)
+
+
+@record
+class MetalSpec(Record):
+    """Metal settings of a GPU leg (macOS arm64)."""
+
+    embed_library: bool = True
+    """the compiled Metal shader library is embedded in libggml-metal.dylib (GGML_METAL_EMBED_LIBRARY, as the fork
+    builds), so no default.metallib travels beside it; must equal the cmake entry"""
+
+
+@record
+class MacosSpec(Record):
+    """The floor of a macOS leg."""
+
+    deployment_target: Annotated[str, Check(pattern=r"^\d+\.\d+$")]
+    """CMAKE_OSX_DEPLOYMENT_TARGET, and the highest minos any Mach-O file may state (13.3)"""
+
+
+@record
 class BuildSpec(Record):
     """What ``cmake --build`` builds, and over how many CI jobs its compile is spread
     (:mod:`bundlegraph.pipeline.compile.shards`)."""
@@ -462,12 +509,12 @@ class BundleSpec(Record):
     """One leg: a bundle's build (``bundles/<id>.toml``; ``bundlegraph schema`` prints its JSON
     Schema)."""
 
-    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan")
+    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan", "hip", "metal", "macos")
 
     id: Annotated[str, _ID]
     """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
     os: OS
-    """target operating system: windows or linux"""
+    """target operating system: windows, linux or macos"""
     arch: CPUArch
     """target CPU architecture: x64 or arm64"""
     backend: BackendName
@@ -492,6 +539,10 @@ class BundleSpec(Record):
     """CUDA version, archs and toolkit of a cuda leg"""
     vulkan: VulkanSpec | None = None
     """the SDK of a vulkan leg"""
+    hip: HipSpec | None = None
+    """gfx family, mapped targets and TheRock SDK of a hip leg"""
+    metal: MetalSpec | None = None
+    """how a metal leg ships its shader library"""
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure"""
@@ -507,6 +558,8 @@ class BundleSpec(Record):
     """runtime files shipped in the bundle, declared external, or paired as separate assets"""
     linux: LinuxSpec | None = None
     """the glibc and libstdc++ floors every ELF file must keep (Linux legs)"""
+    macos: MacosSpec | None = None
+    """the deployment target (minos floor) of a macOS leg"""
     smoke: SmokeSpec | None = None
     """[smoke] waived = why the bundle may be published without a passed smoke (no runner starts it)"""
     local: LocalBuild | None = None
@@ -520,13 +573,17 @@ class BundleSpec(Record):
                 raise ValueError(f"{table}: backend '{self.backend}' needs a [{table}] table")
             if table != own and there:
                 raise ValueError(f"{table}: backend '{self.backend}' must not have a [{table}] table")
+        if self.os == "macos" and self.macos is None:
+            raise ValueError("macos: a macOS leg needs a [macos] table with deployment_target")
+        if self.os != "macos" and self.macos is not None:
+            raise ValueError("macos: [macos] is only for macOS legs")
         if self.backend == "cuda" and self.profile.line is None:
             raise ValueError("profile.line: a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
         if self.backend != "cuda" and self.profile.line is not None:
             raise ValueError(f"profile.line: only a CUDA leg has a runtime line; backend is '{self.backend}'")
         if self.os == "linux" and self.linux is None:
             raise ValueError("linux: a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
-        if self.os == "windows" and self.linux is not None:
+        if self.os != "linux" and self.linux is not None:
             raise ValueError("linux: [linux] is only for Linux legs")
         if self.compile_runner is not None and self.compile_runner == self.runner:
             raise ValueError(
@@ -558,7 +615,13 @@ class BundleSpec(Record):
         return platform(self.os).archive
 
     def bundle_name(self, tag: str, prefix: str = "app") -> str:
-        """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec)."""
+        """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec), or
+        the OS's fixed asset name where the installer expects one (macOS:
+        ``llama-<tag>-bin-macos-<arch>.tar.gz``, :attr:`bundlegraph.platforms.Platform.asset_name`;
+        a local build keeps the derived form, so it never takes a published name)."""
+        pattern = platform(self.os).asset_name
+        if pattern and not self.local:
+            return pattern.format(tag=tag, arch=self.arch) + self.archive_suffix
         return f"{prefix}-{tag}-{self.os}-{self.arch}-{self.profile_name}{self.archive_suffix}"
 
 

@@ -15,7 +15,11 @@ Cross-field rules (need several specs or tables):
 - every GPU arch lies within the leg's CUDA version's range (:mod:`.archs`);
 - a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist with ``windows-arm64``
   target libraries);
-- ``(install_kind, profile)`` is unique; ``default_legs`` name existing legs.
+- ``(install_kind, profile)`` is unique; ``default_legs`` name existing legs;
+- a HIP leg's ``gfx_target`` is one of the fork's families, its ``mapped_targets`` and
+  ``GPU_TARGETS`` are that family's targets, and its TheRock lock pins its build
+  (:func:`hip_problems`); a macOS leg's ``CMAKE_OSX_DEPLOYMENT_TARGET`` is its floor
+  (:func:`macos_problems`).
 """
 
 from __future__ import annotations
@@ -351,6 +355,12 @@ def cross_field_problems(
                     )
         if s.cuda is not None:
             out += cuda_problems(f, s.os, s.arch, s.cuda)
+        if s.hip is not None:
+            out += hip_problems(f, s, root, read)
+        if s.macos is not None:
+            out += macos_problems(f, s)
+        if s.metal is not None:
+            out += metal_problems(f, s)
         out += installer_problems(s, f, legs, release)
         out += cmake_problems(s, str(f))
         first = seen_kind.setdefault((s.install_kind, s.profile.name, s.arch), lid)
@@ -402,4 +412,87 @@ def cross_field_problems(
         for i, leg in enumerate(release.default_legs):
             if leg not in legs and leg not in invalid:
                 out.append(f"{rel_path}: default_legs[{i}]: no leg '{leg}'{did_you_mean(leg, legs)}")
+    return out
+
+
+def _cmake_list(v: object) -> list[str] | None:
+    """A CMake list entry as a list (``"a;b"`` or ``["a", "b"]``); None when unset."""
+    if v is None:
+        return None
+    return [str(x) for x in v] if isinstance(v, list) else [x for x in str(v).split(";") if x]
+
+
+def hip_problems(f: Path, s: BundleSpec, root: Path, read: list[Path]) -> list[str]:
+    """A HIP leg's ``[hip]`` against the fork's families (:data:`bundlegraph.backends.hip.FAMILIES`),
+    its ``GPU_TARGETS`` and its TheRock lock (:func:`bundlegraph.toolkit.therock.load_lock`), one
+    line each. The lock is appended to ``read``. A tarball the lock does not pin is not a spec
+    problem: the SDK stage refuses it when it runs, so plan and keys work before it is pinned."""
+    from ..backends import hip
+    from ..core.errors import ToolkitError
+    from ..toolkit.therock import load_lock
+
+    assert s.hip is not None
+    out = []
+    want = hip.FAMILIES.get(s.hip.gfx_target)
+    if want is None:
+        out.append(
+            f"{f}: hip.gfx_target: '{s.hip.gfx_target}' is not one of the fork's families "
+            f"({', '.join(hip.FAMILIES)}){did_you_mean(s.hip.gfx_target, hip.FAMILIES)}"
+        )
+    elif list(s.hip.mapped_targets) != list(want):
+        out.append(
+            f"{f}: hip.mapped_targets: {s.hip.mapped_targets}, but family {s.hip.gfx_target} is {list(want)} "
+            f"(the installer serves a host by this list)"
+        )
+    gpu = _cmake_list(s.cmake.get("GPU_TARGETS"))
+    if gpu != list(s.hip.mapped_targets):
+        out.append(
+            f"{f}: cmake.GPU_TARGETS: {gpu}, but hip.mapped_targets is {s.hip.mapped_targets}: the bundle must "
+            f"hold code objects for exactly the targets it promises"
+        )
+    # what verify must refuse: a bundle without the runtime ggml-hip imports (a Windows one without
+    # hipblas.dll: ggml-org/llama.cpp#26996) or without a rocBLAS kernel file of one of its targets
+    want_req = [*hip.RUNTIME_REQUIRED[s.os], *(f"{hip.ROCBLAS_FOLDER}/*{t}*" for t in s.hip.mapped_targets)]
+    if missing := [r for r in want_req if r not in s.required]:
+        out.append(
+            f"{f}: required: lacks {', '.join(missing)}: a HIP bundle must hold the runtime ggml-hip imports "
+            f"and a rocBLAS kernel file for every mapped target"
+        )
+    lock = root / s.hip.sdk.lock
+    read.append(lock)
+    try:
+        got = load_lock(lock)
+    except ToolkitError as e:
+        out.append(f"{f}: hip.sdk.lock: {e}")
+    else:
+        if got.therock != s.hip.sdk.version:
+            out.append(f"{f}: hip.sdk.version: '{s.hip.sdk.version}', but {s.hip.sdk.lock} pins TheRock {got.therock}")
+    return out
+
+
+def macos_problems(f: Path, s: BundleSpec) -> list[str]:
+    """A macOS leg's ``CMAKE_OSX_DEPLOYMENT_TARGET`` must be its ``[macos] deployment_target`` (the
+    floor verify holds every Mach-O's minos to), one line."""
+    assert s.macos is not None
+    got = s.cmake.get("CMAKE_OSX_DEPLOYMENT_TARGET")
+    if got is None or str(got) != s.macos.deployment_target:
+        return [
+            f"{f}: cmake.CMAKE_OSX_DEPLOYMENT_TARGET: {got!r}, but macos.deployment_target is "
+            f"'{s.macos.deployment_target}': set the one the binaries are held to"
+        ]
+    return []
+
+
+def metal_problems(f: Path, s: BundleSpec) -> list[str]:
+    """A Metal leg's ``GGML_METAL`` must be on and its ``GGML_METAL_EMBED_LIBRARY`` must be its
+    ``[metal] embed_library`` (verify and the smoke rely on where the shader library is), one line each."""
+    assert s.metal is not None
+    out = []
+    if s.cmake_bool("GGML_METAL", False) is not True:
+        out.append(f"{f}: cmake.GGML_METAL: a Metal leg builds ggml-metal: set GGML_METAL = true")
+    if bool(s.cmake_bool("GGML_METAL_EMBED_LIBRARY", False)) != s.metal.embed_library:
+        out.append(
+            f"{f}: cmake.GGML_METAL_EMBED_LIBRARY: {s.cmake.get('GGML_METAL_EMBED_LIBRARY')!r}, but "
+            f"metal.embed_library is {str(s.metal.embed_library).lower()}: set the one the bundle is built with"
+        )
     return out

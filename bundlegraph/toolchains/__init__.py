@@ -3,7 +3,7 @@
 
 - ``machines/<id>.toml``: each toolchain id's machine file (build machine, host machine,
   binaries, properties), loaded and checked by ``registry``;
-- ``base``/``linux``/``windows``: the behaviour of each kind (:func:`get`), which renders the
+- ``base``/``linux``/``windows``/``macos``: the behaviour of each kind (:func:`get`), which renders the
   CMake toolchain file and resolves the binaries it names;
 - ``cuda``: target library paths inside a toolkit prefix and nvcc's host-compiler table;
 - ``msvc``: the MSVC developer environment, ``_MSC_VER`` check, ``/Zc:preprocessor``;
@@ -23,6 +23,7 @@ def get(toolchain_id: str) -> Toolchain:
     the behaviour of its ``kind``. Ids are validated when specs load; an unknown id here raises
     ``KeyError``."""
     from .linux import GccLinux
+    from .macos import AppleClang
     from .registry import TOOLCHAINS
     from .windows import ClangWindows, Msvc
 
@@ -30,6 +31,7 @@ def get(toolchain_id: str) -> Toolchain:
         "gcc": GccLinux,
         "msvc": Msvc,
         "clang-windows": ClangWindows,
+        "apple-clang": AppleClang,
     }
     info = TOOLCHAINS[toolchain_id]
     return kinds[info.kind](info)

@@ -25,11 +25,12 @@ from ..core import proc
 from ..core.errors import ToolMissing
 from ..core.lightclass import frozen
 from .cuda import PLATFORMS, CudaToolkit, target_dir
+from .hip import HipSdk
 from .prefix_maps import PrefixMaps, flag_text
 from .registry import ToolchainInfo
 from .vulkan import VulkanSdk
 
-Sdk = CudaToolkit | VulkanSdk
+Sdk = CudaToolkit | VulkanSdk | HipSdk
 """A leg's SDK as a toolchain takes it (the backend's, :attr:`bundlegraph.pipeline.base.LegContext.sdk`)."""
 
 
@@ -39,7 +40,8 @@ def cuda_of(sdk: Sdk | None) -> CudaToolkit | None:
 
 
 def this_host() -> tuple[str, str]:
-    """``(os, arch)`` of the machine running bundlegraph: os ``linux``/``windows``/``darwin``,
+    """``(os, arch)`` of the machine running bundlegraph: os ``linux``/``windows``/``macos``
+    (``os.uname`` says ``Darwin``; the spec and :mod:`bundlegraph.platforms` say ``macos``),
     arch ``x64``/``arm64`` (x86_64/AMD64 -> x64, aarch64/ARM64 -> arm64).
 
     On Windows both come from the process environment (``PROCESSOR_ARCHITEW6432``, else
@@ -57,6 +59,7 @@ def this_host() -> tuple[str, str]:
     else:
         u = os.uname()
         system, machine = u.sysname.lower(), u.machine.lower()
+        system = {"darwin": "macos"}.get(system, system)
     arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
     return system, arch
 
@@ -145,25 +148,36 @@ class Toolchain:
         SDK's ``bin_dir`` first, then on ``env``'s PATH; a missing one raises :class:`ToolMissing`
         naming the machine file's entry. (nvcc comes from the CUDA toolkit's own layout,
         :meth:`_cuda_lines`.)"""
-        if not isinstance(sdk, VulkanSdk):
+        if isinstance(sdk, VulkanSdk):
+            role, what, sdk_dir, hint = (
+                "glslc",
+                "the Vulkan SDK",
+                sdk.bin_dir,
+                " (Debian/Ubuntu: apt-get install glslc)",
+            )
+        elif isinstance(sdk, HipSdk):
+            role, what, sdk_dir, hint = "hip", "the HIP SDK", ".", ""
+        else:
             return {}, {}
         from .tools import _version_by_run
 
-        if not self.info.has_binary("glslc"):
-            raise ToolMissing(f"toolchain {self.id}: {self.info.file} names no [binaries] glslc; a Vulkan leg needs it")
-        name = self.info.binary("glslc")
+        if not self.info.has_binary(role):
+            raise ToolMissing(
+                f"toolchain {self.id}: {self.info.file} names no [binaries] {role}; a leg of {what} needs it"
+            )
+        name = self.info.binary(role)
         exe = name + (".exe" if self.info.build_os == "windows" and not name.lower().endswith(".exe") else "")
-        found = sdk.path(sdk.bin_dir) / exe if sdk.bin_dir else None
+        found = sdk.path(sdk_dir) / exe if sdk_dir else None
         if found is None or not found.is_file():
             hit = proc.which(name, env)
             found = Path(hit) if hit else None
         if found is None:
-            where = f"in {sdk.path(sdk.bin_dir)} (the Vulkan SDK, {sdk.task}) nor " if sdk.bin_dir else ""
+            where = f"in {sdk.path(sdk_dir)} ({what}, {sdk.task}) nor " if sdk_dir else ""
             raise ToolMissing(
-                f"toolchain {self.id}: glslc '{name}' ([binaries] glslc of {Path(self.info.file).name}) is neither "
-                f"{where}on PATH (Debian/Ubuntu: apt-get install glslc)"
+                f"toolchain {self.id}: {role} '{name}' ([binaries] {role} of {Path(self.info.file).name}) is neither "
+                f"{where}on PATH{hint}"
             )
-        return {"glslc": found.as_posix()}, {"glslc": _version_by_run(found, "glslc")}
+        return {role: found.as_posix()}, {role: _version_by_run(found, role)}
 
     # -- shared rendering pieces -------------------------------------------------------------
     def _header(self, leg: str, comment: str) -> list[str]:
@@ -207,7 +221,19 @@ class Toolchain:
             return self._cuda_lines(sdk, host_compiler, pin_comment, maps)
         if isinstance(sdk, VulkanSdk):
             return self._vulkan_lines(sdk, (binaries or {}).get("glslc") or self.info.binary("glslc"))
+        if isinstance(sdk, HipSdk):
+            return self._hip_lines(sdk, (binaries or {}).get("hip") or sdk.path(self.info.binary("hip")).as_posix())
         return []
+
+    def _hip_lines(self, sdk: HipSdk, hip: str) -> list[str]:
+        """The HIP SDK's prefix (:meth:`HipSdk.cmake_cache`: ggml-hip's ``find_package`` calls
+        search it) and the HIP compiler (the machine file's ``hip`` binary, under the prefix
+        first: CMake's HIP language, ``CMAKE_HIP_COMPILER``)."""
+        lines = ["", f"# The HIP SDK (AMD TheRock {sdk.version}, {sdk.task}) and the HIP compiler."]
+        for var, value in sdk.cmake_cache().items():
+            lines.append(f'set( {var} {cmake_str(value)} CACHE PATH "" )')
+        lines.append(f'set( CMAKE_HIP_COMPILER {cmake_str(hip)} CACHE FILEPATH "" )')
+        return lines
 
     def _vulkan_lines(self, sdk: VulkanSdk, glslc: str) -> list[str]:
         """The Vulkan SDK's pins (headers, loader, SPIR-V headers: :meth:`VulkanSdk.cmake_cache`)

@@ -3,7 +3,7 @@ in the shape of Meson's machine files (its "Cross and native file reference"): t
 ``[build_machine]`` the compilers run on and the ``[host_machine]`` the output runs on (``system``
 and ``cpu``), the ``[binaries]`` the CMake toolchain file names (the kind's compilers, and the GPU compilers of
 :data:`GPU_BINARIES` the machine can run: Meson's ``cuda = [...]``, here ``cuda = "nvcc"``,
-``glslc = "glslc"``), and ``[properties]``. ``kind``
+``glslc = "glslc"``, ``hip = "lib/llvm/bin/clang++"``), and ``[properties]``. ``kind``
 says which class gives the behaviour (:func:`bundlegraph.toolchains.get`); the classes hold no
 facts of their own.
 
@@ -36,11 +36,13 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gcc": (("c", "cxx"), ("redist_host", "cmake_system_processor", "packages")),
     "msvc": (("c", "cxx"), ("redist_host", "vcvars_arch")),
     "clang-windows": (("c", "cxx"), ("redist_host", "vcvars_arch", "target", "arch_flags", "warn_flags")),
+    "apple-clang": (("c", "cxx"), ("cmake_system_processor", "osx_architectures")),
 }
 """Each kind: (binaries it needs, properties it needs); it may have no others."""
 GPU_BINARIES: dict[str, str] = {
     "cuda": "the CUDA compiler (nvcc), found in the CUDA toolkit",
     "glslc": "the Vulkan shader compiler, found in the Vulkan SDK's bin directory first, then on PATH",
+    "hip": "the HIP compiler (CMAKE_HIP_COMPILER: TheRock's clang++), a path under the HIP SDK's prefix first, then on PATH",
 }
 """The GPU compilers a machine file may name under ``[binaries]`` (any kind), with what each is.
 A toolchain compiles a GPU backend's device code when it names that backend's compiler."""
@@ -72,9 +74,9 @@ class ToolchainInfo:
     came from."""
 
     id: str
-    build_os: Literal["windows", "linux"]
+    build_os: Literal["windows", "linux", "macos"]
     build_arch: Literal["x64", "arm64"]
-    target_os: Literal["windows", "linux"]
+    target_os: Literal["windows", "linux", "macos"]
     target_arch: Literal["x64", "arm64"]
     cuda: bool
     redist_host: str
@@ -171,7 +173,7 @@ def load_machine(f: Path) -> ToolchainInfo:
         target_os=h["system"],
         target_arch=h["cpu"],
         cuda="cuda" in bins,
-        redist_host=props["redist_host"],
+        redist_host=props.get("redist_host", ""),
         summary=str(data["summary"]),
         kind=str(kind),
         binaries=tuple(sorted(bins.items())),

@@ -104,15 +104,27 @@ class ClangWindows(_VisualStudio):
     """clang targeting ``arm64-pc-windows-msvc`` with ``-march=armv8.7-a``, linking against the
     ARM64 libraries of an ``amd64_arm64`` MSVC environment (``LIB``)."""
 
+    sdk_root: Path | None = None
+    """The leg's SDK prefix its ``c``/``cxx`` are relative to (a ROCm leg: TheRock's clang,
+    :meth:`with_sdk`); None: relative to ``$VCINSTALLDIR`` (Visual Studio's LLVM)."""
+
     def __init__(self, info: ToolchainInfo):
         super().__init__(info)
         self.c_rel, self.cxx_rel = info.binary("c"), info.binary("cxx")
+
+    def with_sdk(self, root: Path) -> ClangWindows:
+        """This toolchain with its compilers taken from the SDK at ``root`` (a copy)."""
+        import copy
+
+        made = copy.copy(self)
+        made.sdk_root = root
+        return made
 
     def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
         override = settings.get("CLANG", env) or settings.get("CLANG")
         vc = Path(env.get("VCINSTALLDIR", ""))
-        base = Path(override).parent if override else (vc / self.c_rel).parent
+        base = Path(override).parent if override else ((self.sdk_root or vc) / self.c_rel).parent
         bins = {"c": (base / Path(self.c_rel).name).as_posix(), "cxx": (base / Path(self.cxx_rel).name).as_posix()}
         for b in bins.values():
             if not Path(b).is_file():
@@ -120,17 +132,29 @@ class ClangWindows(_VisualStudio):
                     f"toolchain {self.id}: {b} is missing; add 'C++ Clang Compiler for Windows' in the Visual "
                     "Studio Installer or set BUNDLEGRAPH_CLANG to an LLVM clang.exe"
                 )
-        return Resolved(bins, env, {"msvc": msvc.key_env(env), "clang_dir": base.as_posix() if override else ""})
+        gpu_bins, gpu_key = self.gpu_binaries(sdk, env)  # a HIP leg: TheRock's clang++ as the HIP compiler
+        key = {"msvc": msvc.key_env(env), "clang_dir": base.as_posix() if override else ""}
+        return Resolved(bins | gpu_bins, env, key | gpu_key)
 
     def render(
         self, leg: str, sdk: Sdk | None, binaries: dict[str, str] | None = None, maps: PrefixMaps | None = None
     ) -> str:
-        lines = self._header(leg, "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake).")
+        what = (
+            f"the SDK's clang for Windows ({self.info.summary})."
+            if self.sdk_root
+            else "clang for Windows ARM64 (llama.cpp's cmake/arm64-windows-llvm.cmake)."
+        )
+        lines = self._header(leg, what)
         override = settings.get("CLANG")
         lines.append("")
         if override:
             d = Path(override).parent.as_posix()
             cc, cxx = cmake_str(f"{d}/{Path(self.c_rel).name}"), cmake_str(f"{d}/{Path(self.cxx_rel).name}")
+        elif self.sdk_root:
+            cc, cxx = (
+                cmake_str((self.sdk_root / self.c_rel).as_posix()),
+                cmake_str((self.sdk_root / self.cxx_rel).as_posix()),
+            )
         else:
             lines.append(_ENV_GUARD.format(var="VCINSTALLDIR", arch=self.vcvars_arch, cmvar="VC_ROOT"))
             cc, cxx = f'"${{VC_ROOT}}/{self.c_rel}"', f'"${{VC_ROOT}}/{self.cxx_rel}"'
@@ -148,4 +172,5 @@ class ClangWindows(_VisualStudio):
             f'set( warn_c_flags "{self.info.prop("warn_flags")}" )',
             *self._flags_init(maps, "${arch_c_flags} ${warn_c_flags}"),
         ]
+        lines += self._sdk_lines(sdk, binaries, "", "", maps)  # a HIP leg's SDK prefix and HIP compiler
         return "\n".join(lines) + "\n"

@@ -22,6 +22,11 @@ BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for o
 the files whose device code verify inventories, and whose fatbin must match promised CUDA archs."""
 
 
+_KEY_IF_SET = ("gfx_targets", "macos_floor")
+"""Fields added after verify keys existed: in the key only when set, so the keys of legs that do
+not use them keep their form (``tests/integration/test_upgrade.py``)."""
+
+
 @frozen
 class VerifyPolicy:
     """What a bundle must satisfy. Every field is optional; an unset one skips its check.
@@ -49,7 +54,7 @@ class VerifyPolicy:
     Raises :class:`BundleGraphError` naming the field when a value is malformed.
     """
 
-    os: Literal["windows", "linux"] | None = None
+    os: Literal["windows", "linux", "macos"] | None = None
     arch: Literal["x64", "arm64"] | None = None
     archs: tuple[Arch, ...] = ()
     cuda: bool = False
@@ -65,6 +70,12 @@ class VerifyPolicy:
     backend_dl: bool = False
     cuda_major: int | None = None
     backend: str | None = None
+    gfx_targets: tuple[str, ...] = ()
+    """a HIP leg's ``mapped_targets``: its ``ggml-hip`` code objects must be exactly these
+    (:mod:`.hip`)"""
+    macos_floor: str | None = None
+    """a macOS leg's deployment target (``13.3``): no Mach-O file may state a higher minimum macOS
+    (:data:`.rows.ROWS`' ``macho`` rows)"""
     host_paths: tuple[tuple[str, str], ...] = ()
     """``(what, path)`` pairs: build-host directories (the download cache, the work directory, the
     source tree, the home directory) that no shipped file may name: compiles map them to stable
@@ -75,8 +86,8 @@ class VerifyPolicy:
     hold it (:mod:`bundlegraph.checks.brand`); None checks nothing."""
 
     def __post_init__(self) -> None:
-        if self.os not in (None, "windows", "linux"):
-            raise BundleGraphError(f"verify policy: os {self.os!r}: expected 'windows' or 'linux'")
+        if self.os is not None and self.os not in OS_NAMES:
+            raise BundleGraphError(f"verify policy: os {self.os!r}: expected one of {', '.join(OS_NAMES)}")
         if self.arch not in (None, "x64", "arm64"):
             raise BundleGraphError(f"verify policy: arch {self.arch!r}: expected 'x64' or 'arm64'")
         if self.backend is not None and self.backend not in BACKEND_NAMES:
@@ -122,6 +133,9 @@ class VerifyPolicy:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("backend_dl", "cuda_major", "backend")}
         if self.fingerprint is None:  # a release without one keeps its verify keys
             del d["fingerprint"]
+        for k in _KEY_IF_SET:  # fields of the ROCm and macOS legs: other legs keep their verify keys
+            if not d[k]:
+                del d[k]
         d["info_expect"] = dict(self.info_expect)
         d["archs"] = self.cmake_archs
         return d
@@ -175,6 +189,8 @@ def policy_from_spec(
     expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile_name)]
     if spec.cuda is not None:
         expect.append(("archs", tuple(spec.cuda.cmake_archs)))
+    if spec.hip is not None:
+        expect.append(("gfx_target", spec.hip.gfx_target))
     return VerifyPolicy(
         os=spec.os,
         arch=spec.arch,
@@ -192,6 +208,8 @@ def policy_from_spec(
         backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
         cuda_major=spec.cuda.version.major if spec.cuda else None,
         fingerprint=release.coverage.fingerprint if release is not None and release.coverage else None,
+        gfx_targets=tuple(spec.hip.mapped_targets) if spec.hip else (),
+        macos_floor=spec.macos.deployment_target if spec.macos else None,
     )
 
 

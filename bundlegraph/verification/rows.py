@@ -41,11 +41,12 @@ PHASES = ("archive", "host-path", "files", "device-code", "imports", "glibc", "r
 checks (machine, parse, signature), GPU device code, import closure, glibc floors, required files,
 how backends will load, the info JSON."""
 
-READ_KEY = ("os", "arch", "signing_required", "trust_roots", "info_file", "fingerprint")
+READ_KEY = ("os", "arch", "signing_required", "trust_roots", "info_file", "fingerprint", "gfx_targets")
 """The policy fields the bundle reader itself consumes (:func:`.run.verify_path`): the per-file
 checks of :func:`~bundlegraph.checks.inspect.inspect_file`, which file is the info JSON, and the
 byte strings it records per binary (the fingerprint and build-info's line,
-:func:`~bundlegraph.checks.brand.brand_marks`)."""
+:func:`~bundlegraph.checks.brand.brand_marks`), and whether it reads each binary's HIP offload
+bundles (a ROCm leg's ``gfx_targets``)."""
 
 
 def always(_policy: VerifyPolicy) -> bool:
@@ -166,6 +167,35 @@ def _glibc(s: Subject, p: VerifyPolicy) -> Outcome:
     return fails, {"glibc": highest}
 
 
+def _is_macos(p: VerifyPolicy) -> bool:
+    return p.os == "macos"
+
+
+def _macho_files(s: Subject, p: VerifyPolicy) -> Outcome:
+    """Each Mach-O file's minimum macOS against the leg's floor and its code signature
+    (:func:`bundlegraph.checks.macho.check_file`; the architecture is the reader's check); one
+    failure when a macOS bundle holds no Mach-O file at all."""
+    from ..checks.macho import check_file, parse_version
+
+    files = {path: r.macho for path, r in sorted(s.results.items()) if r.macho is not None}
+    if not files and not any(r.format == "macho" for r in s.results.values()):
+        return [Failure("bundle", "macho", "a macOS bundle without a Mach-O file")], {}
+    floor = parse_version(p.macos_floor) if p.macos_floor else None
+    fails = [f for path, info in files.items() for f in check_file(path, info, minos_floor=floor)]
+    minos = [sl.minos for info in files.values() for sl in info.slices if sl.minos is not None]
+    from ..checks.macho import version_text
+
+    return fails, {"minos": version_text(max(minos)) if minos else None}
+
+
+def _macho_closure(s: Subject, _p: VerifyPolicy) -> Outcome:
+    """The Mach-O load-command closure (:func:`bundlegraph.checks.macho.closure`: ``@rpath``,
+    ``@loader_path``, system libraries; a build machine's ``LC_RPATH``)."""
+    from ..checks.macho import closure as macho_closure
+
+    return macho_closure({path: r.macho for path, r in s.results.items() if r.macho is not None}), {}
+
+
 def _required(s: Subject, p: VerifyPolicy) -> Outcome:
     return content.missing_required(s.names, p.required, fold=p.os != "linux"), {}
 
@@ -188,14 +218,17 @@ ROWS: tuple[AnyRow, ...] = (
     Row("brand", _brand, ("fingerprint", "info_file"), "files", gate=lambda p: bool(p.fingerprint)),
     Row("files", _files, (), "files"),
     Row("device-code", _device_code, ("os", "gpu_backends", "backend"), "device-code"),
+    Row("macho", _macho_files, ("os", "macos_floor"), "files", gate=_is_macos),
     Row("closure", _closure, ("external", "cuda", "backend"), "imports"),
+    Row("macho-closure", _macho_closure, ("os",), "imports", gate=_is_macos),
     Row("glibc", _glibc, ("glibc_floor", "glibcxx_floor"), "glibc"),
     Row("required", _required, ("required", "os"), "required"),
     Row("entry-points", _entry_points, ("backend_dl",), "loading", gate=lambda p: p.backend_dl),
     Row("info", _info, ("info_expect",), "info"),
 )
 """The rows every leg gets, whatever its backend. The reader's own checks (machine, parse,
-signature: :data:`READ_KEY`) land in the ``files`` row. The closure row's driver rule reads the
+signature: :data:`READ_KEY`) land in the ``files`` row. A macOS leg's Mach-O files get the
+``macho`` rows (minimum macOS against the spec's floor, code signature, load-command closure). The closure row's driver rule reads the
 backends registry (:func:`bundlegraph.backends.driver_owners`)."""
 
 __all__ = ["PHASES", "READ_KEY", "ROWS", "AnyRow", "FileRow", "Outcome", "Row", "Subject", "always"]

@@ -92,6 +92,7 @@ def verify_path(path: str | os.PathLike[str], policy: VerifyPolicy) -> Report:
             signatures=read.signing_required,
             trust_roots=read.trust_roots,
             marks=marks,
+            offload=bool(read.gfx_targets),
         )
         if r.format:
             results[rel] = r

@@ -63,6 +63,11 @@ SIDE = textwrap.dedent(
     OPS = (("MUL_MAT", None),)
     DOC = "; on a FakeGPU its kernels"
     PARALLEL_OPS = False
+    REFERENCE_JOBS = {}  # no throughput check
+
+
+    def reference_sms(probe):
+        return []
 
 
     class _Probe:

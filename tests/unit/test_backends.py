@@ -10,15 +10,15 @@ import pytest
 
 from bundlegraph import backends
 from bundlegraph.backends import BACKENDS, Backend, backend, driver_owners, library_file, registry_problems
-from bundlegraph.platforms import OS_NAMES, PLATFORMS, platform
+from bundlegraph.platforms import PLATFORMS, platform
 
 
 def test_every_backend_module_has_the_protocols_attributes():
     want = set(Backend.__annotations__)
     for b in BACKENDS:
         assert not want - set(vars(b)), (b.NAME, want - set(vars(b)))
-    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda", "vulkan"]
-    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda", "vulkan"]
+    assert [b.NAME for b in BACKENDS] == ["cpu", "cuda", "vulkan", "hip", "metal"]
+    assert [b.NAME for b in backends.GPU_BACKENDS] == ["cuda", "vulkan", "hip", "metal"]
     assert registry_problems(BACKENDS) == []
 
 
@@ -33,14 +33,19 @@ def test_the_install_kinds_are_the_installers_in_its_order():
         InstallKind("linux-cuda", "linux", ("x64",), "cuda"),
         InstallKind("linux-arm64-cuda", "linux", ("arm64",), "cuda"),
         InstallKind("linux-vulkan", "linux", ("x64", "arm64"), "vulkan"),
+        InstallKind("linux-rocm", "linux", ("x64",), "hip"),
         InstallKind("windows-cpu", "windows", ("x64",), "cpu"),
         InstallKind("windows-arm64", "windows", ("arm64",), "cpu"),
         InstallKind("windows-cuda", "windows", ("x64",), "cuda"),
         InstallKind("windows-arm64-cuda", "windows", ("arm64",), "cuda"),
         InstallKind("windows-vulkan", "windows", ("x64",), "vulkan"),
         InstallKind("windows-arm64-vulkan", "windows", ("arm64",), "vulkan"),
+        InstallKind("windows-rocm", "windows", ("x64",), "hip"),
+        InstallKind("macos-x64", "macos", ("x64",), "cpu"),
+        InstallKind("macos-arm64", "macos", ("arm64",), "metal"),
     ]
     assert kind_for("windows", "arm64", "cuda") == "windows-arm64-cuda"
+    assert kind_for("linux", "x64", "hip") == "linux-rocm" and kind_for("macos", "arm64", "metal") == "macos-arm64"
     # the installer has no linux-arm64-vulkan: one kind serves both Linux arches
     assert kind_for("linux", "arm64", "vulkan") == kind_for("linux", "x64", "vulkan") == "linux-vulkan"
     assert INSTALL_KINDS["linux-vulkan"].serves("linux", "arm64", "vulkan")
@@ -55,13 +60,18 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
     from bundlegraph.pipeline.smoke import judges
 
     cuda = backend("cuda")
-    assert {o: library_file(cuda, o) for o in OS_NAMES} == {"linux": "libggml-cuda.so", "windows": "ggml-cuda.dll"}
-    assert verify.BACKENDS == {
-        "linux": ("libggml-cuda.so", "libggml-vulkan.so"),
-        "windows": ("ggml-cuda.dll", "ggml-vulkan.dll"),
+    assert {o: library_file(cuda, o) for o in ("linux", "windows")} == {
+        "linux": "libggml-cuda.so",
+        "windows": "ggml-cuda.dll",
     }
+    assert verify.BACKENDS["linux"] == ("libggml-cuda.so", "libggml-vulkan.so", "libggml-hip.so", "libggml-metal.so")
+    assert verify.BACKENDS["macos"][-1] == "libggml-metal.dylib"
     assert judges.DRIVERS == {"linux": "libcuda.so.1", "windows": "nvcuda.dll"} and judges.DRIVER == "libcuda.so.1"
-    assert judges.CPU_BACKENDS == {"linux": "libggml-cpu*.so", "windows": "ggml-cpu*.dll"}
+    assert judges.CPU_BACKENDS == {
+        "linux": "libggml-cpu*.so",
+        "windows": "ggml-cpu*.dll",
+        "macos": "libggml-cpu*.dylib",
+    }
     vk = backend("vulkan")
     assert driver_owners("windows") == {"nvcuda.dll": cuda, "vulkan-1.dll": vk}
     assert driver_owners("linux") == {"libcuda.so.1": cuda, "libvulkan.so.1": vk}
@@ -71,10 +81,10 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
 
 
 def test_unknown_names_are_refused_with_the_known_ones():
-    with pytest.raises(KeyError, match="unknown backend 'rocm': expected one of cpu, cuda"):
+    with pytest.raises(KeyError, match="unknown backend 'rocm': expected one of cpu, cuda, vulkan, hip, metal"):
         backend("rocm")
-    with pytest.raises(KeyError, match="unknown os 'macos': expected one of linux, windows"):
-        platform("macos")
+    with pytest.raises(KeyError, match="unknown os 'darwin': expected one of linux, windows, macos"):
+        platform("darwin")
 
 
 def test_each_os_names_its_files_archive_and_loader_variable_once():
@@ -150,7 +160,7 @@ def test_a_fake_gpu_backend_reaches_the_install_kinds_and_the_installers_file_li
 
     assert INSTALL_KINDS["linux-fakegpu"] == InstallKind("linux-fakegpu", "linux", ("x64",), "fakegpu")
     # its kinds come after the backends before it on each OS
-    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-vulkan") + 1
+    assert list(INSTALL_KINDS).index("linux-fakegpu") == list(INSTALL_KINDS).index("linux-rocm") + 1
     assert kind_for("windows", "x64", "fakegpu") == "windows-fakegpu"
     assert required_patterns("windows-fakegpu", None)[-2:] == ["ggml-fakegpu.dll", "fakert64_*.dll"]
     assert required_patterns("linux-fakegpu", None)[-1] == "libggml-fakegpu.so*"
@@ -185,15 +195,15 @@ def test_the_installers_kinds_follow_the_registrys_tuple(monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(backends, "BACKENDS", (*BACKENDS, _fake()))
-        assert len(INSTALL_KINDS) == 13 and "windows-fakegpu" in INSTALL_KINDS
-    assert len(INSTALL_KINDS) == 11 and "windows-fakegpu" not in INSTALL_KINDS
+        assert len(INSTALL_KINDS) == 17 and "windows-fakegpu" in INSTALL_KINDS
+    assert len(INSTALL_KINDS) == 15 and "windows-fakegpu" not in INSTALL_KINDS
 
 
 def test_registry_problems_name_each_fault():
     bad = _fake()
     bad.INSTALL_KINDS = {
         ("linux", "x64"): "linux-cuda",
-        ("macos", "arm64"): "macos-fakegpu",
+        ("solaris", "arm64"): "solaris-fakegpu",
         ("windows", "x64"): "any-fakegpu",
         ("linux", "arm64"): "any-fakegpu",
     }
@@ -204,10 +214,15 @@ def test_registry_problems_name_each_fault():
         "two backends share a spec table: ['cuda']",
         "two backends share an install kind: ['linux-cuda']",
         "an install kind serves two OSes: ['any-fakegpu']",
-        "backend fakegpu: unknown os ['macos']: expected one of linux, windows",
-        "backend fakegpu: a GPU backend with no driver for ['macos']",
+        "backend fakegpu: unknown os ['solaris']: expected one of linux, windows, macos",
+        "backend fakegpu: a GPU backend with no driver for ['solaris']",
         "backend fakegpu: a GPU backend with no smoke side (SMOKE)",
     ]
+    # a backend that ships its runtime (HIP) needs no driver library on the host
+    ships = _fake()
+    ships.DRIVERS = {}
+    ships.SHIPS_RUNTIME = True
+    assert registry_problems((*BACKENDS, ships)) == []
 
 
 def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its_module():
@@ -220,7 +235,10 @@ def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its
 
     vk = backend("vulkan")
     assert (vk.GPU, vk.SPEC_TABLE, vk.TITLE) == (True, "vulkan", "Vulkan")  # type: ignore[attr-defined]
-    assert {o: library_file(vk, o) for o in OS_NAMES} == {"linux": "libggml-vulkan.so", "windows": "ggml-vulkan.dll"}
+    assert {o: library_file(vk, o) for o in ("linux", "windows")} == {
+        "linux": "libggml-vulkan.so",
+        "windows": "ggml-vulkan.dll",
+    }
     assert required_patterns("linux-vulkan", None)[-1] == "libggml-vulkan.so*"
     assert required_patterns("windows-arm64-vulkan", None)[-1] == "ggml-vulkan.dll"
     assert "ggml-vulkan.dll" not in required_patterns("windows-cuda", None)

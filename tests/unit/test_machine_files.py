@@ -13,7 +13,7 @@ from bundlegraph.toolchains.registry import MACHINES_DIR, TOOLCHAINS, ToolchainF
 
 def test_every_toolchain_is_a_checked_machine_file():
     files = sorted(p.stem for p in MACHINES_DIR.glob("*.toml"))
-    assert files == sorted(TOOLCHAINS) and len(files) == 6
+    assert files == sorted(TOOLCHAINS) and len(files) == 10
     arm64_cuda = TOOLCHAINS["msvc-amd64_arm64-cuda"]
     assert (arm64_cuda.build_os, arm64_cuda.build_arch, arm64_cuda.target_os, arm64_cuda.target_arch) == (
         "windows",
@@ -25,6 +25,15 @@ def test_every_toolchain_is_a_checked_machine_file():
     cross = get("gcc-cross-linux-aarch64")
     assert cross.names() == {"c": "aarch64-linux-gnu-gcc", "cxx": "aarch64-linux-gnu-g++"}  # type: ignore[attr-defined]
     assert cross.system_processor == "aarch64" and get("msvc-x64").cl_rel == "bin/Hostx64/x64/cl.exe"  # type: ignore[attr-defined]
+    # the ROCm legs' HIP compiler is a machine-file binary (relative to the TheRock prefix)
+    assert TOOLCHAINS["rocm-gcc-linux-x86_64"].binary("hip") == "lib/llvm/bin/clang++"
+    assert TOOLCHAINS["rocm-clang-windows-x64"].binary("hip") == "lib/llvm/bin/clang++.exe"
+    # Apple clang on the macOS runners: no NVIDIA redist platform, Darwin for CMake
+    mac = get("apple-clang-macos-arm64")
+    assert (mac.info.build_os, mac.info.redist_host, mac.system_name) == ("macos", "", "Darwin")  # type: ignore[attr-defined]
+    assert 'set( CMAKE_OSX_ARCHITECTURES "arm64" CACHE STRING "" )' in mac.render(
+        "macos-arm64", None, {"c": "clang", "cxx": "clang++"}
+    )
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -48,7 +57,7 @@ def test_a_bad_machine_file_is_refused_naming_file_key_and_what_was_expected(tmp
     got = e.value.problems
     assert f"{f}: host_machine.cpu: 'aarch64' is not one of x64, arm64" in got
     assert f"{f}: binaries.cxx: required for kind 'gcc' (a program name or path)" in got
-    assert f"{f}: binaries.cxxx: unknown for kind 'gcc'; known: c, cxx, cuda, glslc" in got
+    assert f"{f}: binaries.cxxx: unknown for kind 'gcc'; known: c, cxx, cuda, glslc, hip" in got
     assert any(p.startswith(f"{f}: properties.redist_host: 'linux-x64' is not one of linux-x86_64") for p in got)
     assert any(p.startswith(f"{f}: flavour: unknown key") for p in got)
     assert "toolchain machine files" in str(e.value)

@@ -347,17 +347,30 @@ def test_the_vulkan_side_shows_the_programs_its_driver_alone():
 
 
 def test_every_gpu_backend_has_a_smoke_side():
-    from bundlegraph.pipeline.smoke import cuda, vulkan
+    from bundlegraph.pipeline.smoke import cuda, hip, metal, vulkan
     from bundlegraph.pipeline.smoke.sides import SIDES, side_problems
 
-    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan} and side_problems(SIDES) == []
+    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan, "hip": hip, "metal": metal}
+    assert side_problems(SIDES) == []
     from bundlegraph.pipeline.smoke.sides import load_sides
 
     assert load_sides() == SIDES  # each backend names its own side (SMOKE)
-    assert side_problems({"cpu": None, "cuda": vulkan}) == [
-        "smoke sides for ['cpu', 'cuda']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
+    assert side_problems({"cpu": None, "cuda": vulkan, "hip": hip, "metal": metal}) == [
+        "smoke sides for ['cpu', 'cuda', 'hip', 'metal']: expected one entry per backend "
+        "['cpu', 'cuda', 'hip', 'metal', 'vulkan']",
         "smoke side vulkan is registered as cuda",
         "GPU backend vulkan has no smoke side",
+    ]
+    # a side module missing a member of the protocol is named with what it lacks, not found later
+    # as an AttributeError in some stage
+    import types
+
+    half = types.ModuleType("half_side")
+    half.BACKEND = "metal"  # type: ignore[attr-defined]
+    assert side_problems({**SIDES, "metal": half}) == [  # type: ignore[dict-item]
+        "smoke side of metal (half_side) lacks ['DEV', 'DOC', 'OPS', 'PARALLEL_OPS', 'REFERENCE_JOBS', "
+        "'decide', 'decide_here', 'describe', 'env', 'probe', 'reference_sms', 'runtime_dir']: expected "
+        "every member of GpuSide"
     ]
     # the CUDA ops and commands are what they were: a bare op name, every case
     assert [op for op, params in cuda.OPS if params is None] == list(OPS)

@@ -28,6 +28,8 @@ def problems(bundles: Path) -> list[str]:
 
 
 def test_real_matrix_loads_and_everything_is_promised():
+    from bundlegraph.backends import hip
+
     m = load_matrix(ROOT / "bundles")
     assert set(m.legs) == {
         "windows-arm64-cuda13-portable",
@@ -55,9 +57,15 @@ def test_real_matrix_loads_and_everything_is_promised():
                 "cuda13-newer",
             )
         ),
+        "macos-arm64",
+        "macos-x64",
+        *(f"{o}-x64-rocm-{fam.lower()}" for o in ("linux", "windows") for fam in hip.FAMILIES),
     }
-    # the Vulkan legs wait for an SDK their runners can install (each spec says why)
-    assert m.promised == [leg for leg in m.legs if not leg.endswith("-vulkan")]
+    # the Vulkan legs wait for an SDK their runners can install, the ROCm legs for pinned TheRock
+    # tarballs, the macOS legs for a first release run (each spec says why)
+    waiting = ("-vulkan", "-rocm-", "macos-")
+    assert m.promised == [leg for leg in m.legs if not any(w in leg for w in waiting)]
+    assert len(m.promised) == 24 - 3 and len(m.legs) == 24 + 16
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
     w = m.legs["windows-arm64-cuda13-portable"]
     assert (w.cuda.cmake_archs, w.merge.base, w.install_kind, w.signing) == (

@@ -38,9 +38,10 @@ def test_legs_with_one_component_set_share_one_task():
     assert re.fullmatch(r"toolkit:cuda13\.5-linux-x86_64\+linux-sbsa-[0-9a-f]{6}", a.task)
     names = [p.full_name for p in plans(ctx)]
     # CUDA: sbsa, x86_64 (13.5 wheels), windows arm64, windows x64 (13.4 redist), linux and windows
-    # x64 (12.8 redist); Vulkan: each Vulkan leg's SDK
+    # x64 (12.8 redist); Vulkan: each Vulkan leg's SDK; HIP: one TheRock tarball per (os, gfx family)
     vk = [n for n in names if n.startswith("toolkit:vulkan-")]
-    assert len(names) == len(set(names)) == 6 + len(vk) and vk
+    rock = [n for n in names if n.startswith("toolkit:therock-")]
+    assert len(names) == len(set(names)) == 6 + len(vk) + len(rock) and vk and len(rock) == 14
     with pytest.raises(ToolkitError, match="no \\[cuda\\] table"):
         toolkit_for_leg(ctx, "linux-arm64-cpu")
 

@@ -311,7 +311,7 @@ def test_policy_from_real_specs():
     assert built.required == ("ggml-cuda.dll",) and not built.signing_required and built.info_file is None
     assert "cudart64_13.dll" in built.external and "ggml-base.dll" in built.external
     lin = policy_from_spec(m.legs["linux-arm64-cuda13-portable"], m.release)
-    assert (lin.glibc_floor, lin.glibcxx_floor) == ("2.36", "3.4.30") and lin.backends == ("libggml-cuda.so",)
+    assert (lin.glibc_floor, lin.glibcxx_floor) == ("2.36", "3.4.30") and lin.backends[0] == "libggml-cuda.so"
 
 
 # ---------------------------------------------------------------- archives (written in-process)

@@ -123,7 +123,7 @@ def test_a_bad_table_is_refused():
     )
     probs = table.table_problems((*rows.ROWS, *bad), {"cpu": ()})
     assert probs == [
-        "backend rows for ['cpu']: expected one entry per backend ['cpu', 'cuda', 'vulkan']",
+        "backend rows for ['cpu']: expected one entry per backend ['cpu', 'cuda', 'hip', 'metal', 'vulkan']",
         "two verify rows share a name: ['files']",
         "verify row odd: phase 'late': expected one of " + ", ".join(rows.PHASES),
         "verify row odd: key ['colour']: not verify policy fields",
@@ -146,8 +146,8 @@ def test_a_backends_rows_are_found_by_its_name_and_its_field_stays_out_of_the_ke
     p = VerifyPolicy(os="linux", backend="vulkan")
     assert "backend" not in p.to_json() and p.to_json() == VerifyPolicy(os="linux").to_json()
     assert p.backends == ("libggml-vulkan.so",) and VerifyPolicy(os="linux", cuda=True).driver_of == "cuda"
-    with pytest.raises(BundleGraphError, match="backend 'metal': expected one of cpu, cuda, vulkan"):
-        VerifyPolicy(backend="metal")
+    with pytest.raises(BundleGraphError, match="backend 'opencl': expected one of cpu, cuda, vulkan, hip, metal"):
+        VerifyPolicy(backend="opencl")
     with pytest.raises(BundleGraphError, match="a leg has one backend"):
         VerifyPolicy(backend="vulkan", cuda=True)
     # the Vulkan rows gate on the backend: a CPU or CUDA policy never runs them

@@ -49,7 +49,7 @@ UNION_CASES = {
     "backend not in the registry": (
         X64,
         lambda t: t.replace('backend = "vulkan"', 'backend = "vulcan"'),
-        "backend: Input should be 'cpu', 'cuda' or 'vulkan'",
+        "backend: Input should be 'cpu', 'cuda', 'vulkan', 'hip' or 'metal'",
     ),
     "vulkan leg without [vulkan]": (
         X64,
@@ -248,7 +248,15 @@ def test_gpu_compilers_are_machine_file_binaries():
         "msvc-amd64_arm64-cuda": (True, False),
         "msvc-x64-cuda": (True, False),
         "msvc-x64": (False, True),
+        "apple-clang-macos-arm64": (False, False),
+        "apple-clang-macos-x86_64": (False, False),
+        "rocm-clang-windows-x64": (False, False),
+        "rocm-gcc-linux-x86_64": (False, False),
     }
+    assert [t for t, i in TOOLCHAINS.items() if i.has_binary("hip")] == [
+        "rocm-clang-windows-x64",
+        "rocm-gcc-linux-x86_64",
+    ]
     assert all(i.cuda == i.has_binary("cuda") for i in TOOLCHAINS.values())
     assert TOOLCHAINS["gcc-linux-x86_64"].binary("glslc") == "glslc"
 

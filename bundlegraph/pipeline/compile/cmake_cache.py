@@ -29,6 +29,7 @@ project's ``cmake_minimum_required`` runs, which is before the toolchain file is
 from __future__ import annotations
 
 from ...core.errors import SpecError
+from ...platforms import platform
 from ...schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
 from ...schemas.records import BundleSpec, CMakeValue
 
@@ -66,8 +67,9 @@ def cache_entries(
     out["CMAKE_BUILD_TYPE"] = "Release"
     if spec.cuda is not None:
         out["CMAKE_CUDA_ARCHITECTURES"] = ";".join(spec.cuda.cmake_archs)
-    if spec.os == "linux":
-        out["CMAKE_INSTALL_RPATH"] = "$ORIGIN"
+    rpath = platform(spec.os).rpath
+    if rpath:
+        out["CMAKE_INSTALL_RPATH"] = rpath
         out["CMAKE_BUILD_WITH_INSTALL_RPATH"] = "ON"
     if spec.os == "windows":
         out["CMAKE_POLICY_DEFAULT_CMP0141"] = "NEW"

@@ -22,10 +22,19 @@ def load_sides(table: tuple[backends.Backend, ...] | None = None) -> dict[str, G
     return sides
 
 
+MEMBERS: tuple[str, ...] = tuple(
+    sorted(
+        set(GpuSide.__annotations__) | {n for n, v in vars(GpuSide).items() if callable(v) and not n.startswith("_")}
+    )
+)
+"""Every name a side module must define: the attributes and functions of :class:`.side.GpuSide`."""
+
+
 def side_problems(table: dict[str, GpuSide | None]) -> list[str]:
     """What is wrong with a sides table, one line each: a backend missing or unknown, a GPU
-    backend without a side, a side keyed under another backend's name. Checked on :data:`SIDES`
-    when this module loads (a bad table is a bug: RuntimeError)."""
+    backend without a side, a side keyed under another backend's name, a side module lacking a
+    member of :class:`.side.GpuSide` (:data:`MEMBERS`). Checked on :data:`SIDES` when this module
+    loads (a bad table is a bug: RuntimeError)."""
     probs = []
     if set(table) != set(backends.BACKEND_NAMES):
         probs.append(
@@ -35,6 +44,10 @@ def side_problems(table: dict[str, GpuSide | None]) -> list[str]:
         s = table.get(b.NAME)
         if s is None:
             probs.append(f"GPU backend {b.NAME} has no smoke side")
+        elif lacks := [m for m in MEMBERS if not hasattr(s, m)]:
+            probs.append(
+                f"smoke side of {b.NAME} ({getattr(s, '__name__', s)}) lacks {lacks}: expected every member of GpuSide"
+            )
         elif s.BACKEND != b.NAME:
             probs.append(f"smoke side {s.BACKEND} is registered as {b.NAME}")
     return probs
@@ -52,4 +65,4 @@ def side_of(backend_name: str, table: dict[str, GpuSide | None] | None = None) -
 if _probs := side_problems(SIDES):
     raise RuntimeError("bundlegraph.pipeline.smoke.sides: " + "; ".join(_probs))
 
-__all__ = ["SIDES", "load_sides", "side_of", "side_problems"]
+__all__ = ["MEMBERS", "SIDES", "load_sides", "side_of", "side_problems"]
