@@ -74,8 +74,10 @@ def test_the_installer_picks_what_bundlegraph_select_says_for_every_host_class(o
         sel = select(host, manifest, None, sizes)
         if (sel.choice, sel.attempts) != (choice, attempts):
             disagree.append(f"{host.describe()}: bundlegraph {sel.attempts}, installer {attempts}")
-    # 1,264 NVIDIA and CPU host classes, and 8 with an Intel or AMD GPU (2 vendors x 4 os/arch kinds)
-    assert len(picks["ours"]) == 1264 + 8
+    # 1,264 NVIDIA and CPU host classes (4 os/arch kinds x (315 sm/driver classes + no GPU)), 8 with an
+    # Intel or AMD GPU ggml's Vulkan serves (2 vendors x 4 kinds), 2 Macs, and 28 AMD hosts by gfx target
+    # (the 14 targets the ROCm legs map, on Linux x64 and Windows x64)
+    assert len(picks["ours"]) == 1264 + 8 + 2 + 28
     assert not disagree, f"{len(disagree)} host classes disagree:\n" + "\n".join(disagree[:20])
 
 
@@ -139,7 +141,7 @@ def test_select_and_coverage_answer_for_the_planned_release(tmp_path):
     c = graphrun.cli(["coverage", "--planned", "--json"], workdir=tmp_path)
     assert c.returncode == 0, c.stderr
     out = json.loads(c.stdout)
-    assert out["planned"] is True and out["bundles"] == 21 and len(out["rows"]) == 1264 + 8
+    assert out["planned"] is True and out["bundles"] == 21 and len(out["rows"]) == 1264 + 8 + 2 + 28
     served = [row for row in out["rows"] if row["choice"]]
     assert served and all(row["size_from"] == "estimated" and row["download_mb"] > 0 for row in served)
     bad = graphrun.cli([*args, str(tmp_path)], workdir=tmp_path)

@@ -114,7 +114,12 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
         "manifest": "ManifestPlan",
         "publish": "PublishPlan",
     }, stages
-    assert {seen[n] for n in seen if n.startswith("smoke:")} == {"SmokePlan", "SmokeToolsPlan"}
+    # smoke:<leg>, smoke-tools (test-backend-ops) and the GPU leg's throughput reference build
+    assert {seen[n] for n in seen if n.startswith("smoke:")} == {
+        "SmokePlan",
+        "SmokeToolsPlan",
+        "ReferencePlan",
+    }
 
 
 def test_a_run_receives_the_value_its_key_came_from(built, monkeypatch):
