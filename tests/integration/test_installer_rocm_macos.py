@@ -148,6 +148,14 @@ HOSTS = [
 ]
 
 
+def test_the_installer_serves_every_windows_target_of_ours_from_a_prebuilt_bundle(ilp):
+    """The installer takes a windows-rocm bundle only for a gfx of its own list; every target of
+    our Windows legs must be on it, or those hosts build from source whatever we publish."""
+    assert set(hip.INSTALLER_WINDOWS_TARGETS) <= set(ilp.WINDOWS_HIP_PREBUILT_GFX_TARGETS), sorted(
+        set(hip.INSTALLER_WINDOWS_TARGETS) - set(ilp.WINDOWS_HIP_PREBUILT_GFX_TARGETS)
+    )
+
+
 def test_the_installer_chooses_our_rocm_and_macos_bundles_as_selection_says(ilp, dist):
     d, manifest, index = dist
     disagree, served = [], 0
