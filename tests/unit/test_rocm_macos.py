@@ -632,5 +632,13 @@ def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix
     )
     assert f'set( CMAKE_HIP_COMPILER "{clang.as_posix()}" CACHE FILEPATH "" )' in text
     assert f'set( CMAKE_PREFIX_PATH "{sdk.prefix.as_posix()}" CACHE PATH "" )' in text
+    # the HIP language takes neither C nor C++ flags: its compiles get the prefix maps of their own
+    from bundlegraph.toolchains.prefix_maps import PrefixMaps
+
+    maps = PrefixMaps(source=Path("/c/src"), build=Path("/w/b"), work=Path("/w"), cache=Path("/c"))
+    mapped = tc.render("linux-x64-rocm-gfx110x", sdk, {"c": "gcc", "cxx": "g++", "hip": clang.as_posix()}, maps)
+    (hip_flags,) = [l for l in mapped.splitlines() if l.startswith("set( CMAKE_HIP_FLAGS_INIT ")]
+    assert "-ffile-prefix-map=/c/src=llama.cpp" in hip_flags and "-ffile-prefix-map=/c=cache" in hip_flags
+    assert "CMAKE_HIP_FLAGS_INIT" not in text  # no maps, no line
     with pytest.raises(ToolMissing, match=r"names no \[binaries\] hip; a leg of the HIP SDK needs it"):
         get("gcc-linux-x86_64").gpu_binaries(sdk, {})
