@@ -605,6 +605,35 @@ def test_the_hip_and_metal_smoke_sides_say_where_their_gpu_steps_run(tmp_path):
             assert s.smoke is not None and "no hosted runner has an AMD GPU" in s.smoke.waived, leg
 
 
+def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
+    """``llama-cli --list-devices`` prints ``  <name>: <description> (<total> MiB, <free> MiB free)``
+    (llama.cpp ``common/arg.cpp``) with ggml's device names: ``ROCm0`` (``GGML_CUDA_NAME`` of a HIP
+    build, ``ggml/include/ggml-cuda.h``) and ``MTL0`` (``ggml-metal-device.m``), not the backends'
+    titles; the judge looks for that name on every side and says the title when none is listed."""
+    from bundlegraph.backends import backend
+    from bundlegraph.pipeline.smoke.gpu import device_name
+    from bundlegraph.pipeline.smoke.judges import judge_devices
+    from bundlegraph.pipeline.smoke.sides import SIDES
+
+    printed = {
+        "cuda": "CUDA0: NVIDIA H100 80GB HBM3 (81090 MiB, 80575 MiB free)",
+        "vulkan": "Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free)",
+        "hip": "ROCm0: AMD Radeon RX 7900 XTX (24560 MiB, 24472 MiB free)",
+        "metal": "MTL0: Apple M2 Pro (21845 MiB, 21845 MiB free)",
+    }
+    sides = {name: side for name, side in SIDES.items() if side is not None}
+    assert set(sides) == set(printed)
+    for name, side in sides.items():
+        title = backend(name).TITLE
+        assert judge_devices(f"Available devices:\n  {printed[name]}\n", device_name(side), title) is None, name
+        assert judge_devices("Available devices:\n  (none)\n", device_name(side), title) == (
+            f"no {device_name(side)}<n> device listed: the {title} backend did not load or sees no GPU "
+            "(a fallback to the CPU)"
+        )
+    # the backends' titles are not what ggml prints
+    assert judge_devices(f"Available devices:\n  {printed['metal']}\n", backend("metal").TITLE) is not None
+
+
 def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix, tmp_path, monkeypatch):
     """``[binaries] hip`` resolves under the leg's TheRock prefix first, then on PATH; a toolchain
     without it names the entry; the toolchain file points CMake's HIP language and find_package

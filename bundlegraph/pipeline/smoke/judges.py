@@ -144,12 +144,15 @@ def generated_text(out: str) -> str | None:
     return found[-1].group("text") if found else None
 
 
-def judge_devices(out: str, title: str = "CUDA") -> str | None:
-    """None when ``--list-devices`` output lists a device of the backend ``title`` (ggml names
-    them ``CUDA0``, ``Vulkan0``), else what is wrong: its layers would run on the CPU."""
-    if re.search(rf"^\s*{re.escape(title)}\d+: ", out, re.MULTILINE):
+def judge_devices(out: str, name: str = "CUDA", title: str | None = None) -> str | None:
+    """None when ``--list-devices`` output lists a device named ``name<n>`` (ggml's device names:
+    ``CUDA0``, ``Vulkan0``, ``ROCm0``, ``MTL0``; ``title``: the backend's name in the message,
+    default ``name``), else what is wrong: its layers would run on the CPU."""
+    if re.search(rf"^\s*{re.escape(name)}\d+: ", out, re.MULTILINE):
         return None
-    return f"no {title}<n> device listed: the {title} backend did not load or sees no GPU (a fallback to the CPU)"
+    return (
+        f"no {name}<n> device listed: the {title or name} backend did not load or sees no GPU (a fallback to the CPU)"
+    )
 
 
 def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict[str, Any]]:
