@@ -634,6 +634,36 @@ def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
     assert judge_devices(f"Available devices:\n  {printed['metal']}\n", backend("metal").TITLE) is not None
 
 
+def test_the_backends_step_applies_only_where_ggml_loads_the_backends(tmp_path):
+    """The macOS legs build without GGML_BACKEND_DL (the installer asks for ``libggml-cpu.dylib``),
+    so ggml logs no backend it loads and the ``backends`` step is not applicable there (recorded
+    with the reason); a bundle built with it still runs the step once the model is made."""
+    import types
+
+    from bundlegraph.pipeline.smoke.host import LINKED, STEPS
+    from bundlegraph.pipeline.smoke.plan import VOCABS
+    from bundlegraph.pipeline.smoke.steps import SmokeRun
+
+    assert not any(matrix_leg.cmake_bool("GGML_BACKEND_DL", False) for matrix_leg in _macos_legs())
+    src = tmp_path / "llama.cpp"
+    (src / "gguf-py").mkdir(parents=True)
+    (src / "models").mkdir()
+    (src / "models" / VOCABS[0]).write_bytes(b"vocab")
+    plan = types.SimpleNamespace(source_tree=src)
+    (gate,) = [s.gate for s in STEPS if s.name == "backends"]
+    run = SmokeRun(plan, None, tmp_path, tmp_path / "b", tmp_path / "m.gguf", "1", {})  # type: ignore[arg-type]
+    run.backend_dl = False
+    assert gate(run) == ("not applicable", LINKED)
+    run.backend_dl = True
+    assert gate(run) == ("", "")  # waits for the model
+    run.passed.add("model")
+    assert gate(run) is None
+
+
+def _macos_legs():
+    return [s for s in load_matrix(ROOT / "bundles").legs.values() if s.os == "macos"]
+
+
 def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix, tmp_path, monkeypatch):
     """``[binaries] hip`` resolves under the leg's TheRock prefix first, then on PATH; a toolchain
     without it names the entry; the toolchain file points CMake's HIP language and find_package
