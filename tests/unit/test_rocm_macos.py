@@ -658,6 +658,12 @@ def test_the_backends_step_applies_only_where_ggml_loads_the_backends(tmp_path):
     assert gate(run) == ("", "")  # waits for the model
     run.passed.add("model")
     assert gate(run) is None
+    # the judge itself knows macOS (no CUDA driver there): a missing CPU backend is named, never a KeyError
+    from bundlegraph.pipeline.smoke.judges import judge_backends
+
+    assert judge_backends("", 0, gpu_library=None, os_name="macos")[0] == (
+        "libggml-cpu*.dylib: no CPU backend was loaded (none beside the programs, or none that loads)"
+    )
 
 
 def _macos_legs():

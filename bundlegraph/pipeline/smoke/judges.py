@@ -78,16 +78,16 @@ def judge_backends(
     """Backend loading from ggml's own messages: a CPU backend loaded; any other failure is a
     problem naming the library and the loader's error, except the GPU backend ``gpu``'s library
     (``gpu_library``) whose only missing piece is its driver (``driver``; default the CUDA driver
-    of ``os_name``, :data:`DRIVERS`). The GPU backend's fate is recorded under its name
-    (``facts["cuda"]``: ``loaded`` or what it needs)."""
-    driver = driver or DRIVERS[os_name]
+    of ``os_name``, :data:`DRIVERS`; none on an OS without one: macOS). The GPU backend's fate is
+    recorded under its name (``facts["cuda"]``: ``loaded`` or what it needs)."""
+    driver = driver or DRIVERS.get(os_name)
     loaded = {m.group("name"): m.group("path") for m in LOADED_RE.finditer(out)}
     failed = {m.group("path"): m.group("error") for m in FAILED_RE.finditer(out)}
     facts: dict[str, Any] = {"loaded": loaded, "failed": failed}
     probs = []
     for path, err in failed.items():
         name = Path(path).name
-        if gpu_library and name == gpu_library and driver in err:
+        if gpu_library and name == gpu_library and driver and driver in err:
             facts[gpu] = f"needs the driver ({driver}), as it must where none is installed"
             continue
         probs.append(f"{name}: {err}")
