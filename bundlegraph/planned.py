@@ -16,6 +16,11 @@ from measured parts (BENCHMARKS.md, "Download size per host class"):
 - :data:`ENTRY_MB`: one fatbin entry (the SASS or the PTX of one arch, all ggml-cuda kernels);
 - :data:`CPU_BASE_MB`: the CPU bundle every backend bundle is merged into;
 - :data:`WINDOWS_RUNTIME_MB`: the CUDA runtime DLLs a Windows bundle ships, compressed.
+
+A ROCm (``hip``) leg's size is not estimated: its bundle is dominated by the runtime copied from
+AMD's TheRock SDK (libLLVM, rocBLAS and hipBLASLt with their kernel folders), and no TheRock tree
+or ROCm bundle was ever measured here, so :func:`planned_sizes` leaves it out and ``select`` /
+``coverage`` say its size is unknown rather than show the CPU bundle's figure.
 """
 
 from __future__ import annotations
@@ -80,9 +85,12 @@ def planned_sms(spec: BundleSpec) -> list[int]:
     return supported_sms_of(planned_sass(spec), spec.cuda.version.parts)
 
 
-def estimate_mb(spec: BundleSpec) -> float:
-    """The download size of a leg's bundle, estimated (module docstring): the CPU bundle, plus for
-    a CUDA leg one :data:`ENTRY_MB` per SASS and per PTX arch, plus on Windows the shipped runtime."""
+def estimate_mb(spec: BundleSpec) -> float | None:
+    """The download size of a leg's bundle in MB, estimated (module docstring): the CPU bundle, plus
+    for a CUDA leg one :data:`ENTRY_MB` per SASS and per PTX arch, plus on Windows the shipped
+    runtime; None for a ROCm leg (its TheRock runtime and kernels were never measured)."""
+    if spec.hip is not None:
+        return None
     mb = CPU_BASE_MB
     if spec.cuda is not None:
         mb += ENTRY_MB * sum(int(a.sass) + int(a.ptx) for a in spec.cuda.archs)
@@ -138,12 +146,15 @@ def planned_manifest(matrix: Matrix, legs: list[str] | None = None, every: bool 
 
 
 def planned_sizes(matrix: Matrix, every: bool = False) -> dict[str, PlannedSize]:
-    """Asset name -> estimated size of every promised leg's bundle (``every``: every leg's)."""
+    """Asset name -> estimated size of every promised leg's bundle (``every``: every leg's), except
+    those :func:`estimate_mb` cannot estimate (ROCm legs: their size is unknown)."""
     r = matrix.release
-    return {
-        matrix.legs[leg].bundle_name(r.tag, r.bundle_prefix): PlannedSize(estimate_mb(matrix.legs[leg]), "estimated")
-        for leg in (matrix.legs if every else matrix.promised)
-    }
+    out = {}
+    for leg in matrix.legs if every else matrix.promised:
+        mb = estimate_mb(matrix.legs[leg])
+        if mb is not None:
+            out[matrix.legs[leg].bundle_name(r.tag, r.bundle_prefix)] = PlannedSize(mb, "estimated")
+    return out
 
 
 __all__ = [

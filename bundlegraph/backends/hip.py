@@ -113,8 +113,9 @@ ARCHIVE_FAMILY: dict[str, str] = {
 <version>.tar.gz``); any other family is its own name."""
 
 INSTALLER_WINDOWS_TARGETS: frozenset[str] = frozenset().union(*FAMILIES.values())
-"""The gfx targets the installer serves from a windows-rocm bundle
-(``WINDOWS_HIP_PREBUILT_GFX_TARGETS``): exactly the families' targets."""
+"""The gfx targets the installer must serve from a windows-rocm bundle: exactly the families'
+targets, each of which must be in the installer's ``WINDOWS_HIP_PREBUILT_GFX_TARGETS`` (checked
+against the installer's own module by ``tests/integration/test_installer_rocm_macos.py``)."""
 
 RUNTIME_FILES: dict[str, tuple[str, ...]] = {
     "linux": (

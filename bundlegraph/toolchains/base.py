@@ -222,17 +222,24 @@ class Toolchain:
         if isinstance(sdk, VulkanSdk):
             return self._vulkan_lines(sdk, (binaries or {}).get("glslc") or self.info.binary("glslc"))
         if isinstance(sdk, HipSdk):
-            return self._hip_lines(sdk, (binaries or {}).get("hip") or sdk.path(self.info.binary("hip")).as_posix())
+            hip = (binaries or {}).get("hip") or sdk.path(self.info.binary("hip")).as_posix()
+            return self._hip_lines(sdk, hip, maps)
         return []
 
-    def _hip_lines(self, sdk: HipSdk, hip: str) -> list[str]:
+    def _hip_lines(self, sdk: HipSdk, hip: str, maps: PrefixMaps | None = None) -> list[str]:
         """The HIP SDK's prefix (:meth:`HipSdk.cmake_cache`: ggml-hip's ``find_package`` calls
         search it) and the HIP compiler (the machine file's ``hip`` binary, under the prefix
-        first: CMake's HIP language, ``CMAKE_HIP_COMPILER``)."""
+        first: CMake's HIP language, ``CMAKE_HIP_COMPILER``). With ``maps``, the prefix maps of
+        every HIP compile (``CMAKE_HIP_FLAGS_INIT``, clang's ``-ffile-prefix-map``: the HIP
+        language takes neither ``CMAKE_C_FLAGS`` nor ``CMAKE_CXX_FLAGS``, and ggml-hip's sources
+        name their ``__FILE__`` in ``GGML_ABORT``), so verify's ``host-path`` row finds no build
+        host's directory in ``libggml-hip``."""
         lines = ["", f"# The HIP SDK (AMD TheRock {sdk.version}, {sdk.task}) and the HIP compiler."]
         for var, value in sdk.cmake_cache().items():
             lines.append(f'set( {var} {cmake_str(value)} CACHE PATH "" )')
         lines.append(f'set( CMAKE_HIP_COMPILER {cmake_str(hip)} CACHE FILEPATH "" )')
+        if maps:
+            lines.append(f'set( CMAKE_HIP_FLAGS_INIT "{cmake_text(flag_text(maps.gnu_flags()))}" )')
         return lines
 
     def _vulkan_lines(self, sdk: VulkanSdk, glslc: str) -> list[str]:

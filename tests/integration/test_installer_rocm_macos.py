@@ -1,9 +1,11 @@
 """The installer's own code chooses our ROCm and macOS bundles for AMD and Apple hosts, as
 ``bundlegraph.selection`` says it will (issue 44).
 
-The release is the manifest and SHA index our manifest stage writes for the 14 ROCm legs and the
-2 macOS legs of ``bundles/`` (each artifact's fields from its spec, as ``package`` fills the info
-file: ``gfx_target``, ``mapped_targets``, the fork's macOS asset names), served on 127.0.0.1 as
+The release is a manifest and SHA index for the 14 ROCm legs and the 2 macOS legs of
+``bundles/``: each artifact made the way the pipeline makes it, the info file ``package`` writes
+(:func:`bundlegraph.pipeline.package.build_info`: ``gfx_target``, ``mapped_targets``, the fork's
+macOS asset names) turned into the manifest stage's entry
+(:meth:`~bundlegraph.schemas.manifest.ManifestArtifact.from_info`), served on 127.0.0.1 as
 ``unslothai/llama.cpp@<tag>`` by :mod:`installerkit`. The bundles themselves are placeholders of
 their names: nothing of them was compiled here (no TheRock SDK, no macOS runner), so this test
 checks selection only, by ``select_backend_install`` of ``unsloth==2026.10.9``: for every gfx
@@ -21,9 +23,10 @@ import pytest
 from conftest import linux_only
 
 from bundlegraph.backends import hip
+from bundlegraph.pipeline.package import PackageInputs, build_info
 from bundlegraph.schemas.asset_names import MANIFEST_NAME, source_archive_name
 from bundlegraph.schemas.loader import load_matrix
-from bundlegraph.schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
+from bundlegraph.schemas.manifest import WAIVED, IndexEntry, Manifest, ManifestArtifact, ShaIndex, VerifyFindings
 from bundlegraph.selection import Host, select
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,26 +55,19 @@ def dist(tmp_path_factory) -> tuple[Path, Manifest, ShaIndex]:
         blob = f"placeholder of {name}: selection only\n".encode()
         (out / name).write_bytes(blob)
         entries[name] = IndexEntry(kind="bundle", sha256=hashlib.sha256(blob).hexdigest(), source_commit=COMMIT)
-        arts.append(
-            ManifestArtifact(
-                asset_name=name,
-                install_kind=s.install_kind,
-                os=s.os,
-                arch=s.arch,
-                bundle_profile=s.profile_name,
-                runtime_line=None,
-                coverage_class=s.profile.klass,
-                supported_sms=[],
-                min_sm=None,
-                max_sm=None,
-                rank=s.profile.rank,
-                toolkit_version=None,
-                ggml_backend_dl=bool(s.cmake_bool("GGML_BACKEND_DL", False)),
-                gfx_target=s.hip.gfx_target if s.hip else None,
-                mapped_targets=list(s.hip.mapped_targets) if s.hip else None,
-                smoke=f"waived: {s.smoke.waived}" if s.smoke else None,
-            )
+        inp = PackageInputs(
+            spec=s,
+            release=m.release,
+            tree=out,
+            dest=out / name,
+            source_tree=out,
+            source_commit=COMMIT,
+            source_digest="0" * 64,
+            commit_epoch=None,
         )
+        info = build_info(inp, "not-required", [], VerifyFindings(machine=s.arch, passed=True))
+        smoke = f"{WAIVED}{s.smoke.waived}" if s.smoke else None
+        arts.append(ManifestArtifact.from_info(info, smoke=smoke))
     head = {
         "source_repo": m.release.source_repo,
         "source_commit": COMMIT,
@@ -150,6 +146,14 @@ HOSTS = [
     ("macos", "arm64", None),
     ("macos", "x64", None),
 ]
+
+
+def test_the_installer_serves_every_windows_target_of_ours_from_a_prebuilt_bundle(ilp):
+    """The installer takes a windows-rocm bundle only for a gfx of its own list; every target of
+    our Windows legs must be on it, or those hosts build from source whatever we publish."""
+    assert set(hip.INSTALLER_WINDOWS_TARGETS) <= set(ilp.WINDOWS_HIP_PREBUILT_GFX_TARGETS), sorted(
+        set(hip.INSTALLER_WINDOWS_TARGETS) - set(ilp.WINDOWS_HIP_PREBUILT_GFX_TARGETS)
+    )
 
 
 def test_the_installer_chooses_our_rocm_and_macos_bundles_as_selection_says(ilp, dist):

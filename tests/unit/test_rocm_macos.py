@@ -567,6 +567,8 @@ def test_planned_coverage_with_the_legs_not_promised_serves_every_amd_target_and
     targets = {t for fam in hip.FAMILIES.values() for t in fam}
     assert set(amd) == {(o, t) for o in ("linux", "windows") for t in targets} and all(amd.values())
     assert amd[("windows", "gfx1032")].endswith("windows-x64-rocm-gfx103x.zip")
+    # a ROCm bundle's size is unknown (its TheRock runtime was never measured), not the CPU bundle's
+    assert all(r["download_mb"] is None for r in rows if r.get("gfx"))
     macs = {r["arch"]: r["choice"] for r in rows if r["os"] == "macos"}
     assert macs == {"arm64": "llama-b11642-bin-macos-arm64.tar.gz", "x64": "llama-b11642-bin-macos-x64.tar.gz"}
     assert main(["--bundles", str(ROOT / "bundles"), "coverage", "--with-unpromised"]) == 2
@@ -603,6 +605,71 @@ def test_the_hip_and_metal_smoke_sides_say_where_their_gpu_steps_run(tmp_path):
             assert s.smoke is not None and "no hosted runner has an AMD GPU" in s.smoke.waived, leg
 
 
+def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
+    """``llama-cli --list-devices`` prints ``  <name>: <description> (<total> MiB, <free> MiB free)``
+    (llama.cpp ``common/arg.cpp``) with ggml's device names: ``ROCm0`` (``GGML_CUDA_NAME`` of a HIP
+    build, ``ggml/include/ggml-cuda.h``) and ``MTL0`` (``ggml-metal-device.m``), not the backends'
+    titles; the judge looks for that name on every side and says the title when none is listed."""
+    from bundlegraph.backends import backend
+    from bundlegraph.pipeline.smoke.gpu import device_name
+    from bundlegraph.pipeline.smoke.judges import judge_devices
+    from bundlegraph.pipeline.smoke.sides import SIDES
+
+    printed = {
+        "cuda": "CUDA0: NVIDIA H100 80GB HBM3 (81090 MiB, 80575 MiB free)",
+        "vulkan": "Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free)",
+        "hip": "ROCm0: AMD Radeon RX 7900 XTX (24560 MiB, 24472 MiB free)",
+        "metal": "MTL0: Apple M2 Pro (21845 MiB, 21845 MiB free)",
+    }
+    sides = {name: side for name, side in SIDES.items() if side is not None}
+    assert set(sides) == set(printed)
+    for name, side in sides.items():
+        title = backend(name).TITLE
+        assert judge_devices(f"Available devices:\n  {printed[name]}\n", device_name(side), title) is None, name
+        assert judge_devices("Available devices:\n  (none)\n", device_name(side), title) == (
+            f"no {device_name(side)}<n> device listed: the {title} backend did not load or sees no GPU "
+            "(a fallback to the CPU)"
+        )
+    # the backends' titles are not what ggml prints
+    assert judge_devices(f"Available devices:\n  {printed['metal']}\n", backend("metal").TITLE) is not None
+
+
+def test_the_backends_step_applies_only_where_ggml_loads_the_backends(tmp_path):
+    """The macOS legs build without GGML_BACKEND_DL (the installer asks for ``libggml-cpu.dylib``),
+    so ggml logs no backend it loads and the ``backends`` step is not applicable there (recorded
+    with the reason); a bundle built with it still runs the step once the model is made."""
+    import types
+
+    from bundlegraph.pipeline.smoke.host import LINKED, STEPS
+    from bundlegraph.pipeline.smoke.plan import VOCABS
+    from bundlegraph.pipeline.smoke.steps import SmokeRun
+
+    assert not any(matrix_leg.cmake_bool("GGML_BACKEND_DL", False) for matrix_leg in _macos_legs())
+    src = tmp_path / "llama.cpp"
+    (src / "gguf-py").mkdir(parents=True)
+    (src / "models").mkdir()
+    (src / "models" / VOCABS[0]).write_bytes(b"vocab")
+    plan = types.SimpleNamespace(source_tree=src)
+    (gate,) = [s.gate for s in STEPS if s.name == "backends"]
+    run = SmokeRun(plan, None, tmp_path, tmp_path / "b", tmp_path / "m.gguf", "1", {})  # type: ignore[arg-type]
+    run.backend_dl = False
+    assert gate(run) == ("not applicable", LINKED)
+    run.backend_dl = True
+    assert gate(run) == ("", "")  # waits for the model
+    run.passed.add("model")
+    assert gate(run) is None
+    # the judge itself knows macOS (no CUDA driver there): a missing CPU backend is named, never a KeyError
+    from bundlegraph.pipeline.smoke.judges import judge_backends
+
+    assert judge_backends("", 0, gpu_library=None, os_name="macos")[0] == (
+        "libggml-cpu*.dylib: no CPU backend was loaded (none beside the programs, or none that loads)"
+    )
+
+
+def _macos_legs():
+    return [s for s in load_matrix(ROOT / "bundles").legs.values() if s.os == "macos"]
+
+
 def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix, tmp_path, monkeypatch):
     """``[binaries] hip`` resolves under the leg's TheRock prefix first, then on PATH; a toolchain
     without it names the entry; the toolchain file points CMake's HIP language and find_package
@@ -630,5 +697,13 @@ def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix
     )
     assert f'set( CMAKE_HIP_COMPILER "{clang.as_posix()}" CACHE FILEPATH "" )' in text
     assert f'set( CMAKE_PREFIX_PATH "{sdk.prefix.as_posix()}" CACHE PATH "" )' in text
+    # the HIP language takes neither C nor C++ flags: its compiles get the prefix maps of their own
+    from bundlegraph.toolchains.prefix_maps import PrefixMaps
+
+    maps = PrefixMaps(source=Path("/c/src"), build=Path("/w/b"), work=Path("/w"), cache=Path("/c"))
+    mapped = tc.render("linux-x64-rocm-gfx110x", sdk, {"c": "gcc", "cxx": "g++", "hip": clang.as_posix()}, maps)
+    (hip_flags,) = [l for l in mapped.splitlines() if l.startswith("set( CMAKE_HIP_FLAGS_INIT ")]
+    assert "-ffile-prefix-map=/c/src=llama.cpp" in hip_flags and "-ffile-prefix-map=/c=cache" in hip_flags
+    assert "CMAKE_HIP_FLAGS_INIT" not in text  # no maps, no line
     with pytest.raises(ToolMissing, match=r"names no \[binaries\] hip; a leg of the HIP SDK needs it"):
         get("gcc-linux-x86_64").gpu_binaries(sdk, {})

@@ -147,16 +147,25 @@ def _side(run: SmokeRun) -> GpuSide:
     return run.side
 
 
+def device_name(side: GpuSide) -> str:
+    """ggml's name of the side's devices without the index (``CUDA``, ``Vulkan``, ``ROCm``, ``MTL``:
+    :attr:`~.side.GpuSide.DEV` less its digits); not the backend's title (``ROCm (HIP)``, ``Metal``),
+    which ``--list-devices`` does not print."""
+    import re
+
+    return re.sub(r"\d+$", "", side.DEV)
+
+
 def devices(run: SmokeRun) -> Outcome:
-    """``llama-cli --list-devices`` lists the side's device (``CUDA0``, ``Vulkan0``)."""
+    """``llama-cli --list-devices`` lists a device named as the side's (``CUDA0``, ``Vulkan0``,
+    ``ROCm0``, ``MTL0``: its :attr:`~.side.GpuSide.DEV` with any index)."""
     import re
 
     side = _side(run)
     assert run.decision is not None and run.decision.gpu is not None
     say(f"smoke:{run.plan.leg}: on {side.describe(run.decision)}")
     out, rc, cmd = run.program("devices", "devices", side.env(run))
-    title = backend(side.BACKEND).TITLE
-    p = judges.judge_devices(out, title) if rc == 0 else f"exit code {rc}"
+    p = judges.judge_devices(out, device_name(side), backend(side.BACKEND).TITLE) if rc == 0 else f"exit code {rc}"
     return p, {"devices": [l.strip() for l in out.splitlines() if re.match(r"^\s*\w+\d+: ", l)]}, cmd
 
 
@@ -232,4 +241,4 @@ def steps_for(side: GpuSide) -> tuple[Step, ...]:
     )
 
 
-__all__ = ["run_reference", "run_tools", "steps_for", "tools_argv", "tools_program"]
+__all__ = ["device_name", "run_reference", "run_tools", "steps_for", "tools_argv", "tools_program"]

@@ -5,7 +5,9 @@ cheap first. Each step runs one program (or a few) and hands the output to its j
 
 - ``version``; ``libraries`` (Linux: every ELF file's dependencies resolve);
 - with a llama.cpp source (its ``gguf-py`` and vocab models): ``model`` (the tiny GGUF of
-  :mod:`.tinygguf`), ``backends``, ``generate`` and ``generate again`` (the same text),
+  :mod:`.tinygguf`), ``backends`` (a bundle built with ``GGML_BACKEND_DL``: ggml's log of each
+  backend it loads; not applicable to linked backends, :data:`LINKED`), ``generate`` and
+  ``generate again`` (the same text),
   ``serve`` (``llama-server``: the same text again over HTTP);
 - with another source (the tests' stand-in): ``list-devices`` judges the backends, and model,
   generate and serve are recorded as not applicable.
@@ -198,6 +200,24 @@ def _without_llama(run: SmokeRun) -> tuple[str, str] | None:
     return ("", "") if not_llama(run) is None else None
 
 
+LINKED = (
+    "the bundle is built without GGML_BACKEND_DL: its backends are linked into the programs, so ggml loads "
+    "and logs none of them at run time (the fork's macOS bundles); generation judges them"
+)
+"""Why the ``backends`` step does not apply to a bundle whose backends are linked, not loaded:
+ggml logs ``loaded <name> backend from <path>`` only from ``ggml_backend_load``
+(``ggml/src/ggml-backend-reg.cpp``), and a release build's search for loadable backends is silent
+and looks for ``*.so`` files, which a macOS bundle's ``libggml-*.dylib`` are not."""
+
+
+def _loaded_backends(run: SmokeRun) -> tuple[str, str] | None:
+    """The ``backends`` step's gate: after ``model`` (:func:`_after`), and only for a bundle built
+    with ``GGML_BACKEND_DL`` (:data:`LINKED`)."""
+    if not run.backend_dl and not_llama(run) is None:
+        return ("not applicable", LINKED)
+    return _after("model")(run)
+
+
 def _after(step: str, otherwise_na: bool = False) -> Gate:
     """Runs once ``step`` passed (silently left out otherwise); ``otherwise_na``: without a
     llama.cpp source it is recorded as not applicable."""
@@ -216,7 +236,7 @@ STEPS: tuple[Step, ...] = (
     Step("libraries", libraries, _linux_only),
     Step("model", make_model, _llama_only),
     Step("list-devices", _backends("list-devices"), _without_llama),
-    Step("backends", _backends("backends"), _after("model")),
+    Step("backends", _backends("backends"), _loaded_backends),
     Step("generate", _generate(1), _after("model", otherwise_na=True)),
     Step("generate again", _generate(2), _after("generate")),
     Step("serve", serving, _after("model", otherwise_na=True)),
@@ -224,4 +244,4 @@ STEPS: tuple[Step, ...] = (
 """The host steps, in order, each with its gate."""
 
 
-__all__ = ["STEPS", "libraries", "make_model", "not_llama", "serve", "serving", "version", "vocab"]
+__all__ = ["LINKED", "STEPS", "libraries", "make_model", "not_llama", "serve", "serving", "version", "vocab"]

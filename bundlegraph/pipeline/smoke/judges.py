@@ -78,16 +78,16 @@ def judge_backends(
     """Backend loading from ggml's own messages: a CPU backend loaded; any other failure is a
     problem naming the library and the loader's error, except the GPU backend ``gpu``'s library
     (``gpu_library``) whose only missing piece is its driver (``driver``; default the CUDA driver
-    of ``os_name``, :data:`DRIVERS`). The GPU backend's fate is recorded under its name
-    (``facts["cuda"]``: ``loaded`` or what it needs)."""
-    driver = driver or DRIVERS[os_name]
+    of ``os_name``, :data:`DRIVERS`; none on an OS without one: macOS). The GPU backend's fate is
+    recorded under its name (``facts["cuda"]``: ``loaded`` or what it needs)."""
+    driver = driver or DRIVERS.get(os_name)
     loaded = {m.group("name"): m.group("path") for m in LOADED_RE.finditer(out)}
     failed = {m.group("path"): m.group("error") for m in FAILED_RE.finditer(out)}
     facts: dict[str, Any] = {"loaded": loaded, "failed": failed}
     probs = []
     for path, err in failed.items():
         name = Path(path).name
-        if gpu_library and name == gpu_library and driver in err:
+        if gpu_library and name == gpu_library and driver and driver in err:
             facts[gpu] = f"needs the driver ({driver}), as it must where none is installed"
             continue
         probs.append(f"{name}: {err}")
@@ -144,12 +144,15 @@ def generated_text(out: str) -> str | None:
     return found[-1].group("text") if found else None
 
 
-def judge_devices(out: str, title: str = "CUDA") -> str | None:
-    """None when ``--list-devices`` output lists a device of the backend ``title`` (ggml names
-    them ``CUDA0``, ``Vulkan0``), else what is wrong: its layers would run on the CPU."""
-    if re.search(rf"^\s*{re.escape(title)}\d+: ", out, re.MULTILINE):
+def judge_devices(out: str, name: str = "CUDA", title: str | None = None) -> str | None:
+    """None when ``--list-devices`` output lists a device named ``name<n>`` (ggml's device names:
+    ``CUDA0``, ``Vulkan0``, ``ROCm0``, ``MTL0``; ``title``: the backend's name in the message,
+    default ``name``), else what is wrong: its layers would run on the CPU."""
+    if re.search(rf"^\s*{re.escape(name)}\d+: ", out, re.MULTILINE):
         return None
-    return f"no {title}<n> device listed: the {title} backend did not load or sees no GPU (a fallback to the CPU)"
+    return (
+        f"no {name}<n> device listed: the {title or name} backend did not load or sees no GPU (a fallback to the CPU)"
+    )
 
 
 def judge_op(out: str, rc: int, dev: str) -> tuple[str | None, dict[str, Any]]:

@@ -64,6 +64,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
         run = SmokeRun(
             plan, launcher, tmp, tmp / "bundle", tmp / "tiny.gguf", str(jobs_mod.cores()), _runtime_env(plan)
         )
+        run.backend_dl = info.ggml_backend_dl
         extract(plan.bundle, run.bundle_dir)
         run.walk(host.STEPS)
         side = run.side

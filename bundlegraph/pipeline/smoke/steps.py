@@ -62,6 +62,9 @@ class SmokeRun:
     decision: Decision | None = None
     """The device the GPU steps run on (GPU legs: the side's decision, from the plan's probe and,
     for CUDA, the fatbin)."""
+    backend_dl: bool = True
+    """Whether the bundle was built with ``GGML_BACKEND_DL`` (its info file's ``ggml_backend_dl``):
+    only then does ggml load its backends at run time and log each one (the ``backends`` step)."""
 
     @property
     def side(self) -> GpuSide | None:
