@@ -20,6 +20,8 @@ if [ "${1:-watch}" = start ]; then
   unpack_carry $C || exit $?
   mkdir -p $C/src/llama.cpp/.github/workflows && cp .carry/release.yml $C/src/llama.cpp/.github/workflows/ || exit 6
   host_floors $C || exit $?
+  # the host toolkit is CUDA 13.0: the cuda12 specs would be refused as local overrides (line mismatch)
+  rm -f $C/bundles/*-cuda12-*.toml
   rm -rf $P $W && mkdir -p $P $W && cp -r bundlegraph dodo.py pyproject.toml $P/ || exit 7
   echo "host: $(nproc) cores; $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader)"
   echo "cuda: $(/usr/local/cuda/bin/nvcc --version | tail -2 | head -1); cmake $(cmake --version | head -1); ninja $(ninja --version); $(g++ --version | head -1)"

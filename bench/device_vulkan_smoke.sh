@@ -27,12 +27,15 @@ grep -q "offloaded" /tmp/vk-simple.txt || { echo "FAIL: no layers offloaded"; fa
 # the smoke's own filter (45 MUL_MAT cases), then whole ops as far as 150 s each allows
 F='type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],k_v=0,o=1,src_overlap=0'
 t0=$(date +%s%N)
-step timeout 300 $B/test-backend-ops test -b Vulkan0 -o MUL_MAT -p "$F" 2>&1 | tail -5 | tee /tmp/vk-ops.txt
+# straight to a file (a pipe into tail showed nothing of a run that never ended), and killed 5 s after
+# the TERM: on the H100 (2026-12-05) this step printed nothing in over 500 s and outlived `timeout 300`
+timeout -k 5 300 stdbuf -oL -eL $B/test-backend-ops test -b Vulkan0 -o MUL_MAT -p "$F" > /tmp/vk-ops.txt 2>&1
+echo "= exit $?"; tail -5 /tmp/vk-ops.txt
 echo "45 cases: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 grep -q "Backend Vulkan0: OK" /tmp/vk-ops.txt || { echo "FAIL: the smoke's MUL_MAT cases"; fail=1; }
 for op in MUL_MAT GET_ROWS RMS_NORM SOFT_MAX; do
   t0=$(date +%s%N)
-  timeout 150 $B/test-backend-ops test -b Vulkan0 -o $op > /tmp/vk-$op.txt 2>&1; rc=$?
+  timeout -k 5 150 stdbuf -oL -eL $B/test-backend-ops test -b Vulkan0 -o $op > /tmp/vk-$op.txt 2>&1; rc=$?
   echo "op $op (all cases): exit $rc, $(grep -c ' OK$' /tmp/vk-$op.txt) OK, $(grep -c 'FAIL' /tmp/vk-$op.txt) FAIL lines, $(( ($(date +%s%N) - t0) / 1000000 )) ms; $(grep -E 'tests passed|Backend Vulkan0' /tmp/vk-$op.txt | tr '\n' ' ')"
 done
 [ -n "${OUT:-}" ] && tar -czf "$OUT"/vk.tgz -C /tmp $(cd /tmp && ls vk-*.txt) 2>/dev/null

@@ -107,6 +107,8 @@ def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path, mo
     from bundlegraph.toolkit import therock
 
     monkeypatch.setenv("BUNDLEGRAPH_CACHE", env["BUNDLEGRAPH_CACHE"])
+    # in-process: the tool-version probe cache goes to the work directory's state, never the checkout
+    monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(work))
     spec = load_matrix(bundles).legs["linux-x64-rocm-gfx110x"]
     sdk = therock.ref(spec, bundles, "linux-x64-rocm-gfx110x.toml")
     assert sdk.prefix == prefix and sdk.info()["sha256"] == sha
