@@ -82,8 +82,8 @@ def test_tarball_pin_over_http_then_up_to_date(workdir, bundles_copy, own_cache)
             p.stem for p in bundles_copy.glob("*.toml") if p.stem not in ("release", "linux-x64-cpu", "linux-arm64-cpu")
         ]
         assert sorted(executed(r3.stdout)) == sorted(f"source:{l}" for l in others)
-        # the Windows legs compile on Windows runners: on this host their sources are refused (before any
-        # download), naming the host they need; the Linux legs' sources are done
+        # the Windows and macOS legs compile on their own runners: on this host their sources are refused
+        # (before any download), naming the host they need; the Linux legs' sources are done
         windows = [l for l in others if l.startswith("windows-")]
         macos = [l for l in others if l.startswith("macos-")]
         assert windows and macos and r3.returncode != 0
