@@ -231,8 +231,11 @@ def asks(host: Host) -> tuple[list[str], bool]:
     """The install kinds ``host`` asks for, in order, and whether it tries a bundle of each in
     turn (True: a Vulkan chain, every kind's bundle an attempt) or takes the first kind with one
     (False)."""
-    if host.gfx and not host.nvidia:  # ROCm: its kind only (no match: the installer builds HIP from source)
-        return [kind_for(host.os, host.arch, hip.NAME)], False
+    rocm_kind = _kind_of(host.os, host.arch, hip.NAME) if host.gfx and not host.nvidia else None
+    if rocm_kind:  # ROCm: its kind only (no match: the installer builds HIP from source)
+        return [rocm_kind], False
+    # an AMD GPU where the installer has no ROCm kind (a Mac, linux or windows arm64) asks as a
+    # host without a GPU bundle: its CPU kind (the installer's arm64 and macOS branches)
     cpu_kind = _plain_kind(host)
     vk_kind = _kind_of(host.os, host.arch, vulkan.NAME)
     where = (host.os, host.arch)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,8 @@ def run_select(args: argparse.Namespace) -> int:
         args.gpu,
         args.gfx,
     )
+    if args.gfx and not re.fullmatch(r"gfx[0-9a-f]+", args.gfx, re.IGNORECASE):
+        raise BundleGraphError(f"--gfx {args.gfx!r}: expected a gfx target as rocminfo reports it (gfx1100, gfx90a)")
     if args.gfx and (host.sms or host.driver_cuda or host.gpu):
         raise BundleGraphError("--gfx describes an AMD GPU with ROCm: give it without --sm/--driver-cuda/--gpu")
     if host.sms and host.driver_cuda is None:

@@ -419,6 +419,9 @@ def test_amd_and_apple_hosts_get_their_bundles_and_coverage_holds(matrix):
     assert uncovered.choice is None and uncovered.asked == ["linux-rocm"]  # a source build, never CPU
     assert select(Host("macos", "arm64"), m, idx).choice == f"llama-{tag}-bin-macos-arm64.tar.gz"
     assert select(Host("macos", "x64"), m, idx).choice == f"llama-{tag}-bin-macos-x64.tar.gz"
+    # an AMD GPU where the installer has no ROCm kind asks as a host without a GPU bundle
+    assert select(Host("macos", "arm64", gfx="gfx1100"), m, idx).asked == ["macos-arm64"]
+    assert select(Host("linux", "arm64", gfx="gfx1100"), m, idx).asked == ["linux-arm64"]
     served = {r.host.gfx: r.choice for r in coverage(m, idx) if r.host.gfx and r.host.os == "linux"}
     assert set(served) == {t for fam in hip.FAMILIES.values() for t in fam} and all(served.values())
     # the ROCm and macOS legs are not promised yet (each spec says why): as a release that promises them
@@ -539,6 +542,11 @@ def test_select_and_coverage_commands_for_amd_and_apple_hosts(matrix, tmp_path, 
     assert out.startswith("windows x64 (AMD gfx1034 with ROCm) asks for windows-rocm\n")
     assert f"  gets: app-{tag}-windows-x64-rocm-gfx103x.zip (windows-rocm; " in out
     assert main(["select", "--os", "linux", "--arch", "x64", "--gfx", "gfx1033", str(tmp_path)]) == 1
+    capsys.readouterr()
+    assert main(["select", "--os", "linux", "--arch", "x64", "--gfx", "gfx 11", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "bundlegraph: --gfx 'gfx 11': expected a gfx target as rocminfo reports it (gfx1100, gfx90a)"
+    )
     assert main(["select", "--os", "macos", "--arch", "arm64", str(tmp_path)]) == 0
     assert f"gets: llama-{tag}-bin-macos-arm64.tar.gz (macos-arm64; " in capsys.readouterr().out
     assert main(["coverage", "--summary", str(tmp_path)]) == 0
