@@ -234,13 +234,14 @@ def asks(host: Host) -> tuple[list[str], bool]:
     rocm_kind = _kind_of(host.os, host.arch, hip.NAME) if host.gfx and not host.nvidia else None
     if rocm_kind:  # ROCm: its kind only (no match: the installer builds HIP from source)
         return [rocm_kind], False
-    # an AMD GPU where the installer has no ROCm kind (a Mac, linux or windows arm64) asks as a
-    # host without a GPU bundle: its CPU kind (the installer's arm64 and macOS branches)
+    # a GPU whose backend the installer has no kind for here (an AMD GPU on a Mac or on arm64, an
+    # NVIDIA GPU on a Mac) asks as a host without that GPU: the installer's macOS and arm64 branches
+    cuda_kind = _kind_of(host.os, host.arch, "cuda") if host.nvidia else None
     cpu_kind = _plain_kind(host)
     vk_kind = _kind_of(host.os, host.arch, vulkan.NAME)
     where = (host.os, host.arch)
     then_cpu = [cpu_kind] if where in vulkan.CPU_FALLBACK else []
-    if not host.nvidia:
+    if cuda_kind is None:
         if vk_kind and host.gpu in vulkan.HOST_GPUS and where in vulkan.ROUTED_BY_VENDOR:
             return [vk_kind, *then_cpu], True
         return [cpu_kind], False
@@ -248,7 +249,6 @@ def asks(host: Host) -> tuple[list[str], bool]:
         if vk_kind and where in vulkan.CUDA_BELOW_FLOOR:
             return [vk_kind, *then_cpu], True
         return [cpu_kind], False
-    cuda_kind = kind_for(host.os, host.arch, "cuda")
     if where in cuda.CPU_FALLBACK:
         return [cuda_kind, cpu_kind], False
     return [cuda_kind], False

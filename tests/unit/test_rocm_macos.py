@@ -422,6 +422,7 @@ def test_amd_and_apple_hosts_get_their_bundles_and_coverage_holds(matrix):
     # an AMD GPU where the installer has no ROCm kind asks as a host without a GPU bundle
     assert select(Host("macos", "arm64", gfx="gfx1100"), m, idx).asked == ["macos-arm64"]
     assert select(Host("linux", "arm64", gfx="gfx1100"), m, idx).asked == ["linux-arm64"]
+    assert select(Host("macos", "arm64", sms=(90,), driver_cuda=(13, 0)), m, idx).asked == ["macos-arm64"]
     served = {r.host.gfx: r.choice for r in coverage(m, idx) if r.host.gfx and r.host.os == "linux"}
     assert set(served) == {t for fam in hip.FAMILIES.values() for t in fam} and all(served.values())
     # the ROCm and macOS legs are not promised yet (each spec says why): as a release that promises them
