@@ -2,9 +2,10 @@
 
 A Linux bundle of this host's CPU runs natively. A Linux bundle of another CPU runs through
 qemu-user (Debian ``qemu-user``: ``qemu-aarch64``, ``qemu-x86_64``), found on ``PATH`` and used
-explicitly (binfmt_misc is neither needed nor relied on) with the target's sysroot: Debian's
-cross C library (``libc6-arm64-cross``, installed with ``g++-aarch64-linux-gnu``) at
-``/usr/aarch64-linux-gnu``, passed as ``qemu-aarch64 -L <sysroot>``; variables for the program
+explicitly (binfmt_misc is neither needed nor relied on) with the target's sysroot: the C library
+the bundle was linked against, the pinned cross compiler's (``<its prefix>/usr/aarch64-linux-gnu``,
+Debian 12's ``libc6-arm64-cross``; the caller passes it), else Debian's system-wide cross C
+library at ``/usr/aarch64-linux-gnu``, passed as ``qemu-aarch64 -L <sysroot>``; variables for the program
 alone go through ``-E NAME=VALUE`` so they never reach qemu itself. A Windows bundle does not run
 here. When a bundle cannot run, :func:`launcher_for` returns the reason instead (naming what is
 missing and the Debian package that brings it); a smoke that cannot run is a skip, never a pass.
@@ -45,6 +46,9 @@ class Launcher:
     loader: Path
     qemu: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    label: str = ""
+    """How :meth:`describe` names the sysroot (``<toolkit:gcc-…>/usr/aarch64-linux-gnu``): the
+    same on every machine, where the path is not."""
 
     def argv(self, program: Path | str, args: list[str], env: dict[str, str] | None = None) -> list[str]:
         """The command line that runs ``program args`` with ``env`` set for the program alone
@@ -72,7 +76,7 @@ class Launcher:
     def describe(self) -> str:
         """How the programs start, the same on every machine (no host paths): ``native`` or
         ``qemu-aarch64 -L /usr/aarch64-linux-gnu``."""
-        return "native" if self.qemu is None else f"{Path(self.qemu).name} -L {self.sysroot.as_posix()}"
+        return "native" if self.qemu is None else f"{Path(self.qemu).name} -L {self.label or self.sysroot.as_posix()}"
 
 
 def launcher_for(
@@ -81,10 +85,14 @@ def launcher_for(
     *,
     host: tuple[str, str] | None = None,
     which: Callable[[str], str | None] = shutil.which,
+    sysroot: Path | None = None,
+    label: str = "",
 ) -> Launcher | str:
     """The :class:`Launcher` for a ``bundle_os``/``bundle_arch`` bundle on this host (``host``:
     ``(os, arch)`` in spec terms, default this one), or why none can run it (one line naming
-    the missing program or directory and its Debian package)."""
+    the missing program or directory and its Debian package). ``sysroot``: the target C library
+    qemu-user runs the programs with (default :data:`SYSROOT`), ``label`` its machine-independent
+    name for :meth:`Launcher.describe`."""
     from .toolchains.base import this_host
 
     h_os, h_arch = host or this_host()
@@ -100,14 +108,16 @@ def launcher_for(
     found = which(prog)
     if not found:
         return f"{prog} is not on PATH (Debian package qemu-user): the {bundle_arch} bundle cannot run here"
-    root = SYSROOT[bundle_arch]
+    root = sysroot or SYSROOT[bundle_arch]
     loader = root / LOADER[bundle_arch]
     if not loader.is_file():
-        return (
-            f"the {bundle_arch} sysroot has no {loader} (Debian package {DEBIAN_CROSS[bundle_arch]} brings "
-            f"its C library)"
+        brings = (
+            f"{label.split('>')[0].lstrip('<')} installs it"
+            if label
+            else f"Debian package {DEBIAN_CROSS[bundle_arch]} brings it"
         )
-    return Launcher("qemu-user", bundle_arch, root, loader, qemu=found)
+        return f"the {bundle_arch} sysroot has no {loader} ({brings})"
+    return Launcher("qemu-user", bundle_arch, root, loader, qemu=found, label=label)
 
 
 __all__ = ["LOADER", "QEMU", "SYSROOT", "Launcher", "launcher_for"]

@@ -150,6 +150,14 @@ def statement(
                 }
             )
     for leg, recipe in sorted((builds or {}).items()):
+        for pkg in (recipe.get("compiler") or {}).get("packages", []):
+            deps.append(
+                {
+                    "name": f"{leg}: compiler package {pkg['name']} {pkg['version']} ({pkg['architecture']})",
+                    "digest": {"sha256": pkg["sha256"]},
+                    "annotations": {"lock": recipe["compiler"].get("lock"), "task": recipe["compiler"].get("task")},
+                }
+            )
         for c in recipe.get("toolkit", []):
             deps.append(
                 {
@@ -247,7 +255,8 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
     it stands for), in the flags and in the CMake cache's values (a toolkit library pinned by
     path), so the statement names no path of the machine that built it.
     ``toolkit``: each installed component (component, version, platform, role, origin, file,
-    sha256). ``vulkan`` (a Vulkan leg): its SDK (task, source, header and glslc versions) and
+    sha256). ``compiler`` (a Linux leg): the pinned compiler, its lock, floors and every package
+    by sha256 (:func:`bundlegraph.pipeline.configure.compiler_record`). ``vulkan`` (a Vulkan leg): its SDK (task, source, header and glslc versions) and
     ``shader_extensions``/``compiled_out``, the shader paths glslc could not compile (reported,
     not hidden)."""
     maps: dict[str, str] = dict(configure.get("prefix_maps") or {})
@@ -270,6 +279,8 @@ def build_recipe(configure: Mapping[str, Any], receipt: Mapping[str, Any] | None
         },
         "prefix_maps": {f"<{name}>": ROOT_ROLES.get(name, name) for name in sorted(maps)},
     }
+    if configure.get("compiler"):  # a Linux leg: the pinned compiler (lock, floors, every package by sha256)
+        out["compiler"] = configure["compiler"]
     if configure.get("vulkan"):  # a Vulkan leg: its SDK and the shader set glslc could compile (compiled_out)
         out["vulkan"] = configure["vulkan"]
     if receipt is not None:

@@ -25,6 +25,7 @@ from .compile.shards import ShardRef
 
 if TYPE_CHECKING:
     from ..toolchains.base import Toolchain
+    from ..toolchains.compiler import PinnedCompiler
     from ..toolchains.cuda import CudaToolkit
 
 
@@ -150,6 +151,15 @@ class LegContext:
             return None
         f = self.ctx.matrix.files.get(self.leg)
         return mod.ref(self.spec, self.ctx.matrix.root, str(f) if f else "")
+
+    @cached_property
+    def compiler(self) -> PinnedCompiler | None:
+        """The leg's pinned compiler (its machine file's ``[compiler]``,
+        :mod:`bundlegraph.toolchains.compiler`): where ``toolkit:gcc-…`` installs it; None for a
+        toolchain without one (MSVC, Apple clang). Its ``task`` is the compiler task configure waits for."""
+        from ..toolchains.compiler import compiler_of
+
+        return compiler_of(self.toolchain.info)
 
     @cached_property
     def build_dir(self) -> Path:

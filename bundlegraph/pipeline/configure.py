@@ -38,6 +38,7 @@ from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.base import Toolchain
 from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
+from ..toolchains.compiler import PinnedCompiler
 from ..toolchains.cuda import CudaToolkit
 from ..toolchains.hip import HipSdk
 from ..toolchains.linux import GccLinux, planned_binaries
@@ -91,6 +92,8 @@ class ConfigurePlan:
     spec_file: str = ""
     prefix_maps: PrefixMaps | None = None
     """The build-host roots every compile maps to stable names (:mod:`~bundlegraph.toolchains.prefix_maps`)."""
+    compiler: PinnedCompiler | None = None
+    """The leg's pinned compiler (:attr:`~.base.LegContext.compiler`; None: MSVC, Apple clang)."""
     host_problem: str | None = None
     """Why this host cannot compile the leg (None: it can); shown by ``bundlegraph plan``."""
     consumed: dict[str, Any] = field(default_factory=dict)
@@ -232,6 +235,7 @@ def plan_configure(
         spec_file=spec_file,
         prefix_maps=maps,
         host_problem=ctx.host_problem(leg),
+        compiler=lc.compiler,
     )
 
 
@@ -312,8 +316,10 @@ def prepare(ctx: Context, leg: str) -> Prepared[ConfigurePlan]:
     if UNKNOWN.format(leg=leg) in (plan.source_digest, plan.cache.get("LLAMA_BUILD_COMMIT")):
         raise BundleGraphError(f"configure:{leg}: build/{leg}/source.json is missing; run source:{leg} first")
 
+    compiler = ctx.leg(leg).compiler
     consumed: dict[str, Any] = {
         "toolkit": upstream_digest(plan.sdk.task) if plan.sdk else None,
+        **({"compiler": upstream_digest(compiler.task)} if compiler else {}),
         "tools": tools.key(),
         "compilers": resolved.key,
     }
@@ -387,6 +393,8 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
             "cuda": plan.cuda.layout_json() if plan.cuda else None,
             "prefix_maps": plan.prefix_maps.record() if plan.prefix_maps else {},
             "compile_flags": _compile_flags(plan.cmake_dir),
+            # the pinned compiler (a Linux leg): its identity and every package, for the info file and provenance
+            **({"compiler": compiler_record(plan.compiler)} if plan.compiler else {}),
             # a Vulkan leg only (the record of every other leg keeps its bytes): what glslc could compile
             **({"vulkan": vulkan_record(plan.sdk, plan.log)} if isinstance(plan.sdk, VulkanSdk) else {}),
         },
@@ -397,6 +405,17 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
         Present(plan.cmake_dir / "CMakeCache.txt"),
         Present(plan.cmake_dir / "build.ninja"),
     ]
+
+
+def compiler_record(c: PinnedCompiler) -> dict[str, Any]:
+    """The pinned compiler a leg configured with (:mod:`bundlegraph.toolchains.compiler`): its
+    identity (task, lock, digest, gcc version, floors), the driver's version line and every
+    package (name, version, architecture, sha256) from the compiler task's receipt; no path of
+    this machine."""
+    from ..toolkit.compiler import read_receipt
+
+    r = read_receipt(c) or {}
+    return {**c.identity(), "driver": r.get("driver"), "packages": r.get("packages", [])}
 
 
 def vulkan_record(sdk: VulkanSdk, log: Path) -> dict[str, Any]:
@@ -505,7 +524,9 @@ def plans(ctx: Context) -> list[Any]:
             doc=f"cmake configure of {leg} ({ctx.spec(leg).toolchain})",
             prepare=partial(prepare, ctx, leg),
             apply=partial(run_plan, run),
-            deps=[f"source:{leg}"] + ([sdk.task] if (sdk := ctx.leg(leg).sdk) else []),
+            deps=[f"source:{leg}"]
+            + ([c.task] if (c := ctx.leg(leg).compiler) else [])
+            + ([sdk.task] if (sdk := ctx.leg(leg).sdk) else []),
             preview=partial(plan_configure, ctx, leg),
         )
         for leg in ctx.legs

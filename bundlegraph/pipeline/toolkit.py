@@ -53,6 +53,9 @@ from typing import Any
 from .. import backends
 from ..core.errors import ToolkitError
 from ..core.state import Present
+from ..toolkit.compiler import CompilerPlan
+from ..toolkit.compiler import plan as plan_compiler
+from ..toolkit.compiler import run as run_compiler
 from ..toolkit.cuda_sdk import ToolkitPlan
 from ..toolkit.cuda_sdk import run as run_cuda
 from ..toolkit.ref import RECEIPT, CudaToolkit, ref_for_set, toolkits_root
@@ -82,6 +85,37 @@ def _run_sdk(mod: SdkModule, plan: Any) -> list[Path | Present]:
     return mod.run(plan)
 
 
+def _run_compiler(plan: CompilerPlan) -> list[Path | Present]:
+    return run_compiler(plan)
+
+
+def compiler_plans(ctx: Context) -> list[Any]:
+    """One ``toolkit:gcc-<version>-<target>-<6 hex>`` task per distinct pinned compiler among the
+    selected legs' toolchains (:mod:`bundlegraph.toolkit.compiler`). Legs built elsewhere
+    (``built=DIR``) count too: a cross leg's smoke runs under qemu with its target C library."""
+    groups: dict[str, tuple[Any, list[str]]] = {}
+    for leg in ctx.legs:
+        c = ctx.leg(leg).compiler
+        if c is not None:
+            groups.setdefault(c.name, (c, []))[1].append(leg)
+    out = []
+    for _name, (c, legs) in sorted(groups.items()):
+        probs = [ctx.host_problem(leg) for leg in legs]
+        cp = plan_compiler(c, tuple(legs), probs[0] if all(probs) else None)
+        out.append(
+            TaskPlan(
+                stage=NAME,
+                name=c.name,
+                leg=None,
+                doc=cp.doc(),
+                prepare=partial(Prepared.of, cp),
+                apply=partial(run_plan, _run_compiler),
+                preview=partial(known, cp),
+            )
+        )
+    return out
+
+
 def plans(ctx: Context) -> list[Any]:
     """One ``toolkit:<name>`` task per distinct SDK among the selected legs (legs whose backend
     names the same SDK identity share it)."""
@@ -93,7 +127,7 @@ def plans(ctx: Context) -> list[Any]:
         f = ctx.matrix.files.get(leg)
         name, ident = mod.group(ctx.spec(leg), ctx.matrix.root, str(f) if f else "")
         groups.setdefault(name, (mod, ident, []))[2].append(leg)
-    out = []
+    out = compiler_plans(ctx)
     for name, (mod, ident, legs) in sorted(groups.items()):
         probs = [ctx.host_problem(leg) for leg in legs]
         tp = mod.plan(ident, tuple(legs), ctx.matrix.root, probs[0] if all(probs) else None)

@@ -477,7 +477,8 @@ class RuntimeSpec(Record):
 
 @record
 class LinuxSpec(Record):
-    """The glibc / libstdc++ floors of a Linux leg."""
+    """Refused since issue 50: a Linux leg's glibc / libstdc++ floors are its toolchain's, the
+    machine file's ``[compiler]`` (the pinned C library sets them, once for every leg)."""
 
     glibc_floor: Annotated[str, Check(pattern=r"^\d+\.\d+$")]
     """the highest GLIBC_x.y version any ELF file may need (2.36)"""
@@ -581,10 +582,11 @@ class BundleSpec(Record):
             raise ValueError("profile.line: a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
         if self.backend != "cuda" and self.profile.line is not None:
             raise ValueError(f"profile.line: only a CUDA leg has a runtime line; backend is '{self.backend}'")
-        if self.os == "linux" and self.linux is None:
-            raise ValueError("linux: a Linux leg needs a [linux] table with glibc_floor and glibcxx_floor")
-        if self.os != "linux" and self.linux is not None:
-            raise ValueError("linux: [linux] is only for Linux legs")
+        if self.linux is not None:
+            raise ValueError(
+                "linux: the glibc/GLIBCXX floors are the toolchain's now (its machine file's [compiler] glibc_floor "
+                "and glibcxx_floor, set by the pinned C library); remove [linux]"
+            )
         if self.compile_runner is not None and self.compile_runner == self.runner:
             raise ValueError(
                 f"compile_runner: '{self.compile_runner}' is runner: leave it out (set it only when the leg "

@@ -1,10 +1,13 @@
-"""GCC toolchains on a Linux x86_64 host: native (``gcc-linux-x86_64``) and Debian's
+"""GCC toolchains on a Linux x86_64 host: native (``gcc-linux-x86_64``) and the
 ``aarch64-linux-gnu-gcc/g++`` cross compiler (``gcc-cross-linux-aarch64``), which is also nvcc's
 host compiler (``CMAKE_CUDA_HOST_COMPILER``) so device-side host code is aarch64 code.
 
-The compilers are resolved to absolute paths on the PATH of the given environment when
-configure runs; a missing one raises :class:`ToolMissing` with the Debian package that provides
-it. Their ``--version`` output goes into the action key.
+Both are pinned (the machine file's ``[compiler]``, :mod:`.compiler`): Debian 12's GCC 12,
+binutils and C library unpacked by the task ``toolkit:gcc-…`` into a prefix, whose wrappers
+compile with ``--sysroot=<prefix>``. The toolchain file names the wrappers and the prefix's
+binutils (``CMAKE_AR`` ...), so CMake takes no compiler, archiver, header or library of the
+runner. A wrapper that is not there yet raises :class:`ToolMissing` naming the task. Their
+``--version`` output goes into the action key.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from ..core import proc
 from ..core.errors import BundleGraphError, ToolMissing
 from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of
+from .compiler import BINUTILS, compiler_of
 from .cuda import CudaToolkit
 from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
@@ -26,18 +30,23 @@ _GNUC_RE = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
 
 
 class GccLinux(Toolchain):
-    """A machine file of kind ``gcc``: ``binaries`` ``c``/``cxx`` (names looked up on PATH),
-    ``properties`` ``packages`` (the Debian packages providing them) and
+    """A machine file of kind ``gcc``: ``binaries`` ``c``/``cxx`` (the wrappers' names in the
+    pinned compiler's ``bin/``), ``[compiler]`` (:mod:`.compiler`) and ``properties``
     ``cmake_system_processor``."""
 
     def __init__(self, info: ToolchainInfo):
         self.info = info
-        self.package = info.prop("packages")
         self.system_name = "Linux"
         self.system_processor = info.prop("cmake_system_processor")
+        self.compiler = compiler_of(info)
 
     def names(self) -> dict[str, str]:
-        return {"c": self.info.binary("c"), "cxx": self.info.binary("cxx")}
+        """Role -> the compiler: the pinned compiler's wrapper (an absolute path; the machine
+        file's name when it pins none)."""
+        roles = ("c", "cxx")
+        if self.compiler is None:
+            return {r: self.info.binary(r) for r in roles}
+        return {r: self.compiler.wrapper(r).as_posix() for r in roles}
 
     def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         env = self.environment(env)
@@ -47,12 +56,14 @@ class GccLinux(Toolchain):
         for role, name in self.names().items():
             p = proc.which(name, env)
             if p is None:
-                raise ToolMissing(
-                    f"toolchain {self.id}: compiler '{name}' is not on PATH; install it "
-                    f"(Debian/Ubuntu: apt-get install {self.package})"
+                where = (
+                    f"run {self.compiler.task} first (it installs the pinned compiler)" if self.compiler else "on PATH"
                 )
+                raise ToolMissing(f"toolchain {self.id}: compiler '{name}' is missing; {where}")
             bins[role] = p
-            key[name] = _version_by_run(Path(p).resolve(), name)
+            key[Path(name).name] = _version_by_run(Path(p), Path(name).name)
+        if self.compiler is not None:
+            key["compiler_lock"] = self.compiler.lock_digest
         if cuda is not None:
             bins["cuda_host"] = bins["cxx"]
             if not cuda.nvcc.is_file():
@@ -77,9 +88,9 @@ class GccLinux(Toolchain):
 
     def render(self, leg: str, sdk: Sdk | None, binaries: dict[str, str], maps: PrefixMaps | None = None) -> str:
         what = (
-            "Cross-compiles for Linux aarch64 on an x86_64 host with Debian's aarch64-linux-gnu GCC."
+            "Cross-compiles for Linux aarch64 on an x86_64 host with a pinned aarch64-linux-gnu GCC."
             if self.info.cross
-            else "Native Linux x86_64 build with the host GCC."
+            else "Native Linux x86_64 build with a pinned GCC."
         )
         lines = self._header(leg, what)
         lines += [
@@ -87,6 +98,14 @@ class GccLinux(Toolchain):
             f'set( CMAKE_C_COMPILER   {cmake_str(binaries["c"])} CACHE FILEPATH "" )',
             f'set( CMAKE_CXX_COMPILER {cmake_str(binaries["cxx"])} CACHE FILEPATH "" )',
         ]
+        if self.compiler is not None:
+            c = self.compiler
+            lines += [
+                f"# {c.task}: {c.lock.name}; the wrappers compile with --sysroot=<its prefix>, and CMake",
+                "# takes the prefix's binutils too, none of the runner's.",
+            ]
+            pins = {var: c.binutil(tool) for var, tool in BINUTILS.items()} | c.lto_tools()
+            lines += [f'set( {var} {cmake_str(path.as_posix())} CACHE FILEPATH "" )' for var, path in pins.items()]
         if self.info.cross:
             lines += [
                 "# Headers and libraries of the target come from the cross compiler's own sysroot;",
@@ -105,8 +124,13 @@ class GccLinux(Toolchain):
 
 
 def planned_binaries(tc: GccLinux, env: dict[str, str] | None = None) -> dict[str, str]:
-    """Binaries for ``bundlegraph plan`` without failing: resolved when present, else the bare
-    name (configure itself refuses a missing one)."""
+    """Binaries for ``bundlegraph plan`` without failing: the pinned compiler's wrappers (where
+    its task puts them; pure), else resolved when present, else the bare name (configure itself
+    refuses a missing one)."""
+    if tc.compiler is not None:
+        out = tc.names()
+        out["cuda_host"] = out["cxx"]
+        return out
     out = {role: proc.which(name, env) or name for role, name in tc.names().items()}
     out["cuda_host"] = out["cxx"]
     return out

@@ -16,6 +16,7 @@ build machine for an ARM64 host machine, and says so here.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,13 @@ A toolchain compiles a GPU backend's device code when it names that backend's co
 VCVARS_ARCHES = ("amd64", "amd64_arm64")
 """``vcvarsall.bat`` arguments bundlegraph knows (an x64 build machine)."""
 _TOP = {"kind", "summary", "build_machine", "host_machine", "binaries", "properties"}
+_OPTIONAL_TOP = {"compiler"}
+COMPILER_KINDS = ("gcc",)
+"""The kinds whose compilers come pinned from a ``[compiler]`` table (:mod:`.compiler`); it is
+required there, so no Linux leg compiles with the runner's own GCC."""
+EMPTY_OK = {"packages"}
+"""Properties that may be the empty string (``packages``: nothing to install on the runner)."""
+_FLOOR = re.compile(r"^\d+\.\d+(\.\d+)?$")
 
 
 class ToolchainFileError(BundleGraphError):
@@ -85,6 +93,14 @@ class ToolchainInfo:
     binaries: tuple[tuple[str, str], ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
     file: str = ""
+    compiler: tuple[tuple[str, str], ...] = ()
+    """The ``[compiler]`` table (:mod:`.compiler`: the pinned GCC, binutils and C library, and
+    the glibc/GLIBCXX floors every bundle of this toolchain keeps); empty for kinds without one."""
+
+    def floors(self) -> tuple[str, str] | None:
+        """``(glibc_floor, glibcxx_floor)`` of the pinned compiler, or None (not a Linux GCC)."""
+        c = dict(self.compiler)
+        return (c["glibc_floor"], c["glibcxx_floor"]) if c else None
 
     @property
     def cross(self) -> bool:
@@ -123,7 +139,8 @@ def load_machine(f: Path) -> ToolchainInfo:
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ToolchainFileError([f"{f}: (TOML): {e}"]) from None
     problems += [
-        f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP))}" for k in sorted(set(data) - _TOP - {"cuda"})
+        f"{f}: {k}: unknown key; allowed: {', '.join(sorted(_TOP | _OPTIONAL_TOP))}"
+        for k in sorted(set(data) - _TOP - _OPTIONAL_TOP - {"cuda"})
     ]
     problems += [f"{f}: {k}: required key is missing" for k in sorted(_TOP - set(data))]
     kind = data.get("kind")
@@ -155,7 +172,7 @@ def load_machine(f: Path) -> ToolchainInfo:
             known = ", ".join([*need_bins, *GPU_BINARIES])
             problems.append(f"{f}: binaries.{k}: unknown for kind '{kind}'; known: {known}")
         for k in need_props:
-            if not isinstance(props.get(k), str) or not props[k]:
+            if not isinstance(props.get(k), str) or (not props[k] and k not in EMPTY_OK):
                 problems.append(f"{f}: properties.{k}: required for kind '{kind}'")
         for k in sorted(set(props) - set(need_props)):
             problems.append(f"{f}: properties.{k}: unknown for kind '{kind}'; known: {', '.join(need_props)}")
@@ -163,6 +180,8 @@ def load_machine(f: Path) -> ToolchainInfo:
             _one_of(problems, f, "properties.redist_host", props["redist_host"], list(TARGET_DIRS))
         if "vcvars_arch" in props:
             _one_of(problems, f, "properties.vcvars_arch", props["vcvars_arch"], VCVARS_ARCHES)
+    compiler = data.get("compiler", {})
+    problems += _compiler_problems(f, kind, compiler)
     if problems:
         raise ToolchainFileError(problems)
     b, h = machines["build_machine"], machines["host_machine"]
@@ -179,7 +198,35 @@ def load_machine(f: Path) -> ToolchainInfo:
         binaries=tuple(sorted(bins.items())),
         properties=tuple(sorted(props.items())),
         file=f.as_posix(),
+        compiler=tuple(sorted(compiler.items())) if isinstance(compiler, dict) else (),
     )
+
+
+def _compiler_problems(f: Path, kind: object, table: object) -> list[str]:
+    """The problems of a machine file's ``[compiler]`` table (:mod:`.compiler`): required for the
+    kinds of :data:`COMPILER_KINDS`, refused for the others; every key of
+    :data:`~.compiler.KEYS` a non-empty string, the lock an existing file of
+    :data:`~.compiler.LOCKS_DIR`, the floors ``major.minor[.patch]``."""
+    from .compiler import KEYS, LOCKS_DIR
+
+    if kind not in COMPILER_KINDS:
+        return [f"{f}: compiler: only kind {', '.join(COMPILER_KINDS)} takes a pinned compiler"] if table else []
+    if not isinstance(table, dict) or not table:
+        return [
+            f"{f}: compiler: required for kind '{kind}': the pinned compiler's lock, drivers, tools, binutils_prefix "
+            f"and floors (no Linux leg compiles with the runner's own GCC)"
+        ]
+    out = [f"{f}: compiler.{k}: unknown key; allowed: {', '.join(KEYS)}" for k in sorted(set(table) - set(KEYS))]
+    for k in KEYS:
+        v = table.get(k)
+        if not isinstance(v, str) or not v:
+            out.append(f"{f}: compiler.{k}: required (a string)")
+        elif k.endswith("_floor") and not _FLOOR.match(v):
+            out.append(f"{f}: compiler.{k}: expected a version such as 2.35 or 3.4.30, got {v!r}")
+    lock = table.get("lock")
+    if isinstance(lock, str) and lock and not (LOCKS_DIR / lock).is_file():
+        out.append(f"{f}: compiler.lock: {lock!r} is not a file in {LOCKS_DIR}")
+    return out
 
 
 def load_machines(directory: Path = MACHINES_DIR) -> dict[str, ToolchainInfo]:

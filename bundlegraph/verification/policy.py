@@ -16,6 +16,7 @@ from ..core.lightclass import frozen
 from ..platforms import OS_NAMES
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
+from ..toolchains.registry import TOOLCHAINS
 
 BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for os_name in OS_NAMES}
 """The GPU backends' library file names per os (:mod:`bundlegraph.backends`: CUDA's, Vulkan's):
@@ -44,7 +45,8 @@ class VerifyPolicy:
       cudart, ``libgomp.so.1``);
     - ``signing_required``: every PE must carry a valid, trusted Authenticode signature;
       ``trust_roots``: extra trusted root certificates (PEM paths; tests only);
-    - ``glibc_floor`` (``"2.36"``) / ``glibcxx_floor`` (``"3.4.30"``);
+    - ``glibc_floor`` (``"2.35"``) / ``glibcxx_floor`` (``"3.4.30"``): the leg's toolchain's, its
+      machine file's ``[compiler]`` (the pinned C library's; one place for every Linux leg);
     - ``backend_dl``: ``GGML_BACKEND_DL=ON``: every ggml backend library exports
       ``ggml_backend_init``; ``cuda_major``: no file imports a CUDA library of another major
       (:mod:`bundlegraph.checks.backends`);
@@ -191,6 +193,8 @@ def policy_from_spec(
         expect.append(("archs", tuple(spec.cuda.cmake_archs)))
     if spec.hip is not None:
         expect.append(("gfx_target", spec.hip.gfx_target))
+    # the floors are the toolchain's pinned compiler's (its machine file's [compiler]), one place for every leg
+    floors = TOOLCHAINS[spec.toolchain].floors() if spec.os == "linux" and spec.toolchain in TOOLCHAINS else None
     return VerifyPolicy(
         os=spec.os,
         arch=spec.arch,
@@ -200,8 +204,8 @@ def policy_from_spec(
         external=tuple(external),
         signing_required=spec.signing == "required" and not built_tree,
         trust_roots=tuple(trust_roots),
-        glibc_floor=spec.linux.glibc_floor if spec.linux else None,
-        glibcxx_floor=spec.linux.glibcxx_floor if spec.linux else None,
+        glibc_floor=floors[0] if floors else None,
+        glibcxx_floor=floors[1] if floors else None,
         required=tuple(required),
         info_file=None if built_tree or release is None else release.info_file,
         info_expect=() if built_tree else tuple(expect),

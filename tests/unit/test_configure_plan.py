@@ -143,7 +143,6 @@ def test_spec_sets_derived_entry_refused(workdir):
             "toolchain": "gcc-linux-x86_64",
             "profile": {"name": "cpu", "klass": "cpu", "rank": 1},
             "cmake": {"CMAKE_CUDA_ARCHITECTURES": "90"},
-            "linux": {"glibc_floor": "2.36", "glibcxx_floor": "3.4.30"},
         }
     )
     from bundlegraph.pipeline.compile.cmake_cache import cache_entries

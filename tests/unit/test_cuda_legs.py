@@ -62,7 +62,7 @@ def test_every_x64_class_of_the_fork_is_one_spec(matrix, os_, profile):
         assert {r.path for r in s.runtime.ships} <= required, [r.path for r in s.runtime.ships]
     else:
         assert s.runner == ("ubuntu-22.04" if klass == "legacy" else "ubuntu-24.04")
-        assert s.linux.glibc_floor == "2.36"
+        assert s.linux is None  # the floors are the toolchain's (issue 50)
     if line == "cuda12":
         assert (s.cuda.toolkit.source, s.cuda.toolkit.manifest) == ("redist", "12.8.0")
 

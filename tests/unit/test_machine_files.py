@@ -23,7 +23,14 @@ def test_every_toolchain_is_a_checked_machine_file():
     )
     assert arm64_cuda.cross and arm64_cuda.cuda and arm64_cuda.redist_host == "windows-x86_64"
     cross = get("gcc-cross-linux-aarch64")
-    assert cross.names() == {"c": "aarch64-linux-gnu-gcc", "cxx": "aarch64-linux-gnu-g++"}  # type: ignore[attr-defined]
+    # the pinned cross compiler's wrappers (issue 50), where toolkit:gcc-... installs them
+    names = cross.names()  # type: ignore[attr-defined]
+    c = cross.compiler  # type: ignore[attr-defined]
+    assert names == {"c": c.wrapper("c").as_posix(), "cxx": c.wrapper("cxx").as_posix()}
+    assert names["cxx"].endswith("/bin/aarch64-linux-gnu-g++") and c.task.startswith("toolkit:gcc-12.2.0-linux-arm64-")
+    # every Linux GCC machine file pins its compiler and states the floors once
+    for tid in ("gcc-linux-x86_64", "gcc-cross-linux-aarch64", "rocm-gcc-linux-x86_64"):
+        assert TOOLCHAINS[tid].floors() == ("2.35", "3.4.30"), tid
     assert cross.system_processor == "aarch64" and get("msvc-x64").cl_rel == "bin/Hostx64/x64/cl.exe"  # type: ignore[attr-defined]
     # the ROCm legs' HIP compiler is a machine-file binary (relative to the TheRock prefix)
     assert TOOLCHAINS["rocm-gcc-linux-x86_64"].binary("hip") == "lib/llvm/bin/clang++"

@@ -69,8 +69,8 @@ def test_records_are_read_only_and_replace_runs_the_tables_rules(matrices):
         spec.id = "other"  # type: ignore[misc]
     with pytest.raises(TypeError, match="unknown fields"):
         spec.replace(nope=1)
-    with pytest.raises(ValueError, match="linux: a Linux leg needs a \\[linux\\] table"):
-        spec.replace(linux=None)
+    with pytest.raises(ValueError, match="linux: the glibc/GLIBCXX floors are the toolchain's now"):
+        spec.replace(linux=records.LinuxSpec(glibc_floor="2.36", glibcxx_floor="3.4.30"))
     changed = spec.replace(cmake={**spec.cmake, "X": "ON"})
     assert changed.dump()["cmake"]["X"] == "ON" and "X" not in spec.dump()["cmake"]
 
@@ -91,8 +91,22 @@ def test_a_spec_error_names_the_key_of_a_tables_own_rule(tmp_path):
     bundles = tmp_path / "bundles"
     shutil.copytree(ROOT / "bundles", bundles)
     f = bundles / "linux-x64-cpu.toml"
-    f.write_text(f.read_text().replace("[linux]", "[linux_old]"), encoding="utf-8")
+    f.write_text(f.read_text().replace("[profile]", "[profil]"), encoding="utf-8")
     with pytest.raises(SpecError) as e:
         validate_matrix(bundles)
     text = str(e.value)
-    assert f"{f}: linux_old: unknown key (did you mean 'linux'?)" in text, text
+    assert f"{f}: profil: unknown key (did you mean 'profile'?)" in text, text
+
+
+def test_a_linux_table_is_refused_naming_where_the_floors_are_now(tmp_path):
+    """Issue 50: the floors are the toolchain's pinned compiler's, not 40 spec files'."""
+    from bundlegraph.core.errors import SpecError
+
+    bundles = tmp_path / "bundles"
+    shutil.copytree(ROOT / "bundles", bundles)
+    f = bundles / "linux-x64-cpu.toml"
+    f.write_text(f.read_text() + '\n[linux]\nglibc_floor = "2.36"\nglibcxx_floor = "3.4.30"\n', encoding="utf-8")
+    with pytest.raises(SpecError) as e:
+        validate_matrix(bundles)
+    assert "linux: the glibc/GLIBCXX floors are the toolchain's now" in str(e.value)
+    assert "[compiler] glibc_floor" in str(e.value)

@@ -123,7 +123,8 @@ def test_smoke_plan_for_a_bundle():
     assert p.build_number == g.ctx.release.build_number and p.work_dir.name == LEG
     sm = g.find(f"smoke:{LEG}")
     assert f"package:{LEG}" in sm.deps and f"smoke:tools-{LEG}" in sm.deps
-    assert g.find(f"smoke:tools-{LEG}").deps == [f"source:{LEG}"]  # builds beside the bundle's own build
+    # builds beside the bundle's own build, with the leg's pinned compiler (issue 50)
+    assert g.find(f"smoke:tools-{LEG}").deps == [f"source:{LEG}", g.ctx.leg(LEG).compiler.task]
     # a bare `doit` smoke-tests the default legs this host can start (the main job's aarch64
     # legs, under qemu-user here), right after their package and before the manifest
     full = load_graph(ROOT / "bundles")
@@ -214,7 +215,8 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
     ref = toolkit_for_leg(loc.ctx, LEG)
     assert ref.source == "host" and ref.prefix == tk.resolve() and ref.version == "13.0"
     assert ref.task != toolkit_for_leg(rel.ctx, LEG).task
-    assert [p.full_name for p in loc.plans if p.stage == "toolkit"] == [ref.task]
+    compiler = loc.ctx.leg(LEG).compiler
+    assert [p.full_name for p in loc.plans if p.stage == "toolkit"] == [compiler.task, ref.task]
     (tk / "include" / "cuda.h").write_text("#define CUDA_VERSION 12080\n")
     with pytest.raises(BundleGraphError, match=r"profile.line: cuda13, but toolkit_source=host is CUDA 12.8"):
         load_graph(bundles, Filters(only_leg=LEG, toolkit_source=f"host:{tk}"))

@@ -137,7 +137,8 @@ def test_the_plan_benches_both_sides_alike_after_the_ops_and_keys_the_reference(
     assert BENCH_ARGS == ["-m", "{bench_model}", "-ngl", "99", "-p", "512", "-n", "128", "-r", "5", "-o", "jsonl"]
     ref = g.find(f"smoke:reference-{LEG}")
     sdk = g.ctx.leg(LEG).sdk
-    assert sdk is not None and ref.deps == [f"source:{LEG}", sdk.task]  # the leg's own compilers and toolkit
+    # the leg's own toolkit and pinned compiler
+    assert sdk is not None and ref.deps == [f"source:{LEG}", sdk.task, g.ctx.leg(LEG).compiler.task]
     assert f"smoke:reference-{LEG}" in g.find(f"smoke:{LEG}").deps
     # the Vulkan side has no throughput check (lavapipe is a CPU rasterizer); nor a CPU leg
     for leg in ("linux-x64-vulkan", "linux-x64-cpu"):
@@ -194,5 +195,7 @@ def test_no_reference_is_built_where_no_gpu_can_run_the_check(workdir, monkeypat
 def test_a_runner_that_imports_the_build_installs_no_toolkit_for_the_reference(tmp_path):
     (tmp_path / LEG).mkdir()  # the leg's build output, made on another runner (built=DIR)
     g = load_graph(ROOT / "bundles", Filters(only_leg=LEG, built=tmp_path))
-    assert g.find(f"smoke:reference-{LEG}").deps == [f"source:{LEG}"]
+    # no CUDA toolkit; the pinned compiler, which the reference build compiles with, still
+    compiler = g.ctx.leg(LEG).compiler
+    assert g.find(f"smoke:reference-{LEG}").deps == [f"source:{LEG}", compiler.task]
     assert not [t for t in g.find(f"build:{LEG}").deps if t.startswith("toolkit:")]

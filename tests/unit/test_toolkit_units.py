@@ -41,7 +41,10 @@ def test_legs_with_one_component_set_share_one_task():
     # x64 (12.8 redist); Vulkan: each Vulkan leg's SDK; HIP: one TheRock tarball per (os, gfx family)
     vk = [n for n in names if n.startswith("toolkit:vulkan-")]
     rock = [n for n in names if n.startswith("toolkit:therock-")]
-    assert len(names) == len(set(names)) == 6 + len(vk) + len(rock) and vk and len(rock) == 14
+    # and one pinned compiler per Linux target (issue 50): x64 (native, ROCm's host code), arm64 (cross)
+    gcc = [n for n in names if n.startswith("toolkit:gcc-")]
+    assert [n.rsplit("-", 1)[0] for n in gcc] == ["toolkit:gcc-12.2.0-linux-arm64", "toolkit:gcc-12.2.0-linux-x64"]
+    assert len(names) == len(set(names)) == 6 + len(vk) + len(rock) + len(gcc) and vk and len(rock) == 14
     with pytest.raises(ToolkitError, match="no \\[cuda\\] table"):
         toolkit_for_leg(ctx, "linux-arm64-cpu")
 

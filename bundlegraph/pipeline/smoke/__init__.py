@@ -111,6 +111,7 @@ from .plan import (
     plan_reference,
     plan_smoke,
     plan_tools,
+    qemu_sysroot,
 )
 from .run import run_smoke
 from .side import ops_key
@@ -128,10 +129,8 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     the test-backend-ops digest, the ops and the tools' cache. The plan's key adds each check's
     command (placeholders, no host paths) and, for a GPU leg, its side's probe key (CUDA: the
     GPUs; Vulkan: the driver)."""
-    from ...emulation import launcher_for
-
     spec = ctx.spec(leg)
-    how = launcher_for(spec.os, spec.arch)
+    how = leg_launcher(ctx, leg)
     consumed: dict[str, Any] = {
         "bundle": upstream_digest(f"package:{leg}"),
         "source": upstream_digest(f"source:{leg}"),
@@ -207,21 +206,35 @@ def _prepare_reference(ctx: Context, leg: str) -> Prepared[ReferencePlan]:
     return Prepared.of(replace(plan_reference(ctx, leg), consumed=reference_inputs(ctx, leg)))
 
 
-def runs_here(ctx: Context, leg: str) -> bool:
-    """Whether this host can start ``leg``'s bundle (then its smoke is a default task)."""
+def leg_launcher(ctx: Context, leg: str) -> Any:
+    """How this host starts ``leg``'s bundle (:func:`~bundlegraph.emulation.launcher_for`, with
+    :func:`qemu_sysroot`), or why it cannot. Pure, except for the sysroot's presence: before the
+    compiler task ran, the plan says why (its ``sysroot has no`` line)."""
     from ...emulation import launcher_for
 
     spec = ctx.spec(leg)
-    return not isinstance(launcher_for(spec.os, spec.arch), str)
+    root, label = qemu_sysroot(ctx, leg)
+    return launcher_for(spec.os, spec.arch, sysroot=root, label=label)
+
+
+def runs_here(ctx: Context, leg: str) -> bool:
+    """Whether this host can start ``leg``'s bundle (then its smoke is a default task): a Linux
+    bundle of this CPU, or one of another CPU with qemu-user here (its sysroot comes from the
+    leg's compiler task, a dependency of the smoke)."""
+    from ...emulation import launcher_for
+
+    spec = ctx.spec(leg)
+    root, _label = qemu_sysroot(ctx, leg)
+    how = launcher_for(spec.os, spec.arch, sysroot=root)
+    # a missing sysroot is installed by the compiler task the smoke depends on
+    return not isinstance(how, str) or (root is not None and "sysroot has no" in how)
 
 
 def _smoke_doc(ctx: Context, leg: str, gpu_doc: str) -> str:
     """What ``doit list`` says of ``smoke:<leg>`` on this host: how the bundle starts here, or
     why it cannot (then the task is skipped, and the spec's ``[smoke] waived``, if any)."""
-    from ...emulation import launcher_for
-
     spec = ctx.spec(leg)
-    how = launcher_for(spec.os, spec.arch)
+    how = leg_launcher(ctx, leg)
     if isinstance(how, str):
         waived = f"; waived: {spec.smoke.waived}" if spec.smoke else "; publish needs a passed smoke from another host"
         return f"skipped here ({how}){waived}"
@@ -242,6 +255,8 @@ def plans(ctx: Context) -> list[Any]:
         # placeholder and the next run builds the tools again
         base = spec.merge.base if spec.merge is not None else None
         base_source = [f"source:{base}"] if base is not None and base in ctx.legs else []
+        # the tools and the reference compile with the leg's pinned compiler (its toolchain file)
+        compiler = [c.task] if (c := ctx.leg(leg).compiler) else []
 
         if gpu:
             out.append(
@@ -249,7 +264,7 @@ def plans(ctx: Context) -> list[Any]:
                     stage=NAME,
                     name=f"tools-{leg}",
                     leg=leg,
-                    deps=[f"source:{leg}", *base_source],
+                    deps=[f"source:{leg}", *base_source, *compiler],
                     prepare=partial(_prepare_tools, ctx, leg),
                     apply=partial(run_plan, run_tools),
                     doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
@@ -267,7 +282,7 @@ def plans(ctx: Context) -> list[Any]:
                     stage=NAME,
                     name=f"reference-{leg}",
                     leg=leg,
-                    deps=[f"source:{leg}", *toolkit],
+                    deps=[f"source:{leg}", *toolkit, *compiler],
                     prepare=partial(_prepare_reference, ctx, leg),
                     apply=partial(run_plan, run_reference),
                     doc=f"build llama-bench with upstream's release flags for smoke:{leg}'s throughput check "
@@ -280,6 +295,7 @@ def plans(ctx: Context) -> list[Any]:
                 name=leg,
                 leg=leg,
                 deps=[f"package:{leg}", f"source:{leg}"]
+                + ([c.task] if (c := ctx.leg(leg).compiler) and qemu_sysroot(ctx, leg)[0] else [])
                 + ([f"smoke:tools-{leg}"] if gpu else [])
                 + ([f"smoke:reference-{leg}"] if ref else []),
                 prepare=partial(_prepare_smoke, ctx, leg),

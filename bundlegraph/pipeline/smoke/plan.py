@@ -49,6 +49,16 @@ class Check:
     argv: list[str]
 
 
+def qemu_sysroot(ctx: Context, leg: str) -> tuple[Path | None, str]:
+    """``(sysroot, label)`` qemu-user runs ``leg``'s programs with: its pinned cross compiler's
+    target C library (:attr:`~bundlegraph.toolchains.compiler.PinnedCompiler.cross_root`, the one
+    the bundle was linked against), or ``(None, "")`` for a native or unpinned toolchain."""
+    c = ctx.leg(leg).compiler
+    if c is None or not ctx.leg(leg).toolchain.info.cross:
+        return None, ""
+    return c.cross_root, f"<{c.task}>/{c.cross_root.relative_to(c.prefix).as_posix()}"
+
+
 @frozen
 class SmokePlan:
     """What ``smoke:<leg>`` does. ``bundle``: the archive; ``record``/``log``; ``tools_dir``: the
@@ -81,6 +91,9 @@ class SmokePlan:
     gpus: Probe | None = None
     decision: Decision | None = None
     consumed: dict[str, Any] = field(default_factory=dict)
+    qemu_sysroot: Path | None = None
+    """The target C library qemu-user runs a cross leg's programs with (:func:`qemu_sysroot`)."""
+    qemu_label: str = ""
     """What the prepared plan read of upstream tasks and this host (``smoke._prepare_smoke``):
     ``bundle`` and ``source`` (package's and source's output digests), ``host``, ``how`` (how
     this host starts the bundle) and, for a GPU leg, ``test_backend_ops`` (the tools task's
@@ -241,6 +254,8 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         commit=rec.commit if rec is not None else None,
         gpus=gpus,
         decision=side.decide(spec.os, spec.arch, this_host(), gpus) if side is not None and gpus is not None else None,
+        qemu_sysroot=qemu_sysroot(ctx, leg)[0],
+        qemu_label=qemu_sysroot(ctx, leg)[1],
     )
 
 

@@ -48,7 +48,7 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     if not plan.bundle.is_file():
         raise BundleGraphError(f"smoke:{leg}: {plan.bundle} is missing; run package:{leg}")
     info = read_bundle_info(plan.bundle, plan.info_file)
-    launcher = launcher_for(info.os, info.arch)
+    launcher = launcher_for(info.os, info.arch, sysroot=plan.qemu_sysroot, label=plan.qemu_label)
     if isinstance(launcher, str):
         skipped = {"leg": leg, "status": "skipped", "reason": launcher, "bundle": plan.bundle.name, "probe": {}}
         atomic_write_json(plan.record, skipped)

@@ -1,0 +1,190 @@
+"""A pinned compiler: the GCC, binutils and C library a Linux machine file names in its
+``[compiler]`` table, unpacked from .debs pinned by sha256 into one prefix, so that the bytes of a
+Linux bundle depend on the lock and not on the runner's image (issue 50: GitHub's
+``ubuntu-24.04`` has glibc 2.39 and GCC 13, whose ``__isoc23_strtol`` and ``GLIBCXX_3.4.31+``
+broke every promised floor).
+
+This module is pure (no process, no download): :func:`compiler_of` maps a machine file to its
+:class:`PinnedCompiler`, where the compiler task (:mod:`bundlegraph.toolkit.compiler`) puts it and
+what the toolchain file names. The prefix looks like this (``<cache>/toolkits/<name>/``)::
+
+    usr/, lib/, lib64/       the packages' files, as dpkg-deb -x writes them (the sysroot)
+    bin/<c>, bin/<cxx>       wrappers: the real driver with --sysroot=<prefix> and -B<prefix>/<tools>/,
+                             loading the compiler's own libraries (GMP, MPFR, isl...) from hostlib/
+    hostlib/                 links to the prefix's build-host libraries that are not glibc's
+    bundlegraph-compiler.json the receipt: the packages, the driver's version and search dirs
+
+The machine file's table (checked when it loads, :mod:`.registry`)::
+
+    [compiler]
+    lock = "debian12-gcc12-x86_64.toml"   # in toolchains/machines/locks/ (bundlegraph.toolkit.debs format)
+    driver_c = "usr/bin/x86_64-linux-gnu-gcc-12"     # the real drivers, prefix-relative
+    driver_cxx = "usr/bin/x86_64-linux-gnu-g++-12"
+    tools = "usr/bin"                     # where the target's `as` and `ld` are (gcc's -B)
+    binutils_prefix = "x86_64-linux-gnu-" # usr/bin/<prefix>ar, nm, ranlib, objcopy, strip
+    glibc_floor = "2.35"                  # what every bundle of this toolchain may need at most
+    glibcxx_floor = "3.4.30"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core.lightclass import frozen
+
+LOCKS_DIR = Path(__file__).resolve().parent / "machines" / "locks"
+"""Where the compiler locks a machine file names are."""
+
+RECEIPT = "bundlegraph-compiler.json"
+"""The compiler task's receipt, in the prefix."""
+
+LAYOUT_VERSION = 1
+"""The layout of an installed compiler prefix (wrappers, hostlib); a change reinstalls."""
+
+KEYS = ("lock", "driver_c", "driver_cxx", "tools", "binutils_prefix", "glibc_floor", "glibcxx_floor")
+"""The keys of a machine file's ``[compiler]`` table, each required."""
+
+BINUTILS = {
+    "CMAKE_AR": "ar",
+    "CMAKE_RANLIB": "ranlib",
+    "CMAKE_NM": "nm",
+    "CMAKE_OBJCOPY": "objcopy",
+    "CMAKE_OBJDUMP": "objdump",
+    "CMAKE_STRIP": "strip",
+    "CMAKE_READELF": "readelf",
+    "CMAKE_LINKER": "ld",
+}
+"""The binutils a CMake toolchain file pins (CMake variable -> tool), so CMake's
+``CMakeFindBinUtils`` takes none of the runner's."""
+
+
+@frozen
+class PinnedCompiler:
+    """One machine file's pinned compiler (module docstring). ``toolchain``: the machine file's
+    id; ``lock``: the lock file; ``lock_digest``: :meth:`~bundlegraph.toolkit.debs.DebLock.digest`
+    of it (the prefix's identity); ``version``: gcc's version from the lock (``12.2.0``);
+    ``wrappers``: role (``c``, ``cxx``) -> wrapper name under ``bin/``; ``drivers``: role -> the
+    real driver, prefix-relative; ``tools``: gcc's ``-B`` directory; ``binutils_prefix``;
+    ``floors``: ``(glibc, glibcxx)``; ``root``: where toolkits are installed."""
+
+    toolchain: str
+    lock: Path
+    lock_digest: str
+    version: str
+    wrappers: tuple[tuple[str, str], ...]
+    drivers: tuple[tuple[str, str], ...]
+    tools: str
+    binutils_prefix: str
+    floors: tuple[str, str]
+    root: Path
+    target: str
+
+    @property
+    def name(self) -> str:
+        """``gcc-<version>-<target>-<6 hex>``: the task is ``toolkit:<name>``; machine files with
+        the same lock, target and layout share one."""
+        ident = json.dumps([self.lock_digest, self.target, self.tools, LAYOUT_VERSION])
+        return f"gcc-{self.version}-{self.target}-{hashlib.sha256(ident.encode()).hexdigest()[:6]}"
+
+    @property
+    def task(self) -> str:
+        return f"toolkit:{self.name}"
+
+    @property
+    def prefix(self) -> Path:
+        return self.root / self.name
+
+    @property
+    def receipt(self) -> Path:
+        return self.prefix / RECEIPT
+
+    @property
+    def cross_root(self) -> Path:
+        """The target's C library root of a cross compiler (``usr/aarch64-linux-gnu``: Debian's
+        ``libc6-arm64-cross`` layout, ``lib/ld-linux-aarch64.so.1`` in it): what ``qemu-aarch64 -L``
+        runs the bundle's programs with in the smoke, the same C library they were linked against."""
+        return self.prefix / "usr" / self.binutils_prefix.rstrip("-")
+
+    def wrapper(self, role: str) -> Path:
+        """The wrapper of ``role`` (``c``/``cxx``): what CMake and nvcc call."""
+        return self.prefix / "bin" / dict(self.wrappers)[role]
+
+    def binutil(self, tool: str) -> Path:
+        """``usr/bin/<binutils_prefix><tool>`` in the prefix (``ar``, ``nm`` ...)."""
+        return self.prefix / "usr" / "bin" / f"{self.binutils_prefix}{tool}"
+
+    def lto_tools(self) -> dict[str, Path]:
+        """``CMAKE_<LANG>_COMPILER_AR``/``_RANLIB`` -> GCC's LTO wrappers beside the C driver
+        (``x86_64-linux-gnu-gcc-ar-12``): CMake otherwise looks for them on the runner's PATH."""
+        c = dict(self.drivers)["c"]
+        out: dict[str, Path] = {}
+        for lang in ("C", "CXX"):
+            for tool in ("ar", "ranlib"):
+                out[f"CMAKE_{lang}_COMPILER_{tool.upper()}"] = self.prefix / c.replace("-gcc-", f"-gcc-{tool}-")
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        """What the bundle's info file and the provenance record of the compiler: its task, lock
+        file name and digest, gcc version and floors (the packages are in the receipt)."""
+        return {
+            "task": self.task,
+            "lock": self.lock.name,
+            "lock_digest": self.lock_digest,
+            "gcc": self.version,
+            "glibc_floor": self.floors[0],
+            "glibcxx_floor": self.floors[1],
+        }
+
+
+def _lock_facts(lock: Path) -> tuple[str, str]:
+    """``(digest, gcc version)`` of a compiler lock: the digest is
+    :meth:`bundlegraph.toolkit.debs.DebLock.digest`'s (the same rows, the same JSON; computed here
+    because the toolkit layer imports this one), the version the upstream part of its
+    ``gcc-<major>`` package's (``12.2.0-14+deb12u1`` -> ``12.2.0``). The lock's rows are checked
+    when the compiler task loads it (:func:`bundlegraph.toolkit.debs.load_lock`)."""
+    import tomllib
+
+    rows = tomllib.loads(lock.read_text(encoding="utf-8")).get("package", [])
+    keys = ("name", "version", "architecture", "suite", "sha256")
+    digest = hashlib.sha256(json.dumps([[r.get(k) for k in keys] for r in rows]).encode()).hexdigest()
+    version = "unknown"
+    for r in rows:
+        parts = str(r.get("name", "")).split("-")
+        if parts[0] == "gcc" and len(parts) >= 2 and parts[1].isdigit() and "base" not in parts:
+            version = str(r.get("version", "unknown")).split(":")[-1].split("-")[0]
+            break
+    return digest, version
+
+
+def compiler_of(info: Any, root: Path | None = None) -> PinnedCompiler | None:
+    """The pinned compiler of machine file ``info`` (a :class:`~.registry.ToolchainInfo`), or None
+    when it names none (MSVC, Apple clang). ``root``: where toolkits go (default
+    ``<cache>/toolkits``). Reads the lock file's text for its digest (no download)."""
+    table = dict(info.compiler)
+    if not table:
+        return None
+    from ..core import paths
+
+    lock = LOCKS_DIR / table["lock"]
+    digest, version = _lock_facts(lock)
+    wrappers = tuple((role, os.path.basename(info.binary(role))) for role in ("c", "cxx"))
+    return PinnedCompiler(
+        toolchain=info.id,
+        lock=lock,
+        lock_digest=digest,
+        version=version,
+        wrappers=wrappers,
+        drivers=(("c", table["driver_c"]), ("cxx", table["driver_cxx"])),
+        tools=table["tools"],
+        binutils_prefix=table["binutils_prefix"],
+        floors=(table["glibc_floor"], table["glibcxx_floor"]),
+        root=root or (paths.cache_root() / "toolkits"),
+        target=f"{info.target_os}-{info.target_arch}",
+    )
+
+
+__all__ = ["BINUTILS", "KEYS", "LOCKS_DIR", "RECEIPT", "PinnedCompiler", "compiler_of"]
