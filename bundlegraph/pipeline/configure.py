@@ -489,6 +489,8 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
     reproducible (:func:`~bundlegraph.toolchains.cmake_hooks.reproducibility_problems`) and, for
     MSVC + CUDA, passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
     out: dict[str, Any] = {}
+    if plan.compiler is not None:
+        out["hermetic"] = hermetic_check(plan)
     if plan.cuda is None:
         return out
     cache = read_cmake_cache(plan.cmake_dir)
@@ -512,6 +514,28 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
             raise BundleGraphError(f"configure:{plan.leg}: " + "; ".join(bad[:5]))
         out["zc_preprocessor"] = "once in every nvcc command"
     return out
+
+
+def hermetic_check(plan: ConfigurePlan) -> str:
+    """Raise :class:`BundleGraphError` when CMake found the C or C++ compiler searching a directory
+    outside the leg's pinned compiler (:func:`~bundlegraph.toolchains.compiler.implicit_dir_problems`
+    over ``CMakeFiles/<version>/CMake{C,CXX}Compiler.cmake``), or found no such file; else say what held."""
+    from ..toolchains.compiler import implicit_dir_problems
+
+    assert plan.compiler is not None
+    files = {
+        f"{f.parent.name}/{f.name}": f.read_text(encoding="utf-8", errors="replace")
+        for f in sorted((plan.cmake_dir / "CMakeFiles").glob("*/CMake*Compiler.cmake"))
+        if f.name in ("CMakeCCompiler.cmake", "CMakeCXXCompiler.cmake")
+    }
+    if not files:
+        raise BundleGraphError(
+            f"configure:{plan.leg}: CMake recorded no C/C++ compiler under {plan.cmake_dir}/CMakeFiles"
+        )
+    bad = implicit_dir_problems(files, plan.compiler.prefix)
+    if bad:
+        raise BundleGraphError(f"configure:{plan.leg}: not hermetic: " + "; ".join(bad[:4]))
+    return f"every implicit include and link directory of C and C++ lies in {plan.compiler.task}'s prefix"
 
 
 def plans(ctx: Context) -> list[Any]:

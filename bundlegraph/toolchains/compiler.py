@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ LOCKS_DIR = Path(__file__).resolve().parent / "machines" / "locks"
 RECEIPT = "bundlegraph-compiler.json"
 """The compiler task's receipt, in the prefix."""
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 """The layout of an installed compiler prefix (wrappers, hostlib); a change reinstalls."""
 
 KEYS = ("lock", "driver_c", "driver_cxx", "tools", "binutils_prefix", "glibc_floor", "glibcxx_floor")
@@ -140,6 +141,28 @@ class PinnedCompiler:
         }
 
 
+_IMPLICIT = re.compile(r'^set\(CMAKE_(C|CXX)_IMPLICIT_(INCLUDE|LINK)_DIRECTORIES "([^"]*)"\)', re.M)
+
+
+def implicit_dir_problems(compiler_files: dict[str, str], prefix: Path) -> list[str]:
+    """Every directory CMake found the C and C++ compilers searching that is not in ``prefix``
+    (the pinned compiler's), one line each naming the file and the directory.
+    ``compiler_files``: file name -> text of CMake's ``CMakeFiles/<version>/CMake{C,CXX}Compiler.cmake``
+    (where CMake records ``CMAKE_<LANG>_IMPLICIT_INCLUDE_DIRECTORIES`` and ``..._LINK_DIRECTORIES``,
+    from the compiler's own ``-v`` output): the configure's proof that no header or library of the
+    runner reaches a compile or a link."""
+    root = os.path.normpath(prefix)
+    out = []
+    for name, text in sorted(compiler_files.items()):
+        for lang, kind, dirs in _IMPLICIT.findall(text):
+            for d in (os.path.normpath(x) for x in dirs.split(";") if x):
+                if d != root and not d.startswith(root + os.sep):
+                    out.append(
+                        f"{name}: CMAKE_{lang}_IMPLICIT_{kind}_DIRECTORIES names {d}, outside the pinned compiler"
+                    )
+    return out
+
+
 def _lock_facts(lock: Path) -> tuple[str, str]:
     """``(digest, gcc version)`` of a compiler lock: the digest is
     :meth:`bundlegraph.toolkit.debs.DebLock.digest`'s (the same rows, the same JSON; computed here
@@ -187,4 +210,4 @@ def compiler_of(info: Any, root: Path | None = None) -> PinnedCompiler | None:
     )
 
 
-__all__ = ["BINUTILS", "KEYS", "LOCKS_DIR", "RECEIPT", "PinnedCompiler", "compiler_of"]
+__all__ = ["BINUTILS", "KEYS", "LOCKS_DIR", "RECEIPT", "PinnedCompiler", "compiler_of", "implicit_dir_problems"]

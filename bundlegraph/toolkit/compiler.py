@@ -64,7 +64,9 @@ _WRAPPER = """#!/bin/sh
 # Written by bundlegraph ({task}): {driver} of {lock} (lock digest {digest}),
 # with this prefix as its sysroot and -B {tools}/ (the target's as and ld), so that no header,
 # library or program of the build host reaches a compile or a link. Its own libraries (GMP, MPFR,
-# MPC, isl, zstd, libbfd) load from hostlib/; the build host's glibc runs it.
+# MPC, isl, zstd, libbfd) load from hostlib/; the build host's glibc runs it. GCC's own search
+# variables would add the runner's directories (CPATH=/usr/include): unset.
+unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH OBJC_INCLUDE_PATH LIBRARY_PATH COMPILER_PATH GCC_EXEC_PREFIX
 here=$(cd "$(dirname "$0")/.." && pwd)
 LD_LIBRARY_PATH="$here/hostlib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$here/{driver}" --sysroot="$here" -B"$here/{tools}/" "$@"
 """
