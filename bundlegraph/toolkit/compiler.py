@@ -147,32 +147,34 @@ _PROBE = '#include <cstdio>\n#include <string>\nint main() { std::printf("%s\\n"
 
 def probe(c: PinnedCompiler, log: Path | None = None) -> dict[str, Any]:
     """Run the installed C++ wrapper: its version line, and the search directories of a small C++
-    program compiled and linked with ``-v`` (with an environment holding only ``PATH``, so no
-    ``CPATH`` or ``LIBRARY_PATH`` of the caller hides a leak). Raises :class:`ToolkitError`: the
-    compiler does not run here (naming the build host's glibc), or a directory lies outside the prefix."""
+    program compiled and linked with ``-v`` (the wrapper unsets GCC's search variables, so a
+    caller's ``CPATH`` or ``LIBRARY_PATH`` reaches neither). Raises :class:`ToolkitError`: the
+    compiler does not run here (naming the build host's C library), the probe does not build, or
+    a directory lies outside the prefix."""
     cxx = c.wrapper("cxx")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     try:
-        version = proc.run(
-            [cxx, "--version"], env=env, capture=True, echo=False, log=log, what=f"{c.task}: g++ --version"
-        )
-        with tempfile.TemporaryDirectory(prefix="bg-cc-") as d:
-            src = Path(d) / "probe.cpp"
-            src.write_text(_PROBE, encoding="utf-8")
+        version = proc.run([cxx, "--version"], capture=True, echo=False, log=log, what=f"{c.task}: g++ --version")
+    except ToolFailed as e:
+        raise ToolkitError(
+            f"{c.task}: the pinned compiler ({c.lock.name}) does not run on this build host ({_host_libc()}): "
+            f"its programs need the glibc of the lock's libc6 or newer; last line: {str(e).splitlines()[-1]}"
+        ) from None
+    with tempfile.TemporaryDirectory(prefix="bg-cc-") as d:
+        src = Path(d) / "probe.cpp"
+        src.write_text(_PROBE, encoding="utf-8")
+        try:
             out = proc.run(
                 [cxx, "-v", "-O2", str(src), "-o", str(Path(d) / "probe")],
-                env=env,
                 cwd=d,
                 capture=True,
                 echo=False,
                 log=log,
                 what=f"{c.task}: g++ -v probe",
             )
-    except ToolFailed as e:
-        raise ToolkitError(
-            f"{c.task}: the pinned compiler ({c.lock.name}) does not run on this build host ({_host_libc()}): "
-            f"its programs need the glibc of the lock's libc6 or newer; last lines: {str(e).splitlines()[-1]}"
-        ) from None
+        except ToolFailed as e:
+            raise ToolkitError(
+                f"{c.task}: the pinned compiler did not build a small C++ program; last line: {str(e).splitlines()[-1]}"
+            ) from None
     dirs = search_dirs(out.output)
     bad = foreign_dirs(dirs, c.prefix)
     if bad:
