@@ -43,7 +43,7 @@ LOCKS_DIR = Path(__file__).resolve().parent / "machines" / "locks"
 RECEIPT = "bundlegraph-compiler.json"
 """The compiler task's receipt, in the prefix."""
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 """The layout of an installed compiler prefix (wrappers, hostlib); a change reinstalls."""
 
 KEYS = ("lock", "driver_c", "driver_cxx", "tools", "binutils_prefix", "glibc_floor", "glibcxx_floor")
@@ -115,8 +115,20 @@ class PinnedCompiler:
         return self.prefix / "bin" / dict(self.wrappers)[role]
 
     def binutil(self, tool: str) -> Path:
-        """``usr/bin/<binutils_prefix><tool>`` in the prefix (``ar``, ``nm`` ...)."""
-        return self.prefix / "usr" / "bin" / f"{self.binutils_prefix}{tool}"
+        """The wrapper of ``usr/bin/<binutils_prefix><tool>`` (``ar``, ``nm`` ...): ``bin/`` of
+        the prefix (:meth:`tool_wrappers`), since CMake runs them directly."""
+        return self.prefix / "bin" / f"{self.binutils_prefix}{tool}"
+
+    def tool_wrappers(self) -> dict[str, str]:
+        """Wrapper name in ``bin/`` -> the real program, prefix-relative: the binutils CMake pins
+        and GCC's LTO ``gcc-ar``/``gcc-ranlib``. The programs load libbfd and libctf from
+        ``hostlib/`` (the runner has another binutils, or none), so CMake must not run them bare."""
+        out = {f"{self.binutils_prefix}{t}": f"usr/bin/{self.binutils_prefix}{t}" for t in BINUTILS.values()}
+        c = dict(self.drivers)["c"]
+        for tool in ("ar", "ranlib"):
+            real = c.replace("-gcc-", f"-gcc-{tool}-")
+            out[Path(real).name] = real
+        return out
 
     def lto_tools(self) -> dict[str, Path]:
         """``CMAKE_<LANG>_COMPILER_AR``/``_RANLIB`` -> GCC's LTO wrappers beside the C driver
@@ -125,14 +137,16 @@ class PinnedCompiler:
         out: dict[str, Path] = {}
         for lang in ("C", "CXX"):
             for tool in ("ar", "ranlib"):
-                out[f"CMAKE_{lang}_COMPILER_{tool.upper()}"] = self.prefix / c.replace("-gcc-", f"-gcc-{tool}-")
+                out[f"CMAKE_{lang}_COMPILER_{tool.upper()}"] = (
+                    self.prefix / "bin" / Path(c.replace("-gcc-", f"-gcc-{tool}-")).name
+                )
         return out
 
     def identity(self) -> dict[str, Any]:
-        """What the bundle's info file and the provenance record of the compiler: its task, lock
-        file name and digest, gcc version and floors (the packages are in the receipt)."""
+        """What the bundle's info file and the provenance record of the compiler: its lock file
+        name and digest, gcc version and floors (the packages are in the receipt). Not the task's
+        name, which names the layout too: a new layout must not change a bundle's bytes."""
         return {
-            "task": self.task,
             "lock": self.lock.name,
             "lock_digest": self.lock_digest,
             "gcc": self.version,

@@ -68,7 +68,7 @@ class GccLinux(Toolchain):
             bins["cuda_host"] = bins["cxx"]
             if not cuda.nvcc.is_file():
                 raise ToolMissing(f"toolchain {self.id}: nvcc not found at {cuda.nvcc} (toolkit {cuda.prefix})")
-            self._check_gcc_supported(cuda, key[self.names()["cxx"]])
+            self._check_gcc_supported(cuda, key[Path(self.names()["cxx"]).name])
         gpu_bins, gpu_key = self.gpu_binaries(sdk, env)
         return Resolved(bins | gpu_bins, env, key | gpu_key)
 

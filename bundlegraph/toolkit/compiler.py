@@ -61,7 +61,7 @@ in ``hostlib/``, since the compiler's programs run on the build host's glibc and
 second libc.so.6 on their library path would break them."""
 
 _WRAPPER = """#!/bin/sh
-# Written by bundlegraph ({task}): {driver} of {lock} (lock digest {digest}),
+# Written by bundlegraph: {driver} of {lock} (lock digest {digest}),
 # with this prefix as its sysroot and -B {tools}/ (the target's as and ld), so that no header,
 # library or program of the build host reaches a compile or a link. Its own libraries (GMP, MPFR,
 # MPC, isl, zstd, libbfd) load from hostlib/; the build host's glibc runs it. GCC's own search
@@ -75,25 +75,33 @@ LD_LIBRARY_PATH="$here/hostlib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$he
 def wrapper_text(c: PinnedCompiler, role: str) -> str:
     """The ``bin/<name>`` wrapper of ``role`` (``c``/``cxx``). Its text names the lock digest: ccache
     hashes a compiler by its content (``compiler_check=content``), so another lock is another compiler."""
-    return _WRAPPER.format(
-        task=c.task, driver=dict(c.drivers)[role], lock=c.lock.name, digest=c.lock_digest, tools=c.tools
-    )
+    return _WRAPPER.format(driver=dict(c.drivers)[role], lock=c.lock.name, digest=c.lock_digest, tools=c.tools)
+
+
+_TOOL_WRAPPER = """#!/bin/sh
+# Written by bundlegraph: {real} of {lock} (lock digest {digest}), loading its libraries (libbfd,
+# libctf, zstd) from hostlib/ (the runner's binutils, if any, are another version).
+here=$(cd "$(dirname "$0")/.." && pwd)
+LD_LIBRARY_PATH="$here/hostlib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$here/{real}" "$@"
+"""
 
 
 def lay_out(c: PinnedCompiler, prefix: Path) -> None:
-    """In a freshly unpacked ``prefix``: the wrappers under ``bin/`` (mode 0755, their mtime the
-    driver's, from the package) and ``hostlib/``, relative links to every shared library of the
-    build machine's triplet directories but glibc's (:data:`GLIBC_OBJECTS`). Raises
-    :class:`ToolkitError` when a driver or the tools directory is missing."""
-    for role, driver in c.drivers:
-        real = prefix / driver
+    """In a freshly unpacked ``prefix``: the wrappers under ``bin/`` (the drivers', and the
+    binutils' CMake runs directly, :meth:`~bundlegraph.toolchains.compiler.PinnedCompiler.tool_wrappers`;
+    mode 0755, their mtime the real program's, from the package) and ``hostlib/``, relative links to
+    every shared library of the build machine's triplet directories but glibc's
+    (:data:`GLIBC_OBJECTS`). Raises :class:`ToolkitError` when a program or the tools directory is missing."""
+    scripts = {dict(c.wrappers)[role]: (driver, wrapper_text(c, role)) for role, driver in c.drivers}
+    for name, target in c.tool_wrappers().items():
+        scripts[name] = (target, _TOOL_WRAPPER.format(real=target, lock=c.lock.name, digest=c.lock_digest))
+    for name, (rel, text) in scripts.items():
+        real = prefix / rel
         if not real.is_file():
-            raise ToolkitError(
-                f"{c.task}: {c.lock.name} unpacked no {driver} (compiler.driver_{role} of {c.toolchain})"
-            )
-        w = prefix / "bin" / dict(c.wrappers)[role]
+            raise ToolkitError(f"{c.task}: {c.lock.name} unpacked no {rel} (a program of {c.toolchain}'s [compiler])")
+        w = prefix / "bin" / name
         w.parent.mkdir(parents=True, exist_ok=True)
-        w.write_text(wrapper_text(c, role), encoding="utf-8", newline="\n")
+        w.write_text(text, encoding="utf-8", newline="\n")
         w.chmod(0o755)
         st = real.stat()
         os.utime(w, ns=(st.st_mtime_ns, st.st_mtime_ns))
