@@ -39,6 +39,7 @@ from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.lightclass import frozen
 from ..core.report import say
+from ..toolchains.base import scrubbed
 from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .compile import build_measure, compiler_cache, costs, shard_guard
@@ -224,7 +225,7 @@ def run_build(plan: BuildPlan) -> list[Path]:
         )
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), plan.cmake_dir.parent)
+    env = without_git(compiler_cache.build_env(chosen, scrubbed(os.environ), stats_log), plan.cmake_dir.parent)
     offset = build_measure.log_size(plan.cmake_dir)
     try:
         proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")

@@ -508,11 +508,34 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
     if bad:
         raise BundleGraphError(f"configure:{plan.leg}: not reproducible: " + "; ".join(bad[:5]))
     out["reproducible"] = "-objtemp and a distinct -frandom-seed in every nvcc command"
+    if plan.compiler is not None:
+        bad = ccbin_problems(cc, plan.binaries.get("cuda_host") or plan.binaries.get("cxx", ""))
+        if bad:
+            raise BundleGraphError(f"configure:{plan.leg}: not hermetic: " + "; ".join(bad[:3]))
+        out["cuda_host_compiler"] = "every nvcc command's -ccbin is the pinned compiler's"
     if tc.info.build_os == "windows":
         bad = msvc.zc_preprocessor_problems(cc)
         if bad:
             raise BundleGraphError(f"configure:{plan.leg}: " + "; ".join(bad[:5]))
         out["zc_preprocessor"] = "once in every nvcc command"
+    return out
+
+
+def ccbin_problems(commands: list[dict[str, Any]], want: str) -> list[str]:
+    """The nvcc commands of ``compile_commands.json`` whose host compiler (``-ccbin=X`` or
+    ``-ccbin X``) is not ``want``, the pinned compiler's wrapper, one line each naming the source
+    and what it named: a runner's ``CUDAHOSTCXX`` once put its own GCC there."""
+    import shlex
+
+    out = []
+    for c in commands:
+        argv = c.get("arguments") or shlex.split(c.get("command", ""))
+        if not argv or ("nvcc" not in Path(argv[0]).name and not any("nvcc" in Path(a).name for a in argv[:2])):
+            continue
+        got = [a.split("=", 1)[1] for a in argv if a.startswith(("-ccbin=", "--compiler-bindir="))]
+        got += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-ccbin", "--compiler-bindir")]
+        if got != [want]:
+            out.append(f"{c.get('file')}: nvcc's host compiler is {', '.join(got) or 'not named'}, not {want}")
     return out
 
 

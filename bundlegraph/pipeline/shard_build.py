@@ -38,6 +38,7 @@ from ..core.fsutil import atomic_dir, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..schemas.shard_record import SHARD_FORMAT, ShardRecord
+from ..toolchains.base import scrubbed
 from .base import Context, Prepared, TaskPlan, run_plan
 from .build import NAME, BuildPlan, Progress, configured_launcher, launcher_refusal, plan_build, record_cache_stats
 from .compile import build_measure, compiler_cache, costs, shard_guard
@@ -119,7 +120,7 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     )
     stats_log = bp.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = without_git(compiler_cache.build_env(chosen, dict(os.environ), stats_log), bp.cmake_dir.parent)
+    env = without_git(compiler_cache.build_env(chosen, scrubbed(os.environ), stats_log), bp.cmake_dir.parent)
     remote = bool(env.get("CCACHE_REMOTE_STORAGE")) and "read-only" not in env.get("CCACHE_REMOTE_STORAGE", "")
     cache_dir = None if remote else compiler_cache.local_dir(chosen, env)
     before = compiler_cache.snapshot(cache_dir)

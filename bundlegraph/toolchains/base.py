@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,52 @@ from .vulkan import VulkanSdk
 
 Sdk = CudaToolkit | VulkanSdk | HipSdk
 """A leg's SDK as a toolchain takes it (the backend's, :attr:`bundlegraph.pipeline.base.LegContext.sdk`)."""
+
+
+FOREIGN_BUILD_VARS = (
+    "CC",
+    "CXX",
+    "CUDACXX",
+    "CUDAHOSTCXX",
+    "HIPCXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "CUDAFLAGS",
+    "HIPFLAGS",
+    "NVCC_CCBIN",
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "OBJC_INCLUDE_PATH",
+    "LIBRARY_PATH",
+    "COMPILER_PATH",
+    "GCC_EXEC_PREFIX",
+)
+"""Variables of the runner that choose a compiler or add flags and search paths behind the
+toolchain file's back (CMake's ``CUDAHOSTCXX`` and ``CC``, nvcc's ``NVCC_PREPEND_FLAGS`` and
+``NVCC_CCBIN``, GCC's ``CPATH``): never passed to configure or build, nor any ``CMAKE_*``
+variable (bundlegraph says everything on cmake's command line). Found on the Ubuntu 24.04 GPU
+machine: its environment named ``/opt/gcc/bin/g++`` as the CUDA host compiler, so ggml-cuda's
+host code compiled against glibc 2.39 (``__isoc23_strtol``) whatever the toolchain file said."""
+
+
+def scrubbed(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without :data:`FOREIGN_BUILD_VARS` and ``CMAKE_*`` (names compared as the OS does:
+    upper-cased on Windows), except ``CMAKE_BUILD_PARALLEL_LEVEL``."""
+
+    def fold(k: str) -> str:
+        return k.upper() if sys.platform == "win32" else k
+
+    drop = {fold(k) for k in FOREIGN_BUILD_VARS}
+    return {
+        k: v
+        for k, v in env.items()
+        if fold(k) not in drop and not (fold(k).startswith("CMAKE_") and fold(k) != "CMAKE_BUILD_PARALLEL_LEVEL")
+    }
 
 
 def cuda_of(sdk: Sdk | None) -> CudaToolkit | None:
@@ -128,8 +175,9 @@ class Toolchain:
         return [f"-target-dir={tdir}", "-objtemp", *mapped]
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """The environment cmake and the compilers run in (default: this process's)."""
-        return dict(os.environ if base is None else base)
+        """The environment cmake and the compilers run in (default: this process's), without the
+        variables that would choose compilers or flags behind the toolchain file (:func:`scrubbed`)."""
+        return scrubbed(os.environ if base is None else base)
 
     def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         """The compilers (and the SDK's GPU compilers, :meth:`gpu_binaries`) as absolute paths,

@@ -21,7 +21,7 @@ from typing import Any
 from ..core import settings
 from ..core.errors import ToolMissing
 from . import msvc
-from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of
+from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of, scrubbed
 from .prefix_maps import PrefixMaps
 from .registry import ToolchainInfo
 
@@ -45,7 +45,7 @@ class _VisualStudio(Toolchain):
         self.system_processor = info.target_arch
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        return msvc.developer_env(self.vcvars_arch, base)
+        return scrubbed(msvc.developer_env(self.vcvars_arch, base))
 
 
 class Msvc(_VisualStudio):
