@@ -10,6 +10,8 @@
 # Each bundle's sha256 and the highest GLIBC/GLIBCXX versions its ELF files need are printed.
 #   bash bench/device_toolchain_run.sh start OUT     (returns after WATCH_S, default 520 s)
 #   bash bench/device_toolchain_run.sh watch OUT     (again, until it says done)
+# BG_CPU_TASKS / BG_CUDA_TASKS name other tasks for either run (none: skip the CPU run), BG_SKIP_CUDA=1
+# skips the CUDA run.
 set -uo pipefail
 MODE="${1:?start|watch}"; OUT="${2:?OUT}"
 S="${STASH:-/root/stash}"
@@ -36,10 +38,10 @@ export BUNDLEGRAPH_BUNDLES=$P/bundles BUNDLEGRAPH_CMAKE=$B/site/cmake/data/bin/c
 export BUNDLEGRAPH_LAUNCHER=none
 cd $W
 t0=\$(date +%s)
-\$PY -m doit -f $P/dodo.py -n 2 -P thread \${BG_CPU_TASKS:-package:linux-x64-cpu package:linux-arm64-cpu} > $W/doit-cpu.log 2>&1
+[ "\${BG_CPU_TASKS:-}" = none ] || \$PY -m doit -f $P/dodo.py -n 2 -P thread \${BG_CPU_TASKS:-package:linux-x64-cpu package:linux-arm64-cpu} > $W/doit-cpu.log 2>&1
 echo "cpu \$? \$(( \$(date +%s) - t0 ))" >> $W/doit.rc
 t0=\$(date +%s)
-[ -n "\${BG_SKIP_CUDA:-}" ] || BUNDLEGRAPH_ARCHS=90 BUNDLEGRAPH_TOOLKIT_SOURCE=host:/usr/local/cuda \$PY -m doit -f $P/dodo.py package:linux-x64-cuda13-portable > $W/doit-cuda.log 2>&1
+[ -n "\${BG_SKIP_CUDA:-}" ] || BUNDLEGRAPH_ARCHS=90 BUNDLEGRAPH_TOOLKIT_SOURCE=host:/usr/local/cuda \$PY -m doit -f $P/dodo.py \${BG_CUDA_TASKS:-package:linux-x64-cuda13-portable} > $W/doit-cuda.log 2>&1
 echo "cuda \$? \$(( \$(date +%s) - t0 ))" >> $W/doit.rc
 echo done >> $W/doit.rc
 EOF
