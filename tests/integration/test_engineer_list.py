@@ -1,0 +1,39 @@
+"""The release engineer's list (issue 51, item 4): each failure is one line naming the file, key or
+artifact and what was expected, with the documented exit status, never a traceback.
+
+- ``rerun-cancelled`` reads every job of a run, page by page: a person's cancel in job 139 stands.
+"""
+
+from __future__ import annotations
+
+import graphrun
+from githubkit import FakeGitHub
+
+REPO = "owner/llama-bundles"
+BY_HAND = "The run was canceled by @alice."
+TIMEOUT = "The job has exceeded the maximum execution time of 45m0s"
+
+
+def _release_run(rid: int, last_job_notes: list[str]) -> dict:
+    """A cancelled first attempt of 139 jobs (as many as the real release has): 138 passed, and
+    job 139 (the last, on the second page of 100) cancelled with ``last_job_notes``."""
+    jobs = [{"id": rid * 1000 + i, "name": f"compile (leg {i})", "conclusion": "success"} for i in range(1, 139)]
+    last = {"id": rid * 1000 + 139, "name": "backend (leg 139)", "conclusion": "cancelled"}
+    jobs.append(last | {"annotations": last_job_notes})
+    return {"id": rid, "conclusion": "cancelled", "run_attempt": 1, "jobs": jobs}
+
+
+def test_rerun_cancelled_reads_every_page_of_jobs_so_a_cancel_in_job_139_stands(tmp_path):
+    with FakeGitHub(REPO, token="t0ken") as gh:
+        gh.runs[5] = _release_run(5, [BY_HAND, "The operation was canceled."])
+        gh.runs[6] = _release_run(6, [TIMEOUT])
+        env = {"BUNDLEGRAPH_GITHUB_API": gh.api, "GITHUB_TOKEN": "t0ken"}
+        person = graphrun.cli(["rerun-cancelled", "--run-id", "5", "--repo", REPO], workdir=tmp_path, **env)
+        timeout = graphrun.cli(["rerun-cancelled", "--run-id", "6", "--repo", REPO], workdir=tmp_path, **env)
+    assert person.returncode == 0, person.stdout + person.stderr
+    assert (
+        "run 5: left as it is: cancelled by @alice (job 'backend (leg 139)'): a person's cancel stands" in person.stdout
+    ), person.stdout
+    assert timeout.returncode == 0 and "run 6: re-run: cancelled after 138 successful job(s)" in timeout.stdout
+    assert gh.reruns == [6]  # the person's cancel was not re-run
+    assert gh.calls.count(f"GET /repos/{REPO}/actions/runs/5/jobs") == 2  # two pages: 100 + 39 jobs
