@@ -2,11 +2,13 @@
 artifact and what was expected, with the documented exit status, never a traceback.
 
 - ``rerun-cancelled`` reads every job of a run, page by page: a person's cancel in job 139 stands.
+- a spec file that is not UTF-8 (UTF-16, as Windows editors save it) is refused naming the file.
 """
 
 from __future__ import annotations
 
 import graphrun
+import pytest
 from githubkit import FakeGitHub
 
 REPO = "owner/llama-bundles"
@@ -37,3 +39,26 @@ def test_rerun_cancelled_reads_every_page_of_jobs_so_a_cancel_in_job_139_stands(
     assert timeout.returncode == 0 and "run 6: re-run: cancelled after 138 successful job(s)" in timeout.stdout
     assert gh.reruns == [6]  # the person's cancel was not re-run
     assert gh.calls.count(f"GET /repos/{REPO}/actions/runs/5/jobs") == 2  # two pages: 100 + 39 jobs
+
+
+def _one_line(r, status: int) -> str:
+    """The one stderr line of a refused command ``r`` that exited ``status``, no traceback."""
+    assert r.returncode == status and "Traceback" not in r.stderr, (r.returncode, r.stdout[-2000:] + r.stderr[-3000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", ["mini-linux-x64-cpu.toml", "release.toml"])
+def test_a_spec_file_saved_as_utf16_is_refused_in_one_line_by_doit_plan_and_matrix(tmp_path, name):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    f = bundles / name
+    f.write_bytes(f.read_text(encoding="utf-8").encode("utf-16"))  # with its byte-order mark, as Notepad saves it
+    want = f"{f}: (encoding): not UTF-8 (byte 0xff at offset 0; it starts with the byte-order mark of UTF-16"
+    for r in (
+        graphrun.doit(["list"], bundles=bundles, workdir=work),
+        graphrun.cli(["plan"], bundles=bundles, workdir=work),
+        graphrun.cli(["matrix"], bundles=bundles, workdir=work),
+    ):
+        line = _one_line(r, 2)
+        assert want in line and line.endswith("save it as UTF-8, the encoding TOML requires"), line
