@@ -3,9 +3,15 @@ artifact and what was expected, with the documented exit status, never a traceba
 
 - ``rerun-cancelled`` reads every job of a run, page by page: a person's cancel in job 139 stands.
 - a spec file that is not UTF-8 (UTF-16, as Windows editors save it) is refused naming the file.
+- a read-only work directory is named, also for ``doit clean -a``; ``doit list`` and ``doit info``
+  leave the work directory untouched (no ``.bundlegraph/doit.sqlite3``), so they work there too.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import graphrun
 import pytest
@@ -62,3 +68,47 @@ def test_a_spec_file_saved_as_utf16_is_refused_in_one_line_by_doit_plan_and_matr
     ):
         line = _one_line(r, 2)
         assert want in line and line.endswith("save it as UTF-8, the encoding TOML requires"), line
+
+
+def test_doit_list_and_info_leave_the_work_directory_untouched(tmp_path):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    r = graphrun.doit(["list"], bundles=bundles, workdir=work)
+    assert r.returncode == 0 and "source:mini-linux-x64-cpu" in r.stdout, r.stderr[-2000:]
+    r = graphrun.doit(["info", "source:mini-linux-x64-cpu"], bundles=bundles, workdir=work)
+    assert r.returncode == 1 and "source:mini-linux-x64-cpu" in r.stdout, r.stderr[-2000:]  # would run: doit's 1
+    assert sorted(work.iterdir()) == []  # no .bundlegraph/, no doit.sqlite3
+
+
+def _without_root_override(argv: list[str]) -> list[str]:
+    """``argv`` run so that file modes bind: as root, without CAP_DAC_OVERRIDE (util-linux's
+    ``setpriv``), which otherwise lets root write into a directory of mode 0555."""
+    if os.geteuid() != 0:
+        return argv
+    from conftest import require_tools
+
+    require_tools("setpriv")
+    return ["setpriv", "--bounding-set", "-dac_override", *argv]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="this host is Windows: no POSIX file modes")
+def test_a_read_only_work_directory_is_named_in_one_line_and_list_still_works(tmp_path):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    work.chmod(0o555)
+    try:
+        env = graphrun.env_for(bundles, work)
+        doit = [str(graphrun.BIN / "doit"), "-f", str(graphrun.ROOT / "dodo.py")]
+        runs = {}
+        for args in (["clean", "-a"], ["source:mini-linux-x64-cpu"], ["list"]):
+            runs[args[0]] = subprocess.run(
+                _without_root_override([*doit, *args]), capture_output=True, text=True, env=env, timeout=300
+            )
+    finally:
+        work.chmod(0o755)
+    for command in ("clean", "source:mini-linux-x64-cpu"):
+        line = _one_line(runs[command], 2)
+        verb = command if command == "clean" else "run"
+        assert line.startswith(f"bundlegraph: {work}: the work directory is not writable (Permission denied"), line
+        assert f"doit {verb} keeps its run lock and state in {work / '.bundlegraph'}" in line, line
+        assert "BUNDLEGRAPH_WORKDIR" in line, line
+    assert runs["list"].returncode == 0 and "source:mini-linux-x64-cpu" in runs["list"].stdout, runs["list"].stderr
+    assert sorted(work.iterdir()) == []
