@@ -5,6 +5,7 @@ artifact and what was expected, with the documented exit status, never a traceba
 - a spec file that is not UTF-8 (UTF-16, as Windows editors save it) is refused naming the file.
 - a read-only work directory is named, also for ``doit clean -a``; ``doit list`` and ``doit info``
   leave the work directory untouched (no ``.bundlegraph/doit.sqlite3``), so they work there too.
+- ``BUNDLEGRAPH_CACHE`` naming a file is refused before any task.
 """
 
 from __future__ import annotations
@@ -112,3 +113,13 @@ def test_a_read_only_work_directory_is_named_in_one_line_and_list_still_works(tm
         assert "BUNDLEGRAPH_WORKDIR" in line, line
     assert runs["list"].returncode == 0 and "source:mini-linux-x64-cpu" in runs["list"].stdout, runs["list"].stderr
     assert sorted(work.iterdir()) == []
+
+
+def test_a_cache_that_is_a_file_is_refused_before_any_task(tmp_path):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    f = tmp_path / "cache-file"
+    f.write_text("x\n", encoding="utf-8")
+    r = graphrun.doit(["configure:mini-linux-x64-cpu"], bundles=bundles, workdir=work, BUNDLEGRAPH_CACHE=str(f))
+    line = _one_line(r, 2)
+    assert line.startswith(f"bundlegraph: BUNDLEGRAPH_CACHE={str(f)!r}: not a directory ({f} is a file)"), line
+    assert not (work / "build").exists()  # no task ran
