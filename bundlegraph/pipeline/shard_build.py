@@ -43,7 +43,7 @@ from .build import NAME, BuildPlan, Progress, configured_launcher, launcher_refu
 from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
-from .compile.shards import ShardRef, ShardSlice, costed, split
+from .compile.shards import ShardRef, ShardSlice, costed, count_problem, split
 
 
 @frozen
@@ -88,10 +88,15 @@ def split_digest(slices: list[ShardSlice]) -> str:
 
 
 def leg_slices(plan: BuildPlan, count: int) -> tuple[list[ShardSlice], costs.CostRecord | None]:
-    """The split of a configured leg into ``count`` slices, and the cost record it used."""
+    """The split of a configured leg into ``count`` slices, and the cost record it used. Raises
+    :class:`BundleGraphError` (one line, :func:`~.compile.shards.count_problem`) when the leg has
+    fewer compile steps than ``count``: a shard would compile nothing, a runner spent for nothing."""
     from .compile.ninja_graph import compile_steps
 
     steps = compile_steps(plan.ninja, plan.cmake_dir, plan.targets)
+    bad = count_problem(plan.leg, count, len(steps), plan.targets)
+    if bad:
+        raise BundleGraphError(bad)
     record = costs.find(plan.leg, plan.bundles)
     measured = record.objects if record else {}
     return split(costed(steps, measured, plan.cuda_archs), count), record

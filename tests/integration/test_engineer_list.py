@@ -6,6 +6,7 @@ artifact and what was expected, with the documented exit status, never a traceba
 - a read-only work directory is named, also for ``doit clean -a``; ``doit list`` and ``doit info``
   leave the work directory untouched (no ``.bundlegraph/doit.sqlite3``), so they work there too.
 - ``BUNDLEGRAPH_CACHE`` naming a file is refused before any task.
+- an absurd shard count (``shard=1/99999999999999999999999``, ``plan --shards --count``) is refused.
 """
 
 from __future__ import annotations
@@ -123,3 +124,19 @@ def test_a_cache_that_is_a_file_is_refused_before_any_task(tmp_path):
     line = _one_line(r, 2)
     assert line.startswith(f"bundlegraph: BUNDLEGRAPH_CACHE={str(f)!r}: not a directory ({f} is a file)"), line
     assert not (work / "build").exists()  # no task ran
+
+
+def test_an_absurd_shard_count_is_refused_in_one_line(tmp_path):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    huge = "1/99999999999999999999999"
+    for r in (
+        graphrun.doit(["list", f"shard={huge}"], bundles=bundles, workdir=work),
+        graphrun.doit(["build:mini-linux-arm64-cuda"], bundles=bundles, workdir=work, BUNDLEGRAPH_SHARD=huge),
+    ):
+        line = _one_line(r, 2)
+        assert line.endswith(f"={huge}: N must be at most 32 (what a spec's [build] shards allows)"), line
+    r = graphrun.cli(["plan", "mini-linux-arm64-cuda", "--shards", "--count", "99999"], bundles=bundles, workdir=work)
+    assert (
+        _one_line(r, 2)
+        == "bundlegraph: mini-linux-arm64-cuda: 99999 shards: expected 1 to 32 (what a spec's [build] shards allows)"
+    )
