@@ -7,16 +7,20 @@ artifact and what was expected, with the documented exit status, never a traceba
   leave the work directory untouched (no ``.bundlegraph/doit.sqlite3``), so they work there too.
 - ``BUNDLEGRAPH_CACHE`` naming a file is refused before any task.
 - an absurd shard count (``shard=1/99999999999999999999999``, ``plan --shards --count``) is refused.
+- a shard artifact that did not arrive fails ``shard-merge --leg L`` (and so the release workflow's
+  final compile), naming the leg, the shard and the artifact.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
 import graphrun
 import pytest
+import yaml
 from githubkit import FakeGitHub
 
 REPO = "owner/llama-bundles"
@@ -140,3 +144,46 @@ def test_an_absurd_shard_count_is_refused_in_one_line(tmp_path):
         _one_line(r, 2)
         == "bundlegraph: mini-linux-arm64-cuda: 99999 shards: expected 1 to 32 (what a spec's [build] shards allows)"
     )
+
+
+def test_a_shard_artifact_that_did_not_arrive_fails_shard_merge_naming_the_leg_and_the_shard(tmp_path):
+    from bundlegraph.schemas.shard_record import SHARD_FORMAT, ShardRecord
+
+    bundles, work = graphrun.standin_tree(tmp_path)
+    leg = "mini-linux-arm64-cuda"  # [build] shards = 2
+    one = tmp_path / "shards" / f"shard-{leg}-1"
+    one.mkdir(parents=True)
+    record = ShardRecord(
+        format=SHARD_FORMAT,
+        leg=leg,
+        shard="1/2",
+        objects=["ggml/a.cu.o"],
+        predicted_seconds=40.0,
+        jobs=2,
+        seconds=41.5,
+        costs_from="the stated estimates",
+        split_digest="0" * 64,
+        measured={},
+        cache=None,
+        cache_entries_added=0,
+        remote_storage=False,
+    )
+    (one / "shard.json").write_text(json.dumps(record.dump()), encoding="utf-8")
+    merge = ["shard-merge", "--leg", leg, "--cache-dir", str(tmp_path / "ccache")]
+    r = graphrun.cli([*merge[:1], str(tmp_path / "shards"), *merge[1:]], bundles=bundles, workdir=work)
+    assert _one_line(r, 1) == (
+        f"bundlegraph shard-merge: {leg}: shard 2/2 did not arrive: no shard.json of it under {tmp_path / 'shards'} "
+        f"(artifact shard-{leg}-2); the final compile refuses to compile its objects itself: re-run the failed "
+        f"shard job"
+    )
+    none = tmp_path / "no-shards"  # actions/download-artifact found nothing: no folder at all
+    r = graphrun.cli([*merge[:1], str(none), *merge[1:]], bundles=bundles, workdir=work)
+    assert _one_line(r, 1).startswith(f"bundlegraph shard-merge: {leg}: shard 1/2, 2/2 did not arrive: no shard.json")
+    assert f"(artifact shard-{leg}-1, shard-{leg}-2)" in r.stderr
+    assert (work / "build" / leg / "shards-merged.json").is_file()  # what fails the final compile too
+
+
+def test_the_release_workflow_lets_no_shard_merge_failure_through():
+    jobs = yaml.safe_load((graphrun.ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8"))
+    runs = [st["run"] for job in jobs["jobs"].values() for st in job["steps"] if "shard-merge" in st.get("run", "")]
+    assert len(runs) == 3 and all(r == 'bundlegraph shard-merge shards --leg "${{ matrix.id }}"' for r in runs), runs
