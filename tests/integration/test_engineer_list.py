@@ -7,6 +7,7 @@ artifact and what was expected, with the documented exit status, never a traceba
   leave the work directory untouched (no ``.bundlegraph/doit.sqlite3``), so they work there too.
 - ``BUNDLEGRAPH_CACHE`` naming a file is refused before any task.
 - an absurd shard count (``shard=1/99999999999999999999999``, ``plan --shards --count``) is refused.
+- ``LLAMA_BUILD_TESTS = "nope"`` (CMake reads it as true) is refused at load naming file and key.
 - a shard artifact that did not arrive fails ``shard-merge --leg L`` (and so the release workflow's
   final compile), naming the leg, the shard and the artifact.
 """
@@ -187,3 +188,20 @@ def test_the_release_workflow_lets_no_shard_merge_failure_through():
     jobs = yaml.safe_load((graphrun.ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8"))
     runs = [st["run"] for job in jobs["jobs"].values() for st in job["steps"] if "shard-merge" in st.get("run", "")]
     assert len(runs) == 3 and all(r == 'bundlegraph shard-merge shards --leg "${{ matrix.id }}"' for r in runs), runs
+
+
+def test_a_bool_option_that_is_no_boolean_word_is_refused_when_the_specs_load(tmp_path):
+    bundles, work = graphrun.standin_tree(tmp_path)
+    f = bundles / "mini-linux-x64-cpu.toml"
+    text = f.read_text(encoding="utf-8")
+    assert "LLAMA_BUILD_TESTS = false" in text
+    f.write_text(text.replace("LLAMA_BUILD_TESTS = false", 'LLAMA_BUILD_TESTS = "nope"'), encoding="utf-8")
+    for r in (
+        graphrun.cli(["plan"], bundles=bundles, workdir=work),
+        graphrun.doit(["list"], bundles=bundles, workdir=work),
+    ):
+        assert _one_line(r, 2) == (
+            f"bundlegraph: {f}: cmake.LLAMA_BUILD_TESTS: 'nope' is not a boolean: a BOOL option takes true or false, "
+            f"or one of CMake's boolean words (ON/OFF/TRUE/FALSE/YES/NO/Y/N/1/0, any case); CMake reads other text "
+            f"as true"
+        )
