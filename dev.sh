@@ -52,8 +52,11 @@ if [ "$what" = test ]; then
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    step "apt: installing ${missing[*]} (as root)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    step "apt: installing ${missing[*]} (as root; waits up to 10 min for another apt or dpkg to finish)"
+    # `./dev.sh main` and `./dev.sh test` started together: the second waits for dpkg's lock
+    # instead of stopping at once with apt's "Could not get lock" (exit 100)
+    lock=(-o DPkg::Lock::Timeout=600)
+    apt-get "${lock[@]}" update -qq && DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null
   else
     echo "dev.sh: please install these Debian packages first: sudo apt-get install ${missing[*]}" >&2
     exit 2

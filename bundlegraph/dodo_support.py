@@ -12,7 +12,7 @@ from types import TracebackType
 
 from .core import paths, settings
 from .core.errors import BundleGraphError, did_you_mean, exit_code
-from .core.runlock import acquire, doit_command, doit_targets
+from .core.runlock import UNTOUCHED_COMMANDS, acquire, doit_command, doit_targets
 from .graph import Filters, Graph, load_graph
 from .pipeline.compile import costs
 from .pipeline.compile.shards import ShardRef, parse_shard
@@ -99,6 +99,7 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
             filters = dataclasses.replace(filters, shard=shard)
         acquire(command)
         graph = load_graph(bundles, filters)
+        graph.untouched = command in UNTOUCHED_COMMANDS
         check_task_names(graph, command, targets)
         if shard is not None:
             check_shard_targets(graph, shard, targets)

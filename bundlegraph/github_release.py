@@ -209,13 +209,27 @@ class GitHub:
                 f"{self.api}: set BUNDLEGRAPH_GITHUB_API, or check the network)"
             ) from None
 
-    def paged(self, path: str) -> list[dict[str, Any]]:
+    PER_PAGE = 100
+    """GitHub's largest page (``per_page``) of a list endpoint."""
+
+    def paged(self, path: str, key: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a list endpoint, page by page (``per_page=100&page=N``) until a page
+        holds fewer than :data:`PER_PAGE`. ``key``: the endpoint answers an object holding the
+        page's items under that key (``jobs`` of ``.../runs/{id}/jobs``), else a list. Raises
+        :class:`BundleGraphError` when a call fails or a page is not of that shape."""
         out: list[dict[str, Any]] = []
         page = 1
         while True:
-            got = self.call("GET", path, params={"per_page": 100, "page": page})
-            out += got
-            if len(got) < 100:
+            got = self.call("GET", path, params={"per_page": self.PER_PAGE, "page": page})
+            items = got.get(key) if key is not None and isinstance(got, dict) else got
+            if not isinstance(items, list):
+                raise BundleGraphError(
+                    f"GitHub GET {self.api}/repos/{self.repo}{path} page {page}: expected a list"
+                    + (f" under {key!r}" if key else "")
+                    + f", got {type(items).__name__}"
+                )
+            out += items
+            if len(items) < self.PER_PAGE:
                 return out
             page += 1
 

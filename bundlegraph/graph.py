@@ -49,6 +49,9 @@ class Graph:
 
     ctx: Context
     plans: list[TaskPlan]
+    untouched: bool = False
+    """Whether the doit command leaves the work directory untouched (``list``, ``info``:
+    :data:`~bundlegraph.core.runlock.UNTOUCHED_COMMANDS`): :attr:`doit_config` then creates nothing."""
 
     def by_stage(self) -> dict[str, list[TaskPlan]]:
         out: dict[str, list[TaskPlan]] = {}
@@ -87,13 +90,20 @@ class Graph:
 
     @property
     def doit_config(self) -> dict[str, Any]:
+        """``DOIT_CONFIG``: doit's database ``.bundlegraph/doit.sqlite3`` (created with its folder;
+        when :attr:`untouched`, used only where it exists and is readable, else ``:memory:``,
+        sqlite's in-memory database), subtasks listed, the default tasks."""
         sd = paths.state_dir()
-        sd.mkdir(parents=True, exist_ok=True)
         db = sd / "doit.sqlite3"
-        _usable_db(db)
+        if self.untouched:
+            dep_file = str(db) if db.is_file() and _usable_db(db, move=False) else ":memory:"
+        else:
+            sd.mkdir(parents=True, exist_ok=True)
+            _usable_db(db)
+            dep_file = str(db)
         return {
             "backend": "sqlite3",
-            "dep_file": str(db),
+            "dep_file": dep_file,
             "subtasks": True,  # plain `doit list` shows every <stage>:<leg> task
             "verbosity": 2,
             "default_tasks": self.default_tasks(),
@@ -104,14 +114,15 @@ class Graph:
         return {f"task_{stage.replace('-', '_')}": _creator(stage, plans) for stage, plans in self.by_stage().items()}
 
 
-def _usable_db(db: Path) -> None:
-    """doit's own state file is a cache beside the stamps (which alone decide what is up to
-    date): when it is unreadable, say so, move it aside and let doit start a new one, instead of
-    doit's ``DatabaseException`` traceback."""
+def _usable_db(db: Path, move: bool = True) -> bool:
+    """Whether doit's own state file ``db`` (absent: True) can be read. It is a cache beside the
+    stamps (which alone decide what is up to date): when it is unreadable, say so and, with
+    ``move``, move it aside and let doit start a new one, instead of doit's ``DatabaseException``
+    traceback."""
     import sqlite3
 
     if not db.is_file():
-        return
+        return True
     try:
         con = sqlite3.connect(f"file:{db.as_posix()}?mode=ro", uri=True)
         try:
@@ -119,12 +130,16 @@ def _usable_db(db: Path) -> None:
         finally:
             con.close()
     except sqlite3.DatabaseError as e:
+        if not move:
+            return False
         aside = db.with_name(f"{db.name}.unreadable-{int(time.time())}")
         db.replace(aside)
         report.warn(
             f"{db}: unreadable ({e}); moved to {aside.name}, doit starts a new one "
             f"(the stamps in {db.parent / 'stamps'} still say what is up to date)"
         )
+        return False
+    return True
 
 
 def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict[str, Any]]]:

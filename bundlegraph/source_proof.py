@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, cast
 
 from .core import proc
-from .core.errors import BundleGraphError, HashMismatch
+from .core.errors import BundleGraphError, DownloadError, HashMismatch
 from .core.lightclass import frozen
 
 if TYPE_CHECKING:  # the schemas are imported where used
@@ -160,13 +160,16 @@ def differing(a: Listing, b: Listing) -> list[str]:
 
 def fetch_commit(repo: Path, url: str, commit: str, log: Path) -> None:
     """``git fetch --depth 1 <url> <commit>`` into a new repository ``repo``. Raises
-    :class:`BundleGraphError` naming the URL and commit when it cannot be fetched."""
+    :class:`~bundlegraph.core.errors.DownloadError` (exit 4, README "Exit codes": a download that
+    failed) naming the URL, the commit and git's last line when it cannot be fetched: the URL
+    unreachable, or the repository without that commit."""
+
     repo.mkdir(parents=True, exist_ok=True)
     _git(repo, "init", "-q", log=log)
     r = _git(repo, "fetch", "-q", "--depth", "1", "--no-tags", url, commit, log=log, check=False)
     if r.returncode != 0:
         last = (r.output.strip().splitlines() or ["no output"])[-1]
-        raise BundleGraphError(
+        raise DownloadError(
             f"--rebuild: commit {commit} cannot be fetched from {url} ({last}): the release's source commit must "
             f"be in its source repository (set BUNDLEGRAPH_SOURCE_URL to fetch from a mirror)"
         )

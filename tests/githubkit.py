@@ -68,7 +68,8 @@ class FakeGitHub:
         """``GET /repos/{other}/commits/{ref}`` of an upstream repository: repo -> ref -> sha."""
         self.runs: dict[int, dict[str, Any]] = {}
         """``GET /repos/{repo}/actions/runs/{id}``: id -> the run's JSON, its ``jobs`` inside
-        (served by ``.../jobs``); ``POST .../rerun`` appends the id to ``reruns``. A job's
+        (served by ``.../jobs``, paged as GitHub pages: ``per_page`` default 30, at most 100);
+        ``POST .../rerun`` appends the id to ``reruns``. A job's
         ``annotations`` (messages) are served, not in the job, by ``GET
         /repos/{repo}/check-runs/{job id}/annotations`` as failure-level annotations (GitHub's
         checks API: a job is the check run of the same id)."""
@@ -122,6 +123,14 @@ class FakeGitHub:
     def __exit__(self, *exc: Any) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def _page(items: list[Any], query: dict[str, str]) -> list[Any]:
+    """One page of a list endpoint as GitHub serves it: ``per_page`` (default 30, at most 100)
+    items of page ``page`` (from 1)."""
+    per = min(100, int(query.get("per_page", 30)))
+    page = int(query.get("page", 1))
+    return items[(page - 1) * per : page * per]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -213,7 +222,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         return self._send(200, {k: v for k, v in run.items() if k != "jobs"})
                     if part[2:] == ["jobs"] and self.command == "GET":
                         jobs = [{k: v for k, v in j.items() if k != "annotations"} for j in run["jobs"]]
-                        return self._send(200, {"total_count": len(jobs), "jobs": jobs})
+                        return self._send(200, {"total_count": len(jobs), "jobs": _page(jobs, query)})
                     if part[2:] == ["rerun"] and self.command == "POST":
                         gh.reruns.append(int(part[1]))
                         return self._send(201, {})
@@ -229,13 +238,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 job = next((j for r in gh.runs.values() for j in r["jobs"] if j.get("id") == job_id), None)
                 if job is None:
                     return self._send(404, {"message": "Not Found"})
-                return self._send(
-                    200,
-                    [
-                        {"path": ".github", "annotation_level": "failure", "title": "", "message": m}
-                        for m in job.get("annotations", [])
-                    ],
-                )
+                notes = [
+                    {"path": ".github", "annotation_level": "failure", "title": "", "message": m}
+                    for m in job.get("annotations", [])
+                ]
+                return self._send(200, _page(notes, query))
             commits = f"/repos/{gh.repo}/commits/"
             if path.startswith(commits) and self.command == "GET":
                 sha = gh.commits.get(path[len(commits) :])

@@ -13,7 +13,8 @@ base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg. CI s
 ``compile``, ``compile-final``, ``base``, ``base-imported``, ``backend``), each row with its flags
 and ``timeout`` (minutes: the row's leg compiled whole and cold, and its other parts, with a margin, at
 most GitHub's 360-min job limit: :func:`bundlegraph.critical_path.row_timeout`; a leg whose shard or whole compile cannot fit
-is refused, exit 2, and a final compile that fits only with its shards' hits is flagged on stderr);
+is refused, exit 2, and a final compile that fits only with its shards' hits is flagged on stderr; the
+default output and ``--warm`` refuse such a leg too);
 ``--github-output`` prints every job's as ``<job>=<json>`` lines (``-`` in a job's name becomes
 ``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes. ``--warm`` prints the
 default branch's warm-caches workflow matrix as one ``warm=<json>`` line (one row per leg, its whole
@@ -33,10 +34,13 @@ from . import add_filter_args, filters_from
 
 
 def matrix_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The default output's rows (module docstring)."""
+    """The default output's rows (module docstring). Raises :class:`TimeoutFitError` for a leg
+    the release cannot build within GitHub's job limit (:func:`refuse_unfit`)."""
     m = load_matrix(args.bundles)
+    legs = select(m, filters_from(args))
+    refuse_unfit(m, legs)
     rows = []
-    for leg in select(m, filters_from(args)):
+    for leg in legs:
         spec = m.legs[leg]
         base = spec.merge.base if spec.merge else None
         row = {
@@ -68,7 +72,7 @@ def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     import dataclasses
 
     from ..core.report import warn
-    from ..critical_path import Assumptions, cover_seconds, row_timeout, timeout_problems
+    from ..critical_path import Assumptions, cover_seconds, row_timeout
     from ..pipeline.compile import costs
     from ..release_jobs import matrices, rows
 
@@ -77,9 +81,7 @@ def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     a = Assumptions()
     records = {leg: costs.find(leg, m.root) for leg in legs}
     all_rows = rows(m, legs)
-    refusals, flags = timeout_problems(all_rows, m.legs, records, a)
-    if refusals:
-        raise TimeoutFitError("\n".join(refusals))
+    flags = refuse_unfit(m, legs, all_rows, records)
     for f in flags:
         warn(f, annotate=True)
     out = [
@@ -93,10 +95,29 @@ class TimeoutFitError(BundleGraphError):
     """A release row whose cold compile, with its margin, cannot fit in GitHub's job limit."""
 
 
+def refuse_unfit(m: Any, legs: list[str], all_rows: Any = None, records: Any = None) -> list[str]:
+    """The release rows of ``legs`` (``all_rows``, else :func:`~bundlegraph.release_jobs.rows`) checked
+    against GitHub's job limit (:func:`~bundlegraph.critical_path.timeout_problems`, with
+    ``records``, else each leg's cost record): raises :class:`TimeoutFitError`, one line per row
+    that cannot fit, else returns the flags (rows that fit only capped). Every mode of ``matrix``
+    asks this first: a leg no release can build is refused wherever its matrix is made."""
+    from ..critical_path import Assumptions, timeout_problems
+    from ..pipeline.compile import costs
+    from ..release_jobs import rows
+
+    if records is None:
+        records = {leg: costs.find(leg, m.root) for leg in legs}
+    refusals, flags = timeout_problems(all_rows or rows(m, legs), m.legs, records, Assumptions())
+    if refusals:
+        raise TimeoutFitError("\n".join(refusals))
+    return flags
+
+
 def warm_matrix(args: argparse.Namespace) -> dict[str, Any]:
     """``{"include": [...]}`` of the warm-caches workflow (:func:`~bundlegraph.release_jobs.warm_rows`),
     each row's timeout covering its leg's whole cold compile; a row over GitHub's job limit is
-    flagged on stderr and gets the limit (a warm run is not a release: nothing waits for it)."""
+    flagged on stderr and gets the limit (a warm run is not a release: nothing waits for it). A leg
+    the release itself cannot build in the limit is refused (:func:`refuse_unfit`), as in every mode."""
     import dataclasses
 
     from ..core.report import warn
@@ -106,6 +127,7 @@ def warm_matrix(args: argparse.Namespace) -> dict[str, Any]:
 
     m = load_matrix(args.bundles)
     legs = select(m, filters_from(args))
+    refuse_unfit(m, legs)
     a = Assumptions()
     out = []
     for r in warm_rows(m, legs):

@@ -6,7 +6,8 @@
 - ``rerun-cancelled --run-id ID [--repo R]``: re-run a cancelled release run once when nobody
   cancelled it by hand (its cancelled jobs' annotations: :mod:`bundlegraph.release_ops`), at
   least one of its jobs succeeded and none failed; says why it does or does not (a person's
-  cancel is named and stands).
+  cancel is named and stands). Every job of the run is read, page by page (a release run has
+  more than the 100 one page holds).
 - ``start-release TAG [--repo R] [--workflow release.yml]``: dispatch the release workflow on the
   tag (a tag pushed with the workflow's own token starts nothing).
 
@@ -57,13 +58,11 @@ def run_rerun(args: argparse.Namespace) -> int:
     gh = _gh(args.repo)
     with gh.c:
         run = gh.call("GET", f"/actions/runs/{args.run_id}")
-        jobs = gh.call("GET", f"/actions/runs/{args.run_id}/jobs", params={"per_page": 100}).get("jobs", [])
+        # every job, page by page: a release run has more jobs (139) than one page holds (100)
+        jobs = gh.paged(f"/actions/runs/{args.run_id}/jobs", key="jobs")
         # why each cancelled job stopped: its check run's annotations (the jobs API does not say)
         notes = {
-            int(j["id"]): [
-                str(a.get("message", ""))
-                for a in gh.call("GET", f"/check-runs/{j['id']}/annotations", params={"per_page": 100})
-            ]
+            int(j["id"]): [str(a.get("message", "")) for a in gh.paged(f"/check-runs/{j['id']}/annotations")]
             for j in jobs
             if j.get("conclusion") == "cancelled" and j.get("id")
         }

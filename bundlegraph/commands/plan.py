@@ -157,7 +157,7 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
     from ..critical_path import leg_steps
     from ..pipeline.build import plan_build
     from ..pipeline.compile import costs
-    from ..pipeline.compile.shards import split
+    from ..pipeline.compile.shards import count_problem, split
     from ..pipeline.shard_build import leg_slices, split_digest
 
     spec = ctx.spec(leg)
@@ -169,6 +169,9 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
     else:
         record = costs.find(leg, ctx.matrix.root)
         steps, _other = leg_steps(spec, record)
+        bad = count_problem(leg, n, len(steps) if record and record.objects else n, spec.build.targets)
+        if bad:  # (without a record the steps are not known here: only the bounds are checked)
+            raise BundleGraphError(bad)
         slices = split(steps, n)
         source = (
             "the cost record's steps (the leg is not configured here: configure it for ninja's own list)"

@@ -6,9 +6,12 @@
   local ccache directory (``--cache-dir``, else ``CCACHE_DIR``, else ccache's own), the measured
   seconds into each leg's cost record, and the objects the shards compiled into
   ``build/<leg>/shards-merged.json``: the final compile fails when it does not take one of them
-  from the cache (:mod:`bundlegraph.pipeline.compile.shard_guard`). Exit 0; 1 when a leg's shards
-  are incomplete or split differently (the final compile compiles the missing shards' objects
-  itself: slower); 2 for bad input.
+  from the cache (:mod:`bundlegraph.pipeline.compile.shard_guard`). ``--leg L`` (the release
+  workflow passes its row's leg): every shard of L's ``[build] shards = N`` must be there, also
+  when none arrived. Exit 0; 1 when a shard did not arrive (one line naming the leg, the shard and
+  its artifact; the record it leaves makes the final compile fail too, before compiling: it would
+  otherwise compile that shard's objects itself, maybe past its job's limit); 2 for bad input.
+  Shards that split differently (their cost records differed) are a warning.
 - ``bundlegraph costs [LEG ...] --out DIR``: write each selected leg's cost record as this run
   would use it (:func:`bundlegraph.pipeline.compile.costs.find`; an empty record where there is none, so
   the stated estimates apply) into DIR: the release workflow's plan job hands that directory to
@@ -38,7 +41,9 @@ def run_merge(args: argparse.Namespace) -> int:
     from ..pipeline.shard_build import ccache_dir_for_merge, merge_shards
 
     root = Path(args.dir)
-    if not root.is_dir():
+    expect = _expected_shards(args)
+    # with --leg, no folder at all is no shard arrived (actions/download-artifact made none): named below
+    if not root.is_dir() and (root.exists() or not expect):
         print(
             f"bundlegraph shard-merge: {root}: not a directory (the downloaded shard-<leg>-<I> artifacts)",
             file=sys.stderr,
@@ -47,14 +52,35 @@ def run_merge(args: argparse.Namespace) -> int:
     cache = Path(args.cache_dir).resolve() if args.cache_dir else ccache_dir_for_merge()
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
-    res = merge_shards(root, cache, Path(args.bundles))
+    res = merge_shards(root, cache, Path(args.bundles), expect)
     for leg, d in res.legs.items():
         print(
             f"shard-merge: {leg}: {d['shards']} of {d['of']} shards, {d['measured']} measured step(s) into its "
             f"cost record"
         )
     print(f"shard-merge: {res.entries} cache entries into {cache if cache else '(no ccache: none merged)'}")
+    for p in res.problems:
+        print(f"bundlegraph shard-merge: {p}", file=sys.stderr)
     return 1 if res.problems else 0
+
+
+def _expected_shards(args: argparse.Namespace) -> dict[str, int]:
+    """``--leg L`` -> ``{L: its spec's [build] shards}``: the shards that must have arrived.
+    Raises :class:`BundleGraphError` for a leg that is not in the specs or not sharded."""
+    if not args.leg:
+        return {}
+    from ..schemas.loader import load_matrix
+
+    m = load_matrix(args.bundles)
+    out = {}
+    for leg in args.leg:
+        if leg not in m.legs:
+            raise BundleGraphError(f"shard-merge --leg {leg}: no such leg in {m.root}; legs: {', '.join(m.legs)}")
+        n = m.legs[leg].build.shards
+        if n < 2:
+            raise BundleGraphError(f"shard-merge --leg {leg}: {m.files.get(leg, leg)} has [build] shards = {n}")
+        out[leg] = n
+    return out
 
 
 def run_costs(args: argparse.Namespace) -> int:
@@ -137,6 +163,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("shard-merge", help="merge shard jobs' cache entries and figures before the final compile")
     p.add_argument("dir", help="a directory holding the shard folders (shard.json + ccache/)")
     p.add_argument("--cache-dir", help="the local ccache directory (default: CCACHE_DIR, else ccache's)")
+    p.add_argument(
+        "--leg",
+        action="append",
+        default=[],
+        help="a sharded leg whose every shard must have arrived (its spec's [build] shards); repeatable",
+    )
     p.set_defaults(func=run_merge)
     c = sub.add_parser("costs", help="show, hand out or seed the per-leg cost records the shard split uses")
     c.add_argument("legs", nargs="*", metavar="LEG", help="legs (default: every selected leg)")

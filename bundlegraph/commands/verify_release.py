@@ -4,7 +4,8 @@ directory's), or with ``--repo`` and ``--tag`` the published GitHub release, rea
 releases API (``BUNDLEGRAPH_GITHUB_API``, token ``GITHUB_TOKEN``). It reads no spec file (it
 runs in an empty folder); only ``--rebuild`` needs the release's specs (``--bundles``). Exit 0 when every check that
 ran passed and none was left out; 1 with every mismatch named (check, asset, field, both
-values); 2 for usage. A check that could not run (``--attestations`` without ``gh``) is said
+values); 2 for usage; 4 when ``--rebuild`` cannot fetch the release's source commit (a download
+that failed: :func:`bundlegraph.source_proof.fetch_commit`). A check that could not run (``--attestations`` without ``gh``) is said
 so and makes the exit 1: a check not run is never reported as passed. ``--rebuild LEG`` adds the
 ``rebuild`` check (:mod:`bundlegraph.rebuild`): the leg built again from the release's own source
 archive gives the published bytes.

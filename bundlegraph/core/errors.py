@@ -27,12 +27,16 @@ class BundleGraphError(Exception):
 
 class SpecError(BundleGraphError):
     """One or more spec files are invalid. ``problems`` holds one line per problem,
-    each starting with ``<file>: <key.path>: ``."""
+    each starting with ``<file>: <key.path>: ``. The message is that line when there is one
+    problem, else a head line counting them and one indented line each."""
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         n = len(self.problems)
-        head = f"{n} problem{'s' if n != 1 else ''} in the bundle specs:"
+        if n == 1:
+            super().__init__(self.problems[0])
+            return
+        head = f"{n} problems in the bundle specs:"
         super().__init__("\n".join([head, *("  " + p for p in self.problems)]))
 
 

@@ -20,6 +20,10 @@ from .errors import StateError
 from .oslock import FileLock, Timeout
 
 READ_ONLY_COMMANDS = {"list", "info", "help", "dumpdb", "tabcompletion", "strace"}
+UNTOUCHED_COMMANDS = {"list", "info", "help", "tabcompletion"}
+"""doit commands that leave the work directory untouched: they create no ``.bundlegraph/`` and no
+doit database (:attr:`bundlegraph.graph.Graph.doit_config` gives them doit's database only where
+it already exists, else an in-memory one), so they also work in a read-only work directory."""
 _COMMANDS = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
 _held: list[FileLock] = []
 
@@ -111,21 +115,39 @@ def _holder(info: Path) -> str:
 
 
 def acquire(command: str) -> None:
-    """Take the run lock unless ``command`` is read-only. Raises :class:`StateError`."""
+    """Take the run lock unless ``command`` is read-only. Raises :class:`StateError`: another run
+    holds it, or the work directory is not writable (one line naming it)."""
     if command in READ_ONLY_COMMANDS or _held:
         return
     sd = paths.state_dir()
-    sd.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(sd / "run.lock"))
     wait = settings.get("LOCK_WAIT")
     info = sd / "run.owner.json"
     try:
+        sd.mkdir(parents=True, exist_ok=True)
         lock.acquire(timeout=wait)
+    except OSError as e:
+        raise StateError(not_writable(command, e)) from None
     except Timeout:
         who = _holder(info)
         raise StateError(
             f"another doit run ({who}) is executing tasks in {paths.workdir()}; "
             f"wait for it to finish, or set BUNDLEGRAPH_LOCK_WAIT=SECONDS to wait for it"
         ) from None
-    info.write_text(json.dumps({"pid": os.getpid(), "started": _dt.datetime.now().isoformat(timespec="seconds")}))
+    try:
+        info.write_text(json.dumps({"pid": os.getpid(), "started": _dt.datetime.now().isoformat(timespec="seconds")}))
+    except OSError as e:
+        lock.release()
+        raise StateError(not_writable(command, e)) from None
     _held.append(lock)
+
+
+def not_writable(command: str, e: OSError) -> str:
+    """The one line refusing ``doit <command>`` in a work directory it cannot write (``e``: what
+    creating its lock or state failed with), naming the directory and how to choose another."""
+    wd = paths.workdir()
+    return (
+        f"{wd}: the work directory is not writable ({e.strerror or e} for {e.filename or paths.state_dir()}): "
+        f"doit {command} keeps its run lock and state in {paths.state_dir()}; make it writable, or set "
+        f"BUNDLEGRAPH_WORKDIR to a directory you can write (`doit list` and `doit info` need none)"
+    )

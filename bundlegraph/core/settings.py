@@ -31,7 +31,8 @@ URL_SCHEMES = ("http://", "https://", "redis://", "redis+unix:")
 
 @frozen
 class Setting:
-    """One variable: ``name`` (after the prefix), ``form`` (``path``, ``text``, ``int``,
+    """One variable: ``name`` (after the prefix), ``form`` (``path``, ``dir`` (a directory, created
+    when missing: a file there is refused by :func:`check_environment`), ``text``, ``int``,
     ``seconds``, ``flag`` (``1``/``0``), ``choice``, ``list`` (comma-separated), ``url``), ``default``
     (as text; None: unset), ``doc`` (one sentence), ``minimum`` for numbers, ``choices``."""
 
@@ -57,14 +58,19 @@ class Setting:
             return "one of " + ", ".join(self.choices)
         if self.form == "url":
             return "a URL starting with " + ", ".join(URL_SCHEMES)
-        return {"path": "a directory or file path", "list": "comma-separated names", "text": "text"}[self.form]
+        return {
+            "path": "a directory or file path",
+            "dir": "a directory (created when missing)",
+            "list": "comma-separated names",
+            "text": "text",
+        }[self.form]
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("WORKDIR", "path", None, "work directory (`build/`, `dist/`, `.bundlegraph/`); default: the checkout"),
+    Setting("WORKDIR", "dir", None, "work directory (`build/`, `dist/`, `.bundlegraph/`); default: the checkout"),
     Setting(
         "CACHE",
-        "path",
+        "dir",
         None,
         "download, source and toolkit cache; default: the platform's user cache dir (`~/.cache/bundlegraph` on Linux)",
     ),
@@ -275,17 +281,37 @@ def check_environment(env: Mapping[str, str] | None = None) -> None:
     """Refuse a run whose environment sets a ``BUNDLEGRAPH_*`` variable this table does not know
     (:func:`unknown_names`) or any of its variables to a value of the wrong form, before anything
     starts: every problem at once, in one :class:`SettingError` (what :func:`get` would raise
-    later, where the value is read)."""
+    later, where the value is read), and a ``dir`` setting naming a file (:func:`_not_a_directory`:
+    checked here, once a run, not on every :func:`get`)."""
     env = os.environ if env is None else env
     bad = unknown_names(env)
     for s in SETTINGS:
         if (env.get(s.var) or "").strip():
             try:
-                get(s.name, env)
+                value = get(s.name, env)
             except SettingError as e:
                 bad.append(str(e))
+                continue
+            if s.form == "dir":
+                bad += _not_a_directory(s, value)
     if bad:
         raise SettingError("\n".join(bad))
+
+
+def _not_a_directory(s: Setting, value: str) -> list[str]:
+    """One line when the ``dir`` setting ``s`` of ``value`` cannot be a directory: the path, or
+    the nearest of its parents that exists, is something else (a file); else none."""
+    from pathlib import Path
+
+    p = Path(value).expanduser()
+    for q in (p, *p.parents):
+        if q.exists() or q.is_symlink():
+            if q.is_dir():
+                return []
+            what = "is a file" if q.is_file() else "is not a directory"
+            where = f"{q} {what}" if q == p else f"its parent {q} {what}"
+            return [f"{s.var}={value!r}: not a directory ({where}); expected {s.expected()} ({s.doc})"]
+    return []
 
 
 def markdown_table() -> str:

@@ -223,6 +223,8 @@ def run_build(plan: BuildPlan) -> list[Path]:
         raise BundleGraphError(
             shard_guard.no_cache_problem(leg, plan.shards, "the final compile", launcher_refusal(plan))
         )
+    if merged is not None and shard_guard.absent_shards(merged):  # a shard's artifact never arrived
+        raise BundleGraphError(shard_guard.absent_problem(merged, plan.record.parent / shard_guard.MERGED))
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
     env = without_git(compiler_cache.build_env(chosen, scrubbed(os.environ), stats_log), plan.cmake_dir.parent)

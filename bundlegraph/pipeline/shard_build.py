@@ -44,7 +44,7 @@ from .build import NAME, BuildPlan, Progress, configured_launcher, launcher_refu
 from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
-from .compile.shards import ShardRef, ShardSlice, costed, split
+from .compile.shards import ShardRef, ShardSlice, costed, count_problem, split
 
 
 @frozen
@@ -89,10 +89,15 @@ def split_digest(slices: list[ShardSlice]) -> str:
 
 
 def leg_slices(plan: BuildPlan, count: int) -> tuple[list[ShardSlice], costs.CostRecord | None]:
-    """The split of a configured leg into ``count`` slices, and the cost record it used."""
+    """The split of a configured leg into ``count`` slices, and the cost record it used. Raises
+    :class:`BundleGraphError` (one line, :func:`~.compile.shards.count_problem`) when the leg has
+    fewer compile steps than ``count``: a shard would compile nothing, a runner spent for nothing."""
     from .compile.ninja_graph import compile_steps
 
     steps = compile_steps(plan.ninja, plan.cmake_dir, plan.targets)
+    bad = count_problem(plan.leg, count, len(steps), plan.targets)
+    if bad:
+        raise BundleGraphError(bad)
     record = costs.find(plan.leg, plan.bundles)
     measured = record.objects if record else {}
     return split(costed(steps, measured, plan.cuda_archs), count), record
@@ -235,14 +240,32 @@ def plans(ctx: Context) -> list[TaskPlan]:
     return out
 
 
-def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> MergeResult:
+def missing_shards(leg: str, seen: list[str], of: int, root: Path) -> str:
+    """The one line naming the shards of ``leg`` (of ``of``) whose artifact did not arrive under
+    ``root`` (``seen``: the ``I/N`` that did); empty when none is missing."""
+    gone = [i for i in range(1, of + 1) if f"{i}/{of}" not in seen]
+    if not gone:
+        return ""
+    return (
+        f"{leg}: shard {', '.join(f'{i}/{of}' for i in gone)} did not arrive: no shard.json of "
+        f"{'it' if len(gone) == 1 else 'them'} under {root} (artifact {', '.join(f'shard-{leg}-{i}' for i in gone)}); "
+        f"the final compile refuses to compile {'its' if len(gone) == 1 else 'their'} objects itself: "
+        f"re-run the failed shard job"
+    )
+
+
+def merge_shards(
+    root: Path, cache_dir: Path | None, bundles: Path | None, expect: dict[str, int] | None = None
+) -> MergeResult:
     """Fold every shard folder under ``root`` (each ``shard.json``, as artifact downloads nest
     them) into this runner: their ``ccache/`` entries into ``cache_dir`` (skipped when None),
     their measured seconds into each leg's cost record (:func:`~.costs.save` to
     :func:`~.costs.write_dir`), and what they compiled into ``build/<leg>/shards-merged.json``
     (:func:`~.compile.shard_guard.write_merged`: the final compile fails when it misses one of
-    those objects). ``problems`` names a leg whose shards are incomplete or split differently (the
-    final compile then compiles the missing shards' objects itself: slower, not wrong). A damaged
+    those objects, and a record missing shards fails it before it compiles: :func:`missing_shards`).
+    ``expect``: leg -> its shard count (``shard-merge --leg``): a leg of which no shard arrived at all
+    is recorded too, with no shard. ``problems`` names, one line a leg, the shards that did not arrive;
+    shards that split differently (their cost records differed) are a warning only. A damaged
     ``shard.json`` raises :class:`~bundlegraph.schemas.shard_record.ShardRecordError` (one line: file,
     key, value) before anything is merged; a damaged cost record :class:`~.costs.CostRecordError`."""
     from ..schemas.shard_record import read_shard
@@ -255,17 +278,24 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
     entries = 0
     legs: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
+    for leg, n in sorted((expect or {}).items()):
+        if leg not in by_leg:  # not one shard of it arrived
+            problems.append(missing_shards(leg, [], n, root))
+            shard_guard.write_merged(paths.build_dir(leg), leg, [], n, [], False)
+            legs[leg] = {"shards": 0, "of": n, "measured": 0, "objects": 0}
     for leg, items in sorted(by_leg.items()):
         count = {d.count for _, d in items}
         seen = sorted({d.shard for _, d in items})
-        n = max(count)
-        if len(count) > 1 or len(seen) != n:
+        n = (expect or {}).get(leg) or max(count)
+        if len(count) > 1 or count != {n}:
             problems.append(
-                f"{leg}: shards {', '.join(seen)} found of {n}: the missing ones' objects will be "
-                f"compiled by the final compile"
+                f"{leg}: its shards were split {' and '.join(f'{c} ways' for c in sorted(count))}, "
+                f"expected {n} (the spec's [build] shards): the shard jobs ran another spec"
             )
+        elif missing_shards(leg, seen, n, root):
+            problems.append(missing_shards(leg, seen, n, root))
         if len({d.split_digest for _, d in items}) > 1:
-            problems.append(f"{leg}: its shards split differently (their cost records differed): expect misses")
+            warn(f"{leg}: its shards split differently (their cost records differed): expect misses")
         measured: dict[str, float] = {}
         for folder, d in items:
             if cache_dir is not None and (folder / "ccache").is_dir():
@@ -278,10 +308,8 @@ def merge_shards(root: Path, cache_dir: Path | None, bundles: Path | None) -> Me
         remote = any(bool(d.remote_storage) for _, d in items)
         shard_guard.write_merged(paths.build_dir(leg), leg, seen, n, wrote, remote)
         legs[leg] = {"shards": len(seen), "of": n, "measured": len(measured), "objects": len(set(wrote))}
-    if not found:
+    if not found and not expect:
         problems.append(f"{root}: no shard.json under it (nothing to merge)")
-    for p in problems:
-        warn(p)
     return MergeResult(entries, legs, problems)
 
 
@@ -304,6 +332,7 @@ __all__ = [
     "ccache_dir_for_merge",
     "leg_slices",
     "merge_shards",
+    "missing_shards",
     "plan_shard",
     "plans",
     "prepare_shard",

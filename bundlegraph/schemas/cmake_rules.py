@@ -7,19 +7,21 @@ matrix`` refuses a bad spec before CI fans out, and no ``source:`` task runs fir
   ``GGML_OPENMP_FETCH``, ``GGML_CPU_KLEIDIAI``, ``GGML_CUDA_CUB_3DOT2``) must be OFF;
 - :data:`DERIVED`: entries bundlegraph sets itself (from the spec, the toolchain, the release)
   may not be set by a spec;
-- a BOOL option gets a TOML boolean or one of CMake's own constants (``ON``/``OFF``/``TRUE``/
-  ``FALSE``/``YES``/``NO``/``Y``/``N``/``1``/``0``/``IGNORE``/``NOTFOUND``/``*-NOTFOUND``, any
-  case: :func:`~bundlegraph.schemas.records.cmake_constant`). CMake reads any other text as
-  true, so ``GGML_CUDA_NCCL = "flase"`` would link NCCL and configure would say nothing.
+- a BOOL option gets a TOML boolean or one of CMake's boolean words (:data:`BOOL_WORDS`:
+  ``ON``/``OFF``/``TRUE``/``FALSE``/``YES``/``NO``/``Y``/``N``/``1``/``0``, any case). CMake reads
+  any other text as true, so ``GGML_CUDA_NCCL = "flase"`` would link NCCL and
+  ``LLAMA_BUILD_TESTS = "nope"`` build the tests, and configure would say nothing.
 
   The specs load before any source tree exists, so which keys are BOOL options is not known
   then (configure knows, from ``CMakeCache.txt``: :mod:`bundlegraph.pipeline.compile.cmake_keys`).
-  The rule used, :func:`bool_problem`: for the options bundlegraph itself reads as booleans
-  (:data:`BOOL_OPTIONS`) any value other than a boolean or a constant is refused; for any other
+  The rule used, :func:`bool_problem`: for the keys known to be BOOL options (:data:`BOOL_OPTIONS`:
+  those bundlegraph reads, and llama.cpp's common ``option()`` names) any value other than a
+  boolean or a boolean word is refused, naming the file and key; for any other
   key, a text one edit away from a constant of two letters or more (``"flase"``, ``"of"``,
   ``"ture"``, ``"yse"``: a letter changed, added, dropped, or two neighbours swapped) is refused
   as a misspelt boolean. Other text passes (a STRING option's ``"none"`` or ``"speed"``: ggml's
-  ``GGML_CUDA_COMPRESSION_MODE``), and configure's key check still applies.
+  ``GGML_CUDA_COMPRESSION_MODE``), and configure's key check still applies: a key the configured
+  tree declares BOOL whose value is no boolean word fails configure, naming file and key.
 
 The configure stage (:mod:`bundlegraph.pipeline.compile.cmake_cache`) forces and derives them.
 """
@@ -57,9 +59,33 @@ DERIVED = (
 )
 
 
-BOOL_OPTIONS = (*FORCED_OFF, "GGML_CPU", "GGML_BACKEND_DL")
-"""The BOOL options bundlegraph reads itself (:meth:`BundleSpec.cmake_bool`): their value must be a
-boolean or a CMake constant, nothing else."""
+LLAMA_BOOL_OPTIONS = frozenset(
+    """
+    LLAMA_USE_SYSTEM_GGML LLAMA_ALL_WARNINGS LLAMA_ALL_WARNINGS_3RD_PARTY LLAMA_FATAL_WARNINGS
+    LLAMA_SANITIZE_THREAD LLAMA_SANITIZE_ADDRESS LLAMA_SANITIZE_UNDEFINED LLAMA_BUILD_COMMON
+    LLAMA_BUILD_TESTS LLAMA_BUILD_TOOLS LLAMA_BUILD_EXAMPLES LLAMA_BUILD_SERVER LLAMA_TOOLS_INSTALL
+    LLAMA_CURL LLAMA_OPENSSL BUILD_SHARED_LIBS GGML_STATIC GGML_LTO GGML_CCACHE GGML_ALL_WARNINGS
+    GGML_CPU_HBM GGML_CPU_REPACK GGML_AVX GGML_AVX2 GGML_AVX512 GGML_FMA GGML_F16C GGML_CPU_ALL_VARIANTS
+    GGML_BLAS GGML_LLAMAFILE GGML_OPENMP GGML_RPC GGML_CUDA GGML_CUDA_FORCE_MMQ GGML_CUDA_FORCE_CUBLAS
+    GGML_CUDA_NO_PEER_COPY GGML_CUDA_NO_VMM GGML_CUDA_FA GGML_CUDA_FA_ALL_QUANTS GGML_CUDA_GRAPHS
+    GGML_CUDA_NCCL GGML_HIP GGML_HIP_GRAPHS GGML_HIP_RCCL GGML_HIP_NO_VMM GGML_HIP_MMQ_MFMA GGML_VULKAN
+    GGML_METAL GGML_METAL_NDEBUG GGML_METAL_EMBED_LIBRARY GGML_SYCL GGML_OPENCL GGML_BUILD_TESTS
+    GGML_BUILD_EXAMPLES
+    """.split()
+)
+"""Options llama.cpp declares with ``option()`` (so BOOL), in its top-level and ``ggml/``
+``CMakeLists.txt`` (ggml-org/llama.cpp, 2026): the ones a bundle spec is likely to set. Known at
+load, before any tree is configured; configure checks every other BOOL key against the tree's own
+``CMakeCache.txt`` (:func:`bundlegraph.pipeline.compile.cmake_keys.judge`)."""
+
+BOOL_OPTIONS = frozenset((*FORCED_OFF, "GGML_CPU", "GGML_BACKEND_DL")) | LLAMA_BOOL_OPTIONS
+"""The keys known to be BOOL options when the specs load: those bundlegraph reads itself
+(:meth:`BundleSpec.cmake_bool`) and :data:`LLAMA_BOOL_OPTIONS`. Their value must be a TOML
+boolean or one of :data:`BOOL_WORDS`, nothing else."""
+
+BOOL_WORDS = ("ON", "OFF", "TRUE", "FALSE", "YES", "NO", "Y", "N", "1", "0")
+"""What a BOOL option's value may be as text (any case): CMake's boolean words. CMake reads any
+other text but its false constants (``IGNORE``, ``NOTFOUND``, ``*-NOTFOUND``, empty) as true."""
 
 _WORDS = ("ON", "OFF", "YES", "NO", "TRUE", "FALSE")
 """CMake's constants that a misspelling resembles (one-letter ``Y``/``N``, digits and
@@ -87,9 +113,16 @@ def bool_problem(key: str, value: CMakeValue) -> str | None:
         return None
     strict = key in BOOL_OPTIONS
     if isinstance(value, str):
-        if cmake_constant(value) is not None:
-            return None
         word = value.strip().upper()
+        if word in BOOL_WORDS or (not strict and cmake_constant(value) is not None):
+            return None
+        if strict:
+            near = any(_one_edit(word, w) for w in _WORDS)
+            return (
+                f"{value!r} is not a boolean: a BOOL option takes true or false, or one of CMake's boolean words "
+                f"({'/'.join(BOOL_WORDS)}, any case){did_you_mean(word, _WORDS) if near else ''}; CMake reads "
+                f"other text as true"
+            )
         if not strict and not any(_one_edit(word, w) for w in _WORDS):
             return None
         hint = did_you_mean(word, _WORDS)

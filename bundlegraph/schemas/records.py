@@ -402,6 +402,10 @@ class MacosSpec(Record):
     """CMAKE_OSX_DEPLOYMENT_TARGET, and the highest minos any Mach-O file may state (13.3)"""
 
 
+MAX_SHARDS = 32
+"""The most CI jobs one leg's compile is spread over (``[build] shards``, ``shard=I/N``)."""
+
+
 @record
 class BuildSpec(Record):
     """What ``cmake --build`` builds, and over how many CI jobs its compile is spread
@@ -411,7 +415,7 @@ class BuildSpec(Record):
 
     targets: list[str] = field(default_factory=list)
     """the CMake targets built (empty: all)"""
-    shards: Annotated[int, Check(ge=1, le=32, strict=True)] = 1
+    shards: Annotated[int, Check(ge=1, le=MAX_SHARDS, strict=True)] = 1
     """CI jobs the compile is spread over (an integer 1-32, default 1; ``"2"`` and ``2.0`` are refused, like ``rank``): each shard compiles a cost-balanced slice of the
     targets' compile steps into the compiler cache; one final compile links. Never in an action key: a sharded
     build's bundle is an unsharded one's."""

@@ -127,14 +127,34 @@ def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> li
 
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    """The TOML document of ``path``, or None with one line in ``problems``: a syntax error, a
+    file that cannot be read, or one that is not UTF-8 (TOML's only encoding), e.g. UTF-16 as
+    Windows editors save it (:func:`not_utf8`)."""
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
+    except UnicodeDecodeError as e:
+        problems.append(not_utf8(path, e))
     except tomllib.TOMLDecodeError as e:
         problems.append(f"{path}: (TOML syntax): {e}")
     except OSError as e:
         problems.append(f"{path}: cannot read: {e}")
     return None
+
+
+_BOMS = {b"\xff\xfe": "UTF-16 (little-endian)", b"\xfe\xff": "UTF-16 (big-endian)"}
+"""Byte-order marks that say which encoding a non-UTF-8 spec file was saved in."""
+
+
+def not_utf8(path: Path, e: UnicodeDecodeError) -> str:
+    """The one line refusing ``path`` that is not UTF-8: ``<file>: (encoding): not UTF-8 (...)``,
+    naming the first bad byte and, from a byte-order mark, the encoding it was saved in."""
+    raw = e.object if isinstance(e.object, bytes) else b""
+    saved = next(
+        (f"; it starts with the byte-order mark of {n}" for bom, n in _BOMS.items() if raw.startswith(bom)), ""
+    )
+    bad = raw[e.start : e.start + 1].hex() or "?"
+    return f"{path}: (encoding): not UTF-8 (byte 0x{bad} at offset {e.start}{saved}); save it as UTF-8, the encoding TOML requires"
 
 
 def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:

@@ -48,3 +48,57 @@ def test_dev_sh_refuses_a_python_older_than_the_project_needs(tmp_path):
     )
     assert r.returncode == 2 and f"dev.sh: {old} is not Python 3.11 or newer; set PYTHON=" in r.stderr, r.stderr
     assert not (checkout / ".venv").exists()
+
+
+def test_dev_sh_s_apt_get_waits_for_the_dpkg_lock(tmp_path):
+    """``./dev.sh main`` and ``./dev.sh test`` started together on a fresh machine: the second's
+    ``apt-get`` waits for dpkg's lock (``-o DPkg::Lock::Timeout=600``, on update and on install)
+    instead of stopping with "Could not get lock" (exit 100). Run as root with every package
+    missing, in a copy of the checkout whose .venv is set up; ``dpkg``, ``id`` and ``apt-get`` are
+    stand-ins on PATH (the last records its arguments: no package is installed)."""
+    import sys
+
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    for f in ("dev.sh", "pyproject.toml"):
+        (checkout / f).write_bytes((ROOT / f).read_bytes())
+    (checkout / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    want = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import hashlib, json, tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); "
+            "print(hashlib.sha256(json.dumps([d.get('build-system'), d.get('project')], sort_keys=True)"
+            ".encode()).hexdigest())",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        check=True,
+    ).stdout
+    (checkout / ".venv" / ".bundlegraph-installed").write_text(want, encoding="utf-8")
+    bindir, calls = tmp_path / "bin", tmp_path / "apt-get.calls"
+    bindir.mkdir()
+    stand_ins = {
+        "dpkg": "exit 1\n",  # `dpkg -s PKG`: not installed
+        "id": "echo 0\n",  # `id -u`: root
+        "apt-get": f'echo "$*" >> {calls}\n',
+        "doit": 'echo doit "$@"\n',
+    }
+    for name, body in stand_ins.items():
+        f = (checkout / ".venv" / "bin" / name) if name == "doit" else bindir / name
+        f.write_text("#!/bin/sh\n" + body)
+        f.chmod(0o755)
+    r = subprocess.run(
+        ["bash", "dev.sh", "main", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        timeout=120,
+        env={**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "doit --version", r.stdout + r.stderr
+    update, install = calls.read_text().splitlines()
+    assert update == "-o DPkg::Lock::Timeout=600 update -qq", update
+    assert install == "-o DPkg::Lock::Timeout=600 install -y -qq g++-aarch64-linux-gnu qemu-user", install
+    assert "dev.sh: apt: installing g++-aarch64-linux-gnu qemu-user (as root; waits up to 10 min" in r.stderr

@@ -72,7 +72,7 @@ def test_a_commit_is_fetched_by_its_id_from_a_git_server_and_an_unknown_one_is_n
     require_tools("git")
     from gitkit import GitServer, standin_repository
 
-    from bundlegraph.core.errors import BundleGraphError
+    from bundlegraph.core.errors import TOOL_FAILED, DownloadError, exit_code
     from bundlegraph.source_proof import fetch_commit
 
     with GitServer(tmp_path / "srv") as srv:
@@ -81,6 +81,12 @@ def test_a_commit_is_fetched_by_its_id_from_a_git_server_and_an_unknown_one_is_n
         tree, listing = commit_listing(tmp_path / "a", shas["base"], tmp_path / "log")
         assert tree == git("rev-parse", f"{shas['base']}^{{tree}}", cwd=srv.root / "minillama")
         assert "CMakeLists.txt" in listing
-        with pytest.raises(BundleGraphError) as e:
+        with pytest.raises(DownloadError) as e:
             fetch_commit(tmp_path / "b", srv.url("minillama"), "0" * 40, tmp_path / "log")
     assert str(e.value).startswith(f"--rebuild: commit {'0' * 40} cannot be fetched from {srv.url('minillama')} (")
+    # a failed download is exit 4 (README "Exit codes"), also where nothing answers: the server is gone
+    assert exit_code(e.value) == TOOL_FAILED
+    with pytest.raises(DownloadError) as gone:
+        fetch_commit(tmp_path / "c", srv.url("minillama"), shas["base"], tmp_path / "log")
+    assert str(gone.value).startswith(f"--rebuild: commit {shas['base']} cannot be fetched from {srv.url('minillama')}")
+    assert "\n" not in str(gone.value) and exit_code(gone.value) == TOOL_FAILED

@@ -160,3 +160,27 @@ def test_local_is_never_written_in_a_spec_file(bundles_copy):
     f.write_text('local = { tag = "sm90-local", origin = "archs=90" }\n' + f.read_text())
     with pytest.raises(SpecError, match=r"linux-arm64-cpu.toml: local: is set by the archs=/toolkit_source= overrides"):
         load_matrix(bundles_copy)
+
+
+def test_configure_refuses_a_bool_option_whose_value_is_no_boolean_word(tmp_path):
+    """A key the configured tree declares BOOL (``option()``) but the load could not know: its
+    value in ``CMakeCache.txt`` must be one of CMake's boolean words; ``"nope"`` (which CMake reads
+    as true) fails configure naming the spec file and the key (issue 51)."""
+    from bundlegraph.pipeline.compile.cmake_keys import judge, read_typed_cache
+
+    (tmp_path / "CMakeCache.txt").write_text(
+        "# This is the CMakeCache file.\n"
+        "//build tests\nMINI_BUILD_EXTRAS:BOOL=nope\n"
+        "//build tools\nLLAMA_BUILD_TOOLS:BOOL=off\n"
+        "//ggml: cuda link binary compression mode\nGGML_CUDA_COMPRESSION_MODE:STRING=speed\n",
+        encoding="utf-8",
+    )
+    cache = read_typed_cache(tmp_path)
+    keys = ("MINI_BUILD_EXTRAS", "LLAMA_BUILD_TOOLS", "GGML_CUDA_COMPRESSION_MODE")
+    problems, warnings = judge(keys, "bundles/x.toml", cache, "", {})
+    assert problems == [
+        "bundles/x.toml: cmake.MINI_BUILD_EXTRAS: the configured tree declares a BOOL option, and 'nope' is not one "
+        "of CMake's boolean words (ON/OFF/TRUE/FALSE/YES/NO/Y/N/1/0, any case): CMake reads it as true; write true "
+        "or false"
+    ]
+    assert warnings == []

@@ -8,6 +8,8 @@ import math
 import re
 from pathlib import Path
 
+import pytest
+
 from bundlegraph.critical_path import (
     COLD_MARGIN,
     GITHUB_JOB_LIMIT_MIN,
@@ -200,7 +202,12 @@ def test_a_leg_that_cannot_fit_even_sharded_is_refused_and_a_final_compile_over_
     assert len(final) == 1 and final[0].endswith("capped at 360 min, enough only with its shards' cache hits")
 
 
-def test_the_matrix_refuses_a_leg_that_cannot_fit(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "mode", [["--github-output"], ["--job", "compile"], [], ["--compact"], ["--warm"]], ids=" ".join
+)
+def test_the_matrix_refuses_a_leg_that_cannot_fit_in_every_mode(tmp_path, monkeypatch, capsys, mode):
+    """Plain ``matrix`` and ``--warm`` refuse what the release jobs' matrices refuse (issue 51: they
+    printed a matrix whose shard could never finish in GitHub's 360-min limit)."""
     import shutil
 
     from bundlegraph import cli
@@ -212,10 +219,11 @@ def test_the_matrix_refuses_a_leg_that_cannot_fit(tmp_path, monkeypatch, capsys)
     (bundles / "costs" / f"{leg}.json").write_bytes(rec.to_json())
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BUNDLEGRAPH_COSTS", raising=False)
-    rc = cli.main(["--bundles", str(bundles), "matrix", "--github-output"])
-    err = capsys.readouterr().err
-    assert rc == 2, err
+    rc = cli.main(["--bundles", str(bundles), "matrix", *mode])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "", err
     assert f"bundles/{leg}.toml: build.shards: compile row '{leg} shard 1/3' models" in err
+    assert "over GitHub's 360-min job limit: expected more shards than 3" in err
     assert "Traceback" not in err
 
 

@@ -91,3 +91,23 @@ def test_an_unknown_BUNDLEGRAPH_name_is_refused_with_the_closest_known_one():
     assert lines[0] == "BUNDLEGRAPH_UNRELATED: unknown variable" and lines[1].startswith("known: ")
     assert lines[2].startswith("BUNDLEGRAPH_JOBS='0': expected an integer >= 1")
     check_environment({"BUNDLEGRAPH_EXTRA_ANYTHING": "x", "OTHER_VARIABLE": "y"})
+
+
+def test_a_cache_or_work_directory_that_names_a_file_is_refused_in_one_line(tmp_path):
+    """``BUNDLEGRAPH_CACHE`` naming a file (or a path under one) stops the run before anything
+    starts, naming the variable and the file (issue 51: a NotADirectoryError traceback in
+    ``configure:`` before); a directory, or one still to be made, passes."""
+    f = tmp_path / "cache.txt"
+    f.write_text("not a directory\n", encoding="utf-8")
+    for var, value, where in (
+        ("BUNDLEGRAPH_CACHE", f, f"{f} is a file"),
+        ("BUNDLEGRAPH_CACHE", f / "sub", f"its parent {f} is a file"),
+        ("BUNDLEGRAPH_WORKDIR", f, f"{f} is a file"),
+    ):
+        with pytest.raises(SettingError) as e:
+            settings.check_environment({var: str(value)})
+        assert str(e.value) == (
+            f"{var}={str(value)!r}: not a directory ({where}); expected a directory (created when missing) "
+            f"({settings.setting(var).doc})"
+        )
+    settings.check_environment({"BUNDLEGRAPH_CACHE": str(tmp_path), "BUNDLEGRAPH_WORKDIR": str(tmp_path / "new" / "w")})

@@ -84,6 +84,43 @@ def test_a_final_compile_of_merged_shards_without_a_compiler_cache_is_refused(wo
     assert not bp.record.exists()
 
 
+def test_a_final_compile_whose_shard_never_arrived_fails_before_it_compiles(workdir, tmp_path):
+    """shard-merge --leg found shard 1 of 3 only (issue 51: the workflow swallowed its exit 1 and the
+    final compile recompiled everything): the final compile fails naming the leg, the missing
+    shards and their artifacts, before any process starts."""
+    ccache = {"name": "ccache", "path": "/nonexistent/ccache", "version": "ccache version 4.14.2"}
+    bp = _plan(workdir, ccache)
+    root = tmp_path / "shards"
+    (root / f"shard-{LEG}-1").mkdir(parents=True)
+    (root / f"shard-{LEG}-1" / "shard.json").write_text(json.dumps(_shard_json(1, 3, OBJS[:1])), encoding="utf-8")
+    res = shard_build.merge_shards(root, None, None, {LEG: 3})
+    assert res.problems == [
+        f"{LEG}: shard 2/3, 3/3 did not arrive: no shard.json of them under {root} (artifact shard-{LEG}-2, "
+        f"shard-{LEG}-3); the final compile refuses to compile their objects itself: re-run the failed shard job"
+    ]
+    with pytest.raises(BundleGraphError) as e:
+        build.run_build(bp)
+    record = paths.build_dir(LEG) / shard_guard.MERGED
+    assert str(e.value) == (
+        f"build:{LEG}: the final compile of a leg of 3 shards: shard 2/3, 3/3 did not arrive (artifact "
+        f"shard-{LEG}-2, shard-{LEG}-3; {record}): its objects would be compiled here, slower and maybe past the "
+        f"job's limit; re-run the failed shard job (or delete {shard_guard.MERGED} to build the leg as a local build)"
+    )
+    assert not bp.record.exists()
+
+
+def test_shard_merge_records_a_leg_of_which_no_shard_arrived(workdir, tmp_path):
+    res = shard_build.merge_shards(tmp_path / "absent", None, None, {LEG: 2})
+    assert res.problems == [
+        f"{LEG}: shard 1/2, 2/2 did not arrive: no shard.json of them under {tmp_path / 'absent'} (artifact "
+        f"shard-{LEG}-1, shard-{LEG}-2); the final compile refuses to compile their objects itself: re-run the "
+        f"failed shard job"
+    ]
+    merged = shard_guard.read_merged(paths.build_dir(LEG))
+    assert merged is not None and merged["shards"] == [] and merged["of"] == 2
+    assert shard_guard.absent_shards(merged) == ["1/2", "2/2"]
+
+
 def test_a_local_build_of_a_sharded_leg_is_no_final_compile():
     """Without shard-merge's record nothing is judged: a local build may miss (a warning)."""
     assert shard_guard.read_merged(Path("/nonexistent")) is None
@@ -139,31 +176,31 @@ def test_the_record_summary_and_log_of_a_short_final_compile_name_the_leg_and_th
     assert stats is not None and "shard_shortfall" not in stats and stats["shards_wrote"] == 3
 
 
+def _shard_json(i: int, n: int, objs: list[str]) -> dict:
+    """A shard build's ``shard.json`` of shard ``i/n`` of :data:`LEG` that compiled ``objs``."""
+    return {
+        "format": shard_build.SHARD_FORMAT,
+        "leg": LEG,
+        "shard": f"{i}/{n}",
+        "objects": objs,
+        "predicted_seconds": 1.0,
+        "jobs": 1,
+        "seconds": 1.0,
+        "costs_from": "the stated estimates",
+        "split_digest": "0" * 64,
+        "measured": {},
+        "cache": None,
+        "cache_entries_added": 0,
+        "remote_storage": False,
+    }
+
+
 def test_shard_merge_leaves_what_the_shards_compiled_for_the_final_compile(workdir, tmp_path):
     root = tmp_path / "shards"
     for i, objs in ((1, OBJS[:2]), (2, OBJS[2:])):
         d = root / f"shard-{LEG}-{i}"
         d.mkdir(parents=True)
-        (d / "shard.json").write_text(
-            json.dumps(
-                {
-                    "format": shard_build.SHARD_FORMAT,
-                    "leg": LEG,
-                    "shard": f"{i}/2",
-                    "objects": objs,
-                    "predicted_seconds": 1.0,
-                    "jobs": 1,
-                    "seconds": 1.0,
-                    "costs_from": "the stated estimates",
-                    "split_digest": "0" * 64,
-                    "measured": {},
-                    "cache": None,
-                    "cache_entries_added": 0,
-                    "remote_storage": False,
-                }
-            ),
-            encoding="utf-8",
-        )
+        (d / "shard.json").write_text(json.dumps(_shard_json(i, 2, objs)), encoding="utf-8")
     res = shard_build.merge_shards(root, None, None)
     assert res.problems == [] and res.legs[LEG] == {"shards": 2, "of": 2, "measured": 0, "objects": 3}
     merged = shard_guard.read_merged(paths.build_dir(LEG))

@@ -241,3 +241,27 @@ def test_a_shard_record_as_written_reads_back_typed(tmp_path):
     f.write_text(json.dumps(rec.dump()), encoding="utf-8")
     back = read_shard(f)
     assert back == rec and (back.index, back.count) == (3, 3)
+
+
+def test_an_absurd_shard_count_is_refused_in_one_line():
+    """``shard=1/99999999999999999999999`` was accepted (issue 51): N is at most a spec's
+    ``[build] shards`` bound, and a number of thousands of digits is one line, not int()'s error."""
+    from bundlegraph.pipeline.compile.shards import ShardRef, count_problem
+    from bundlegraph.schemas.records import MAX_SHARDS
+
+    for text, says in (
+        ("1/99999999999999999999999", f"shard=1/99999999999999999999999: N must be at most {MAX_SHARDS} "),
+        (f"1/{MAX_SHARDS + 1}", f"shard=1/{MAX_SHARDS + 1}: N must be at most {MAX_SHARDS} "),
+        ("99999999999999/3", "shard=99999999999999/3: I must be between 1 and 3"),
+        ("2/" + "9" * 5000, f"N must be at most {MAX_SHARDS}"),
+    ):
+        with pytest.raises(BundleGraphError) as e:
+            parse_shard(text)
+        assert says in str(e.value) and "\n" not in str(e.value), str(e.value)[:300]
+    assert parse_shard(f"0002/{MAX_SHARDS}") == ShardRef(2, MAX_SHARDS)
+    assert count_problem("L", 4, 3, ["ggml-cuda"]) == (
+        "build:L: 4 shards, but its targets (ggml-cuda) have 3 compile step(s): a shard would compile nothing; "
+        "set [build] shards to at most 3"
+    )
+    assert count_problem("L", 99, 500, []).startswith(f"L: 99 shards: expected 1 to {MAX_SHARDS}")
+    assert count_problem("L", 3, 3, []) == ""

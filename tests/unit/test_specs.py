@@ -337,23 +337,37 @@ def test_a_misspelt_boolean_in_cmake_is_refused_when_the_specs_load(bundles_copy
     edit(f, "GGML_CUDA_NCCL = false", 'GGML_CUDA_NCCL = "flase"')
     edit(f, "LLAMA_CURL = false", 'LLAMA_CURL = "of"')
     edit(f, "GGML_BACKEND_DL = true", 'GGML_BACKEND_DL = "enabled"')
+    edit(f, "LLAMA_BUILD_TESTS = false", 'LLAMA_BUILD_TESTS = "nope"')
+    edit(f, "GGML_NATIVE = false", 'GGML_NATIVE = false\nGGML_CUDA_FA_ALL_QUANTS = "IGNORE"')
     ps = problems(bundles_copy)
+    words = "ON/OFF/TRUE/FALSE/YES/NO/Y/N/1/0"
     for key, value, hint in (
         ("GGML_CUDA_NCCL", "flase", " (did you mean 'FALSE'?)"),
         ("LLAMA_CURL", "of", " (did you mean 'OFF'?)"),
-        ("GGML_BACKEND_DL", "enabled", ""),  # an option bundlegraph reads: any text but a constant
+        ("GGML_BACKEND_DL", "enabled", ""),  # an option bundlegraph reads: any text but a boolean word
+        ("LLAMA_BUILD_TESTS", "nope", ""),  # issue 51: it passed load and configure as :BOOL=nope (true)
+        ("GGML_CUDA_FA_ALL_QUANTS", "IGNORE", ""),  # false to if(), but no boolean word of a BOOL option
     ):
         want = (
-            f"{f}: cmake.{key}: {value!r} is not a boolean: CMake reads any text but its constants as "
-            f"true{hint}; write true or false (or ON/OFF)"
+            f"{f}: cmake.{key}: {value!r} is not a boolean: a BOOL option takes true or false, or one of CMake's "
+            f"boolean words ({words}, any case){hint}; CMake reads other text as true"
         )
         assert want in ps, (want, ps)
 
 
-@pytest.mark.parametrize("value", ['"ON"', '"off"', '"Yes"', '"n"', '"0"', "1", '"IGNORE"', '"Foo-NOTFOUND"', "false"])
-def test_cmake_constants_and_booleans_pass(bundles_copy, value):
+@pytest.mark.parametrize("value", ['"ON"', '"off"', '"Yes"', '"n"', '"0"', '"TRUE"', '"y"', "1", "false"])
+def test_cmake_boolean_words_and_booleans_pass(bundles_copy, value):
     f = bundles_copy / "linux-x64-cuda13-portable.toml"
     edit(f, "GGML_CUDA_NCCL = false", f"GGML_CUDA_NCCL = {value}")
+    load_matrix(bundles_copy)
+
+
+@pytest.mark.parametrize("value", ['"IGNORE"', '"Foo-NOTFOUND"', '"ON"'])
+def test_cmake_constants_pass_for_a_key_not_known_as_bool(bundles_copy, value):
+    """A key the load does not know as BOOL: CMake's constants pass to configure's check, which
+    refuses what the configured tree declares BOOL (pipeline.compile.cmake_keys.judge)."""
+    f = bundles_copy / "linux-x64-cuda13-portable.toml"
+    edit(f, "GGML_CUDA_NCCL = false", f"GGML_CUDA_NCCL = false\nGGML_CUDA_SOMETHING_NEW = {value}")
     load_matrix(bundles_copy)
 
 

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from ...core.lightclass import frozen
+from ...schemas.cmake_rules import BOOL_WORDS
 
 UNUSED_HEAD = "Manually-specified variables were not used by the project:"
 """The head line of CMake's unused-variable warning in a configure log."""
@@ -115,7 +116,8 @@ def judge(
 ) -> tuple[list[str], list[str]]:
     """``(problems, warnings)`` for the spec's ``[cmake]`` keys (module docstring), one line each
     naming ``spec_file`` and the key: a problem fails the configure, a warning (a deprecated key)
-    is printed."""
+    is printed. A key the tree declares BOOL whose value is not one of CMake's boolean words
+    (:data:`~bundlegraph.schemas.cmake_rules.BOOL_WORDS`: ``"nope"`` would read as true) is a problem."""
     import difflib
 
     reported = set(unused_by_cmake(log))
@@ -125,7 +127,13 @@ def judge(
         if k in deprecated:
             warnings.append(f"{spec_file}: cmake.{k}: {deprecated[k].says()}")
             continue
-        kind = cache.get(k, ("", ""))[0]
+        kind, value = cache.get(k, ("", ""))
+        if kind == "BOOL" and value.strip().upper() not in BOOL_WORDS:
+            problems.append(
+                f"{spec_file}: cmake.{k}: the configured tree declares a BOOL option, and {value!r} is not one of "
+                f"CMake's boolean words ({'/'.join(BOOL_WORDS)}, any case): CMake reads it as true; write true or false"
+            )
+            continue
         if k in reported:
             why = f'the project does not use it (CMake: "{UNUSED_HEAD[:-1]}")'
         elif not k.startswith("CMAKE_") and kind not in REAL_TYPES:

@@ -9,6 +9,9 @@ error naming the leg:
   without a cache is a runner spent for nothing, and the final compile recompiles everything;
 - **a shard's compiles were uncacheable** (a compiler option ccache refuses, say): its work is
   lost as surely (:func:`uncacheable_problem`);
+- **a shard never arrived**: ``shard-merge --leg L`` records the shards it found, also none; a
+  final compile whose record lacks a shard fails before compiling, naming the leg, the shard and
+  its artifact (:func:`absent_problem`): it would compile that shard's objects itself;
 - **the final compile missed what the shards wrote**: ``bundlegraph shard-merge`` leaves
   ``build/<leg>/shards-merged.json`` (:func:`write_merged`: the objects the merged shards
   compiled, their count, whether the entries went to remote storage); the final compile (a full
@@ -71,6 +74,28 @@ def read_merged(build_dir: Path) -> dict[str, Any] | None:
     return data
 
 
+def absent_shards(merged: dict[str, Any]) -> list[str]:
+    """The shards (``I/N``) of :func:`read_merged`'s record that ``shard-merge`` did not find."""
+    of = merged.get("of")
+    if not isinstance(of, int) or of < 2:
+        return []
+    seen = set(merged.get("shards") or [])
+    return [f"{i}/{of}" for i in range(1, of + 1) if f"{i}/{of}" not in seen]
+
+
+def absent_problem(merged: dict[str, Any], record: Path) -> str:
+    """The one line failing the final compile of a leg some of whose shards never arrived
+    (:func:`absent_shards`; ``record``: the file that says so), before anything compiles."""
+    leg, gone = merged.get("leg", "?"), absent_shards(merged)
+    artifacts = ", ".join(f"shard-{leg}-{g.partition('/')[0]}" for g in gone)
+    return (
+        f"build:{leg}: the final compile of a leg of {merged.get('of')} shards: shard {', '.join(gone)} did not "
+        f"arrive (artifact {artifacts}; {record}): its objects "
+        f"would be compiled here, slower and maybe past the job's limit; re-run the failed shard job (or delete "
+        f"{record.name} to build the leg as a local build)"
+    )
+
+
 def no_cache_problem(leg: str, shards: int, role: str, why: str) -> str:
     """The one line refusing a shard run or final compile (``role``) of ``leg`` (``shards`` > 1)
     without a compiler cache; ``why`` is configure's reason for choosing none."""
@@ -127,4 +152,14 @@ def uncacheable_problem(leg: str, shard: str, stats: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["FORMAT", "MERGED", "no_cache_problem", "read_merged", "shortfall", "uncacheable_problem", "write_merged"]
+__all__ = [
+    "FORMAT",
+    "MERGED",
+    "absent_problem",
+    "absent_shards",
+    "no_cache_problem",
+    "read_merged",
+    "shortfall",
+    "uncacheable_problem",
+    "write_merged",
+]

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ...core.errors import BundleGraphError
 from ...core.lightclass import frozen
+from ...schemas.records import MAX_SHARDS
 from .ninja_graph import CompileStep
 
 ESTIMATE_SECONDS = {"CUDA_PER_ARCH": 15.0, "CXX": 4.0, "C": 2.0, "OTHER_LANG": 3.0, "LINK": 5.0}
@@ -50,16 +51,35 @@ class ShardRef:
 
 def parse_shard(text: str, where: str = "shard") -> ShardRef:
     """``"2/3"`` -> ShardRef(2, 3). Raises :class:`BundleGraphError` of one line naming ``where``
-    and the value for anything but ``I/N`` with ``1 <= I <= N`` and ``N >= 2``."""
+    and the value for anything but ``I/N`` with ``1 <= I <= N`` and ``2 <= N <= MAX_SHARDS`` (the
+    most a spec's ``[build] shards`` may say)."""
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
     if not m:
         raise BundleGraphError(f"{where}={text!r}: expected I/N, two whole numbers with 1 <= I <= N (e.g. 1/3)")
-    i, n = int(m.group(1)), int(m.group(2))
+    shown = text.strip()
+    # read at most 9 digits: a longer number is out of range anyway (and int() refuses 4,300 digits)
+    i, n = (int(g) if len(g.lstrip("0")) <= 9 else 10**9 for g in m.groups())
     if n < 2:
-        raise BundleGraphError(f"{where}={text}: N must be at least 2 (a leg of one shard is not sharded)")
+        raise BundleGraphError(f"{where}={shown}: N must be at least 2 (a leg of one shard is not sharded)")
+    if n > MAX_SHARDS:
+        raise BundleGraphError(f"{where}={shown}: N must be at most {MAX_SHARDS} (what a spec's [build] shards allows)")
     if not 1 <= i <= n:
-        raise BundleGraphError(f"{where}={text}: I must be between 1 and {n}")
+        raise BundleGraphError(f"{where}={shown}: I must be between 1 and {n}")
     return ShardRef(i, n)
+
+
+def count_problem(leg: str, count: int, steps: int, targets: Sequence[str]) -> str:
+    """The one line refusing a split of ``leg`` into ``count`` shards that cannot be: more than
+    :data:`MAX_SHARDS`, fewer than 1, or more shards than the ``steps`` compile steps of its
+    ``targets`` (a shard would compile nothing: a runner spent for nothing); empty when it can."""
+    if not 1 <= count <= MAX_SHARDS:
+        return f"{leg}: {count} shards: expected 1 to {MAX_SHARDS} (what a spec's [build] shards allows)"
+    if count > steps:
+        return (
+            f"build:{leg}: {count} shards, but its targets ({' '.join(targets) or 'all'}) have {steps} compile "
+            f"step(s): a shard would compile nothing; set [build] shards to at most {max(1, steps)}"
+        )
+    return ""
 
 
 def estimate(step: CompileStep, cuda_archs: int) -> float:
@@ -141,6 +161,7 @@ __all__ = [
     "ShardRef",
     "ShardSlice",
     "costed",
+    "count_problem",
     "estimate",
     "makespan",
     "parse_shard",
