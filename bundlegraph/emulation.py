@@ -61,9 +61,13 @@ class Launcher:
         return out + [str(program), *args]
 
     def process_env(self, env: dict[str, str]) -> dict[str, str]:
-        """The environment of the started process: this one's plus ``env`` natively; under qemu
-        ``env`` travels in :meth:`argv` and qemu gets this process's environment unchanged."""
-        return dict(os.environ, **env) if self.qemu is None else dict(os.environ)
+        """The environment of the started process: this one's through the allow-list of
+        :mod:`bundlegraph.core.buildenv` (a bundle's programs are build code), plus ``env``
+        natively; under qemu ``env`` travels in :meth:`argv` and qemu gets the allow-listed one."""
+        from .core.buildenv import allowed_env
+
+        base = allowed_env(os.environ)
+        return dict(base, **env) if self.qemu is None else base
 
     def list_deps(self, library: Path, library_path: list[Path]) -> tuple[list[str], dict[str, str]]:
         """``(argv, env)`` that list every dependency of ``library`` as glibc's loader resolves

@@ -14,8 +14,10 @@ the draft holds exactly them. Otherwise exit 2, every difference named, and it s
 
 ``check-tag [--ref REF]``: the same tag rule, hours earlier: the release workflow's plan job runs
 it before any compile starts. ``REF`` (default ``GITHUB_REF``) ``refs/tags/T`` with T other than
-release.toml's ``tag`` is refused in one line naming both (exit 2); a branch ref passes with a
-line saying the run publishes nothing (upload-release runs on tags only); exit 2 without a ref.
+release.toml's ``tag`` is refused in one line naming both (exit 2); so is any ref that is not a
+tag (a ``workflow_dispatch`` on a branch, exit 2): a release run reads the compiler cache and the
+cost records every signed release trusts, so it runs only for the tag release.toml names (issue
+51); exit 2 without a ref.
 """
 
 from __future__ import annotations
@@ -85,8 +87,10 @@ def run_check_tag(args: argparse.Namespace) -> int:
     f = Path(args.bundles) / "release.toml"
     tag = load_matrix(args.bundles).release.tag
     if not ref.startswith("refs/tags/"):
-        say(f"check-tag: {ref} is not a tag: this run publishes nothing ({f} has tag {tag})")
-        return 0
+        raise BundleGraphError(
+            f"check-tag: {ref} is not a tag: a release runs only for {f}'s tag {tag}, refused before any "
+            f"compile (push the tag refs/tags/{tag}, or run the workflow from it)"
+        )
     pushed = ref.removeprefix("refs/tags/")
     if pushed != tag:
         raise BundleGraphError(
@@ -107,7 +111,8 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(func=run)
     c = sub.add_parser(
-        "check-tag", help="refuse a run whose tag is not release.toml's tag (the plan job, before compiling)"
+        "check-tag",
+        help="refuse a run that is not for release.toml's tag, a branch too (the plan job, before compiling)",
     )
     c.add_argument("--ref", help="the git ref of the run (default: $GITHUB_REF)")
     c.set_defaults(func=run_check_tag)

@@ -142,6 +142,13 @@ def _kill_group(proc: subprocess.Popen[bytes], supervised: bool) -> None:
         proc.wait(STOP_WAIT_S)
 
 
+def _masked(text: str, hidden: Sequence[str]) -> str:
+    """``text`` with each of ``hidden`` (longest first) written as ``***``."""
+    for s in hidden:
+        text = text.replace(s, "***")
+    return text
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -162,7 +169,10 @@ def run(
     - ``log``: a file that receives the command line and the full output (appended).
     - ``capture``: also return the output text in :attr:`Completed.output`.
     - ``on_line``: called with each output line (e.g. ninja's ``[n/N]`` progress).
-    - ``echo``: print the command line before running it (``secrets`` are masked).
+    - ``echo``: print the command line before running it.
+    - ``secrets``: strings written as ``***`` wherever this function writes: the echoed command,
+      the log, the captured output, ``on_line`` and the error's last lines (a program may print a
+      credential of its environment or configuration: ccache prints a bad URL's user part).
     - ``check``: a non-zero exit raises :class:`ToolFailed` with the command, exit code and
       the last lines of output; ``what`` names the step in that message.
 
@@ -180,10 +190,8 @@ def run(
             f" it was given; install it or put it on PATH"
         )
     args[0] = resolved
-    shown = quote(args)
-    for s in secrets:
-        if s:
-            shown = shown.replace(s, "***")
+    hidden = sorted((s for s in secrets if s), key=len, reverse=True)
+    shown = _masked(quote(args), hidden)
     if echo:
         from . import report
 
@@ -217,6 +225,8 @@ def run(
     def pump() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            if hidden:
+                line = _masked(line, hidden)
             if logf:
                 logf.write(line)
             if capture:

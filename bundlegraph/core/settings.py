@@ -256,6 +256,11 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
 
 
 def _bad(s: Setting, raw: str) -> SettingError:
+    """The one line for a bad value; a URL's credentials written as ``***`` (it may hold them)."""
+    if s.form == "url":
+        from .remote_url import redact
+
+        raw = redact(raw)
     return SettingError(f"{s.var}={raw!r}: expected {s.expected()} ({s.doc})")
 
 

@@ -35,9 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths, proc, report, settings
+from ..core.buildenv import allowed_env
 from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.lightclass import frozen
+from ..core.remote_url import secrets_of
 from ..core.report import say
 from ..toolchains.base import scrubbed
 from ..toolchains.tools import build_tools
@@ -227,20 +229,24 @@ def run_build(plan: BuildPlan) -> list[Path]:
         raise BundleGraphError(shard_guard.absent_problem(merged, plan.record.parent / shard_guard.MERGED))
     stats_log = plan.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = without_git(compiler_cache.build_env(chosen, scrubbed(os.environ), stats_log), plan.cmake_dir.parent)
-    offset = build_measure.log_size(plan.cmake_dir)
-    try:
-        proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}")
-    except ToolFailed as e:
-        record_cache_stats(plan, chosen, env, stats_log, time.monotonic() - t0, ok=False)
-        tail = plan.log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
-        step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
-        raise ToolFailed(
-            f"build:{leg}: {proc.quote(argv)} failed (exit {e.returncode})\nfailing step:\n{step}\n"
-            f"--- last lines of {plan.log} ---\n" + "\n".join(tail),
-            returncode=e.returncode,
-            log=str(plan.log),
-        ) from None
+    remote = compiler_cache.remote_storage()
+    with compiler_cache.remote_config(chosen, remote) as conf:
+        env = without_git(
+            compiler_cache.build_env(chosen, scrubbed(allowed_env(os.environ)), stats_log, conf), plan.cmake_dir.parent
+        )
+        offset = build_measure.log_size(plan.cmake_dir)
+        try:
+            proc.run(argv, env=env, log=plan.log, on_line=prog, what=f"build:{leg}", secrets=secrets_of(remote))
+        except ToolFailed as e:
+            record_cache_stats(plan, chosen, env, stats_log, time.monotonic() - t0, ok=False)
+            tail = plan.log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+            step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
+            raise ToolFailed(
+                f"build:{leg}: {proc.quote(argv)} failed (exit {e.returncode})\nfailing step:\n{step}\n"
+                f"--- last lines of {plan.log} ---\n" + "\n".join(tail),
+                returncode=e.returncode,
+                log=str(plan.log),
+            ) from None
     outs = _outputs(plan)
     if plan.filtered:
         missing = [t for t in plan.targets if "/" in t and not (plan.cmake_dir / t).is_file()]
@@ -335,7 +341,7 @@ def record_cache_stats(
     the statistics written (None without a cache)."""
     from .. import ci
 
-    stats = compiler_cache.build_stats(chosen, env, stats_log)
+    stats = compiler_cache.build_stats(chosen, env, stats_log, compiler_cache.remote_storage())
     record = record or plan.record.with_name("compiler-cache.json")
     if stats is None:
         why = "no compiler cache" if chosen is None else f"{chosen.get('name')}: no statistics"

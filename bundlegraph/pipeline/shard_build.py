@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths, proc, settings
+from ..core.buildenv import allowed_env
 from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json
 from ..core.lightclass import frozen
+from ..core.remote_url import secrets_of
 from ..core.report import say, warn
 from ..schemas.shard_record import SHARD_FORMAT, ShardRecord
 from ..toolchains.base import scrubbed
@@ -125,29 +127,35 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     )
     stats_log = bp.log.with_name("compiler-cache-stats.log")
     stats_log.unlink(missing_ok=True)
-    env = without_git(compiler_cache.build_env(chosen, scrubbed(os.environ), stats_log), bp.cmake_dir.parent)
-    remote = bool(env.get("CCACHE_REMOTE_STORAGE")) and "read-only" not in env.get("CCACHE_REMOTE_STORAGE", "")
-    cache_dir = None if remote else compiler_cache.local_dir(chosen, env)
-    before = compiler_cache.snapshot(cache_dir)
-    offset = build_measure.log_size(bp.cmake_dir)
+    spec = compiler_cache.remote_storage()
+    remote = compiler_cache.writes_remote(spec)
     bp.log.parent.mkdir(parents=True, exist_ok=True)
     bp.log.write_text("", encoding="utf-8")
-    t0 = time.monotonic()
-    if mine.outputs:
-        argv = [bp.argv[0], "--build", bp.cmake_dir.as_posix(), "--target", *mine.outputs, "-j", str(j.n)]
-        prog = Progress(leg)
-        try:
-            proc.run(argv, env=env, log=bp.log, on_line=prog, what=f"build:{leg} shard {shard}")
-        except ToolFailed as e:
-            step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
-            raise ToolFailed(
-                f"build:{leg}: shard {shard} failed (exit {e.returncode})\nfailing step:\n{step}\n"
-                f"full output: {bp.log}",
-                returncode=e.returncode,
-                log=str(bp.log),
-            ) from None
-    else:
-        say(f"build:{leg}: shard {shard} has no compile step (more shards than steps)")
+    with compiler_cache.remote_config(chosen, spec) as conf:
+        env = without_git(
+            compiler_cache.build_env(chosen, scrubbed(allowed_env(os.environ)), stats_log, conf), bp.cmake_dir.parent
+        )
+        cache_dir = None if remote else compiler_cache.local_dir(chosen, env)
+        before = compiler_cache.snapshot(cache_dir)
+        offset = build_measure.log_size(bp.cmake_dir)
+        t0 = time.monotonic()
+        if mine.outputs:
+            argv = [bp.argv[0], "--build", bp.cmake_dir.as_posix(), "--target", *mine.outputs, "-j", str(j.n)]
+            prog = Progress(leg)
+            try:
+                proc.run(
+                    argv, env=env, log=bp.log, on_line=prog, what=f"build:{leg} shard {shard}", secrets=secrets_of(spec)
+                )
+            except ToolFailed as e:
+                step = "\n".join(prog.failed) or "(no ninja FAILED: line; see the log)"
+                raise ToolFailed(
+                    f"build:{leg}: shard {shard} failed (exit {e.returncode})\nfailing step:\n{step}\n"
+                    f"full output: {bp.log}",
+                    returncode=e.returncode,
+                    log=str(bp.log),
+                ) from None
+        else:
+            say(f"build:{leg}: shard {shard} has no compile step (more shards than steps)")
     seconds = time.monotonic() - t0
     results = compiler_cache.results_by_source(stats_log) if chosen else None
     m = build_measure.measure(

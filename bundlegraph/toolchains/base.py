@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import proc
+from ..core.buildenv import allowed_env
 from ..core.errors import ToolMissing
 from ..core.lightclass import frozen
 from .cuda import PLATFORMS, CudaToolkit, target_dir
@@ -175,9 +176,11 @@ class Toolchain:
         return [f"-target-dir={tdir}", "-objtemp", *mapped]
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """The environment cmake and the compilers run in (default: this process's), without the
-        variables that would choose compilers or flags behind the toolchain file (:func:`scrubbed`)."""
-        return scrubbed(os.environ if base is None else base)
+        """The environment cmake and the compilers run in: ``base`` (default: this process's)
+        through the allow-list of :mod:`bundlegraph.core.buildenv` (no secret meets build code),
+        without the variables that would choose compilers or flags behind the toolchain file
+        (:func:`scrubbed`)."""
+        return scrubbed(allowed_env(os.environ if base is None else base))
 
     def resolve(self, sdk: Sdk | None, env: dict[str, str] | None = None) -> Resolved:
         """The compilers (and the SDK's GPU compilers, :meth:`gpu_binaries`) as absolute paths,

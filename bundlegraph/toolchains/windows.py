@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import settings
+from ..core.buildenv import allowed_env
 from ..core.errors import ToolMissing
 from . import msvc
 from .base import Resolved, Sdk, Toolchain, cmake_str, cuda_of, scrubbed
@@ -45,7 +46,7 @@ class _VisualStudio(Toolchain):
         self.system_processor = info.target_arch
 
     def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        return scrubbed(msvc.developer_env(self.vcvars_arch, base))
+        return scrubbed(allowed_env(msvc.developer_env(self.vcvars_arch, base), windows=True))
 
 
 class Msvc(_VisualStudio):

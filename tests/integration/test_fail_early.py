@@ -31,8 +31,12 @@ def test_a_run_on_another_tag_is_refused_before_any_compile(tmp_path):
 
     r = graphrun.cli(["check-tag", "--ref", f"refs/tags/{release_tag}"], bundles=bundles, workdir=work)
     assert r.returncode == 0 and f"refs/tags/{release_tag} is {f}'s tag" in r.stdout, r.stdout + r.stderr
+    # a dispatch on a branch (issue 51): refused, one line, exit 2
     r = graphrun.cli(["check-tag"], bundles=bundles, workdir=work, GITHUB_REF="refs/heads/main")
-    assert r.returncode == 0 and "refs/heads/main is not a tag: this run publishes nothing" in r.stdout, r.stdout
+    want = f"check-tag: refs/heads/main is not a tag: a release runs only for {f}'s tag {release_tag}, refused"
+    assert r.returncode == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    r = graphrun.cli(["check-tag", "--ref", "refs/pull/7/merge"], bundles=bundles, workdir=work)
+    assert r.returncode == 2 and "refs/pull/7/merge is not a tag" in r.stderr, r.stdout + r.stderr
     r = graphrun.cli(["check-tag"], bundles=bundles, workdir=work, GITHUB_REF="")
     assert r.returncode == 2 and "check-tag: no ref" in r.stderr
 

@@ -46,6 +46,19 @@ def test_on_line_and_secrets(tmp_path, capsys):
     assert "***" in out and "token-s3cret" not in out
 
 
+def test_secrets_are_masked_in_the_output_the_log_and_the_error_too(tmp_path):
+    """A program that prints a credential (ccache prints a bad URL's user part in its error):
+    the log, the captured output, ``on_line`` and the error's last lines show ``***``."""
+    log, seen = tmp_path / "build.log", []
+    script = "echo 'ccache: error: Expected username:password in URL but got \"tok-9Zq\"'; exit 3"
+    with pytest.raises(ToolFailed) as ei:
+        proc.run(["sh", "-c", script], log=log, on_line=seen.append, secrets=["tok-9Zq"], what="build")
+    for text in (log.read_text(), str(ei.value), "\n".join(seen)):
+        assert 'but got "***"' in text and "tok-9Zq" not in text, text
+    r = proc.run(["sh", "-c", "echo a-tok-9Zq-b"], capture=True, secrets=["tok-9Zq"])
+    assert r.output == "a-***-b\n"
+
+
 def _alive(pattern: str) -> list[str]:
     """Live `sleep` processes whose command line is exactly ``pattern``."""
     r = subprocess.run(["pgrep", "-a", "-x", "sleep"], capture_output=True, text=True)

@@ -93,6 +93,32 @@ def test_the_release_only_restores_caches_and_the_default_branch_alone_saves_the
             assert not [s for _, s in _steps(w) if s.get("uses") in ("actions/cache@v4", "actions/cache/save@v4")], f
 
 
+def test_only_the_default_branch_warm_run_holds_a_cache_credential_that_writes():
+    """Issue 51, item 2: every release job that compiles reads the remote compiler cache with the
+    read-only credential in ccache's read-only mode, fixed in the workflow (no variable can turn it
+    to read-write); the read-write credential appears in warm-caches.yml alone, in the job of the
+    environment ``cache-writer`` (its deployment rule admits the default branch), whose plan job
+    refuses any other ref first."""
+    import yaml
+
+    text = {f.name: f.read_text(encoding="utf-8") for f in WORKFLOWS}
+    writers = sorted(n for n, t in text.items() if "secrets.BUNDLEGRAPH_CACHE_REMOTE }}" in t)
+    assert writers == ["warm-caches.yml"], writers
+    release = yaml.safe_load(text["release.yml"])["jobs"]
+    compiling = sorted(n for n, j in release.items() if "BUNDLEGRAPH_CACHE_REMOTE" in (j.get("env") or {}))
+    assert compiling == ["backend", "base", "base-imported", "compile", "compile-final"], compiling
+    for n in compiling:
+        env = release[n]["env"]
+        assert env["BUNDLEGRAPH_CACHE_REMOTE"] == "${{ secrets.BUNDLEGRAPH_CACHE_REMOTE_READ }}", n
+        assert env["BUNDLEGRAPH_CACHE_REMOTE_MODE"] == "read-only", n
+    warm = yaml.safe_load(text["warm-caches.yml"])["jobs"]
+    holders = sorted(n for n, j in warm.items() if "BUNDLEGRAPH_CACHE_REMOTE" in (j.get("env") or {}))
+    assert holders == ["compile"] and warm["compile"]["environment"] == "cache-writer"
+    first = warm["plan"]["steps"][0]
+    assert first["if"] == "github.ref != format('refs/heads/{0}', github.event.repository.default_branch)"
+    assert "exit 1" in first["run"]
+
+
 def test_the_release_is_attested_by_a_job_that_builds_nothing_before_it_is_published():
     """Issue 40, item 1: draft -> upload -> attest -> compare -> publish. The manifest job uploads a
     draft and holds no signing permission; the attest job alone holds ``id-token`` and

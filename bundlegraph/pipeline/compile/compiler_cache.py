@@ -5,48 +5,92 @@ With ccache, :func:`build_env` is the environment of the build (source: ccache's
 "Configuration options"): ``base_dir`` = the work directory (paths inside it hash relative, so two
 work directories share entries; why nothing wider: :func:`build_env`), ``compiler_check=content``
 (the toolkit's nvcc is extracted on each runner with a new mtime, and ccache's default ``mtime``
-check would miss across runners), a per-build ``stats_log`` (:func:`build_stats` reads it back),
-and ``remote_storage`` from ``BUNDLEGRAPH_CACHE_REMOTE`` (http/WebDAV, redis) with
-``|read-only=true`` for ``BUNDLEGRAPH_CACHE_REMOTE_MODE=read-only``.
+check would miss across runners), a per-build ``stats_log`` (:func:`build_stats` reads it back).
+
+**Remote storage, kept from build code** (issue 51). ``BUNDLEGRAPH_CACHE_REMOTE`` (with
+``|read-only=true`` for ``BUNDLEGRAPH_CACHE_REMOTE_MODE=read-only``: :func:`remote_storage`) holds
+the credential of the storage. ccache runs as the compiler launcher: ninja starts it, and it starts
+the compiler with its own environment, so a variable ccache reads, every compiler and every
+program the build runs reads too. The URL therefore never goes into an environment: it goes into
+a configuration file of its own (:func:`remote_config`: ``remote_storage = URL``, mode 0600, in a
+new directory of the system's temporary directory, outside the work directory and the source tree,
+removed when the compile ends), and the build's environment names that file
+(``CCACHE_CONFIGPATH``: ccache's primary configuration file, so ``$CCACHE_DIR/ccache.conf`` is not
+read during the build; ``CCACHE_*`` variables still override it). Residual risk, stated: build code
+runs as the same user as ccache, so a program of the build that looks for it can still read that
+file (its path is in its environment), as it can read ``/proc/<pid>/environ`` of bundlegraph's own
+process, which got ``BUNDLEGRAPH_CACHE_REMOTE`` from the job. Hiding the URL keeps it out of what
+build code dumps or logs by accident; it does not stop a deliberate thief. What does is the
+release's credential itself: ``release.yml`` gets one that can only read (README, "Compiler
+cache"), so what a thief gets fills nothing a release compiles.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
-from ...core import paths, proc, settings
+from ...core import paths, proc, remote_url, settings
+from ...core.errors import SettingError
+from ...core.fsutil import rmtree
+
+redact = remote_url.redact
 
 
-def remote_storage(env: dict[str, str] | None = None) -> str:
+def remote_storage(env: Mapping[str, str] | None = None) -> str:
     """ccache's ``remote_storage`` value from ``BUNDLEGRAPH_CACHE_REMOTE`` and
-    ``BUNDLEGRAPH_CACHE_REMOTE_MODE`` (empty when unset). Raises
-    :class:`~bundlegraph.core.errors.SettingError` for a URL of another scheme."""
+    ``BUNDLEGRAPH_CACHE_REMOTE_MODE`` (empty when unset). Raises :class:`SettingError` for a URL
+    of another scheme, or one ccache would refuse printing its credential
+    (:func:`~bundlegraph.core.remote_url.problems`); the message names no secret."""
     url = settings.get("CACHE_REMOTE", env) or ""
     if not url:
         return ""
+    bad = remote_url.problems(url)
+    if bad:
+        raise SettingError("; ".join(bad))
     if settings.get("CACHE_REMOTE_MODE", env) == "read-only" and "read-only" not in url:
         url += "|read-only=true"
     return url
 
 
-def redact(url: str) -> str:
-    """``url`` without a password (``http://user:***@host/...``), for records and logs."""
-    head, sep, rest = url.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        cred, _, host = rest.partition("@")
-        return f"{head}://{cred.split(':', 1)[0]}:***@{host}"
-    return url
+def writes_remote(remote: str) -> bool:
+    """Whether a build with ccache's ``remote`` value stores entries there (set, not read-only)."""
+    return bool(remote) and "read-only=true" not in remote
 
 
-def build_env(launcher: dict[str, Any] | None, base: dict[str, str], stats_log: Path) -> dict[str, str]:
+@contextmanager
+def remote_config(launcher: dict[str, Any] | None, remote: str) -> Iterator[Path | None]:
+    """A private ccache configuration file holding ``remote_storage = remote`` for the length of
+    the block (module docstring); None (and nothing written) without ccache or without ``remote``."""
+    if not remote or not launcher or launcher.get("name") != "ccache":
+        yield None
+        return
+    d = Path(tempfile.mkdtemp(prefix="bundlegraph-ccache-"))  # mode 0700
+    conf = d / "ccache.conf"
+    try:
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"remote_storage = {remote}\n")
+        yield conf
+    finally:
+        rmtree(d)
+
+
+def build_env(
+    launcher: dict[str, Any] | None, base: Mapping[str, str], stats_log: Path, config: Path | None = None
+) -> dict[str, str]:
     """The environment a build runs in when configure chose ``launcher`` (``configure.json``'s
-    entry): ``base`` plus, for ccache, ``CCACHE_BASEDIR`` (the work directory; a
-    ``CCACHE_BASEDIR`` of ``base`` wins), ``CCACHE_COMPILERCHECK=content``,
-    ``CCACHE_STATSLOG=stats_log``, ``CCACHE_REMOTE_STORAGE`` (:func:`remote_storage`) and
-    ``CCACHE_IGNOREOPTIONS`` for the work directory's prefix maps (:func:`ignored_prefix_maps`). Other
-    launchers: ``base`` unchanged.
+    entry): ``base`` (the allow-listed environment, :mod:`bundlegraph.core.buildenv`) plus, for
+    ccache, ``CCACHE_BASEDIR`` (the work directory; a ``CCACHE_BASEDIR`` of ``base`` wins),
+    ``CCACHE_COMPILERCHECK=content``, ``CCACHE_STATSLOG=stats_log``, ``CCACHE_CONFIGPATH=config``
+    (the remote storage's file, :func:`remote_config`, when there is one) and
+    ``CCACHE_IGNOREOPTIONS`` for the work directory's prefix maps (:func:`ignored_prefix_maps`).
+    Never ``CCACHE_REMOTE_STORAGE``. Other launchers: ``base`` unchanged.
 
     Why the work directory and nothing wider: ccache compiles with the paths it rewrote, so a
     source file under ``base_dir`` is compiled by a relative name and its ``__FILE__`` strings
@@ -55,7 +99,7 @@ def build_env(launcher: dict[str, Any] | None, base: dict[str, str], stats_log: 
     or without ccache the bytes agree; only the work directory's own paths
     (``-I<build dir>/ggml/src``) become relative, and its prefix maps are left out of the hash
     (:func:`ignored_prefix_maps`), so two work directories share entries."""
-    env = dict(base)
+    env = {k: v for k, v in base.items() if k not in ("CCACHE_REMOTE_STORAGE", "CCACHE_SECONDARY_STORAGE")}
     if not launcher or launcher.get("name") != "ccache":
         return env
     env.setdefault("CCACHE_BASEDIR", str(paths.workdir()))
@@ -64,9 +108,8 @@ def build_env(launcher: dict[str, Any] | None, base: dict[str, str], stats_log: 
     if ignore:
         env["CCACHE_IGNOREOPTIONS"] = ignore
     env["CCACHE_STATSLOG"] = str(stats_log)
-    remote = remote_storage(base)
-    if remote:
-        env["CCACHE_REMOTE_STORAGE"] = remote
+    if config is not None:
+        env["CCACHE_CONFIGPATH"] = str(config)
     return env
 
 
@@ -141,8 +184,11 @@ def uncacheable_counters(counters: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in sorted(counters.items()) if k in _UNCACHEABLE and v}
 
 
-def build_stats(launcher: dict[str, Any] | None, env: dict[str, str], stats_log: Path) -> dict[str, Any] | None:
-    """What the launcher did in one build: ``{"launcher", "version", "remote", "hits",
+def build_stats(
+    launcher: dict[str, Any] | None, env: dict[str, str], stats_log: Path, remote: str = ""
+) -> dict[str, Any] | None:
+    """What the launcher did in one build with ccache's ``remote`` value (``remote``: it
+    redacted, :func:`redact`): ``{"launcher", "version", "remote", "hits",
     "misses", "local_hits", "remote_hits", "remote_errors", "uncacheable", "counters"}`` read from the build's
     stats log (``ccache --print-log-stats --format json``; ``counters``: every nonzero one).
     None without ccache; an unreadable log gives ``counters`` empty and the reason in ``error``."""
@@ -151,7 +197,7 @@ def build_stats(launcher: dict[str, Any] | None, env: dict[str, str], stats_log:
     out: dict[str, Any] = {
         "launcher": "ccache",
         "version": launcher.get("version", ""),
-        "remote": redact(env.get("CCACHE_REMOTE_STORAGE", "")),
+        "remote": redact(remote),
         "counters": {},
     }
     counters: dict[str, int] = {}
@@ -303,8 +349,10 @@ __all__ = [
     "local_dir",
     "merge_into",
     "redact",
+    "remote_config",
     "remote_storage",
     "results_by_source",
     "snapshot",
     "uncacheable_counters",
+    "writes_remote",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core import proc
+from ...core.buildenv import allowed_env
 from . import judges
 from .plan import N_PREDICT, VOCABS
 from .steps import Gate, Outcome, SmokeRun, Step
@@ -84,7 +85,7 @@ def make_model(run: SmokeRun) -> Outcome:
     v = vocab(run)
     assert v is not None  # gated by not_llama
     a = [x.replace("{vocab}", v.as_posix()).replace("{model}", run.model.as_posix()) for x in run.plan.model_argv]
-    penv = dict(os.environ)
+    penv = allowed_env(os.environ)  # the source's gguf-py runs: build code
     root = Path(__file__).resolve().parents[3]
     penv["PYTHONPATH"] = os.pathsep.join(x for x in (root.as_posix(), penv.get("PYTHONPATH", "")) if x)
     proc.run(a, env=penv, log=run.plan.log, what=f"smoke:{run.plan.leg}: tiny model")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core import proc
+from ...core.buildenv import allowed_env
 from ...core.errors import BundleGraphError
 from .reference import reference_record
 
@@ -139,7 +140,7 @@ def bench_model(run: SmokeRun) -> Outcome:
     a = [
         x.replace("{vocab}", v.as_posix()).replace("{model}", run.bench_model.as_posix()) for x in run.plan.model_argv
     ] + ["--shape", SHAPE]
-    penv = dict(os.environ)
+    penv = allowed_env(os.environ)  # the source's gguf-py runs: build code
     root = Path(__file__).resolve().parents[3]
     penv["PYTHONPATH"] = os.pathsep.join(x for x in (root.as_posix(), penv.get("PYTHONPATH", "")) if x)
     proc.run(a, env=penv, log=run.plan.log, what=f"smoke:{run.plan.leg}: bench model")
