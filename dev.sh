@@ -33,8 +33,10 @@ else
   step "pip: .venv is up to date with pyproject.toml's [project]"
 fi
 
-# Debian packages: the aarch64 cross compiler and qemu-user (which runs the aarch64 bundles in
-# their smoke: main job and tests); clang/lld/llvm and osslsigncode build and sign small real PE
+# Debian packages: qemu-user (which runs the aarch64 bundles in their smoke: main job and tests;
+# the compilers of every Linux leg are pinned .debs the graph installs itself, issue 50); for the
+# tests also the host's aarch64 cross compiler (some tests build small aarch64 files with it);
+# clang/lld/llvm and osslsigncode build and sign small real PE
 # DLLs in the verify tests; wine64 runs a Windows CPython for the tests of the Windows code paths
 # (tests/winekit.py); MinGW-w64's headers let clang-cl compile the sharded Windows stand-in leg
 # (tests/clangclkit.py); glslc, libvulkan-dev (headers and the loader to link) and
@@ -42,8 +44,8 @@ fi
 # run its smoke (tests/integration/test_vulkan_standin.py); hipcc (ROCm 5.2's, with clang 15)
 # compiles small HIP libraries whose real offload bundles the code-object check reads
 # (tests/integration/test_codeobjects.py).
-debs=(g++-aarch64-linux-gnu qemu-user)
-[ "$what" = test ] && debs+=(clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev glslc libvulkan-dev mesa-vulkan-drivers hipcc)
+debs=(qemu-user)
+[ "$what" = test ] && debs+=(g++-aarch64-linux-gnu clang lld llvm osslsigncode wine64 mingw-w64-x86-64-dev glslc libvulkan-dev mesa-vulkan-drivers hipcc)
 missing=()
 for d in "${debs[@]}"; do dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d"); done
 # npm packs the real Windows llama.cpp DLLs the verify tests read (any npm will do)

@@ -11,7 +11,6 @@ C=/tmp/bg-cache-carry
 B=/tmp/bg-cache-bench
 if [ "${1:-watch}" = start ]; then
   unpack_carry $C || exit $?
-  host_floors $C || exit $?
   echo "host: $(nproc) cores; $(/usr/local/cuda/bin/nvcc --version | tail -2 | head -1); cmake $(cmake --version | head -1); ninja $(ninja --version); $(g++ --version | head -1); ccache $(/tmp/site/bin/ccache --print-version)"
   rm -rf $B && mkdir -p $B
   ( export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 BUNDLEGRAPH_CACHE=/tmp/bgcache \

@@ -10,7 +10,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 mkdir -p $C/src && tar -C $C/src -xJf $C/llama.cpp.tar.xz || exit 4
 . bench/device_carry.sh
-host_floors $C || exit 5  # the x64 specs take this host's glibc/GLIBCXX (BENCHMARKS.md)
 echo "host: $(nproc) cores; $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader)"
 echo "cuda: $(ls /usr/local/cuda/version.json 2>&1); $(/usr/local/cuda/bin/nvcc --version | tail -2 | head -1); cmake $(cmake --version | head -1); ninja $(ninja --version); $(g++ --version | head -1)"
 export BUNDLEGRAPH_BUNDLES=$C/bundles BUNDLEGRAPH_WORKDIR=$PWD BUNDLEGRAPH_CACHE=/tmp/bgcache BUNDLEGRAPH_TOOLS=system \

@@ -19,7 +19,6 @@ LEG=linux-x64-cuda13-portable
 if [ "${1:-watch}" = start ]; then
   unpack_carry $C || exit $?
   mkdir -p $C/src/llama.cpp/.github/workflows && cp .carry/release.yml $C/src/llama.cpp/.github/workflows/ || exit 6
-  host_floors $C || exit $?
   # the host toolkit is CUDA 13.0: the cuda12 specs would be refused as local overrides (line mismatch)
   rm -f $C/bundles/*-cuda12-*.toml
   rm -rf $P $W && mkdir -p $P $W && cp -r bundlegraph dodo.py pyproject.toml $P/ || exit 7

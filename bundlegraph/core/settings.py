@@ -121,6 +121,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("DOWNLOAD_JOBS", "int", "3", "downloads run at once", minimum=1),
     Setting(
+        "DEBIAN_ARCHIVE",
+        "url",
+        None,
+        "a Debian archive's URL (the root holding `pool/`): the pinned .debs (compilers, Vulkan, CUDA 12.4) are "
+        "downloaded from it by their pool path and sha256, on any host (GitHub's Ubuntu runners have no Debian "
+        "apt source); unset: `apt-get download` on a Debian host",
+    ),
+    Setting(
         "LAUNCHER",
         "choice",
         None,

@@ -12,6 +12,7 @@ Lock file (TOML; unknown keys are errors)::
     suite = "trixie"                      # Debian suite (codename) it comes from
     sha256 = "cd5fe85a..."                # of the .deb file, 64 lowercase hex digits
     size = 87240108                       # optional: bytes of the .deb
+    path = "pool/non-free/n/..."          # optional: its file in the archive (the Packages index's Filename)
 
 Where the packages come from (never a host name written here): a suite the machine's apt knows
 (a ``deb`` entry of its sources, as ``apt-get indextargets`` lists them) is fetched with the
@@ -22,6 +23,12 @@ archive URI as the machine's own Debian entry (the ``deb`` entry whose suite is 
 ``main contrib non-free``, checked with the machine's trusted keys; its own package lists, an
 empty dpkg status and no preferences, so nothing of the machine's state is read or written.
 ``apt-get update`` runs on it once per :func:`fetch` that has something to download.
+
+On a host without a Debian apt source (GitHub's Ubuntu runners, macOS) set
+``BUNDLEGRAPH_DEBIAN_ARCHIVE`` to a Debian archive's URL: every package with a ``path`` is then
+downloaded from ``<archive>/<path>`` (:func:`bundlegraph.core.download.download`, checked against
+the lock's sha256 and size like any download), and apt is not used at all. Without it, such a host
+is refused in one line naming the variable.
 
 Shapes: :func:`load_lock` -> :class:`DebLock`; :func:`fetch` -> one verified blob path per
 package (lock order); :func:`extract` -> the prefix, holding the merged ``data.tar`` trees of
@@ -42,7 +49,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..core import paths, proc
+from ..core import paths, proc, settings
 from ..core.errors import HashMismatch, ToolFailed, ToolkitError, ToolMissing
 from ..core.fsutil import atomic_dir, atomic_write_bytes, locked, parsed_once, read_json_object, sha256_file
 from ..core.lightclass import frozen
@@ -60,6 +67,7 @@ _VERSION = re.compile(r"^([0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$")
 _ARCH = re.compile(r"^[a-z0-9-]+$")
 _SUITE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _REQUIRED = ("name", "version", "architecture", "suite", "sha256")
+_POOL = re.compile(r"^pool/[A-Za-z0-9+._~%/-]+\.deb$")
 
 
 @frozen
@@ -72,6 +80,9 @@ class DebPackage:
     suite: str
     sha256: str
     size: int = 0
+    path: str = ""
+    """The .deb's file in the archive (``pool/main/g/gcc-12/...deb``, the Packages index's
+    ``Filename``): what :func:`fetch` downloads with ``BUNDLEGRAPH_DEBIAN_ARCHIVE``; empty: apt only."""
 
     @property
     def spec(self) -> str:
@@ -126,6 +137,9 @@ def _row_problems(i: int, row: object) -> list[str]:
     size = row.get("size", 1)
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         out.append(f"{where}.size: expected a positive whole number of bytes, got {size!r}")
+    path = row.get("path", "pool/x.deb")
+    if not isinstance(path, str) or not _POOL.match(path):
+        out.append(f"{where}.path: expected the archive's pool path of the .deb (pool/.../name.deb), got {path!r}")
     return out
 
 
@@ -183,6 +197,8 @@ def dump_lock(packages: list[DebPackage] | tuple[DebPackage, ...], header: str =
             out.append(f'{k} = "{getattr(p, k)}"')
         if p.size:
             out.append(f"size = {p.size}")
+        if p.path:
+            out.append(f'path = "{p.path}"')
     return "\n".join(out) + "\n"
 
 
@@ -277,7 +293,8 @@ def apt_for(suite: str, sources: list[tuple[str, str]] | None = None, architectu
     if osr.get("ID") != "debian" or not codename:
         raise ToolkitError(
             f"debs: suite {suite!r} is not in this host's apt sources and this host is not Debian "
-            f"(/etc/os-release ID={osr.get('ID')!r}); a Debian host is needed to fetch it"
+            f"(/etc/os-release ID={osr.get('ID')!r}); set BUNDLEGRAPH_DEBIAN_ARCHIVE to a Debian archive's URL "
+            "(the pinned .debs are then downloaded by their pool path and sha256)"
         )
     uri = debian_archive(sources, codename)
     extra = "" if archs == [native_arch()] else " " + " ".join(archs)  # the single-arch name stays as it was
@@ -314,6 +331,11 @@ def apt_for(suite: str, sources: list[tuple[str, str]] | None = None, architectu
     return AptConfig(suite=suite, options=tuple(options), root=root)
 
 
+def update_lists(apt: AptConfig, log: Path | None = None) -> None:
+    """``apt-get update`` of a private configuration's lists (the machine's are root's business)."""
+    _update(apt, log)
+
+
 def _update(apt: AptConfig, log: Path | None) -> None:
     if apt.root is None:
         return  # the machine's lists are the machine's business (root's `apt-get update`)
@@ -340,6 +362,9 @@ def fetch(lock: DebLock, *, log: Path | None = None) -> list[Path]:
     against the lock's sha256 (and size, when pinned) before it enters the cache. Raises
     :class:`HashMismatch` naming the lock file and package, or :class:`ToolkitError`."""
     missing = [p for p in lock.packages if not paths.blob_path(p.sha256).is_file()]
+    archive = settings.get("DEBIAN_ARCHIVE")
+    if missing and archive:
+        return _fetch_from_archive(lock, archive.rstrip("/"), missing)
     if missing:
         tmp_root = paths.cache_root() / "tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)
@@ -353,6 +378,22 @@ def fetch(lock: DebLock, *, log: Path | None = None) -> list[Path]:
                     _download(apt, batch, Path(d), log)
                     for p in batch:
                         _adopt(lock, p, Path(d) / p.filename)
+    return [paths.blob_path(p.sha256) for p in lock.packages]
+
+
+def _fetch_from_archive(lock: DebLock, archive: str, missing: list[DebPackage]) -> list[Path]:
+    """Download ``missing`` from ``<archive>/<path>`` (``BUNDLEGRAPH_DEBIAN_ARCHIVE``), each
+    checked against its sha256 and size; no apt. Raises :class:`ToolkitError` for a row without
+    ``path`` (a lock written before pool paths were pinned: re-pin it)."""
+    from ..core.download import download_many
+
+    lost = [p.name for p in missing if not p.path]
+    if lost:
+        raise ToolkitError(
+            f"{lock.path}: {', '.join(lost)}: no pool path pinned (path =), so BUNDLEGRAPH_DEBIAN_ARCHIVE cannot "
+            "fetch it; re-pin the lock on a Debian host"
+        )
+    download_many([(f"{archive}/{p.path}", p.sha256, p.size or None) for p in missing])
     return [paths.blob_path(p.sha256) for p in lock.packages]
 
 
@@ -441,6 +482,7 @@ def show(apt: AptConfig, names: list[str], architecture: str, log: Path | None =
                 suite=apt.suite,
                 sha256=f["SHA256"],
                 size=int(f["Size"]),
+                path=f.get("Filename", ""),
             )
     lost = [n for n in names if n not in rows]
     if lost:

@@ -72,3 +72,44 @@ def test_a_failed_extraction_leaves_the_previous_prefix(tmp_path):
         debs.extract(lock, prefix, fixup=broken)
     assert sorted(p.name for p in prefix.iterdir()) == ["old"]
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def _serve(root: Path):
+    """A static HTTP server on 127.0.0.1 over ``root`` (a Debian archive's layout: ``pool/...``)."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def test_a_host_without_debians_apt_downloads_by_pool_path_and_sha256(tmp_path, monkeypatch):
+    """GitHub's Ubuntu runners have no Debian apt source: with BUNDLEGRAPH_DEBIAN_ARCHIVE the
+    lock's pool paths are downloaded from that archive, checked against the pins, and apt is never
+    run; a tampered file fails closed; a row without a pool path is named."""
+    (blob,) = debs.fetch(lock_file(tmp_path, CUB_LOCK))  # the real package, into the shared cache
+    pool = "pool/main/c/cub/libcub-dev_2.3.2-2_all.deb"
+    archive = tmp_path / "archive"
+    (archive / pool).parent.mkdir(parents=True)
+    (archive / pool).write_bytes(blob.read_bytes())
+    httpd = _serve(archive)
+    try:
+        monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("BUNDLEGRAPH_DEBIAN_ARCHIVE", f"http://127.0.0.1:{httpd.server_address[1]}/")
+        monkeypatch.setenv("PATH", str(tmp_path / "no-apt"))  # apt-get is not reachable at all
+        lock = lock_file(tmp_path, CUB_LOCK + f'path = "{pool}"\n')
+        (got,) = debs.fetch(lock)
+        assert got == paths.blob_path(CUB_SHA) and got.read_bytes() == blob.read_bytes()
+        # the archive's file no longer the pinned bytes: refused, nothing cached
+        (archive / pool).write_bytes(b"not the package")
+        monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache2"))
+        with pytest.raises(HashMismatch):
+            debs.fetch(lock)
+        assert not paths.blob_path(CUB_SHA).exists()
+        with pytest.raises(debs.ToolkitError, match=r"libcub-dev: no pool path pinned \(path =\)"):
+            debs.fetch(lock_file(tmp_path, CUB_LOCK))
+    finally:
+        httpd.shutdown()

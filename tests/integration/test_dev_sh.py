@@ -24,7 +24,7 @@ def test_dev_sh_prints_one_line_per_setup_step():
     assert r.returncode == 0, r.stdout + r.stderr
     steps = [l.split(":", 2)[1].strip() for l in r.stderr.splitlines() if l.startswith("dev.sh: ")]
     assert steps == ["venv", "pip", "apt", "main job"], r.stderr
-    assert "dev.sh: apt: g++-aarch64-linux-gnu qemu-user already installed" in r.stderr
+    assert "dev.sh: apt: qemu-user already installed" in r.stderr  # the compilers are pinned .debs (issue 50)
     assert r.stdout.strip(), "doit --version printed nothing"
 
 
@@ -100,5 +100,5 @@ def test_dev_sh_s_apt_get_waits_for_the_dpkg_lock(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "doit --version", r.stdout + r.stderr
     update, install = calls.read_text().splitlines()
     assert update == "-o DPkg::Lock::Timeout=600 update -qq", update
-    assert install == "-o DPkg::Lock::Timeout=600 install -y -qq g++-aarch64-linux-gnu qemu-user", install
-    assert "dev.sh: apt: installing g++-aarch64-linux-gnu qemu-user (as root; waits up to 10 min" in r.stderr
+    assert install == "-o DPkg::Lock::Timeout=600 install -y -qq qemu-user", install
+    assert "dev.sh: apt: installing qemu-user (as root; waits up to 10 min" in r.stderr
