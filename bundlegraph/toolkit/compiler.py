@@ -252,6 +252,9 @@ def run(p: CompilerPlan, log: Path | None = None) -> list[Path | Present]:
     if lock.digest() != c.lock_digest:  # the file changed under a running graph
         raise ToolkitError(f"{c.lock}: changed since the graph was loaded; run again")
     extract(lock, c.prefix, log=log, fixup=partial(lay_out, c))
+    wanted = [c.prefix / "bin" / n for n in (*dict(c.wrappers).values(), *c.tool_wrappers())]
+    if not all(w.is_file() for w in wanted):  # a wrapper deleted from a kept prefix: lay it out again
+        lay_out(c, c.prefix)
     found = probe(c, log)
     receipt = {
         **c.identity(),

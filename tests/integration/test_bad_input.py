@@ -74,7 +74,7 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     own = {"BUNDLEGRAPH_CACHE": str(tmp_path / "cache")}
     graphrun.link_blobs(paths.cache_root(), tmp_path / "cache")
     plan = json.loads(graphrun.cli(["plan", "--json"], bundles=tmp_path / "bundles", workdir=work, **own).stdout)
-    task = next(t for t in plan["shared"] if t["task"].startswith("toolkit:"))
+    task = next(t for t in plan["shared"] if t["task"].startswith("toolkit:cuda"))
     r = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     nvcc = Path(task["prefix"]) / "bin" / "nvcc"
@@ -85,6 +85,16 @@ def test_a_toolkit_whose_files_were_deleted_is_not_up_to_date(tmp_path):
     assert nvcc.is_file()
     again = graphrun.doit([task["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
     assert graphrun.executed(again.stdout) == []
+    # the pinned compiler's task likewise: a deleted wrapper is laid out again (issue 50)
+    gcc = next(t for t in plan["shared"] if t["task"].startswith("toolkit:gcc-"))
+    r = graphrun.doit([gcc["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    wrapper = Path(gcc["wrappers"]["cxx"])
+    assert wrapper.is_file() and wrapper.is_relative_to(tmp_path / "cache")
+    wrapper.unlink()
+    r = graphrun.doit([gcc["task"]], bundles=tmp_path / "bundles", workdir=work, **own)
+    assert r.returncode == 0 and graphrun.executed(r.stdout) == [gcc["task"]], r.stdout[-3000:]
+    assert wrapper.is_file()
 
 
 def test_damaged_records_are_named_and_rebuilt_never_a_traceback(tmp_path):
