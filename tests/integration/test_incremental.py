@@ -137,9 +137,14 @@ class Tree:
         idx = json.loads((self.dist / "llama-prebuilt-sha256.json").read_text())
         return idx["artifacts"][BUNDLE[leg]]["sha256"]
 
+    def compiler_tasks(self) -> list[str]:
+        """The pinned compilers' tasks (issue 50), from their stamps."""
+        stamps = (self.work / ".bundlegraph" / "stamps").iterdir()
+        return sorted(t.name[:-5].replace("__", ":") for t in stamps if t.name.startswith("toolkit__gcc-"))
+
     def toolkit_task(self) -> str:
         return (
-            next(t for t in (self.work / ".bundlegraph" / "stamps").iterdir() if t.name.startswith("toolkit__"))
+            next(t for t in (self.work / ".bundlegraph" / "stamps").iterdir() if t.name.startswith("toolkit__cuda"))
             .name[:-5]
             .replace("__", ":")
         )
@@ -161,7 +166,13 @@ def built(tmp_path_factory):
     ran = live.run()
     tk = [t for t in ran if t.startswith("toolkit:")]
     expected = [t for leg in LEGS for t in chain(leg)] + tk + [TOOLS, REF, "manifest"]
-    assert len(tk) == 1 and sorted(ran) == sorted(expected), ran
+    # one CUDA toolkit, and the pinned compilers of the x64 and arm64 legs (issue 50)
+    assert len([t for t in tk if t.startswith("toolkit:cuda")]) == 1, tk
+    assert sorted(t.rsplit("-", 1)[0] for t in tk if t.startswith("toolkit:gcc-")) == [
+        "toolkit:gcc-12.2.0-linux-arm64",
+        "toolkit:gcc-12.2.0-linux-x64",
+    ], tk
+    assert sorted(ran) == sorted(expected), ran
     for leg in LEGS:
         assert (live.dist / BUNDLE[leg]).is_file()
     snap = base / "snap"
@@ -187,7 +198,9 @@ def test_second_run_executes_nothing(tree):
     assert r.returncode == 0, r.stdout + r.stderr
     assert graphrun.executed(r.stdout) == []
     up = [l[3:] for l in r.stdout.splitlines() if l.startswith("-- ")]
-    assert sorted(up) == sorted([t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), TOOLS, REF, "manifest"])
+    assert sorted(up) == sorted(
+        [t for leg in LEGS for t in chain(leg)] + [tree.toolkit_task(), *tree.compiler_tasks(), TOOLS, REF, "manifest"]
+    )
     assert tree.snapshot(tree.dist) == dist and tree.stamps() == stamps  # not even rewritten
 
 
