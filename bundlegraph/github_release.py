@@ -316,22 +316,8 @@ def upload_release(
                 continue
             if a is not None:  # a partial upload from an interrupted run
                 gh.call("DELETE", f"/releases/assets/{a['id']}", ok=(204,))
-            p = dist / name
-            with open(p, "rb") as f:
-                got = gh.call(
-                    "POST",
-                    upload,
-                    ok=(201,),
-                    params={"name": name},
-                    content=f,
-                    headers={"Content-Type": "application/octet-stream", "Content-Length": str(p.stat().st_size)},
-                )
-            if _digest(got) not in (None, sha):
-                raise UploadRefused(
-                    tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, the file has {sha}"]
-                )
+            _upload_asset(gh, upload, dist / name, name, sha, tag)
             result.uploaded.append(name)
-            say(f"upload {tag}: {name} ({p.stat().st_size} bytes)")
         have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
         if have != want:
             raise UploadRefused(
@@ -350,6 +336,46 @@ def upload_release(
             f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)"
         )
         return result
+
+
+def _upload_asset(gh: GitHub, upload: str, p: Path, name: str, sha: str, tag: str) -> None:
+    """``POST`` file ``p`` as asset ``name`` to the release's upload URL ``upload``; GitHub's
+    computed digest must be ``sha``."""
+    with open(p, "rb") as f:
+        got = gh.call(
+            "POST",
+            upload,
+            ok=(201,),
+            params={"name": name},
+            content=f,
+            headers={"Content-Type": "application/octet-stream", "Content-Length": str(p.stat().st_size)},
+        )
+    if _digest(got) not in (None, sha):
+        raise UploadRefused(tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, the file has {sha}"])
+    say(f"upload {tag}: {name} ({p.stat().st_size} bytes)")
+
+
+def _sigstore_asset(bundle: Path, signed: Mapping[str, str], tag: str) -> str:
+    """The sha256 of the Sigstore bundle ``bundle`` (``actions/attest``'s ``bundle-path``), once its
+    statement's subjects are exactly the ``signed`` subjects (``{name: sha256}``); raises
+    :class:`UploadRefused` otherwise. Its signature is not checked here: ``verify-release`` checks
+    it against the workflow identity, wherever the release is read."""
+    from .authenticity import AuthenticityError, attested_subjects, unverified_statement
+
+    try:
+        raw = bundle.read_bytes()
+        attested = attested_subjects(bundle.name, unverified_statement(bundle.name, raw))
+    except OSError as e:
+        raise UploadRefused(tag, [f"{bundle}: cannot read the Sigstore bundle ({e.strerror or e})"]) from None
+    except AuthenticityError as e:
+        raise UploadRefused(tag, [str(e)]) from None
+    got = {n: d.get("sha256") for n, d in attested.items()}
+    if got != signed:
+        raise UploadRefused(
+            tag,
+            [f"{bundle.name}: its subjects differ from the attested subjects ({_diff(signed, got)}); it stays a draft"],
+        )
+    return sha256_file(bundle)
 
 
 def _publish(gh: GitHub, rel: dict[str, Any], tag: str) -> str:
@@ -394,17 +420,24 @@ def publish_release(
     git_ref: str = "",
     api: str | None = None,
     token: str | None = None,
+    sigstore_bundle: Path | None = None,
 ) -> UploadResult:
     """Publish the draft ``upload-release --draft-only`` left, once it is attested: the attested
     ``subjects`` (:func:`read_subjects`) must be exactly the release's assets in ``dist`` (the
     local checks of :func:`local_assets`: every asset of the SHA index, the index, the
     provenance; nothing more, nothing less), and the draft's listing exactly those names and
-    digests; then ``PATCH draft: false``. A rerun on a published release with these assets does
-    nothing. Raises :class:`UploadRefused` naming every difference (the release stays a draft)."""
+    digests; then ``PATCH draft: false``. ``sigstore_bundle``: the attestation's Sigstore bundle,
+    whose statement must name exactly those subjects; it is uploaded to the draft as
+    :data:`~bundlegraph.schemas.asset_names.ATTESTATION_NAME` (what ``verify-release`` authenticates
+    the release with) and belongs to the listing. A rerun on a published release with these assets
+    does nothing. Raises :class:`UploadRefused` naming every difference (the release stays a draft)."""
     import httpx
+
+    from .schemas.asset_names import ATTESTATION_NAME
 
     want = local_assets(dist, tag, git_ref)
     signed = read_subjects(subjects)
+    extra = {ATTESTATION_NAME: _sigstore_asset(sigstore_bundle, signed, tag)} if sigstore_bundle else {}
     if signed != want:
         raise UploadRefused(
             tag,
@@ -415,7 +448,7 @@ def publish_release(
         )
     with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
-        done = _if_published(gh, repo, tag, want, f"publish {tag}", " from the attested subjects")
+        done = _if_published(gh, repo, tag, want | extra, f"publish {tag}", " from the attested subjects")
         if done is not None:
             return done
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
@@ -428,6 +461,13 @@ def publish_release(
             )
         rel = drafts[0]
         have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        for name, sha in extra.items():
+            if have.get(name) != sha:
+                if name in have:
+                    raise UploadRefused(tag, [f"{name}: the draft holds other bytes than {sigstore_bundle}"])
+                _upload_asset(gh, rel["upload_url"].split("{", 1)[0], Path(str(sigstore_bundle)), name, sha, tag)
+                have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        want = want | extra
         if have != want:
             raise UploadRefused(
                 tag, [f"the draft's assets are not what was attested ({_diff(want, have)}); it stays a draft"]
