@@ -1,8 +1,8 @@
 """Who built a release: the Sigstore bundle the release workflow's attest job publishes among the
 release's assets (:data:`ATTESTATION_NAME`), verified offline with the PyPI ``sigstore`` library
 against a pinned trust root and the expected signer, and its attested subjects compared with the
-release's files. This is what ``verify-release`` runs by default (check ``authenticity``) and what
-``bundlegraph verify-attestation`` runs on any bundle and its files.
+release's files. This is what ``verify-release`` runs by default (check ``authenticity``:
+:func:`check_release`) and what ``bundlegraph verify-attestation`` runs on any bundle and its files.
 
 The signer is a certificate identity and an OIDC issuer (:func:`workflow_identity`,
 :data:`GITHUB_ISSUER`): ``https://github.com/<repo>/.github/workflows/release.yml@refs/tags/<tag>``
@@ -30,10 +30,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core.errors import BundleGraphError
 from .schemas.asset_names import ATTESTATION_NAME
+
+if TYPE_CHECKING:
+    from .schemas.manifest import ShaIndex
+    from .verify_release import Check, Source
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 """The OIDC issuer of a GitHub Actions workflow's Sigstore certificate."""
@@ -50,6 +54,7 @@ __all__ = [
     "GITHUB_ISSUER",
     "AuthenticityError",
     "attested_subjects",
+    "check_release",
     "subject_problems",
     "unverified_statement",
     "verify_bundle",
@@ -194,3 +199,46 @@ def unverified_statement(name: str, raw: bytes) -> dict[str, Any]:
     if not isinstance(statement, dict) or not isinstance(statement.get("subject"), list):
         raise AuthenticityError(f"{name}: the DSSE payload is not an in-toto statement with subjects")
     return statement
+
+
+def check_release(
+    src: Source, index: ShaIndex, repo: str | None, tag: str, trusted_root: Path | None, c: Check
+) -> None:
+    """The release's Sigstore bundle is signed by ``repo``'s release workflow at ``tag`` and
+    attests exactly the release's files, each with its sha256 (:mod:`bundlegraph.authenticity`):
+    every file but the bundle, the local side files of
+    :data:`~bundlegraph.verify_release.LOCAL_FILES` and a paired upstream
+    asset (kind ``runtime``: upstream's to publish and attest, never uploaded by us; its sha256 is
+    in the index, which is attested, and the ``assets`` check holds the file to it). Verdicts go
+    to ``c`` (:class:`~bundlegraph.verify_release.Check`): failed with one line per problem, or
+    not run without ``repo``; raises nothing for what it finds."""
+    from .core.fsutil import sha256_file
+    from .verify_release import LOCAL_FILES
+
+    if not repo:
+        c.status, c.why = "not run", "not authenticated: needs --repo OWNER/REPO, whose release.yml must have signed it"
+        return
+    identity = workflow_identity(repo, tag)
+    p = src.path(ATTESTATION_NAME)
+    if p is None:
+        c.fail(
+            f"{ATTESTATION_NAME}: not in the release, so nothing proves {identity} built it "
+            "(the release workflow's attest job publishes this Sigstore bundle)"
+        )
+        return
+    try:
+        statement = verify_bundle(ATTESTATION_NAME, p.read_bytes(), identity=identity, trusted_root=trusted_root)
+        attested = attested_subjects(ATTESTATION_NAME, statement)
+    except AuthenticityError as e:
+        c.fail(str(e))
+        return
+    files: dict[str, str] = {}
+    upstreams = set(index.of_kind("runtime"))
+    for n in src.names():
+        fp = src.path(n) if n not in (ATTESTATION_NAME, *LOCAL_FILES, *upstreams) else None
+        if fp is not None:
+            files[n] = sha256_file(fp)
+    for problem in subject_problems(ATTESTATION_NAME, attested, files):
+        c.fail(problem)
+    if c.status == "passed":
+        c.why = f"{len(files)} files signed by {identity}"

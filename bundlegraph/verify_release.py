@@ -214,7 +214,9 @@ def verify(
     if not authenticate:
         auth_c.status, auth_c.why = "not run", "not authenticated (--no-authenticate)"
     else:
-        _authenticity(src, repo, tag or index.release_tag, trusted_root, auth_c)
+        from .authenticity import check_release
+
+        check_release(src, index, repo, tag or index.release_tag, trusted_root, auth_c)
     if not attestations:
         att_c.status, att_c.why = "not run", "not asked for (--attestations)"
     else:
@@ -429,40 +431,6 @@ def _upstream(index: ShaIndex, gh: Any, c: Check) -> None:
                 f"{n}: {INDEX_NAME} says sha256 {e.sha256}, upstream's API reports "
                 f"{digest.removeprefix('sha256:')} ({repo}@{tag})"
             )
-
-
-def _authenticity(src: Source, repo: str | None, tag: str, trusted_root: Path | None, c: Check) -> None:
-    """The release's Sigstore bundle is signed by ``repo``'s release workflow at ``tag`` and
-    attests exactly the release's files (every file but the bundle and the local side files of
-    :data:`LOCAL_FILES`), each with its sha256 (:mod:`bundlegraph.authenticity`)."""
-    from .authenticity import AuthenticityError, attested_subjects, subject_problems, verify_bundle, workflow_identity
-
-    if not repo:
-        c.status, c.why = "not run", "not authenticated: needs --repo OWNER/REPO, whose release.yml must have signed it"
-        return
-    identity = workflow_identity(repo, tag)
-    p = src.path(ATTESTATION_NAME)
-    if p is None:
-        c.fail(
-            f"{ATTESTATION_NAME}: not in the release, so nothing proves {identity} built it "
-            "(the release workflow's attest job publishes this Sigstore bundle)"
-        )
-        return
-    try:
-        statement = verify_bundle(ATTESTATION_NAME, p.read_bytes(), identity=identity, trusted_root=trusted_root)
-        attested = attested_subjects(ATTESTATION_NAME, statement)
-    except AuthenticityError as e:
-        c.fail(str(e))
-        return
-    files: dict[str, str] = {}
-    for n in src.names():
-        fp = src.path(n) if n not in (ATTESTATION_NAME, *LOCAL_FILES) else None
-        if fp is not None:
-            files[n] = sha256_file(fp)
-    for problem in subject_problems(ATTESTATION_NAME, attested, files):
-        c.fail(problem)
-    if c.status == "passed":
-        c.why = f"{len(files)} files signed by {identity}"
 
 
 def _attestations(src: Source, index: ShaIndex, repo: str | None, c: Check) -> None:

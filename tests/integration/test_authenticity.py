@@ -221,3 +221,40 @@ def test_no_authenticate_is_the_only_way_to_pass_unauthenticated_and_says_so(rel
         "verify-release: every check that ran passed, but not authenticated (--no-authenticate): "
         "nothing proves who built it"
     )
+
+
+class _Index:
+    """What :func:`check_release` reads of a SHA index: the paired upstream assets (``of_kind``)."""
+
+    def __init__(self, runtime: dict[str, object]):
+        self.runtime = runtime
+
+    def of_kind(self, kind: str) -> dict[str, object]:
+        return self.runtime if kind == "runtime" else {}
+
+
+def test_verify_release_s_check_passes_a_release_the_real_workflow_signed(assets, tmp_path):
+    """``check_release``, the very function of verify-release's ``authenticity`` check, on a
+    release folder whose assets are the real artifact and its real bundle under the release's
+    bundle name: passed; a paired upstream asset and the local side files are not subjects; a file
+    the workflow did not sign is named."""
+    from bundlegraph.authenticity import check_release
+    from bundlegraph.verify_release import Check, DistSource
+
+    d = tmp_path / "release"
+    d.mkdir()
+    shutil.copyfile(assets / ARTIFACT, d / ARTIFACT)
+    shutil.copyfile(assets / BUNDLE, d / ATTESTATION_NAME)
+    (d / "release-assets.txt").write_text(ARTIFACT + "\n")
+    (d / "cudart-upstream.zip").write_bytes(b"upstream's asset")
+    index = _Index({"cudart-upstream.zip": object()})
+    c = Check("authenticity")
+    check_release(DistSource(d), index, REPO, TAG, None, c)  # type: ignore[arg-type]
+    assert (c.status, c.problems) == ("passed", [])
+    assert c.why == f"1 files signed by https://github.com/{REPO}/.github/workflows/release.yml@refs/tags/{TAG}"
+    (d / "unsigned.bin").write_bytes(b"x")
+    c = Check("authenticity")
+    check_release(DistSource(d), index, REPO, TAG, None, c)  # type: ignore[arg-type]
+    assert c.status == "failed" and c.problems == [
+        f"unsigned.bin: not among the subjects {ATTESTATION_NAME} attests (sha256 {hashlib.sha256(b'x').hexdigest()})"
+    ]
