@@ -50,6 +50,7 @@ from .core.lightclass import mutable
 from .core.report import say
 from .pipeline.publish import ASSET_LIST
 from .provenance import PROVENANCE_NAME
+from .schemas.asset_names import ATTESTATION_NAME
 from .schemas.manifest import INDEX_NAME, ShaIndex
 
 if TYPE_CHECKING:
@@ -240,16 +241,18 @@ def _digest(asset: dict[str, Any]) -> str | None:
 
 
 def _if_published(
-    gh: GitHub, repo: str, tag: str, want: dict[str, str], step: str, against: str
+    gh: GitHub, repo: str, tag: str, want: dict[str, str], step: str, against: str, *, ignore: str = ""
 ) -> UploadResult | None:
     """None while release ``tag`` of ``repo`` is not published (absent, or a draft); the result
     of a rerun when it is published with exactly ``want`` (``{name: "sha256:<hex>"}``), said on
     the log as ``step``; raises :class:`UploadRefused` when it is published with other assets
-    (``against`` names what they were compared with): a published release is never changed."""
+    (``against`` names what they were compared with): a published release is never changed.
+    ``ignore``: an asset name left out of the comparison (``upload-release`` leaves the Sigstore
+    bundle to ``publish-release``)."""
     published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
     if not (published and "id" in published and not published.get("draft")):
         return None
-    have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
+    have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets") if a["name"] != ignore}
     if have != want:
         raise UploadRefused(
             tag,
@@ -282,7 +285,7 @@ def upload_release(
     want = local_assets(dist, tag, git_ref)
     with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
-        done = _if_published(gh, repo, tag, want, f"upload {tag}", f" from {dist}")
+        done = _if_published(gh, repo, tag, want, f"upload {tag}", f" from {dist}", ignore=ATTESTATION_NAME)
         if done is not None:
             return done
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
@@ -318,7 +321,10 @@ def upload_release(
                 gh.call("DELETE", f"/releases/assets/{a['id']}", ok=(204,))
             _upload_asset(gh, upload, dist / name, name, sha, tag)
             result.uploaded.append(name)
-        have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        # the Sigstore bundle of an earlier attest job (a rerun): publish-release replaces it
+        have = {
+            a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets") if a["name"] != ATTESTATION_NAME
+        }
         if have != want:
             raise UploadRefused(
                 tag, [f"the draft's assets do not equal the release ({_diff(want, have)}); it stays a draft"]
@@ -433,8 +439,6 @@ def publish_release(
     does nothing. Raises :class:`UploadRefused` naming every difference (the release stays a draft)."""
     import httpx
 
-    from .schemas.asset_names import ATTESTATION_NAME
-
     want = local_assets(dist, tag, git_ref)
     signed = read_subjects(subjects)
     extra = {ATTESTATION_NAME: _sigstore_asset(sigstore_bundle, signed, tag)} if sigstore_bundle else {}
@@ -460,13 +464,17 @@ def publish_release(
                 ],
             )
         rel = drafts[0]
-        have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        listing = {a["name"]: a for a in gh.paged(f"/releases/{rel['id']}/assets")}
         for name, sha in extra.items():
-            if have.get(name) != sha:
-                if name in have:
-                    raise UploadRefused(tag, [f"{name}: the draft holds other bytes than {sigstore_bundle}"])
+            prior = listing.get(name)
+            if prior is not None and (prior.get("state") != "uploaded" or _digest(prior) != sha):
+                # an earlier run's bundle (or a partial upload): this attestation of the same
+                # subjects replaces it; the assets themselves are never replaced
+                gh.call("DELETE", f"/releases/assets/{prior['id']}", ok=(204,))
+                prior = None
+            if prior is None:
                 _upload_asset(gh, rel["upload_url"].split("{", 1)[0], Path(str(sigstore_bundle)), name, sha, tag)
-                have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
         want = want | extra
         if have != want:
             raise UploadRefused(

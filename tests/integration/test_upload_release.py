@@ -267,8 +267,13 @@ def test_publish_release_uploads_the_attestation_s_sigstore_bundle_of_exactly_th
             in r.stderr
         ), r.stderr
         assert rel.draft and "llama-prebuilt-attestation.sigstore.json" not in {a.name for a in rel.assets}
+        # an earlier run's bundle in the draft: a rerun of upload-release leaves it to
+        # publish-release, which replaces it with this attestation's
+        rel.assets.append(Asset(gh.new_id(), "llama-prebuilt-attestation.sigstore.json", b"an earlier bundle"))
+        r = _upload(gated, gh, "--draft-only", GITHUB_REF=f"refs/tags/{tag}")
+        assert r.returncode == 0, r.stdout + r.stderr
         r = publish(_statement_bundle(subjects, tmp_path / "good.sigstore.json"))
         assert r.returncode == 0, r.stdout + r.stderr
         assert not rel.draft
-        got = next(a for a in rel.assets if a.name == "llama-prebuilt-attestation.sigstore.json")
+        [got] = [a for a in rel.assets if a.name == "llama-prebuilt-attestation.sigstore.json"]
         assert got.data == (tmp_path / "good.sigstore.json").read_bytes()
