@@ -51,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
     root = args.trusted_root or "the pinned Sigstore trust root"
     print(f"verify-attestation {bundle.name}")
     print(f"  signer: {identity} (issuer {GITHUB_ISSUER}), verified against {root}, offline")
-    print(f"  predicate: {statement.get('predicateType')}")
     for n in sorted(files):
         if not any(line.startswith(f"{n}: ") for line in problems):
             print(f"  {n}: sha256 {files[n]}, attested")
