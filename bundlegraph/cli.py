@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.upstream": ("upstream", "bump"),
     "bundlegraph.commands.operations": ("release-age", "rerun-cancelled", "start-release"),
     "bundlegraph.commands.verify_release": ("verify-release", "checksums"),
+    "bundlegraph.commands.verify_attestation": ("verify-attestation",),
     "bundlegraph.commands.shards": ("shard-merge", "costs"),
 }
 """Each command module and the command names its ``register`` adds (a test checks they agree)."""

@@ -50,6 +50,7 @@ from .core.lightclass import mutable
 from .core.report import say
 from .pipeline.publish import ASSET_LIST
 from .provenance import PROVENANCE_NAME
+from .schemas.asset_names import ATTESTATION_NAME
 from .schemas.manifest import INDEX_NAME, ShaIndex
 
 if TYPE_CHECKING:
@@ -240,16 +241,18 @@ def _digest(asset: dict[str, Any]) -> str | None:
 
 
 def _if_published(
-    gh: GitHub, repo: str, tag: str, want: dict[str, str], step: str, against: str
+    gh: GitHub, repo: str, tag: str, want: dict[str, str], step: str, against: str, *, ignore: str = ""
 ) -> UploadResult | None:
     """None while release ``tag`` of ``repo`` is not published (absent, or a draft); the result
     of a rerun when it is published with exactly ``want`` (``{name: "sha256:<hex>"}``), said on
     the log as ``step``; raises :class:`UploadRefused` when it is published with other assets
-    (``against`` names what they were compared with): a published release is never changed."""
+    (``against`` names what they were compared with): a published release is never changed.
+    ``ignore``: an asset name left out of the comparison (``upload-release`` leaves the Sigstore
+    bundle to ``publish-release``)."""
     published = gh.call("GET", f"/releases/tags/{tag}", ok=(200, 404))
     if not (published and "id" in published and not published.get("draft")):
         return None
-    have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets")}
+    have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{published['id']}/assets") if a["name"] != ignore}
     if have != want:
         raise UploadRefused(
             tag,
@@ -282,7 +285,7 @@ def upload_release(
     want = local_assets(dist, tag, git_ref)
     with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
-        done = _if_published(gh, repo, tag, want, f"upload {tag}", f" from {dist}")
+        done = _if_published(gh, repo, tag, want, f"upload {tag}", f" from {dist}", ignore=ATTESTATION_NAME)
         if done is not None:
             return done
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
@@ -316,23 +319,12 @@ def upload_release(
                 continue
             if a is not None:  # a partial upload from an interrupted run
                 gh.call("DELETE", f"/releases/assets/{a['id']}", ok=(204,))
-            p = dist / name
-            with open(p, "rb") as f:
-                got = gh.call(
-                    "POST",
-                    upload,
-                    ok=(201,),
-                    params={"name": name},
-                    content=f,
-                    headers={"Content-Type": "application/octet-stream", "Content-Length": str(p.stat().st_size)},
-                )
-            if _digest(got) not in (None, sha):
-                raise UploadRefused(
-                    tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, the file has {sha}"]
-                )
+            _upload_asset(gh, upload, dist / name, name, sha, tag)
             result.uploaded.append(name)
-            say(f"upload {tag}: {name} ({p.stat().st_size} bytes)")
-        have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        # the Sigstore bundle of an earlier attest job (a rerun): publish-release replaces it
+        have = {
+            a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets") if a["name"] != ATTESTATION_NAME
+        }
         if have != want:
             raise UploadRefused(
                 tag, [f"the draft's assets do not equal the release ({_diff(want, have)}); it stays a draft"]
@@ -350,6 +342,46 @@ def upload_release(
             f"({len(result.uploaded)} uploaded, {len(result.kept)} already there)"
         )
         return result
+
+
+def _upload_asset(gh: GitHub, upload: str, p: Path, name: str, sha: str, tag: str) -> None:
+    """``POST`` file ``p`` as asset ``name`` to the release's upload URL ``upload``; GitHub's
+    computed digest must be ``sha``."""
+    with open(p, "rb") as f:
+        got = gh.call(
+            "POST",
+            upload,
+            ok=(201,),
+            params={"name": name},
+            content=f,
+            headers={"Content-Type": "application/octet-stream", "Content-Length": str(p.stat().st_size)},
+        )
+    if _digest(got) not in (None, sha):
+        raise UploadRefused(tag, [f"{name}: GitHub computed sha256 {_digest(got)} for the upload, the file has {sha}"])
+    say(f"upload {tag}: {name} ({p.stat().st_size} bytes)")
+
+
+def _sigstore_asset(bundle: Path, signed: Mapping[str, str], tag: str) -> str:
+    """The sha256 of the Sigstore bundle ``bundle`` (``actions/attest``'s ``bundle-path``), once its
+    statement's subjects are exactly the ``signed`` subjects (``{name: sha256}``); raises
+    :class:`UploadRefused` otherwise. Its signature is not checked here: ``verify-release`` checks
+    it against the workflow identity, wherever the release is read."""
+    from .authenticity import AuthenticityError, attested_subjects, unverified_statement
+
+    try:
+        raw = bundle.read_bytes()
+        attested = attested_subjects(bundle.name, unverified_statement(bundle.name, raw))
+    except OSError as e:
+        raise UploadRefused(tag, [f"{bundle}: cannot read the Sigstore bundle ({e.strerror or e})"]) from None
+    except AuthenticityError as e:
+        raise UploadRefused(tag, [str(e)]) from None
+    got = {n: d.get("sha256") for n, d in attested.items()}
+    if got != signed:
+        raise UploadRefused(
+            tag,
+            [f"{bundle.name}: its subjects differ from the attested subjects ({_diff(signed, got)}); it stays a draft"],
+        )
+    return sha256_file(bundle)
 
 
 def _publish(gh: GitHub, rel: dict[str, Any], tag: str) -> str:
@@ -394,17 +426,22 @@ def publish_release(
     git_ref: str = "",
     api: str | None = None,
     token: str | None = None,
+    sigstore_bundle: Path | None = None,
 ) -> UploadResult:
     """Publish the draft ``upload-release --draft-only`` left, once it is attested: the attested
     ``subjects`` (:func:`read_subjects`) must be exactly the release's assets in ``dist`` (the
     local checks of :func:`local_assets`: every asset of the SHA index, the index, the
     provenance; nothing more, nothing less), and the draft's listing exactly those names and
-    digests; then ``PATCH draft: false``. A rerun on a published release with these assets does
-    nothing. Raises :class:`UploadRefused` naming every difference (the release stays a draft)."""
+    digests; then ``PATCH draft: false``. ``sigstore_bundle``: the attestation's Sigstore bundle,
+    whose statement must name exactly those subjects; it is uploaded to the draft as
+    :data:`~bundlegraph.schemas.asset_names.ATTESTATION_NAME` (what ``verify-release`` authenticates
+    the release with) and belongs to the listing. A rerun on a published release with these assets
+    does nothing. Raises :class:`UploadRefused` naming every difference (the release stays a draft)."""
     import httpx
 
     want = local_assets(dist, tag, git_ref)
     signed = read_subjects(subjects)
+    extra = {ATTESTATION_NAME: _sigstore_asset(sigstore_bundle, signed, tag)} if sigstore_bundle else {}
     if signed != want:
         raise UploadRefused(
             tag,
@@ -415,7 +452,7 @@ def publish_release(
         )
     with httpx.Client(timeout=Settings.from_env().timeout(), follow_redirects=True) as c:
         gh = GitHub(api or DEFAULT_API, repo, c, token)
-        done = _if_published(gh, repo, tag, want, f"publish {tag}", " from the attested subjects")
+        done = _if_published(gh, repo, tag, want | extra, f"publish {tag}", " from the attested subjects")
         if done is not None:
             return done
         drafts = [r for r in gh.paged("/releases") if r.get("draft") and r.get("tag_name") == tag]
@@ -427,7 +464,18 @@ def publish_release(
                 ],
             )
         rel = drafts[0]
+        listing = {a["name"]: a for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        for name, sha in extra.items():
+            prior = listing.get(name)
+            if prior is not None and (prior.get("state") != "uploaded" or _digest(prior) != sha):
+                # an earlier run's bundle (or a partial upload): this attestation of the same
+                # subjects replaces it; the assets themselves are never replaced
+                gh.call("DELETE", f"/releases/assets/{prior['id']}", ok=(204,))
+                prior = None
+            if prior is None:
+                _upload_asset(gh, rel["upload_url"].split("{", 1)[0], Path(str(sigstore_bundle)), name, sha, tag)
         have = {a["name"]: _digest(a) for a in gh.paged(f"/releases/{rel['id']}/assets")}
+        want = want | extra
         if have != want:
             raise UploadRefused(
                 tag, [f"the draft's assets are not what was attested ({_diff(want, have)}); it stays a draft"]

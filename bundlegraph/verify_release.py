@@ -27,7 +27,13 @@ Checks (each passed, failed with every mismatch named, or not run with why):
 6. ``smoke``: every bundle of the manifest passed its smoke, or its entry says ``waived: <why>``
    with the reason the index's promise records.
 7. ``upstream``: each paired upstream asset's sha256 is what upstream's releases API reports.
-8. ``attestations`` (``--attestations``): ``gh attestation verify`` for each asset, the index
+8. ``authenticity`` (by default): the release's Sigstore bundle (:data:`ATTESTATION_NAME`) is
+   signed by ``--repo``'s ``release.yml`` at the tag (certificate identity and GitHub's issuer,
+   against the pinned Sigstore trust root, offline: :mod:`bundlegraph.authenticity`), and the
+   subjects it attests are exactly the release's files with their sha256. Without ``--repo``
+   (whose workflow must have signed it) it is not run and said so, which is never a pass;
+   ``authenticate=False`` (``--no-authenticate``) leaves it out, said as "not authenticated".
+9. ``attestations`` (``--attestations``): ``gh attestation verify`` for each asset, the index
    and the provenance, signed by the release workflow at the tag. Without ``gh`` on PATH it is
    not run, and said so.
 
@@ -46,15 +52,27 @@ from .core.errors import BundleGraphError
 from .core.fsutil import sha256_file
 from .core.lightclass import mutable
 from .provenance import PROVENANCE_NAME
-from .schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
+from .schemas.asset_names import ATTESTATION_NAME, INDEX_NAME, MANIFEST_NAME, source_archive_name
 
 if TYPE_CHECKING:  # pydantic is imported where a release is read
     from .schemas.manifest import BundleInfo, Manifest, ShaIndex
 
-SIDE_FILES = (INDEX_NAME, PROVENANCE_NAME, "release-assets.txt", "llama-prebuilt-checksums.txt")
+LOCAL_FILES = ("release-assets.txt", "llama-prebuilt-checksums.txt")
+"""Files of ``dist/`` that are not uploaded (the upload list, the checksums of ``bundlegraph checksums``)."""
+SIDE_FILES = (INDEX_NAME, PROVENANCE_NAME, ATTESTATION_NAME, *LOCAL_FILES)
 """Files of a release the index does not name (it cannot name itself or what names it)."""
 
-CHECKS = ("index", "promised", "assets", "agreement", "provenance", "smoke", "upstream", "attestations")
+CHECKS = (
+    "index",
+    "promised",
+    "assets",
+    "agreement",
+    "provenance",
+    "smoke",
+    "upstream",
+    "authenticity",
+    "attestations",
+)
 """The checks, in the order they are reported."""
 
 DEFAULT_INFO = "BUNDLE_INFO.json"
@@ -155,16 +173,19 @@ def verify(
     repo: str | None = None,
     attestations: bool = False,
     gh: Any = None,
+    authenticate: bool = True,
+    trusted_root: Path | None = None,
 ) -> list[Check]:
     """Run the checks of the module docstring on ``src``; everything judged comes from the
-    release's own files (no spec file is read). ``gh``: a
+    release's own files (no spec file is read), and who built it from ``repo``'s workflow
+    identity (``trusted_root``: another Sigstore trust root than the pinned one). ``gh``: a
     :class:`~bundlegraph.github_release.GitHub` client for the upstream digests (None: that
     check is not run). Raises nothing for what it finds (it is in the checks);
     :class:`BundleGraphError` only when the release cannot be read (a download that fails)."""
     from .schemas.manifest import Manifest, ShaIndex
 
     checks = [Check(n) for n in CHECKS]
-    idx_c, prom_c, assets_c, agree_c, prov_c, smoke_c, up_c, att_c = checks
+    idx_c, prom_c, assets_c, agree_c, prov_c, smoke_c, up_c, auth_c, att_c = checks
     ip = src.path(INDEX_NAME)
     if ip is None:
         idx_c.fail(f"{INDEX_NAME}: not in the release (is {src.where} a release? `doit manifest` writes one)")
@@ -190,6 +211,12 @@ def verify(
     _provenance(src, index, index_bytes, infos, prov_c)
     _smoke(index, manifest, smoke_c)
     _upstream(index, gh, up_c)
+    if not authenticate:
+        auth_c.status, auth_c.why = "not run", "not authenticated (--no-authenticate)"
+    else:
+        from .authenticity import check_release
+
+        check_release(src, index, repo, tag or index.release_tag, trusted_root, auth_c)
     if not attestations:
         att_c.status, att_c.why = "not run", "not asked for (--attestations)"
     else:

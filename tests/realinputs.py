@@ -44,13 +44,16 @@ ALT_LOCK = ROOT / "tests" / "data" / "bundles" / "locks" / "cuda-13.5-wheels-cud
 class Input:
     """``client``: ``pip`` or ``npm``; ``spec``: requirement / package@version;
     ``platform``: pip ``--platform`` tag (wheels); ``sha256``: of the fetched file;
-    ``sdist``: a pip source distribution (``--no-binary :all:``) instead of a wheel."""
+    ``sdist``: a pip source distribution (``--no-binary :all:``) instead of a wheel;
+    ``binary_build_deps``: only this project's sdist (``--no-binary <name>``), its build backend
+    from wheels (pip prepares an sdist's metadata, and some backends build only from wheels)."""
 
     client: str
     spec: str
     sha256: str
     platform: str | None = None
     sdist: bool = False
+    binary_build_deps: bool = False
 
 
 INPUTS: dict[str, Input] = {
@@ -126,6 +129,17 @@ INPUTS: dict[str, Input] = {
         "llama-cpp-python==0.3.35",
         "1139dbb54509074b70893fab8554e3b079aa9f4d312058ce4018ef0019e3de12",
         sdist=True,
+    ),
+    # real Sigstore bundles made by real GitHub workflows, with the artifacts they attest: the test
+    # assets of trailofbits/pypi-attestations (e.g. pypi_attestation_models-0.0.4a2.tar.gz and its
+    # .sigstore bundle, signed by trailofbits/pypi-attestation-models' release.yml at v0.0.4a2), for
+    # the authenticity check (bundlegraph/authenticity.py)
+    "pypi-attestations-sdist": Input(
+        "pip",
+        "pypi-attestations==0.0.31",
+        "5a2473aca7d7f65caf2c3a985691c5cf9264a97fa68c98fbae6e96320bcc7c9a",
+        sdist=True,
+        binary_build_deps=True,
     ),
 }
 
@@ -216,7 +230,18 @@ def fetch(name: str) -> Path:
             if inp.client == "npm":
                 argv = ["npm", "pack", "--silent", "--pack-destination", d, inp.spec]
             elif inp.sdist:
-                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:", "-d", d, inp.spec]
+                no_binary = inp.spec.split("==")[0] if inp.binary_build_deps else ":all:"
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    f"--no-binary={no_binary}",
+                    "-d",
+                    d,
+                    inp.spec,
+                ]
             else:
                 argv = [
                     sys.executable,

@@ -73,6 +73,7 @@ def run_publish(args: argparse.Namespace) -> int:
         git_ref=os.environ.get("GITHUB_REF", ""),
         api=settings.get("GITHUB_API"),
         token=os.environ.get("GITHUB_TOKEN") or None,
+        sigstore_bundle=Path(args.sigstore_bundle) if args.sigstore_bundle else None,
     )
     say(f"release {tag}: {'already published' if r.already_published else 'published'} (id {r.id}) {r.url}".rstrip())
     return 0
@@ -119,6 +120,12 @@ def register(sub: Any) -> None:
     q = sub.add_parser("publish-release", help="publish the draft once its assets are exactly the attested subjects")
     q.add_argument("--subjects", required=True, help="sha256sum lines of what actions/attest signed")
     q.add_argument("--dist", help="the release's files: release-assets.txt, the SHA index (default: dist/)")
+    q.add_argument(
+        "--sigstore-bundle",
+        metavar="FILE",
+        help="the attestation's Sigstore bundle (actions/attest's bundle-path): uploaded as "
+        "llama-prebuilt-attestation.sigstore.json, what verify-release authenticates with",
+    )
     q.add_argument("--repo", help="OWNER/REPO (default: $GITHUB_REPOSITORY)")
     q.add_argument("--tag", help="the release tag (default: release.toml's tag)")
     q.set_defaults(func=run_publish)

@@ -1,12 +1,16 @@
-"""``bundlegraph verify-release [DIST] [--repo R --tag T] [--attestations] [--rebuild LEG] [--json]``: check a
+"""``bundlegraph verify-release [DIST] [--repo R --tag T] [--no-authenticate] [--trusted-root FILE]
+[--attestations] [--rebuild LEG] [--json]``: check a
 whole release (:mod:`bundlegraph.verify_release`): from a ``dist/`` directory (default: the work
 directory's), or with ``--repo`` and ``--tag`` the published GitHub release, read through the
 releases API (``BUNDLEGRAPH_GITHUB_API``, token ``GITHUB_TOKEN``). It reads no spec file (it
 runs in an empty folder); only ``--rebuild`` needs the release's specs (``--bundles``). Exit 0 when every check that
 ran passed and none was left out; 1 with every mismatch named (check, asset, field, both
 values); 2 for usage; 4 when ``--rebuild`` cannot fetch the release's source commit (a download
-that failed: :func:`bundlegraph.source_proof.fetch_commit`). A check that could not run (``--attestations`` without ``gh``) is said
-so and makes the exit 1: a check not run is never reported as passed. ``--rebuild LEG`` adds the
+that failed: :func:`bundlegraph.source_proof.fetch_commit`). A check that could not run (``--attestations`` without ``gh``,
+``authenticity`` without ``--repo``) is said so and makes the exit 1: a check not run is never reported as passed.
+``authenticity`` runs by default (:mod:`bundlegraph.authenticity`: the release's Sigstore bundle, signed by ``--repo``'s
+``release.yml`` at the tag, attests every file); only ``--no-authenticate`` leaves it out, and then the last line
+says "not authenticated". ``--rebuild LEG`` adds the
 ``rebuild`` check (:mod:`bundlegraph.rebuild`): the leg built again from the release's own source
 archive gives the published bytes.
 """
@@ -44,12 +48,21 @@ def run(args: argparse.Namespace) -> int:
                     f"the work directory's), or a published one with --repo OWNER/REPO --tag TAG"
                 )
             src = DistSource(d)
-        checks = verify(src, tag=args.tag, repo=args.repo, attestations=args.attestations, gh=gh)
+        checks = verify(
+            src,
+            tag=args.tag,
+            repo=args.repo,
+            attestations=args.attestations,
+            gh=gh,
+            authenticate=not args.no_authenticate,
+            trusted_root=Path(args.trusted_root) if args.trusted_root else None,
+        )
         if args.rebuild:
             checks.append(_rebuild_check(src, args))
-    ok = all(
-        c.status in ("passed", "not applicable") or (c.name == "attestations" and not args.attestations) for c in checks
-    )
+    waived = {"attestations"} if not args.attestations else set()
+    if args.no_authenticate:
+        waived.add("authenticity")
+    ok = all(c.status in ("passed", "not applicable") or c.name in waived for c in checks)
     if args.json:
         print(
             json.dumps(
@@ -69,8 +82,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {c.name}: {c.status}" + (f" ({c.why})" if c.why else ""))
             for p in c.problems:
                 print(f"    {p}")
-        print("verify-release: " + ("every check passed" if ok else "refused"), file=sys.stdout if ok else sys.stderr)
+        print("verify-release: " + _verdict(ok, checks, args), file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
+
+
+def _verdict(ok: bool, checks: list[Any], args: argparse.Namespace) -> str:
+    """The last line: every check passed; passed but not authenticated (``--no-authenticate``);
+    or refused, naming the checks that failed and those that were not run."""
+    if not ok:
+        failed = [c.name for c in checks if c.status == "failed"]
+        unrun = [
+            c.name for c in checks if c.status == "not run" and not (c.name == "attestations" and not args.attestations)
+        ]
+        unrun = [n for n in unrun if not (n == "authenticity" and args.no_authenticate)]
+        parts = [f"failed: {', '.join(failed)}" if failed else "", f"not checked: {', '.join(unrun)}" if unrun else ""]
+        return "refused (" + "; ".join(p for p in parts if p) + ")"
+    if args.no_authenticate:
+        return "every check that ran passed, but not authenticated (--no-authenticate): nothing proves who built it"
+    return "every check passed"
 
 
 def _rebuild_check(src: Any, args: argparse.Namespace) -> Any:
@@ -127,6 +156,16 @@ def register(sub: Any) -> None:
     p.add_argument("release", nargs="?", help="a dist directory (default: the work directory's dist/)")
     p.add_argument("--repo", help="OWNER/REPO of a published release (with --tag: read through the API)")
     p.add_argument("--tag", help="the release's tag")
+    p.add_argument(
+        "--no-authenticate",
+        action="store_true",
+        help="leave out the authenticity check (the release's Sigstore bundle); the output says 'not authenticated'",
+    )
+    p.add_argument(
+        "--trusted-root",
+        metavar="FILE",
+        help="a Sigstore trusted_root.json to verify against instead of the pinned one (after a key rotation)",
+    )
     p.add_argument("--attestations", action="store_true", help="also run gh attestation verify for each asset")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument(

@@ -7,6 +7,10 @@ MANIFEST_NAME = "llama-prebuilt-manifest.json"
 """The release manifest installers read (``dist/`` and the release's assets)."""
 INDEX_NAME = "llama-prebuilt-sha256.json"
 """The release's SHA index (``dist/`` and the release's assets)."""
+ATTESTATION_NAME = "llama-prebuilt-attestation.sigstore.json"
+"""The Sigstore bundle of the release workflow's attestation of every other asset (the attest
+job's ``actions/attest`` ``bundle-path``, uploaded by ``publish-release --sigstore-bundle``);
+:mod:`bundlegraph.authenticity` verifies it."""
 
 
 def source_archive_name(commit: str) -> str:

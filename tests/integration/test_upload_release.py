@@ -211,3 +211,69 @@ def test_draft_only_then_publish_release_of_exactly_the_attested_subjects(gated,
         assert (
             r.returncode == 0 and "already published" in r.stdout and not any(c.startswith("PATCH") for c in gh.calls)
         )
+
+
+def _statement_bundle(subjects: Path, out: Path, *, drop: str = "") -> Path:
+    """A Sigstore-bundle-shaped file whose DSSE payload is an in-toto statement of ``subjects``
+    (no real signature: publish-release reads the subjects; verify-release checks signatures)."""
+    import base64
+
+    subj = [
+        {"name": n, "digest": {"sha256": h}}
+        for h, n in (line.split("  ", 1) for line in subjects.read_text().splitlines() if line)
+        if n != drop
+    ]
+    st = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": subj,
+        "predicateType": "https://slsa.dev/provenance/v1",
+    }
+    payload = base64.b64encode(json.dumps(st).encode()).decode()
+    doc = {
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {},
+        "dsseEnvelope": {"payload": payload, "payloadType": "application/vnd.in-toto+json", "signatures": []},
+    }
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_publish_release_uploads_the_attestation_s_sigstore_bundle_of_exactly_the_subjects(gated, tmp_path):
+    """``publish-release --sigstore-bundle`` (issue 51, item 3): the bundle's statement must name
+    exactly the attested subjects; it is uploaded to the draft as
+    ``llama-prebuilt-attestation.sigstore.json`` before the release is published."""
+    bundles, work, tag = gated
+    with FakeGitHub(REPO, token="t0ken") as gh:
+        r = _upload(gated, gh, "--draft-only", GITHUB_REF=f"refs/tags/{tag}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        rel = gh.release(tag)
+        subjects = _subjects(work, tmp_path / "all.txt")
+
+        def publish(bundle: Path):
+            return graphrun.cli(
+                ["publish-release", "--repo", REPO, "--subjects", str(subjects), "--sigstore-bundle", str(bundle)],
+                bundles=bundles,
+                workdir=work,
+                BUNDLEGRAPH_GITHUB_API=gh.api,
+                GITHUB_TOKEN="t0ken",
+                GITHUB_REF=f"refs/tags/{tag}",
+            )
+
+        short = _statement_bundle(subjects, tmp_path / "short.sigstore.json", drop="llama-prebuilt-provenance.json")
+        r = publish(short)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert (
+            "short.sigstore.json: its subjects differ from the attested subjects (missing llama-prebuilt-provenance.json)"
+            in r.stderr
+        ), r.stderr
+        assert rel.draft and "llama-prebuilt-attestation.sigstore.json" not in {a.name for a in rel.assets}
+        # an earlier run's bundle in the draft: a rerun of upload-release leaves it to
+        # publish-release, which replaces it with this attestation's
+        rel.assets.append(Asset(gh.new_id(), "llama-prebuilt-attestation.sigstore.json", b"an earlier bundle"))
+        r = _upload(gated, gh, "--draft-only", GITHUB_REF=f"refs/tags/{tag}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        r = publish(_statement_bundle(subjects, tmp_path / "good.sigstore.json"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert not rel.draft
+        [got] = [a for a in rel.assets if a.name == "llama-prebuilt-attestation.sigstore.json"]
+        assert got.data == (tmp_path / "good.sigstore.json").read_bytes()

@@ -36,7 +36,13 @@ pytestmark = linux_only
 
 
 def _verify(release, dist: Path, *args: str):
-    return graphrun.cli(["verify-release", str(dist), "--json", *args], bundles=release.bundles, workdir=release.work)
+    """verify-release of the stand-in release, which no Sigstore bundle can sign here: its other
+    checks, with the authenticity check left out (``--no-authenticate``; tests/integration/test_authenticity.py)."""
+    return graphrun.cli(
+        ["verify-release", str(dist), "--json", "--no-authenticate", *args],
+        bundles=release.bundles,
+        workdir=release.work,
+    )
 
 
 def test_the_provenance_is_an_in_toto_statement_of_slsa_provenance_over_the_index(release):
@@ -88,6 +94,7 @@ def test_verify_release_passes_on_the_release(release):
         "provenance": "passed",
         "smoke": "passed",
         "upstream": "not applicable",  # the stand-in pairs no upstream asset: nothing checked, never "passed"
+        "authenticity": "not run",  # --no-authenticate: said "not authenticated"
         "attestations": "not run",  # not asked for, and said so
     }
     # asked for without gh on PATH: said, and never a pass
@@ -180,7 +187,7 @@ def test_verify_release_reads_a_published_release_through_the_api(release):
         ]
         gh.releases.append(rel)
         r = graphrun.cli(
-            ["verify-release", "--repo", "example-org/llama-prebuilt", "--tag", tag, "--json"],
+            ["verify-release", "--repo", "example-org/llama-prebuilt", "--tag", tag, "--json", "--no-authenticate"],
             bundles=release.bundles,
             workdir=release.work,
             BUNDLEGRAPH_GITHUB_API=gh.api,
@@ -216,7 +223,7 @@ def test_a_paired_upstream_asset_is_checked_against_the_digest_upstreams_api_rep
     with FakeGitHub("example-org/llama-prebuilt") as gh:
         gh.publish_upstream(repo, tag, {name: body})
         r = graphrun.cli(
-            ["verify-release", str(d), "--json"],
+            ["verify-release", str(d), "--json", "--no-authenticate"],
             bundles=release.bundles,
             workdir=release.work,
             BUNDLEGRAPH_GITHUB_API=gh.api,
@@ -230,7 +237,7 @@ def test_a_paired_upstream_asset_is_checked_against_the_digest_upstreams_api_rep
         idx["artifacts"][name]["sha256"] = hashlib.sha256(body).hexdigest()
         (d / INDEX).write_text(json.dumps(idx, indent=2))
         r = graphrun.cli(
-            ["verify-release", str(d), "--json"],
+            ["verify-release", str(d), "--json", "--no-authenticate"],
             bundles=release.bundles,
             workdir=release.work,
             BUNDLEGRAPH_GITHUB_API=gh.api,
@@ -344,7 +351,8 @@ def _consumer(dist_or_args: list[str], tmp_path: Path, **env: str):
     ``bundles/`` anywhere (the ``--bundles`` named does not exist), no traceback."""
     empty = tmp_path / "empty"
     empty.mkdir(exist_ok=True)
-    r = graphrun.cli(["verify-release", *dist_or_args, "--json"], bundles=empty / "no-bundles", workdir=empty, **env)
+    args = ["verify-release", *dist_or_args, "--json", "--no-authenticate"]
+    r = graphrun.cli(args, bundles=empty / "no-bundles", workdir=empty, **env)
     assert "Traceback" not in r.stderr, r.stderr
     return r
 

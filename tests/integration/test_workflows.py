@@ -150,5 +150,15 @@ def test_the_release_is_attested_by_a_job_that_builds_nothing_before_it_is_publi
     assert "needs.attest.result == 'success'" in cond and "needs.manifest.result == 'success'" in cond
     assert "always()" not in cond
     assert "needs.manifest.result == 'success'" in str(jobs["attest"]["if"])
-    assert "bundlegraph publish-release --dist dist --subjects attested/subjects.txt" in steps_text("publish")
+    # the attestation's Sigstore bundle travels to the publish job and becomes a release asset
+    # (issue 51, item 3: verify-release authenticates with it, without gh)
+    assert att["id"] == "attest"
+    (cp,) = [st for st in jobs["attest"]["steps"] if "steps.attest.outputs.bundle-path" in str(st.get("env", ""))]
+    assert cp["run"] == 'cp -- "$BUNDLE_PATH" llama-prebuilt-attestation.sigstore.json', cp
+    (up,) = [st for st in jobs["attest"]["steps"] if str(st.get("uses", "")).startswith("actions/upload-artifact")]
+    assert up["with"]["path"].split() == ["subjects.txt", "llama-prebuilt-attestation.sigstore.json"]
+    assert (
+        "bundlegraph publish-release --dist dist --subjects attested/subjects.txt "
+        "--sigstore-bundle attested/llama-prebuilt-attestation.sigstore.json"
+    ) in steps_text("publish")
     assert jobs["publish"]["permissions"] == {"contents": "write"}
