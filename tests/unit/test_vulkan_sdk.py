@@ -148,6 +148,9 @@ def test_the_debs_sdk_takes_target_packages_for_the_leg_and_glslc_for_the_build_
         ("spirv-headers", "all"),
         ("glslc", "amd64"),
         ("libshaderc1", "amd64"),
+        ("libc6", "amd64"),
+        ("libstdc++6", "amd64"),
+        ("libgcc-s1", "amd64"),
     }
     assert all(len(r[4]) == 64 for r in dict(x64.pins)["packages"])  # every row pinned by sha256
     ref = vk.ref_for(arm)
@@ -171,6 +174,9 @@ def test_the_sdk_stage_makes_one_task_per_sdk_and_keys_every_pin(matrix):
         "spirv-headers",
         "glslc",
         "libshaderc1",
+        "libc6",
+        "libstdc++6",
+        "libgcc-s1",
     ]
     assert plan.legs == (X64,) and "host_files" not in key
     # CUDA's tasks keep their names (no stamp of a CUDA leg changes)
@@ -331,3 +337,12 @@ def test_glslc_is_found_in_the_sdk_first_then_on_path_else_refused(tmp_path, mon
         e.value
     )
     assert tc.gpu_binaries(None, env) == ({}, {})
+
+
+def test_the_glslc_wrapper_runs_the_pinned_glslc_through_its_own_c_librarys_loader():
+    text = vk.wrapper_text("amd64")
+    assert 'lib="$here/glslc/usr/lib/x86_64-linux-gnu"' in text
+    assert 'exec "$lib/ld-linux-x86-64.so.2" --library-path "$lib" "$here/glslc/usr/bin/glslc" "$@"' in text
+    assert "LD_LIBRARY_PATH" not in text.split("\n", 3)[-1]  # the host's library path plays no part
+    assert "ld-linux-aarch64.so.1" in vk.wrapper_text("arm64")
+    assert {"glslc", "libshaderc1", "libc6", "libstdc++6", "libgcc-s1"} == vk.BUILD_PACKAGES
