@@ -94,6 +94,19 @@ UNION_CASES = {
         lambda t: t.replace('source = "lunarg"', 'source = "lunarg"\nsha256 = "abc"'),
         "vulkan.sdk.sha256: String should match pattern",
     ),
+    "a waiver of no shader extension": (
+        X64,
+        lambda t: t.replace(
+            "[vulkan.sdk]", '[vulkan]\nwaive_compiled_out = { GL_EXT_bfloat61 = "no glslc has it yet" }\n\n[vulkan.sdk]'
+        ),
+        "vulkan.waive_compiled_out.GL_EXT_bfloat61: not a shader extension ggml's CMake tests glslc for "
+        "(did you mean 'GL_EXT_bfloat16'?)",
+    ),
+    "a waiver without a reason": (
+        X64,
+        lambda t: t.replace("[vulkan.sdk]", '[vulkan]\nwaive_compiled_out = { GL_EXT_bfloat16 = "" }\n\n[vulkan.sdk]'),
+        "vulkan.waive_compiled_out.GL_EXT_bfloat16: String should have at least 10 characters",
+    ),
     "typo in the sdk table": (
         X64,
         lambda t: t.replace('source = "debs"', 'source = "debs"\nlocks = "x"'),
@@ -346,3 +359,17 @@ def test_the_glslc_wrapper_runs_the_pinned_glslc_through_its_own_c_librarys_load
     assert "LD_LIBRARY_PATH" not in text.split("\n", 3)[-1]  # the host's library path plays no part
     assert "ld-linux-aarch64.so.1" in vk.wrapper_text("arm64")
     assert {"glslc", "libshaderc1", "libc6", "libstdc++6", "libgcc-s1"} == vk.BUILD_PACKAGES
+
+
+def test_a_waiver_reaches_the_verify_policy_and_stays_out_of_other_legs_keys(matrix):
+    from bundlegraph.verification.policy import policy_from_spec
+
+    spec = matrix.legs[X64]
+    assert policy_from_spec(spec).vulkan_waived == ()
+    assert "vulkan_waived" not in policy_from_spec(spec).to_json()  # verify keys keep their form
+    assert "waive_compiled_out" not in spec.vulkan.dump()  # and so do the spec's
+    why = "no glslc of the pinned SDK has it yet"
+    waiving = spec.replace(vulkan=spec.vulkan.replace(waive_compiled_out={"GL_EXT_float_e2m1": why}))
+    p = policy_from_spec(waiving)
+    assert p.vulkan_waived == (("GL_EXT_float_e2m1", why),)
+    assert p.to_json()["vulkan_waived"] == (("GL_EXT_float_e2m1", why),)  # a waiver changes the verify key
