@@ -277,10 +277,10 @@ def glslc_version(glslc: Path, log: Path | None = None) -> str:
 
 _WRAPPER = """#!/bin/sh
 # Written by bundlegraph: the pinned glslc, run by the loader of its own C library (its packages
-# are under glslc/; the host's C library and LD_LIBRARY_PATH are not used).
+# are under glslc/; the host's C library, its ld.so.cache and LD_LIBRARY_PATH are not used).
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib="$here/{glslc_dir}/usr/lib/{triplet}"
-exec "$lib/{loader}" --library-path "$lib" "$here/{glslc_dir}/usr/bin/glslc" "$@"
+exec "$lib/{loader}" --inhibit-cache --library-path "$lib" "$here/{glslc_dir}/usr/bin/glslc" "$@"
 """
 
 

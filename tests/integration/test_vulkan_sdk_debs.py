@@ -63,6 +63,16 @@ def test_the_debs_sdk_installs_and_its_receipt_says_what_it_holds(tmp_path):
     out = tmp_path / "t.spv"
     proc.run([ref.prefix / "bin" / "glslc", "--target-env=vulkan1.3", "-o", out, shader], echo=False)
     assert out.read_bytes()[:4] == b"\x03\x02\x23\x07"  # SPIR-V magic, little-endian
+    # glslc loads nothing of the host's: once the prefix's loader runs, every object it maps is the
+    # prefix's (the lines before are /bin/sh's own, the wrapper's shell); LD_LIBRARY_PATH is ignored
+    import os
+
+    env = {**os.environ, "LD_DEBUG": "libs", "LD_LIBRARY_PATH": "/usr/lib/x86_64-linux-gnu"}
+    trace = proc.run([ref.prefix / "bin" / "glslc", "--version"], env=env, capture=True, echo=False).output
+    inits = [line.split("calling init: ", 1)[1].strip() for line in trace.splitlines() if "calling init: " in line]
+    own = [i for i, f in enumerate(inits) if f.startswith(str(ref.prefix))]
+    assert own and all(f.startswith(str(ref.prefix)) for f in inits[own[0] :]), inits
+    assert any(f.endswith("/glslc/usr/lib/x86_64-linux-gnu/libc.so.6") for f in inits[own[0] :]), inits
     # run again: the prefix is kept (its receipt names the lock's packages), nothing is fetched
     again = vk.run(plan)
     assert again == outputs
