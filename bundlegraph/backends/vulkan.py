@@ -36,6 +36,21 @@ driver manifests (ICDs) it must read)."""
 DRIVER_WHAT = "the Vulkan loader"
 """What the driver library is, for messages."""
 
+SHADER_EXTENSIONS: dict[str, str] = {
+    "GL_KHR_cooperative_matrix": "the cooperative-matrix (coopmat) matrix multiplication shaders",
+    "GL_NV_cooperative_matrix2": "NVIDIA's cooperative-matrix-2 (coopmat2) matmul and flash-attention shaders",
+    "GL_NV_cooperative_matrix_decode_vector": "coopmat2's vector dequantization",
+    "GL_EXT_integer_dot_product": "the integer dot-product (MMQ) shaders for quantized matmul",
+    "GL_EXT_bfloat16": "the bf16 shaders",
+    "GL_EXT_float_e4m3": "the FP8 (e4m3) shaders",
+    "GL_EXT_float_e2m1": "the FP4 (e2m1) shaders",
+}
+"""The GLSL extensions ggml's CMake tests glslc for (``test_shader_extension_support`` in
+``ggml/src/ggml-vulkan/CMakeLists.txt``, one test shader each under
+``vulkan-shaders/feature-tests/``) -> the shader path compiled out when glslc lacks it. The names
+a spec may waive (``[vulkan] waive_compiled_out``) and the info file reports
+(``build.vulkan.compiled_out``)."""
+
 INSTALL_KINDS: dict[tuple[str, str], str] = {
     ("linux", "x64"): "linux-vulkan",
     ("linux", "arm64"): "linux-vulkan",

@@ -306,6 +306,43 @@ def fetch_small(url: str, *, allow_insecure: bool = False, headers: dict[str, st
         return with_retries(url, once, s)
 
 
+def download_unpinned(url: str, *, allow_insecure: bool = False) -> tuple[Path, str, int]:
+    """Download ``url`` whose sha256 is not known yet (a maintainer pinning it: ``bundlegraph
+    lock``) into the blob cache, with the same timeouts, retries and resume as :func:`download`;
+    returns ``(blob path, sha256, size)``. The caller writes the pin; every later use goes through
+    :func:`download` with it. Raises :class:`DownloadError`."""
+    import hashlib
+
+    import httpx
+
+    check_url(url, allow_insecure=allow_insecure)
+    s = Settings.from_env()
+    tag = hashlib.sha256(url.encode()).hexdigest()
+    part = _partial_dir() / f"unpinned-{tag}.part"
+    rep = reporter()
+    name = url.rsplit("/", 1)[-1] or url
+    try:
+        with (
+            locked(_partial_dir() / f"unpinned-{tag}.lock", what=f"download of {name}"),
+            httpx.Client(timeout=s.timeout(), follow_redirects=True) as c,
+        ):
+            part.unlink(missing_ok=True)  # no resume across runs: the bytes being pinned come from one fetch
+            task = rep.start(name, None)
+            ok = False
+            try:
+                with_retries(url, lambda: _attempt(c, url, part, None, rep, task, allow_insecure), s, rep.note)
+                actual, n = sha256_file(part), part.stat().st_size
+                dest = paths.blob_path(actual)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(part, dest)
+                ok = True
+                return dest, actual, n
+            finally:
+                rep.finish(task, ok)
+    finally:
+        rep.close()
+
+
 def adopt(file: str | os.PathLike[str], sha256: str, *, what: str) -> Path:
     """Move a file fetched by another client (pip, npm) into the blob cache after checking
     its sha256; raise :class:`HashMismatch` naming ``what`` otherwise (the file is deleted)."""

@@ -351,8 +351,24 @@ class VulkanSdkSpec(Record):
 class VulkanSpec(Record):
     """Vulkan settings of a GPU leg."""
 
+    OMIT_NONE = ("waive_compiled_out",)
+
     sdk: VulkanSdkSpec
     """where the Vulkan headers, loader and glslc come from"""
+    waive_compiled_out: dict[str, Annotated[str, Check(min_length=10)]] | None = None
+    """shader extensions (GL_KHR_cooperative_matrix, ...) whose shader paths the bundle may lack, each with the
+    reason; verify refuses a bundle whose glslc compiled out any other (build.vulkan.compiled_out)"""
+
+    def __post_init__(self) -> None:
+        from ..backends.vulkan import SHADER_EXTENSIONS
+        from ..core.errors import did_you_mean
+
+        for k in self.waive_compiled_out or {}:
+            if k not in SHADER_EXTENSIONS:
+                raise ValueError(
+                    f"waive_compiled_out.{k}: not a shader extension ggml's CMake tests glslc for"
+                    f"{did_you_mean(k, SHADER_EXTENSIONS)}; known: {', '.join(SHADER_EXTENSIONS)}"
+                )
 
 
 @record

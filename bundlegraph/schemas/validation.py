@@ -93,7 +93,7 @@ def _keys_at(cls: type[Record], loc: tuple[Any, ...]) -> list[str]:
 
 _EXTRA = ("unexpected_keyword_argument", "extra_forbidden")
 _MISSING = ("missing", "missing_keyword_only_argument", "missing_argument")
-_RULE_KEY = re.compile(r"^([a-z_][a-z0-9_.]*): (.*)$", re.S)
+_RULE_KEY = re.compile(r"^([a-z_][A-Za-z0-9_.]*): (.*)$", re.S)
 
 
 def format_validation(path: Path, err: ValidationError, cls: type[Record]) -> list[str]:

@@ -47,6 +47,9 @@ from ..schemas.records import BundleSpec
 from ..toolchains.hip import HipSdk
 
 LOCK_VERSION = 1
+DOWNLOAD = "https://repo.amd.com/rocm/tarball-multi-arch/{name}"
+"""Where AMD publishes TheRock's multi-arch tarballs (the pinned rows' ``url``): what ``bundlegraph
+lock`` fetches a tarball without a row from (:mod:`.sdkpins`)."""
 """The lock file format this module reads."""
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -8,8 +8,12 @@ CMake asks for, and the ``glslc`` that compiles ggml's shaders, from one of thre
   with ``dpkg-deb -x`` (:mod:`.debs`) into ``<cache>/toolkits/<name>/``. The packages in
   :data:`BUILD_PACKAGES` run on the build machine and are taken for its architecture; every
   other package is taken for the leg's target architecture (or ``all``): a linux-arm64 leg gets
-  arm64 headers and loader and the x86_64 glslc. Debian's glslc loads ``libshaderc.so.1`` from
-  the system, so the prefix gets a ``bin/glslc`` wrapper that points the loader at the prefix.
+  arm64 headers and loader and the x86_64 glslc. The build machine's packages (glslc, its
+  shaderc library and the C and C++ runtime they load, glibc's loader included) are unpacked on
+  their own into ``<prefix>/glslc/`` (:data:`GLSLC_DIR`), never beside the loader a leg links,
+  and the prefix's ``bin/glslc`` wrapper runs that glslc through that C library's own loader
+  (``ld-linux-x86-64.so.2 --library-path <prefix libs> glslc``): Debian 13's and 14's binaries
+  need a newer glibc than Debian 12's or Ubuntu 22.04's, and the host's C library is never used.
 - ``host``: the build machine's own glslc (PATH) and the headers and loader CMake finds; its key
   fingerprints the files used, so a change on the host configures again.
 - ``lunarg``: LunarG's SDK installer (the Windows legs), pinned by version and sha256; it is run
@@ -41,11 +45,19 @@ from ..toolchains.registry import TOOLCHAINS
 from ..toolchains.vulkan import RECEIPT, VulkanSdk
 from .ref import toolkits_root
 
-LAYOUT_VERSION = 1
-"""The layout of an installed Vulkan SDK (the wrapper, the paths below); a change reinstalls."""
+LAYOUT_VERSION = 2
+"""The layout of an installed Vulkan SDK (the wrapper, the paths below); a change reinstalls.
+2: the build machine's packages under :data:`GLSLC_DIR`, glslc run by their own loader."""
 
-BUILD_PACKAGES = frozenset({"glslc", "libshaderc1"})
-"""Debian packages of a debs lock that run on the build machine (glslc and the library it loads)."""
+BUILD_PACKAGES = frozenset({"glslc", "libshaderc1", "libc6", "libstdc++6", "libgcc-s1"})
+"""Debian packages of a debs lock that run on the build machine: glslc, the shaderc library it
+loads (glslang and SPIRV-Tools are linked into it) and the C and C++ runtime both load."""
+
+GLSLC_DIR = "glslc"
+"""Prefix-relative directory of the build machine's packages (:data:`BUILD_PACKAGES`)."""
+
+LOADER = {"amd64": "ld-linux-x86-64.so.2", "arm64": "ld-linux-aarch64.so.1"}
+"""glibc's dynamic loader per Debian architecture (in ``usr/lib/<triplet>/`` of libc6)."""
 
 DEB_ARCH = {"x64": "amd64", "arm64": "arm64"}
 """A spec's ``arch`` -> Debian's architecture name."""
@@ -264,30 +276,49 @@ def glslc_version(glslc: Path, log: Path | None = None) -> str:
 
 
 _WRAPPER = """#!/bin/sh
-# Written by bundlegraph: Debian's glslc, loading the shaderc library of this prefix
-# (Debian's glslc finds libshaderc.so.1 on the system's library path only).
+# Written by bundlegraph: the pinned glslc, run by the loader of its own C library (its packages
+# are under glslc/; the host's C library, its ld.so.cache and LD_LIBRARY_PATH are not used).
 here=$(cd "$(dirname "$0")/.." && pwd)
-LD_LIBRARY_PATH="$here/usr/lib/{triplet}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$here/usr/bin/glslc" "$@"
+lib="$here/{glslc_dir}/usr/lib/{triplet}"
+exec "$lib/{loader}" --inhibit-cache --library-path "$lib" "$here/{glslc_dir}/usr/bin/glslc" "$@"
 """
 
 
-def _write_wrapper(build_arch: str, tmp: Path) -> None:
-    wrapper = tmp / "bin" / "glslc"
+def wrapper_text(build_arch: str) -> str:
+    """The ``bin/glslc`` wrapper for a build machine of Debian architecture ``build_arch``."""
+    return _WRAPPER.format(glslc_dir=GLSLC_DIR, triplet=TRIPLET[build_arch], loader=LOADER[build_arch])
+
+
+def _write_wrapper(build_arch: str, prefix: Path) -> None:
+    """Write ``prefix/bin/glslc`` (:func:`wrapper_text`) unless it is there as it should be (a
+    layout change rewrites it in a prefix whose packages did not change)."""
+    wrapper = prefix / "bin" / "glslc"
+    text = wrapper_text(build_arch)
+    if wrapper.is_file() and wrapper.read_text(encoding="utf-8") == text and os.access(wrapper, os.X_OK):
+        return
     wrapper.parent.mkdir(parents=True, exist_ok=True)
-    wrapper.write_text(_WRAPPER.format(triplet=TRIPLET[build_arch]), encoding="utf-8", newline="\n")
-    wrapper.chmod(0o755)
+    tmp = wrapper.with_name(".glslc.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    tmp.chmod(0o755)
+    tmp.replace(wrapper)
 
 
 def _install_debs(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
-    from functools import partial
-
     from .debs import DebLock, extract, load_lock
 
     lock = load_lock(p.bundles / p.sdk.lock)
     want = {tuple(r) for r in dict(p.sdk.pins)["packages"]}
     rows = tuple(x for x in lock.packages if (x.name, x.version, x.architecture, x.suite, x.sha256) in want)
-    extract(DebLock(path=lock.path, packages=rows), p.ref.prefix, fixup=partial(_write_wrapper, p.sdk.build_arch))
-    missing = p.ref.missing()
+    target = DebLock(path=lock.path, packages=tuple(x for x in rows if x.name not in BUILD_PACKAGES))
+    build = DebLock(path=lock.path, packages=tuple(x for x in rows if x.name in BUILD_PACKAGES))
+    # two prefixes, each with its own receipt (a changed package reinstalls only its own); the
+    # build machine's inside the target's, so a reinstalled target prefix brings it back too
+    extract(target, p.ref.prefix)
+    extract(build, p.ref.prefix / GLSLC_DIR)
+    _write_wrapper(p.sdk.build_arch, p.ref.prefix)
+    lib = f"{GLSLC_DIR}/usr/lib/{TRIPLET[p.sdk.build_arch]}"
+    runs = [f"{GLSLC_DIR}/usr/bin/glslc", f"{lib}/{LOADER[p.sdk.build_arch]}", f"{lib}/libshaderc.so.1"]
+    missing = p.ref.missing() + [r for r in runs if not p.ref.path(r).exists()]
     if missing:
         raise ToolkitError(
             f"toolkit:{p.sdk.name}: the unpacked packages lack {', '.join(missing)} under {p.ref.prefix}"

@@ -23,7 +23,7 @@ BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for o
 the files whose device code verify inventories, and whose fatbin must match promised CUDA archs."""
 
 
-_KEY_IF_SET = ("gfx_targets", "macos_floor")
+_KEY_IF_SET = ("gfx_targets", "macos_floor", "vulkan_waived")
 """Fields added after verify keys existed: in the key only when set, so the keys of legs that do
 not use them keep their form (``tests/integration/test_upgrade.py``)."""
 
@@ -83,6 +83,10 @@ class VerifyPolicy:
     source tree, the home directory) that no shipped file may name: compiles map them to stable
     names (:mod:`bundlegraph.toolchains.prefix_maps`), so a file naming one would differ on
     another machine and leak the builder's paths."""
+    vulkan_waived: tuple[tuple[str, str], ...] = ()
+    """a Vulkan leg's ``[vulkan] waive_compiled_out`` as ``(extension, reason)`` pairs: the shader
+    paths its bundle may lack (:mod:`.vulkan`'s ``vulkan-shaders`` row refuses any other that the
+    info file's ``build.vulkan.compiled_out`` names)"""
     fingerprint: str | None = None
     """The release's ``coverage.fingerprint``: every binary that links llama.cpp's build-info must
     hold it (:mod:`bundlegraph.checks.brand`); None checks nothing."""
@@ -214,6 +218,7 @@ def policy_from_spec(
         fingerprint=release.coverage.fingerprint if release is not None and release.coverage else None,
         gfx_targets=tuple(spec.hip.mapped_targets) if spec.hip else (),
         macos_floor=spec.macos.deployment_target if spec.macos else None,
+        vulkan_waived=tuple(sorted((spec.vulkan.waive_compiled_out or {}).items())) if spec.vulkan else (),
     )
 
 

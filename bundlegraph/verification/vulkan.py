@@ -1,5 +1,5 @@
 """The Vulkan backend's verify rows (:mod:`bundlegraph.backends.vulkan`), found by
-:data:`.table.BACKEND_ROWS` under the backend's name. Both gate on ``backend == "vulkan"``:
+:data:`.table.BACKEND_ROWS` under the backend's name. All gate on ``backend == "vulkan"``:
 
 - ``vulkan-library``: the bundle holds the backend library (``libggml-vulkan.so`` /
   ``ggml-vulkan.dll``: :func:`bundlegraph.backends.library_file`); silent when the leg's
@@ -11,6 +11,13 @@
   API sets and the Visual C++ runtime); the library imports the loader (a ggml-vulkan that does
   not was built without Vulkan); the bundle does not ship the loader (it would shadow the host's,
   which finds the host's drivers).
+
+- ``vulkan-shaders``: the info file's ``build.vulkan.compiled_out`` (the shader extensions
+  glslc could not compile at configure: :func:`bundlegraph.pipeline.configure.vulkan_record`)
+  names none that the spec does not waive (``[vulkan] waive_compiled_out``, by name, with a
+  reason): a bundle without ggml's cooperative-matrix or integer-dot shaders is several times
+  slower on GPUs that have them. Silent without an info file (a build tree, package's first
+  pass) or a ``build`` record (an imported build), where nothing says what was compiled.
 
 Imports the generic ``closure`` row refuses (missing, another backend's driver) are left to it,
 so each problem is one line: this row refuses what that row lets through, a runtime declared
@@ -156,8 +163,48 @@ def loader(s: Subject, p: VerifyPolicy) -> Outcome:
     return fails, {}
 
 
+def compiled_out(info: bytes) -> list[str] | None:
+    """``build.vulkan.compiled_out`` of an info JSON's bytes; None when it holds no such record
+    (or is no JSON object: the ``info`` row says so)."""
+    import json
+
+    try:
+        doc = json.loads(info)
+    except ValueError:
+        return None
+    vk = (doc.get("build") or {}).get("vulkan") if isinstance(doc, dict) else None
+    out = vk.get("compiled_out") if isinstance(vk, dict) else None
+    return [str(x) for x in out] if isinstance(out, list) else None
+
+
+def shaders(s: Subject, p: VerifyPolicy) -> Outcome:
+    """One failure per shader extension the info file reports compiled out and the spec does
+    not waive. No facts: package's two passes (without, then with the info file) must agree."""
+    from ..backends.vulkan import SHADER_EXTENSIONS
+
+    if s.info_doc is None:
+        return [], {}
+    out = compiled_out(s.info_doc[1])
+    if out is None:
+        return [], {}
+    waived = dict(p.vulkan_waived)
+    fails = [
+        Failure(
+            s.info_doc[0],
+            "vulkan-shaders",
+            f"{ext} compiled out: glslc could not compile it, so the bundle lacks "
+            f"{SHADER_EXTENSIONS.get(ext, 'its shader path')}; pin a glslc that can (the leg's Vulkan SDK) or "
+            f"waive it with a reason ([vulkan] waive_compiled_out)",
+        )
+        for ext in out
+        if ext not in waived
+    ]
+    return fails, {}
+
+
 ROWS: tuple[Row, ...] = (
     Row("vulkan-library", library, ("backend", "os", "required"), "required", gate=_is_vulkan),
     Row("vulkan-loader", loader, ("backend", "os", "external"), "imports", gate=_is_vulkan),
+    Row("vulkan-shaders", shaders, ("backend", "vulkan_waived"), "info", gate=_is_vulkan),
 )
 """The Vulkan backend's rows, gated on a Vulkan leg's policy (``backend="vulkan"``)."""

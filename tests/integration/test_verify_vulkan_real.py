@@ -151,3 +151,33 @@ def test_a_bundled_loader_fails_once(linux_bundle, linux_set):
         "libvulkan.so.1: vulkan-loader: the bundle ships the Vulkan loader: the host's must load (it finds the "
         "host's Vulkan drivers)"
     ]
+
+
+def _info(bundle: Path, compiled_out: list[str]) -> None:
+    """Write the bundle's info file with the configure record package puts in ``build.vulkan``."""
+    import json
+
+    doc = {"install_kind": "linux-vulkan", "build": {"vulkan": {"compiled_out": compiled_out}}}
+    (bundle / "BUNDLE_INFO.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_a_shader_path_compiled_out_is_refused_unless_the_spec_waives_it_by_name(linux_bundle):
+    """The real Vulkan backend with an info file (as ``package`` writes it): nothing compiled out
+    passes; each extension glslc could not compile is one line naming it and the shader path lost;
+    a waived one (``[vulkan] waive_compiled_out``) passes; without an info file nothing is said."""
+    info = VerifyPolicy(**{**LINUX.__dict__, "info_file": "BUNDLE_INFO.json"})
+    _info(linux_bundle, [])
+    assert verify_path(linux_bundle, info).lines() == []
+    _info(linux_bundle, ["GL_EXT_bfloat16", "GL_NV_cooperative_matrix2"])
+    hint = "pin a glslc that can (the leg's Vulkan SDK) or waive it with a reason ([vulkan] waive_compiled_out)"
+    assert verify_path(linux_bundle, info).lines() == [
+        f"BUNDLE_INFO.json: vulkan-shaders: GL_EXT_bfloat16 compiled out: glslc could not compile it, so the bundle "
+        f"lacks the bf16 shaders; {hint}",
+        f"BUNDLE_INFO.json: vulkan-shaders: GL_NV_cooperative_matrix2 compiled out: glslc could not compile it, so "
+        f"the bundle lacks NVIDIA's cooperative-matrix-2 (coopmat2) matmul and flash-attention shaders; {hint}",
+    ]
+    waived = VerifyPolicy(**{**info.__dict__, "vulkan_waived": (("GL_NV_cooperative_matrix2", "no driver of ours"),)})
+    assert [line.split(":")[2].strip() for line in verify_path(linux_bundle, waived).lines()] == [
+        "GL_EXT_bfloat16 compiled out"
+    ]
+    assert verify_path(linux_bundle, LINUX).lines() == []  # no info file read: nothing known, nothing said

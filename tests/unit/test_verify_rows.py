@@ -142,7 +142,7 @@ def test_a_backends_rows_are_found_by_its_name_and_its_field_stays_out_of_the_ke
 
     assert table.backend_rows(("cpu", "cuda", "vulkan")) == {"cpu": (), "cuda": cuda.ROWS, "vulkan": vulkan.ROWS}
     assert table.backend_rows(("rows", "nosuchbackend")) == {"rows": (), "nosuchbackend": ()}
-    assert [r.name for r in table.BACKEND_ROWS["vulkan"]] == ["vulkan-library", "vulkan-loader"]
+    assert [r.name for r in table.BACKEND_ROWS["vulkan"]] == ["vulkan-library", "vulkan-loader", "vulkan-shaders"]
     p = VerifyPolicy(os="linux", backend="vulkan")
     assert "backend" not in p.to_json() and p.to_json() == VerifyPolicy(os="linux").to_json()
     assert p.backends == ("libggml-vulkan.so",) and VerifyPolicy(os="linux", cuda=True).driver_of == "cuda"

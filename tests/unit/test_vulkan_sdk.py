@@ -94,6 +94,19 @@ UNION_CASES = {
         lambda t: t.replace('source = "lunarg"', 'source = "lunarg"\nsha256 = "abc"'),
         "vulkan.sdk.sha256: String should match pattern",
     ),
+    "a waiver of no shader extension": (
+        X64,
+        lambda t: t.replace(
+            "[vulkan.sdk]", '[vulkan]\nwaive_compiled_out = { GL_EXT_bfloat61 = "no glslc has it yet" }\n\n[vulkan.sdk]'
+        ),
+        "vulkan.waive_compiled_out.GL_EXT_bfloat61: not a shader extension ggml's CMake tests glslc for "
+        "(did you mean 'GL_EXT_bfloat16'?)",
+    ),
+    "a waiver without a reason": (
+        X64,
+        lambda t: t.replace("[vulkan.sdk]", '[vulkan]\nwaive_compiled_out = { GL_EXT_bfloat16 = "" }\n\n[vulkan.sdk]'),
+        "vulkan.waive_compiled_out.GL_EXT_bfloat16: String should have at least 10 characters",
+    ),
     "typo in the sdk table": (
         X64,
         lambda t: t.replace('source = "debs"', 'source = "debs"\nlocks = "x"'),
@@ -148,6 +161,9 @@ def test_the_debs_sdk_takes_target_packages_for_the_leg_and_glslc_for_the_build_
         ("spirv-headers", "all"),
         ("glslc", "amd64"),
         ("libshaderc1", "amd64"),
+        ("libc6", "amd64"),
+        ("libstdc++6", "amd64"),
+        ("libgcc-s1", "amd64"),
     }
     assert all(len(r[4]) == 64 for r in dict(x64.pins)["packages"])  # every row pinned by sha256
     ref = vk.ref_for(arm)
@@ -171,6 +187,9 @@ def test_the_sdk_stage_makes_one_task_per_sdk_and_keys_every_pin(matrix):
         "spirv-headers",
         "glslc",
         "libshaderc1",
+        "libc6",
+        "libstdc++6",
+        "libgcc-s1",
     ]
     assert plan.legs == (X64,) and "host_files" not in key
     # CUDA's tasks keep their names (no stamp of a CUDA leg changes)
@@ -331,3 +350,29 @@ def test_glslc_is_found_in_the_sdk_first_then_on_path_else_refused(tmp_path, mon
         e.value
     )
     assert tc.gpu_binaries(None, env) == ({}, {})
+
+
+def test_the_glslc_wrapper_runs_the_pinned_glslc_through_its_own_c_librarys_loader():
+    text = vk.wrapper_text("amd64")
+    assert 'lib="$here/glslc/usr/lib/x86_64-linux-gnu"' in text
+    assert (
+        'exec "$lib/ld-linux-x86-64.so.2" --inhibit-cache --library-path "$lib" "$here/glslc/usr/bin/glslc" "$@"'
+        in text
+    )
+    assert "LD_LIBRARY_PATH" not in text.split("\n", 3)[-1]  # the host's library path plays no part
+    assert "ld-linux-aarch64.so.1" in vk.wrapper_text("arm64")
+    assert {"glslc", "libshaderc1", "libc6", "libstdc++6", "libgcc-s1"} == vk.BUILD_PACKAGES
+
+
+def test_a_waiver_reaches_the_verify_policy_and_stays_out_of_other_legs_keys(matrix):
+    from bundlegraph.verification.policy import policy_from_spec
+
+    spec = matrix.legs[X64]
+    assert policy_from_spec(spec).vulkan_waived == ()
+    assert "vulkan_waived" not in policy_from_spec(spec).to_json()  # verify keys keep their form
+    assert "waive_compiled_out" not in spec.vulkan.dump()  # and so do the spec's
+    why = "no glslc of the pinned SDK has it yet"
+    waiving = spec.replace(vulkan=spec.vulkan.replace(waive_compiled_out={"GL_EXT_float_e2m1": why}))
+    p = policy_from_spec(waiving)
+    assert p.vulkan_waived == (("GL_EXT_float_e2m1", why),)
+    assert p.to_json()["vulkan_waived"] == (("GL_EXT_float_e2m1", why),)  # a waiver changes the verify key
