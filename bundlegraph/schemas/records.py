@@ -552,8 +552,9 @@ class BundleSpec(Record):
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure"""
     upstream_differs: dict[str, str] | None = None
-    """speed-relevant CMake flags (GGML_CUDA_*) whose value in this leg's configure differs from upstream's release
-    build of its backend (llama.cpp's .github/workflows/release.yml): NAME = why (tests/integration/test_upstream_flags.py)"""
+    """speed-relevant CMake flags (GGML_CUDA_*, the CPU backend's variants, instruction sets and OpenMP) whose value in
+    this leg's configure differs from upstream's release build of its backend and platform (llama.cpp's
+    .github/workflows/release.yml): NAME = why (tests/integration/test_upstream_flags.py)"""
     build: BuildSpec = field(default_factory=BuildSpec)
     """what the build compiles"""
     required: list[str] = field(default_factory=list)

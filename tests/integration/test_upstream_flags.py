@@ -1,13 +1,16 @@
-"""Upstream's speed flags, watched (issue 52 item 2, first bullet, CUDA part): for every CUDA leg,
-every ``GGML_CUDA_*`` CMake flag of upstream's release build of the same os, arch and CUDA major
-(the pinned source's ``.github/workflows/release.yml``: job ``ubuntu-cuda`` on Linux, matrix
-``build``/``label``; ``windows-cuda`` on Windows, matrix ``arch``/``cuda``) has our configure's
-value (:func:`bundlegraph.pipeline.configure.plan_configure`), or the leg's spec states why not
-(``upstream_differs``: NAME = reason). A flag one side leaves unset is ggml's default there. A
-reason for a flag that no longer differs is refused too, so the list stays true.
+"""Upstream's speed flags, watched (issue 52 item 2, first bullet): for every CUDA leg, every
+``GGML_CUDA_*`` CMake flag of upstream's release build of the same os, arch and CUDA major (the
+pinned source's ``.github/workflows/release.yml``: job ``ubuntu-cuda`` on Linux, matrix
+``build``/``label``; ``windows-cuda`` on Windows, matrix ``arch``/``cuda``), and for every CPU leg
+every CPU flag (variants, native, OpenMP, ...) of upstream's CPU build of the same os and arch
+(``ubuntu-cpu``, ``windows-cpu``), has our configure's value
+(:func:`bundlegraph.pipeline.configure.plan_configure`), or the leg's spec states why not
+(``upstream_differs``: NAME = reason). A flag one side leaves unset has ggml's default there
+(``option(...)`` in ``ggml/CMakeLists.txt``). A reason for a flag that no longer differs is refused
+too, so the list stays true.
 
-Not covered yet: CPU variants, Metal, rocWMMA and Vulkan flags (the Windows CPU job's
-``${{ matrix.arch == 'x64' && 'ON' || 'OFF' }}`` needs an expression reader)."""
+Not covered yet: Metal, rocWMMA (HIP) and Vulkan flags, and non-flag differences (upstream's
+Windows CPU build compiles with clang, ``cmake/x64-windows-llvm.cmake``; its Linux builds with GCC 14)."""
 
 from __future__ import annotations
 
@@ -24,11 +27,23 @@ from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.configure import plan_configure
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEED = re.compile(r"^GGML_CUDA_")
-"""The flags compared: ggml's CUDA options (ggml/CMakeLists.txt), GGML_CUDA_CUB_3DOT2 among them."""
-JOBS = {"linux": ("ubuntu-cuda", "build", "label"), "windows": ("windows-cuda", "arch", "cuda")}
-"""os -> (upstream's job, the matrix key of the arch, the matrix key whose major is the CUDA major)."""
+SPEED = {
+    "cuda": re.compile(r"^GGML_CUDA_"),
+    "cpu": re.compile(r"^GGML_(CPU_\w+|NATIVE|OPENMP\w*|AVX\w*|FMA|F16C|BMI2|LLAMAFILE|BLAS\w*)$"),
+}
+"""backend -> the flags compared: ggml's CUDA options (GGML_CUDA_CUB_3DOT2 among them); the CPU
+backend's instruction-set, variant and threading options."""
+JOBS = {
+    ("cuda", "linux"): ("ubuntu-cuda", "build", "label"),
+    ("cuda", "windows"): ("windows-cuda", "arch", "cuda"),
+    ("cpu", "linux"): ("ubuntu-cpu", "build", None),
+    ("cpu", "windows"): ("windows-cpu", "arch", None),
+}
+"""(backend, os) -> (upstream's job, the matrix key of the arch, the matrix key whose major is the
+CUDA major, or None)."""
 _EXPR = re.compile(r"\$\{\{\s*(env|matrix)\.([A-Za-z_][\w-]*)\s*\}\}")
+_CHOICE = re.compile(r"\$\{\{\s*matrix\.(\w+)\s*==\s*'([^']*)'\s*&&\s*'([^']*)'\s*\|\|\s*'([^']*)'\s*\}\}")
+"""``${{ matrix.arch == 'x64' && 'ON' || 'OFF' }}``: GitHub's if-then-else idiom."""
 
 
 def _tree() -> Path:
@@ -44,23 +59,31 @@ def ggml_defaults(tree: Path) -> dict[str, str]:
     return dict(re.findall(r'^option\((GGML_\w+)\s+"[^"]*"\s+(ON|OFF)\)', text, re.M))
 
 
-def upstream_defines(doc: dict[str, Any], where: str, os_: str, arch: str, major: int) -> dict[str, str]:
-    """``{NAME: VALUE}`` of every ``-D`` in the configure step (``id: cmake_build``) of upstream's
-    CUDA job for ``os_``, for its matrix entry of ``arch`` and CUDA ``major``; line continuations
-    (``\\``, ``^``, a backtick) joined, ``${{ env.X }}`` and ``${{ matrix.X }}`` filled in."""
-    job, arch_key, cuda_key = JOBS[os_]
+def upstream_defines(
+    doc: dict[str, Any], where: str, backend: str, os_: str, arch: str, major: int | None = None
+) -> dict[str, str]:
+    """``{NAME: VALUE}`` of every ``-D`` in the configure step (``id: cmake_build``, else the step
+    named ``Build``) of upstream's job for ``backend`` on ``os_``, for its matrix entry of ``arch``
+    (and CUDA ``major``); line continuations (``\\``, ``^``, a backtick) joined, ``${{ env.X }}``,
+    ``${{ matrix.X }}`` and ``${{ matrix.X == 'v' && 'a' || 'b' }}`` filled in."""
+    job, arch_key, cuda_key = JOBS[(backend, os_)]
     j = doc["jobs"][job]
     entries = [
         e
         for e in j["strategy"]["matrix"]["include"]
-        if str(e.get(arch_key)) == arch and str(e.get(cuda_key, "")).split(".")[0] == str(major)
+        if str(e.get(arch_key)) == arch and (cuda_key is None or str(e.get(cuda_key, "")).split(".")[0] == str(major))
     ]
-    assert len(entries) == 1, f"{where}: jobs.{job}: {len(entries)} matrix entries for {arch} CUDA {major}"
-    (step,) = [s for s in j["steps"] if s.get("id") == "cmake_build"]
-    script = re.sub(r"(\\|\^|`)[ \t]*\r?\n", " ", step["run"])
+    assert len(entries) == 1, f"{where}: jobs.{job}: {len(entries)} matrix entries for {arch} (CUDA {major})"
+    steps = [s for s in j["steps"] if s.get("id") == "cmake_build"] or [
+        s for s in j["steps"] if s.get("name") == "Build"
+    ]
+    assert len(steps) == 1, f"{where}: jobs.{job}: no single configure step"
+    script = re.sub(r"(\\|\^|`)[ \t]*\r?\n", " ", steps[0]["run"])
     (line,) = [l for l in script.splitlines() if re.match(r"^\s*cmake\s.*-B\s", l)]
     env = {k: str(v) for k, v in (doc.get("env") or {}).items()}
-    scopes = {"env": env, "matrix": {k: str(v) for k, v in entries[0].items()}}
+    matrix = {k: str(v) for k, v in entries[0].items()}
+    scopes = {"env": env, "matrix": matrix}
+    line = _CHOICE.sub(lambda m: m[3] if matrix.get(m[1]) == m[2] else m[4], line)
     line = _EXPR.sub(lambda m: scopes[m[1]][m[2]], line)
     assert "${{" not in line, f"{where}: jobs.{job}: an expression this reader cannot fill: {line}"
     out = {}
@@ -95,21 +118,21 @@ def ctx():
 
 
 def differences(ctx, leg: str, upstream) -> dict[str, tuple[str, str]]:
-    """Flag -> (upstream's value, ours) for every speed flag where they differ."""
+    """Flag -> (upstream's value, ours) for every speed flag of the leg's backend where they differ."""
     doc, where, defaults, options = upstream
     s = ctx.matrix.legs[leg]
-    theirs = upstream_defines(doc, where, s.os, s.arch, s.cuda.version.major)
+    theirs = upstream_defines(doc, where, s.backend, s.os, s.arch, s.cuda.version.major if s.cuda else None)
     ours = plan_configure(ctx, leg).cache
-    names = sorted({n for n in (*theirs, *ours) if SPEED.match(n)})
+    names = sorted({n for n in (*theirs, *ours) if SPEED[s.backend].match(n)})
     pairs = {n: (_norm(n, theirs.get(n), defaults, options), _norm(n, ours.get(n), defaults, options)) for n in names}
     return {n: p for n, p in pairs.items() if p[0] != p[1]}
 
 
-def test_every_cuda_legs_speed_flags_are_upstreams_or_say_why_not(ctx, upstream):
+def test_every_cuda_and_cpu_legs_speed_flags_are_upstreams_or_say_why_not(ctx, upstream):
     problems, found = [], {}
     for leg in ctx.legs:
         s = ctx.matrix.legs[leg]
-        if s.cuda is None:
+        if (s.backend, s.os) not in JOBS:
             continue
         diff = differences(ctx, leg, upstream)
         found[leg] = diff
@@ -133,11 +156,15 @@ def test_every_cuda_legs_speed_flags_are_upstreams_or_say_why_not(ctx, upstream)
         "GGML_CUDA_NCCL": ("ON", "OFF"),
     }
     assert found["linux-x64-cuda13-portable"] == {}
+    # upstream's Linux arm64 CPU build has every CPU variant (armv8.x-armv9.2, with GCC 14); ours one generic
+    assert found["linux-arm64-cpu"] == {"GGML_CPU_ALL_VARIANTS": ("ON", "OFF")}
 
 
 def test_the_reader_fills_matrix_and_env_values(upstream):
     doc, where, defaults, _options = upstream
     assert defaults["GGML_CUDA_NCCL"] == "ON" and defaults["GGML_CUDA_FA"] == "ON"
-    linux = upstream_defines(doc, where, "linux", "x64", 12)
+    linux = upstream_defines(doc, where, "cuda", "linux", "x64", 12)
     assert linux["GGML_CUDA_CUB_3DOT2"] == "ON" and linux["GGML_RPC"] == "ON"  # matrix.defines, env.CMAKE_ARGS
-    assert upstream_defines(doc, where, "windows", "x64", 12)["GGML_CUDA"] == "ON"
+    assert upstream_defines(doc, where, "cuda", "windows", "x64", 12)["GGML_CUDA"] == "ON"
+    win = {a: upstream_defines(doc, where, "cpu", "windows", a)["GGML_CPU_ALL_VARIANTS"] for a in ("x64", "arm64")}
+    assert win == {"x64": "ON", "arm64": "OFF"}  # the && || idiom
