@@ -9,8 +9,10 @@ every CPU flag (variants, native, OpenMP, ...) of upstream's CPU build of the sa
 (``option(...)`` in ``ggml/CMakeLists.txt``). A reason for a flag that no longer differs is refused
 too, so the list stays true.
 
-Not covered yet: Metal, rocWMMA (HIP) and Vulkan flags, and non-flag differences (upstream's
-Windows CPU build compiles with clang, ``cmake/x64-windows-llvm.cmake``; its Linux builds with GCC 14)."""
+Likewise ``GGML_VULKAN_*`` (``ubuntu-vulkan``, ``windows``), ``GGML_HIP_*`` (``ubuntu-24-rocm``,
+``windows-rocm``) and ``GGML_METAL_*`` (``macos-cpu``), and the CPU flags of every leg that builds
+the CPU backend. Not compared: non-flag differences (upstream's Windows CPU build compiles with
+clang, ``cmake/x64-windows-llvm.cmake``; its Linux builds with GCC 14; its GPU archs)."""
 
 from __future__ import annotations
 
@@ -30,14 +32,24 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEED = {
     "cuda": re.compile(r"^GGML_CUDA_"),
     "cpu": re.compile(r"^GGML_(CPU_\w+|NATIVE|OPENMP\w*|AVX\w*|FMA|F16C|BMI2|LLAMAFILE|BLAS\w*)$"),
+    "vulkan": re.compile(r"^GGML_VULKAN_"),
+    "hip": re.compile(r"^GGML_HIP_"),
+    "metal": re.compile(r"^GGML_METAL_"),
 }
-"""backend -> the flags compared: ggml's CUDA options (GGML_CUDA_CUB_3DOT2 among them); the CPU
-backend's instruction-set, variant and threading options."""
+"""backend -> the flags compared: ggml's CUDA options (GGML_CUDA_CUB_3DOT2 among them), Vulkan's,
+HIP's (rocWMMA among them), Metal's; the CPU backend's instruction-set, variant and threading
+options, also for a GPU leg that builds the CPU backend (``GGML_CPU`` not OFF)."""
 JOBS = {
     ("cuda", "linux"): ("ubuntu-cuda", "build", "label"),
     ("cuda", "windows"): ("windows-cuda", "arch", "cuda"),
     ("cpu", "linux"): ("ubuntu-cpu", "build", None),
     ("cpu", "windows"): ("windows-cpu", "arch", None),
+    ("vulkan", "linux"): ("ubuntu-vulkan", "build", None),
+    ("vulkan", "windows"): ("windows", "arch", None),
+    ("hip", "linux"): ("ubuntu-24-rocm", "build", None),
+    ("hip", "windows"): ("windows-rocm", "build", None),
+    ("metal", "macos"): ("macos-cpu", "build", None),
+    ("cpu", "macos"): ("macos-cpu", "build", None),
 }
 """(backend, os) -> (upstream's job, the matrix key of the arch, the matrix key whose major is the
 CUDA major, or None)."""
@@ -123,7 +135,8 @@ def differences(ctx, leg: str, upstream) -> dict[str, tuple[str, str]]:
     s = ctx.matrix.legs[leg]
     theirs = upstream_defines(doc, where, s.backend, s.os, s.arch, s.cuda.version.major if s.cuda else None)
     ours = plan_configure(ctx, leg).cache
-    names = sorted({n for n in (*theirs, *ours) if SPEED[s.backend].match(n)})
+    cpu = s.cmake_bool("GGML_CPU", True) is not False
+    names = sorted({n for n in (*theirs, *ours) if SPEED[s.backend].match(n) or (cpu and SPEED["cpu"].match(n))})
     pairs = {n: (_norm(n, theirs.get(n), defaults, options), _norm(n, ours.get(n), defaults, options)) for n in names}
     return {n: p for n, p in pairs.items() if p[0] != p[1]}
 
@@ -158,6 +171,10 @@ def test_every_cuda_and_cpu_legs_speed_flags_are_upstreams_or_say_why_not(ctx, u
     assert found["linux-x64-cuda13-portable"] == {}
     # upstream's Linux arm64 CPU build has every CPU variant (armv8.x-armv9.2, with GCC 14); ours one generic
     assert found["linux-arm64-cpu"] == {"GGML_CPU_ALL_VARIANTS": ("ON", "OFF")}
+    # upstream's HIP build of the pinned commit leaves rocWMMA's flash attention at ggml's OFF, as ours
+    assert found["linux-x64-rocm-gfx1151"] == {} and found["windows-x64-rocm-gfx1151"] == {}
+    # its macOS builds are native builds (GGML_NATIVE at ggml's default: tuned for the runner's CPU)
+    assert found["macos-arm64"] == {"GGML_NATIVE": ("(ggml's default)", "OFF")}
 
 
 def test_the_reader_fills_matrix_and_env_values(upstream):
