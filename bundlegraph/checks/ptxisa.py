@@ -48,7 +48,9 @@ def max_isa(driver: Version) -> Version | None:
 
 def emitted_isa(toolkit: Version) -> Version | None:
     """The PTX ISA a toolkit of CUDA ``toolkit`` writes (12.4 -> 8.4, 12.8 -> 8.7): the newest
-    its own release's driver loads. None for a release older than every row."""
+    its own release's driver loads. None for a release older than every row. A release without a
+    row of its own (13.2-13.4) gets the row below it, an underestimate: the spec rule at load may
+    then pass what verify's ``ptx-isa`` row, reading the built fatbin, refuses."""
     return max_isa(toolkit)
 
 
