@@ -20,7 +20,8 @@ cuobjdump, CUDA 11-13) and was checked against the real ``ggml-cuda.dll`` of
   ELF), 2 ``u16`` (0x0101), 4 ``u32 header_size``, 8 ``u64 padded_payload_size`` (the
   payload after the header, 8-aligned), 16 ``u32 payload_size``, 24/26 ``u16`` code version
   minor/major, **28 ``u32 sm``** (75, 86, 120, ...), 32/36 ``u32`` relocation offset/size
-  (usually 0), 40 ``u64 flags`` (bit 15 = payload compressed), 56 ``u64`` uncompressed size. The next entry starts at
+  (usually 0), 40 ``u64 flags`` (bit 15, 0x8000 = payload compressed with zstd; bit 13, 0x2000 = compressed
+  by CUDA 12.4's fatbinary, an LZ4-style block, measured: 427 of 637 bytes), 56 ``u64`` uncompressed size. The next entry starts at
   ``entry + header_size + padded_payload_size``.
 
 A PTX entry's code version (bytes 24/26) is the PTX ISA of its text: the ``.version X.Y`` line the
@@ -112,6 +113,8 @@ class Inventory:
         return f"SASS {s}; PTX {p}"
 
 
+FLAG_COMPRESSED = 0x8000 | 0x2000
+"""An entry's payload is compressed: zstd (CUDA 13's fatbinary) or an LZ4-style block (CUDA 12.4's)."""
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY_SPECIFIC = 0x200000
 
@@ -180,7 +183,7 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
                 inv.sass_features.setdefault(sm, set()).add(feature_of(flags))
             else:
                 inv.other[kind] += 1
-            if flags & 0x8000:
+            if flags & FLAG_COMPRESSED:
                 inv.compressed += 1
             e += ehsize + padded
         pos = cend
