@@ -48,7 +48,7 @@ from .core.lightclass import frozen, mutable
 from .schemas.archs import fatbin_sm, known_sms, parse_version
 from .schemas.installer import INSTALL_KINDS, PORTABLE_CLASS, kind_for
 from .schemas.manifest import Manifest, ManifestArtifact, ShaIndex
-from .schemas.records import Matrix
+from .schemas.records import BundleSpec, Matrix
 
 MIN_DRIVER = cuda.MIN_DRIVER
 """Drivers below this get no CUDA bundle (:data:`bundlegraph.backends.cuda.MIN_DRIVER`)."""
@@ -356,6 +356,14 @@ def driver_for(line: str) -> tuple[int, int]:
     return max((int(line.removeprefix("cuda")), 0), MIN_DRIVER)
 
 
+def oldest_driver(spec: BundleSpec) -> tuple[int, int]:
+    """The oldest driver the installer's rules send CUDA leg ``spec`` to: :func:`driver_for` its
+    runtime line (``profile.line``, else ``cuda<toolkit major>``). Verify holds the leg's PTX-only
+    code to it (:mod:`bundlegraph.checks.ptxisa`); :func:`claimed` asks selection with it."""
+    assert spec.cuda is not None, f"{spec.id} is no CUDA leg"
+    return driver_for(spec.profile.line or f"cuda{spec.cuda.version.major}")
+
+
 def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:
     """Every driver a host class is asked about, oldest first: :data:`DRIVERS`, every minor of the
     newest toolkit's major among the release's bundles up to it (13.0-13.5 for a 13.5 bundle),
@@ -425,7 +433,7 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
         if s.cuda is None:
             out.append((Host(s.os, s.arch), s.install_kind, leg))
             continue
-        drv = driver_for(s.profile.line or f"cuda{s.cuda.version.major}")
+        drv = oldest_driver(s)
         for sm in s.cuda.supported_sms or sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
             out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
     return out
@@ -464,6 +472,7 @@ __all__ = [
     "coverage_problems",
     "driver_lines",
     "host_classes",
+    "oldest_driver",
     "select",
     "sizes_of",
 ]

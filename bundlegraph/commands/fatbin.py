@@ -1,7 +1,9 @@
 """``bundlegraph fatbin FILE``: the CUDA fatbin inventory of a PE or ELF file.
 
 Prints, per SM, how many SASS (machine code) and PTX entries the file embeds, then the SM
-lists (``SASS: 86, 89, 120, 121`` / ``PTX: 75, 80, 90``). Exit 1 when the file has no fatbin.
+lists (``SASS: 86, 89, 120, 121`` / ``PTX: 75, 80, 90``), each PTX SM with its PTX ISA (``8.4``:
+the oldest driver that JIT-compiles it, :mod:`bundlegraph.checks.ptxisa`). Exit 1 when the file has
+no fatbin.
 
 ``--archs 50-virtual,61-virtual`` (a leg's ``cuda.archs``, CMake forms, comma-separated) also
 checks the inventory against them with :func:`~bundlegraph.checks.fatbin.check_archs`, as
@@ -75,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     for sm, n in sorted(inv.sass.items()):
         print(f"  SASS  sm_{sm:<4} {n:>5} entries")
     for sm, n in sorted(inv.ptx.items()):
-        print(f"  PTX   compute_{sm:<4} {n:>5} entries")
+        isa = ", ".join(f"{a}.{b}" for a, b in sorted(inv.ptx_isa.get(sm, ())))
+        print(f"  PTX   compute_{sm:<4} {n:>5} entries (PTX ISA {isa})")
     print(f"SASS: {', '.join(str(s) for s in sorted(inv.sass)) or 'none'}")
     print(f"PTX: {', '.join(str(s) for s in sorted(inv.ptx)) or 'none'}")
     if archs is not None:

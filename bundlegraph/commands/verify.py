@@ -54,7 +54,7 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
         policy = leg_policy(ctx, args.leg, built_tree=args.built_tree)
     elif args.built_tree:
         raise BundleGraphError("--built-tree: needs --leg (the leg whose build output PATH is)")
-    same = ("os", "arch", "glibc_floor", "glibcxx_floor", "info_file")  # options named as the policy's fields
+    same = ("os", "arch", "glibc_floor", "glibcxx_floor", "info_file", "driver_floor")  # named as the policy's fields
     changes: dict[str, Any] = {k: getattr(args, k) for k in same if getattr(args, k)}
     if args.archs:
         changes["archs"] = _archs(_csv(args.archs))
@@ -126,6 +126,12 @@ def register(sub: Any) -> None:
     p.add_argument("--trust-root", action="append", metavar="PEM", help="also trust this root certificate (tests only)")
     p.add_argument("--glibc-floor", metavar="X.Y")
     p.add_argument("--glibcxx-floor", metavar="X.Y.Z")
+    p.add_argument(
+        "--driver-floor",
+        metavar="X.Y",
+        help="the oldest NVIDIA driver (its CUDA version) the bundle is sent to: the fatbins' PTX-only code must "
+        "be a PTX ISA it JIT-compiles (--leg sets it for a leg with PTX-only archs)",
+    )
     p.add_argument("--require", action="extend", nargs="+", metavar="NAME", help="files that must be present")
     p.add_argument("--info-file", metavar="NAME", help="the info JSON's file name")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -530,7 +530,7 @@ class BundleSpec(Record):
     """One leg: a bundle's build (``bundles/<id>.toml``; ``bundlegraph schema`` prints its JSON
     Schema)."""
 
-    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan", "hip", "metal", "macos")
+    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan", "hip", "metal", "macos", "upstream_differs")
 
     id: Annotated[str, _ID]
     """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
@@ -567,6 +567,10 @@ class BundleSpec(Record):
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure"""
+    upstream_differs: dict[str, str] | None = None
+    """speed-relevant CMake flags (GGML_CUDA_*, the CPU backend's variants, instruction sets and OpenMP) whose value in
+    this leg's configure differs from upstream's release build of its backend and platform (llama.cpp's
+    .github/workflows/release.yml): NAME = why (tests/integration/test_upstream_flags.py)"""
     build: BuildSpec = field(default_factory=BuildSpec)
     """what the build compiles"""
     required: list[str] = field(default_factory=list)

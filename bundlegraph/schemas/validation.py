@@ -37,7 +37,7 @@ from ..core import memo
 from ..core.errors import SpecError, did_you_mean
 from ..platforms import platform
 from ..toolchains.registry import TOOLCHAINS
-from .archs import CudaVersion, arch_supported
+from .archs import CudaVersion, arch_supported, fatbin_sm
 from .cmake_rules import cmake_problems
 from .records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 
@@ -238,6 +238,28 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
     return out
 
 
+def ptx_jit_problems(f: Path, s: BundleSpec) -> list[str]:
+    """A leg with PTX-only archs (``61-virtual``): its toolkit's PTX ISA must be one the oldest
+    driver selection sends the leg to JIT-compiles (:func:`bundlegraph.selection.oldest_driver`,
+    :mod:`bundlegraph.checks.ptxisa`), the rule verify's ``ptx-isa`` row holds the built fatbin to."""
+    from ..checks.ptxisa import emitted_isa, first_driver, fmt, max_isa
+    from ..selection import oldest_driver
+
+    assert s.cuda is not None
+    sass = {fatbin_sm(a) for a in s.cuda.archs if a.sass}
+    ptx_only = [a.cmake for a in s.cuda.archs if a.ptx and fatbin_sm(a) not in sass]
+    isa, driver = emitted_isa(s.cuda.version.parts), oldest_driver(s)
+    top = max_isa(driver)
+    if not ptx_only or isa is None or (top is not None and isa <= top):
+        return []
+    return [
+        f"{f}: cuda.version: CUDA {s.cuda.version} writes PTX ISA {fmt(isa)} (which needs {first_driver(isa)}), but "
+        f"the PTX-only archs {', '.join(ptx_only)} are JIT-compiled by drivers from CUDA {fmt(driver)}, the oldest "
+        f"selection sends this leg to, which read PTX ISA up to {fmt(top) if top else 'none'}: build with CUDA "
+        f"{fmt(driver)} or raise the leg's driver floor"
+    ]
+
+
 def _partial_problems(path: Path, data: dict[str, Any]) -> list[str]:
     """Rules that can still be checked on a spec that failed the schema elsewhere (so a typo in
     one key does not hide an impossible arch): the [cuda] table on its own."""
@@ -375,6 +397,7 @@ def cross_field_problems(
                     )
         if s.cuda is not None:
             out += cuda_problems(f, s.os, s.arch, s.cuda)
+            out += ptx_jit_problems(f, s)
         if s.hip is not None:
             out += hip_problems(f, s, root, read)
         if s.macos is not None:

@@ -23,6 +23,7 @@ class AppleClang(GccLinux):
 
     def __init__(self, info: ToolchainInfo):
         self.info = info
+        self.compiler = None  # Xcode's clang from PATH: no pinned [compiler] (bundlegraph plan read it)
         self.package = "the Xcode command line tools (xcode-select --install)"
         self.system_name = "Darwin"
         self.system_processor = info.prop("cmake_system_processor")

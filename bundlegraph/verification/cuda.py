@@ -4,6 +4,10 @@
 - ``gpu-code``: the fatbin of each GPU backend library holds SASS or PTX for every promised arch
   (:func:`bundlegraph.checks.fatbin.check_archs`; ``120a`` means SM 120,
   :func:`~bundlegraph.schemas.archs.fatbin_sm`);
+- ``ptx-isa``: a leg with PTX-only archs (``61-virtual``): the PTX ISA of every PTX-only entry of
+  each CUDA backend library's fatbin is one the oldest driver selection sends the leg to
+  JIT-compiles (:func:`bundlegraph.checks.ptxisa.jit_problems`; the driver: the policy's
+  ``driver_floor``, :func:`bundlegraph.selection.oldest_driver`);
 - ``cuda-major``: no file imports a CUDA library of another major than the leg's runtime line
   (:func:`bundlegraph.checks.backends.foreign_cuda_imports`).
 
@@ -58,6 +62,25 @@ def gpu_code(s: Subject, p: VerifyPolicy) -> Outcome:
     return fails, {}
 
 
+def ptx_isa(s: Subject, p: VerifyPolicy) -> Outcome:
+    """One failure per PTX-only SM of a CUDA backend library whose PTX ISA the leg's oldest driver
+    (``p.driver_floor``) cannot JIT-compile; the fact ``ptx_isa`` records each library's ISAs."""
+    from ..checks.ptxisa import PtxOnly, jit_problems
+    from ..schemas.archs import parse_version
+
+    assert p.driver_floor is not None  # the gate says so
+    driver = parse_version(p.driver_floor)
+    backends = {b.lower() for b in _cuda_libraries(p)}
+    fails, seen = [], {}
+    for path, r in sorted(s.results.items()):
+        if r.fatbin is None or path.rsplit("/", 1)[-1].lower() not in backends:
+            continue
+        isa = {sm: frozenset(r.fatbin.ptx_isa.get(sm, ())) for sm in r.fatbin.ptx_only()}
+        seen[path] = {str(sm): sorted(f"{a}.{b}" for a, b in v) for sm, v in isa.items()}
+        fails += jit_problems(PtxOnly(path, isa), driver)
+    return fails, {"ptx_isa": {"driver_floor": p.driver_floor, "files": seen}}
+
+
 def cuda_major(s: Subject, p: VerifyPolicy) -> Outcome:
     """Imports of a CUDA library whose major is not the leg's (``p.cuda_major``)."""
     from ..checks.backends import foreign_cuda_imports
@@ -68,6 +91,13 @@ def cuda_major(s: Subject, p: VerifyPolicy) -> Outcome:
 
 ROWS: tuple[Row, ...] = (
     Row("gpu-code", gpu_code, ("archs", "os", "gpu_backends"), "device-code", gate=lambda p: bool(p.archs)),
+    Row(
+        "ptx-isa",
+        ptx_isa,
+        ("driver_floor", "os", "gpu_backends"),
+        "device-code",
+        gate=lambda p: p.driver_floor is not None,
+    ),
     Row("cuda-major", cuda_major, ("cuda_major",), "loading", gate=lambda p: p.cuda_major is not None),
 )
 """The CUDA backend's rows. Each is gated on the policy fields a CUDA leg sets (promised archs,

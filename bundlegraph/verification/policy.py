@@ -23,7 +23,7 @@ BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for o
 the files whose device code verify inventories, and whose fatbin must match promised CUDA archs."""
 
 
-_KEY_IF_SET = ("gfx_targets", "macos_floor", "vulkan_waived")
+_KEY_IF_SET = ("gfx_targets", "macos_floor", "vulkan_waived", "driver_floor")
 """Fields added after verify keys existed: in the key only when set, so the keys of legs that do
 not use them keep their form (``tests/integration/test_upgrade.py``)."""
 
@@ -90,6 +90,10 @@ class VerifyPolicy:
     fingerprint: str | None = None
     """The release's ``coverage.fingerprint``: every binary that links llama.cpp's build-info must
     hold it (:mod:`bundlegraph.checks.brand`); None checks nothing."""
+    driver_floor: str | None = None
+    """a leg with PTX-only archs: the oldest driver (its CUDA version, ``12.4``) the installer's rules
+    send it to (:func:`bundlegraph.selection.oldest_driver`); the PTX ISA of every fatbin's PTX-only
+    code must be one that driver JIT-compiles (:mod:`bundlegraph.checks.ptxisa`)"""
 
     def __post_init__(self) -> None:
         if self.os is not None and self.os not in OS_NAMES:
@@ -105,6 +109,13 @@ class VerifyPolicy:
         for a in self.archs:
             if not isinstance(a, Arch):
                 raise BundleGraphError(f"verify policy: archs: {a!r} is not a parsed arch (parse_arch)")
+        if self.driver_floor is not None:
+            from ..schemas.archs import parse_version
+
+            try:
+                parse_version(self.driver_floor)
+            except ValueError as e:
+                raise BundleGraphError(f"verify policy: driver_floor: {e}") from None
         for name, v in (("glibc_floor", self.glibc_floor), ("glibcxx_floor", self.glibcxx_floor)):
             if v is not None:
                 from ..checks import glibc
@@ -219,7 +230,23 @@ def policy_from_spec(
         gfx_targets=tuple(spec.hip.mapped_targets) if spec.hip else (),
         macos_floor=spec.macos.deployment_target if spec.macos else None,
         vulkan_waived=tuple(sorted((spec.vulkan.waive_compiled_out or {}).items())) if spec.vulkan else (),
+        driver_floor=_driver_floor(spec),
     )
+
+
+def _driver_floor(spec: BundleSpec) -> str | None:
+    """``12.4``: the oldest driver selection sends a CUDA leg with PTX-only archs to (an arch whose
+    SM has PTX and no SASS: ``61-virtual``); None for every other leg (its verify key keeps its form)."""
+    if spec.cuda is None:
+        return None
+    from ..schemas.archs import fatbin_sm
+    from ..selection import oldest_driver
+
+    sass = {fatbin_sm(a) for a in spec.cuda.archs if a.sass}
+    if not any(a.ptx and fatbin_sm(a) not in sass for a in spec.cuda.archs):
+        return None
+    major, minor = oldest_driver(spec)
+    return f"{major}.{minor}"
 
 
 def archive_policy(

@@ -314,7 +314,14 @@ def test_no_backend_in_a_cuda_bundle(kit, tmp_path):
 
 
 def test_fatbin_inventory_type_is_json_ready():
-    assert Inventory().to_json() == {"sass": {}, "sass_archs": [], "ptx": {}, "containers": 0, "compressed": 0}
+    assert Inventory().to_json() == {
+        "sass": {},
+        "sass_archs": [],
+        "ptx": {},
+        "ptx_isa": {},
+        "containers": 0,
+        "compressed": 0,
+    }
 
 
 def test_fatbin_flags_tell_arch_specific_sass_from_plain(tmp_path):

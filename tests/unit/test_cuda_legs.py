@@ -31,6 +31,11 @@ FORK = {
     "cuda13-portable": ("cuda13", "portable", 60, ["75", "80", "86", "89", "90", "100", "120"], "13"),
 }
 NEW = [f"{os_}-x64-{p}" for os_ in ("linux", "windows") for p in FORK if p != "cuda13-portable"]
+OURS = {"cuda12-legacy": "12.4"}
+"""Where our toolkit differs from the fork's, on purpose: the legacy leg is PTX-only and served to
+drivers from 12.4, which cannot JIT CUDA 12.8's PTX ISA 8.7 (issue 52 item 5, tests/unit/test_ptx_isa.py)."""
+REDIST_LABEL = {"windows-x64-cuda12-legacy": "12.4.1"}
+"""A cuda12 leg's redist manifest label when not 12.8.0 (the Linux legacy leg takes Debian's 12.4 .debs)."""
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +47,12 @@ def matrix():
 @pytest.mark.parametrize("profile", FORK)
 def test_every_x64_class_of_the_fork_is_one_spec(matrix, os_, profile):
     line, klass, rank, archs, toolkit = FORK[profile]
+    toolkit = OURS.get(profile, toolkit)
     s = matrix.legs[f"{os_}-x64-{profile}"]
     assert (s.os, s.arch, s.backend, s.install_kind) == (os_, "x64", "cuda", f"{os_}-cuda")
     assert (s.profile.name, s.profile.line, s.profile.klass, s.profile.rank) == (profile, line, klass, rank)
     assert s.cuda.cmake_archs == archs
-    assert str(s.cuda.version) == "12.8" if toolkit == "12.8" else s.cuda.version.major == 13
+    assert str(s.cuda.version) == toolkit if toolkit.startswith("12.") else s.cuda.version.major == 13
     assert s.merge.base == f"{os_}-x64-cpu"
     if os_ == "windows":
         assert (s.runner, s.toolchain, s.signing) == ("windows-2022", "msvc-x64-cuda", "required")
@@ -63,8 +69,10 @@ def test_every_x64_class_of_the_fork_is_one_spec(matrix, os_, profile):
     else:
         assert s.runner == ("ubuntu-22.04" if klass == "legacy" else "ubuntu-24.04")
         assert s.linux is None  # the floors are the toolchain's (issue 50)
-    if line == "cuda12":
-        assert (s.cuda.toolkit.source, s.cuda.toolkit.manifest) == ("redist", "12.8.0")
+    if line == "cuda12" and s.id == "linux-x64-cuda12-legacy":  # Debian's CUDA 12.4, pinned .debs
+        assert (s.cuda.toolkit.source, s.cuda.toolkit.lock) == ("debs", "locks/cuda-12.4-debs.toml")
+    elif line == "cuda12":
+        assert (s.cuda.toolkit.source, s.cuda.toolkit.manifest) == ("redist", REDIST_LABEL.get(s.id, "12.8.0"))
 
 
 def test_legacy_is_ptx_only_and_states_its_sms(matrix):
@@ -118,14 +126,14 @@ def test_supported_sms_refused_naming_the_key(bundles_copy, leg, old, new, expec
     assert any(expected in line for line in ei.value.problems), ei.value.problems
 
 
-@pytest.mark.parametrize("leg", [leg for leg in NEW if "cuda12" in leg])
+@pytest.mark.parametrize("leg", [leg for leg in NEW if "cuda12" in leg and leg != "linux-x64-cuda12-legacy"])
 def test_cuda12_components_resolve_in_a_real_cuda12_manifest(matrix, leg):
     """Every host and target component of a cuda12 leg has an archive for its platform, with a
     sha256, in NVIDIA's real ``redistrib_12.9.1.json`` (tests/data/redist): 12.8.0's is not
     reachable from here, and 12.x manifests share one component layout (no cuda_crt, no libnvvm:
     those are split out from 13.0 on)."""
     cs = component_set(matrix.legs[leg], ROOT / "bundles")
-    assert cs.pins["manifest"] == "12.8.0"
+    assert cs.pins["manifest"] == REDIST_LABEL.get(leg, "12.8.0")
     local = dataclasses.replace(cs, pins={**cs.pins, "manifest": str(REDIST / "redistrib_12.9.1.json")})
     _origin, _path, arts = resolve(local, ROOT / "bundles")
     assert sorted((a.role, a.component) for a in arts) == [

@@ -38,13 +38,13 @@ def test_legs_with_one_component_set_share_one_task():
     assert re.fullmatch(r"toolkit:cuda13\.5-linux-x86_64\+linux-sbsa-[0-9a-f]{6}", a.task)
     names = [p.full_name for p in plans(ctx)]
     # CUDA: sbsa, x86_64 (13.5 wheels), windows arm64, windows x64 (13.4 redist), linux and windows
-    # x64 (12.8 redist); Vulkan: each Vulkan leg's SDK; HIP: one TheRock tarball per (os, gfx family)
+    # x64 (12.8 redist), the legacy legs' 12.4 (Linux: Debian's .debs; Windows: redist); Vulkan: each Vulkan leg's SDK; HIP: one TheRock tarball per (os, gfx family)
     vk = [n for n in names if n.startswith("toolkit:vulkan-")]
     rock = [n for n in names if n.startswith("toolkit:therock-")]
     # and one pinned compiler per Linux target (issue 50): x64 (native, ROCm's host code), arm64 (cross)
     gcc = [n for n in names if n.startswith("toolkit:gcc-")]
     assert [n.rsplit("-", 1)[0] for n in gcc] == ["toolkit:gcc-12.2.0-linux-arm64", "toolkit:gcc-12.2.0-linux-x64"]
-    assert len(names) == len(set(names)) == 6 + len(vk) + len(rock) + len(gcc) and vk and len(rock) == 14
+    assert len(names) == len(set(names)) == 8 + len(vk) + len(rock) + len(gcc) and vk and len(rock) == 14
     with pytest.raises(ToolkitError, match="no \\[cuda\\] table"):
         toolkit_for_leg(ctx, "linux-arm64-cpu")
 

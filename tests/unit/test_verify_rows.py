@@ -82,7 +82,7 @@ def test_a_fake_backend_row_runs_for_its_backends_legs_only(workdir, monkeypatch
 
 
 def test_cuda_rows_are_the_cuda_backends_and_gate_on_its_fields(tmp_path):
-    assert [r.name for r in table.BACKEND_ROWS["cuda"]] == ["gpu-code", "cuda-major"]
+    assert [r.name for r in table.BACKEND_ROWS["cuda"]] == ["gpu-code", "ptx-isa", "cuda-major"]
     assert table.BACKEND_ROWS["cpu"] == ()
     (tmp_path / "llama-cli").write_bytes(b"")
     # archs promised, no backend library: the CUDA row says so; a policy without archs skips it
