@@ -157,6 +157,12 @@ def sdk_set(spec: BundleSpec, bundles: Path, spec_file: str) -> VulkanSdkSet:
         version = ".".join(sdk.version.split(".")[:3])
         pins = (("lunarg", {"version": sdk.version, "sha256": sdk.sha256, "url_name": sdk.url_name}),)
         return VulkanSdkSet("lunarg", version, platform, build_arch, target_arch, pins, "", spec_file)
+    if dict(tc.compiler):
+        raise ToolkitError(
+            f"{spec_file}: vulkan.sdk.source: 'host' takes the build machine's Vulkan headers from /usr/include, "
+            f"beside its C library, which toolchain {spec.toolchain}'s pinned compiler must not see; use source "
+            '"debs" (a pinned lock) instead'
+        )
     return VulkanSdkSet("host", "host", platform, build_arch, target_arch, (), "", spec_file)
 
 
