@@ -350,10 +350,7 @@ Driver" table: there was no 12.7); :func:`driver_lines` adds 13.1 up to the newe
 release builds with."""
 
 
-def driver_for(line: str) -> tuple[int, int]:
-    """The oldest driver an installer serves runtime line ``cudaM`` to: CUDA ``M.0``, at least
-    :data:`MIN_DRIVER`."""
-    return max((int(line.removeprefix("cuda")), 0), MIN_DRIVER)
+driver_for = cuda.driver_for
 
 
 def oldest_driver(spec: BundleSpec) -> tuple[int, int]:
@@ -361,7 +358,7 @@ def oldest_driver(spec: BundleSpec) -> tuple[int, int]:
     runtime line (``profile.line``, else ``cuda<toolkit major>``). Verify holds the leg's PTX-only
     code to it (:mod:`bundlegraph.checks.ptxisa`); :func:`claimed` asks selection with it."""
     assert spec.cuda is not None, f"{spec.id} is no CUDA leg"
-    return driver_for(spec.profile.line or f"cuda{spec.cuda.version.major}")
+    return cuda.oldest_driver(spec.profile.line, spec.cuda.version.major)
 
 
 def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:

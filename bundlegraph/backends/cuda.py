@@ -58,6 +58,20 @@ HOST_GPUS: tuple[str, ...] = ()
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
 
+
+def driver_for(line: str) -> tuple[int, int]:
+    """The oldest driver an installer serves runtime line ``cudaM`` to: CUDA ``M.0``, at least
+    :data:`MIN_DRIVER`. Here, not in :mod:`bundlegraph.selection`, so verify's policy (on the
+    graph's load path) asks it without importing the manifest models (pydantic)."""
+    return max((int(line.removeprefix("cuda")), 0), MIN_DRIVER)
+
+
+def oldest_driver(line: str | None, toolkit_major: int) -> tuple[int, int]:
+    """The oldest driver the installer's rules send a CUDA leg to: :func:`driver_for` its runtime
+    line (``profile.line``, else ``cuda<toolkit major>``)."""
+    return driver_for(line or f"cuda{toolkit_major}")
+
+
 BELOW_FLOOR_TO_CPU: frozenset[tuple[str, str]] = frozenset({("windows", "x64")})
 """``(os, arch)`` of the hosts whose driver below :data:`MIN_DRIVER` asks for the CPU kind
 instead, after the Vulkan kind (:data:`bundlegraph.backends.vulkan.CUDA_BELOW_FLOOR`); elsewhere

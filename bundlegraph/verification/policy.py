@@ -239,13 +239,13 @@ def _driver_floor(spec: BundleSpec) -> str | None:
     SM has PTX and no SASS: ``61-virtual``); None for every other leg (its verify key keeps its form)."""
     if spec.cuda is None:
         return None
+    from ..backends.cuda import oldest_driver
     from ..schemas.archs import fatbin_sm
-    from ..selection import oldest_driver
 
     sass = {fatbin_sm(a) for a in spec.cuda.archs if a.sass}
     if not any(a.ptx and fatbin_sm(a) not in sass for a in spec.cuda.archs):
         return None
-    major, minor = oldest_driver(spec)
+    major, minor = oldest_driver(spec.profile.line, spec.cuda.version.major)
     return f"{major}.{minor}"
 
 

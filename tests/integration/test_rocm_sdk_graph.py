@@ -83,7 +83,10 @@ def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path, mo
 
     plan = graphrun.cli(["plan", "linux-x64-rocm-gfx110x"], bundles=bundles, workdir=work, **env)
     assert plan.returncode == 0, plan.stderr
-    assert f"after: source:linux-x64-rocm-gfx110x, {task}" in plan.stdout
+    # after its source, its pinned host compiler (issue 50) and its SDK
+    assert re.search(
+        rf"after: source:linux-x64-rocm-gfx110x, toolkit:gcc-12\.2\.0-linux-x64-[0-9a-f]{{6}}, {task}\n", plan.stdout
+    )
     prefix = tmp_path / "cache" / "toolkits" / task.removeprefix("toolkit:")
     # the toolchain file points CMake's HIP language and ggml-hip's find_package at the SDK's prefix
     assert f'set( CMAKE_HIP_COMPILER "{prefix.as_posix()}/lib/llvm/bin/clang++" CACHE FILEPATH "" )' in plan.stdout
