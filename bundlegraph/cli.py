@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.operations": ("release-age", "rerun-cancelled", "start-release"),
     "bundlegraph.commands.verify_release": ("verify-release", "checksums"),
     "bundlegraph.commands.shards": ("shard-merge", "costs"),
+    "bundlegraph.commands.sign_bundles": ("sign-bundles",),
 }
 """Each command module and the command names its ``register`` adds (a test checks they agree)."""
 
