@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.explain": ("explain",),
     "bundlegraph.commands.lock_wheels": ("lock-wheels",),
     "bundlegraph.commands.lock_debs": ("lock-debs",),
+    "bundlegraph.commands.lock_redist": ("lock-redist",),
     "bundlegraph.commands.select": ("select", "coverage"),
     "bundlegraph.commands.upload": ("upload-release", "check-tag", "publish-release"),
     "bundlegraph.commands.upstream": ("upstream", "bump"),

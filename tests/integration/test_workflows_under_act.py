@@ -111,6 +111,13 @@ def _release_run(
     ]
     with FakeGitHub(actkit.REPO, token="act-t0ken") as gh, RedistServer() as pool:
         pool.files.update(winredist.windows_pool(("windows-arm64",)))
+        if windows_legs:  # the stand-in pool's manifest pinned as a maintainer pins NVIDIA's (issue 51)
+            pin = graphrun.cli(
+                ["lock-redist"], bundles=repo / "bundles", workdir=root, BUNDLEGRAPH_REDIST_URL=pool.url("/")
+            )
+            assert pin.returncode == 0, pin.stdout + pin.stderr
+            subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+            subprocess.run(["git", "-C", str(repo), "commit", "-qm", "pin the redist manifest"], check=True)
         gh.publish_upstream(rel["source_repo"], rel["paired_runtime_tag"], {paired.name: paired.read_bytes()})
         r, seconds = actkit.run_act(
             repo,
@@ -178,6 +185,7 @@ def test_every_job_ran_in_its_wave_on_its_own_runner(run):
         "base mini-windows-arm64-cpu",
         "backend mini-linux-arm64-cuda",
         "backend mini-windows-arm64-cuda",
+        "sign",
         "manifest",
         "attest",
         "publish",
@@ -348,6 +356,12 @@ def test_the_windows_legs_were_imported_signed_and_merged_on_linux(run):
     own = info["imported_builds"][1]
     assert own["files"]["ggml-cuda.dll"] == hashlib.sha256(seeded["ggml-cuda.dll"]).hexdigest()
     assert info["signing"] == "signed" and info["supported_sms"] == [120, 121] and info["toolkit_version"] == "13.4"
+    # the leg's own job packaged it unsigned (no signing secret there); the sign job signed it (issue 51)
+    unsigned = _artifact_files(run["store"], "bundle-mini-windows-arm64-cuda")
+    with zipfile.ZipFile(io.BytesIO(unsigned[cuda])) as z:
+        assert json.loads(z.read("BUNDLE_INFO.json"))["signing"] == "pending"
+    signed = json.loads(_artifact_files(run["store"], "bundles-signed")["signed-bundles.json"])
+    assert {b["asset"]: b["sha256"] for b in signed["bundles"]}[cuda] == hashlib.sha256(files[cuda]).hexdigest()
     assert info["verify"]["passed"] and info["verify"]["machine"] == "arm64"
     assert {"ggml-cuda.dll", "ggml-base.dll", "llama-server.exe", "cudart64_13.dll"} <= names
     manifest = json.loads(files[MANIFEST])
