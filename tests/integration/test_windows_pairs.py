@@ -294,6 +294,16 @@ def test_signing_is_its_own_step_package_unsigned_then_sign_bundles(pair, tmp_pa
     # a bundle that awaits signing never reaches the manifest
     m = graphrun.doit(["manifest"], bundles=pair["bundles"], workdir=work, timeout=600, **later)
     assert m.returncode != 0 and f"{names[CPU]}: awaits signing" in m.stdout + m.stderr, m.stdout[-3000:]
+    # a merged bundle without its base is refused in one line, nothing signed
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copyfile(work / "dist" / names[CUDA], alone / names[CUDA])
+    a = graphrun.cli(
+        ["sign-bundles", str(alone), "--out", str(tmp_path / "nothing")], bundles=pair["bundles"], workdir=work, **env
+    )
+    assert a.returncode == 2 and "Traceback" not in a.stderr, a.stdout + a.stderr
+    assert f"{names[CUDA]}: merged from {names[CPU]}, which is not among the bundles signed here" in a.stderr
+    assert not (tmp_path / "nothing" / names[CUDA]).exists()
     # the signing step: the project's command, the signer's secret, nothing built
     out = tmp_path / "signed"
     s = graphrun.cli(
