@@ -110,6 +110,8 @@ class BundleInfo(Strict):
     external_runtime: list[str] = []
     paired_assets: list[str] = []
     signing: Literal["not-required", "signed", "unsigned", "pending"]
+    """``pending``: packaged with ``BUNDLEGRAPH_SIGN=later``, its PE files not signed yet
+    (``bundlegraph sign-bundles`` signs it; the manifest refuses it until then)."""
     verify: VerifyFindings
     imported_builds: list[ImportedBuild] = []
     """Provenance of build output compiled on other runners (this leg's, and its merge base's);
