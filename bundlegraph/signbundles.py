@@ -75,6 +75,9 @@ def sign_bundles(src: Path, out: Path, bundles: Path, env: Mapping[str, str]) ->
     order = sorted(pending, key=lambda p: (pending[p].merged_from is not None, p.name))
     out.mkdir(parents=True, exist_ok=True)
     signed: dict[str, tuple[Path, Path]] = {}  # asset -> (unsigned, signed)
+    for p in sorted(src.rglob("*.zip")):  # a base that signs nothing (not pending) is its own signed self
+        if p not in pending and any(i.merged_from == p.name for i in pending.values()):
+            signed.setdefault(p.name, (p, p))
     records = []
     with tempfile.TemporaryDirectory(prefix="sign-bundles-") as td:
         for p in order:
