@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.lock_wheels": ("lock-wheels",),
     "bundlegraph.commands.lock_debs": ("lock-debs",),
     "bundlegraph.commands.lock_sdks": ("lock",),
+    "bundlegraph.commands.lock_redist": ("lock-redist",),
     "bundlegraph.commands.select": ("select", "coverage"),
     "bundlegraph.commands.upload": ("upload-release", "check-tag", "publish-release"),
     "bundlegraph.commands.upstream": ("upstream", "bump"),
@@ -38,6 +39,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bundlegraph.commands.verify_release": ("verify-release", "checksums"),
     "bundlegraph.commands.verify_attestation": ("verify-attestation",),
     "bundlegraph.commands.shards": ("shard-merge", "costs"),
+    "bundlegraph.commands.sign_bundles": ("sign-bundles",),
 }
 """Each command module and the command names its ``register`` adds (a test checks they agree)."""
 

@@ -189,6 +189,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("SIGN_SECRETS", "list", None, "names of variables the signing hook needs, masked in logs"),
     Setting(
+        "SIGN",
+        "choice",
+        "now",
+        "`now`: `package` signs a leg's own PE files with the signing hook; `later`: it leaves them unsigned "
+        "(info file `signing: pending`, no signature required by its verify) for `bundlegraph sign-bundles` "
+        "in a job that runs no build code",
+        choices=("now", "later"),
+    ),
+    Setting(
         "TRUST_ROOTS",
         "list",
         None,

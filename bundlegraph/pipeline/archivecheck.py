@@ -38,14 +38,24 @@ def findings_of(report: Report, arch: str) -> VerifyFindings:
 
 
 def archive_verifier(
-    spec: BundleSpec, release: Release, *, base: BundleSpec | None = None, trust_roots: tuple[str, ...] = ()
+    spec: BundleSpec,
+    release: Release,
+    *,
+    base: BundleSpec | None = None,
+    trust_roots: tuple[str, ...] = (),
+    awaiting_signature: bool = False,
 ) -> Callable[[Path], VerifyFindings]:
     """``verifier(archive) -> VerifyFindings`` for ``spec``'s finished bundles: verify's
     :func:`verify_path` on the archive itself with ``policy_from_spec(spec, release, base=base)``
     (``base``: the merge base's spec for a merged leg; ``trust_roots``: extra PEM roots for the
-    signature check, default ``BUNDLEGRAPH_TRUST_ROOTS``). Raises :class:`VerifyError` listing
-    every failure."""
+    signature check, default ``BUNDLEGRAPH_TRUST_ROOTS``; ``awaiting_signature``: a bundle packaged
+    with ``BUNDLEGRAPH_SIGN=later``, whose PE files ``sign-bundles`` signs, so no signature is
+    required yet; every other check applies). Raises :class:`VerifyError` listing every failure."""
     policy = archive_policy(spec, release, base=base, trust_roots=trust_roots)
+    if awaiting_signature:
+        from dataclasses import replace
+
+        policy = replace(policy, signing_required=False)
 
     def verify(archive: Path) -> VerifyFindings:
         report = verify_path(archive, policy)

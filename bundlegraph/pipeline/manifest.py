@@ -184,6 +184,12 @@ def run_manifest(
                 f"{name}: built from {info.source_commit} for {info.release_tag}, "
                 f"the release is {rel.tag} at {source_commit}"
             )
+        if info.signing == "pending":  # packaged with BUNDLEGRAPH_SIGN=later: never published unsigned
+            problems.append(
+                f"{name}: awaits signing (packaged with BUNDLEGRAPH_SIGN=later); run `bundlegraph sign-bundles` "
+                f"on it first; it is not published"
+            )
+            continue
         sha = sha256_file(path)
         smoked = read_status(path, sha)
         if smoked is not None and smoked.status != "passed":

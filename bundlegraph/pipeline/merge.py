@@ -479,18 +479,24 @@ def run(plan: MergePlan) -> list[Path]:
         )
     else:
         assert plan.base_archive is not None
+        base = load_base(plan.base_archive, plan.release.info_file)
+        # a base packaged with BUNDLEGRAPH_SIGN=later awaits the sign job: every check but the
+        # signatures applies; the merged bundle is signed with it (sign-bundles takes the signed base's files)
+        pending = base.info.signing == "pending"
         run_merge(
             spec=plan.spec,
             base_spec=plan.base_spec,
             info_file=plan.release.info_file,
-            base=load_base(plan.base_archive, plan.release.info_file),
+            base=base,
             backend_files=list(plan.backend_files),
             runtime=runtime,
             source_commit=plan.source_commit,
             source_digest=plan.source_digest,
             dest_tree=plan.dest_tree,
             record_path=plan.record,
-            verifier=archive_verifier(plan.base_spec, plan.release) if plan.imported else None,
+            verifier=archive_verifier(plan.base_spec, plan.release, awaiting_signature=pending)
+            if plan.imported
+            else None,
         )
     return [plan.record, *_tree_files(plan.dest_tree)]
 

@@ -6,7 +6,10 @@ Steps (:func:`run_package`):
 1. select files by the spec's ``[package] keep``/``exclude`` globs (``*`` within one path
    part, ``**`` any depth) on POSIX relative paths; add the toolchain runtime files
    (:mod:`.runtimes`); check every ``required`` name is there;
-2. signing hook (:mod:`.sign`) on copies of the PE files this leg built, never others';
+2. signing hook (:mod:`.sign`) on copies of the PE files this leg built, never others'; with
+   ``BUNDLEGRAPH_SIGN=later`` none runs: the info JSON says ``signing: pending`` and
+   ``bundlegraph sign-bundles`` (:mod:`bundlegraph.signbundles`) signs the bundle in a job that holds
+   the signing secret and runs no build code;
 3. ``THIRD_PARTY_LICENSES.txt``: the source tree's ``LICENSE`` + ``licenses/*``, plus NVIDIA's
    license when a CUDA runtime file is shipped;
 4. pack without the info JSON into a temp archive and run verify on that archive -> findings
@@ -220,11 +223,18 @@ def _checked(verifier: Verifier, archive: Path, name: str) -> VerifyFindings:
 
 
 def run_package(
-    inp: PackageInputs, verifier: Verifier, *, log: Path | None = None, env: dict[str, str] | None = None
+    inp: PackageInputs,
+    verifier: Verifier,
+    *,
+    log: Path | None = None,
+    env: dict[str, str] | None = None,
+    sign_later: bool = False,
 ) -> BundleInfo:
     """Pack, sign, verify and write ``inp.dest`` (see the module docstring). Returns the info
-    written into the bundle. Raises :class:`BundleGraphError` subclasses (``VerifyError``,
-    ``SigningError``, ``ArchiveError``) naming the leg and file."""
+    written into the bundle. ``sign_later``: run no signer; a leg whose spec signs gets
+    ``signing: pending`` (``verifier`` must then not require signatures). Raises
+    :class:`BundleGraphError` subclasses (``VerifyError``, ``SigningError``, ``ArchiveError``)
+    naming the leg and file."""
     from ..archive import Entry, archive_epoch, write_archive
     from .bundle.runtimes import third_party_text, toolkit_licenses
     from .bundle.sign import is_pe, sign_files
@@ -254,7 +264,10 @@ def run_package(
             shutil.copyfile(files[k], cp)
             files[k] = cp
             signed.append(cp)
-        outcome = sign_files(signed, leg=s.id, signing=s.signing, env=env, log=log)
+        if sign_later and s.signing != "none":
+            outcome: str = "pending"
+        else:
+            outcome = sign_files(signed, leg=s.id, signing=s.signing, env=env, log=log)
         entries = [Entry(k, link=str(p.readlink())) if links[k] else Entry(k, path=p) for k, p in files.items()]
         entries.append(Entry(LICENSES_FILE, data=licenses))
         suffix = s.archive_suffix
@@ -296,6 +309,8 @@ class PackagePlan:
     redist_root: Path | None
     log: Path
     receipt: Path
+    sign_later: bool = False
+    """``BUNDLEGRAPH_SIGN=later``: package unsigned (``signing: pending``) for ``sign-bundles``."""
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read (:func:`prepare`): ``tree`` (merge's output digest), ``source``
     (source's), ``epoch`` (``SOURCE_DATE_EPOCH``), ``signer`` (whether a signing command is set) and
@@ -397,13 +412,15 @@ def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
         "source": upstream_digest(f"source:{leg}"),
         "epoch": os.environ.get("SOURCE_DATE_EPOCH"),
         "signer": bool(settings.get("SIGN_COMMAND")),
+        "sign": settings.get("SIGN"),
     }
     plan = plan_package(ctx, leg)
     # the recipe itself, not configure's digest: a configure that ran again the same way (a
     # toolkit component changed) leaves the bundle as it is
     recipe = _recipe(leg)
     consumed["recipe"] = recipe
-    return Prepared.of(replace(plan, inputs=replace(plan.inputs, recipe=recipe), consumed=consumed))
+    later = consumed["sign"] == "later"
+    return Prepared.of(replace(plan, inputs=replace(plan.inputs, recipe=recipe), consumed=consumed, sign_later=later))
 
 
 def run(plan: PackagePlan) -> list[Path]:
@@ -424,7 +441,9 @@ def run(plan: PackagePlan) -> list[Path]:
         inp = replace(inp, runtime=resolve_shipped(inp.spec, origin="toolchain", redist_root=plan.redist_root))
     dest, leg = inp.dest, inp.spec.id
     try:
-        info = run_package(inp, archive_verifier(inp.spec, inp.release, base=plan.base_spec), log=plan.log)
+        later = plan.sign_later and inp.spec.signing != "none"
+        verifier = archive_verifier(inp.spec, inp.release, base=plan.base_spec, awaiting_signature=later)
+        info = run_package(inp, verifier, log=plan.log, sign_later=later)
     except VerifyError as e:
         ci.annotate(e.failures, dest.name)
         raise

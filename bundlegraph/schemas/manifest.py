@@ -109,7 +109,9 @@ class BundleInfo(Strict):
     runtime_files: list[RuntimeFileInfo] = []
     external_runtime: list[str] = []
     paired_assets: list[str] = []
-    signing: Literal["not-required", "signed", "unsigned"]
+    signing: Literal["not-required", "signed", "unsigned", "pending"]
+    """``pending``: packaged with ``BUNDLEGRAPH_SIGN=later``, its PE files not signed yet
+    (``bundlegraph sign-bundles`` signs it; the manifest refuses it until then)."""
     verify: VerifyFindings
     imported_builds: list[ImportedBuild] = []
     """Provenance of build output compiled on other runners (this leg's, and its merge base's);

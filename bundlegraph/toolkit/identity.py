@@ -4,7 +4,7 @@ load time without any network access, and the content-derived name legs share.
 Two legs with equal :class:`ComponentSet` share one toolkit task and one prefix. The name is
 ``cuda<ver>-<host platform>+<target platform>-<6 hex>`` where the hex is a digest of the set
 (source, components per role, platforms, and the source's pins: the lock rows for wheels, the
-manifest label and pool URL for redist, the lock's path, digest and packages for debs, the path and ``version.json`` digest for host —
+manifest label, pool URL and the manifest's pinned sha256 for redist (:mod:`.redistlock`), the lock's path, digest and packages for debs, the path and ``version.json`` digest for host —
 plus ``include/cuda.h``'s digest when the host toolkit has no ``version.json``).
 """
 
@@ -129,6 +129,11 @@ def component_set(spec: BundleSpec, bundles_dir: Path, spec_file: str = "") -> C
         pins = debs.lock_pins(debs.load_lock((bundles_dir / tk.lock).resolve()), tk.lock)
     elif tk.source == "redist":
         pins = {"manifest": tk.manifest, "pool": redist_pool_url()}
+        if tk.manifest and not tk.manifest.endswith(".json"):  # NVIDIA's manifest, pinned by sha256
+            from . import redistlock
+
+            pin = redistlock.load_pins(redistlock.lock_path(bundles_dir)).get(tk.manifest)
+            pins["manifest_sha256"] = pin.sha256 if pin else None
     else:
         root = host_toolkit_path(tk.path)
         vj = root / "version.json"

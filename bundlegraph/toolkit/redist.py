@@ -1,9 +1,10 @@
 """Resolve a component set against NVIDIA's redist manifest into archives to fetch.
 
 The manifest is ``<pool>/redistrib_<label>.json`` (pool: ``$BUNDLEGRAPH_REDIST_URL``, default
-NVIDIA's redist URL), fetched once and cached under ``<cache>/manifests/`` (a label's manifest
-never changes), or a local ``.json`` file when the spec's ``manifest`` ends in ``.json``
-(relative to ``bundles/``). Versions come from the manifest per component, never from the
+NVIDIA's redist URL), pinned by sha256 in ``bundles/locks/cuda-redist-manifests.toml``
+(:mod:`.redistlock`), fetched once and cached under ``<cache>/manifests/`` (both checked against
+the pin), or a local ``.json`` file when the spec's ``manifest`` ends in ``.json`` (relative to
+``bundles/``). Versions come from the manifest per component, never from the
 release number. Each host component resolves on the host platform, each target component on
 the target platform.
 """
@@ -57,23 +58,37 @@ def manifest_location(cs: ComponentSet, bundles: Path) -> tuple[str, Path]:
 
 
 def get_manifest(cs: ComponentSet, bundles: Path) -> tuple[str, Path, RedistManifest]:
-    """Fetch (or reuse) and parse the manifest. Raises :class:`ToolkitError`/:class:`DownloadError`."""
+    """Fetch (or reuse) and parse the manifest. NVIDIA's manifest must be pinned
+    (``cs.pins["manifest_sha256"]``, from :mod:`.redistlock`): without a pin it refuses before
+    downloading, and bytes that are not the pinned ones (fetched or cached) are refused in one line
+    naming the manifest and both digests. Raises :class:`~.redistlock.ManifestNotPinned`,
+    :class:`HashMismatch`, :class:`ToolkitError`, :class:`DownloadError`."""
+    from . import redistlock
+
     origin, path = manifest_location(cs, bundles)
-    if not path.is_file():
-        if origin == str(path):
+    if origin == str(path):  # a local file of the bundles directory, under version control like the lock
+        if not path.is_file():
             raise ToolkitError(f"{cs.spec_file}: cuda.toolkit.manifest: {path} does not exist")
-        import json
+        return origin, path, load_manifest(path)
+    label, want = cs.pins["manifest"], cs.pins.get("manifest_sha256")
+    if not want:
+        raise redistlock.unpinned(label, cs.spec_file, bundles)
+    if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == want:
+        return origin, path, load_manifest(path)
+    data = fetch_small(origin)  # not cached, or cached with other bytes: what the pool serves now
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        raise redistlock.moved(origin, got, want, redistlock.lock_path(bundles), label)
+    import json
 
-        from ..schemas.redist import parse_manifest
+    from ..schemas.redist import parse_manifest
 
-        data = fetch_small(origin)
-        try:
-            m = parse_manifest(json.loads(data), origin)
-        except ValueError as e:
-            raise ToolkitError(f"{origin}: not a redist manifest (not JSON: {e}); first bytes: {data[:60]!r}") from None
-        atomic_write_bytes(path, data)
-        return origin, path, m
-    return origin, path, load_manifest(path)
+    try:
+        m = parse_manifest(json.loads(data), origin)
+    except ValueError as e:
+        raise ToolkitError(f"{origin}: not a redist manifest (not JSON: {e}); first bytes: {data[:60]!r}") from None
+    atomic_write_bytes(path, data)
+    return origin, path, m
 
 
 def resolve(cs: ComponentSet, bundles: Path) -> tuple[str, Path, list[Artifact]]:

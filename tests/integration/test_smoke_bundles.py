@@ -21,8 +21,15 @@ import pytest
 import smokekit
 from conftest import linux_only, require_input, require_tools
 
+from bundlegraph.toolchains.compiler import compiler_of
+from bundlegraph.toolchains.registry import TOOLCHAINS
+
 CPU, CUDA, X64 = "mini-linux-arm64-cpu", "mini-linux-arm64-cuda", "mini-linux-x64-cpu"
-QEMU = "qemu-aarch64 -L /usr/aarch64-linux-gnu"
+QEMU = "qemu-aarch64 -L <{}>/usr/aarch64-linux-gnu".format(
+    compiler_of(TOOLCHAINS["gcc-cross-linux-aarch64"]).task  # type: ignore[union-attr]
+)
+"""How the aarch64 bundles start here: with the arm64 C library they were linked against, the
+pinned cross compiler's (issue 50), named by its task, not by a path of this machine."""
 
 pytestmark = linux_only
 

@@ -46,9 +46,15 @@ def make_set(
         target,
         HOST,
         tuple(sorted(target_comps)),
-        {"manifest": label, "pool": server.url("/")},
+        {"manifest": label, "pool": server.url("/"), "manifest_sha256": served_sha(server, label)},
         "bundles/test-leg.toml",
     )
+
+
+def served_sha(server, label: str = "13.9.1") -> str | None:
+    """The sha256 of the manifest the test pool serves: what ``bundlegraph lock-redist`` pins."""
+    data = server.files.get(f"/redistrib_{label}.json")
+    return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
 def serve(server, comps, **kw):
@@ -322,7 +328,7 @@ from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
 from pathlib import Path
 cs = ComponentSet("redist", "13.9", "linux-x86_64", "linux-sbsa", {host!r}, ("cuda_cudart", "libcublas"),
-                  {{"manifest": "13.9.1", "pool": {pool!r}}}, "t")
+                  {{"manifest": "13.9.1", "pool": {pool!r}, "manifest_sha256": {sha!r}}}, "t")
 install(cs, ref_for_set(cs), Path("."))
 """
 
@@ -330,7 +336,7 @@ install(cs, ref_for_set(cs), Path("."))
 def test_two_concurrent_installs_do_not_corrupt(env, tmp_path):
     with RedistServer() as s:
         serve(s, linux_components())
-        code = _CHILD.format(tests=str(Path(__file__).parents[1]), host=HOST, pool=s.url("/"))
+        code = _CHILD.format(tests=str(Path(__file__).parents[1]), host=HOST, pool=s.url("/"), sha=served_sha(s))
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", code],

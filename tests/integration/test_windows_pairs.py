@@ -121,6 +121,9 @@ def pair(request, tmp_path_factory):
             "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign),
             "BUNDLEGRAPH_TRUST_ROOTS": str(ca.root_pem),
         }
+        # the stand-in pool's redistrib_13.4.2.json pinned as a maintainer pins NVIDIA's (issue 51)
+        pin = graphrun.cli(["lock-redist", "13.4.2"], bundles=bundles, workdir=work, **env)
+        assert pin.returncode == 0, pin.stdout + pin.stderr
 
         def doit(*args: str, **extra: str):
             return graphrun.doit([f"built={built}", *args], bundles=bundles, workdir=work, timeout=1200, **env, **extra)
@@ -139,6 +142,9 @@ def pair(request, tmp_path_factory):
             "again": again,
             "doit": doit,
             "bundles": bundles,
+            "built": built,
+            "env": env,
+            "ca": ca,
         }
 
 
@@ -257,3 +263,78 @@ def test_publish_refuses_naming_a_missing_item(pair, tmp_path):
     finally:
         shutil.move(keep, dist / PAIRED)
     assert pair["doit"]("manifest", "publish").returncode == 0
+
+
+def test_signing_is_its_own_step_package_unsigned_then_sign_bundles(pair, tmp_path):
+    """Issue 51: the build jobs package with ``BUNDLEGRAPH_SIGN=later`` and no signer at all; the
+    manifest refuses what awaits signing; ``sign-bundles`` (no doit, no build) signs the base first,
+    gives the merged bundle the signed base's files, verifies with signatures required, and
+    changes nothing outside the Authenticode signatures: the same files as the pair signed at
+    package time, up to the signatures."""
+    from bundlegraph.archive import read_member
+    from bundlegraph.checks.pe_unsigned import content_outside_signature
+    from bundlegraph.pipeline.archivecheck import archive_verifier
+    from bundlegraph.schemas.loader import load_matrix
+
+    CPU, CUDA, env = pair["cpu"], pair["cuda"], pair["env"]
+    work = tmp_path / "work"
+    (work / "dist").mkdir(parents=True)
+    shutil.copyfile(pair["work"] / "dist" / pair["paired"], work / "dist" / pair["paired"])
+    later = {k: v for k, v in env.items() if not k.startswith("BUNDLEGRAPH_SIGN")} | {"BUNDLEGRAPH_SIGN": "later"}
+    r = graphrun.doit(
+        [f"built={pair['built']}", f"package:{CPU}", f"package:{CUDA}"],
+        bundles=pair["bundles"],
+        workdir=work,
+        timeout=1200,
+        **later,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    names = {leg: next((work / "dist").glob(f"*-{leg}.zip")).name for leg in (CPU, CUDA)}
+    for leg in (CPU, CUDA):
+        assert _info(work / "dist" / names[leg])["signing"] == "pending"
+        with zipfile.ZipFile(work / "dist" / names[leg]) as z:
+            assert all(b"bundlegraph test" not in z.read(n) for n in z.namelist() if n.endswith(".dll"))
+    # a bundle that awaits signing never reaches the manifest
+    m = graphrun.doit(["manifest"], bundles=pair["bundles"], workdir=work, timeout=600, **later)
+    assert m.returncode != 0 and f"{names[CPU]}: awaits signing" in m.stdout + m.stderr, m.stdout[-3000:]
+    # a merged bundle without its base is refused in one line, nothing signed
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copyfile(work / "dist" / names[CUDA], alone / names[CUDA])
+    a = graphrun.cli(
+        ["sign-bundles", str(alone), "--out", str(tmp_path / "nothing")], bundles=pair["bundles"], workdir=work, **env
+    )
+    assert a.returncode == 2 and "Traceback" not in a.stderr, a.stdout + a.stderr
+    assert f"{names[CUDA]}: merged from {names[CPU]}, which is not among the bundles signed here" in a.stderr
+    assert not (tmp_path / "nothing" / names[CUDA]).exists()
+    # the signing step: the project's command, the signer's secret, nothing built
+    out = tmp_path / "signed"
+    s = graphrun.cli(
+        ["sign-bundles", str(work / "dist"), "--out", str(out)], bundles=pair["bundles"], workdir=work, **env
+    )
+    assert s.returncode == 0, s.stdout[-3000:] + s.stderr[-3000:]
+    print(s.stdout)
+    rec = {b["leg"]: b for b in json.loads((out / "signed-bundles.json").read_text())["bundles"]}
+    assert rec[CPU]["signing"] == rec[CUDA]["signing"] == "signed"
+    assert rec[CPU]["signed_files"] and "ggml-cuda.dll" in rec[CUDA]["signed_files"]
+    assert rec[CUDA]["from_signed_base"] and "ggml-base.dll" in rec[CUDA]["from_signed_base"]
+    assert (out / pair["paired"]).read_bytes() == (work / "dist" / pair["paired"]).read_bytes()
+    matrix = load_matrix(pair["bundles"])
+    for leg in (CPU, CUDA):
+        signed = out / names[leg]
+        assert _info(signed)["signing"] == "signed" and rec[leg]["sha256"] != rec[leg]["unsigned_sha256"]
+        spec = matrix.legs[leg]
+        base = matrix.legs.get(spec.merge.base) if spec.merge else None
+        archive_verifier(spec, matrix.release, base=base, trust_roots=(str(pair["ca"].root_pem),))(signed)
+        now = pair["work"] / "dist" / names[leg]  # the same pair, signed at package time
+        with zipfile.ZipFile(signed) as a, zipfile.ZipFile(now) as b:
+            assert a.namelist() == b.namelist()
+            for n in a.namelist():
+                x, y = a.read(n), b.read(n)
+                if x[:2] == b"MZ" and n in rec[leg]["signed_files"] + rec[leg]["from_signed_base"]:
+                    assert content_outside_signature(x) == content_outside_signature(y), n
+                else:
+                    assert x == y, n
+    # the merged bundle's base files are the signed base bundle's, byte for byte
+    for n in rec[CUDA]["from_signed_base"]:
+        assert read_member(out / names[CUDA], n) == read_member(out / names[CPU], n), n

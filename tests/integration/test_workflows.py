@@ -162,3 +162,59 @@ def test_the_release_is_attested_by_a_job_that_builds_nothing_before_it_is_publi
         "--sigstore-bundle attested/llama-prebuilt-attestation.sigstore.json"
     ) in steps_text("publish")
     assert jobs["publish"]["permissions"] == {"contents": "write"}
+
+
+def _secrets_in(node: object) -> set[str]:
+    """Every ``secrets.NAME`` a part of a workflow names, at any depth (env, steps, with)."""
+    import re
+
+    if isinstance(node, dict):
+        return set().union(*(_secrets_in(v) for v in node.values())) if node else set()
+    if isinstance(node, list):
+        return set().union(*(_secrets_in(v) for v in node)) if node else set()
+    return set(re.findall(r"secrets\.([A-Za-z0-9_]+)", str(node)))
+
+
+BUILD_CODE = ("doit", "cmake", "ninja", "shard-merge", ".[tools]", "verify-release --rebuild", "make ")
+"""What starts code of llama.cpp in a job (its CMake scripts, compilers, programs) or a build tool."""
+
+
+def test_no_secret_meets_build_code_and_signing_is_its_own_job():
+    """Issue 51, item 1: a job that runs build code holds no secret but the remote cache's read-only
+    credential; the signing secrets (``AZURE_*``, ``BUNDLEGRAPH_SIGN_*``) are in the ``sign`` job
+    alone, which runs no build code (only ``bundlegraph sign-bundles``, this repository at the tag)
+    and takes the bundles the build jobs packaged with ``BUNDLEGRAPH_SIGN=later``; the manifest (and
+    so the attest and publish jobs) takes the signed bundles."""
+    import yaml
+
+    wf = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))
+    jobs = wf["jobs"]
+    assert not _secrets_in(wf.get("env")), "a workflow-level secret reaches every job"
+    assert wf["env"]["BUNDLEGRAPH_SIGN"] == "later"
+
+    def runs(job: str) -> str:
+        return "\n".join(str(st.get("run", "")) for st in jobs[job].get("steps", []))
+
+    builders = sorted(n for n in jobs if any(w in runs(n) for w in BUILD_CODE))
+    assert {"compile", "compile-final", "base", "base-imported", "backend"} <= set(builders), builders
+    for n in builders:
+        assert _secrets_in(jobs[n]) <= {"BUNDLEGRAPH_CACHE_REMOTE_READ"}, (n, _secrets_in(jobs[n]))
+    signing = {s for s in _secrets_in(wf) if s.startswith(("AZURE_", "BUNDLEGRAPH_SIGN"))}
+    assert signing >= {"AZURE_CLIENT_SECRET", "BUNDLEGRAPH_SIGN_COMMAND"}, signing
+    holders = sorted(n for n, j in jobs.items() if _secrets_in(j) & signing)
+    assert holders == ["sign"], holders
+    sign = jobs["sign"]
+    assert "sign" not in builders and runs("sign").splitlines()[-1] == "bundlegraph sign-bundles unsigned --out signed"
+    assert [st["run"] for st in sign["steps"] if "run" in st] == [
+        "python -m pip install -e .",
+        "bundlegraph sign-bundles unsigned --out signed",
+    ]
+    assert not _secrets_in([st for st in sign["steps"] if "sign-bundles" not in str(st.get("run", ""))])
+    assert sign["permissions"] == {"contents": "read"} and sign["environment"] == "release-signing"
+    assert set(sign["needs"]) >= {"base", "base-imported", "backend"}
+    (up,) = [st for st in sign["steps"] if str(st.get("uses", "")).startswith("actions/upload-artifact")]
+    assert up["with"]["name"] == "bundles-signed"
+    assert "sign" in jobs["manifest"]["needs"]
+    downloads = [st["with"] for st in jobs["manifest"]["steps"] if "download-artifact" in str(st.get("uses", ""))]
+    assert {"name": "bundles-signed", "path": "artifacts"} in downloads
+    assert not [d for d in downloads if str(d.get("pattern", "")).startswith("bundle-")], downloads

@@ -47,6 +47,9 @@ from conftest import linux_only, require_input, require_tools
 from githubkit import FakeGitHub
 from redistserver import RedistServer
 
+from bundlegraph.toolchains.compiler import compiler_of
+from bundlegraph.toolchains.registry import TOOLCHAINS
+
 INDEX = "llama-prebuilt-sha256.json"
 MANIFEST = "llama-prebuilt-manifest.json"
 PROVENANCE = "llama-prebuilt-provenance.json"
@@ -111,6 +114,13 @@ def _release_run(
     ]
     with FakeGitHub(actkit.REPO, token="act-t0ken") as gh, RedistServer() as pool:
         pool.files.update(winredist.windows_pool(("windows-arm64",)))
+        if windows_legs:  # the stand-in pool's manifest pinned as a maintainer pins NVIDIA's (issue 51)
+            pin = graphrun.cli(
+                ["lock-redist"], bundles=repo / "bundles", workdir=root, BUNDLEGRAPH_REDIST_URL=pool.url("/")
+            )
+            assert pin.returncode == 0, pin.stdout + pin.stderr
+            subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+            subprocess.run(["git", "-C", str(repo), "commit", "-qm", "pin the redist manifest"], check=True)
         gh.publish_upstream(rel["source_repo"], rel["paired_runtime_tag"], {paired.name: paired.read_bytes()})
         r, seconds = actkit.run_act(
             repo,
@@ -178,6 +188,7 @@ def test_every_job_ran_in_its_wave_on_its_own_runner(run):
         "base mini-windows-arm64-cpu",
         "backend mini-linux-arm64-cuda",
         "backend mini-windows-arm64-cuda",
+        "sign",
         "manifest",
         "attest",
         "publish",
@@ -312,7 +323,9 @@ def test_release_artifact_is_the_whole_verified_release(run):
     for name in bundles:
         if "-linux-" in name:
             assert smoke[name] == (
-                "passed (native)" if "-x64-" in name else "passed (qemu-aarch64 -L /usr/aarch64-linux-gnu)"
+                "passed (native)"
+                if "-x64-" in name
+                else f"passed (qemu-aarch64 -L <{compiler_of(TOOLCHAINS['gcc-cross-linux-aarch64']).task}>/usr/aarch64-linux-gnu)"
             )
             assert f"{name}.smoke.json" in files, name
         else:
@@ -352,6 +365,12 @@ def test_the_windows_legs_were_imported_signed_and_merged_on_linux(run):
     own = info["imported_builds"][1]
     assert own["files"]["ggml-cuda.dll"] == hashlib.sha256(seeded["ggml-cuda.dll"]).hexdigest()
     assert info["signing"] == "signed" and info["supported_sms"] == [120, 121] and info["toolkit_version"] == "13.4"
+    # the leg's own job packaged it unsigned (no signing secret there); the sign job signed it (issue 51)
+    unsigned = _artifact_files(run["store"], "bundle-mini-windows-arm64-cuda")
+    with zipfile.ZipFile(io.BytesIO(unsigned[cuda])) as z:
+        assert json.loads(z.read("BUNDLE_INFO.json"))["signing"] == "pending"
+    signed = json.loads(_artifact_files(run["store"], "bundles-signed")["signed-bundles.json"])
+    assert {b["asset"]: b["sha256"] for b in signed["bundles"]}[cuda] == hashlib.sha256(files[cuda]).hexdigest()
     assert info["verify"]["passed"] and info["verify"]["machine"] == "arm64"
     assert {"ggml-cuda.dll", "ggml-base.dll", "llama-server.exe", "cudart64_13.dll"} <= names
     manifest = json.loads(files[MANIFEST])

@@ -101,9 +101,9 @@ def test_every_job_the_workflow_runs_is_one_the_matrix_writes():
         want = needs[0] if len(needs) == 1 else "[" + ", ".join(needs) + "]"
         assert f"needs: {want}" in block, (job, block)
     assert "concurrency:" in text and "group: release-${{ github.ref_name }}" in text
-    # every job has a timeout (the legs', plan, manifest, attest and publish); the legs' come from
-    # their rows and stay below the manifest job's
-    assert len(re.findall(r"^    timeout-minutes: ", text, re.M)) == len(JOBS) + 4
+    # every job has a timeout (the legs', plan, sign, manifest, attest and publish); the legs' come
+    # from their rows and stay below the manifest job's
+    assert len(re.findall(r"^    timeout-minutes: ", text, re.M)) == len(JOBS) + 5
     manifest = text.split("\n  manifest:\n", 1)[1]
     assert int(manifest.split("timeout-minutes: ", 1)[1].split()[0]) <= GITHUB_JOB_LIMIT_MIN
 

@@ -28,7 +28,6 @@ def test_every_variable_the_code_names_is_a_setting():
     named -= {"EXTRA"}  # the pass-through prefix (settings.PASS_PREFIX), no variable
     # BUNDLEGRAPH_FINGERPRINT is a CMake cache entry (the release's fingerprint), not an environment variable
     named -= {"FINGERPRINT"}
-    named -= {"SIGN"}  # the prefix of SIGN_COMMAND and SIGN_SECRETS, which core/buildenv.py keeps from build code
     known = {s.name for s in settings.SETTINGS}
     assert named <= known, f"undocumented: {sorted(named - known)}"
     assert known <= named | {"DOWNLOAD_JOBS"}, f"documented but never read: {sorted(known - named)}"

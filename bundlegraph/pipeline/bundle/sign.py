@@ -17,6 +17,9 @@ Configuration comes from the environment (CI secrets), never from a spec:
 Outcome by the spec's ``signing``: ``none`` -> ``not-required`` (nothing runs); configured and
 credentials present -> ``signed``; missing -> ``required`` fails naming the missing variables
 (never their values), ``optional`` warns and the bundle is marked ``unsigned`` in its info JSON.
+With ``BUNDLEGRAPH_SIGN=later`` ``package`` runs no signer (the bundle says ``pending``) and
+``bundlegraph sign-bundles`` (:mod:`bundlegraph.signbundles`) calls :func:`sign_files` in a job that
+runs no build code.
 """
 
 from __future__ import annotations
