@@ -81,7 +81,20 @@ def _bundles(dest: Path, arch: str) -> Path:
     return dest
 
 
-@pytest.fixture(scope="module", params=["arm64", pytest.param("x64", marks=pytest.mark.slow)])
+def test_the_real_x64_dll_cannot_be_promised_its_ptx_needs_a_newer_driver(tmp_path):
+    """The x64 pair ran through the whole release here until issue 52 item 5: its real ``ggml-cuda.dll``
+    (node-llama-cpp's, CUDA 13.1) holds PTX-only code for sm_75/80/90, of PTX ISA 9.1, and the
+    drivers selection sends a cuda13 leg to start at CUDA 13.0, which JITs PTX ISA up to 9.0. A spec
+    promising those archs from CUDA 13.4 is refused at load, in one line naming the archs, the ISA and
+    the driver (an H100 with a 13.0 driver could not load those kernels)."""
+    bundles = _bundles(tmp_path / "bundles", "x64")
+    r = graphrun.cli(["plan", "windows-x64-cuda13-portable"], bundles=bundles, workdir=tmp_path / "work")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "cuda.version: CUDA 13.4 writes PTX ISA 9.1 (which needs CUDA 13.1)" in r.stderr
+    assert "75-virtual, 80-virtual, 90-virtual are JIT-compiled by drivers from CUDA 13.0" in r.stderr
+
+
+@pytest.fixture(scope="module", params=["arm64"])
 def pair(request, tmp_path_factory):
     arch = request.param
     require_tools("clang", "lld-link", "llvm-dlltool", "osslsigncode", "openssl")
