@@ -53,6 +53,8 @@ from bundlegraph.toolchains.registry import TOOLCHAINS
 INDEX = "llama-prebuilt-sha256.json"
 MANIFEST = "llama-prebuilt-manifest.json"
 PROVENANCE = "llama-prebuilt-provenance.json"
+SIGSTORE = "llama-prebuilt-attestation.sigstore.json"
+"""The attestation's Sigstore bundle the publish job adds to the release (issue 51)."""
 
 pytestmark = linux_only
 
@@ -390,8 +392,12 @@ def test_the_tag_push_published_the_release_as_a_draft_first(run):
     files = _artifact_files(run["store"], "release")
     index = json.loads(files[INDEX])
     ours = {n for n, e in index["artifacts"].items() if e["kind"] != "runtime"}  # paired: upstream's asset
-    assert {a.name for a in rel.assets} == {*ours, INDEX, PROVENANCE}
+    # and the attestation's Sigstore bundle, published beside what it signs (issue 51; the act
+    # stand-in's is unsigned), which verify-release authenticates the release with
+    assert {a.name for a in rel.assets} == {*ours, INDEX, PROVENANCE, SIGSTORE}
     for a in rel.assets:
+        if a.name == SIGSTORE:
+            continue
         want = hashlib.sha256(files[a.name]).hexdigest() if a.name in files else None
         assert hashlib.sha256(a.data).hexdigest() == want, a.name
     posts = [c for c in run["calls"] if c.startswith("POST /uploads/")]
@@ -408,7 +414,8 @@ def test_every_published_asset_was_attested_by_a_job_that_built_nothing_before_p
     assert "a draft, not published" in manifest and "PATCH" not in manifest
     subjects = dict(re.findall(r"attest stand-in: subject (\S+) sha256:([0-9a-f]{64})", attest))
     rel = run["published"]
-    assert subjects == {a.name: hashlib.sha256(a.data).hexdigest() for a in rel.assets}, (
+    # every asset but the attestation's own Sigstore bundle, published after it was made
+    assert subjects == {a.name: hashlib.sha256(a.data).hexdigest() for a in rel.assets if a.name != SIGSTORE}, (
         sorted(subjects),
         attest[-3000:],
     )
