@@ -76,10 +76,22 @@ def _signal(pid: int, sig: int, group: bool = False) -> None:
         (os.killpg if group else os.kill)(pid, sig)
 
 
-def _signal_tree(leader: int, sig: int) -> None:
-    _signal(leader, sig, group=True)
+def _signal_tree(leader: int, sig: int, done: set[int] | None = None) -> None:
+    """Send ``sig`` to ``leader``'s group and to every descendant of this process.
+
+    ``done`` (SIGTERM only) holds the pids told already and is updated: a process is sent SIGTERM
+    once. A second SIGTERM would re-enter a handler that is still cleaning up (Python restarts
+    its handler; a compiler's may restart its clean-up), so the job would need longer than the
+    grace period and be killed half-way (seen on a loaded CI machine)."""
+    if done is None or leader not in done:
+        _signal(leader, sig, group=True)
     for pid in descendants(os.getpid()):
-        _signal(pid, sig)
+        if done is None or pid not in done:
+            _signal(pid, sig)
+            if done is not None:
+                done.add(pid)
+    if done is not None:
+        done.add(leader)
 
 
 def _reap_all() -> None:
@@ -97,13 +109,14 @@ def main(argv: list[str]) -> int:
     _become_subreaper()
     child = subprocess.Popen(argv, start_new_session=True)
     stopping = False
+    termed: set[int] = set()  # pids sent SIGTERM already
 
     def on_alarm(_signum: int, _frame: object) -> None:  # the tree outlived the grace period
         _signal_tree(child.pid, signal.SIGKILL)
 
     def on_signal(_signum: int, _frame: object) -> None:
         nonlocal stopping
-        _signal_tree(child.pid, signal.SIGTERM)
+        _signal_tree(child.pid, signal.SIGTERM, termed)
         if not stopping:
             stopping = True
             signal.setitimer(signal.ITIMER_REAL, KILL_AFTER_S, 1.0)  # then again every second
@@ -118,8 +131,9 @@ def main(argv: list[str]) -> int:
     rc = child.wait()
     if stopping:
         # members left in PROGRAM's group, and descendants in groups of their own (reparented
-        # here): signalled already; wait for each, SIGKILL by the timer after the grace period
-        _signal_tree(child.pid, signal.SIGTERM)
+        # here): signalled already (those started since are told now); wait for each, SIGKILL
+        # by the timer after the grace period
+        _signal_tree(child.pid, signal.SIGTERM, termed)
         _reap_all()
     return rc if rc >= 0 else 128 - rc
 
