@@ -20,6 +20,7 @@ import os
 import re
 from pathlib import Path
 
+import canarykit
 import davkit
 import graphrun
 import pytest
@@ -50,68 +51,13 @@ REMOTE_FORMS = {
 }
 """Forms of ccache's ``remote_storage`` that carry a credential (ccache's manual, "Remote storage
 backends"), each with the canary secret in its place."""
-SECRET_PREFIXES = ("AZURE_", "BUNDLEGRAPH_SIGN_", "ACTIONS_", "BUNDLEGRAPH_CACHE_REMOTE")
-
-CANARY_C = r"""
-#include <stdio.h>
-#include <unistd.h>
-extern char ** environ;
-static void canary_dump(const char * who) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s-%ld.env", CANARY_DIR, who, (long) getpid());
-    FILE * f = fopen(path, "w");
-    if (!f) return;
-    for (char ** e = environ; *e; e++) fprintf(f, "%s\n", *e);
-    fclose(f);
-}
-#ifdef CANARY_MAIN
-int main(void) { canary_dump("build-program"); return 0; }
-#else
-__attribute__((constructor)) static void canary_loaded(void) { canary_dump("smoke-program"); }
-#endif
-"""
 
 
 def _canary_tree(root: Path, dumps: Path) -> tuple[Path, Path]:
     """The stand-in release under ``root`` with the canary lines in its ``CMakeLists.txt``."""
     bundles, work = graphrun.standin_tree(root)
-    src = root / "minillama"
-    (src / "src" / "canary.c").write_text(CANARY_C, encoding="utf-8")
-    d = dumps.as_posix()
-    cmake = (src / "CMakeLists.txt").read_text(encoding="utf-8")
-    cmake += f"""
-# the canary (tests/integration/test_secret_canary.py): what build code sees
-execute_process(COMMAND "${{CMAKE_COMMAND}}" -E environment OUTPUT_FILE "{d}/configure-cmake.env")
-add_executable(canary-env src/canary.c)
-set_target_properties(canary-env PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${{CMAKE_BINARY_DIR}}/canary")
-target_compile_definitions(canary-env PRIVATE CANARY_MAIN CANARY_DIR="{d}")
-add_custom_command(OUTPUT "${{CMAKE_BINARY_DIR}}/canary/ran.txt"
-    COMMAND canary-env
-    COMMAND "${{CMAKE_COMMAND}}" -E touch "${{CMAKE_BINARY_DIR}}/canary/ran.txt"
-    VERBATIM)
-add_custom_target(canary ALL DEPENDS "${{CMAKE_BINARY_DIR}}/canary/ran.txt")
-target_sources(ggml-base PRIVATE src/canary.c)
-target_compile_definitions(ggml-base PRIVATE CANARY_DIR="{d}")
-"""
-    (src / "CMakeLists.txt").write_text(cmake, encoding="utf-8")
+    canarykit.plant(root / "minillama", dumps)
     return bundles, work
-
-
-def _findings(dumps: Path, work: Path, values: dict[str, str]) -> list[str]:
-    """One line per secret found: ``env <dump>: NAME=VALUE`` for a variable a dump holds that is
-    a secret by name or by value, ``file <path>: NAME's value`` for a file of the work directory
-    that holds a secret's value."""
-    out = []
-    for f in sorted(dumps.glob("*.env")):
-        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-            name, _, value = line.partition("=")
-            by_name = name in values or name.startswith(SECRET_PREFIXES)
-            if by_name or any(v in value for v in values.values()):
-                out.append(f"env  {f.name}: {line}")
-    for f in sorted(p for p in work.rglob("*") if p.is_file() and p.stat().st_size < 64 << 20):
-        data = f.read_bytes()
-        out += [f"file {f.relative_to(work)}: {n}'s value" for n, v in values.items() if v.encode() in data]
-    return out
 
 
 @pytest.mark.parametrize("form", sorted(REMOTE_FORMS))
@@ -139,8 +85,8 @@ def test_no_secret_reaches_cmake_a_built_program_a_smoke_program_or_a_file(tmp_p
         )
         assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     kinds = sorted({re.sub(r"(-\d+)?\.env$", "", f.name) for f in dumps.glob("*.env")})
-    assert kinds == ["build-program", "configure-cmake", "smoke-program"], kinds
-    found = _findings(dumps, work, values)
+    assert kinds == canarykit.DUMP_KINDS, kinds
+    found = canarykit.findings(dumps, work, values)
     report = tmp_path / f"canary-findings-{form}.txt"
     report.write_text("".join(f"{line}\n" for line in found), encoding="utf-8")
     print(f"canary findings, remote storage form {form} ({len(found)}):", *found, sep="\n")

@@ -156,11 +156,13 @@ def test_tiny_gguf_reads_back_with_gguf_py(real_input, tmp_path):
 
 
 def test_bench_gguf_and_upstream_release_flags_from_the_real_source(real_input, tmp_path):
-    """The throughput check's inputs from the release's real llama.cpp source: the bench-shaped
-    model (124.7 M parameters, Q8_0; about 3 s and 133 MB here) reads back with gguf-py, and the
-    reference's flags come out of the source's own release workflow (issue 43 item 6)."""
+    """The throughput check's inputs from the release's real llama.cpp source: the MoE bench
+    model (0.29 G parameters, 8 experts, Q4_K_M mix; about 5 s and 189 MB here) reads back with
+    gguf-py as llama.cpp's MoE loader expects it, and the reference's flags come out of the
+    source's own release workflow (issue 43 item 6, issue 52 item 3; the 1 B dense model is the
+    same code with other sizes, 0.71 GB, written on the GPU machine)."""
     from bundlegraph.pipeline.smoke.reference import WORKFLOW, upstream_flags
-    from bundlegraph.pipeline.smoke.tinygguf import BENCH_HPARAMS, n_params, tensor_shapes
+    from bundlegraph.pipeline.smoke.tinygguf import MOE_HPARAMS, n_params, tensor_shapes
 
     sdist = real_input("llama-sdist", unpack=True)
     src = next(sdist.glob("*/vendor/llama.cpp"), None) or next(sdist.glob("vendor/llama.cpp"))
@@ -185,7 +187,7 @@ def test_bench_gguf_and_upstream_release_flags_from_the_real_source(real_input, 
         upstream_flags((src / WORKFLOW).read_text(encoding="utf-8"), WORKFLOW, "ubuntu-cuda", "x64", 12)[0][-1]
         == "-DGGML_CUDA_CUB_3DOT2=ON"
     )
-    out = tmp_path / "bench.gguf"
+    out = tmp_path / "bench-moe.gguf"
     r = subprocess.run(
         [
             sys.executable,
@@ -198,14 +200,14 @@ def test_bench_gguf_and_upstream_release_flags_from_the_real_source(real_input, 
             "--out",
             str(out),
             "--shape",
-            "bench",
+            "moe",
         ],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr
-    assert "124668672 parameters" in r.stdout and out.stat().st_size == 133_247_296
+    assert "287917056 parameters" in r.stdout and out.stat().st_size == 189_257_824
     sys.path.insert(0, str(src / "gguf-py"))
     try:
         import gguf
@@ -213,12 +215,20 @@ def test_bench_gguf_and_upstream_release_flags_from_the_real_source(real_input, 
         rd = gguf.GGUFReader(str(out))
     finally:
         sys.path.remove(str(src / "gguf-py"))
-    assert rd.fields["general.name"].contents() == "bundlegraph-smoke-bench"
-    assert rd.fields["llama.block_count"].contents() == BENCH_HPARAMS["n_layer"]
-    assert rd.fields["llama.attention.head_count_kv"].contents() == BENCH_HPARAMS["n_head_kv"]
+    assert rd.fields["general.name"].contents() == "bundlegraph-bench-moe"
+    assert rd.fields["llama.block_count"].contents() == MOE_HPARAMS["n_layer"]
+    assert rd.fields["llama.attention.head_count_kv"].contents() == MOE_HPARAMS["n_head_kv"]
+    assert rd.fields["llama.expert_count"].contents() == 8 and rd.fields["llama.expert_used_count"].contents() == 2
     types = {t.name: t.tensor_type.name for t in rd.tensors}
-    assert types["blk.11.ffn_down.weight"] == types["token_embd.weight"] == "Q8_0"
-    assert types["output_norm.weight"] == "F32"
+    assert types["blk.7.ffn_down_exps.weight"] == types["output.weight"] == "Q6_K"
+    assert types["blk.7.ffn_up_exps.weight"] == types["token_embd.weight"] == "Q4_K"
+    assert types["output_norm.weight"] == types["blk.0.ffn_gate_inp.weight"] == "F32"
     shapes = {t.name: tuple(int(x) for x in reversed(t.shape)) for t in rd.tensors}
-    assert shapes == tensor_shapes(32000, BENCH_HPARAMS)
-    assert sum(int(t.n_elements) for t in rd.tensors) == n_params(32000, BENCH_HPARAMS) == 124_668_672
+    assert shapes == tensor_shapes(32000, MOE_HPARAMS)
+    assert sum(int(t.n_elements) for t in rd.tensors) == n_params(32000, MOE_HPARAMS) == 287_917_056
+    # the k-quant blocks carry the fixed scale (f16 0.0005) where ggml-common.h puts d: no inf/nan
+    import numpy as np
+
+    q6 = next(t for t in rd.tensors if t.name == "output.weight")
+    d = np.frombuffer(np.asarray(q6.data).reshape(-1, 210)[:, 208:210].tobytes(), dtype=np.float16)
+    assert np.all(d == np.float16(0.0005)), d[:4]

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import actkit
 import binkit
+import canarykit
 import graphrun
 import pytest
 import winbuild
@@ -74,13 +75,34 @@ def _artifact_files(store: Path, name: str) -> dict[str, bytes]:
     return out
 
 
+CANARY_SECRETS = {
+    "AZURE_CLIENT_ID": "canary-azure-client-id-5f1c",
+    "AZURE_CLIENT_SECRET": "canary-azure-client-secret-9b2e",
+    "AZURE_TENANT_ID": "canary-azure-tenant-7d3a",
+    "BUNDLEGRAPH_SIGN_SECRETS": "AZURE_CLIENT_SECRET",
+}
+"""The release's signing secrets, canary values (``secrets.*`` in release.yml's sign job)."""
+
+
 def _release_run(
-    root: Path, *, windows_legs: bool, broken: str | None = None, extra_env: dict[str, str] | None = None
+    root: Path,
+    *,
+    windows_legs: bool,
+    broken: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    canary: Path | None = None,
 ) -> dict:
     """release.yml under act over a stand-in repository in ``root`` (a tag push); ``broken``: a
     source file of the stand-in whose compile must fail (a line of ``#error`` appended);
-    ``extra_env``: more variables for every step (``ACT_ATTEST_FAIL``: the attest stand-in fails)."""
+    ``extra_env``: more variables for every step (``ACT_ATTEST_FAIL``: the attest stand-in fails);
+    ``canary``: a folder for the secret canary's dumps (:mod:`canarykit` planted in the stand-in,
+    :data:`CANARY_SECRETS` set as act secrets)."""
     repo = actkit.standin_repo(root / "repo", windows_legs=windows_legs)
+    if canary:
+        canary.mkdir(parents=True, exist_ok=True)
+        canarykit.plant(repo / "minillama", canary)
+        subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(repo), "commit", "-qm", "upstream dumps what build code sees"], check=True)
     if broken:
         src = repo / "minillama" / broken
         src.write_text(src.read_text() + "\n#error deliberately broken by the test\n")
@@ -130,7 +152,11 @@ def _release_run(
             event="push",
             event_json={"ref": f"refs/tags/{tag}", "ref_name": tag, "repository": {"full_name": actkit.REPO}},
             artifacts=store,
-            secrets={"GITHUB_TOKEN": "act-t0ken", "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign)},
+            secrets={
+                "GITHUB_TOKEN": "act-t0ken",
+                "BUNDLEGRAPH_SIGN_COMMAND": json.dumps(sign),
+                **(CANARY_SECRETS if canary else {}),
+            },
             matrix=("runner:ubuntu-24.04",),
             env={
                 "BUNDLEGRAPH_EXTRA_ACT_PYTHON": actkit.base_python(),
@@ -157,6 +183,7 @@ def _release_run(
         "published": published,
         "calls": calls,
         "paired": paired,
+        "canary": canary,
     }
 
 
@@ -169,7 +196,8 @@ def _tools() -> None:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     _tools()
-    r = _release_run(tmp_path_factory.mktemp("act-release"), windows_legs=True)
+    root = tmp_path_factory.mktemp("act-release")
+    r = _release_run(root, windows_legs=True, canary=root / "canary")
     assert r["rc"] == 0, f"act failed after {r['seconds']:.0f} s (log {r['log']}):\n" + r["out"][-8000:]
     return r
 
@@ -204,6 +232,35 @@ def test_every_job_ran_in_its_wave_on_its_own_runner(run):
     first_shard = out.index("[release/compile mini-linux-arm64-cuda shard")
     assert first_shard < out.index("build:mini-linux-arm64-cpu: targets"), "a shard waited for a base leg"
     print(f"act ran release.yml in {run['seconds']:.0f} s")
+
+
+def test_no_secret_of_the_release_reached_build_code_a_smoke_or_an_artifact(run):
+    """The secret canary under act (issue 51, item 1): the release's signing secrets and the
+    GitHub and act runtime tokens are set as the workflow sets them; cmake, a program the build
+    runs and every smoke program dumped their environment (each Linux leg's compile and smoke
+    ran the canary) and no dump, file of the artifact store or line of act's log holds a secret.
+    (The remote compiler cache's URL, in each form ccache takes, is the local canary's:
+    tests/integration/test_secret_canary.py; a release run with remote storage changes which
+    steps run, see the ccache test below.)"""
+    dumps = run["canary"]
+    kinds = sorted({re.sub(r"(-\d+)?\.env$", "", f.name) for f in dumps.glob("*.env")})
+    assert kinds == canarykit.DUMP_KINDS, kinds
+    count = {k: sum(1 for f in dumps.glob(f"{k}-*.env")) for k in kinds}
+    # three Linux legs and two shards configure; the x64 leg runs the build program; the smoke
+    # of each Linux leg (the arm64 ones under qemu) loads libggml-base
+    assert count["configure-cmake"] >= 5 and count["smoke-program"] >= 3, count
+    values = {**CANARY_SECRETS, "GITHUB_TOKEN": "act-t0ken"}
+    found = canarykit.findings(dumps, run["store"], values)
+    for zipped in sorted(run["store"].rglob("*.zip")):  # the artifacts, as uploaded
+        with zipfile.ZipFile(zipped) as z:
+            for i in z.infolist():
+                data = z.read(i)
+                found += [
+                    f"artifact {zipped.name}:{i.filename}: {n}'s value" for n, v in values.items() if v.encode() in data
+                ]
+    found += [f"act log: {n}'s value" for n, v in values.items() if v in run["out"] and n != "BUNDLEGRAPH_SIGN_SECRETS"]
+    print(f"canary findings under act ({len(found)}):", *found, sep="\n")
+    assert not found, f"{len(found)} secrets reached build code, an artifact or the log:\n" + "\n".join(found)
 
 
 def test_the_shards_compiled_half_each_and_the_final_compile_missed_nothing(run):

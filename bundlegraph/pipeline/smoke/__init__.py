@@ -77,8 +77,9 @@ result (a failure names the step or op):
   source with upstream's release flags (``smoke:reference-<leg>``, :mod:`.reference`: the flags
   read from the source's ``.github/workflows/release.yml``, archs the GPU's own SM, in
   ``build/<leg>/smoke-tools/reference``; nothing built where the GPU checks cannot run) on a
-  124.7 M-parameter Q8_0 model; more than 10 % slower in prompt processing or generation fails,
-  naming both figures; both figures go into ``smoke.json``.
+  1.1 G-parameter dense model and a small MoE (both Q4_K_M mix), four interleaved runs a side;
+  slower than the reference by more than max(3 %, 3 standard errors) in prompt processing or
+  generation fails, naming both figures; every figure goes into ``smoke.json``.
 
 The external CUDA runtime (``runtime.external``: ``libcudart.so.13``, cuBLAS) is taken from the
 leg's toolkit (its target ``lib`` directory is put first on ``LD_LIBRARY_PATH``; ``PATH`` on

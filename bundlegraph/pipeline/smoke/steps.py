@@ -86,25 +86,29 @@ class SmokeRun:
             return None
         return backend(self.plan.backend).DRIVERS.get(self.plan.os)
 
-    @property
-    def bench_model(self) -> Path:
-        """The throughput check's model (:mod:`.throughput`), beside the tiny one."""
-        return self.model.with_name("bench.gguf")
+    def bench_model(self, shape: str) -> Path:
+        """The throughput check's model of ``shape`` (:mod:`.throughput`), beside the tiny one."""
+        return self.model.with_name(f"bench-{shape}.gguf")
 
     def fill(self, argv: list[str], dev: str = "") -> list[str]:
-        """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{bench_model}``,
+        """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{bench_model:<shape>}``,
         ``{reference}``, ``{dev}``, ``{jobs}``, ``{port}``)."""
         from .reference import reference_bin
+        from .throughput import SHAPES
 
+        filled = []
+        for a in argv:
+            for shape in SHAPES:
+                a = a.replace(f"{{bench_model:{shape}}}", self.bench_model(shape).as_posix())
+            filled.append(a)
         return [
             a.replace("{bundle}", self.bundle_dir.as_posix())
-            .replace("{bench_model}", self.bench_model.as_posix())
             .replace("{reference}", reference_bin(self.plan.tools_dir).as_posix())
             .replace("{model}", self.model.as_posix())
             .replace("{dev}", dev)
             .replace("{jobs}", self.jobs)
             .replace("{port}", str(self.port))
-            for a in argv
+            for a in filled
         ]
 
     def program(self, check: str, what: str, env: dict[str, str] | None = None, dev: str = "") -> tuple[str, int, str]:
