@@ -501,6 +501,7 @@ def test_the_tests_workflow_linux_job_runs_a_selected_part(tmp_path):
     out = r.stdout + r.stderr
     (tmp_path / "act.log").write_text(out)
     assert r.returncode == 0, f"act failed after {seconds:.0f} s:\n" + out[-8000:]
+    assert "setup-python stand-in: Python" in out and "(a copy of " in out, "the job venv template was not used"
     for step in ("ruff check", "mypy", "lint-imports", "python -m pytest -ra tests/unit"):
         assert f"Success - Main {step}" in out, step
     import re
