@@ -65,6 +65,17 @@ def test_parse_bench_reads_real_llama_bench_jsonl_among_log_lines():
     }
 
 
+def test_real_llama_cpp_loads_and_benches_both_bench_models():
+    """llama-bench of the sdist's llama.cpp on the two bench shapes (tests/data/smoke/SOURCES.md):
+    four tests, keyed by the shape its model file holds, each with its two repetitions."""
+    got = parse_bench((ROOT / "tests/data/smoke/llama-bench-jsonl-bench-models-cpu.txt").read_text(encoding="utf-8"))
+    assert sorted(got) == ["dense-1b/pp64", "dense-1b/tg8", "moe/pp64", "moe/tg8"]
+    assert all(len(t["samples"]) == 2 and t["backends"] == "CPU" for t in got.values())
+    pooled = pool([got])
+    problem, facts = judge_throughput(pooled, pooled)
+    assert problem is None and facts["tests"]["moe/tg8"]["ratio"] == 1.0
+
+
 def test_the_runs_interleave_abba_and_pool_every_repetition():
     assert schedule(4) == ["reference", "bundle", "bundle", "reference", "reference", "bundle", "bundle", "reference"]
     real = parse_bench(REAL)
