@@ -248,14 +248,20 @@ def _with_sdk(tc: Any, sdk: Any) -> Any:
     return tc.with_sdk(sdk.prefix)
 
 
+FLAG_LANGUAGES = ("C", "CXX", "CUDA", "HIP")
+"""The CMake languages whose flags the configure record keeps (ggml's GPU backends compile CUDA
+or HIP; issue 53: HIP's flags never reached the provenance)."""
+
+
 def _compile_flags(cmake_dir: Path) -> dict[str, str]:
-    """The flags CMake settled on for each language (``CMAKE_<LANG>_FLAGS`` and the release
-    configuration's, from ``CMakeCache.txt``): what the provenance says a rebuild must match."""
+    """The flags CMake settled on for each language the tree enabled (``CMAKE_<LANG>_FLAGS`` and
+    the release configuration's, from ``CMakeCache.txt``; :data:`FLAG_LANGUAGES`): what the
+    provenance says a rebuild must match. A language the tree did not enable has no entry."""
     try:
         cache = read_cmake_cache(cmake_dir)
     except OSError:
         return {}
-    flags = [v for lang in ("C", "CXX", "CUDA") for v in (f"CMAKE_{lang}_FLAGS", f"CMAKE_{lang}_FLAGS_RELEASE")]
+    flags = [v for lang in FLAG_LANGUAGES for v in (f"CMAKE_{lang}_FLAGS", f"CMAKE_{lang}_FLAGS_RELEASE")]
     return {v: cache[v] for v in flags if v in cache}
 
 
