@@ -236,6 +236,24 @@ def standin_repo(dest: Path, *, standin_release: bool = True, windows_legs: bool
     return dest
 
 
+def keep_only_leg(repo: Path, leg: str) -> None:
+    """Cut the stand-in release in ``repo`` to one leg: the other specs deleted, ``default_legs``
+    that leg, the coverage rules (which require the others) dropped; committed."""
+    import re
+
+    for f in (repo / "bundles").glob("mini-*.toml"):
+        if f.stem != leg:
+            f.unlink()
+    rel = repo / "bundles" / "release.toml"
+    text, n = re.subn(r"(?m)^default_legs = \[.*\]$", f'default_legs = ["{leg}"]', rel.read_text())
+    assert n == 1
+    # the stand-in's coverage rules require the legs this one-leg release leaves out
+    text = text[: text.index("\n[[coverage.required]]")] + "\n"
+    rel.write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", f"one leg: {leg}")
+
+
 def seed_artifact(store: Path, name: str, folder: Path) -> Path:
     """Put artifact ``name`` holding ``folder``'s files into act's artifact store for run 1, as
     another runner's job would have uploaded it (``<store>/1/<name>/<name>.zip``, the layout of

@@ -15,8 +15,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SECRET_PREFIXES = ("AZURE_", "BUNDLEGRAPH_SIGN_", "ACTIONS_", "BUNDLEGRAPH_CACHE_REMOTE")
-"""Names that are secret whatever their value: a dump must hold none of them."""
+SECRET_PREFIXES = ("AZURE_", "BUNDLEGRAPH_SIGN_", "ACTIONS_")
+"""Name prefixes that are secret whatever their value: a dump must hold none of them."""
+SECRET_NAMES = ("BUNDLEGRAPH_CACHE_REMOTE", "CCACHE_REMOTE_STORAGE", "CCACHE_SECONDARY_STORAGE", "GITHUB_TOKEN")
+"""Names that are secret whatever their value: the remote cache's URL (it carries the credential)
+in bundlegraph's and ccache's spelling, and the GitHub token. (Not a prefix: the release sets
+``BUNDLEGRAPH_CACHE_REMOTE_MODE=read-only``, a setting build code may see.)"""
 
 DUMP_KINDS = ["build-program", "configure-cmake", "smoke-program"]
 """The dumps a canary build leaves, by kind (sorted)."""
@@ -75,7 +79,7 @@ def findings(dumps: Path, tree: Path, values: dict[str, str]) -> list[str]:
     for f in sorted(dumps.glob("*.env")):
         for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
             name, _, value = line.partition("=")
-            by_name = name in values or name.startswith(SECRET_PREFIXES)
+            by_name = name in values or name in SECRET_NAMES or name.startswith(SECRET_PREFIXES)
             if by_name or any(v in value for v in values.values()):
                 out.append(f"env  {f.name}: {line}")
     for f in sorted(p for p in tree.rglob("*") if p.is_file() and p.stat().st_size < 64 << 20):
