@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SECRET_PREFIXES = ("AZURE_", "BUNDLEGRAPH_SIGN_", "ACTIONS_")
+SECRET_PREFIXES = ("AZURE_", "BUNDLEGRAPH_SIGN_", "ACTIONS_", "BUNDLEGRAPH_EXTRA_")
 """Name prefixes that are secret whatever their value: a dump must hold none of them."""
 SECRET_NAMES = ("BUNDLEGRAPH_CACHE_REMOTE", "CCACHE_REMOTE_STORAGE", "CCACHE_SECONDARY_STORAGE", "GITHUB_TOKEN")
 """Names that are secret whatever their value: the remote cache's URL (it carries the credential)

@@ -40,6 +40,8 @@ SECRETS = {
     "ACTIONS_RUNTIME_TOKEN": "canary-actions-runtime-8e4f",
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "canary-id-token-2b7c",
     "ACTIONS_ID_TOKEN_REQUEST_URL": "https://canary.invalid/id-token?canary-id-url-6a1d",
+    # the user's own variables: free for their scripts, so they may hold anything (buildenv.py)
+    "BUNDLEGRAPH_EXTRA_DEPLOY_TOKEN": "canary-extra-deploy-token-7e2a",
 }
 CACHE_SECRET = "canary-cache-secret-1a6b"
 REMOTE_FORMS = {

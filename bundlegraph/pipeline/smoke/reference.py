@@ -1,6 +1,6 @@
 """The reference build of the throughput check (:mod:`.throughput`): the leg's own source built
 with **upstream's release flags** for its backend, on the GPU it is measured on, in
-``smoke:tools-<leg>`` beside ``test-backend-ops``.
+``smoke:reference-<leg>`` (its own task, beside ``smoke:tools-<leg>``'s ``test-backend-ops``).
 
 Where the flags come from: the source tree's ``.github/workflows/release.yml`` (llama.cpp's own
 release workflow), read when the tools task runs:

@@ -1,6 +1,6 @@
 """The throughput check of ``smoke:<leg>`` (issue 43 item 6, issue 52 item 3, "speed parity, not
 only correctness"): the bundle's own ``llama-bench`` against a reference build of the same source
-with upstream's release flags (:mod:`.reference`, built by ``smoke:tools-<leg>``), on the same GPU
+with upstream's release flags (:mod:`.reference`, built by ``smoke:reference-<leg>``), on the same GPU
 in the same run, on two models of realistic shape (:mod:`.tinygguf`): ``dense-1b`` (1.1 G
 parameters, Q4_K_M mix) and ``moe`` (8 experts, 2 used: ``MUL_MAT_ID`` and top-k).
 
@@ -221,7 +221,7 @@ def throughput(run: SmokeRun) -> Outcome:
     assert side is not None
     rec_file = reference_record(run.plan.tools_dir)
     if not rec_file.is_file():
-        raise BundleGraphError(f"{rec_file} is missing; run smoke:tools-{run.plan.leg} (it builds the reference)")
+        raise BundleGraphError(f"{rec_file} is missing; run smoke:reference-{run.plan.leg} (it builds the reference)")
     ref_rec = json.loads(rec_file.read_text(encoding="utf-8"))
     prog = run.bundle_dir / f"llama-bench{run.plan.exe}"
     if not prog.is_file():
