@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import realinputs
@@ -67,36 +67,51 @@ def _cache() -> Path:
     return realinputs.cache_root() / "act"
 
 
-def wheelhouse() -> Path:
-    """Every wheel ``pip install -e .[test,tools]`` needs, plus setuptools for the build, fetched
-    once per pyproject.toml (the stand-in setup-python installs from here with no index)."""
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    dest = _cache() / f"wheels-{key}"
+def _requirements() -> list[str]:
+    """Every requirement of ``pip install -e .[test,tools]``, by name (pyproject.toml)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return [*project["dependencies"], *(r for x in ("test", "tools") for r in project["optional-dependencies"][x])]
+
+
+def _pip(python: str | Path, *args: str) -> None:
+    """``python -m pip ARGS`` quietly; a failure fails the test with pip's last output."""
+    r = subprocess.run(
+        [str(python), "-m", "pip", *args, "-q", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0, f"pip {' '.join(args[:2])} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+
+
+def _built_once(dest: Path, build: Callable[[Path], None]) -> Path:
+    """``dest``, made by ``build(tmp)`` in a folder beside it and renamed into place once
+    complete (a ``.complete`` marker), or as it is when an earlier run completed it."""
     if (dest / ".complete").is_file():
         return dest
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    # the project's requirements by name, not ``pip wheel <checkout>[test,tools]``: building the
-    # project's own wheel in the checkout left setuptools' build/lib/ there (issue 41), and the
-    # job installs the project from its checkout anyway
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    reqs = [*project["dependencies"], *(r for x in ("test", "tools") for r in project["optional-dependencies"][x])]
-    for args in (
-        ["wheel", "--wheel-dir", str(tmp), *reqs],
-        ["download", "--dest", str(tmp), "setuptools>=68"],
-    ):
-        r = subprocess.run(
-            [sys.executable, "-m", "pip", *args, "-q", "--disable-pip-version-check"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert r.returncode == 0, f"pip {' '.join(args)} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+    build(tmp)
     (tmp / ".complete").write_text("ok\n")
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest
+
+
+def wheelhouse() -> Path:
+    """Every wheel ``pip install -e .[test,tools]`` needs, plus setuptools for the build, fetched
+    once per pyproject.toml (the stand-in setup-python installs from here with no index)."""
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+
+    def build(tmp: Path) -> None:
+        tmp.mkdir(parents=True)
+        # the project's requirements by name, not ``pip wheel <checkout>[test,tools]``: building the
+        # project's own wheel in the checkout left setuptools' build/lib/ there (issue 41), and the
+        # job installs the project from its checkout anyway
+        _pip(sys.executable, "wheel", "--wheel-dir", str(tmp), *_requirements())
+        _pip(sys.executable, "download", "--dest", str(tmp), "setuptools>=68")
+
+    return _built_once(_cache() / f"wheels-{key}", build)
 
 
 def job_venv_template(python: str, wheels: Path) -> Path:
@@ -108,26 +123,20 @@ def job_venv_template(python: str, wheels: Path) -> Path:
     seven act runs of about ten jobs each). Built once per wheelhouse and interpreter; the
     scripts of a template name its build folder, the stand-in rewrites them."""
     key = hashlib.sha256(f"{wheels.name}\0{python}".encode()).hexdigest()[:16]
-    dest = _cache() / f"job-venv-{key}"
-    if (dest / ".complete").is_file():
-        return dest
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    subprocess.run([python, "-m", "venv", tmp], check=True, capture_output=True, timeout=300)
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    reqs = [*project["dependencies"], *(r for x in ("test", "tools") for r in project["optional-dependencies"][x])]
-    r = subprocess.run(
-        [tmp / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index"]
-        + ["--find-links", str(wheels), *reqs, "setuptools>=68"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert r.returncode == 0, f"the job venv template: pip failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
-    (tmp / ".complete").write_text("ok\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
-    return dest
+
+    def build(tmp: Path) -> None:
+        subprocess.run([python, "-m", "venv", tmp], check=True, capture_output=True, timeout=300)
+        _pip(
+            tmp / "bin" / "python",
+            "install",
+            "--no-index",
+            "--find-links",
+            str(wheels),
+            *_requirements(),
+            "setuptools>=68",
+        )
+
+    return _built_once(_cache() / f"job-venv-{key}", build)
 
 
 _BUNDLE_OPTIONS = (
