@@ -96,20 +96,21 @@ class SmokeRun:
         from .reference import reference_bin
         from .throughput import SHAPES
 
-        filled = []
+        subs = {
+            "{bundle}": self.bundle_dir.as_posix(),
+            **{f"{{bench_model:{shape}}}": self.bench_model(shape).as_posix() for shape in SHAPES},
+            "{reference}": reference_bin(self.plan.tools_dir).as_posix(),
+            "{model}": self.model.as_posix(),
+            "{dev}": dev,
+            "{jobs}": self.jobs,
+            "{port}": str(self.port),
+        }
+        out = []
         for a in argv:
-            for shape in SHAPES:
-                a = a.replace(f"{{bench_model:{shape}}}", self.bench_model(shape).as_posix())
-            filled.append(a)
-        return [
-            a.replace("{bundle}", self.bundle_dir.as_posix())
-            .replace("{reference}", reference_bin(self.plan.tools_dir).as_posix())
-            .replace("{model}", self.model.as_posix())
-            .replace("{dev}", dev)
-            .replace("{jobs}", self.jobs)
-            .replace("{port}", str(self.port))
-            for a in filled
-        ]
+            for placeholder, value in subs.items():
+                a = a.replace(placeholder, value)
+            out.append(a)
+        return out
 
     def program(self, check: str, what: str, env: dict[str, str] | None = None, dev: str = "") -> tuple[str, int, str]:
         """Run the command of plan check ``check`` through the launcher; ``(output, exit code,
