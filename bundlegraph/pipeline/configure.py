@@ -34,6 +34,7 @@ from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..core.state import Present, key_of
+from ..schemas.records import FetchContentPin
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
 from ..toolchains.base import Toolchain
@@ -47,6 +48,8 @@ from ..toolchains.tools import BuildTools, build_tools
 from ..toolchains.vulkan import VulkanSdk
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .compile.cmake_cache import cache_entries
+from .compile.fetchcontent import pins_used, source_dirs
+from .compile.fetchcontent import prepare as prepare_fetch
 from .compile.git_blind import without_git
 from .compile.launcher import ProbeTools, compiler_launcher
 from .source import plan_source, source_record_if_any
@@ -96,6 +99,10 @@ class ConfigurePlan:
     """The leg's pinned compiler (:attr:`~.base.LegContext.compiler`; None: MSVC, Apple clang)."""
     host_problem: str | None = None
     """Why this host cannot compile the leg (None: it can); shown by ``bundlegraph plan``."""
+    fetch: tuple[FetchContentPin, ...] = ()
+    """The release's FetchContent pins the leg turns on (:mod:`.compile.fetchcontent`), unpacked
+    under ``fetch_cache`` before cmake runs."""
+    fetch_cache: Path | None = None
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read of upstream tasks and this host (:func:`prepare`):
     ``toolkit`` (the toolkit task's output digest, None for a CPU leg), ``tools`` (cmake's and
@@ -170,8 +177,14 @@ def plan_configure(
     tree, digest, commit = _source(ctx, leg)
     spec_file = str(ctx.matrix.files.get(leg, f"{leg}.toml"))
     fingerprint = ctx.release.coverage.fingerprint if ctx.release.coverage else None
+    fetched = {p.option: source_dirs([p], ctx.cache) for p in pins_used(spec, ctx.release)}
     cache = cache_entries(
-        spec, spec_file, commit=commit, build_number=ctx.release.build_number, fingerprint=fingerprint
+        spec,
+        spec_file,
+        commit=commit,
+        build_number=ctx.release.build_number,
+        fingerprint=fingerprint,
+        fetched=fetched,
     )
     if commit is None:
         cache["LLAMA_BUILD_COMMIT"] = UNKNOWN.format(leg=leg)
@@ -236,6 +249,8 @@ def plan_configure(
         prefix_maps=maps,
         host_problem=ctx.host_problem(leg),
         compiler=lc.compiler,
+        fetch=tuple(pins_used(spec, ctx.release)),
+        fetch_cache=ctx.cache,
     )
 
 
@@ -358,6 +373,8 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
         raise ToolkitError(
             f"configure:{leg}: the Vulkan SDK at {plan.sdk.prefix} lacks {', '.join(lost)}; rerun {plan.sdk.task}"
         )
+    for pin in plan.fetch:  # before any code we did not write runs (a download, hash-checked)
+        prepare_fetch(pin, plan.fetch_cache, plan.log)
     env = without_git(tc.resolve(plan.sdk).env, plan.build_dir)
     atomic_write_bytes(plan.toolchain_file, plan.toolchain_text.encode())
     if plan.hooks_file:

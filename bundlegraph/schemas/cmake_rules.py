@@ -29,7 +29,7 @@ The configure stage (:mod:`bundlegraph.pipeline.compile.cmake_cache`) forces and
 from __future__ import annotations
 
 from ..core.errors import did_you_mean
-from .records import BundleSpec, CMakeValue, cmake_constant
+from .records import BundleSpec, CMakeValue, Release, cmake_constant
 
 FORCED_OFF = (
     "GGML_NATIVE",
@@ -41,6 +41,9 @@ FORCED_OFF = (
     "GGML_CPU_KLEIDIAI",
     "GGML_CUDA_CUB_3DOT2",
 )
+FETCHED_BY_OPTION = {"GGML_CUDA_CUB_3DOT2": "CCCL"}
+"""The forced-off options whose download a release can pin instead (``FetchContent_Declare`` name
+in llama.cpp's CMake: ``ggml/src/ggml-cuda/CMakeLists.txt`` fetches CCCL v3.2.0 with git)."""
 DERIVED = (
     "CMAKE_BUILD_TYPE",
     "CMAKE_CUDA_ARCHITECTURES",
@@ -51,6 +54,7 @@ DERIVED = (
     "CMAKE_TOOLCHAIN_FILE",
     "CMAKE_MAKE_PROGRAM",
     "FETCHCONTENT_FULLY_DISCONNECTED",
+    *(f"FETCHCONTENT_SOURCE_DIR_{n.upper()}" for n in FETCHED_BY_OPTION.values()),
     "CMAKE_EXPORT_COMPILE_COMMANDS",
     "CMAKE_PROJECT_TOP_LEVEL_INCLUDES",
     "CMAKE_POLICY_DEFAULT_CMP0141",
@@ -135,17 +139,32 @@ def bool_problem(key: str, value: CMakeValue) -> str | None:
     return None
 
 
-def cmake_problems(spec: BundleSpec, spec_file: str) -> list[str]:
+def served_options(release: Release | None) -> frozenset[str]:
+    """The download options whose source ``release`` pins (``[[fetchcontent]]``): a leg may turn them on."""
+    return frozenset(p.option for p in release.fetchcontent) if release is not None else frozenset()
+
+
+def cmake_problems(spec: BundleSpec, spec_file: str, served: frozenset[str] = frozenset()) -> list[str]:
     """One ``<file>: cmake.<KEY>: ...`` line per entry of ``spec.cmake`` whose value is not a
     boolean where one is expected (:func:`bool_problem`), that turns on a forced-off option or
-    that sets a derived entry."""
+    that sets a derived entry. ``served``: the download options whose source the release pins
+    (``[[fetchcontent]]`` of ``release.toml``, :mod:`bundlegraph.pipeline.compile.fetchcontent`),
+    which a leg may turn on."""
     out = []
     for k, v in spec.cmake.items():
         bad = bool_problem(k, v)
         if bad:
             out.append(f"{spec_file}: cmake.{k}: {bad}")
-        elif k in FORCED_OFF and spec.cmake_bool(k, False) is not False:
-            why = "a bundle must run on other machines" if k == "GGML_NATIVE" else "it downloads during the build"
+        elif k in FORCED_OFF and k not in served and spec.cmake_bool(k, False) is not False:
+            if k == "GGML_NATIVE":
+                why = "a bundle must run on other machines"
+            elif k in FETCHED_BY_OPTION:
+                why = (
+                    f"it downloads {FETCHED_BY_OPTION[k]} at configure; pin that source in release.toml "
+                    f'[[fetchcontent]] (name = "{FETCHED_BY_OPTION[k]}", option = "{k}") to turn it on'
+                )
+            else:
+                why = "it downloads during the build"
             out.append(f"{spec_file}: cmake.{k}: must be OFF ({why})")
         elif k in DERIVED:
             out.append(f"{spec_file}: cmake.{k}: set by bundlegraph (from the spec/toolchain), remove it")

@@ -899,12 +899,41 @@ class CoverageRules(Record):
 
 
 @record
+class FetchContentPin(Record):
+    """A source that llama.cpp's CMake would download with ``FetchContent`` at configure, served
+    offline instead (``[[fetchcontent]]`` of ``release.toml``): a Python wheel pinned by sha256 whose
+    CMake package configure hands to ``FetchContent_MakeAvailable(<name>)`` through
+    ``FETCHCONTENT_SOURCE_DIR_<NAME>`` (:mod:`bundlegraph.pipeline.compile.fetchcontent`). A leg may
+    then turn ``option`` on (a download option is otherwise forced OFF: :mod:`.cmake_rules`)."""
+
+    name: Annotated[str, Check(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
+    """the name FetchContent_Declare gives it in llama.cpp's CMake (CCCL)"""
+    option: Annotated[str, Check(pattern=r"^[A-Z][A-Z0-9_]*$")]
+    """the llama.cpp option that makes CMake fetch it (GGML_CUDA_CUB_3DOT2)"""
+    requirement: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.-]+==[A-Za-z0-9_.+-]+$")]
+    """the wheel as pip names it (nvidia-cuda-cccl==13.2.27)"""
+    filename: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.+-]+\.whl$")]
+    """the wheel file pip gives for that requirement"""
+    sha256: Annotated[str, _SHA256]
+    """the wheel's sha256; a download with other bytes is refused"""
+    size: Annotated[int, Check(ge=1, strict=True)]
+    """the wheel's size in bytes"""
+    package: Annotated[str, Check(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
+    """the CMake package find_package loads from the wheel (CCCL)"""
+    version: Annotated[str, Check(pattern=r"^[0-9]+(\.[0-9]+)*$")]
+    """the package version required EXACT, the release the download would have given (3.2.0 for GIT_TAG v3.2.0)"""
+    config_dir: Annotated[str, Check(pattern=r"^[A-Za-z0-9_./-]+$")]
+    """the folder inside the wheel that holds <package>-config.cmake (nvidia/cu13/lib/cmake/cccl)"""
+
+
+@record
 class Release(Record):
     """The release (``bundles/release.toml``): the tag, the llama.cpp source pin and the main job."""
 
-    NOT_DUMPED = ("coverage",)
+    NOT_DUMPED = ("coverage", "fetchcontent")
     """The rules change no byte by themselves (what the fingerprint changes, the configure and verify
-    keys hold): editing a rule rebuilds nothing."""
+    keys hold): editing a rule rebuilds nothing. A FetchContent pin reaches only the configure keys
+    of the legs that turn its option on (the source folder named by its sha256)."""
 
     tag: Annotated[str, Check(pattern=r"^b\d+(-mix-[0-9a-f]{7})?$")]
     """the release tag (b11642-mix-0c1e570): the GitHub release and the SHA index's release_tag"""
@@ -926,9 +955,13 @@ class Release(Record):
     coverage: CoverageRules | None = None
     """[coverage]: the rules publish holds the release to (class sets equal across lines, required bundles, a
     fingerprint in every binary); none when left out"""
+    fetchcontent: list[FetchContentPin] = field(default_factory=list)
+    """[[fetchcontent]]: sources llama.cpp's CMake would download at configure, pinned and served offline"""
 
     def __post_init__(self) -> None:
         _unique("default_legs", self.default_legs)
+        _unique("fetchcontent names", [p.name for p in self.fetchcontent])
+        _unique("fetchcontent options", [p.option for p in self.fetchcontent])
         src = self.source
         if isinstance(src, MixPin):
             if self.upstream_tag is not None and self.upstream_tag != src.base.tag:

@@ -38,7 +38,7 @@ from ..core.errors import SpecError, did_you_mean
 from ..platforms import platform
 from ..toolchains.registry import TOOLCHAINS
 from .archs import CudaVersion, arch_supported, fatbin_sm
-from .cmake_rules import cmake_problems
+from .cmake_rules import cmake_problems, served_options
 from .records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 
 RELEASE_FILE = "release.toml"
@@ -405,7 +405,7 @@ def cross_field_problems(
         if s.metal is not None:
             out += metal_problems(f, s)
         out += installer_problems(s, f, legs, release)
-        out += cmake_problems(s, str(f))
+        out += cmake_problems(s, str(f), served_options(release))
         first = seen_kind.setdefault((s.install_kind, s.profile.name, s.arch), lid)
         if first != lid:
             out.append(

@@ -184,3 +184,38 @@ def test_configure_refuses_a_bool_option_whose_value_is_no_boolean_word(tmp_path
         "or false"
     ]
     assert warnings == []
+
+
+def test_a_download_option_turns_on_only_where_the_release_pins_its_source(bundles_copy):
+    """Issue 52 item 2: the cuda12 legs turn GGML_CUDA_CUB_3DOT2 on as upstream does; the CCCL it
+    would download comes from release.toml's [[fetchcontent]] pin (FETCHCONTENT_SOURCE_DIR_CCCL)."""
+    from bundlegraph.pipeline.compile.cmake_cache import cache_entries
+
+    m = load_matrix(bundles_copy)
+    (pin,) = m.release.fetchcontent
+    leg = m.legs["linux-x64-cuda12-newer"]
+    assert leg.cmake["GGML_CUDA_CUB_3DOT2"] is True
+    dirs = {"GGML_CUDA_CUB_3DOT2": {"FETCHCONTENT_SOURCE_DIR_CCCL": "/c/fetchcontent/CCCL-f71b5dbc8388/src"}}
+    got = cache_entries(leg, "x.toml", commit=None, build_number=1, fetched=dirs)
+    assert got["GGML_CUDA_CUB_3DOT2"] == "ON" and got["FETCHCONTENT_FULLY_DISCONNECTED"] == "ON"
+    assert got["FETCHCONTENT_SOURCE_DIR_CCCL"] == "/c/fetchcontent/CCCL-f71b5dbc8388/src"
+    # without the pin the same spec is refused, naming what to pin
+    with pytest.raises(
+        SpecError, match=r"x\.toml: cmake\.GGML_CUDA_CUB_3DOT2: must be OFF \(it downloads CCCL at configure; pin"
+    ):
+        cache_entries(leg, "x.toml", commit=None, build_number=1)
+    rel = bundles_copy / "release.toml"
+    text = rel.read_text(encoding="utf-8")
+    rel.write_text(
+        text[: text.index("[[fetchcontent]]")] + text[text.index("# The fork's publish gate") :], encoding="utf-8"
+    )
+    with pytest.raises(SpecError) as e:
+        load_matrix(bundles_copy)
+    assert "linux-x64-cuda12-newer.toml: cmake.GGML_CUDA_CUB_3DOT2: must be OFF (it downloads CCCL at configure" in str(
+        e.value
+    )
+    # a leg that leaves it off gets it OFF and no source folder, pin or not
+    cu13 = m.legs["linux-x64-cuda13-portable"]
+    plain = cache_entries(cu13, "y.toml", commit=None, build_number=1)
+    assert plain["GGML_CUDA_CUB_3DOT2"] == "OFF" and not any(k.startswith("FETCHCONTENT_SOURCE_DIR") for k in plain)
+    assert pin.sha256.startswith("f71b5dbc8388")

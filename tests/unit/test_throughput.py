@@ -208,7 +208,8 @@ def test_the_reference_task_key_holds_the_checks_constants(workdir):
 
     g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
     k = reference_inputs(g.ctx, LEG)
-    assert set(k) == {"source", "toolkit", "toolchain", "throughput", "host", "gpus"}
+    assert set(k) == {"source", "toolkit", "toolchain", "throughput", "host", "gpus", "fetchcontent"}
+    assert [p["name"] for p in k["fetchcontent"]] == ["CCCL"]  # a CUDA 12 reference builds with it (item 2)
     assert k["throughput"] == key() and k["throughput"]["margin"] == {"min": MIN_MARGIN, "sigmas": SIGMAS}
     assert k["throughput"]["reference"]["workflow"] == ".github/workflows/release.yml"
     assert "CMAKE_CUDA_COMPILER" in k["toolchain"]  # the leg's own toolchain: its nvcc
@@ -262,3 +263,29 @@ def test_a_runner_that_imports_the_build_installs_no_toolkit_for_the_reference(t
     compiler = g.ctx.leg(LEG).compiler
     assert g.find(f"smoke:reference-{LEG}").deps == [f"source:{LEG}", compiler.task]
     assert not [t for t in g.find(f"build:{LEG}").deps if t.startswith("toolkit:")]
+
+
+def test_a_reference_whose_upstream_flags_fetch_gets_the_pinned_source_and_downloads_nothing(monkeypatch, tmp_path):
+    """Upstream's CUDA 12 entry turns GGML_CUDA_CUB_3DOT2 on (CCCL by git at configure): the reference
+    names the release's pinned source folder and FETCHCONTENT_FULLY_DISCONNECTED; a CUDA 13 entry
+    fetches nothing and gets neither."""
+    from bundlegraph.pipeline.compile import fetchcontent
+    from bundlegraph.pipeline.smoke import reference
+    from bundlegraph.schemas.loader import load_matrix
+
+    (pin,) = load_matrix(ROOT / "bundles").release.fetchcontent
+    prepared = []
+    monkeypatch.setattr(fetchcontent, "prepare", lambda p, cache, log: prepared.append(p.name))
+    flags12 = upstream_flags(WORKFLOW, "release.yml", "ubuntu-cuda", "x64", 12)[0]
+    got = reference.fetched_sources(flags12, (pin,), tmp_path, None)
+    assert prepared == ["CCCL"]
+    assert got == {
+        "FETCHCONTENT_FULLY_DISCONNECTED": "ON",
+        "FETCHCONTENT_SOURCE_DIR_CCCL": (tmp_path / "fetchcontent" / f"CCCL-{pin.sha256[:12]}" / "src").as_posix(),
+    }
+    argv = reference.reference_argv("cmake", "ninja", tmp_path / "src", tmp_path / "ref", flags12, [90], got)
+    i = argv.index("-DGGML_CUDA_CUB_3DOT2=ON")
+    assert argv[i + 1 : i + 3] == [f"-D{k}={v}" for k, v in got.items()]
+    assert argv[-1] == "-DCMAKE_CUDA_ARCHITECTURES=90-real"
+    flags13 = upstream_flags(WORKFLOW, "release.yml", "ubuntu-cuda", "x64", 13)[0]
+    assert reference.fetched_sources(flags13, (pin,), tmp_path, None) == {} and prepared == ["CCCL"]

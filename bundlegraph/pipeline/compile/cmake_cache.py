@@ -50,19 +50,31 @@ def render_value(v: CMakeValue) -> str:
 
 
 def cache_entries(
-    spec: BundleSpec, spec_file: str, *, commit: str | None, build_number: int, fingerprint: str | None = None
+    spec: BundleSpec,
+    spec_file: str,
+    *,
+    commit: str | None,
+    build_number: int,
+    fingerprint: str | None = None,
+    fetched: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, str]:
     """``{name: value}`` sorted by name; ``fingerprint`` (the release's ``coverage.fingerprint``)
     adds ``BUNDLEGRAPH_FINGERPRINT``, which the configure's hooks file folds into ``BUILD_TARGET``
     (:mod:`bundlegraph.toolchains.cmake_hooks`); without it the entries are what they always were.
-    Raises :class:`SpecError` (``<file>: cmake.<KEY>: ...``) when the spec turns on a forced-off
-    option or sets a derived entry itself."""
-    problems = cmake_problems(spec, spec_file)  # checked at load too; here for callers that skip it
+    ``fetched``: ``{option: {"FETCHCONTENT_SOURCE_DIR_<NAME>": folder}}`` for the download options
+    the spec turns on whose source the release pins (:mod:`.fetchcontent`): the option keeps the
+    spec's ON and the folder is added. Raises :class:`SpecError` (``<file>: cmake.<KEY>: ...``)
+    when the spec turns on a forced-off option that is not served so, or sets a derived entry."""
+    fetched = fetched or {}
+    problems = cmake_problems(spec, spec_file, frozenset(fetched))  # checked at load too
     if problems:
         raise SpecError(problems)
     out = {k: render_value(v) for k, v in spec.cmake.items()}
     for k in FORCED_OFF:
-        out[k] = "OFF"
+        if k not in fetched:
+            out[k] = "OFF"
+    for dirs in fetched.values():
+        out.update(dirs)
     out["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
     out["CMAKE_BUILD_TYPE"] = "Release"
     if spec.cuda is not None:

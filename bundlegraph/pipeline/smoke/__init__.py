@@ -161,8 +161,8 @@ def has_reference(ctx: Context, leg: str) -> bool:
 def reference_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``smoke:reference-<leg>``: the source and the leg's toolkit
     digests, the leg's toolchain text (as planned, before compilers resolve), the throughput
-    check's constants (:func:`.throughput.key`), this host and the GPUs (their SMs are the
-    reference's archs)."""
+    check's constants (:func:`.throughput.key`), this host, the GPUs (their SMs are the
+    reference's archs) and the release's FetchContent pins."""
     spec = ctx.spec(leg)
     side = side_of(spec.backend)
     assert side is not None  # only GPU legs with a release job have a reference task
@@ -174,6 +174,8 @@ def reference_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "throughput": throughput.key(),
         "host": list(this_host()),
         "gpus": side.probe().key(),
+        # the pins that serve a download upstream's flags turn on (CCCL for a CUDA 12 reference)
+        "fetchcontent": [p.dump() for p in ctx.release.fetchcontent],
     }
 
 

@@ -134,6 +134,8 @@ def run_reference(plan: ReferencePlan) -> list[Path]:
         env=plan.resolved.env,
         log=sp.log.with_name("smoke-reference.log"),
         exe=sp.exe,
+        pins=plan.pins,
+        cache=plan.cache,
     )
     say(
         f"smoke:reference-{sp.leg}: llama-bench with upstream's flags ({rec['flags_from']}; "

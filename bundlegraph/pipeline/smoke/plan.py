@@ -14,6 +14,7 @@ from typing import Any
 from ...core import paths, proc
 from ...core.lightclass import frozen
 from ...platforms import platform
+from ...schemas.records import FetchContentPin
 from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
 from ..base import Context
@@ -276,6 +277,9 @@ class ReferencePlan:
     ninja: str = "ninja"
     toolkit_major: int = 0
     sms: list[int] = field(default_factory=list)
+    pins: tuple[FetchContentPin, ...] = ()
+    """The release's FetchContent pins (served where upstream's flags would download)."""
+    cache: Path | None = None
     consumed: dict[str, Any] = field(default_factory=dict)
     """The action-key inputs read when prepared (``smoke.reference_inputs``)."""
 
@@ -311,6 +315,8 @@ def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
         ninja=str(tools.ninja.path),
         toolkit_major=spec.cuda.version.parts[0] if spec.cuda else 0,
         sms=side.reference_sms(smoke.gpus),
+        pins=tuple(ctx.release.fetchcontent),
+        cache=ctx.cache,
     )
 
 

@@ -45,6 +45,7 @@ from typing import Any
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_bytes, atomic_write_json
+from ...schemas.records import FetchContentPin
 
 WORKFLOW = ".github/workflows/release.yml"
 """Upstream's release workflow, relative to the source tree."""
@@ -126,11 +127,18 @@ def upstream_flags(text: str, where: str, job: str, arch: str, toolkit_major: in
 
 
 def reference_argv(
-    cmake: str, ninja: str, source_tree: Path, ref_dir: Path, flags: list[str], sms: list[int]
+    cmake: str,
+    ninja: str,
+    source_tree: Path,
+    ref_dir: Path,
+    flags: list[str],
+    sms: list[int],
+    fetched: dict[str, str] | None = None,
 ) -> list[str]:
-    """The reference's configure command: upstream's ``flags``, then :data:`OVERRIDES` and the
-    GPUs' ``sms`` as ``CMAKE_CUDA_ARCHITECTURES`` (``<sm>-real``, last), Ninja and the toolchain
-    file in ``ref_dir``."""
+    """The reference's configure command: upstream's ``flags``, then ``fetched`` (the pinned local
+    source of each download upstream's flags turn on, :func:`fetched_sources`), :data:`OVERRIDES`
+    and the GPUs' ``sms`` as ``CMAKE_CUDA_ARCHITECTURES`` (``<sm>-real``, last), Ninja and the
+    toolchain file in ``ref_dir``."""
     if not sms:
         raise BundleGraphError("the reference build needs the GPU's SM (no GPU found)")
     archs = ";".join(f"{sm}-real" for sm in sorted(set(sms)))
@@ -145,9 +153,29 @@ def reference_argv(
         f"-DCMAKE_MAKE_PROGRAM={Path(ninja).as_posix()}",
         f"-DCMAKE_TOOLCHAIN_FILE={(ref_dir / 'toolchain.cmake').as_posix()}",
         *flags,
+        *(f"-D{k}={v}" for k, v in (fetched or {}).items()),
         *(f"-D{k}={v}" for k, v in OVERRIDES.items()),
         f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
     ]
+
+
+def fetched_sources(
+    flags: list[str], pins: tuple[FetchContentPin, ...], cache: Path | None, log: Path | None
+) -> dict[str, str]:
+    """For each release pin (``[[fetchcontent]]``) whose option upstream's ``flags`` turn on
+    (``-DGGML_CUDA_CUB_3DOT2=ON``: its CUDA 12 entry fetches CCCL 3.2 with git), the local source,
+    prepared now (:func:`bundlegraph.pipeline.compile.fetchcontent.prepare`), and
+    ``FETCHCONTENT_FULLY_DISCONNECTED=ON``: the reference downloads nothing, as the bundle.
+    Empty when upstream's flags fetch nothing pinned."""
+    from ..compile import fetchcontent
+
+    on = {f.partition("=")[0][2:] for f in flags if f.partition("=")[2].upper() in ("ON", "TRUE", "YES", "Y", "1")}
+    used = [p for p in pins if p.option in on]
+    if not used:
+        return {}
+    for p in used:
+        fetchcontent.prepare(p, cache, log)
+    return {"FETCHCONTENT_FULLY_DISCONNECTED": "ON", **fetchcontent.source_dirs(used, cache)}
 
 
 def reference_bin(tools_dir: Path) -> Path:
@@ -176,6 +204,8 @@ def build_reference(
     env: dict[str, str],
     log: Path,
     exe: str = "",
+    pins: tuple[FetchContentPin, ...] = (),
+    cache: Path | None = None,
 ) -> dict[str, Any]:
     """Configure (when its command changed) and build the reference; returns its record (also
     written to :func:`reference_record`). Raises :class:`BundleGraphError` when the workflow is
@@ -187,7 +217,8 @@ def build_reference(
         raise BundleGraphError(f"{wf}: missing; the reference build reads upstream's release flags there")
     flags, source = upstream_flags(wf.read_text(encoding="utf-8"), wf.as_posix(), job, arch, toolkit_major)
     ref = tools_dir / "reference"
-    argv = reference_argv(cmake, ninja, source_tree, ref, flags, sms)
+    fetched = fetched_sources(flags, pins, cache, log)
+    argv = reference_argv(cmake, ninja, source_tree, ref, flags, sms, fetched)
     tg = list(TARGETS)
     t0 = time.monotonic()
     stamp = ref / "configure-key.txt"
@@ -211,6 +242,7 @@ def build_reference(
         "flags": flags,
         "flags_from": source,
         "overrides": OVERRIDES,
+        **({"fetched": fetched} if fetched else {}),
         "cuda_architectures": argv[-1].split("=", 1)[1],
         "targets": tg,
         "configure": proc.quote(argv),
@@ -226,6 +258,7 @@ __all__ = [
     "TARGETS",
     "WORKFLOW",
     "build_reference",
+    "fetched_sources",
     "reference_argv",
     "reference_bin",
     "reference_record",
