@@ -12,7 +12,7 @@ import pytest
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.smoke import plan_smoke
-from bundlegraph.pipeline.smoke.reference import OVERRIDES, TARGETS, reference_argv, upstream_flags
+from bundlegraph.pipeline.smoke.reference import OVERRIDES, TARGETS, reference_argv, targets, upstream_flags
 from bundlegraph.pipeline.smoke.throughput import (
     BENCH_ARGS,
     MIN_MARGIN,
@@ -134,6 +134,22 @@ jobs:
             -DGGML_CUDA=ON \\
             ${{ env.CMAKE_ARGS }} ${{ matrix.defines }}
           cmake --build build --config Release -j $(nproc)
+  ubuntu-vulkan:
+    strategy:
+      matrix:
+        include:
+          - build: 'x64'
+            os: ubuntu-22.04
+          - build: 'arm64'
+            os: ubuntu-24.04-arm
+    steps:
+      - name: Build
+        id: cmake_build
+        run: |
+          cmake -B build \
+            -DGGML_BACKEND_DL=ON \
+            -DGGML_VULKAN=ON \
+            -DGGML_RPC=ON
 """
 
 
@@ -174,9 +190,10 @@ def test_reference_configure_targets_the_gpus_own_sm_only():
         reference_argv("c", "n", Path("/s"), Path("/r"), [], [120, 89])[-1]
         == "-DCMAKE_CUDA_ARCHITECTURES=89-real;120-real"
     )
-    with pytest.raises(BundleGraphError, match="needs the GPU's SM"):
-        reference_argv("c", "n", Path("/s"), Path("/r"), [], [])
-    assert TARGETS == ("llama-bench", "ggml-cuda", "ggml-cpu")
+    # a backend without device archs (Vulkan's SPIR-V runs on any driver) names none
+    assert not [a for a in reference_argv("c", "n", Path("/s"), Path("/r"), [], []) if "ARCHITECTURES" in a]
+    assert TARGETS == ("llama-bench", "ggml-cuda", "ggml-cpu") == targets("cuda")
+    assert targets("vulkan") == ("llama-bench", "ggml-vulkan", "ggml-cpu")
 
 
 def test_the_plan_benches_both_sides_alike_after_the_ops_and_keys_the_reference():
@@ -195,11 +212,32 @@ def test_the_plan_benches_both_sides_alike_after_the_ops_and_keys_the_reference(
     # the leg's own toolkit and pinned compiler
     assert sdk is not None and ref.deps == [f"source:{LEG}", sdk.task, g.ctx.leg(LEG).compiler.task]
     assert f"smoke:reference-{LEG}" in g.find(f"smoke:{LEG}").deps
-    # the Vulkan side has no throughput check (lavapipe is a CPU rasterizer); nor a CPU leg
-    for leg in ("linux-x64-vulkan", "linux-x64-cpu"):
-        gl = load_graph(ROOT / "bundles", Filters(only_leg=leg))
-        assert not [t for t in gl.plans if t.name.startswith("reference-")]
-        assert "throughput" not in {c.name for c in plan_smoke(gl.ctx, leg).checks}
+    # the Vulkan side benches the same way against upstream's ubuntu-vulkan flags (on a GPU's driver
+    # only: :func:`vulkan.reference_problem`); a CPU leg has no throughput check
+    gv = load_graph(ROOT / "bundles", Filters(only_leg="linux-x64-vulkan"))
+    assert [t.name for t in gv.plans if t.name.startswith("reference-")] == ["reference-linux-x64-vulkan"]
+    assert [c.name for c in plan_smoke(gv.ctx, "linux-x64-vulkan").checks][-2:] == [
+        "throughput-reference",
+        "throughput",
+    ]
+    gl = load_graph(ROOT / "bundles", Filters(only_leg="linux-x64-cpu"))
+    assert not [t for t in gl.plans if t.name.startswith("reference-")]
+    assert "throughput" not in {c.name for c in plan_smoke(gl.ctx, "linux-x64-cpu").checks}
+
+
+def test_the_vulkan_reference_takes_upstreams_vulkan_job_and_runs_only_on_a_gpus_driver():
+    from bundlegraph.pipeline.smoke import vulkan
+
+    flags, source = upstream_flags(WORKFLOW, "release.yml", "ubuntu-vulkan", "x64", 0)
+    assert flags == ["-DGGML_BACKEND_DL=ON", "-DGGML_VULKAN=ON", "-DGGML_RPC=ON"]
+    assert source == ".github/workflows/release.yml jobs.ubuntu-vulkan (matrix build=x64 label=None), step cmake_build"
+    with pytest.raises(BundleGraphError, match=r"expected one entry with build riscv64, found 0"):
+        upstream_flags(WORKFLOW, "release.yml", "ubuntu-vulkan", "riscv64", 0)
+    lvp = vulkan.IcdProbe("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", None, "c")
+    assert "Mesa's lavapipe" in vulkan.reference_problem(lvp)
+    assert vulkan.reference_problem(vulkan.IcdProbe(None, "no Vulkan driver: x", "c")) == "no Vulkan driver: x"
+    nv = vulkan.IcdProbe("/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json", None, "c")
+    assert vulkan.reference_problem(nv) is None
 
 
 def test_the_reference_task_key_holds_the_checks_constants(workdir):

@@ -41,6 +41,12 @@ def reference_sms(probe: Any) -> list[int]:
     return sorted({g.sm for g in getattr(probe, "gpus", ())})
 
 
+def reference_problem(probe: Any) -> str | None:
+    """Why no throughput figure of this host means anything (None: it does; :data:`REFERENCE_JOBS`
+    decides whether there is a check at all)."""
+    return None
+
+
 def probe() -> GpuProbe:
     """The NVIDIA GPUs (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`)."""
     from ...gpus import probe as nvidia_probe
@@ -145,6 +151,7 @@ __all__ = [
     "env",
     "inventory",
     "probe",
+    "reference_problem",
     "reference_sms",
     "runtime_dir",
 ]

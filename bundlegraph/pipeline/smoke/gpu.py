@@ -136,10 +136,11 @@ def run_reference(plan: ReferencePlan) -> list[Path]:
         exe=sp.exe,
         pins=plan.pins,
         cache=plan.cache,
+        backend=plan.backend,
     )
+    archs = f"; CMAKE_CUDA_ARCHITECTURES={rec['cuda_architectures']}" if rec["cuda_architectures"] else ""
     say(
-        f"smoke:reference-{sp.leg}: llama-bench with upstream's flags ({rec['flags_from']}; "
-        f"CMAKE_CUDA_ARCHITECTURES={rec['cuda_architectures']}) built in {rec['seconds']} s"
+        f"smoke:reference-{sp.leg}: llama-bench with upstream's flags ({rec['flags_from']}{archs}) built in {rec['seconds']} s"
     )
     return [reference.reference_record(sp.tools_dir), reference.reference_bin(sp.tools_dir) / f"llama-bench{sp.exe}"]
 
@@ -214,6 +215,9 @@ def _with_bench(run: SmokeRun) -> tuple[str, str] | None:
         run.plan.check("throughput")
     except KeyError:
         return ("", "")  # not planned for this os: not recorded
+    problem = _side(run).reference_problem(run.plan.gpus)
+    if problem:
+        return ("not applicable", problem)
     return _with_model(run)
 
 

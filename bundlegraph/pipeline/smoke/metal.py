@@ -70,6 +70,12 @@ def reference_sms(probe: Any) -> list[int]:
     return []
 
 
+def reference_problem(probe: Any) -> str | None:
+    """Why no throughput figure of this host means anything (None: it does; :data:`REFERENCE_JOBS`
+    decides whether there is a check at all)."""
+    return None
+
+
 def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
     """The GPU steps run when the bundle is this host's os/arch and the host is an Apple silicon Mac (pure)."""
     pj = probe.key() | {"command": probe.command}
@@ -115,6 +121,7 @@ __all__ = [
     "describe",
     "env",
     "probe",
+    "reference_problem",
     "reference_sms",
     "runtime_dir",
 ]

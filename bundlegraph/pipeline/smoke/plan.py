@@ -279,6 +279,8 @@ class ReferencePlan:
     sms: list[int] = field(default_factory=list)
     pins: tuple[FetchContentPin, ...] = ()
     """The release's FetchContent pins (served where upstream's flags would download)."""
+    backend: str = "cuda"
+    """The leg's backend: the reference builds ``ggml-<backend>`` (:func:`.reference.targets`)."""
     cache: Path | None = None
     consumed: dict[str, Any] = field(default_factory=dict)
     """The action-key inputs read when prepared (``smoke.reference_inputs``)."""
@@ -302,6 +304,9 @@ def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
     job = side.REFERENCE_JOBS[spec.os]
     if not d.run:
         return ReferencePlan(smoke, d, job)
+    problem = side.reference_problem(smoke.gpus)
+    if problem:  # the GPU steps run (lavapipe), but no speed figure here would mean anything
+        return ReferencePlan(smoke, Decision(False, problem, probe=d.probe), job)
     tc = check_host(ctx, leg)
     tools = build_tools()
     resolved = tc.resolve(ctx.leg(leg).sdk)
@@ -317,6 +322,7 @@ def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
         sms=side.reference_sms(smoke.gpus),
         pins=tuple(ctx.release.fetchcontent),
         cache=ctx.cache,
+        backend=spec.backend,
     )
 
 

@@ -54,9 +54,17 @@ STEP_ID = "cmake_build"
 OVERRIDES = {"GGML_CPU_ALL_VARIANTS": "OFF"}
 """What the reference changes of upstream's flags, after them (module docstring: one CPU backend
 instead of every variant; the GPU code's flags are upstream's)."""
-TARGETS = ("llama-bench", "ggml-cuda", "ggml-cpu")
-"""What the reference builds (``ggml-cuda`` and ``ggml-cpu`` would come with ``llama-bench``'s
-``ggml`` anyway; named so the build says so)."""
+
+
+def targets(backend: str) -> tuple[str, ...]:
+    """What the reference builds: ``llama-bench``, the backend's module and ``ggml-cpu``
+    (``ggml-cuda`` / ``ggml-vulkan`` and ``ggml-cpu`` would come with ``llama-bench``'s ``ggml``
+    anyway; named so the build says so)."""
+    return ("llama-bench", f"ggml-{backend}", "ggml-cpu")
+
+
+TARGETS = targets("cuda")
+"""A CUDA reference's targets (:func:`targets`)."""
 
 _EXPR = re.compile(r"\$\{\{\s*([A-Za-z_][\w.-]*)\s*\}\}")
 
@@ -92,13 +100,14 @@ def upstream_flags(text: str, where: str, job: str, arch: str, toolkit_major: in
         for e in include
         if isinstance(e, dict)
         and str(e.get("build")) == arch
-        and str(e.get("label", e.get("cuda", ""))).split(".")[0] == str(toolkit_major)
+        and (not toolkit_major or str(e.get("label", e.get("cuda", ""))).split(".")[0] == str(toolkit_major))
     ]
     if len(entries) != 1:
         labels = [f"{e.get('build')}/{e.get('label')}" for e in include if isinstance(e, dict)]
         raise BundleGraphError(
-            f"{where}: jobs.{job}.strategy.matrix.include: expected one entry with build {arch} and a "
-            f"{toolkit_major}.x label, found {len(entries)} (entries: {', '.join(labels) or 'none'})"
+            f"{where}: jobs.{job}.strategy.matrix.include: expected one entry with build {arch}"
+            f"{f' and a {toolkit_major}.x label' if toolkit_major else ''}, found {len(entries)} "
+            f"(entries: {', '.join(labels) or 'none'})"
         )
     entry = entries[0]
     steps = [s for s in j.get("steps") or [] if isinstance(s, dict) and s.get("id") == STEP_ID]
@@ -137,10 +146,9 @@ def reference_argv(
 ) -> list[str]:
     """The reference's configure command: upstream's ``flags``, then ``fetched`` (the pinned local
     source of each download upstream's flags turn on, :func:`fetched_sources`), :data:`OVERRIDES`
-    and the GPUs' ``sms`` as ``CMAKE_CUDA_ARCHITECTURES`` (``<sm>-real``, last), Ninja and the
-    toolchain file in ``ref_dir``."""
-    if not sms:
-        raise BundleGraphError("the reference build needs the GPU's SM (no GPU found)")
+    and, for CUDA, the GPUs' ``sms`` as ``CMAKE_CUDA_ARCHITECTURES`` (``<sm>-real``, last; none for
+    a backend without device archs: Vulkan's SPIR-V runs on any driver), Ninja and the toolchain
+    file in ``ref_dir``."""
     archs = ";".join(f"{sm}-real" for sm in sorted(set(sms)))
     return [
         cmake,
@@ -155,7 +163,7 @@ def reference_argv(
         *flags,
         *(f"-D{k}={v}" for k, v in (fetched or {}).items()),
         *(f"-D{k}={v}" for k, v in OVERRIDES.items()),
-        f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
+        *([f"-DCMAKE_CUDA_ARCHITECTURES={archs}"] if sms else []),
     ]
 
 
@@ -206,6 +214,7 @@ def build_reference(
     exe: str = "",
     pins: tuple[FetchContentPin, ...] = (),
     cache: Path | None = None,
+    backend: str = "cuda",
 ) -> dict[str, Any]:
     """Configure (when its command changed) and build the reference; returns its record (also
     written to :func:`reference_record`). Raises :class:`BundleGraphError` when the workflow is
@@ -219,7 +228,7 @@ def build_reference(
     ref = tools_dir / "reference"
     fetched = fetched_sources(flags, pins, cache, log)
     argv = reference_argv(cmake, ninja, source_tree, ref, flags, sms, fetched)
-    tg = list(TARGETS)
+    tg = list(targets(backend))
     t0 = time.monotonic()
     stamp = ref / "configure-key.txt"
     key = key_of({"argv": argv, "toolchain": toolchain_text})
@@ -243,7 +252,7 @@ def build_reference(
         "flags_from": source,
         "overrides": OVERRIDES,
         **({"fetched": fetched} if fetched else {}),
-        "cuda_architectures": argv[-1].split("=", 1)[1],
+        "cuda_architectures": argv[-1].split("=", 1)[1] if sms else None,
         "targets": tg,
         "configure": proc.quote(argv),
         "seconds": round(time.monotonic() - t0, 1),
@@ -262,5 +271,6 @@ __all__ = [
     "reference_argv",
     "reference_bin",
     "reference_record",
+    "targets",
     "upstream_flags",
 ]

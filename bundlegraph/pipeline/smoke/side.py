@@ -75,6 +75,11 @@ class GpuSide(Protocol):
         GPUs' own; empty where there is none)."""
         ...
 
+    def reference_problem(self, probe: Any) -> str | None:
+        """Why this host's throughput figures would mean nothing (Vulkan on lavapipe, a CPU
+        rasterizer), or None: the reference is built and the check runs."""
+        ...
+
     def probe(self) -> Probe:
         """What this host offers the GPU steps (never raises for a host without one)."""
         ...

@@ -73,14 +73,14 @@ BENCH_ARGS = [
 
 def key() -> dict[str, Any]:
     """What the throughput check adds to the smoke's and the tools task's action keys."""
-    from .reference import OVERRIDES, TARGETS, WORKFLOW
+    from .reference import OVERRIDES, WORKFLOW, targets
 
     return {
         "bench": BENCH_ARGS,
         "rounds": ROUNDS,
         "margin": {"min": MIN_MARGIN, "sigmas": SIGMAS},
         "shapes": list(SHAPES),
-        "reference": {"workflow": WORKFLOW, "targets": list(TARGETS), "overrides": OVERRIDES},
+        "reference": {"workflow": WORKFLOW, "targets": list(targets("<backend>")), "overrides": OVERRIDES},
     }
 
 

@@ -55,9 +55,11 @@ DOC = "; on a Vulkan driver (BUNDLEGRAPH_VULKAN_ICD, else Mesa's lavapipe) its V
 """What ``doit list`` adds for a Vulkan leg."""
 PARALLEL_OPS = False
 """One worker (test-backend-ops's default): ``-j 2`` crashed on lavapipe sooner (:data:`OPS`)."""
-REFERENCE_JOBS: dict[str, str] = {}
-"""No throughput check: the smoke's Vulkan driver is by default lavapipe, a CPU rasterizer whose
-speed says nothing of the bundle's GPU code."""
+REFERENCE_JOBS: dict[str, str] = {"linux": "ubuntu-vulkan"}
+"""Upstream's release job per bundle os whose CMake flags build the throughput check's reference
+(``.github/workflows/release.yml``: ``ubuntu-vulkan``, one matrix entry per arch, no toolkit
+label). The check runs only on a real GPU's driver (:func:`reference_problem`); Windows'
+``windows`` job builds ggml-vulkan alone with cmd syntax."""
 ICD_ENV = "BUNDLEGRAPH_VULKAN_ICD"
 """Names the ICD manifest of the Vulkan driver the GPU steps run on."""
 ICD_DIR = Path("/usr/share/vulkan/icd.d")
@@ -83,6 +85,17 @@ class IcdProbe:
 def reference_sms(probe: Any) -> list[int]:
     """None: no throughput check on this side (:data:`REFERENCE_JOBS`)."""
     return []
+
+
+def reference_problem(probe: Any) -> str | None:
+    """Why this host's throughput figures mean nothing: the chosen driver is Mesa's lavapipe, a CPU
+    rasterizer (its speed says nothing of the bundle's GPU code), or there is no driver."""
+    icd = getattr(probe, "icd", None)
+    if icd is None:
+        return getattr(probe, "problem", None) or "no Vulkan driver"
+    if Path(icd).name.startswith("lvp_icd"):
+        return f"the Vulkan driver is Mesa's lavapipe ({icd}), a CPU rasterizer: no speed to compare (name a GPU's driver in {ICD_ENV})"
+    return None
 
 
 def probe(environ: Mapping[str, str] | None = None) -> IcdProbe:
@@ -156,6 +169,7 @@ __all__ = [
     "describe",
     "env",
     "probe",
+    "reference_problem",
     "reference_sms",
     "runtime_dir",
 ]
