@@ -70,6 +70,10 @@ SIDE = textwrap.dedent(
         return []
 
 
+    def reference_problem(probe):
+        return None
+
+
     class _Probe:
         command = "look for a FakeGPU"
 

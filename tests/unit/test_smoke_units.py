@@ -99,6 +99,7 @@ def test_smoke_plan_for_a_bundle():
         "generate-gpu",
         *(f"op:{op}" for op in OPS),
         "throughput-reference",
+        "throughput-line",  # the release's CUDA 12 bundle too (issue 52: unsloth#11349's A/B)
         "throughput",
     ]
     assert {"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "GET_ROWS", "SOFT_MAX", "RMS_NORM"} <= set(OPS)

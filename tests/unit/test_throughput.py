@@ -200,9 +200,10 @@ def test_the_plan_benches_both_sides_alike_after_the_ops_and_keys_the_reference(
     g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
     p = plan_smoke(g.ctx, LEG)
     by = {c.name: c.argv for c in p.checks}
-    assert [c.name for c in p.checks][-2:] == ["throughput-reference", "throughput"]
+    assert [c.name for c in p.checks][-3:] == ["throughput-reference", "throughput-line", "throughput"]
     assert by["throughput"] == ["{bundle}/llama-bench", *BENCH_ARGS]
     assert by["throughput-reference"] == ["{reference}/llama-bench", *BENCH_ARGS]
+    assert by["throughput-line"] == ["{line}/llama-bench", *BENCH_ARGS]
     assert BENCH_ARGS == [
         *("-m", "{bench_model:dense-1b}", "-m", "{bench_model:moe}"),
         *("-ngl", "99", "-p", "512", "-n", "128", "-r", "3", "-o", "jsonl"),
@@ -327,3 +328,37 @@ def test_a_reference_whose_upstream_flags_fetch_gets_the_pinned_source_and_downl
     assert argv[-1] == "-DCMAKE_CUDA_ARCHITECTURES=90-real"
     flags13 = upstream_flags(WORKFLOW, "release.yml", "ubuntu-cuda", "x64", 13)[0]
     assert reference.fetched_sources(flags13, (pin,), tmp_path, None) == {} and prepared == ["CCCL"]
+
+
+def test_a_cuda13_bundle_is_also_held_to_the_releases_cuda12_bundle_of_its_os_and_arch(workdir):
+    """unsloth#11349's A/B as a reference (:mod:`bundlegraph.pipeline.smoke.line`): the CUDA 12 leg
+    of the same class where there is one, never the PTX-only legacy one; none for a CUDA 12 leg or
+    where the release has no CUDA 12 leg of that os and arch. Missing here, it is not applicable,
+    with the reason."""
+    from bundlegraph.pipeline.smoke.line import line_sibling
+
+    g = load_graph(ROOT / "bundles")
+    ctx = g.ctx
+    assert line_sibling(ctx, "linux-x64-cuda13-portable") == "linux-x64-cuda12-portable"
+    assert line_sibling(ctx, "linux-x64-cuda13-newer") == "linux-x64-cuda12-newer"
+    assert line_sibling(ctx, "linux-x64-cuda12-newer") is None
+    assert line_sibling(ctx, "linux-arm64-cuda13-portable") is None  # the release has no arm64 cuda12 leg
+    assert line_sibling(ctx, "linux-x64-vulkan") is None
+    p = plan_smoke(ctx, LEG)
+    assert p.line is not None and p.line.leg == "linux-x64-cuda12-portable" and p.line.archive is None
+    assert p.line.problem.startswith("app-b11642-linux-x64-cuda12-portable.tar.gz (the release's CUDA 12 bundle")
+    # a host without a GPU runs no GPU step: the smoke does not make the graph build the CUDA 12 leg for it
+    assert p.decision is not None and not p.decision.run
+    assert "package:linux-x64-cuda12-portable" not in g.find(f"smoke:{LEG}").deps
+
+
+def test_figures_from_a_side_whose_gpu_backend_did_not_load_are_refused():
+    from bundlegraph.pipeline.smoke.throughput import backend_problem
+
+    cuda = {"moe/pp512": {"backends": "CUDA,RPC"}, "moe/tg128": {"backends": "CUDA,RPC"}}
+    assert backend_problem("the bundle", cuda, "cuda") is None
+    cpu = {"moe/pp512": {"backends": "CPU"}}
+    assert backend_problem("the reference", cpu, "cuda") == (
+        "the reference's llama-bench ran on CPU, not CUDA: its CUDA backend did not load"
+    )
+    assert backend_problem("the bundle", {"a/tg128": {"backends": "Vulkan"}}, "vulkan") is None

@@ -96,12 +96,15 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from ...core import paths
+from ...core.errors import BundleGraphError
 from ...toolchains.base import this_host
 from ..base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from ..configure import plan_configure
 from . import throughput
 from .gpu import run_reference, run_tools
 from .judges import judge_devices, judge_op
+from .line import line_sibling
 from .plan import (
     OPS,
     TOOLS_CACHE,
@@ -147,7 +150,32 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         }
         if has_reference(ctx, leg):
             consumed |= {"reference": upstream_digest(f"smoke:reference-{leg}"), "throughput": throughput.key()}
+            sib = line_sibling(ctx, leg)
+            if sib is not None:  # the CUDA 12 bundle compared too (.line): a new one reruns the smoke
+                consumed["line"] = upstream_digest(f"package:{sib}") if sib in ctx.legs else _archive_id(ctx, sib)
     return consumed
+
+
+def _line_dep(ctx: Context, leg: str, ref: bool) -> list[str]:
+    """``package:<CUDA 12 sibling>`` when the throughput check will compare with it (:mod:`.line`):
+    the sibling is built in this run and this host can run the GPU steps (elsewhere the smoke runs
+    no GPU step, and building a second CUDA bundle for it would be wasted)."""
+    if not ref or (sib := line_sibling(ctx, leg)) not in ctx.legs:
+        return []
+    d = plan_smoke(ctx, leg).decision
+    return [f"package:{sib}"] if d is not None and d.run else []
+
+
+def _archive_id(ctx: Context, leg: str) -> dict[str, Any] | None:
+    """Name, size and mtime of ``leg``'s bundle where the smoke would find it (:mod:`.line`), or None."""
+    from ..base import locate_base
+
+    try:
+        p = locate_base(ctx.bundle_name(leg), paths.dist_dir(), ctx.filters.artifacts)
+    except BundleGraphError:
+        return None
+    st = p.stat()
+    return {"name": p.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def has_reference(ctx: Context, leg: str) -> bool:
@@ -300,7 +328,8 @@ def plans(ctx: Context) -> list[Any]:
                 deps=[f"package:{leg}", f"source:{leg}"]
                 + ([c.task] if (c := ctx.leg(leg).compiler) and qemu_sysroot(ctx, leg)[0] else [])
                 + ([f"smoke:tools-{leg}"] if gpu else [])
-                + ([f"smoke:reference-{leg}"] if ref else []),
+                + ([f"smoke:reference-{leg}"] if ref else [])
+                + _line_dep(ctx, leg, ref),
                 prepare=partial(_prepare_smoke, ctx, leg),
                 apply=partial(run_plan, run_smoke),
                 preview=partial(plan_smoke, ctx, leg),

@@ -22,6 +22,7 @@ from ..configure import ConfigurePlan, check_host, plan_configure
 from ..source import plan_source, source_record_if_any
 from .cuda import OP_NAMES as OPS
 from .cuda import decide
+from .line import LineReference, line_sibling, plan_line
 from .side import Decision, Probe, op_args
 from .sides import side_of
 from .throughput import BENCH_ARGS
@@ -99,6 +100,8 @@ class SmokePlan:
     ``bundle`` and ``source`` (package's and source's output digests), ``host``, ``how`` (how
     this host starts the bundle) and, for a GPU leg, ``test_backend_ops`` (the tools task's
     digest), ``ops`` and ``tools``; empty in a plan not prepared to run."""
+    line: LineReference | None = None
+    """A CUDA 13 leg's second throughput reference, the release's CUDA 12 bundle (:mod:`.line`)."""
 
     def key(self) -> dict[str, Any]:
         """What it consumed, each check's command (placeholders, no host paths: a changed command
@@ -201,6 +204,7 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         ),
     ]
     rdir: Path | None = None
+    line: LineReference | None = None
     gpus: Probe | None = None
     side = side_of(spec.backend)
     if side is not None:
@@ -217,8 +221,10 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         ]
         if spec.os in side.REFERENCE_JOBS:  # the throughput check (:mod:`.throughput`)
             bench = f"llama-bench{exe}"
+            line = plan_line(ctx, leg, side.runtime_dir(ctx, sib) if (sib := line_sibling(ctx, leg)) else None)
             checks += [
                 Check("throughput-reference", [f"{{reference}}/{bench}", *BENCH_ARGS]),
+                *([Check("throughput-line", [f"{{line}}/{bench}", *BENCH_ARGS])] if line is not None else []),
                 Check("throughput", [f"{{bundle}}/{bench}", *BENCH_ARGS]),
             ]
         gpus = side.probe()
@@ -257,6 +263,7 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         decision=side.decide(spec.os, spec.arch, this_host(), gpus) if side is not None and gpus is not None else None,
         qemu_sysroot=qemu_sysroot(ctx, leg)[0],
         qemu_label=qemu_sysroot(ctx, leg)[1],
+        line=line,
     )
 
 

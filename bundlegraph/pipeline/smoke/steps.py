@@ -90,9 +90,14 @@ class SmokeRun:
         """The throughput check's model of ``shape`` (:mod:`.throughput`), beside the tiny one."""
         return self.model.with_name(f"bench-{shape}.gguf")
 
+    @property
+    def line_dir(self) -> Path:
+        """Where the CUDA 12 bundle of the throughput check's second reference is unpacked (:mod:`.line`)."""
+        return self.bundle_dir.with_name("line-bundle")
+
     def fill(self, argv: list[str], dev: str = "") -> list[str]:
         """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{bench_model:<shape>}``,
-        ``{reference}``, ``{dev}``, ``{jobs}``, ``{port}``)."""
+        ``{reference}``, ``{line}``, ``{dev}``, ``{jobs}``, ``{port}``)."""
         from .reference import reference_bin
         from .throughput import SHAPES
 
@@ -100,6 +105,7 @@ class SmokeRun:
             "{bundle}": self.bundle_dir.as_posix(),
             **{f"{{bench_model:{shape}}}": self.bench_model(shape).as_posix() for shape in SHAPES},
             "{reference}": reference_bin(self.plan.tools_dir).as_posix(),
+            "{line}": self.line_dir.as_posix(),
             "{model}": self.model.as_posix(),
             "{dev}": dev,
             "{jobs}": self.jobs,

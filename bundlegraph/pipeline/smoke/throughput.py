@@ -151,6 +151,7 @@ def judge_throughput(
     reference: dict[str, list[float]],
     min_margin: float = MIN_MARGIN,
     sigmas: float = SIGMAS,
+    reference_name: str = "the reference build of the same source with upstream's flags",
 ) -> tuple[str | None, dict[str, Any]]:
     """``(problem or None, facts)`` from each side's pooled samples (tokens/s per test,
     :func:`pool`): every test of the reference must be in the bundle's, and no more than its
@@ -182,8 +183,8 @@ def judge_throughput(
         }
         if 1.0 - ratio > margin:
             probs.append(
-                f"{name}: the bundle ran {mb:.2f} tokens/s (sd {sb:.2f}, n {nb}), the reference build of the "
-                f"same source with upstream's flags {mr:.2f} (sd {sr:.2f}, n {nr}): {(1.0 - ratio) * 100:.1f} % "
+                f"{name}: the bundle ran {mb:.2f} tokens/s (sd {sb:.2f}, n {nb}), {reference_name} "
+                f"{mr:.2f} (sd {sr:.2f}, n {nr}): {(1.0 - ratio) * 100:.1f} % "
                 f"slower, more than the margin of {margin * 100:.1f} % (max of {min_margin * 100:.0f} % and "
                 f"{sigmas:g} standard errors; issue 52, unsloth#11349)"
             )
@@ -214,9 +215,73 @@ def bench_model(run: SmokeRun) -> Outcome:
     return None, {"shapes": sizes}, "; ".join(cmds)
 
 
+BACKEND_NAMES = {"cuda": "CUDA", "vulkan": "Vulkan"}
+"""What llama-bench reports in ``backends`` for a bundle whose GPU backend loaded (its ``-o jsonl``)."""
+
+
+def backend_problem(who: str, result: dict[str, dict[str, Any]], backend: str) -> str | None:
+    """Why ``who``'s llama-bench figures are not the GPU's: a backend module that failed to load
+    leaves ggml on the CPU, whose figures would compare as if they were (one line), or None."""
+    want = BACKEND_NAMES.get(backend)
+    ran = sorted({str(t.get("backends") or "") for t in result.values()})
+    if want is None or all(want in r.split(",") for r in ran):
+        return None
+    return f"{who}'s llama-bench ran on {', '.join(ran) or 'nothing'}, not {want}: its {want} backend did not load"
+
+
+def _interleaved(
+    run: SmokeRun, ref_check: str, who_ref: str, envs: dict[str, dict[str, str]]
+) -> tuple[str | None, dict[str, list[dict[str, dict[str, Any]]]], dict[str, str]]:
+    """:func:`schedule`'s runs of ``ref_check`` and the bundle's ``throughput`` check, each side in
+    its own environment; ``(problem or None, results per side, command per side)``."""
+    runs: dict[str, list[dict[str, dict[str, Any]]]] = {"reference": [], "bundle": []}
+    cmds: dict[str, str] = {}
+    for who in schedule():
+        check = ref_check if who == "reference" else "throughput"
+        name = who_ref if who == "reference" else "bundle"
+        out, rc, cmd = run.program(check, f"llama-bench ({name}, run {len(runs[who]) + 1} of {ROUNDS})", envs[who])
+        cmds[who] = cmd
+        if rc != 0:
+            return f"the {name}'s llama-bench: exit code {rc}", runs, cmds
+        runs[who].append(parse_bench(out))
+        bad = backend_problem(f"the {name}", runs[who][-1], run.plan.backend)
+        if bad:
+            return bad, runs, cmds
+    return None, runs, cmds
+
+
+def _against_line(run: SmokeRun, env: dict[str, str]) -> tuple[str | None, dict[str, Any]]:
+    """The bundle against the release's CUDA 12 bundle (:mod:`.line`), or why that cannot run here."""
+    from ...core.extract import extract
+    from ...platforms import platform
+
+    line = run.plan.line
+    assert line is not None
+    if line.problem is not None or line.archive is None or line.runtime is None:
+        return None, {"leg": line.leg, "status": "not applicable", "reason": line.problem}
+    if not run.line_dir.is_dir():
+        extract(line.archive, run.line_dir)
+    var = platform(run.plan.os).loader_var
+    lenv = dict(env, **{var: os.pathsep.join([run.line_dir.as_posix(), line.runtime.as_posix()])})
+    problem, runs, cmds = _interleaved(
+        run, "throughput-line", f"CUDA 12 bundle {line.archive.name}'s", {"reference": lenv, "bundle": env}
+    )
+    facts: dict[str, Any] = {"leg": line.leg, "bundle": line.archive.name, "reference_command": cmds.get("reference")}
+    if problem is not None:
+        return f"against {line.archive.name}: {problem}", facts | {"status": "failed"}
+    bad, verdict = judge_throughput(
+        pool(runs["bundle"]),
+        pool(runs["reference"]),
+        reference_name=f"the release's CUDA 12 bundle {line.archive.name}",
+    )
+    return bad, facts | verdict | {"status": "failed" if bad else "passed"}
+
+
 def throughput(run: SmokeRun) -> Outcome:
     """``llama-bench`` of the reference and of the bundle, interleaved (:func:`schedule`), on the
-    chosen GPU; judged by :func:`judge_throughput`."""
+    chosen GPU; judged by :func:`judge_throughput`. A CUDA 13 bundle is then compared the same way
+    with the release's CUDA 12 bundle where it is here (:mod:`.line`, under ``cuda12`` in the facts).
+    Figures from a side whose GPU backend did not load fail the check (:func:`backend_problem`)."""
     side = run.side
     assert side is not None
     rec_file = reference_record(run.plan.tools_dir)
@@ -227,17 +292,11 @@ def throughput(run: SmokeRun) -> Outcome:
     if not prog.is_file():
         raise BundleGraphError(f"the bundle has no llama-bench{run.plan.exe}: its throughput cannot be measured")
     env = side.env(run)
-    runs: dict[str, list[dict[str, dict[str, Any]]]] = {"reference": [], "bundle": []}
-    cmds: dict[str, str] = {}
-    for who in schedule():
-        check = "throughput-reference" if who == "reference" else "throughput"
-        out, rc, cmd = run.program(check, f"llama-bench ({who}, run {len(runs[who]) + 1} of {ROUNDS})", env)
-        cmds[who] = cmd
-        if rc != 0:
-            return f"the {who}'s llama-bench: exit code {rc}", {"order": schedule()}, cmd
-        runs[who].append(parse_bench(out))
-    facts: dict[str, Any] = {
-        "order": schedule(),
+    failed, runs, cmds = _interleaved(run, "throughput-reference", "reference", {"reference": env, "bundle": env})
+    facts: dict[str, Any] = {"order": schedule()}
+    if failed is not None:
+        return failed, facts, cmds.get("bundle", "")
+    facts |= {
         "bundle": runs["bundle"][-1],
         "reference": runs["reference"][-1],
         "reference_command": cmds["reference"],
@@ -247,10 +306,14 @@ def throughput(run: SmokeRun) -> Outcome:
     }
     problem, verdict = judge_throughput(pool(runs["bundle"]), pool(runs["reference"]))
     facts |= verdict
+    if run.plan.line is not None:
+        line_problem, facts["cuda12"] = _against_line(run, env)
+        problem = "; ".join(p for p in (problem, line_problem) if p) or None
     return problem, facts, cmds["bundle"]
 
 
 __all__ = [
+    "BACKEND_NAMES",
     "BENCH_ARGS",
     "MIN_MARGIN",
     "N_GEN",
@@ -259,6 +322,7 @@ __all__ = [
     "ROUNDS",
     "SHAPES",
     "SIGMAS",
+    "backend_problem",
     "bench_model",
     "judge_throughput",
     "key",
