@@ -34,6 +34,7 @@ from bundlegraph.pipeline.smoke.throughput import (
     BENCH_ARGS,
     ROUNDS,
     SHAPES,
+    backend_problem,
     judge_throughput,
     parse_bench,
     pool,
@@ -55,7 +56,9 @@ def bench_argv(prog: Path, models: Path) -> list[str]:
     return [prog.as_posix(), *out]
 
 
-def run_pair(name: str, bundle: Path, ref: Path, benv: dict[str, str], renv: dict[str, str], models: Path) -> dict:
+def run_pair(
+    name: str, bundle: Path, ref: Path, benv: dict[str, str], renv: dict[str, str], models: Path, backend: str
+) -> dict:
     runs: dict[str, list] = {"reference": [], "bundle": []}
     seconds: dict[str, float] = {"reference": 0.0, "bundle": 0.0}
     for who in schedule():
@@ -69,6 +72,9 @@ def run_pair(name: str, bundle: Path, ref: Path, benv: dict[str, str], renv: dic
                 f"{name}: {who}'s llama-bench exit {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
             )
         runs[who].append(parse_bench(p.stdout + "\n" + p.stderr))
+        bad = backend_problem(f"{name}: the {who}", runs[who][-1], backend)
+        if bad:  # a backend that did not load leaves ggml on the CPU: no figure of the GPU's
+            raise SystemExit(bad)
         print(f"  {name}: {who} run {len(runs[who])}/{ROUNDS} in {time.monotonic() - t0:.1f} s", flush=True)
     problem, facts = judge_throughput(pool(runs["bundle"]), pool(runs["reference"]))
     last = {w: runs[w][-1] for w in runs}
@@ -94,7 +100,8 @@ def main() -> int:
     for spec in a.pair:
         name, bundle, ref, benv, renv = (spec.split("|") + ["", ""])[:5]
         print(f"{name}: bundle {bundle}, reference {ref}", flush=True)
-        rows.append(run_pair(name, Path(bundle), Path(ref), _env(benv), _env(renv), a.models))
+        backend = "vulkan" if "VK_DRIVER_FILES" in benv else "cuda"
+        rows.append(run_pair(name, Path(bundle), Path(ref), _env(benv), _env(renv), a.models, backend))
         a.out.write_text(json.dumps(rows, indent=1))
     print("\n| pair | test | bundle t/s (sd, n) | reference t/s (sd, n) | ratio | margin | verdict |")
     print("|---|---|---|---|---|---|---|")
