@@ -23,6 +23,7 @@ still rebuilds only objects whose commands changed.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import field, replace
 from functools import partial
 from pathlib import Path
@@ -491,12 +492,33 @@ def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
         cache = cmake_keys.read_typed_cache(plan.cmake_dir)
     except OSError:
         cache = {}
+    served = {p.option: p for p in plan.fetch}
+    keys = tuple(k for k in plan.spec_keys if k not in served)
     problems, warnings = cmake_keys.judge(
-        plan.spec_keys, plan.spec_file, cache, log, cmake_keys.deprecated_options(plan.source_tree)
+        keys, plan.spec_file, cache, log, cmake_keys.deprecated_options(plan.source_tree)
     )
     for w in warnings:
         warn(f"configure:{plan.leg}: {w}")
-    return problems
+    return problems + fetch_problems(plan, log)
+
+
+def fetch_problems(plan: ConfigurePlan, log: str) -> list[str]:
+    """A download option the release serves (:mod:`.compile.fetchcontent`) is a plain CMake variable
+    (``if (GGML_CUDA_CUB_3DOT2)``), no declared option, so :func:`spec_key_problems` cannot judge it
+    by the cache; instead CMake must have loaded the pinned package from its folder
+    (``-- Found CCCL: <cache>/fetchcontent/CCCL-<sha>/wheel/... (found suitable exact version``): one
+    line naming the spec file, the key and the pin otherwise (the tree no longer fetches it)."""
+    out = []
+    for p in plan.fetch:
+        folder = source_dirs([p], plan.fetch_cache)[f"FETCHCONTENT_SOURCE_DIR_{p.name.upper()}"]
+        found = re.search(rf"^-- Found {re.escape(p.package)}: (\S+)", log, re.M)
+        if not found or not found[1].startswith(folder.rsplit("/", 1)[0] + "/"):
+            out.append(
+                f"{plan.spec_file}: cmake.{p.option}: on, but the configure never loaded {p.package} "
+                f"{p.version} from release.toml's pin ({p.filename}): does the tree still fetch {p.name} "
+                f"under that option?"
+            )
+    return out
 
 
 def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:

@@ -219,3 +219,30 @@ def test_a_download_option_turns_on_only_where_the_release_pins_its_source(bundl
     plain = cache_entries(cu13, "y.toml", commit=None, build_number=1)
     assert plain["GGML_CUDA_CUB_3DOT2"] == "OFF" and not any(k.startswith("FETCHCONTENT_SOURCE_DIR") for k in plain)
     assert pin.sha256.startswith("f71b5dbc8388")
+
+
+def test_a_served_download_option_must_have_loaded_the_pinned_package(workdir):
+    """GGML_CUDA_CUB_3DOT2 is a plain CMake variable (no option() declares it), so the key check
+    cannot judge it by the cache: the configure log must show CMake loading CCCL from the pin's
+    folder instead (fetch_problems), else one line names the spec file, key and pin."""
+    from bundlegraph.pipeline.configure import fetch_problems
+
+    g = load_graph(ROOT / "bundles", Filters(only_leg="linux-x64-cuda12-newer"))
+    p = plan_configure(g.ctx, "linux-x64-cuda12-newer")
+    assert [x.name for x in p.fetch] == ["CCCL"]
+    folder = p.cache["FETCHCONTENT_SOURCE_DIR_CCCL"]
+    assert folder.endswith("/fetchcontent/CCCL-f71b5dbc8388/src")
+    wheel = folder.rsplit("/", 1)[0] + "/wheel/nvidia/cu13/lib/cmake/cccl/cccl-config.cmake"
+    found = f'-- Found CCCL: {wheel} (found suitable exact version "3.2.0.0")\n'
+    assert fetch_problems(p, "-- Finding CCCL components: Thrust;CUB;libcudacxx\n" + found) == []
+    other = '-- Found CCCL: /usr/local/cuda/lib64/cmake/cccl/cccl-config.cmake (found version "2.7.0")\n'
+    for log in ("", other):
+        (problem,) = fetch_problems(p, log)
+        assert problem.endswith(
+            "linux-x64-cuda12-newer.toml: cmake.GGML_CUDA_CUB_3DOT2: on, but the configure never loaded "
+            "CCCL 3.2.0 from release.toml's pin (nvidia_cuda_cccl-13.2.27-py3-none-manylinux2014_x86_64."
+            "manylinux_2_17_x86_64.whl): does the tree still fetch CCCL under that option?"
+        )
+        assert "nvidia_cuda_cccl-13.2.27-py3-none-manylinux2014_x86_64" in problem
+    # a leg that leaves it off has nothing to check
+    assert fetch_problems(plan_configure(_ctx(), "linux-arm64-cuda13-blackwell"), "") == []
