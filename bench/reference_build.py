@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bundlegraph.graph import load_context
+from bundlegraph.graph import Filters, load_context
 from bundlegraph.pipeline.configure import check_host, plan_configure
 from bundlegraph.pipeline.smoke import reference
 from bundlegraph.pipeline.smoke.sides import side_of
@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
-    ctx = load_context(os.environ.get("BUNDLEGRAPH_BUNDLES", REPO / "bundles"))
+    ctx = load_context(os.environ.get("BUNDLEGRAPH_BUNDLES", REPO / "bundles"), Filters.from_env())
     spec = ctx.spec(a.leg)
     side = side_of(spec.backend)
     if side is None or spec.os not in side.REFERENCE_JOBS:
