@@ -32,6 +32,8 @@ if [ "$MODE" = start ]; then
   rm -f "$P"/bundles/*-cuda12-*.toml  # the machine's toolkit is CUDA 13.0 (a cuda12 leg is refused as a local override)
   setup_loader
   echo "host: $(. /etc/os-release; echo "$PRETTY_NAME"), $(nproc) cores, $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader), ICD ${ICD:-none}"
+  # the toolkit's own CCCL: ggml takes CUB's top-k only from CCCL 3.2 on (top-k.cu)
+  echo "toolkit CCCL: $(grep -rhs 'define CCCL_VERSION ' /usr/local/cuda/include/ | head -1)"
   REF13="smoke:reference-linux-x64-cuda13-portable"; [ -n "${BG_NO_REF13:-}" ] && REF13=""
   cat > "$B/job.sh" <<EOF
 export PYTHONPATH=$B/site:$P PYTHONUNBUFFERED=1 BUNDLEGRAPH_CACHE=$C BUNDLEGRAPH_WORKDIR=$W BUNDLEGRAPH_JOBS=16
