@@ -162,8 +162,10 @@ def _line_dep(ctx: Context, leg: str, ref: bool) -> list[str]:
     no GPU step, and building a second CUDA bundle for it would be wasted)."""
     if not ref or (sib := line_sibling(ctx, leg)) not in ctx.legs:
         return []
-    d = plan_smoke(ctx, leg).decision
-    return [f"package:{sib}"] if d is not None and d.run else []
+    spec = ctx.spec(leg)
+    side = side_of(spec.backend)
+    assert side is not None  # ref: a GPU leg
+    return [f"package:{sib}"] if side.decide(spec.os, spec.arch, this_host(), side.probe()).run else []
 
 
 def _archive_id(ctx: Context, leg: str) -> dict[str, Any] | None:
