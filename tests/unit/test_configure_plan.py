@@ -207,7 +207,7 @@ def test_a_download_option_turns_on_only_where_the_release_pins_its_source(bundl
     rel = bundles_copy / "release.toml"
     text = rel.read_text(encoding="utf-8")
     rel.write_text(
-        text[: text.index("[[fetchcontent]]")] + text[text.index("# The fork's publish gate") :], encoding="utf-8"
+        text[: text.index("# ggml's GGML_CUDA_CUB_3DOT2")] + text[text.index("[source]") :], encoding="utf-8"
     )
     with pytest.raises(SpecError) as e:
         load_matrix(bundles_copy)
