@@ -1,6 +1,6 @@
 """Issue 52 item 4: the speed table, bundle against reference, measured on one GPU with the
 throughput check's own method (:mod:`bundlegraph.pipeline.smoke.throughput`: ``llama-bench`` with
-:data:`~bundlegraph.pipeline.smoke.throughput.BENCH_ARGS` on both bench models, ``ROUNDS`` runs a
+:data:`~bundlegraph.pipeline.smoke.bench.BENCH_ARGS` on both bench models, ``ROUNDS`` runs a
 side in ABBA order, every repetition pooled, judged by ``judge_throughput``: slower by more than
 max(3 %, 3 standard errors) fails).
 
@@ -30,16 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bundlegraph.pipeline.smoke.throughput import (
-    BENCH_ARGS,
-    ROUNDS,
-    SHAPES,
-    backend_problem,
-    judge_throughput,
-    parse_bench,
-    pool,
-    schedule,
-)
+from bundlegraph.pipeline.smoke import bench as method
 
 
 def _env(spec: str) -> dict[str, str]:
@@ -49,8 +40,8 @@ def _env(spec: str) -> dict[str, str]:
 def bench_argv(prog: Path, models: Path) -> list[str]:
     """``llama-bench`` with the check's arguments, ``{bench_model:<shape>}`` filled."""
     out = []
-    for a in BENCH_ARGS:
-        for shape in SHAPES:
+    for a in method.BENCH_ARGS:
+        for shape in method.SHAPES:
             a = a.replace(f"{{bench_model:{shape}}}", (models / f"bench-{shape}.gguf").as_posix())
         out.append(a)
     return [prog.as_posix(), *out]
@@ -61,7 +52,7 @@ def run_pair(
 ) -> dict:
     runs: dict[str, list] = {"reference": [], "bundle": []}
     seconds: dict[str, float] = {"reference": 0.0, "bundle": 0.0}
-    for who in schedule():
+    for who in method.schedule():
         d, extra = (bundle, benv) if who == "bundle" else (ref, renv)
         env = dict(os.environ, **extra)
         t0 = time.monotonic()
@@ -71,12 +62,12 @@ def run_pair(
             raise SystemExit(
                 f"{name}: {who}'s llama-bench exit {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
             )
-        runs[who].append(parse_bench(p.stdout + "\n" + p.stderr))
-        bad = backend_problem(f"{name}: the {who}", runs[who][-1], backend)
+        runs[who].append(method.parse_bench(p.stdout + "\n" + p.stderr))
+        bad = method.backend_problem(f"{name}: the {who}", runs[who][-1], backend)
         if bad:  # a backend that did not load leaves ggml on the CPU: no figure of the GPU's
             raise SystemExit(bad)
-        print(f"  {name}: {who} run {len(runs[who])}/{ROUNDS} in {time.monotonic() - t0:.1f} s", flush=True)
-    problem, facts = judge_throughput(pool(runs["bundle"]), pool(runs["reference"]))
+        print(f"  {name}: {who} run {len(runs[who])}/{method.ROUNDS} in {time.monotonic() - t0:.1f} s", flush=True)
+    problem, facts = method.judge_throughput(method.pool(runs["bundle"]), method.pool(runs["reference"]))
     last = {w: runs[w][-1] for w in runs}
     return {
         "pair": name,

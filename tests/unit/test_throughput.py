@@ -12,8 +12,7 @@ import pytest
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.graph import Filters, load_graph
 from bundlegraph.pipeline.smoke import plan_smoke
-from bundlegraph.pipeline.smoke.reference import OVERRIDES, TARGETS, reference_argv, targets, upstream_flags
-from bundlegraph.pipeline.smoke.throughput import (
+from bundlegraph.pipeline.smoke.bench import (
     BENCH_ARGS,
     MIN_MARGIN,
     SIGMAS,
@@ -22,6 +21,7 @@ from bundlegraph.pipeline.smoke.throughput import (
     pool,
     schedule,
 )
+from bundlegraph.pipeline.smoke.reference import OVERRIDES, TARGETS, reference_argv, targets, upstream_flags
 from bundlegraph.pipeline.smoke.tinygguf import (
     DENSE_HPARAMS,
     HPARAMS,
@@ -243,7 +243,7 @@ def test_the_vulkan_reference_takes_upstreams_vulkan_job_and_runs_only_on_a_gpus
 
 def test_the_reference_task_key_holds_the_checks_constants(workdir):
     from bundlegraph.pipeline.smoke import reference_inputs
-    from bundlegraph.pipeline.smoke.throughput import key
+    from bundlegraph.pipeline.smoke.bench import key
 
     g = load_graph(ROOT / "bundles", Filters(only_leg=LEG))
     k = reference_inputs(g.ctx, LEG)
@@ -353,7 +353,7 @@ def test_a_cuda13_bundle_is_also_held_to_the_releases_cuda12_bundle_of_its_os_an
 
 
 def test_figures_from_a_side_whose_gpu_backend_did_not_load_are_refused():
-    from bundlegraph.pipeline.smoke.throughput import backend_problem
+    from bundlegraph.pipeline.smoke.bench import backend_problem
 
     cuda = {"moe/pp512": {"backends": "CUDA,RPC"}, "moe/tg128": {"backends": "CUDA,RPC"}}
     assert backend_problem("the bundle", cuda, "cuda") is None

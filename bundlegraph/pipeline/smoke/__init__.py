@@ -101,7 +101,7 @@ from ...core.errors import BundleGraphError
 from ...toolchains.base import this_host
 from ..base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from ..configure import plan_configure
-from . import throughput
+from . import bench
 from .gpu import run_reference, run_tools
 from .judges import judge_devices, judge_op
 from .line import line_sibling
@@ -149,7 +149,7 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
             "tools": TOOLS_CACHE,
         }
         if has_reference(ctx, leg):
-            consumed |= {"reference": upstream_digest(f"smoke:reference-{leg}"), "throughput": throughput.key()}
+            consumed |= {"reference": upstream_digest(f"smoke:reference-{leg}"), "throughput": bench.key()}
             sib = line_sibling(ctx, leg)
             if sib is not None:  # the CUDA 12 bundle compared too (.line): a new one reruns the smoke
                 consumed["line"] = upstream_digest(f"package:{sib}") if sib in ctx.legs else _archive_id(ctx, sib)
@@ -191,7 +191,7 @@ def has_reference(ctx: Context, leg: str) -> bool:
 def reference_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """The action-key inputs of ``smoke:reference-<leg>``: the source and the leg's toolkit
     digests, the leg's toolchain text (as planned, before compilers resolve), the throughput
-    check's constants (:func:`.throughput.key`), this host, the GPUs (their SMs are the
+    check's constants (:func:`.bench.key`), this host, the GPUs (their SMs are the
     reference's archs) and the release's FetchContent pins."""
     spec = ctx.spec(leg)
     side = side_of(spec.backend)
@@ -201,7 +201,7 @@ def reference_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         "source": upstream_digest(f"source:{leg}"),
         "toolkit": upstream_digest(sdk.task) if sdk else None,
         "toolchain": plan_configure(ctx, leg).toolchain_text,
-        "throughput": throughput.key(),
+        "throughput": bench.key(),
         "host": list(this_host()),
         "gpus": side.probe().key(),
         # the pins that serve a download upstream's flags turn on (CCCL for a CUDA 12 reference)

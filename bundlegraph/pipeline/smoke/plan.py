@@ -20,12 +20,12 @@ from ...toolchains.tools import build_tools
 from ..base import Context
 from ..configure import ConfigurePlan, check_host, plan_configure
 from ..source import plan_source, source_record_if_any
+from .bench import BENCH_ARGS
 from .cuda import OP_NAMES as OPS
 from .cuda import decide
 from .line import LineReference, line_sibling, plan_line
 from .side import Decision, Probe, op_args
 from .sides import side_of
-from .throughput import BENCH_ARGS
 
 TOOLS_CACHE = {
     "LLAMA_BUILD_TESTS": "ON",

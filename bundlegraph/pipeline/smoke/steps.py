@@ -98,8 +98,8 @@ class SmokeRun:
     def fill(self, argv: list[str], dev: str = "") -> list[str]:
         """``argv`` with its placeholders filled (``{bundle}``, ``{model}``, ``{bench_model:<shape>}``,
         ``{reference}``, ``{line}``, ``{dev}``, ``{jobs}``, ``{port}``)."""
+        from .bench import SHAPES
         from .reference import reference_bin
-        from .throughput import SHAPES
 
         subs = {
             "{bundle}": self.bundle_dir.as_posix(),
