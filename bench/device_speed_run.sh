@@ -10,7 +10,8 @@
 #                    smoke:reference-linux-x64-cuda13-portable (upstream's 13.x flags, same toolkit)
 #               W12: the carried CUDA 12.4 toolkit: package:linux-x64-cuda12-newer (CUB 3.2 on) and,
 #                    beside it, the CUDA 12 reference (upstream's 12.8 flags: bench/reference_build.py)
-#               then watches WATCH_S (default 520 s)
+#               then watches WATCH_S (default 520 s). BG_NO_CU12=1 skips W12 (the CUDA 12 reference then
+#               comes carried from here: bench/device_speed_prepare.sh bench)
 #   watch OUT   watch again until both say done
 #   bench OUT   the bench models, then bench/gpu_speed_table.py over the pairs BG_PAIRS names
 #               (line vk vkdeg ref12 cu12 ref13; default: every pair whose sides are here)
@@ -66,7 +67,8 @@ echo "doit \$? \$(( \$(date +%s) - t0 ))" >> $W12/doit.rc
 wait; echo "ref12 \$(tail -1 $W12/ref12.log) \$(( \$(date +%s) - t0 ))" >> $W12/doit.rc; echo done >> $W12/doit.rc
 EOF
   ( setsid nohup bash "$B/job13.sh" > "$W13/job.out" 2>&1 < /dev/null & )
-  ( setsid nohup bash "$B/job12.sh" > "$W12/job.out" 2>&1 < /dev/null & )
+  if [ -n "${BG_NO_CU12:-}" ]; then echo "skipped (BG_NO_CU12)" > "$W12/doit.rc"; echo done >> "$W12/doit.rc"
+  else ( setsid nohup bash "$B/job12.sh" > "$W12/job.out" 2>&1 < /dev/null & ); fi
 fi
 if [ "$MODE" = start ] || [ "$MODE" = watch ]; then
   end=$(( $(date +%s) + ${WATCH_S:-520} ))
@@ -89,7 +91,7 @@ unpack() {  # unpack ARCHIVE DIR: a bundle (or a tree) with llama-bench at its t
 }
 unpack "$(ls "$W13"/dist/app-*-linux-x64-cuda13-portable*.tar.gz)" $U/cu13 || exit 6
 unpack "$(ls "$W13"/dist/app-*-linux-x64-vulkan.tar.gz)" $U/vk || exit 6
-unpack "$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz)" $U/cu12 || exit 6
+[ -n "${BG_NO_CU12:-}" ] || unpack "$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz)" $U/cu12 || exit 6
 # the CUDA 12 reference: built there (W12) or carried from here (bench/device_speed_prepare.sh bench)
 if [ -x $W12/ref12/reference/cmake/bin/llama-bench ]; then mkdir -p $U/ref12 && ln -sfn $W12/ref12/reference/cmake/bin $U/ref12/bin
 elif [ -f "$S/local/ref12.tar.xz" ] && [ ! -x $U/ref12/bin/llama-bench ]; then mkdir -p $U/ref12 && tar -C $U/ref12 -xJf "$S/local/ref12.tar.xz"; fi
@@ -108,11 +110,11 @@ RVK=$W13/build/linux-x64-vulkan/smoke-tools/reference/cmake/bin
 pairs=()
 for p in ${BG_PAIRS:-line vk vkdeg ref12 cu12 ref13}; do
   case $p in
-  line) pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
+  line) [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   vk) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (full shaders) vs reference (ubuntu-vulkan flags)|$U/vk|$RVK|$VKE|$VKE") ;;
   vkdeg) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$RVK|$DEG|$VKE") ;;
   ref12) [ -x $U/ref12/bin/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
-  cu12) [ -x $U/ref12/bin/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$RT12|LD_LIBRARY_PATH=$RT12") ;;
+  cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$RT12|LD_LIBRARY_PATH=$RT12") ;;
   ref13) [ -x $R13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (13.x flags, same toolkit)|$U/cu13|$R13|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$CU13LIB") ;;
   esac
 done
