@@ -13,9 +13,9 @@
 #     cu12/   the pinned Debian CUDA 12.4 toolkit's compile parts (CT12: nvcc, cicc, ptxas, headers,
 #             cudart, link stubs; a tar.xz) and its runtime (cudart, cuBLAS, cuBLASLt: a tar.xz split
 #             in 55 MB pieces, RT_DIR/cu12rt.tar.xz.part-*): the cuda12 leg builds there
-#   bench REF12_DIR   .carry/q<N>:
+#   bench REF12_DIR|- [CU12_DIST]   .carry/q<N>:
 #     local/  the CUDA 12 reference built here (upstream's 12.8 flags, CUDA 12.4,
-#             bench/reference_build.py) as ref12.tar.xz
+#             bench/reference_build.py) as ref12.tar.xz; the cuda12 leg's bundle built here
 # Then bench/device_speed_run.sh (start, watch, bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,10 +55,13 @@ PY
   pack_parts .carry/stage 58000000 p
   ;;
 bench)
-  REF12="${2:?REF12_DIR}"
+  REF12="${2:?REF12_DIR or -}" CU12_DIST="${3:-}"
   rm -rf .carry/q* .carry/stage && mkdir -p .carry/stage/local
-  tar -C "$REF12/reference/cmake" -cf - bin | xz -T2 -6 > .carry/stage/local/ref12.tar.xz
-  cp "$REF12/reference/reference.json" .carry/stage/local/ref12.json
+  if [ "$REF12" != - ]; then
+    tar -C "$REF12/reference/cmake" -cf - bin | xz -T2 -6 > .carry/stage/local/ref12.tar.xz
+    cp "$REF12/reference/reference.json" .carry/stage/local/ref12.json
+  fi
+  [ -z "$CU12_DIST" ] || cp "$CU12_DIST"/app-*-linux-x64-cuda12-newer*.tar.gz .carry/stage/local/
   pack_parts .carry/stage 58000000 q
   ;;
 esac

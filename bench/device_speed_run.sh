@@ -11,7 +11,8 @@
 #               W12: the carried CUDA 12.4 toolkit: package:linux-x64-cuda12-newer (CUB 3.2 on) and,
 #                    beside it, the CUDA 12 reference (upstream's 12.8 flags: bench/reference_build.py)
 #               then watches WATCH_S (default 520 s). BG_NO_CU12=1 skips W12 (the CUDA 12 reference then
-#               comes carried from here: bench/device_speed_prepare.sh bench)
+#               comes carried from here: bench/device_speed_prepare.sh bench); BG_NO_CU12_LEG=1 builds only
+#               the reference there (the cuda12 leg's bundle then comes carried, in $STASH/local)
 #   watch OUT   watch again until both say done
 #   bench OUT   the bench models, then bench/gpu_speed_table.py over the pairs BG_PAIRS names
 #               (line vk vkdeg ref12 cu12 ref13; default: every pair whose sides are here)
@@ -62,8 +63,10 @@ $common BUNDLEGRAPH_WORKDIR=$W12 BUNDLEGRAPH_BUNDLES=$P/bundles12 BUNDLEGRAPH_ON
 cd $W12; t0=\$(date +%s)
 $PY -m doit -f $P/dodo.py configure:linux-x64-cuda12-newer > $W12/doit-configure.log 2>&1
 $PY $P/bench/reference_build.py linux-x64-cuda12-newer --sm 90 --out $W12/ref12 --jobs 16 > $W12/ref12.log 2>&1 &
-$PY -m doit -f $P/dodo.py package:linux-x64-cuda12-newer > $W12/doit.log 2>&1
-echo "doit \$? \$(( \$(date +%s) - t0 ))" >> $W12/doit.rc
+if [ -z "${BG_NO_CU12_LEG:-}" ]; then
+  $PY -m doit -f $P/dodo.py package:linux-x64-cuda12-newer > $W12/doit.log 2>&1
+  echo "doit \$? \$(( \$(date +%s) - t0 ))" >> $W12/doit.rc
+fi
 wait; echo "ref12 \$(tail -1 $W12/ref12.log) \$(( \$(date +%s) - t0 ))" >> $W12/doit.rc; echo done >> $W12/doit.rc
 EOF
   ( setsid nohup bash "$B/job13.sh" > "$W13/job.out" 2>&1 < /dev/null & )
@@ -91,7 +94,9 @@ unpack() {  # unpack ARCHIVE DIR: a bundle (or a tree) with llama-bench at its t
 }
 unpack "$(ls "$W13"/dist/app-*-linux-x64-cuda13-portable*.tar.gz)" $U/cu13 || exit 6
 unpack "$(ls "$W13"/dist/app-*-linux-x64-vulkan.tar.gz)" $U/vk || exit 6
-[ -n "${BG_NO_CU12:-}" ] || unpack "$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz)" $U/cu12 || exit 6
+# the cuda12 leg's bundle: built there (W12) or carried from here
+CU12B=$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz "$S"/local/app-*-linux-x64-cuda12-newer*.tar.gz 2>/dev/null | head -1)
+[ -n "$CU12B" ] && { unpack "$CU12B" $U/cu12 || exit 6; }
 # the CUDA 12 reference: built there (W12) or carried from here (bench/device_speed_prepare.sh bench)
 if [ -x $W12/ref12/reference/cmake/bin/llama-bench ]; then mkdir -p $U/ref12 && ln -sfn $W12/ref12/reference/cmake/bin $U/ref12/bin
 elif [ -f "$S/local/ref12.tar.xz" ] && [ ! -x $U/ref12/bin/llama-bench ]; then mkdir -p $U/ref12 && tar -C $U/ref12 -xJf "$S/local/ref12.tar.xz"; fi
