@@ -15,7 +15,7 @@
 #               the reference there (the cuda12 leg's bundle then comes carried, in $STASH/local)
 #   watch OUT   watch again until both say done
 #   bench OUT   the bench models, then bench/gpu_speed_table.py over the pairs BG_PAIRS names
-#               (line vk vkdeg ref12 cu12 ref13; default: every pair whose sides are here)
+#               (line vk vkdeg vkself ref12 cu12 ref13; default: every pair whose sides are here)
 # Results under OUT: doit-13.log, doit-12.log, table-*.json/.md, gpu.txt.
 set -uo pipefail
 MODE="${1:?start|watch|bench}"; OUT="${2:?OUT}"
@@ -48,6 +48,7 @@ if [ "$MODE" = start ]; then
   # the toolkit's own CCCL: ggml takes CUB's top-k only from CCCL 3.2 on (top-k.cu)
   echo "toolkit CCCL: $(grep -rhs 'define CCCL_VERSION ' /usr/local/cuda/include/ | head -1)"
   REF13=""; [ -n "${BG_REF13:-}" ] && REF13="smoke:reference-linux-x64-cuda13-portable"
+  VKREF="smoke:reference-linux-x64-vulkan"; [ -n "${BG_NO_VKREF:-}" ] && VKREF=""
   common="export PYTHONPATH=$B/site:$P PYTHONUNBUFFERED=1 BUNDLEGRAPH_CACHE=$C BUNDLEGRAPH_JOBS=16 \
 BUNDLEGRAPH_CMAKE=$B/site/cmake/data/bin/cmake BUNDLEGRAPH_NINJA=$B/site/bin/ninja BUNDLEGRAPH_LAUNCHER=none \
 BUNDLEGRAPH_ARTIFACTS=$S/local BUNDLEGRAPH_ARCHS=90"
@@ -55,7 +56,7 @@ BUNDLEGRAPH_ARTIFACTS=$S/local BUNDLEGRAPH_ARCHS=90"
 $common BUNDLEGRAPH_WORKDIR=$W13 BUNDLEGRAPH_BUNDLES=$P/bundles BUNDLEGRAPH_VULKAN_ICD=$ICD BUNDLEGRAPH_TOOLKIT_SOURCE=host:/usr/local/cuda
 cd $W13; t0=\$(date +%s)
 $PY -m doit -f $P/dodo.py -n 3 -P thread package:linux-x64-cuda13-portable package:linux-x64-vulkan \
-    smoke:reference-linux-x64-vulkan $REF13 > $W13/doit.log 2>&1
+    $VKREF $REF13 > $W13/doit.log 2>&1
 echo "doit \$? \$(( \$(date +%s) - t0 ))" >> $W13/doit.rc; echo done >> $W13/doit.rc
 EOF
   cat > "$B/job12.sh" <<EOF
@@ -118,6 +119,7 @@ for p in ${BG_PAIRS:-line vk vkdeg ref12 cu12 ref13}; do
   line) [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   vk) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (full shaders) vs reference (ubuntu-vulkan flags)|$U/vk|$RVK|$VKE|$VKE") ;;
   vkdeg) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$RVK|$DEG|$VKE") ;;
+  vkself) pairs+=(--pair "vulkan degraded (no coopmat, coopmat2, int-dot, bf16) vs the same bundle with full shaders|$U/vk|$U/vk|$DEG|$VKE") ;;
   ref12) [ -x $U/ref12/bin/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$RT12|LD_LIBRARY_PATH=$RT12") ;;
   ref13) [ -x $R13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (13.x flags, same toolkit)|$U/cu13|$R13|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$CU13LIB") ;;
