@@ -48,6 +48,7 @@ print(len(want), "blobs (x64 compiler, Vulkan SDK, FetchContent pins)")
 PY
   stage_sdist "$CACHE" .carry/stage
   stage_wheels .carry/stage
+  rm -f .carry/stage/whl/cmake-*.whl .carry/stage/whl/ninja-*.whl  # the machine's own cmake and ninja build (60 MB less to carry)
   ( cd .carry/stage/gl && apt-get download -q libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null )
   cp "$CPU_DIST"/app-*-linux-x64-cpu.tar.gz .carry/stage/local/
   cp "$CT12" .carry/stage/cu12/ct12.tar.xz

@@ -50,7 +50,7 @@ if [ "$MODE" = start ]; then
   REF13=""; [ -n "${BG_REF13:-}" ] && REF13="smoke:reference-linux-x64-cuda13-portable"
   VKREF="smoke:reference-linux-x64-vulkan"; [ -n "${BG_NO_VKREF:-}" ] && VKREF=""
   common="export PYTHONPATH=$B/site:$P PYTHONUNBUFFERED=1 BUNDLEGRAPH_CACHE=$C BUNDLEGRAPH_JOBS=16 \
-BUNDLEGRAPH_CMAKE=$B/site/cmake/data/bin/cmake BUNDLEGRAPH_NINJA=$B/site/bin/ninja BUNDLEGRAPH_LAUNCHER=none \
+BUNDLEGRAPH_CMAKE=$(command -v cmake) BUNDLEGRAPH_NINJA=$(command -v ninja) BUNDLEGRAPH_LAUNCHER=none \
 BUNDLEGRAPH_ARTIFACTS=$S/local BUNDLEGRAPH_ARCHS=90"
   cat > "$B/job13.sh" <<EOF
 $common BUNDLEGRAPH_WORKDIR=$W13 BUNDLEGRAPH_BUNDLES=$P/bundles BUNDLEGRAPH_VULKAN_ICD=$ICD BUNDLEGRAPH_TOOLKIT_SOURCE=host:/usr/local/cuda
