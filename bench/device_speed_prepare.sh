@@ -51,7 +51,7 @@ PY
   rm -f .carry/stage/whl/cmake-*.whl .carry/stage/whl/ninja-*.whl  # the machine's own cmake and ninja build (60 MB less to carry)
   ( cd .carry/stage/gl && apt-get download -q libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null )
   cp "$CPU_DIST"/app-*-linux-x64-cpu.tar.gz .carry/stage/local/
-  cp "$CT12" .carry/stage/cu12/ct12.tar.xz
+  [ "$CT12" = - ] || cp "$CT12" .carry/stage/cu12/ct12.tar.xz  # -: no CUDA 12 build there
   cp "$RT"/cu12rt.tar.xz.part-* .carry/stage/cu12/
   pack_parts .carry/stage 58000000 p
   ;;

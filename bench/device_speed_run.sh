@@ -39,8 +39,12 @@ if [ "$MODE" = start ]; then
   cp -r bundles "$P/bundles12"
   rm -f "$P"/bundles/*-cuda12-*.toml  # W13's toolkit is CUDA 13.0: a cuda12 leg is refused as a local override
   # the CUDA 12.4 toolkit: compile parts, then the runtime into its lib/ (with the link names CMake looks for)
-  tar -C "$K" -xJf "$S/cu12/ct12.tar.xz" || exit 6
-  L=$K/ct12/targets/x86_64-linux/lib
+  if [ -f "$S/cu12/ct12.tar.xz" ]; then
+    tar -C "$K" -xJf "$S/cu12/ct12.tar.xz" || exit 6
+    L=$K/ct12/targets/x86_64-linux/lib
+  else  # no CUDA 12 toolkit carried: its runtime alone, for the CUDA 12 builds carried from here
+    L=$K/rt12; mkdir -p "$L"; BG_NO_CU12=1
+  fi
   cat "$S"/cu12/cu12rt.tar.xz.part-* | tar -C "$L" -xJf - || exit 6
   ln -sf libcublas.so.12 "$L/libcublas.so"; ln -sf libcublasLt.so.12 "$L/libcublasLt.so"
   setup_loader
@@ -108,7 +112,7 @@ for shape in dense-1b moe; do
       --vocab "$SRCT/models/ggml-vocab-llama-spm.gguf" --out $M/bench-$shape.gguf --shape $shape || exit 8
 done
 CU13LIB=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib
-RT12=$K/ct12/targets/x86_64-linux/lib
+RT12=$K/ct12/targets/x86_64-linux/lib; [ -d "$RT12" ] || RT12=$K/rt12
 VKE="VK_DRIVER_FILES=$ICD,VK_ICD_FILENAMES=$ICD,GGML_VK_VISIBLE_DEVICES=0"
 DEG="$VKE,GGML_VK_DISABLE_COOPMAT=1,GGML_VK_DISABLE_COOPMAT2=1,GGML_VK_DISABLE_INTEGER_DOT_PRODUCT=1,GGML_VK_DISABLE_BFLOAT16=1"
 R13=$W13/build/linux-x64-cuda13-portable/smoke-tools/reference/cmake/bin
