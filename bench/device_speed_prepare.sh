@@ -62,7 +62,8 @@ bench)
     tar -C "$REF12/reference/cmake" -cf - bin | xz -T2 -6 > .carry/stage/local/ref12.tar.xz
     cp "$REF12/reference/reference.json" .carry/stage/local/ref12.json
   fi
-  [ -z "$CU12_DIST" ] || cp "$CU12_DIST"/app-*-linux-x64-cuda12-newer*.tar.gz .carry/stage/local/
+  # the bundle (89 MB for sm_90 alone) in 50 MB pieces, joined there
+  for f in ${CU12_DIST:+"$CU12_DIST"/app-*-linux-x64-cuda12-newer*.tar.gz}; do split -b 50000000 "$f" ".carry/stage/local/$(basename "$f").part-"; done
   pack_parts .carry/stage 58000000 q
   ;;
 esac

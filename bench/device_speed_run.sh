@@ -99,7 +99,8 @@ unpack() {  # unpack ARCHIVE DIR: a bundle (or a tree) with llama-bench at its t
 }
 unpack "$(ls "$W13"/dist/app-*-linux-x64-cuda13-portable*.tar.gz)" $U/cu13 || exit 6
 unpack "$(ls "$W13"/dist/app-*-linux-x64-vulkan.tar.gz)" $U/vk || exit 6
-# the cuda12 leg's bundle: built there (W12) or carried from here
+# the cuda12 leg's bundle: built there (W12) or carried from here (in pieces)
+for f in "$S"/local/*.tar.gz.part-aa; do [ -f "$f" ] && [ ! -f "${f%.part-aa}" ] && cat "${f%aa}"* > "${f%.part-aa}"; done
 CU12B=$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz "$S"/local/app-*-linux-x64-cuda12-newer*.tar.gz 2>/dev/null | head -1)
 [ -n "$CU12B" ] && { unpack "$CU12B" $U/cu12 || exit 6; }
 # the CUDA 12 reference: built there (W12) or carried from here (bench/device_speed_prepare.sh bench)
