@@ -53,14 +53,14 @@ if [ "$MODE" = start ]; then
   echo "toolkit CCCL: $(grep -rhs 'define CCCL_VERSION ' /usr/local/cuda/include/ | head -1)"
   REF13=""; [ -n "${BG_REF13:-}" ] && REF13="smoke:reference-linux-x64-cuda13-portable"
   VKREF="smoke:reference-linux-x64-vulkan"; [ -n "${BG_NO_VKREF:-}" ] && VKREF=""
+  VK="package:linux-x64-vulkan"; [ -n "${BG_NO_VK:-}" ] && VK="" VKREF=""
   common="export PYTHONPATH=$B/site:$P PYTHONUNBUFFERED=1 BUNDLEGRAPH_CACHE=$C BUNDLEGRAPH_JOBS=16 \
 BUNDLEGRAPH_CMAKE=$(command -v cmake) BUNDLEGRAPH_NINJA=$(command -v ninja) BUNDLEGRAPH_LAUNCHER=none \
 BUNDLEGRAPH_ARTIFACTS=$S/local BUNDLEGRAPH_ARCHS=90"
   cat > "$B/job13.sh" <<EOF
 $common BUNDLEGRAPH_WORKDIR=$W13 BUNDLEGRAPH_BUNDLES=$P/bundles BUNDLEGRAPH_VULKAN_ICD=$ICD BUNDLEGRAPH_TOOLKIT_SOURCE=host:/usr/local/cuda
 cd $W13; t0=\$(date +%s)
-$PY -m doit -f $P/dodo.py -n 3 -P thread package:linux-x64-cuda13-portable package:linux-x64-vulkan \
-    $VKREF $REF13 > $W13/doit.log 2>&1
+$PY -m doit -f $P/dodo.py -n 3 -P thread package:linux-x64-cuda13-portable $VK $VKREF $REF13 > $W13/doit.log 2>&1
 echo "doit \$? \$(( \$(date +%s) - t0 ))" >> $W13/doit.rc; echo done >> $W13/doit.rc
 EOF
   cat > "$B/job12.sh" <<EOF
@@ -98,7 +98,7 @@ unpack() {  # unpack ARCHIVE DIR: a bundle (or a tree) with llama-bench at its t
   [ -x "$2/llama-bench" ] || { x=$(dirname "$(ls "$2"/*/llama-bench | head -1)"); mv "$x"/* "$2"/; }
 }
 unpack "$(ls "$W13"/dist/app-*-linux-x64-cuda13-portable*.tar.gz)" $U/cu13 || exit 6
-unpack "$(ls "$W13"/dist/app-*-linux-x64-vulkan.tar.gz)" $U/vk || exit 6
+VKB=$(ls "$W13"/dist/app-*-linux-x64-vulkan.tar.gz 2>/dev/null); [ -n "$VKB" ] && { unpack "$VKB" $U/vk || exit 6; }
 # the cuda12 leg's bundle: built there (W12) or carried from here (in pieces)
 for f in "$S"/local/*.tar.gz.part-aa; do [ -f "$f" ] && [ ! -f "${f%.part-aa}" ] && cat "${f%aa}"* > "${f%.part-aa}"; done
 CU12B=$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz "$S"/local/app-*-linux-x64-cuda12-newer*.tar.gz 2>/dev/null | head -1)
@@ -124,7 +124,7 @@ for p in ${BG_PAIRS:-line vk vkdeg ref12 cu12 ref13}; do
   line) [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   vk) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (full shaders) vs reference (ubuntu-vulkan flags)|$U/vk|$RVK|$VKE|$VKE") ;;
   vkdeg) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$RVK|$DEG|$VKE") ;;
-  vkself) pairs+=(--pair "vulkan degraded (no coopmat, coopmat2, int-dot, bf16) vs the same bundle with full shaders|$U/vk|$U/vk|$DEG|$VKE") ;;
+  vkself) [ -x $U/vk/llama-bench ] && pairs+=(--pair "vulkan degraded (no coopmat, coopmat2, int-dot, bf16) vs the same bundle with full shaders|$U/vk|$U/vk|$DEG|$VKE") ;;
   ref12) [ -x $U/ref12/bin/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$RT12|LD_LIBRARY_PATH=$RT12") ;;
   ref13) [ -x $R13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (13.x flags, same toolkit)|$U/cu13|$R13|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$CU13LIB") ;;
