@@ -5,4 +5,4 @@ set -euo pipefail
 d=".carry/$1"; [ -d "$d" ] || d=".carry/p$1"   # a part's folder (q2) or its number (3: p3)
 mkdir -p /root/stash
 cp -r "$d/." /root/stash/
-du -sh /root/stash; ls /root/stash/whl 2>/dev/null | wc -l; ls /root/stash/blobs | wc -l
+du -sh /root/stash; ls /root/stash/whl 2>/dev/null | wc -l; ls /root/stash/blobs 2>/dev/null | wc -l

@@ -67,7 +67,9 @@ def run_pair(
         if bad:  # a backend that did not load leaves ggml on the CPU: no figure of the GPU's
             raise SystemExit(bad)
         print(f"  {name}: {who} run {len(runs[who])}/{method.ROUNDS} in {time.monotonic() - t0:.1f} s", flush=True)
-    problem, facts = method.judge_throughput(method.pool(runs["bundle"]), method.pool(runs["reference"]))
+    problem, facts = method.judge_throughput(
+        method.pool(runs["bundle"]), method.pool(runs["reference"]), reference_name=f"the reference of '{name}'"
+    )
     last = {w: runs[w][-1] for w in runs}
     return {
         "pair": name,
