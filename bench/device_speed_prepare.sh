@@ -26,26 +26,13 @@ case "${1:?start|bench}" in
 start)
   CPU_DIST="${2:?CPU_DIST}" CT12="${3:?CT12}" RT="${4:?RT_DIR}"
   rm -rf .carry && mkdir -p .carry/stage/whl .carry/stage/blobs .carry/stage/gl .carry/stage/local .carry/stage/cu12
-  .venv/bin/python - "$CACHE" <<'PY'
-import shutil, sys, tomllib
-from pathlib import Path
-cache = Path(sys.argv[1])
-from bundlegraph.toolchains.compiler import LOCKS_DIR
-from bundlegraph.toolkit.debs import fetch, load_lock
-locks = [LOCKS_DIR / "debian12-gcc12-x86_64.toml", Path("bundles/locks/vulkan-1.4.309-debs.toml")]
-from bundlegraph.pipeline.compile.fetchcontent import prepare
-from bundlegraph.schemas.loader import load_matrix
-pins = load_matrix("bundles").release.fetchcontent
-for pin in pins:
-    prepare(pin)  # its wheel into the cache
-want = {pin.sha256 for pin in pins}
-for f in locks:
-    fetch(load_lock(f))  # into the cache, if not there yet
-    want |= {p["sha256"] for p in tomllib.loads(f.read_text())["package"]}
-for h in sorted(want):
-    shutil.copy2(cache / "blobs" / "sha256" / h, Path(".carry/stage/blobs") / h)
-print(len(want), "blobs (x64 compiler, Vulkan SDK, FetchContent pins)")
-PY
+  # the FetchContent pins' wheels into the cache, then their blobs and the locks' .debs
+  .venv/bin/python -c "from bundlegraph.pipeline.compile.fetchcontent import prepare; from bundlegraph.schemas.loader import load_matrix; [prepare(p) for p in load_matrix('bundles').release.fetchcontent]"
+  .venv/bin/python -c "from bundlegraph.schemas.loader import load_matrix; print(*(p.sha256 for p in load_matrix('bundles').release.fetchcontent))" \
+    | tr ' ' '\n' | while read -r h; do cp "$CACHE/blobs/sha256/$h" .carry/stage/blobs/; done
+  .venv/bin/python -c "from bundlegraph.toolkit.debs import fetch, load_lock; import sys; [fetch(load_lock(f)) for f in sys.argv[1:]]" \
+    bundlegraph/toolchains/machines/locks/debian12-gcc12-x86_64.toml bundles/locks/vulkan-1.4.309-debs.toml
+  stage_lock_blobs "$CACHE" .carry/stage bundlegraph/toolchains/machines/locks/debian12-gcc12-x86_64.toml bundles/locks/vulkan-1.4.309-debs.toml
   stage_sdist "$CACHE" .carry/stage
   stage_wheels .carry/stage
   rm -f .carry/stage/whl/cmake-*.whl .carry/stage/whl/ninja-*.whl  # the machine's own cmake and ninja build (60 MB less to carry)

@@ -29,12 +29,7 @@ done_both() { grep -q done "$W13/doit.rc" 2>/dev/null && grep -q done "$W12/doit
 if [ "$MODE" = start ]; then
   . bench/device_parts.sh  # SDIST
   rm -rf "$W13" "$W12" "$P" "$K" && mkdir -p "$C/blobs/sha256" "$W13" "$W12" "$P" "$K" || exit 2
-  for f in "$S"/blobs/*; do
-    case "$f" in *.part*) ;; *) ln -f "$f" "$C/blobs/sha256/$(basename "$f")" 2>/dev/null || cp "$f" "$C/blobs/sha256/" ;; esac
-  done
-  [ -f "$C/blobs/sha256/$SDIST" ] || cat "$S/blobs/$SDIST".part* > "$C/blobs/sha256/$SDIST"
-  echo "$SDIST  $C/blobs/sha256/$SDIST" | sha256sum -c - || exit 3
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$B/site" "$S"/whl/*.whl || exit 4
+  unstash "$S" "$C" "$B/site" || exit $?
   cp -r bundlegraph dodo.py pyproject.toml bundles bench "$P/" || exit 5
   cp -r bundles "$P/bundles12"
   rm -f "$P"/bundles/*-cuda12-*.toml  # W13's toolkit is CUDA 13.0: a cuda12 leg is refused as a local override

@@ -25,18 +25,7 @@ from bundlegraph.toolkit.debs import fetch, load_lock
 for f in sorted(LOCKS_DIR.glob("*.toml")):
     print(f.name, len(fetch(load_lock(f))), "debs cached")
 PY
-.venv/bin/python - "$CACHE" <<'PY'
-import shutil, sys, tomllib
-from pathlib import Path
-cache = Path(sys.argv[1])
-from bundlegraph.toolchains.compiler import LOCKS_DIR
-want = set()
-for f in LOCKS_DIR.glob("*.toml"):
-    want |= {p["sha256"] for p in tomllib.loads(f.read_text())["package"]}
-for h in sorted(want):
-    shutil.copy2(cache / "blobs" / "sha256" / h, Path(".carry/stage/blobs") / h)
-print(len(want), "compiler blobs")
-PY
+stage_lock_blobs "$CACHE" .carry/stage bundlegraph/toolchains/machines/locks/*.toml
 stage_sdist "$CACHE" .carry/stage
 stage_wheels .carry/stage
 pack_parts .carry/stage 58000000

@@ -16,17 +16,12 @@ set -uo pipefail
 MODE="${1:?start|watch}"; OUT="${2:?OUT}"
 S="${STASH:-/root/stash}"
 B="${BG_ROOT:-/root/bg}"   # cache, work dir, code copy, bundles copy
-SDIST=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+. bench/device_parts.sh  # SDIST, unstash
 C=$B/cache W=$B/work P=$B/code
 PY="${PY:-python3}"
 if [ "$MODE" = start ]; then
   rm -rf "$W" "$P" && mkdir -p "$C/blobs/sha256" "$W" "$P" || exit 2
-  for f in "$S"/blobs/*; do
-    case "$f" in *.part*) ;; *) ln -f "$f" "$C/blobs/sha256/$(basename "$f")" 2>/dev/null || cp "$f" "$C/blobs/sha256/" ;; esac
-  done
-  [ -f "$C/blobs/sha256/$SDIST" ] || cat "$S/blobs/$SDIST".part* > "$C/blobs/sha256/$SDIST"
-  echo "$SDIST  $C/blobs/sha256/$SDIST" | sha256sum -c - || exit 3
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$B/site" "$S"/whl/*.whl || exit 4
+  unstash "$S" "$C" "$B/site" || exit $?
   cp -r bundlegraph dodo.py pyproject.toml bundles "$P/" || exit 5
   # the machine's toolkit is CUDA 13.0: the cuda12 specs would be refused as local overrides (line mismatch)
   rm -f "$P"/bundles/*-cuda12-*.toml
