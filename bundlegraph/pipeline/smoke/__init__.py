@@ -104,7 +104,7 @@ from ..configure import plan_configure
 from . import bench
 from .gpu import run_reference, run_tools
 from .judges import judge_devices, judge_op
-from .line import line_sibling
+from .line import find_archive, line_sibling
 from .plan import (
     OPS,
     TOOLS_CACHE,
@@ -170,11 +170,8 @@ def _line_dep(ctx: Context, leg: str, ref: bool) -> list[str]:
 
 def _archive_id(ctx: Context, leg: str) -> dict[str, Any] | None:
     """Name, size and mtime of ``leg``'s bundle where the smoke would find it (:mod:`.line`), or None."""
-    from ..base import locate_base
-
-    try:
-        p = locate_base(ctx.bundle_name(leg), paths.dist_dir(), ctx.filters.artifacts)
-    except BundleGraphError:
+    p = find_archive(ctx, leg)
+    if p is None:
         return None
     st = p.stat()
     return {"name": p.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
@@ -345,10 +342,12 @@ __all__ = [
     "NAME",
     "OPS",
     "OPT_IN",
+    "BundleGraphError",
     "decide",
     "has_reference",
     "judge_devices",
     "judge_op",
+    "paths",
     "plan_smoke",
     "plans",
     "reference_inputs",

@@ -68,6 +68,14 @@ def line_sibling(ctx: Context, leg: str) -> str | None:
     return min(candidates, key=lambda n: (legs[n].profile.klass != spec.profile.klass, -legs[n].profile.rank, n))
 
 
+def find_archive(ctx: Context, leg: str) -> Path | None:
+    """``leg``'s bundle in ``dist/`` or under ``artifacts=`` (:func:`~..base.locate_base`), or None."""
+    try:
+        return locate_base(ctx.bundle_name(leg), paths.dist_dir(), ctx.filters.artifacts)
+    except BundleGraphError:
+        return None
+
+
 def plan_line(ctx: Context, leg: str, runtime_dir: Path | None) -> LineReference | None:
     """The :class:`LineReference` of ``leg`` now, or None when it has no CUDA 12 sibling.
     ``runtime_dir``: the sibling's CUDA runtime directory (the CUDA side's ``runtime_dir``)."""
@@ -75,10 +83,7 @@ def plan_line(ctx: Context, leg: str, runtime_dir: Path | None) -> LineReference
     if sib is None:
         return None
     name = ctx.bundle_name(sib)
-    try:
-        archive: Path | None = locate_base(name, paths.dist_dir(), ctx.filters.artifacts)
-    except BundleGraphError:
-        archive = None
+    archive = find_archive(ctx, sib)
     problem = None
     if archive is None:
         problem = (
@@ -91,4 +96,4 @@ def plan_line(ctx: Context, leg: str, runtime_dir: Path | None) -> LineReference
     return LineReference(sib, archive, runtime_dir, problem)
 
 
-__all__ = ["LINE", "LineReference", "line_sibling", "plan_line"]
+__all__ = ["LINE", "LineReference", "find_archive", "line_sibling", "plan_line"]
