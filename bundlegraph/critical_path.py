@@ -43,6 +43,7 @@ from .core.lightclass import frozen
 from .pipeline.compile.costs import CostRecord
 from .pipeline.compile.ninja_graph import CompileStep
 from .pipeline.compile.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
+from .platforms import platform
 from .release_jobs import JOBS, MANIFEST_NEEDS, JobRow
 from .schemas.records import BundleSpec
 
@@ -110,8 +111,8 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
     the row's."""
     o = a.overhead
     parts: dict[str, float] = {"job": o["job"]}
-    if spec.os == "linux":
-        parts["apt"] = o["apt"]
+    for step in platform(spec.os).setup_steps:  # what the runner installs first (Linux: the pinned .debs)
+        parts[step] = o[step]
     if spec.cuda:
         parts["toolkit"] = o.get(f"toolkit_{spec.cuda.toolkit.source}", 0.0)
     steps, other = leg_steps(spec, record)

@@ -24,6 +24,7 @@ from dataclasses import field
 from pathlib import Path
 
 from .core.lightclass import frozen
+from .platforms import platform
 
 QEMU = {"arm64": "qemu-aarch64", "x64": "qemu-x86_64"}
 """qemu-user's program per target CPU (Debian ``qemu-user``)."""
@@ -104,7 +105,7 @@ def launcher_for(
         return f"a {bundle_os} bundle does not run on a {h_os} host"
     if bundle_arch == h_arch:  # (a Windows bundle's libraries are not listed through a loader)
         return Launcher("native", bundle_arch, Path("/"), Path("/") / LOADER[bundle_arch])
-    if bundle_os != "linux":
+    if platform(bundle_os).binary != "ELF":  # qemu-user emulates Linux (ELF) programs only
         return f"a {bundle_os} {bundle_arch} bundle runs only on a {bundle_os} {bundle_arch} host"
     prog = QEMU.get(bundle_arch)
     if prog is None:

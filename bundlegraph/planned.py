@@ -15,7 +15,7 @@ from measured parts (BENCHMARKS.md, "Download size per host class"):
 
 - :data:`ENTRY_MB`: one fatbin entry (the SASS or the PTX of one arch, all ggml-cuda kernels);
 - :data:`CPU_BASE_MB`: the CPU bundle every backend bundle is merged into;
-- :data:`WINDOWS_RUNTIME_MB`: the CUDA runtime DLLs a Windows bundle ships, compressed.
+- :data:`RUNTIME_MB`: the CUDA runtime a bundle ships, compressed (measured: Windows's DLLs).
 
 A ROCm (``hip``) leg's size is not estimated: its bundle is dominated by the runtime copied from
 AMD's TheRock SDK (libLLVM, rocBLAS and hipBLASLt with their kernel folders), and no TheRock tree
@@ -43,8 +43,10 @@ CPU_BASE_MB = 7.5
 """The CPU bundle: measured for ``linux-arm64-cpu`` (``app-b11642-…-linux-arm64-cpu.tar.gz``,
 7,504,640 bytes); a stand-in for the other CPU legs, whose bundles are not built here."""
 
-WINDOWS_RUNTIME_MB = {("cuda13", "x64"): 423.3, ("cuda12", "x64"): 423.3, ("cuda13", "arm64"): 154.0}
-"""``cudart64``, ``cublas64`` and ``cublasLt64`` in a zip (deflate level 6), by runtime line and arch.
+RUNTIME_MB = {"windows": {("cuda13", "x64"): 423.3, ("cuda12", "x64"): 423.3, ("cuda13", "arm64"): 154.0}}
+"""os -> ``(runtime line, arch)`` -> MB of the CUDA runtime a bundle ships (an OS not named: none
+measured, counted as 0; a line and arch not measured: the OS's largest). Windows: ``cudart64``,
+``cublas64`` and ``cublasLt64`` in a zip (deflate level 6).
 Measured for CUDA 13.4's redist DLLs: windows-x86_64 0.2 + 50.7 + 372.4 MB (0.6 + 54.9 + 493.5 MB
 unpacked), windows-arm64 0.2 + 20.9 + 132.9 MB; CUDA 12.8's x64 DLLs are not reachable here and
 are taken as 13.4's."""
@@ -94,8 +96,9 @@ def estimate_mb(spec: BundleSpec) -> float | None:
     mb = CPU_BASE_MB
     if spec.cuda is not None:
         mb += ENTRY_MB * sum(int(a.sass) + int(a.ptx) for a in spec.cuda.archs)
-        if spec.os == "windows" and spec.runtime.ships and spec.profile.line:
-            mb += WINDOWS_RUNTIME_MB.get((spec.profile.line, spec.arch), WINDOWS_RUNTIME_MB[("cuda13", "x64")])
+        shipped = RUNTIME_MB.get(spec.os, {})
+        if shipped and spec.runtime.ships and spec.profile.line:
+            mb += shipped.get((spec.profile.line, spec.arch), max(shipped.values()))
     return round(mb, 1)
 
 
@@ -160,7 +163,7 @@ def planned_sizes(matrix: Matrix, every: bool = False) -> dict[str, PlannedSize]
 __all__ = [
     "CPU_BASE_MB",
     "ENTRY_MB",
-    "WINDOWS_RUNTIME_MB",
+    "RUNTIME_MB",
     "PlannedSize",
     "estimate_mb",
     "planned_artifact",

@@ -47,7 +47,15 @@ class Platform:
     ``$ORIGIN``, ``@loader_path``; empty: the loader searches the program's folder anyway) and
     ``cpu_variants`` (ggml's CPU backend may come as several libraries, ``ggml-cpu-haswell`` …,
     with ``GGML_CPU_ALL_VARIANTS``; False: one ``ggml-cpu`` library, which the installer asks for by
-    that exact name: the fork's macOS bundles, ``libggml-cpu.dylib``)."""
+    that exact name: the fork's macOS bundles, ``libggml-cpu.dylib``) and ``msvc_host`` (a build
+    machine of this OS compiles with MSVC's dialect: nvcc's host compiler there is ``cl.exe``, the
+    only one NVIDIA's CUDA Installation Guide for Windows supports, so CCCL needs its conforming
+    preprocessor, and CMake's MSVC settings apply) and ``library_dir`` (the folder of an SDK tree
+    that holds its shared libraries: ``lib``; Windows keeps DLLs beside the programs, in ``bin``)
+    and ``spec_table`` (the spec table a leg for this OS must have and no other OS's leg may:
+    ``macos``, its deployment target; empty: none) and ``setup_steps`` (what a release job on a
+    runner of this OS installs before it builds, named as the critical-path model's overheads:
+    ``apt``, the pinned compiler's ``.deb`` files of a Linux leg)."""
 
     name: str
     title: str
@@ -63,6 +71,10 @@ class Platform:
     asset_name: str = ""
     rpath: str = ""
     cpu_variants: bool = True
+    msvc_host: bool = False
+    library_dir: str = "lib"
+    spec_table: str = ""
+    setup_steps: tuple[str, ...] = ()
 
     def library(self, stem: str) -> str:
         """The file name of shared library ``stem`` (``ggml-cuda`` -> ``libggml-cuda.so`` /
@@ -94,8 +106,22 @@ PLATFORMS: dict[str, Platform] = {
             fold=False,
             versioned=True,
             rpath="$ORIGIN",
+            setup_steps=("apt",),
         ),
-        Platform("windows", "Windows", "", ".dll", ".exe", ".zip", "PE", "PATH", fold=True, versioned=False),
+        Platform(
+            "windows",
+            "Windows",
+            "",
+            ".dll",
+            ".exe",
+            ".zip",
+            "PE",
+            "PATH",
+            fold=True,
+            versioned=False,
+            msvc_host=True,
+            library_dir="bin",
+        ),
         Platform(
             "macos",
             "macOS",
@@ -111,6 +137,7 @@ PLATFORMS: dict[str, Platform] = {
             asset_name="llama-{tag}-bin-macos-{arch}",
             rpath="@loader_path",
             cpu_variants=False,
+            spec_table="macos",
         ),
     )
 }

@@ -41,6 +41,7 @@ from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.lightclass import frozen
 from ..core.remote_url import secrets_of
 from ..core.report import say
+from ..platforms import platform
 from ..toolchains.base import scrubbed
 from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
@@ -87,7 +88,7 @@ class BuildPlan:
     record: Path
     log: Path
     cuda_archs: int
-    windows: bool
+    msvc_host: bool
     shards: int = 1
     """The spec's ``[build] shards``: a sharded leg's build reports the objects its cache missed."""
     bundles: Path | None = None
@@ -114,7 +115,7 @@ class BuildPlan:
 
     def describe(self) -> dict[str, Any]:
         """The build command with the jobs it would run, why that many, where its output and log go."""
-        j = jobs_mod.decide(self.cuda_archs, self.windows)
+        j = jobs_mod.decide(self.cuda_archs, self.msvc_host)
         return {
             "build": self.command(j.n),
             "jobs": j.why,
@@ -148,7 +149,7 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
         bdir / "build.json",
         ctx.log(leg, "build"),
         len(spec.cuda.archs) if spec.cuda else 0,
-        spec.os == "windows",
+        platform(spec.os).msvc_host,
         spec.build.shards,
         ctx.matrix.root,
         ninja,
@@ -209,7 +210,7 @@ def run_build(plan: BuildPlan) -> list[Path]:
     leg = plan.leg
     if not (plan.cmake_dir / "CMakeCache.txt").is_file():
         raise BundleGraphError(f"build:{leg}: {plan.cmake_dir} is not configured; run configure:{leg}")
-    j = jobs_mod.decide(plan.cuda_archs, plan.windows)
+    j = jobs_mod.decide(plan.cuda_archs, plan.msvc_host)
     argv = [*plan.argv, "-j", str(j.n)]
     say(
         f"build:{leg}: targets {' '.join(plan.targets) or '(all)'}{' (filtered)' if plan.filtered else ''}, "

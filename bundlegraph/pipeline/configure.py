@@ -35,6 +35,7 @@ from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..core.state import Present, key_of
+from ..platforms import platform
 from ..schemas.records import FetchContentPin
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
@@ -199,7 +200,7 @@ def plan_configure(
     cuda_hooks = bool(tc.info.cuda and cuda)
     hooks = hooks_script(
         seeds=cuda_hooks,
-        host_flag=msvc.ZC if cuda_hooks and tc.info.build_os == "windows" else None,
+        host_flag=msvc.ZC if cuda_hooks and platform(tc.info.build_os).msvc_host else None,
         fingerprint=fingerprint is not None,
     )
     tfile = bdir / "toolchain.cmake"
@@ -304,7 +305,7 @@ def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
         f"CUDA source, its path in the source tree (reproducible device "
         f"code); checked once per nvcc command after configure"
     )
-    if tc.info.build_os == "windows":
+    if platform(tc.info.build_os).msvc_host:
         out[f"-Xcompiler={msvc.ZC}"] = (
             f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
             f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "
@@ -558,7 +559,7 @@ def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
         if bad:
             raise BundleGraphError(f"configure:{plan.leg}: not hermetic: " + "; ".join(bad[:3]))
         out["cuda_host_compiler"] = "every nvcc command's -ccbin is the pinned compiler's"
-    if tc.info.build_os == "windows":
+    if platform(tc.info.build_os).msvc_host:
         bad = msvc.zc_preprocessor_problems(cc)
         if bad:
             raise BundleGraphError(f"configure:{plan.leg}: " + "; ".join(bad[:5]))

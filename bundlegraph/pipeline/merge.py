@@ -122,21 +122,21 @@ def load_base(archive: Path, info_file: str) -> BaseBundle:
 
 
 def _built_names(spec: BundleSpec) -> set[str]:
-    names: set[str] = set()
-    for t in spec.build.targets:
-        names |= {f"{t}.dll", f"{t}.exe", f"{t}.node"} if spec.os == "windows" else {f"lib{t}.so", t}
-    return names
+    plat = platform(spec.os)
+    return {n for t in spec.build.targets for n in (plat.library(t), plat.program(t))}
 
 
 def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     """The files this backend leg built, from its CMake output directory (``cmake/bin``): for
-    each build target ``T``: ``T.dll``/``T.exe`` (Windows) or ``libT.so``, ``libT.so.*`` (links
-    kept), ``T`` (Linux); plus the spec's ``required`` names, except those the leg ships as runtime
-    files (``cudart64_*.dll`` comes from the toolkit, not the build). Raises when a required file or
-    a target's output is missing."""
+    each build target ``T``: its library and program names on the leg's OS (``T.dll``/``T.exe``;
+    ``libT.so``, ``libT.so.*`` (links kept), ``T``: :class:`~bundlegraph.platforms.Platform`);
+    plus the spec's ``required`` names, except those the leg ships as runtime files
+    (``cudart64_*.dll`` comes from the toolkit, not the build). Raises when a required file or a
+    target's output is missing."""
     if not bin_dir.is_dir():
         raise BundleGraphError(f"{spec.id}: build output directory {bin_dir} does not exist; run build:{spec.id}")
-    fold = platform(spec.os).fold
+    plat = platform(spec.os)
+    fold = plat.fold
     shipped = [s.name for s in spec.runtime.ships]
     required = [r for r in spec.required if not any(required_matches(n, r, fold=fold) for n in shipped)]
     names = _built_names(spec)
@@ -147,12 +147,11 @@ def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
         and (
             p.name in names
             or any(required_matches(p.name, r, fold=fold) for r in spec.required)
-            or any(p.name.startswith(f"lib{t}.so.") for t in spec.build.targets)
+            or (plat.versioned and any(p.name.startswith(plat.library(t) + ".") for t in spec.build.targets))
         )
     )
     have = {p.name for p in out}
     missing = [f.file for f in missing_required(have, required, fold=fold)]
-    plat = platform(spec.os)
     for t in spec.build.targets:
         if not have & {plat.library(t), plat.program(t)}:
             missing.append(f"output of build target {t}")

@@ -119,7 +119,7 @@ def run_shard(plan: ShardPlan) -> list[Path]:
     slices, record = leg_slices(bp, shard.count)
     mine = slices[shard.index - 1]
     total = sum(len(s.steps) for s in slices)
-    j = jobs_mod.decide(bp.cuda_archs, bp.windows)
+    j = jobs_mod.decide(bp.cuda_archs, bp.msvc_host)
     origin = record.origin.as_posix() if record and record.origin else "the stated estimates"
     say(
         f"build:{leg}: shard {shard}: {len(mine.steps)} of {total} compile steps, {mine.seconds:.0f} CPU s predicted "

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeV
 
 from .. import backends
 from ..core.lightclass import frozen
-from ..platforms import platform
+from ..platforms import PLATFORMS, platform
 from .archs import Arch, CudaVersion, known_sms
 from .constraints import Check, Tagged
 
@@ -598,10 +598,14 @@ class BundleSpec(Record):
                 raise ValueError(f"{table}: backend '{self.backend}' needs a [{table}] table")
             if table != own and there:
                 raise ValueError(f"{table}: backend '{self.backend}' must not have a [{table}] table")
-        if self.os == "macos" and self.macos is None:
-            raise ValueError("macos: a macOS leg needs a [macos] table with deployment_target")
-        if self.os != "macos" and self.macos is not None:
-            raise ValueError("macos: [macos] is only for macOS legs")
+        for plat in PLATFORMS.values():  # and on os: an OS's own table (macOS: its deployment target)
+            if not plat.spec_table:
+                continue
+            there = getattr(self, plat.spec_table) is not None
+            if plat.name == self.os and not there:
+                raise ValueError(f"{plat.spec_table}: a {plat.title} leg needs a [{plat.spec_table}] table")
+            if plat.name != self.os and there:
+                raise ValueError(f"{plat.spec_table}: [{plat.spec_table}] is only for {plat.title} legs")
         if self.backend == "cuda" and self.profile.line is None:
             raise ValueError("profile.line: a CUDA leg needs profile.line ('cuda12' or 'cuda13')")
         if self.backend != "cuda" and self.profile.line is not None:

@@ -42,7 +42,12 @@ from .cmake_rules import cmake_problems, served_options
 from .records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 
 RELEASE_FILE = "release.toml"
-WINDOWS_ARM64_CUDA_MIN = (13, 4)
+CUDA_TARGET_SINCE: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
+    ("windows", "arm64"): ((13, 4), "the first redist with windows-arm64 target libraries"),
+}
+"""``(os, arch)`` -> the first CUDA version whose redist has target libraries for it, and why
+(NVIDIA's ``redistrib_<ver>.json``: ``windows-arm64`` keys appear in 13.4); an ``(os, arch)``
+not named has them in every version the specs may name."""
 
 T = TypeVar("T")
 
@@ -230,10 +235,13 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
         why = arch_supported(a, v)
         if why:
             out.append(f"{f}: cuda.archs[{i}]: '{a.cmake}': {why}")
-    if os_ == "windows" and arch == "arm64" and v < WINDOWS_ARM64_CUDA_MIN:
+    since = CUDA_TARGET_SINCE.get((str(os_), str(arch)))
+    if since is not None and v < since[0]:
+        want = ".".join(map(str, since[0]))
+        plat = platform(str(os_))
         out.append(
-            f"{f}: cuda.version: a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist "
-            f"with windows-arm64 target libraries); got {cuda.version}"
+            f"{f}: cuda.version: a {plat.title} {str(arch).upper()} CUDA leg needs CUDA >= {want} ({since[1]}); "
+            f"got {cuda.version}"
         )
     return out
 
@@ -438,9 +446,8 @@ def cross_field_problems(
                     f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
                     f"installers choose the runtime line by it: set profile.line = 'cuda{major}'"
                 )
-        if (s.os, s.arch, s.toolchain) == ("windows", "arm64", "msvc-amd64_arm64-cuda") and s.cmake_bool(
-            "GGML_CPU", True
-        ) is not False:
+        # (the toolchain's machine file targets windows arm64: a leg of another os or arch is refused by its own rule)
+        if s.toolchain == "msvc-amd64_arm64-cuda" and s.cmake_bool("GGML_CPU", True) is not False:
             out.append(
                 f"{f}: cmake.GGML_CPU: must be OFF for toolchain msvc-amd64_arm64-cuda (MSVC cannot build "
                 f"ggml-cpu for ARM64); the CPU backend comes from the merge base, built with clang"

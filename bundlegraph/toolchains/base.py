@@ -26,6 +26,7 @@ from ..core import proc
 from ..core.buildenv import allowed_env
 from ..core.errors import ToolMissing
 from ..core.lightclass import frozen
+from ..platforms import platform
 from .cuda import PLATFORMS, CudaToolkit, target_dir
 from .hip import HipSdk
 from .prefix_maps import PrefixMaps, flag_text
@@ -217,7 +218,8 @@ class Toolchain:
                 f"toolchain {self.id}: {self.info.file} names no [binaries] {role}; a leg of {what} needs it"
             )
         name = self.info.binary(role)
-        exe = name + (".exe" if self.info.build_os == "windows" and not name.lower().endswith(".exe") else "")
+        plat = platform(self.info.build_os)
+        exe = name if name.lower().endswith(plat.exe_suffix) else plat.program(name)
         found = sdk.path(sdk_dir) / exe if sdk_dir else None
         if found is None or not found.is_file():
             hit = proc.which(name, env)

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from ..core.errors import ToolkitError
 from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
+from ..platforms import platform
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {
@@ -158,7 +159,7 @@ class CudaToolkit:
     @property
     def nvcc_rel(self) -> str:
         """nvcc relative to the prefix (``bin/nvcc``, ``bin/nvcc.exe``)."""
-        return f"bin/nvcc{'.exe' if self.host_os == 'windows' else ''}"
+        return platform(self.host_os).program("bin/nvcc")
 
     def lib_rel(self) -> str:
         """The target library directory relative to the prefix."""

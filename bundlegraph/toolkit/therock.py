@@ -43,6 +43,7 @@ from ..core import settings
 from ..core.errors import ToolkitError
 from ..core.lightclass import frozen
 from ..core.state import Present
+from ..platforms import platform
 from ..schemas.records import BundleSpec
 from ..toolchains.hip import HipSdk
 
@@ -231,8 +232,9 @@ def layout_problems(prefix: Path, os_name: str, targets: tuple[str, ...] | list[
     """What an extracted TheRock tree at ``prefix`` lacks for a HIP leg on ``os_name`` compiling
     ``targets``, one line each (empty: nothing): the HIP compiler, the HIP runtime, rocBLAS and
     hipBLAS, and a rocBLAS kernel file for every target (the runtime copy takes them from here)."""
-    lib = prefix / ("bin" if os_name == "windows" else "lib")
-    clang = prefix / "lib" / "llvm" / "bin" / ("clang++.exe" if os_name == "windows" else "clang++")
+    plat = platform(os_name)
+    lib = prefix / plat.library_dir
+    clang = prefix / "lib" / "llvm" / "bin" / plat.program("clang++")
     probs = []
     if not clang.is_file():
         probs.append(f"{prefix}: no HIP compiler {clang.relative_to(prefix).as_posix()}")
@@ -319,7 +321,7 @@ def runtime_files(prefix: Path, os_name: str) -> list[tuple[str, Path]]:
             if (f.is_file() or f.is_symlink()) and f.name not in out:
                 if any(fnmatch.fnmatchcase(f.name, g) for g in hip.RUNTIME_FILES[os_name]):
                     out[f.name] = f
-    lib = prefix / ("bin" if os_name == "windows" else "lib")
+    lib = prefix / platform(os_name).library_dir
     for k in hip.KERNEL_FOLDERS:
         root = lib / k
         if root.is_dir():

@@ -28,12 +28,13 @@ if TYPE_CHECKING:
 
 
 def _cuda_libraries(p: VerifyPolicy) -> tuple[str, ...]:
-    """``gpu_backends`` when set, else the CUDA library's file name for ``os`` (both OSes when
-    unset): other GPU backends' libraries (``ggml-vulkan``) carry no fatbin to hold the archs."""
+    """``gpu_backends`` when set, else the CUDA library's file name for ``os`` (unset: on every OS
+    CUDA has a driver on): other GPU backends' libraries (``ggml-vulkan``) carry no fatbin to hold
+    the archs."""
     if p.gpu_backends:
         return p.gpu_backends
     b = backend("cuda")
-    return tuple(library_file(b, o) for o in ((p.os,) if p.os else ("windows", "linux")))
+    return tuple(library_file(b, o) for o in ((p.os,) if p.os else tuple(b.DRIVERS)))
 
 
 def gpu_code(s: Subject, p: VerifyPolicy) -> Outcome:

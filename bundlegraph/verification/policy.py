@@ -13,7 +13,7 @@ from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file
 from ..checks import content
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
-from ..platforms import OS_NAMES
+from ..platforms import OS_NAMES, platform
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
 from ..toolchains.registry import TOOLCHAINS
@@ -209,7 +209,9 @@ def policy_from_spec(
     if spec.hip is not None:
         expect.append(("gfx_target", spec.hip.gfx_target))
     # the floors are the toolchain's pinned compiler's (its machine file's [compiler]), one place for every leg
-    floors = TOOLCHAINS[spec.toolchain].floors() if spec.os == "linux" and spec.toolchain in TOOLCHAINS else None
+    # (glibc's: ELF bundles only)
+    elf = platform(spec.os).binary == "ELF"
+    floors = TOOLCHAINS[spec.toolchain].floors() if elf and spec.toolchain in TOOLCHAINS else None
     return VerifyPolicy(
         os=spec.os,
         arch=spec.arch,

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..backends import backend, library_file
 from ..checks import Failure
+from ..platforms import platform
 from .rows import Outcome, Row, Subject
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _found(s: Subject, p: VerifyPolicy) -> list[tuple[str, str]]:
     for path in s.names:
         base = path.rsplit("/", 1)[-1]
         for o, lib in _libraries(p).items():
-            if (base.lower() == lib.lower()) if o == "windows" else base == lib:
+            if (base.lower() == lib.lower()) if platform(o).fold else base == lib:
                 out.append((path, o))
     return sorted(out)
 
@@ -79,7 +80,7 @@ def _outside(path: str, os_name: str, s: Subject) -> list[str]:
     """What ``path`` and the bundle files it imports, transitively, import from outside the
     bundle (in first-seen order). A bundled dependency is any bundle file of that name (the
     ``closure`` row judges whether the loader would really find it)."""
-    fold = os_name == "windows"
+    fold = platform(os_name).fold
     by_name: dict[str, list[str]] = {}
     for n in s.names:
         base = n.rsplit("/", 1)[-1]
@@ -111,7 +112,7 @@ def _platforms_own(name: str, os_name: str) -> bool:
     from ..checks.closure import LINUX_BASELINE
     from ..checks.systemdlls import is_vc_runtime, is_windows_dll
 
-    if os_name == "windows":
+    if platform(os_name).binary == "PE":  # a PE import names a DLL of Windows or of the VC runtime
         return is_windows_dll(name) or is_vc_runtime(name)
     return name in LINUX_BASELINE
 
@@ -123,7 +124,7 @@ def loader(s: Subject, p: VerifyPolicy) -> Outcome:
     b = backend(NAME)
     fails = []
     for path, os_name in _found(s, p):
-        fold = os_name == "windows"
+        fold = platform(os_name).fold
         want = b.DRIVERS[os_name]
         external = {e.lower() if fold else e for e in p.external}
         direct = [i.dll for i in s.pe[path].imports] if fold and path in s.pe else []
@@ -152,7 +153,7 @@ def loader(s: Subject, p: VerifyPolicy) -> Outcome:
             continue
         for n in s.names:
             base = n.rsplit("/", 1)[-1]
-            if (base.lower() == loader_name.lower()) if os_name == "windows" else base == loader_name:
+            if (base.lower() == loader_name.lower()) if platform(os_name).fold else base == loader_name:
                 fails.append(
                     Failure(
                         n,

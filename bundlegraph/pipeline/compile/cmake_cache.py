@@ -79,11 +79,11 @@ def cache_entries(
     out["CMAKE_BUILD_TYPE"] = "Release"
     if spec.cuda is not None:
         out["CMAKE_CUDA_ARCHITECTURES"] = ";".join(spec.cuda.cmake_archs)
-    rpath = platform(spec.os).rpath
-    if rpath:
-        out["CMAKE_INSTALL_RPATH"] = rpath
+    plat = platform(spec.os)
+    if plat.rpath:
+        out["CMAKE_INSTALL_RPATH"] = plat.rpath
         out["CMAKE_BUILD_WITH_INSTALL_RPATH"] = "ON"
-    if spec.os == "windows":
+    if plat.msvc_host:
         out["CMAKE_POLICY_DEFAULT_CMP0141"] = "NEW"
         out["CMAKE_MSVC_DEBUG_INFORMATION_FORMAT"] = MSVC_DEBUG_INFORMATION
     out["LLAMA_BUILD_COMMIT"] = (commit or "unknown")[:7]

@@ -6,7 +6,8 @@ aarch64 cross host compiler, ``/usr/bin/time -v`` max RSS of the whole nvcc proc
 see ``shared/FINDINGS.md``): the heaviest ggml-cuda translation units (``fattn-mma-*``,
 ``mmq-instance-*``) peak at 904 MB for two architectures (120a;121a); small ones at ~0.5 GB.
 Each additional architecture adds one more ``cicc``/``ptxas`` pass, about 200 MB. Upstream
-measured ~3 GB per job with MSVC on Windows, so Windows hosts use 3 GB. CPU-only legs: 512 MB
+measured ~3 GB per job with MSVC on Windows, so hosts whose nvcc runs MSVC
+(:attr:`bundlegraph.platforms.Platform.msvc_host`) use 3 GB. CPU-only legs: 512 MB
 (the largest llama.cpp C++ TUs with GCC -O3).
 
 :data:`PER_JOB_MB` holds these; the budget is 90 % of the available memory.
@@ -60,11 +61,11 @@ def available_memory_mb() -> int | None:
         return None
 
 
-def per_job_mb(cuda_archs: int, windows: bool) -> int:
+def per_job_mb(cuda_archs: int, msvc_host: bool) -> int:
     """Peak MiB of one compile job for a leg with ``cuda_archs`` architectures (0: CPU leg)."""
     if cuda_archs == 0:
         return PER_JOB_MB["cpu"]
-    if windows:
+    if msvc_host:
         return PER_JOB_MB["cuda_windows"]
     return PER_JOB_MB["cuda_linux_2arch"] + PER_JOB_MB["cuda_extra_arch"] * max(0, cuda_archs - 2)
 
@@ -77,14 +78,14 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def decide(cuda_archs: int, windows: bool, env: dict[str, str] | None = None) -> Jobs:
+def decide(cuda_archs: int, msvc_host: bool, env: dict[str, str] | None = None) -> Jobs:
     """The job count (see module docstring). ``BUNDLEGRAPH_JOBS`` must be a positive integer."""
     n = settings.get("JOBS", env)
     if n is not None:
         return Jobs(n, f"BUNDLEGRAPH_JOBS={n}")
     c = cores()
     mem = available_memory_mb()
-    per = per_job_mb(cuda_archs, windows)
+    per = per_job_mb(cuda_archs, msvc_host)
     if mem is None:
         return Jobs(c, f"{c} cores (available memory unknown)")
     by_mem = max(1, int(mem * 0.9) // per)

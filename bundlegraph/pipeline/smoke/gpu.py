@@ -19,6 +19,7 @@ from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.report import say
+from ...platforms import platform
 from . import judges, reference, throughput
 from .host import not_llama
 from .plan import TOOLS_CACHE, ReferencePlan, SmokePlan, SmokeToolsPlan
@@ -69,7 +70,7 @@ def _build_tools(plan: SmokeToolsPlan) -> Path:
             [argv[0], "--fresh", *argv[1:]], env=env, log=sp.log, what=f"smoke:{sp.leg}: configure test-backend-ops"
         )
         atomic_write_bytes(stamp, key.encode())
-    j = jobs_mod.decide(0, sp.os == "windows")
+    j = jobs_mod.decide(0, platform(sp.os).msvc_host)
     proc.run(
         [argv[0], "--build", cmake_dir.as_posix(), "--target", "test-backend-ops", "-j", str(j.n)],
         env=env,
@@ -130,7 +131,7 @@ def run_reference(plan: ReferencePlan) -> list[Path]:
         arch=sp.arch,
         toolkit_major=plan.toolkit_major,
         sms=plan.sms,
-        jobs=jobs_mod.decide(0, sp.os == "windows").n,
+        jobs=jobs_mod.decide(0, platform(sp.os).msvc_host).n,
         env=plan.resolved.env,
         log=sp.log.with_name("smoke-reference.log"),
         exe=sp.exe,

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...core import proc
 from ...core.buildenv import allowed_env
+from ...platforms import platform
 from . import judges
 from .plan import N_PREDICT, VOCABS
 from .steps import Gate, Outcome, SmokeRun, Step
@@ -188,8 +189,9 @@ def serve(
     return None, facts
 
 
-def _linux_only(run: SmokeRun) -> tuple[str, str] | None:
-    return None if run.plan.os == "linux" else ("", "")
+def _elf_only(run: SmokeRun) -> tuple[str, str] | None:
+    # ``libraries`` lists ELF files' dependencies through the loader (a PE or Mach-O bundle's are verify's rows)
+    return None if platform(run.plan.os).binary == "ELF" else ("", "")
 
 
 def _llama_only(run: SmokeRun) -> tuple[str, str] | None:
@@ -234,7 +236,7 @@ def _after(step: str, otherwise_na: bool = False) -> Gate:
 
 STEPS: tuple[Step, ...] = (
     Step("version", version),
-    Step("libraries", libraries, _linux_only),
+    Step("libraries", libraries, _elf_only),
     Step("model", make_model, _llama_only),
     Step("list-devices", _backends("list-devices"), _without_llama),
     Step("backends", _backends("backends"), _loaded_backends),
