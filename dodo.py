@@ -10,7 +10,7 @@ from pathlib import Path
 from doit import get_var
 
 gc.disable()  # importing and building the graph allocate much and free little: load_for_doit enables it again
-from bundlegraph.dodo_support import load_for_doit
+from bundlegraph.graph.dodo_support import load_for_doit
 
 _graph = load_for_doit(Path(__file__).parent / "bundles", get_var)
 DOIT_CONFIG = _graph.doit_config

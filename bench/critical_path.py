@@ -17,7 +17,7 @@ The runner: ``--jobs`` compiles at once (3: the memory ceiling of a 4-vCPU runne
 ``speed`` that makes the model's unsharded compile of the mission leg
 (``windows-arm64-cuda13-portable``: the same 2 archs, objects and record) equal the 26.7 min that
 leg's cold compile took on a 4-vCPU runner in the pipeline we replace (FINDINGS). The fixed parts
-of each job are :data:`bundlegraph.critical_path.OVERHEAD_S`.
+of each job are :data:`bundlegraph.release.critical_path.OVERHEAD_S`.
 
 Shapes:
 
@@ -44,11 +44,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bundlegraph.critical_path import Assumptions, timeline
 from bundlegraph.pipeline.compile import costs
 from bundlegraph.pipeline.compile.shards import makespan
-from bundlegraph.release_jobs import JOBS, JobRow, rows
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.release.critical_path import Assumptions, timeline
+from bundlegraph.release.jobs import JOBS, JobRow, rows
+from bundlegraph.specs.loader import load_matrix
 
 MISSION = "windows-arm64-cuda13-portable"
 WIDE = ("linux-x64-cuda13-portable", "windows-x64-cuda13-portable")

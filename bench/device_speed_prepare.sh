@@ -27,8 +27,8 @@ start)
   CPU_DIST="${2:?CPU_DIST}" CT12="${3:?CT12}" RT="${4:?RT_DIR}"
   rm -rf .carry && mkdir -p .carry/stage/whl .carry/stage/blobs .carry/stage/gl .carry/stage/local .carry/stage/cu12
   # the FetchContent pins' wheels into the cache, then their blobs and the locks' .debs
-  .venv/bin/python -c "from bundlegraph.pipeline.compile.fetchcontent import prepare; from bundlegraph.schemas.loader import load_matrix; [prepare(p) for p in load_matrix('bundles').release.fetchcontent]"
-  .venv/bin/python -c "from bundlegraph.schemas.loader import load_matrix; print(*(p.sha256 for p in load_matrix('bundles').release.fetchcontent))" \
+  .venv/bin/python -c "from bundlegraph.pipeline.compile.fetchcontent import prepare; from bundlegraph.specs.loader import load_matrix; [prepare(p) for p in load_matrix('bundles').release.fetchcontent]"
+  .venv/bin/python -c "from bundlegraph.specs.loader import load_matrix; print(*(p.sha256 for p in load_matrix('bundles').release.fetchcontent))" \
     | tr ' ' '\n' | while read -r h; do cp "$CACHE/blobs/sha256/$h" .carry/stage/blobs/; done
   .venv/bin/python -c "from bundlegraph.toolkit.debs import fetch, load_lock; import sys; [fetch(load_lock(f)) for f in sys.argv[1:]]" \
     bundlegraph/toolchains/machines/locks/debian12-gcc12-x86_64.toml bundles/locks/vulkan-1.4.309-debs.toml

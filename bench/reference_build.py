@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bundlegraph.graph import Filters, load_context
+from bundlegraph.graph.context import Filters, load_context
 from bundlegraph.pipeline.configure import check_host, plan_configure
 from bundlegraph.pipeline.smoke import reference
 from bundlegraph.pipeline.smoke.sides import side_of

@@ -8,7 +8,7 @@ Usage::
 
 Inputs: the cost records in ``bundles/costs/`` (every record of a new leg is derived from the
 measured ``linux-arm64-cuda13-blackwell`` one and says so in its ``note``), the specs in
-``bundles/``, and the job model of :mod:`bundlegraph.critical_path` (:data:`OVERHEAD_S`). The
+``bundles/``, and the job model of :mod:`bundlegraph.release.critical_path` (:data:`OVERHEAD_S`). The
 runner's ``speed`` is calibrated as in ``bench/critical_path.py``: the mission leg's unsharded
 compile equals the 26.7 min its cold compile took on a 4-vCPU runner in the pipeline we replace.
 
@@ -36,11 +36,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bundlegraph.critical_path import Assumptions, Timeline, timeline
 from bundlegraph.pipeline.compile import costs
 from bundlegraph.pipeline.compile.shards import makespan
-from bundlegraph.release_jobs import JOBS, rows
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.release.critical_path import Assumptions, Timeline, timeline
+from bundlegraph.release.jobs import JOBS, rows
+from bundlegraph.specs.loader import load_matrix
 
 MISSION = "windows-arm64-cuda13-portable"
 TODAY = (

@@ -18,7 +18,7 @@ Every run is a fresh work directory configured first (not timed): ``single``, ``
 
 Reported in ``<root>/results.json``: each run's wall seconds, the shards' objects and predicted
 seconds, the final compile's hits and misses (goal: 0 misses), the wall-time ratio
-``single / (slowest shard + final)``, the prediction of :mod:`bundlegraph.critical_path`'s model
+``single / (slowest shard + final)``, the prediction of :mod:`bundlegraph.release.critical_path`'s model
 for the same objects (longest first on ``jobs`` slots, from the leg's cost record), and whether
 each object of ``final`` is byte-identical to the one ``single`` compiled.
 
@@ -101,10 +101,10 @@ def main() -> int:
     assert n == 1, f"{spec_file}: no `shards = N` line"
     spec_file.write_text(text, encoding="utf-8")
 
-    from bundlegraph.critical_path import Assumptions
     from bundlegraph.pipeline.compile import costs
     from bundlegraph.pipeline.compile.ninja_graph import compile_steps
     from bundlegraph.pipeline.compile.shards import makespan
+    from bundlegraph.release.critical_path import Assumptions
 
     record = costs.find(a.leg, bundles)
     assert record is not None, f"{a.leg} has no cost record in {bundles}"

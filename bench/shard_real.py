@@ -86,7 +86,7 @@ def main() -> int:
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    from bundlegraph.schemas.loader import load_matrix
+    from bundlegraph.specs.loader import load_matrix
 
     spec = load_matrix(args.bundles).legs[args.leg]
     n = spec.build.shards

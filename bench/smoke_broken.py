@@ -43,7 +43,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("/tmp/smoke-broken"))
     a = ap.parse_args()
     os.environ["BUNDLEGRAPH_WORKDIR"] = str(a.checkout.resolve())
-    from bundlegraph.graph import Filters, load_graph
+    from bundlegraph.graph.context import Filters, load_graph
     from bundlegraph.pipeline import smoke
 
     shutil.rmtree(a.out, ignore_errors=True)

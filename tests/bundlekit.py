@@ -12,8 +12,8 @@ from pathlib import Path
 from bundlegraph.pipeline.archivecheck import archive_verifier
 from bundlegraph.pipeline.package import PackageInputs, run_package
 from bundlegraph.pipeline.source import SourceRecord, plan_source, run_source
-from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.records import Matrix
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 

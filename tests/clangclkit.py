@@ -139,7 +139,7 @@ def leg_spec():  # -> BundleSpec
     """The Windows stand-in leg: ``mini-windows-arm64-cpu``'s spec as an x64 leg (module docstring)."""
     import tomllib
 
-    from bundlegraph.schemas.validation import validate_leg
+    from bundlegraph.specs.validation import validate_leg
 
     data = tomllib.loads(SPEC.read_text(encoding="utf-8"))
     data |= {"id": LEG, "arch": "x64", "install_kind": "windows-cpu", "toolchain": "msvc-x64"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolchains.cuda import CudaToolkit
 from bundlegraph.toolkit.identity import ComponentSet, component_set
 from bundlegraph.toolkit.install import install

@@ -1,5 +1,5 @@
 """Releases that are planned, not built, as a ``dist/`` an installer can be pointed at: ours
-(:func:`bundlegraph.planned.planned_manifest` of ``bundles/``) and the fork's
+(:func:`bundlegraph.installer.planned.planned_manifest` of ``bundles/``) and the fork's
 (``tests/data/fork/cuda-matrix.json``: its CUDA bundles as its workflows state them, plus one CPU
 bundle per platform).
 
@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from bundlegraph.planned import PLANNED_COMMIT
+from bundlegraph.installer.planned import PLANNED_COMMIT
 from bundlegraph.schemas.archs import parse_arch
 from bundlegraph.schemas.manifest import INDEX_NAME, MANIFEST_NAME, IndexEntry, Manifest, ManifestArtifact, ShaIndex
 

@@ -141,7 +141,7 @@ INPUTS: dict[str, Input] = {
     # real Sigstore bundles made by real GitHub workflows, with the artifacts they attest: the test
     # assets of trailofbits/pypi-attestations (e.g. pypi_attestation_models-0.0.4a2.tar.gz and its
     # .sigstore bundle, signed by trailofbits/pypi-attestation-models' release.yml at v0.0.4a2), for
-    # the authenticity check (bundlegraph/authenticity.py)
+    # the authenticity check (bundlegraph/release/authenticity.py)
     "pypi-attestations-sdist": Input(
         "pip",
         "pypi-attestations==0.0.31",
@@ -320,7 +320,7 @@ def sdist() -> Path:
     """The release's llama.cpp source pin (the sdist blob, through the source stage's fetcher).
     Raises :class:`MissingInput`."""
     from bundlegraph.pipeline.source import _fetch_pip_sdist
-    from bundlegraph.schemas.loader import load_matrix
+    from bundlegraph.specs.loader import load_matrix
 
     pin = load_matrix(ROOT / "bundles").release.source
     try:

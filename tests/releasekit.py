@@ -52,11 +52,11 @@ class Release:
 def reseal(dist: Path) -> None:
     """Re-seal a tampered copy of a release as someone with write access to it would: every
     listed file's sha256 and size in the SHA index from its bytes now (the manifest's too), and
-    the provenance's subjects from that index (:func:`bundlegraph.provenance.subjects`). The
+    the provenance's subjects from that index (:func:`bundlegraph.schemas.provenance.subjects`). The
     other fields of the provenance stay as the tamperer left them."""
     import hashlib
 
-    from bundlegraph.provenance import PROVENANCE_NAME, subjects
+    from bundlegraph.schemas.provenance import PROVENANCE_NAME, subjects
 
     ip = dist / installerkit.INDEX_NAME
     index = json.loads(ip.read_text())

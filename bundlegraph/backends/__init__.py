@@ -7,7 +7,7 @@ A backend is a module of this package with the attributes of :class:`Backend`; t
 checked against it by mypy (a module can implement a protocol) and when this package loads.
 This is the shape of :mod:`bundlegraph.pipeline.stages` and of cibuildwheel's
 ``cibuildwheel/platforms/__init__.py`` (a ``PlatformModule`` protocol and one table), on the
-axis that varies per leg. OS-dependent naming comes from :mod:`bundlegraph.platforms`.
+axis that varies per leg. OS-dependent naming comes from :mod:`bundlegraph.core.platforms`.
 
 Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec files; its verify
 rows (if any) are the ``ROWS`` of the module ``bundlegraph.verification.<NAME>``, which
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..platforms import OS_NAMES, platform
+from ..core.platforms import OS_NAMES, platform
 from . import cpu, cuda, hip, metal, vulkan
 
 
@@ -37,7 +37,7 @@ class Backend(Protocol):
     """whether it drives a GPU (a driver, device code, GPU smoke steps)"""
     LIBRARY: str
     """ggml's library stem for it (``ggml-cuda``; a glob for ``ggml-cpu*``), named per OS by
-    :meth:`~bundlegraph.platforms.Platform.library`"""
+    :meth:`~bundlegraph.core.platforms.Platform.library`"""
     DRIVERS: dict[str, str]
     """os -> the driver's library, which a bundle may import without shipping (empty: none)"""
     DRIVER_WHAT: str
@@ -67,7 +67,7 @@ class Backend(Protocol):
     """programs (stems, named per OS) the installer requires of a published bundle of this
     backend's kinds beyond every bundle's ``llama-server`` and ``llama-quantize``"""
     HOST_GPUS: tuple[str, ...]
-    """the GPU vendors (:attr:`bundlegraph.selection.Host.gpu`: ``intel``, ``amd``) whose hosts an
+    """the GPU vendors (:attr:`bundlegraph.installer.selection.Host.gpu`: ``intel``, ``amd``) whose hosts an
     installer routes to this backend's kinds (empty: none by vendor alone; CUDA hosts are
     described by their SMs and driver)"""
 
@@ -108,7 +108,7 @@ def driver_owners(os_name: str) -> dict[str, Backend]:
 
 def install_kinds(table: tuple[Backend, ...] | None = None) -> list[tuple[str, str, str, str]]:
     """``(install kind, os, arch, backend)`` for every ``(os, arch)`` of every backend of
-    ``table`` (default :data:`BACKENDS`), ordered by OS (:data:`~bundlegraph.platforms.PLATFORMS`),
+    ``table`` (default :data:`BACKENDS`), ordered by OS (:data:`~bundlegraph.core.platforms.PLATFORMS`),
     then backend, then the backend's own order. A kind that serves two arches of one OS
     (``linux-vulkan``) appears once per arch."""
     return [
@@ -128,7 +128,7 @@ def spec_tables() -> tuple[str, ...]:
 def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     """What is wrong with ``table`` as a registry, one line each (empty: nothing): two backends of
     one name, one spec table or one install kind, an install kind on two OSes (one kind may serve several arches
-    of one OS, as the installer's ``linux-vulkan`` does), an OS that :mod:`bundlegraph.platforms`
+    of one OS, as the installer's ``linux-vulkan`` does), an OS that :mod:`bundlegraph.core.platforms`
     does not know, a GPU backend without a driver on an OS it has install kinds for or without a smoke
     side (:attr:`Backend.SMOKE`). Checked on
     :data:`BACKENDS` when this package loads (a bad table is a bug, so it raises RuntimeError

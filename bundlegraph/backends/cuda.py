@@ -53,7 +53,7 @@ REQUIRED_PROGRAMS: tuple[str, ...] = ()
 """No program beyond every bundle's the installer requires of this backend's bundles."""
 
 HOST_GPUS: tuple[str, ...] = ()
-"""No vendor routing: a CUDA host is described by its SMs and driver (:mod:`bundlegraph.selection`)."""
+"""No vendor routing: a CUDA host is described by its SMs and driver (:mod:`bundlegraph.installer.selection`)."""
 
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
@@ -61,7 +61,7 @@ MIN_DRIVER = (12, 4)
 
 def driver_for(line: str) -> tuple[int, int]:
     """The oldest driver an installer serves runtime line ``cudaM`` to: CUDA ``M.0``, at least
-    :data:`MIN_DRIVER`. Here, not in :mod:`bundlegraph.selection`, so verify's policy (on the
+    :data:`MIN_DRIVER`. Here, not in :mod:`bundlegraph.installer.selection`, so verify's policy (on the
     graph's load path) asks it without importing the manifest models (pydantic)."""
     return max((int(line.removeprefix("cuda")), 0), MIN_DRIVER)
 

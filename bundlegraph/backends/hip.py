@@ -88,7 +88,7 @@ REQUIRED_PROGRAMS: tuple[str, ...] = ()
 """No program beyond every bundle's the installer requires of a ROCm bundle."""
 
 HOST_GPUS: tuple[str, ...] = ()
-"""No vendor routing: a ROCm host is described by its gfx target (:attr:`bundlegraph.selection.Host.gfx`);
+"""No vendor routing: a ROCm host is described by its gfx target (:attr:`bundlegraph.installer.selection.Host.gfx`);
 an AMD GPU without ROCm is Vulkan's (:data:`bundlegraph.backends.vulkan.HOST_GPUS`)."""
 
 FAMILIES: dict[str, tuple[str, ...]] = {

@@ -74,10 +74,10 @@ REQUIRED_PROGRAMS: tuple[str, ...] = ("llama-diffusion-gemma-visual-server",)
 (``runtime_payload_health_groups``: ``linux-vulkan``, ``windows-vulkan`` and
 ``windows-arm64-vulkan`` published bundles must carry the DiffusionGemma visual server, where a
 CPU or CUDA bundle without it is only downloaded again to backfill it). Named per OS by
-:meth:`~bundlegraph.platforms.Platform.program`."""
+:meth:`~bundlegraph.core.platforms.Platform.program`."""
 
 HOST_GPUS: tuple[str, ...] = ("intel", "amd")
-"""The GPU vendors (:attr:`bundlegraph.selection.Host.gpu`) whose hosts the installer routes to
+"""The GPU vendors (:attr:`bundlegraph.installer.selection.Host.gpu`) whose hosts the installer routes to
 this backend's kinds: an Intel GPU, or an AMD GPU without ROCm, and no physical NVIDIA GPU
 (``has_intel_gpu`` / ``has_amd_gpu_without_rocm``, probed only without a usable NVIDIA driver
 or ROCm)."""

@@ -15,7 +15,7 @@ from dataclasses import field
 from typing import Any
 
 from ..core.lightclass import mutable
-from ..platforms import PLATFORMS
+from ..core.platforms import PLATFORMS
 from . import BytesLike, Failure, NotParsable, claims_elf_library, claims_pe
 from . import fatbin as fb
 from .elf import MACHINE_NAMES, ELFInfo, is_elf, read_elf

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core import state
 from ..core.errors import BundleGraphError
-from ..graph import Graph, TaskPlan, load_graph
+from ..graph.context import Graph, TaskPlan, load_graph
 from . import add_filter_args, filters_from
 
 

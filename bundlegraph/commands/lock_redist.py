@@ -43,7 +43,7 @@ def repin(bundles: Path, labels: list[str], update: bool) -> list[str]:
     """Pin ``labels`` (default: every label the specs name) into the bundles directory's lock;
     returns one line per label. Raises :class:`BundleGraphError` (nothing written) when a pinned
     label's bytes moved and ``update`` is false, or when no spec names a redist manifest."""
-    from ..schemas.loader import load_matrix
+    from ..specs.loader import load_matrix
     from ..toolkit.identity import redist_pool_url
     from ..toolkit.redistlock import dump_pins, load_pins, lock_path
 

@@ -14,7 +14,7 @@ from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..schemas.loader import load_matrix
+    from ..specs.loader import load_matrix
     from ..toolkit.sdkpins import pin_all, wanted
 
     matrix = load_matrix(args.bundles)

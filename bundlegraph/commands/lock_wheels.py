@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import BundleGraphError
-from ..schemas.loader import load_matrix
+from ..specs.loader import load_matrix
 from ..toolchains.registry import TOOLCHAINS
 from ..toolkit.lockfile import load_lock, write_lock
 from ..toolkit.wheels import lock_wheels

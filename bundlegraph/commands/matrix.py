@@ -9,16 +9,16 @@ one row per shard of that leg when its spec says ``[build] shards = N`` (N > 1).
 base's bundle: ``merge_base`` names it) and ``"base"`` for every other leg. CI splits its jobs on
 ``role`` and the shard rows, never on profile names.
 
-``--job NAME`` prints one job's matrix of the release workflow (:mod:`bundlegraph.release_jobs`:
+``--job NAME`` prints one job's matrix of the release workflow (:mod:`bundlegraph.release.jobs`:
 ``compile``, ``compile-final``, ``base``, ``base-imported``, ``backend``), each row with its flags
 and ``timeout`` (minutes: the row's leg compiled whole and cold, and its other parts, with a margin, at
-most GitHub's 360-min job limit: :func:`bundlegraph.critical_path.row_timeout`; a leg whose shard or whole compile cannot fit
+most GitHub's 360-min job limit: :func:`bundlegraph.release.critical_path.row_timeout`; a leg whose shard or whole compile cannot fit
 is refused, exit 2, and a final compile that fits only with its shards' hits is flagged on stderr; the
 default output and ``--warm`` refuse such a leg too);
 ``--github-output`` prints every job's as ``<job>=<json>`` lines (``-`` in a job's name becomes
 ``_``) for ``$GITHUB_OUTPUT``: what the release workflow's plan job writes. ``--warm`` prints the
 default branch's warm-caches workflow matrix as one ``warm=<json>`` line (one row per leg, its whole
-compile on its compile runner: :func:`bundlegraph.release_jobs.warm_rows`).
+compile on its compile runner: :func:`bundlegraph.release.jobs.warm_rows`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from ..core.errors import BundleGraphError
 from ..pipeline.base import select
-from ..schemas.loader import load_matrix
+from ..specs.loader import load_matrix
 from . import add_filter_args, filters_from
 
 
@@ -67,14 +67,14 @@ def matrix_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def job_matrices(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``{job: {"include": [...]}}`` of the release workflow, with each row's timeout (it covers
-    the leg's whole cold compile: :func:`~bundlegraph.critical_path.cover_seconds`). Raises :class:`TimeoutFitError` naming every
-    row that cannot fit in GitHub's job limit (:func:`~bundlegraph.critical_path.timeout_problems`)."""
+    the leg's whole cold compile: :func:`~bundlegraph.release.critical_path.cover_seconds`). Raises :class:`TimeoutFitError` naming every
+    row that cannot fit in GitHub's job limit (:func:`~bundlegraph.release.critical_path.timeout_problems`)."""
     import dataclasses
 
     from ..core.report import warn
-    from ..critical_path import Assumptions, cover_seconds, row_timeout
     from ..pipeline.compile import costs
-    from ..release_jobs import matrices, rows
+    from ..release.critical_path import Assumptions, cover_seconds, row_timeout
+    from ..release.jobs import matrices, rows
 
     m = load_matrix(args.bundles)
     legs = select(m, filters_from(args))
@@ -96,14 +96,14 @@ class TimeoutFitError(BundleGraphError):
 
 
 def refuse_unfit(m: Any, legs: list[str], all_rows: Any = None, records: Any = None) -> list[str]:
-    """The release rows of ``legs`` (``all_rows``, else :func:`~bundlegraph.release_jobs.rows`) checked
-    against GitHub's job limit (:func:`~bundlegraph.critical_path.timeout_problems`, with
+    """The release rows of ``legs`` (``all_rows``, else :func:`~bundlegraph.release.jobs.rows`) checked
+    against GitHub's job limit (:func:`~bundlegraph.release.critical_path.timeout_problems`, with
     ``records``, else each leg's cost record): raises :class:`TimeoutFitError`, one line per row
     that cannot fit, else returns the flags (rows that fit only capped). Every mode of ``matrix``
     asks this first: a leg no release can build is refused wherever its matrix is made."""
-    from ..critical_path import Assumptions, timeout_problems
     from ..pipeline.compile import costs
-    from ..release_jobs import rows
+    from ..release.critical_path import Assumptions, timeout_problems
+    from ..release.jobs import rows
 
     if records is None:
         records = {leg: costs.find(leg, m.root) for leg in legs}
@@ -114,16 +114,16 @@ def refuse_unfit(m: Any, legs: list[str], all_rows: Any = None, records: Any = N
 
 
 def warm_matrix(args: argparse.Namespace) -> dict[str, Any]:
-    """``{"include": [...]}`` of the warm-caches workflow (:func:`~bundlegraph.release_jobs.warm_rows`),
+    """``{"include": [...]}`` of the warm-caches workflow (:func:`~bundlegraph.release.jobs.warm_rows`),
     each row's timeout covering its leg's whole cold compile; a row over GitHub's job limit is
     flagged on stderr and gets the limit (a warm run is not a release: nothing waits for it). A leg
     the release itself cannot build in the limit is refused (:func:`refuse_unfit`), as in every mode."""
     import dataclasses
 
     from ..core.report import warn
-    from ..critical_path import GITHUB_JOB_LIMIT_MIN, Assumptions, cover_seconds, row_timeout
     from ..pipeline.compile import costs
-    from ..release_jobs import warm_rows
+    from ..release.critical_path import GITHUB_JOB_LIMIT_MIN, Assumptions, cover_seconds, row_timeout
+    from ..release.jobs import warm_rows
 
     m = load_matrix(args.bundles)
     legs = select(m, filters_from(args))
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from ..release_jobs import JOBS
+    from ..release.jobs import JOBS
 
     p = sub.add_parser("matrix", help="print the leg matrix as JSON for a CI matrix")
     add_filter_args(p)

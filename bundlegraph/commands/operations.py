@@ -1,10 +1,10 @@
-"""The release operations the scheduled workflows run (:mod:`bundlegraph.release_ops`):
+"""The release operations the scheduled workflows run (:mod:`bundlegraph.release.ops`):
 
 - ``release-age [--max-days N] [--repo R]``: the newest published release of ``R`` (default
   ``GITHUB_REPOSITORY``) and its age; exit 1, naming both, when it is older than N days (default
   3) or there is none: the daily check that fails loudly when releases stop.
 - ``rerun-cancelled --run-id ID [--repo R]``: re-run a cancelled release run once when nobody
-  cancelled it by hand (its cancelled jobs' annotations: :mod:`bundlegraph.release_ops`), at
+  cancelled it by hand (its cancelled jobs' annotations: :mod:`bundlegraph.release.ops`), at
   least one of its jobs succeeded and none failed; says why it does or does not (a person's
   cancel is named and stands). Every job of the run is read, page by page (a release run has
   more than the 100 one page holds).
@@ -26,7 +26,7 @@ from ..core.errors import BundleGraphError
 
 
 def _gh(repo: str | None) -> Any:
-    from ..github_release import GitHub
+    from ..release.github_release import GitHub
 
     repo = repo or os.environ.get("GITHUB_REPOSITORY")
     if not repo:
@@ -35,7 +35,7 @@ def _gh(repo: str | None) -> Any:
 
 
 def run_age(args: argparse.Namespace) -> int:
-    from ..release_ops import newest_published
+    from ..release.ops import newest_published
 
     gh = _gh(args.repo)
     with gh.c:
@@ -53,7 +53,7 @@ def run_age(args: argparse.Namespace) -> int:
 
 
 def run_rerun(args: argparse.Namespace) -> int:
-    from ..release_ops import rerun_verdict
+    from ..release.ops import rerun_verdict
 
     gh = _gh(args.repo)
     with gh.c:
@@ -74,7 +74,7 @@ def run_rerun(args: argparse.Namespace) -> int:
 
 
 def run_start(args: argparse.Namespace) -> int:
-    from ..release_ops import start_release
+    from ..release.ops import start_release
 
     gh = _gh(args.repo)
     with gh.c:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import BundleGraphError
 from ..core.state import canonical, key_of
-from ..graph import STAGE_ORDER, TaskPlan, load_graph
+from ..graph.context import STAGE_ORDER, TaskPlan, load_graph
 from . import add_filter_args, filters_from
 
 
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
 def _coverage(matrix: Any) -> dict[str, list[str]]:
     """The release's coverage rules in words and what breaks them now, judged on the bundles
     every promised leg of the whole matrix (not only the selected legs) will ship: the publish
-    gate's verdict before anything builds (:mod:`bundlegraph.coverage_rules`)."""
-    from ..coverage_rules import describe, offers_of_specs, rule_problems
+    gate's verdict before anything builds (:mod:`bundlegraph.installer.coverage`)."""
+    from ..installer.coverage import describe, offers_of_specs, rule_problems
 
     rel = matrix.release
     return {
@@ -154,11 +154,11 @@ def _release(rel: Any) -> dict[str, Any]:
 def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
     """Each shard's objects and predicted seconds: from ninja's graph when the leg is configured
     in this work directory, else from the leg's cost record (said in the output)."""
-    from ..critical_path import leg_steps
     from ..pipeline.build import plan_build
     from ..pipeline.compile import costs
     from ..pipeline.compile.shards import count_problem, split
     from ..pipeline.shard_build import leg_slices, split_digest
+    from ..release.critical_path import leg_steps
 
     spec = ctx.spec(leg)
     n = args.count or spec.build.shards
@@ -217,11 +217,11 @@ def _shards(args: argparse.Namespace, ctx: Any, leg: str) -> int:
 
 
 def _critical_path(args: argparse.Namespace) -> int:
-    """The release workflow's modeled timelines, warm and cold (:mod:`bundlegraph.critical_path`)."""
-    from ..critical_path import Assumptions, predict_both
+    """The release workflow's modeled timelines, warm and cold (:mod:`bundlegraph.release.critical_path`)."""
     from ..pipeline.base import select
     from ..pipeline.compile import costs
-    from ..schemas.loader import load_matrix
+    from ..release.critical_path import Assumptions, predict_both
+    from ..specs.loader import load_matrix
 
     m = load_matrix(args.bundles)
     legs = select(m, filters_from(args))

@@ -19,7 +19,7 @@ SCHEMAS: dict[str, type[Record]] = {"bundle-spec": BundleSpec, "release": Releas
 
 def render(name: str) -> str:
     """The schema text of ``name`` (sorted keys, 2-space indent, trailing newline)."""
-    from ..schemas.validation import adapter
+    from ..schemas.adapters import adapter
     from ..toolchains.registry import TOOLCHAINS
 
     s = adapter(SCHEMAS[name]).json_schema(by_alias=True)

@@ -4,14 +4,14 @@
 [--gpu intel|amd] [--gfx gfx1100] [DIST|URL] [--json]``: the bundle a host of that description gets
 (``--gpu``: a GPU besides NVIDIA's, ``amd`` meaning one without ROCm: such a host without an NVIDIA
 driver asks for Vulkan; ``--gfx``: an AMD GPU with ROCm, its gfx target), the order an installer tries
-bundles in, and why every other bundle was rejected (:mod:`bundlegraph.selection`). Exit 0 when
+bundles in, and why every other bundle was rejected (:mod:`bundlegraph.installer.selection`). Exit 0 when
 the host gets a bundle, 1 when it gets none (an installer then falls back to a source build), 2 for
 bad input (an unreadable release, a bad option).
 
 A release whose manifest lists no bundle at all (``doit manifest`` with nothing packaged in
 ``dist/`` writes one) is said as such by both commands, and ``coverage`` then exits 1.
 
-``coverage [DIST|URL] [--json|--summary]``: :func:`~bundlegraph.selection.select` for every
+``coverage [DIST|URL] [--json|--summary]``: :func:`~bundlegraph.installer.selection.select` for every
 host class (install kind x SM of NVIDIA's arch table x driver line; a Vulkan kind x GPU vendor;
 an AMD host of each gfx target of the fork's ROCm families; a Mac of each arch), as a table,
 ``{"rows": [{host fields..., "asked", "install_kind", "choice", "attempts", "why_none"}]}``, or
@@ -20,11 +20,11 @@ grouped by the bundle each class gets (``--summary``).
 DIST is a directory holding ``llama-prebuilt-manifest.json`` and ``llama-prebuilt-sha256.json``
 (default ``dist/`` of the work directory); a URL is a release download base (both files are
 fetched from it). ``--planned`` instead asks the release the specs of ``--bundles`` plan, built or
-not (:mod:`bundlegraph.planned`).
+not (:mod:`bundlegraph.installer.planned`).
 
 Each answer says what the host downloads: the chosen bundle's size in MB (10^6 bytes) and where
 the figure comes from, ``measured`` (the SHA index's bytes of the built bundle) or ``estimated``
-(a planned release: :func:`bundlegraph.planned.estimate_mb`).
+(a planned release: :func:`bundlegraph.installer.planned.estimate_mb`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from typing import Any
 
 from ..core import paths
 from ..core.errors import BundleGraphError
-from ..platforms import OS_NAMES, platform
+from ..core.platforms import OS_NAMES, platform
+from ..installer.selection import GPU_WORDS, Host, Selection, coverage, select
 from ..schemas.manifest import INDEX_NAME, MANIFEST_NAME, Manifest, ShaIndex
-from ..selection import GPU_WORDS, Host, Selection, coverage, select
 
 
 def read_release(where: str | None) -> tuple[Manifest, ShaIndex | None]:
@@ -99,7 +99,7 @@ def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dic
     """The release asked about: the one the specs plan (``--planned``: every promised leg, sizes
     estimated; with ``--with-unpromised`` every leg, as the release will be once the legs that
     wait for a first build ship) or a built one (DIST or URL: sizes measured, from its SHA index)."""
-    from ..selection import sizes_of
+    from ..installer.selection import sizes_of
 
     every = bool(getattr(args, "with_unpromised", False))
     if every and not args.planned:
@@ -109,8 +109,8 @@ def release_of(args: argparse.Namespace) -> tuple[Manifest, ShaIndex | None, dic
             raise BundleGraphError(
                 f"{args.release}: --planned asks the specs of --bundles, not a release: leave it out"
             )
-        from ..planned import planned_manifest, planned_sizes
-        from ..schemas.loader import load_matrix
+        from ..installer.planned import planned_manifest, planned_sizes
+        from ..specs.loader import load_matrix
 
         m = load_matrix(args.bundles)
         sizes: dict[str, tuple[float, str]] = {k: (v.mb, v.source) for k, v in planned_sizes(m, every).items()}
@@ -181,7 +181,7 @@ def redownloads(where: str | None, manifest: Manifest) -> dict[str, bool | None]
     """For each bundle of the release: whether the installer re-downloads it on every run (it
     lacks :data:`~bundlegraph.schemas.installer.BACKFILLED`); None where the bundle is not a
     local file (a release URL) and so was not looked into."""
-    from ..archive import member_names
+    from ..pipeline.bundle.archive import member_names
     from ..schemas.installer import BACKFILLED
 
     d = None if where and where.startswith(("http://", "https://")) else (Path(where) if where else paths.dist_dir())

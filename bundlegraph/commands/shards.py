@@ -69,7 +69,7 @@ def _expected_shards(args: argparse.Namespace) -> dict[str, int]:
     Raises :class:`BundleGraphError` for a leg that is not in the specs or not sharded."""
     if not args.leg:
         return {}
-    from ..schemas.loader import load_matrix
+    from ..specs.loader import load_matrix
 
     m = load_matrix(args.bundles)
     out = {}
@@ -86,7 +86,7 @@ def _expected_shards(args: argparse.Namespace) -> dict[str, int]:
 def run_costs(args: argparse.Namespace) -> int:
     from ..pipeline.base import select
     from ..pipeline.compile import costs
-    from ..schemas.loader import load_matrix
+    from ..specs.loader import load_matrix
 
     m = load_matrix(args.bundles)
     legs = args.legs or select(m, filters_from(args))

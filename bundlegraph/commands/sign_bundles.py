@@ -1,5 +1,5 @@
 """``bundlegraph sign-bundles DIR --out OUT``: sign the bundles packaged with
-``BUNDLEGRAPH_SIGN=later`` (:mod:`bundlegraph.signbundles`). The release workflow's ``sign`` job runs
+``BUNDLEGRAPH_SIGN=later`` (:mod:`bundlegraph.release.signbundles`). The release workflow's ``sign`` job runs
 it: the one job holding the signing secret, running this project's code at the tag and the signer,
 nothing of llama.cpp. Exit 0 when every pending bundle is signed and verified; 2, 3 or 4 as
 :mod:`bundlegraph.core.errors` says (a missing base, a signer that changed more than the signature,
@@ -15,7 +15,7 @@ from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..signbundles import sign_bundles
+    from ..release.signbundles import sign_bundles
 
     sign_bundles(Path(args.dir), Path(args.out), Path(args.bundles), os.environ)
     return 0

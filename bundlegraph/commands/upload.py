@@ -1,5 +1,5 @@
 """``bundlegraph upload-release`` and ``publish-release``: put a release that passed the coverage
-gate on GitHub, whole or not at all (:mod:`bundlegraph.github_release`: a draft first, every
+gate on GitHub, whole or not at all (:mod:`bundlegraph.release.github_release`: a draft first, every
 asset checked against the SHA index, changed bytes refused, published last).
 
 ``upload-release [--dist DIR] [--repo OWNER/REPO] [--tag TAG] [--draft-only]``: ``--dist``
@@ -34,7 +34,7 @@ from ..core.report import say
 
 def _where(args: argparse.Namespace, command: str) -> tuple[str, str, Path]:
     """``(repo, tag, dist)`` from the options and the environment (module docstring)."""
-    from ..schemas.loader import load_matrix
+    from ..specs.loader import load_matrix
 
     repo = args.repo or os.environ.get("GITHUB_REPOSITORY")
     if not repo:
@@ -44,7 +44,7 @@ def _where(args: argparse.Namespace, command: str) -> tuple[str, str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..github_release import upload_release
+    from ..release.github_release import upload_release
 
     repo, tag, dist = _where(args, "upload-release")
     r = upload_release(
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    from ..github_release import publish_release
+    from ..release.github_release import publish_release
 
     repo, tag, dist = _where(args, "publish-release")
     r = publish_release(
@@ -80,7 +80,7 @@ def run_publish(args: argparse.Namespace) -> int:
 
 
 def run_check_tag(args: argparse.Namespace) -> int:
-    from ..schemas.loader import load_matrix
+    from ..specs.loader import load_matrix
 
     ref = args.ref if args.ref is not None else os.environ.get("GITHUB_REF", "")
     if not ref:

@@ -1,5 +1,5 @@
 """``bundlegraph upstream`` and ``bundlegraph bump``: track upstream llama.cpp's builds
-(:mod:`bundlegraph.upstream`).
+(:mod:`bundlegraph.release.upstream`).
 
 - ``upstream [--min-age-hours H] [--json]``: the newest upstream ``bNNNN`` build of the release's
   ``source_repo`` at least H hours old, with its commit and age, and every release skipped and
@@ -32,14 +32,14 @@ from ..core.errors import BundleGraphError
 
 
 def _github(bundles: str) -> Any:
-    from ..github_release import GitHub
-    from ..schemas.loader import load_matrix
+    from ..release.github_release import GitHub
+    from ..specs.loader import load_matrix
 
     return GitHub.connect(load_matrix(bundles).release.source_repo)
 
 
 def _scan(args: argparse.Namespace) -> Any:
-    from ..upstream import newest_build
+    from ..release.upstream import newest_build
 
     gh = _github(args.bundles)
     with gh.c:
@@ -86,7 +86,7 @@ def run_upstream(args: argparse.Namespace) -> int:
 
 def _said(line: str) -> int:
     """Print ``line``, put it in the step summary on CI, exit 0: a bump with nothing to do."""
-    from ..ci import append_summary
+    from ..pipeline.ci import append_summary
 
     print(line)
     append_summary([line])
@@ -95,9 +95,9 @@ def _said(line: str) -> int:
 
 def run_bump(args: argparse.Namespace) -> int:
     from ..core import paths
-    from ..schemas.loader import load_matrix
+    from ..release.upstream import BUILD_RE, UpstreamBuild, bump, check_not_older, published_build
     from ..schemas.records import MixPin
-    from ..upstream import BUILD_RE, UpstreamBuild, bump, check_not_older, published_build
+    from ..specs.loader import load_matrix
 
     f = Path(args.bundles) / "release.toml"
     rel = load_matrix(args.bundles).release

@@ -40,8 +40,8 @@ def policy_from_args(args: argparse.Namespace) -> VerifyPolicy:
     """The policy the options describe (``--leg`` first, then each option that was given)."""
     policy = VerifyPolicy()
     if args.leg:
-        from ..graph import Filters, load_context
-        from ..schemas.loader import load_matrix
+        from ..graph.context import Filters, load_context
+        from ..specs.loader import load_matrix
 
         legs = load_matrix(args.bundles).legs
         if args.leg not in legs:

@@ -1,5 +1,5 @@
 """``bundlegraph verify-attestation BUNDLE FILE... --repo OWNER/REPO --tag TAG [--workflow NAME]
-[--trusted-root FILE]``: the authenticity check of ``verify-release`` (:mod:`bundlegraph.authenticity`)
+[--trusted-root FILE]``: the authenticity check of ``verify-release`` (:mod:`bundlegraph.release.authenticity`)
 on any Sigstore bundle and the files it should attest: the bundle is signed by
 ``https://github.com/<repo>/.github/workflows/<workflow>@refs/tags/<tag>`` (issuer GitHub Actions)
 under the pinned Sigstore trust root, offline, and its subjects are exactly the files, each with
@@ -17,7 +17,8 @@ from ..core.errors import BundleGraphError
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..authenticity import (
+    from ..core.fsutil import sha256_file
+    from ..release.authenticity import (
         GITHUB_ISSUER,
         AuthenticityError,
         attested_subjects,
@@ -25,7 +26,6 @@ def run(args: argparse.Namespace) -> int:
         verify_bundle,
         workflow_identity,
     )
-    from ..core.fsutil import sha256_file
 
     bundle = Path(args.bundle)
     paths = [Path(f) for f in args.files]

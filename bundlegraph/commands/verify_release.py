@@ -1,17 +1,17 @@
 """``bundlegraph verify-release [DIST] [--repo R --tag T] [--no-authenticate] [--trusted-root FILE]
 [--attestations] [--rebuild LEG] [--json]``: check a
-whole release (:mod:`bundlegraph.verify_release`): from a ``dist/`` directory (default: the work
+whole release (:mod:`bundlegraph.release.verify_release`): from a ``dist/`` directory (default: the work
 directory's), or with ``--repo`` and ``--tag`` the published GitHub release, read through the
 releases API (``BUNDLEGRAPH_GITHUB_API``, token ``GITHUB_TOKEN``). It reads no spec file (it
 runs in an empty folder); only ``--rebuild`` needs the release's specs (``--bundles``). Exit 0 when every check that
 ran passed and none was left out; 1 with every mismatch named (check, asset, field, both
 values); 2 for usage; 4 when ``--rebuild`` cannot fetch the release's source commit (a download
-that failed: :func:`bundlegraph.source_proof.fetch_commit`). A check that could not run (``--attestations`` without ``gh``,
+that failed: :func:`bundlegraph.release.source_proof.fetch_commit`). A check that could not run (``--attestations`` without ``gh``,
 ``authenticity`` without ``--repo``) is said so and makes the exit 1: a check not run is never reported as passed.
-``authenticity`` runs by default (:mod:`bundlegraph.authenticity`: the release's Sigstore bundle, signed by ``--repo``'s
+``authenticity`` runs by default (:mod:`bundlegraph.release.authenticity`: the release's Sigstore bundle, signed by ``--repo``'s
 ``release.yml`` at the tag, attests every file); only ``--no-authenticate`` leaves it out, and then the last line
 says "not authenticated". ``--rebuild LEG`` adds the
-``rebuild`` check (:mod:`bundlegraph.rebuild`): the leg built again from the release's own source
+``rebuild`` check (:mod:`bundlegraph.release.rebuild`): the leg built again from the release's own source
 archive gives the published bytes.
 """
 
@@ -29,8 +29,9 @@ from ..core.errors import BundleGraphError
 
 def run(args: argparse.Namespace) -> int:
     from ..core import paths
-    from ..github_release import GitHub
-    from ..verify_release import ApiSource, DistSource, verify
+    from ..release.github_release import GitHub
+    from ..release.reading import ApiSource, DistSource
+    from ..release.verify_release import verify
 
     if args.tag and not args.repo and not args.release:
         raise BundleGraphError("verify-release: a published release needs both --repo and --tag")
@@ -103,9 +104,9 @@ def _verdict(ok: bool, checks: list[Any], args: argparse.Namespace) -> str:
 
 
 def _rebuild_check(src: Any, args: argparse.Namespace) -> Any:
-    """The ``rebuild`` check: :func:`bundlegraph.rebuild.rebuild` of ``--rebuild LEG``."""
-    from ..rebuild import rebuild
-    from ..verify_release import Check, DistSource
+    """The ``rebuild`` check: :func:`bundlegraph.release.rebuild.rebuild` of ``--rebuild LEG``."""
+    from ..release.reading import Check, DistSource
+    from ..release.rebuild import rebuild
 
     c = Check("rebuild")
     if not isinstance(src, DistSource):
@@ -127,8 +128,8 @@ def _rebuild_check(src: Any, args: argparse.Namespace) -> Any:
 def run_checksums(args: argparse.Namespace) -> int:
     from ..core import paths
     from ..core.fsutil import atomic_write_bytes
+    from ..release.verify_release import checksums_text
     from ..schemas.asset_names import INDEX_NAME
-    from ..verify_release import checksums_text
 
     d = Path(args.release) if args.release else paths.dist_dir()
     idx = d / INDEX_NAME

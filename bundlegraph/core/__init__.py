@@ -6,5 +6,7 @@ releases, specs or stages (import-linter checks it: core imports no domain modul
 - errors (the error classes and their exit codes), report (what a run prints);
 - proc and _supervise (running programs), fsutil, oslock and runlock (files and locks),
   state (the stamps: action keys and output fingerprints);
-- download, progress, extract (fetching and unpacking), gitmeta (git metadata of a tree).
+- download, progress, extract (fetching and unpacking), gitmeta (git metadata of a tree);
+- platforms (the operating systems a bundle targets, one row of facts each: the only place an OS
+  name is compared) and gpus (this host's NVIDIA GPUs, as ``nvidia-smi`` reports them).
 """

@@ -3,7 +3,7 @@
 Everything the user can fix (a bad spec, a hash mismatch, a missing compiler, a download
 that failed) raises a :class:`BundleGraphError` subclass whose message names the file, key
 or artifact and says what was expected. Inside doit actions these are turned into a returned
-``doit.exceptions.TaskFailed`` (see :func:`bundlegraph.graph._execute`), so no traceback is
+``doit.exceptions.TaskFailed`` (see :func:`bundlegraph.graph.context._execute`), so no traceback is
 printed. Any other exception is a bug and keeps its traceback.
 
 Exit statuses of the ``bundlegraph`` command and of a ``doit`` run stopped before any task

@@ -22,7 +22,7 @@ from .oslock import FileLock, Timeout
 READ_ONLY_COMMANDS = {"list", "info", "help", "dumpdb", "tabcompletion", "strace"}
 UNTOUCHED_COMMANDS = {"list", "info", "help", "tabcompletion"}
 """doit commands that leave the work directory untouched: they create no ``.bundlegraph/`` and no
-doit database (:attr:`bundlegraph.graph.Graph.doit_config` gives them doit's database only where
+doit database (:attr:`bundlegraph.graph.context.Graph.doit_config` gives them doit's database only where
 it already exists, else an in-memory one), so they also work in a read-only work directory."""
 _COMMANDS = READ_ONLY_COMMANDS | {"run", "clean", "forget", "ignore", "reset-dep", "auto"}
 _held: list[FileLock] = []

@@ -5,7 +5,7 @@ full report on the archive itself (:func:`~bundlegraph.verification.run.verify_p
 :func:`~bundlegraph.verification.policy.policy_from_spec`: machine, closure, glibc floors, fatbin
 vs promised archs, signatures, required files, the info JSON). Failures raise
 :class:`VerifyError` naming the archive and member (on CI each becomes an
-``::error file=<archive>::`` annotation, :mod:`bundlegraph.ci`); machines and fatbin SASS
+``::error file=<archive>::`` annotation, :mod:`bundlegraph.pipeline.ci`); machines and fatbin SASS
 targets become the findings.
 """
 

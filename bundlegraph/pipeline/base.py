@@ -4,8 +4,8 @@
 The stages themselves are listed in :mod:`.stages`.
 
 Layering (checked by import-linter in CI, ``[tool.importlinter]`` in pyproject.toml):
-``bundlegraph.graph`` imports the stage modules, the stage modules import this module, and no
-stage imports ``bundlegraph.graph``.
+``bundlegraph.graph.context`` imports the stage modules, the stage modules import this module, and no
+stage imports ``bundlegraph.graph.context``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Filters:
     """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
     is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
     ``built``: a directory of build outputs made elsewhere (:func:`imported_build`).
-    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.overrides`)."""
+    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.pipeline.overrides`)."""
 
     only_profile: str | None = None
     only_leg: str | None = None

@@ -39,9 +39,9 @@ from ..core.buildenv import allowed_env
 from ..core.errors import BundleGraphError, ToolFailed
 from ..core.fsutil import atomic_dir, atomic_write_json, rmtree, sha256_file
 from ..core.lightclass import frozen
+from ..core.platforms import platform
 from ..core.remote_url import secrets_of
 from ..core.report import say
-from ..platforms import platform
 from ..toolchains.base import scrubbed
 from ..toolchains.tools import build_tools
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
@@ -340,7 +340,7 @@ def record_cache_stats(
     is a shortfall: ``shard_shortfall`` (one line naming the leg and the objects) and
     ``shard_missed`` go into the record and the summary, and the caller fails the build. Returns
     the statistics written (None without a cache)."""
-    from .. import ci
+    from . import ci
 
     stats = compiler_cache.build_stats(chosen, env, stats_log, compiler_cache.remote_storage())
     record = record or plan.record.with_name("compiler-cache.json")

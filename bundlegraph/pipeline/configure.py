@@ -33,9 +33,9 @@ from ..core import proc, settings
 from ..core.errors import BundleGraphError, HostMismatch, ToolkitError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.lightclass import frozen
+from ..core.platforms import platform
 from ..core.report import say, warn
 from ..core.state import Present, key_of
-from ..platforms import platform
 from ..schemas.records import FetchContentPin
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc

@@ -8,10 +8,10 @@ directory) in ``dist/llama-prebuilt-manifest.json`` and ``dist/llama-prebuilt-sh
   back from that bundle's own info JSON, which must name the leg and the release's source
   commit — the manifest cannot disagree with what was compiled.
 - The source archive holds the source tree (``.git`` left out) under
-  ``llama.cpp-source-commit-<commit>/``, byte-deterministic like the bundles (:mod:`bundlegraph.archive`).
+  ``llama.cpp-source-commit-<commit>/``, byte-deterministic like the bundles (:mod:`bundlegraph.pipeline.bundle.archive`).
 - The SHA index lists every bundle (kind ``bundle``), the manifest (``manifest``), the source
   archive (``upstream-source``) and every paired runtime asset of every leg whose bundle is present (``runtime``;
-  :mod:`bundlegraph.releaseassets`), for plain and mix releases alike; and the release's promises
+  :mod:`bundlegraph.pipeline.paired_assets`), for plain and mix releases alike; and the release's promises
   (every promised leg's bundle, paired assets and ``[smoke] waived`` reason) and info file name,
   so that ``verify-release`` needs no spec file. A manifest entry whose smoke was waived says
   ``waived: <why>``.
@@ -40,7 +40,7 @@ from ..core.fsutil import atomic_write_bytes, atomic_write_json, sha256_file
 from ..core.lightclass import frozen, mutable
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix, MixPin, Release
-from ..smokestatus import read_status, sidecar
+from ..schemas.smoke_status import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .source import source_record
 
@@ -77,7 +77,7 @@ def record_verified(asset: str, sha256: str, leg: str) -> None:
 def write_source_archive(tree: Path, commit: str, dist: Path, commit_epoch: int | None) -> Path:
     """``dist/llama.cpp-source-commit-<commit>.tar.gz`` from ``tree`` (deterministic; ``.git``
     excluded), everything under one top-level directory of the same name."""
-    from ..archive import archive_epoch, entries_from_tree, write_tar_gz
+    from .bundle.archive import archive_epoch, entries_from_tree, write_tar_gz
 
     name = source_archive_name(commit)
     prefix = name[: -len(".tar.gz")]
@@ -160,9 +160,9 @@ def run_manifest(
     is written), for a bundle whose info JSON disagrees with its leg or the
     release's commit, :class:`VerifyError` for an imported bundle failing verify, and
     download/hash errors for paired runtime assets."""
-    from ..archive import read_bundle_info
-    from ..releaseassets import hash_paired
     from ..schemas.manifest import WAIVED, IndexEntry, Manifest, ManifestArtifact, ShaIndex
+    from .bundle.archive import read_bundle_info
+    from .paired_assets import hash_paired
 
     rel = matrix.release
     dist.mkdir(parents=True, exist_ok=True)
@@ -257,7 +257,7 @@ def run_manifest(
         **header, artifacts=dict(sorted(entries.items())), promised=promises(matrix), info_file=rel.info_file
     )
     ibytes = (index.model_dump_json(indent=2) + "\n").encode()
-    from .. import provenance
+    from ..schemas import provenance
 
     statement = provenance.statement(
         index_name=INDEX_NAME,
@@ -304,7 +304,7 @@ class ManifestPlan:
     commit_epoch: int | None
     ggml_tree: str | None = None
     builds: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """leg -> :func:`~bundlegraph.provenance.build_recipe` of each leg configured in this work
+    """leg -> :func:`~bundlegraph.schemas.provenance.build_recipe` of each leg configured in this work
     directory (a leg compiled on another runner has none here)."""
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read (:func:`prepare`): every selected leg's package
@@ -325,10 +325,10 @@ def build_recipes(ctx: Context) -> dict[str, dict[str, Any]]:
 
 
 def leg_recipe(leg: str) -> dict[str, Any] | None:
-    """:func:`~bundlegraph.provenance.build_recipe` of ``leg`` from its ``configure.json`` here and
+    """:func:`~bundlegraph.schemas.provenance.build_recipe` of ``leg`` from its ``configure.json`` here and
     its toolkit's receipt (read from the prefix it was configured with); None when the leg was
     not configured in this work directory."""
-    from ..provenance import build_recipe
+    from ..schemas.provenance import build_recipe
     from .stage_records import read_configure
 
     rec = read_configure(leg)
@@ -396,7 +396,7 @@ def prepare(ctx: Context) -> Prepared[ManifestPlan]:
 def run(plan: ManifestPlan) -> list[Path]:
     """Write the manifest, SHA index and source archive from ``plan`` alone (:func:`run_manifest`)
     and the job summary; returns the three files."""
-    from .. import ci
+    from . import ci
     from .archivecheck import archive_verifier
 
     m = plan.matrix
@@ -417,7 +417,7 @@ def run(plan: ManifestPlan) -> list[Path]:
         builds=plan.builds,
     )
     ci.write_summary(plan.dist, plan.dist / INDEX_NAME, m.release.info_file)
-    from ..provenance import PROVENANCE_NAME
+    from ..schemas.provenance import PROVENANCE_NAME
 
     return [
         plan.dist / MANIFEST_NAME,

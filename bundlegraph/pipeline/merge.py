@@ -39,7 +39,7 @@ from ..core import paths
 from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_file
 from ..core.lightclass import frozen, mutable
-from ..platforms import platform
+from ..core.platforms import platform
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, locate_base, run_plan, upstream_digest
 from .build import plan_build
@@ -116,7 +116,7 @@ def _read_merge_record(path: Path) -> MergeRecord:
 
 def load_base(archive: Path, info_file: str) -> BaseBundle:
     """Read ``info_file`` out of ``archive`` and parse it (errors name the archive and file)."""
-    from ..archive import read_bundle_info
+    from .bundle.archive import read_bundle_info
 
     return BaseBundle(archive, sha256_file(archive), read_bundle_info(archive, info_file))
 
@@ -129,7 +129,7 @@ def _built_names(spec: BundleSpec) -> set[str]:
 def backend_outputs(bin_dir: Path, spec: BundleSpec) -> list[Path]:
     """The files this backend leg built, from its CMake output directory (``cmake/bin``): for
     each build target ``T``: its library and program names on the leg's OS (``T.dll``/``T.exe``;
-    ``libT.so``, ``libT.so.*`` (links kept), ``T``: :class:`~bundlegraph.platforms.Platform`);
+    ``libT.so``, ``libT.so.*`` (links kept), ``T``: :class:`~bundlegraph.core.platforms.Platform`);
     plus the spec's ``required`` names, except those the leg ships as runtime files
     (``cudart64_*.dll`` comes from the toolkit, not the build). Raises when a required file or a
     target's output is missing."""
@@ -172,7 +172,7 @@ def check_base(base: BaseBundle, base_spec: BundleSpec, commit: str | None, dige
         probs.append(f"{name}: built from source commit {i.source_commit}, the backend from {commit}")
     if i.source_digest != digest:
         probs.append(f"{name}: built from source tree digest {i.source_digest[:16]}…, the backend from {digest[:16]}…")
-    from ..archive import member_names
+    from .bundle.archive import member_names
 
     members = member_names(base.archive)
     for f in missing_required(members, base_spec.required, fold=platform(base_spec.os).fold):

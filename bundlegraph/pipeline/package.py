@@ -8,7 +8,7 @@ Steps (:func:`run_package`):
    (:mod:`.runtimes`); check every ``required`` name is there;
 2. signing hook (:mod:`.sign`) on copies of the PE files this leg built, never others'; with
    ``BUNDLEGRAPH_SIGN=later`` none runs: the info JSON says ``signing: pending`` and
-   ``bundlegraph sign-bundles`` (:mod:`bundlegraph.signbundles`) signs the bundle in a job that holds
+   ``bundlegraph sign-bundles`` (:mod:`bundlegraph.release.signbundles`) signs the bundle in a job that holds
    the signing secret and runs no build code;
 3. ``THIRD_PARTY_LICENSES.txt``: the source tree's ``LICENSE`` + ``licenses/*``, plus NVIDIA's
    license when a CUDA runtime file is shipped;
@@ -17,7 +17,7 @@ Steps (:func:`run_package`):
    temp archive, verify it again (findings must not change) and rename it into place.
 
 A failure at any step (including an interruption) leaves no archive: the previous bundle is
-removed first and temp files are deleted. Archive timestamps: :func:`bundlegraph.archive.archive_epoch`.
+removed first and temp files are deleted. Archive timestamps: :func:`bundlegraph.pipeline.bundle.archive.archive_epoch`.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from ..core import paths, settings
 from ..core.errors import BundleGraphError, VerifyError
 from ..core.fsutil import atomic_write_json, sha256_file
 from ..core.lightclass import frozen
+from ..core.platforms import platform
 from ..core.report import say
-from ..platforms import platform
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
@@ -128,7 +128,7 @@ class PackageInputs:
     info JSON's ``sdk``; None for other legs."""
     recipe: dict[str, Any] | None = None
     """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe`, each toolkit
-    component by :data:`~bundlegraph.provenance.TOOLKIT_KEYS`), for the info JSON's ``build``;
+    component by :data:`~bundlegraph.schemas.provenance.TOOLKIT_KEYS`), for the info JSON's ``build``;
     None for an imported build."""
 
 
@@ -235,7 +235,7 @@ def run_package(
     ``signing: pending`` (``verifier`` must then not require signatures). Raises
     :class:`BundleGraphError` subclasses (``VerifyError``, ``SigningError``, ``ArchiveError``)
     naming the leg and file."""
-    from ..archive import Entry, archive_epoch, write_archive
+    from .bundle.archive import Entry, archive_epoch, write_archive
     from .bundle.runtimes import third_party_text, toolkit_licenses
     from .bundle.sign import is_pe, sign_files
 
@@ -393,7 +393,7 @@ def _recipe(leg: str) -> dict[str, Any] | None:
     own = read_build(leg)
     if own is not None and own.imported is not None:
         return None
-    from ..provenance import TOOLKIT_KEYS
+    from ..schemas.provenance import TOOLKIT_KEYS
 
     recipe = leg_recipe(leg)
     if recipe is None:
@@ -426,8 +426,8 @@ def prepare(ctx: Context, leg: str) -> Prepared[PackagePlan]:
 def run(plan: PackagePlan) -> list[Path]:
     """Pack, sign and verify from ``plan`` alone; record the verified sha256; returns the bundle
     and ``package.json``."""
-    from .. import ci
     from ..schemas.manifest import RuntimeFileInfo
+    from . import ci
     from .archivecheck import archive_verifier
     from .bundle.runtimes import resolve_shipped
 

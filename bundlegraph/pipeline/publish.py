@@ -5,7 +5,7 @@ one line per missing item) or writes ``dist/release-assets.txt`` — the files t
 name per line, sorted — by temp file + rename. Checks:
 
 - the run is not filtered (``only_profile``/``only_leg``): a filtered run can never publish;
-- no leg is a local build (``archs=``/``toolkit_source=`` overrides, :mod:`bundlegraph.overrides`);
+- no leg is a local build (``archs=``/``toolkit_source=`` overrides, :mod:`bundlegraph.pipeline.overrides`);
 - the manifest and SHA index exist, parse, and name this release's tag and source commit; the
   manifest's sha256 is the one the index lists;
 - every promised leg (every spec unless ``promised = false``) has its bundle in ``dist/``,
@@ -16,11 +16,11 @@ name per line, sorted — by temp file + rename. Checks:
 - coverage: every host class a promised leg claims (its install kind x the SMs its archs name
   x a driver of its runtime line; a CPU leg: a host of its os/arch without an NVIDIA GPU) gets
   a bundle of that install kind from the manifest, by the installer's selection rules
-  (:func:`bundlegraph.selection.coverage_problems`). This catches a leg dropped from the
+  (:func:`bundlegraph.installer.selection.coverage_problems`). This catches a leg dropped from the
   release, a lost SM, a CPU bundle chosen for a CUDA host;
 - the release's coverage rules (``[coverage]`` of ``release.toml``: class sets equal across
   CUDA lines, required bundles) hold for the bundles in ``dist/``
-  (:func:`bundlegraph.coverage_rules.rule_problems`), each missing bundle named with its rule.
+  (:func:`bundlegraph.installer.coverage.rule_problems`), each missing bundle named with its rule.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ from ..core.errors import BundleGraphError
 from ..core.fsutil import atomic_write_bytes, sha256_file
 from ..core.lightclass import frozen
 from ..core.report import say
-from ..overrides import is_local
 from ..schemas.asset_names import INDEX_NAME, MANIFEST_NAME, source_archive_name
 from ..schemas.records import Matrix
-from ..smokestatus import read_status, sidecar
+from ..schemas.smoke_status import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .manifest import read_verified, source_leg
+from .overrides import is_local
 from .source import source_record
 
 NAME = "publish"
@@ -101,7 +101,7 @@ def gate(
             probs.append(f"{MANIFEST_NAME}: its sha256 {mh[:12]}… is not the one the index lists")
     in_manifest = {a.asset_name for a in manifest.artifacts} if manifest else set()
     verified = read_verified()
-    from ..provenance import PROVENANCE_NAME
+    from ..schemas.provenance import PROVENANCE_NAME
 
     assets = [MANIFEST_NAME, INDEX_NAME]
     if not (dist / PROVENANCE_NAME).is_file():
@@ -153,7 +153,7 @@ def gate(
         # every host class a promised leg claims gets a bundle of that leg's install kind, by
         # the installer's rules, from the manifest written from the built files (claims of a leg
         # whose bundle is missing are that missing bundle, listed above)
-        from ..selection import coverage_problems
+        from ..installer.selection import coverage_problems
 
         present = {
             leg
@@ -163,7 +163,7 @@ def gate(
         probs += [f"coverage: {p}" for p in coverage_problems(matrix, manifest, index, legs=present)]
         # the release's own rules ([coverage] of release.toml): judged on the bundles in dist/,
         # whatever the specs promise (a leg dropped or set promised = false does not escape them)
-        from ..coverage_rules import offers_of_manifest, rule_problems
+        from ..installer.coverage import offers_of_manifest, rule_problems
 
         probs += rule_problems(
             rel.coverage, offers_of_manifest(manifest.artifacts, dist), prefix=rel.bundle_prefix, tag=rel.tag

@@ -10,7 +10,7 @@ INDEX_NAME = "llama-prebuilt-sha256.json"
 ATTESTATION_NAME = "llama-prebuilt-attestation.sigstore.json"
 """The Sigstore bundle of the release workflow's attestation of every other asset (the attest
 job's ``actions/attest`` ``bundle-path``, uploaded by ``publish-release --sigstore-bundle``);
-:mod:`bundlegraph.authenticity` verifies it."""
+:mod:`bundlegraph.release.authenticity` verifies it."""
 
 
 def source_archive_name(commit: str) -> str:

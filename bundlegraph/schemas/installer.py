@@ -12,7 +12,7 @@ installer's code: these are the facts it was measured to depend on.
   before install: ``llama-server``/``llama-quantize``; health groups: the shared libraries, by
   glob). A spec's ``required`` list (with its merge base's) must cover them, so ``verify``
   refuses what the installer would.
-- :data:`PORTABLE_CLASS`, rank and SM rules: see :mod:`bundlegraph.selection`.
+- :data:`PORTABLE_CLASS`, rank and SM rules: see :mod:`bundlegraph.installer.selection`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 
 from .. import backends
 from ..core.lightclass import frozen
-from ..platforms import platform
+from ..core.platforms import platform
 from .records import IMPL_SPLIT_BUILD
 
 CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
@@ -111,7 +111,7 @@ def required_patterns(kind: str, build_number: int | None, programs: bool = True
     the installer's ``libggml-vulkan.so*`` / ``ggml-vulkan.dll`` groups), and the runtime files of the
     backend it checks when a bundle carries them (:data:`bundlegraph.backends.cuda.RUNTIME_GLOBS`:
     on Windows ``cudart64_*.dll``, ``cublas64_*.dll``, ``cublasLt64_*.dll``). File names follow
-    the kind's OS (:mod:`bundlegraph.platforms`; one ``ggml-cpu`` library where the OS has no CPU
+    the kind's OS (:mod:`bundlegraph.core.platforms`; one ``ggml-cpu`` library where the OS has no CPU
     variants: macOS). ``programs=False`` leaves the backend's
     ``REQUIRED_PROGRAMS`` out (the spec check does for a leg that is not promised: no upstream tag
     builds the visual server, which comes from llama.cpp PR #24423)."""

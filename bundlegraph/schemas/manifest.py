@@ -128,7 +128,7 @@ class BundleInfo(Strict):
     None."""
     build: dict[str, Any] | None = None
     """How this leg was compiled, as its configure recorded it where it compiled
-    (:func:`bundlegraph.provenance.build_recipe`: ``toolchain``, ``compilers`` and ``tools`` with
+    (:func:`bundlegraph.schemas.provenance.build_recipe`: ``toolchain``, ``compilers`` and ``tools`` with
     their versions, ``cmake_cache``, ``flags`` per language, ``prefix_maps``, and for a CUDA leg
     ``cuda`` and ``toolkit``: each component's name, version, platform, role and sha256; every
     build-host root written as its stable name, so the bytes do not depend on the machine). The

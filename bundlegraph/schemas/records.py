@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeV
 
 from .. import backends
 from ..core.lightclass import frozen
-from ..platforms import PLATFORMS, platform
+from ..core.platforms import PLATFORMS, platform
 from .archs import Arch, CudaVersion, known_sms
 from .constraints import Check, Tagged
 
@@ -220,7 +220,7 @@ def _unique(what: str, values: list[Any]) -> None:
 
 @record
 class Profile(Record):
-    """What an installer chooses a bundle by (:mod:`bundlegraph.selection`)."""
+    """What an installer chooses a bundle by (:mod:`bundlegraph.installer.selection`)."""
 
     name: Annotated[str, _ID]
     """the profile in the bundle name (cuda13-portable, cpu)"""
@@ -517,7 +517,7 @@ class SmokeSpec(Record):
 
 @record
 class LocalBuild(Record):
-    """What makes a leg a local build (:mod:`bundlegraph.overrides`; never in a spec file)."""
+    """What makes a leg a local build (:mod:`bundlegraph.pipeline.overrides`; never in a spec file)."""
 
     tag: str
     """the profile suffix after + (sm90-local, host13.0-local)"""
@@ -641,13 +641,13 @@ class BundleSpec(Record):
 
     @property
     def archive_suffix(self) -> str:
-        """``.zip`` on Windows, ``.tar.gz`` on Linux (:data:`bundlegraph.platforms.PLATFORMS`)."""
+        """``.zip`` on Windows, ``.tar.gz`` on Linux (:data:`bundlegraph.core.platforms.PLATFORMS`)."""
         return platform(self.os).archive
 
     def bundle_name(self, tag: str, prefix: str = "app") -> str:
         """``<prefix>-<tag>-<os>-<arch>-<profile>.zip|.tar.gz`` (derived, never written in a spec), or
         the OS's fixed asset name where the installer expects one (macOS:
-        ``llama-<tag>-bin-macos-<arch>.tar.gz``, :attr:`bundlegraph.platforms.Platform.asset_name`;
+        ``llama-<tag>-bin-macos-<arch>.tar.gz``, :attr:`bundlegraph.core.platforms.Platform.asset_name`;
         a local build keeps the derived form, so it never takes a published name)."""
         pattern = platform(self.os).asset_name
         if pattern and not self.local:
@@ -891,7 +891,7 @@ class RequiredBundles(Record):
 class CoverageRules(Record):
     """The release's coverage gate as data (``[coverage]`` of ``release.toml``): ``publish``
     refuses a release that breaks a rule, naming each missing bundle; ``bundlegraph plan`` reports
-    the rules against the specs before anything builds (:mod:`bundlegraph.coverage_rules`)."""
+    the rules against the specs before anything builds (:mod:`bundlegraph.installer.coverage`)."""
 
     equal_classes: list[EqualClasses] = field(default_factory=list)
     """[[coverage.equal_classes]]: per platform, the lines' class sets are non-empty and equal"""

@@ -89,7 +89,7 @@ def read_shard(f: Path) -> ShardRecord:
     a file that is unreadable, not JSON, of another format or not valid."""
     from pydantic import ValidationError
 
-    from .validation import adapter
+    from .adapters import adapter
 
     try:
         data = json.loads(f.read_text(encoding="utf-8"))

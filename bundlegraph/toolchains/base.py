@@ -26,7 +26,7 @@ from ..core import proc
 from ..core.buildenv import allowed_env
 from ..core.errors import ToolMissing
 from ..core.lightclass import frozen
-from ..platforms import platform
+from ..core.platforms import platform
 from .cuda import PLATFORMS, CudaToolkit, target_dir
 from .hip import HipSdk
 from .prefix_maps import PrefixMaps, flag_text
@@ -90,7 +90,7 @@ def cuda_of(sdk: Sdk | None) -> CudaToolkit | None:
 
 def this_host() -> tuple[str, str]:
     """``(os, arch)`` of the machine running bundlegraph: os ``linux``/``windows``/``macos``
-    (``os.uname`` says ``Darwin``; the spec and :mod:`bundlegraph.platforms` say ``macos``),
+    (``os.uname`` says ``Darwin``; the spec and :mod:`bundlegraph.core.platforms` say ``macos``),
     arch ``x64``/``arm64`` (x86_64/AMD64 -> x64, aarch64/ARM64 -> arm64).
 
     On Windows both come from the process environment (``PROCESSOR_ARCHITEW6432``, else

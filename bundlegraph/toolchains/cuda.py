@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from ..core.errors import ToolkitError
 from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
-from ..platforms import platform
+from ..core.platforms import platform
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {

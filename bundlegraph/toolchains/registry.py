@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
-from ..platforms import OS_NAMES
+from ..core.platforms import OS_NAMES
 from .cuda import TARGET_DIRS
 
 MACHINES_DIR = Path(__file__).resolve().parent / "machines"
 """Where the machine files are."""
 
 SYSTEMS = OS_NAMES
-"""Known ``system`` values (spec terms: a leg's ``os``; :data:`bundlegraph.platforms.OS_NAMES`)."""
+"""Known ``system`` values (spec terms: a leg's ``os``; :data:`bundlegraph.core.platforms.OS_NAMES`)."""
 CPUS = ("x64", "arm64")
 """Known ``cpu`` values (spec terms: a leg's ``arch``)."""
 KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

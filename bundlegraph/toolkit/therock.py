@@ -42,8 +42,8 @@ from ..backends import hip
 from ..core import settings
 from ..core.errors import ToolkitError
 from ..core.lightclass import frozen
+from ..core.platforms import platform
 from ..core.state import Present
-from ..platforms import platform
 from ..schemas.records import BundleSpec
 from ..toolchains.hip import HipSdk
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..backends import backend, library_file
 from ..checks import Failure
-from ..platforms import OS_NAMES
+from ..core.platforms import OS_NAMES
 from .rows import Outcome, Row, Subject
 
 if TYPE_CHECKING:

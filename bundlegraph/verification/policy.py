@@ -13,7 +13,7 @@ from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file
 from ..checks import content
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
-from ..platforms import OS_NAMES, platform
+from ..core.platforms import OS_NAMES, platform
 from ..schemas.archs import Arch
 from ..schemas.records import BundleSpec, Release
 from ..toolchains.registry import TOOLCHAINS
@@ -92,7 +92,7 @@ class VerifyPolicy:
     hold it (:mod:`bundlegraph.checks.brand`); None checks nothing."""
     driver_floor: str | None = None
     """a leg with PTX-only archs: the oldest driver (its CUDA version, ``12.4``) the installer's rules
-    send it to (:func:`bundlegraph.selection.oldest_driver`); the PTX ISA of every fatbin's PTX-only
+    send it to (:func:`bundlegraph.installer.selection.oldest_driver`); the PTX ISA of every fatbin's PTX-only
     code must be one that driver JIT-compiles (:mod:`bundlegraph.checks.ptxisa`)"""
 
     def __post_init__(self) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..checks import BytesLike, Failure, closure, content
 from ..core.lightclass import frozen
-from ..platforms import platform
+from ..core.platforms import platform
 
 if TYPE_CHECKING:
     from ..checks.elf import ELFInfo

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..backends import backend, library_file
 from ..checks import Failure
-from ..platforms import platform
+from ..core.platforms import platform
 from .rows import Outcome, Row, Subject
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ import pytest
 from conftest import linux_only, require_input
 from releasekit import reseal
 
-from bundlegraph.authenticity import ATTESTATION_NAME
+from bundlegraph.release.authenticity import ATTESTATION_NAME
 
 ARTIFACT = "pypi_attestation_models-0.0.4a2.tar.gz"
 BUNDLE = ARTIFACT + ".sigstore"
@@ -237,8 +237,8 @@ def test_verify_release_s_check_passes_a_release_the_real_workflow_signed(assets
     release folder whose assets are the real artifact and its real bundle under the release's
     bundle name: passed; a paired upstream asset and the local side files are not subjects; a file
     the workflow did not sign is named."""
-    from bundlegraph.authenticity import check_release
-    from bundlegraph.verify_release import Check, DistSource
+    from bundlegraph.release.authenticity import check_release
+    from bundlegraph.release.reading import Check, DistSource
 
     d = tmp_path / "release"
     d.mkdir()

@@ -16,7 +16,7 @@ def test_a_manifest_test_under_a_workflow_runner_leaves_the_job_summary_alone(tm
     summary.write_text("")
     env = dict(__import__("os").environ.items())
     env.update(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary), GITHUB_OUTPUT=str(tmp_path / "out"))
-    # the manifest task writes a step summary when GITHUB_STEP_SUMMARY is set (bundlegraph.ci)
+    # the manifest task writes a step summary when GITHUB_STEP_SUMMARY is set (bundlegraph.pipeline.ci)
     node = "tests/integration/test_publish_graph.py::test_doit_publish_refuses_listing_every_missing_bundle"
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],

@@ -114,7 +114,7 @@ PROBE = """\
 import json, shutil, sys
 from pathlib import Path
 
-from bundlegraph.graph import load_graph
+from bundlegraph.graph.context import load_graph
 from bundlegraph.pipeline.smoke.plan import plan_smoke
 from bundlegraph.pipeline.smoke.sides import side_of
 from bundlegraph.pipeline.verify import BACKENDS, built_tree_policy, verify_path

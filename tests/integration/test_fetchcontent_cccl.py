@@ -20,7 +20,7 @@ from debskit import debs_toolkit
 from bundlegraph.core import proc
 from bundlegraph.core.errors import HashMismatch
 from bundlegraph.pipeline.compile import fetchcontent
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 
 pytestmark = pytest.mark.slow
 

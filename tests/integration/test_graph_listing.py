@@ -7,7 +7,7 @@ import shutil
 
 from graphrun import ROOT, cli, doit
 
-from bundlegraph.graph import Filters, load_graph
+from bundlegraph.graph.context import Filters, load_graph
 
 
 def listed(stdout: str) -> list[str]:

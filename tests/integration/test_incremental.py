@@ -208,7 +208,7 @@ NOOP_PROBE = """
 import json, sys
 from doit.doit_cmd import DoitMain
 rc = DoitMain().run(["-f", sys.argv[1]])
-from bundlegraph.graph import NOT_ON_THE_LOAD_PATH
+from bundlegraph.graph.context import NOT_ON_THE_LOAD_PATH
 print(json.dumps({"rc": rc, "modules": sorted(m for m in NOT_ON_THE_LOAD_PATH if m in sys.modules)}))
 """
 

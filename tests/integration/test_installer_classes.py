@@ -4,10 +4,10 @@ same coverage class or a targeted one where the fork gives the portable bundle; 
 host class the installer picks what ``bundlegraph select`` says, in the same order.
 
 Neither release is built here (most of its 21 legs cannot be built on this machine): ours is the
-release ``bundles/`` plans (:func:`bundlegraph.planned.planned_manifest`, the manifest entries
+release ``bundles/`` plans (:func:`bundlegraph.installer.planned.planned_manifest`, the manifest entries
 the built bundles will have), the fork's is its CUDA matrix as its workflows state it
 (``tests/data/fork/cuda-matrix.json``); each is served as a ``dist/`` the installer selects from
-(:mod:`plannedkit`, :mod:`installerkit`). Host classes: :func:`bundlegraph.selection.host_classes`
+(:mod:`plannedkit`, :mod:`installerkit`). Host classes: :func:`bundlegraph.installer.selection.host_classes`
 (every install kind; every SM of NVIDIA's table; every driver from CUDA 12.0 to the newest
 toolkit), 1,264 of them; ~10 s for both releases on this machine.
 """
@@ -22,9 +22,9 @@ import installerkit
 import plannedkit
 import pytest
 
-from bundlegraph.planned import planned_manifest, planned_sizes
-from bundlegraph.schemas.loader import load_matrix
-from bundlegraph.selection import Host, host_classes, select
+from bundlegraph.installer.planned import planned_manifest, planned_sizes
+from bundlegraph.installer.selection import Host, host_classes, select
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 PORTABLE = "portable"

@@ -1,5 +1,5 @@
 """The installer's own code chooses our ROCm and macOS bundles for AMD and Apple hosts, as
-``bundlegraph.selection`` says it will (issue 44).
+``bundlegraph.installer.selection`` says it will (issue 44).
 
 The release is a manifest and SHA index for the 14 ROCm legs and the 2 macOS legs of
 ``bundles/``: each artifact made the way the pipeline makes it, the info file ``package`` writes
@@ -23,11 +23,11 @@ import pytest
 from conftest import linux_only
 
 from bundlegraph.backends import hip
+from bundlegraph.installer.selection import Host, select
 from bundlegraph.pipeline.package import PackageInputs, build_info
 from bundlegraph.schemas.asset_names import MANIFEST_NAME, source_archive_name
-from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import WAIVED, IndexEntry, Manifest, ManifestArtifact, ShaIndex, VerifyFindings
-from bundlegraph.selection import Host, select
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"

@@ -1,4 +1,4 @@
-"""The graph's load path imports none of bundlegraph.graph.NOT_ON_THE_LOAD_PATH and defines no
+"""The graph's load path imports none of bundlegraph.graph.context.NOT_ON_THE_LOAD_PATH and defines no
 dataclass whose methods are exec-ed (bundlegraph.core.lightclass): loading the
 real release's graph from the spec cache, choosing its default tasks and doit's configuration,
 in a fresh process."""
@@ -11,13 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bundlegraph.graph import NOT_ON_THE_LOAD_PATH
+from bundlegraph.graph.context import NOT_ON_THE_LOAD_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys
-from bundlegraph.graph import NOT_ON_THE_LOAD_PATH, load_graph
+from bundlegraph.graph.context import NOT_ON_THE_LOAD_PATH, load_graph
 g = load_graph(sys.argv[1])
 g.default_tasks(); g.doit_config
 for p in g.plans:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bundlegraph import cli
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import sdkpins, therock
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,14 +14,14 @@ import pytest
 from bundlekit import ROOT, compile_cuda_backend, linux_cpu_tree, package, real_source
 from redistserver import RedistServer
 
-from bundlegraph.archive import read_member
 from bundlegraph.pipeline.archivecheck import archive_verifier
+from bundlegraph.pipeline.bundle.archive import read_member
 from bundlegraph.pipeline.manifest import record_verified, run_manifest
 from bundlegraph.pipeline.merge import backend_outputs, load_base, run_merge
 from bundlegraph.pipeline.publish import ASSET_LIST, PublishRefused, run_publish
-from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import BundleInfo, Manifest, ShaIndex
 from bundlegraph.schemas.records import CoverageRules, RequiredBundles
+from bundlegraph.specs.loader import load_matrix
 
 RUNTIME = "cudart-llama-bin-win-cuda-13.4-arm64.zip"
 KEEP = {"linux-arm64-cpu", "linux-arm64-cuda13-blackwell"}

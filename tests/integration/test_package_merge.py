@@ -26,9 +26,9 @@ from bundlekit import (
     redist_root,
 )
 
-from bundlegraph.archive import member_names, read_member
 from bundlegraph.core.errors import BundleGraphError, VerifyError
 from bundlegraph.pipeline.archivecheck import archive_verifier
+from bundlegraph.pipeline.bundle.archive import member_names, read_member
 from bundlegraph.pipeline.bundle.runtimes import pick_toolchain_runtime, resolve_shipped
 from bundlegraph.pipeline.bundle.sign import SigningError
 from bundlegraph.pipeline.merge import MergeError, backend_outputs, load_base, run_merge

@@ -13,7 +13,7 @@ import pytest
 from redistserver import RedistServer
 
 from bundlegraph.core.errors import HashMismatch
-from bundlegraph.releaseassets import hash_paired
+from bundlegraph.pipeline.paired_assets import hash_paired
 from bundlegraph.schemas.records import PairedAsset
 
 NAME = "cudart-llama-bin-win-cuda-13.4-arm64.zip"

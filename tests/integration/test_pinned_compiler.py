@@ -107,7 +107,7 @@ def test_a_stand_in_leg_configures_hermetically_with_the_pinned_compiler(workdir
 
     import graphrun
 
-    from bundlegraph.graph import load_graph
+    from bundlegraph.graph.context import load_graph
     from bundlegraph.pipeline.base import Filters
 
     root = Path(__file__).resolve().parents[2]

@@ -67,8 +67,8 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
     records it; afterwards it is up to date."""
     import dataclasses
 
-    from bundlegraph import graph
     from bundlegraph.core import state
+    from bundlegraph.graph import context as graph
 
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(built / "work"))
     g = graph.load_graph(built / "bundles")
@@ -127,8 +127,8 @@ def test_every_run_receives_the_frozen_plan_its_key_came_from(built, monkeypatch
 def test_a_run_receives_the_value_its_key_came_from(built, monkeypatch):
     """In-process, as doit drives it: the up-to-date check prepares configure:<leg> once; the run
     gets that same object; the stamp records its key."""
-    from bundlegraph import graph
     from bundlegraph.core import state
+    from bundlegraph.graph import context as graph
 
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(built / "work"))
     g = graph.load_graph(built / "bundles")

@@ -18,7 +18,7 @@ from conftest import require_input, require_tools
 from debskit import debs_toolkit
 
 from bundlegraph.core import proc
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.verification import verify_path
 from bundlegraph.verification.policy import policy_from_spec
 

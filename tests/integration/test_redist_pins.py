@@ -112,7 +112,7 @@ def test_the_real_specs_unpinned_manifests_refuse_before_any_download(env):
     is invented): their legs refuse before downloading, naming the command that pins them."""
     bundles = env / "bundles"
     shutil.copytree(ROOT / "bundles", bundles)
-    from bundlegraph.schemas.loader import load_matrix
+    from bundlegraph.specs.loader import load_matrix
 
     matrix = load_matrix(bundles)
     with RedistServer() as s:

@@ -38,7 +38,7 @@ from conftest import linux_only, require_tools
 
 from bundlegraph.backends import hip
 from bundlegraph.core.proc import run
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit.therock import runtime_files
 from bundlegraph.verification.policy import policy_from_spec
 from bundlegraph.verification.run import verify_path

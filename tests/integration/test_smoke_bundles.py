@@ -112,7 +112,7 @@ def test_a_second_run_executes_nothing_and_publish_wants_the_smoke(release):
 
 def _smoke_copy(release, leg: str, archive: Path, tmp: Path, **changes):
     """smoke's own run on ``archive`` (a broken copy), the leg's plan otherwise."""
-    from bundlegraph.graph import Filters, load_graph
+    from bundlegraph.graph.context import Filters, load_graph
     from bundlegraph.pipeline import smoke
 
     old = os.environ.get("BUNDLEGRAPH_WORKDIR")

@@ -21,8 +21,8 @@ COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 
 def _bundle(dist: Path, leg: str, os_name: str, arch: str) -> Path:
     """A real bundle archive (bundlegraph's writer) holding only an info JSON of ``leg``."""
-    from bundlegraph.archive import Entry, write_archive
-    from bundlegraph.graph import Filters, load_graph
+    from bundlegraph.graph.context import Filters, load_graph
+    from bundlegraph.pipeline.bundle.archive import Entry, write_archive
     from bundlegraph.schemas.manifest import BundleInfo, VerifyFindings
 
     g = load_graph(ROOT / "bundles", Filters(only_leg=leg))

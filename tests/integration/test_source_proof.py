@@ -12,8 +12,8 @@ import pytest
 from conftest import require_tools
 from gitkit import git
 
-from bundlegraph.archive import entries_from_tree, write_tar_gz
-from bundlegraph.source_proof import archive_listing, commit_listing, differing
+from bundlegraph.pipeline.bundle.archive import entries_from_tree, write_tar_gz
+from bundlegraph.release.source_proof import archive_listing, commit_listing, differing
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="makes a symlink")
 
@@ -73,7 +73,7 @@ def test_a_commit_is_fetched_by_its_id_from_a_git_server_and_an_unknown_one_is_n
     from gitkit import GitServer, standin_repository
 
     from bundlegraph.core.errors import TOOL_FAILED, DownloadError, exit_code
-    from bundlegraph.source_proof import fetch_commit
+    from bundlegraph.release.source_proof import fetch_commit
 
     with GitServer(tmp_path / "srv") as srv:
         shas = standin_repository(srv, ())

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 m = load_matrix(sys.argv[1])
 print(json.dumps({"legs": list(m.legs), "tag": m.release.tag, "pydantic": "pydantic" in sys.modules}))
 """

@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from bundlegraph.core import proc
 from bundlegraph.core.errors import ToolkitError
 from bundlegraph.pipeline.toolkit import ref_for_set
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import layout
 from bundlegraph.toolkit.identity import ComponentSet, component_set
 from bundlegraph.toolkit.install import install

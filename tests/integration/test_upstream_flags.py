@@ -25,7 +25,7 @@ import pytest
 import yaml
 from conftest import require_input
 
-from bundlegraph.graph import Filters, load_graph
+from bundlegraph.graph.context import Filters, load_graph
 from bundlegraph.pipeline.configure import plan_configure
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -43,7 +43,7 @@ def test_verify_built_tree_refuses_the_build_host_s_paths_as_verify_leg_does(tmp
     assert f"names the build host's download cache {cache.as_posix()!r}" in host[0]["reason"]
 
     # the very policy verify:L is planned with (the graph's context, this cache and work directory)
-    from bundlegraph.graph import load_graph
+    from bundlegraph.graph.context import load_graph
 
     monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(cache))
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(work))

@@ -277,7 +277,7 @@ def test_upstream_s_attestation_of_a_paired_input_is_verified_with_gh_or_said_no
     (``--repo`` the upstream repository) and a refusal names the file and gh's verdict; without
     ``gh`` the input is recorded as trusted by its hash alone, never as verified."""
     from bundlegraph.core.errors import HashMismatch
-    from bundlegraph.releaseassets import attest_upstream
+    from bundlegraph.pipeline.paired_assets import attest_upstream
 
     good, bad = tmp_path / "cudart-good.zip", tmp_path / "cudart-bad.zip"
     good.write_bytes(b"the upstream runtime asset")

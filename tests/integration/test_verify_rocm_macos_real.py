@@ -23,7 +23,7 @@ import pytest
 from conftest import require_tools
 
 from bundlegraph.core.proc import run
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.verification.policy import VerifyPolicy, policy_from_spec
 from bundlegraph.verification.run import verify_path
 

@@ -20,7 +20,7 @@ from bundlegraph.core import proc
 from bundlegraph.core.errors import HashMismatch
 from bundlegraph.pipeline.base import Context, Filters
 from bundlegraph.pipeline.toolkit import plans
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import debs
 from bundlegraph.toolkit import vulkan as vk
 

@@ -103,7 +103,7 @@ def test_a_second_run_executes_nothing(tree):
 def _smoke_copy(tree, archive: Path, tmp: Path, monkeypatch, icd: str = "") -> tuple[str, dict]:
     """smoke's own run on ``archive`` (a copy of the leg's bundle), the leg's plan otherwise,
     with ``BUNDLEGRAPH_VULKAN_ICD=icd``; it must fail."""
-    from bundlegraph.graph import Filters, load_graph
+    from bundlegraph.graph.context import Filters, load_graph
     from bundlegraph.pipeline import smoke
 
     monkeypatch.setenv("BUNDLEGRAPH_WORKDIR", str(tree["work"]))

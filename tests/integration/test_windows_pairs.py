@@ -284,10 +284,10 @@ def test_signing_is_its_own_step_package_unsigned_then_sign_bundles(pair, tmp_pa
     gives the merged bundle the signed base's files, verifies with signatures required, and
     changes nothing outside the Authenticode signatures: the same files as the pair signed at
     package time, up to the signatures."""
-    from bundlegraph.archive import read_member
     from bundlegraph.checks.pe_unsigned import content_outside_signature
     from bundlegraph.pipeline.archivecheck import archive_verifier
-    from bundlegraph.schemas.loader import load_matrix
+    from bundlegraph.pipeline.bundle.archive import read_member
+    from bundlegraph.specs.loader import load_matrix
 
     CPU, CUDA, env = pair["cpu"], pair["cuda"], pair["env"]
     work = tmp_path / "work"

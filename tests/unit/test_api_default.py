@@ -4,7 +4,7 @@ setting has no default of its own: each caller falls back to github_release.DEFA
 from __future__ import annotations
 
 from bundlegraph.commands import operations
-from bundlegraph.github_release import DEFAULT_API
+from bundlegraph.release.github_release import DEFAULT_API
 
 
 def test_the_operations_default_to_githubs_api(monkeypatch):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.archive import ArchiveError, Entry, archive_epoch, entries_from_tree, write_archive
+from bundlegraph.pipeline.bundle.archive import ArchiveError, Entry, archive_epoch, entries_from_tree, write_archive
 
 EPOCH = 1790000000  # 2026-09-21
 

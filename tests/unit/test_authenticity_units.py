@@ -1,4 +1,4 @@
-"""The pure parts of the authenticity check (:mod:`bundlegraph.authenticity`), no process, no
+"""The pure parts of the authenticity check (:mod:`bundlegraph.release.authenticity`), no process, no
 network: the signer's identity, the pinned trust root, and the one-line differences between the
 attested subjects and a release's files. The signatures themselves are verified on real bundles in
 tests/integration/test_authenticity.py."""
@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from bundlegraph.authenticity import (
+from bundlegraph.release.authenticity import (
     TRUSTED_ROOT,
     TRUSTED_ROOT_SHA256,
     AuthenticityError,

@@ -1,4 +1,4 @@
-"""The backends' registry (:mod:`bundlegraph.backends`) and the OS table (:mod:`bundlegraph.platforms`):
+"""The backends' registry (:mod:`bundlegraph.backends`) and the OS table (:mod:`bundlegraph.core.platforms`):
 the facts are the ones the stages used to spell themselves, the stages read them from the tables,
 and a backend added to the registry reaches them without an edit to any stage module (issue 42)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from bundlegraph import backends
 from bundlegraph.backends import BACKENDS, Backend, backend, driver_owners, library_file, registry_problems
-from bundlegraph.platforms import PLATFORMS, platform
+from bundlegraph.core.platforms import PLATFORMS, platform
 
 
 def test_every_backend_module_has_the_protocols_attributes():
@@ -109,7 +109,7 @@ def test_every_real_leg_is_named_by_the_tables():
     from pathlib import Path
 
     from bundlegraph.schemas.installer import kind_for
-    from bundlegraph.schemas.loader import load_matrix
+    from bundlegraph.specs.loader import load_matrix
 
     m = load_matrix(Path(__file__).resolve().parents[2] / "bundles")
     assert m.legs

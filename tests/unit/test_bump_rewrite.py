@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bundlegraph.core.errors import BundleGraphError
-from bundlegraph.upstream import rewrite_release
+from bundlegraph.release.upstream import rewrite_release
 
 TEXT = """# a comment
 tag = "b42-mix-1234567"  # derived

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import json
 
-from bundlegraph import ci
-from bundlegraph.archive import Entry, write_archive
+from bundlegraph.pipeline import ci
+from bundlegraph.pipeline.bundle.archive import Entry, write_archive
 
 
 def test_annotations_only_on_actions_and_escaped(monkeypatch):

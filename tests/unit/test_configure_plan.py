@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import HostMismatch, SpecError
-from bundlegraph.graph import Filters, load_graph
+from bundlegraph.graph.context import Filters, load_graph
 from bundlegraph.pipeline.build import plan_build, target_filter
 from bundlegraph.pipeline.configure import plan_configure, run_configure
-from bundlegraph.schemas.loader import load_matrix
-from bundlegraph.schemas.validation import validate_leg
+from bundlegraph.specs.loader import load_matrix
+from bundlegraph.specs.validation import validate_leg
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden"

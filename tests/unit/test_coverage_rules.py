@@ -10,9 +10,9 @@ import pytest
 from conftest import ROOT
 
 from bundlegraph.core.errors import SpecError
-from bundlegraph.coverage_rules import Offer, offers_of_specs, rule_problems
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.installer.coverage import Offer, offers_of_specs, rule_problems
 from bundlegraph.schemas.records import CoverageRules, EqualClasses, RequiredBundles
+from bundlegraph.specs.loader import load_matrix
 
 STANDIN = ROOT / "tests" / "data" / "bundles"
 

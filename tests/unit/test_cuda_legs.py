@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import SpecError
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit.components import required_files
 from bundlegraph.toolkit.identity import component_set
 from bundlegraph.toolkit.redist import resolve

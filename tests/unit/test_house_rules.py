@@ -1,5 +1,5 @@
 """Rules of the house that no linter holds (issue 53 item 4): an OS-dependent fact is read from
-its row of :data:`bundlegraph.platforms.PLATFORMS`, never spelled as a comparison with an OS name
+its row of :data:`bundlegraph.core.platforms.PLATFORMS`, never spelled as a comparison with an OS name
 in another module."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from bundlegraph.platforms import OS_NAMES
+from bundlegraph.core.platforms import OS_NAMES
 
 PKG = Path(__file__).resolve().parents[2] / "bundlegraph"
 TABLE = PKG / "platforms.py"
@@ -34,7 +34,7 @@ def os_comparisons(f: Path) -> list[str]:
 
 def test_os_names_are_compared_only_in_the_platforms_table():
     found = [c for f in sorted(PKG.rglob("*.py")) if f != TABLE for c in os_comparisons(f)]
-    assert not found, "read the fact from bundlegraph.platforms.platform(os) instead:\n" + "\n".join(found)
+    assert not found, "read the fact from bundlegraph.core.platforms.platform(os) instead:\n" + "\n".join(found)
 
 
 def test_the_rule_sees_a_comparison_in_each_form(tmp_path):

@@ -14,8 +14,8 @@ def test_every_process_cache_is_a_registered_memo_table_and_clear_empties_them(t
 
     for mod in (
         "bundlegraph.checks.signatures",
-        "bundlegraph.graph",
-        "bundlegraph.gpus",
+        "bundlegraph.graph.context",
+        "bundlegraph.core.gpus",
         "bundlegraph.toolchains.msvc",
     ):
         importlib.import_module(mod)  # each module registers its tables on import

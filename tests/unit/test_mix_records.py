@@ -9,8 +9,8 @@ import hashlib
 import pytest
 from pydantic import ValidationError
 
+from bundlegraph.schemas.adapters import adapter
 from bundlegraph.schemas.records import MixPin, PullPin, Release, mix_tag
-from bundlegraph.schemas.validation import adapter
 
 A = "a" * 40
 B = "b" * 40
@@ -82,7 +82,7 @@ def test_a_release_of_one_upstream_build_has_no_mix_tag():
 
 
 def test_a_bad_base_key_is_named_by_its_toml_path(tmp_path):
-    from bundlegraph.schemas.validation import format_validation
+    from bundlegraph.specs.validation import format_validation
 
     bad = _release("b11642", [])
     bad["source"]["base"]["tag"] = "11642"

@@ -14,9 +14,9 @@ from bundlegraph.checks.bundle import mapped
 from bundlegraph.checks.inspect import inspect_file
 from bundlegraph.checks.ptxisa import emitted_isa, first_driver, max_isa
 from bundlegraph.core.errors import SpecError
-from bundlegraph.planned import planned_manifest
-from bundlegraph.schemas.loader import load_matrix
-from bundlegraph.selection import DRIVERS, Host, oldest_driver, select
+from bundlegraph.installer.planned import planned_manifest
+from bundlegraph.installer.selection import DRIVERS, Host, oldest_driver, select
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.verification import verify_path
 from bundlegraph.verification.policy import policy_from_spec
 

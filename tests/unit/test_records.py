@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.schemas import records
+from bundlegraph.schemas.adapters import adapter
 from bundlegraph.schemas.archs import Arch, CudaVersion
-from bundlegraph.schemas.validation import adapter, validate_leg, validate_matrix
+from bundlegraph.specs.validation import validate_leg, validate_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
-"""The release workflow's jobs from the specs (bundlegraph.release_jobs) and their predicted
-timeline (bundlegraph.critical_path), without processes."""
+"""The release workflow's jobs from the specs (bundlegraph.release.jobs) and their predicted
+timeline (bundlegraph.release.critical_path), without processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.critical_path import (
+from bundlegraph.pipeline.compile.costs import CostRecord
+from bundlegraph.release.critical_path import (
     COLD_MARGIN,
     GITHUB_JOB_LIMIT_MIN,
     TIMEOUT_SLACK_MIN,
@@ -22,9 +23,8 @@ from bundlegraph.critical_path import (
     row_timeout,
     timeout_problems,
 )
-from bundlegraph.pipeline.compile.costs import CostRecord
-from bundlegraph.release_jobs import JOBS, matrices, rows
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.release.jobs import JOBS, matrices, rows
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
@@ -254,7 +254,7 @@ def test_the_warm_workflow_compiles_every_leg_whole_on_its_compile_runner(capsys
     import json
 
     from bundlegraph import cli
-    from bundlegraph.release_jobs import warm_rows
+    from bundlegraph.release.jobs import warm_rows
 
     m = load_matrix(ROOT / "bundles")
     m = _with(m, "linux-arm64-cuda13-blackwell", compile_runner="ubuntu-24.04-arm")

@@ -4,7 +4,7 @@ or a newer run of its concurrency group replaced it; a timeout or a lost runner 
 
 from __future__ import annotations
 
-from bundlegraph.release_ops import rerun_verdict
+from bundlegraph.release.ops import rerun_verdict
 
 RUN = {"id": 5, "conclusion": "cancelled", "run_attempt": 1}
 JOBS = [{"id": 1, "name": "plan", "conclusion": "success"}, {"id": 2, "name": "compile (a)", "conclusion": "cancelled"}]

@@ -19,10 +19,10 @@ import pytest
 from bundlegraph.backends import hip, metal
 from bundlegraph.checks.content import missing_required
 from bundlegraph.core.errors import HashMismatch, SpecError, ToolkitError
-from bundlegraph.platforms import platform
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.core.platforms import platform
+from bundlegraph.installer.selection import Host, claimed, coverage, coverage_problems, select
 from bundlegraph.schemas.manifest import BundleInfo, IndexEntry, Manifest, ManifestArtifact, ShaIndex
-from bundlegraph.selection import Host, claimed, coverage, coverage_problems, select
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import therock
 from bundlegraph.verification.policy import policy_from_spec
 

@@ -1,4 +1,4 @@
-"""Selection and coverage by the installer's rules (bundlegraph.selection), on manifests built
+"""Selection and coverage by the installer's rules (bundlegraph.installer.selection), on manifests built
 as data: which bundle a host gets, why the others are rejected, which claimed host classes a
 release fails. The same rules are checked against the installer's own code in
 tests/integration/test_installer_contract.py."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from bundlegraph.installer.selection import DRIVERS, Host, claimed, coverage, coverage_problems, select
 from bundlegraph.schemas.archs import known_sms, supported_sms_of
-from bundlegraph.schemas.loader import load_matrix
 from bundlegraph.schemas.manifest import IndexEntry, Manifest, ManifestArtifact, ShaIndex
-from bundlegraph.selection import DRIVERS, Host, claimed, coverage, coverage_problems, select
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
@@ -237,11 +237,11 @@ def test_coverage_asks_about_vulkan_hosts_and_the_gate_about_vulkan_legs():
     ]
 
 
-# -- the planned 21-leg matrix (bundlegraph.planned): which class each NVIDIA host gets -------
+# -- the planned 21-leg matrix (bundlegraph.installer.planned): which class each NVIDIA host gets -------
 
 
 def planned():
-    from bundlegraph.planned import planned_manifest, planned_sizes
+    from bundlegraph.installer.planned import planned_manifest, planned_sizes
 
     m = load_matrix(ROOT / "bundles")
     sizes = {k: (v.mb, v.source) for k, v in planned_sizes(m).items()}
@@ -319,7 +319,7 @@ def test_every_host_class_a_leg_claims_is_served_by_the_planned_release():
     """The coverage gate's question (:func:`coverage_problems`) asked of the release the specs
     plan: every claimed host class gets a bundle of the claiming leg's install kind; the legacy
     legs claim the SMs they state (PTX only: no SASS to claim by)."""
-    from bundlegraph.planned import planned_manifest
+    from bundlegraph.installer.planned import planned_manifest
 
     m = load_matrix(ROOT / "bundles")
     hosts = {(h, leg) for h, _kind, leg in claimed(m)}

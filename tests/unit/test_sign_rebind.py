@@ -1,13 +1,13 @@
 """``sign-bundles`` re-binds a smoke result to the signed bytes only when it judged exactly the
-unsigned bytes (:func:`bundlegraph.signone.rebind_smoke`), and publish's reader then finds it for
+unsigned bytes (:func:`bundlegraph.release.signone.rebind_smoke`), and publish's reader then finds it for
 the signed bundle and for no other bytes."""
 
 from __future__ import annotations
 
 import json
 
-from bundlegraph.signone import rebind_smoke
-from bundlegraph.smokestatus import read_status, sidecar
+from bundlegraph.release.signone import rebind_smoke
+from bundlegraph.schemas.smoke_status import read_status, sidecar
 
 
 def test_a_smoke_for_the_unsigned_bytes_travels_to_the_signed_ones(tmp_path):

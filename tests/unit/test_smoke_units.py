@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import BundleGraphError
-from bundlegraph.gpus import Gpu, GpuProbe, covered, parse_query
-from bundlegraph.graph import Filters, load_graph
-from bundlegraph.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
+from bundlegraph.core.gpus import Gpu, GpuProbe, covered, parse_query
+from bundlegraph.graph.context import Filters, load_graph
+from bundlegraph.pipeline.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
 from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_op, plan_smoke
 from bundlegraph.pipeline.smoke.judges import judge_gpu_generate as judge_generate
 

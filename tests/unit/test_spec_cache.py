@@ -1,4 +1,4 @@
-"""The spec cache (bundlegraph.schemas.loader): an unchanged bundles directory loads without
+"""The spec cache (bundlegraph.specs.loader): an unchanged bundles directory loads without
 pydantic; any edit to a spec, the release or a lock the specs name is seen; a damaged entry is
 ignored and written again; bundlegraph's own version is part of the key."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import SpecError
-from bundlegraph.schemas import loader
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs import loader
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def test_unchanged_directory_is_not_validated_again(bundles_copy, cache, monkeyp
     def refuse(root):
         raise AssertionError(f"validated {root} again")
 
-    import bundlegraph.schemas.validation as validation
+    import bundlegraph.specs.validation as validation
 
     monkeypatch.setattr(validation, "validate_matrix", refuse)
     again = load_matrix(bundles_copy)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import SpecError
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import pytest
 
 from bundlegraph.core.errors import SpecError
 from bundlegraph.schemas.archs import arch_supported, parse_arch
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bundlegraph.graph import load_graph
+from bundlegraph.graph.context import load_graph
 from bundlegraph.pipeline import stages
 from bundlegraph.pipeline.base import Filters
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.core.errors import BundleGraphError
-from bundlegraph.graph import Filters, load_graph
+from bundlegraph.graph.context import Filters, load_graph
 from bundlegraph.pipeline.smoke import plan_smoke
 from bundlegraph.pipeline.smoke.bench import (
     BENCH_ARGS,
@@ -279,7 +279,7 @@ def test_the_bench_shapes_are_a_1b_dense_model_and_a_small_moe_in_q4_k_m():
 def test_no_reference_is_built_where_no_gpu_can_run_the_check(workdir, monkeypatch):
     import json
 
-    from bundlegraph.gpus import GpuProbe
+    from bundlegraph.core.gpus import GpuProbe
     from bundlegraph.pipeline.smoke import cuda
     from bundlegraph.pipeline.smoke.gpu import run_reference
     from bundlegraph.pipeline.smoke.plan import plan_reference
@@ -310,7 +310,7 @@ def test_a_reference_whose_upstream_flags_fetch_gets_the_pinned_source_and_downl
     fetches nothing and gets neither."""
     from bundlegraph.pipeline.compile import fetchcontent
     from bundlegraph.pipeline.smoke import reference
-    from bundlegraph.schemas.loader import load_matrix
+    from bundlegraph.specs.loader import load_matrix
 
     (pin,) = load_matrix(ROOT / "bundles").release.fetchcontent
     prepared = []

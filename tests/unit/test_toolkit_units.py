@@ -12,9 +12,9 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from bundlegraph.core.errors import ToolkitError
-from bundlegraph.graph import Context, Filters
+from bundlegraph.graph.context import Context, Filters
 from bundlegraph.pipeline.toolkit import plans, toolkit_for_leg
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit.components import required_files
 from bundlegraph.toolkit.identity import component_set
 from bundlegraph.toolkit.install import refuse_windows_wheels

@@ -20,7 +20,7 @@ from bundlegraph.checks.pe import PEImport, PEInfo, read_pe
 from bundlegraph.core.errors import BundleGraphError, VerifyError
 from bundlegraph.pipeline.verify import VerifyPolicy, policy_from_spec, verify_path
 from bundlegraph.schemas.archs import parse_arch
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -369,7 +369,7 @@ def test_report_json_shape(tmp_path):
 
 def test_verify_stage_plans_and_runs_on_the_built_tree(workdir):
     from bundlegraph.core import paths
-    from bundlegraph.graph import Context, Filters
+    from bundlegraph.graph.context import Context, Filters
     from bundlegraph.pipeline import verify as vstage
 
     m = load_matrix(ROOT / "bundles")

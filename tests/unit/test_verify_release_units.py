@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from bundlegraph.provenance import build_recipe
+from bundlegraph.release.verify_release import Check, parse_record
 from bundlegraph.schemas.manifest import IndexEntry, Promise, ShaIndex
-from bundlegraph.verify_release import Check, parse_record
+from bundlegraph.schemas.provenance import build_recipe
 
 HEADER = {
     "source_repo": "example/minillama",

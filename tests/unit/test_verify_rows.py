@@ -13,7 +13,7 @@ import pytest
 from bundlegraph.checks import Failure
 from bundlegraph.core.errors import VerifyError
 from bundlegraph.schemas.archs import parse_arch
-from bundlegraph.schemas.loader import load_matrix
+from bundlegraph.specs.loader import load_matrix
 from bundlegraph.verification import VerifyPolicy, cuda, rows, table, verify_path
 from bundlegraph.verification.rows import READ_KEY, FileRow, Row
 
@@ -23,7 +23,7 @@ CUDA_LEG = "windows-arm64-cuda13-portable"
 
 
 def _stage(workdir: Path, leg: str):
-    from bundlegraph.graph import Context, Filters
+    from bundlegraph.graph.context import Context, Filters
     from bundlegraph.pipeline import verify as vstage
 
     ctx = Context(load_matrix(ROOT / "bundles"), [CPU_LEG, CUDA_LEG], Filters())

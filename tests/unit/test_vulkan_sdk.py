@@ -18,8 +18,8 @@ import pytest
 from bundlegraph.core.errors import HostMismatch, SpecError, ToolkitError, ToolMissing
 from bundlegraph.pipeline.base import Context, Filters
 from bundlegraph.pipeline.toolkit import plans
-from bundlegraph.schemas.loader import load_matrix
-from bundlegraph.schemas.validation import validate_matrix
+from bundlegraph.specs.loader import load_matrix
+from bundlegraph.specs.validation import validate_matrix
 from bundlegraph.toolchains import get
 from bundlegraph.toolchains.registry import MACHINES_DIR, TOOLCHAINS, ToolchainFileError, load_machine
 from bundlegraph.toolchains.vulkan import VulkanSdk

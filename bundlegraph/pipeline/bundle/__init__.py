@@ -1,2 +1,2 @@
-"""What the merge, package and publish stages use: the runtime files a bundle ships
-(``runtimes``) and Authenticode signing (``sign``)."""
+"""What the merge, package and publish stages use: byte-deterministic archives (``archive``),
+the runtime files a bundle ships (``runtimes``) and Authenticode signing (``sign``)."""

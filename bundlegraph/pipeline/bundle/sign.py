@@ -18,7 +18,7 @@ Outcome by the spec's ``signing``: ``none`` -> ``not-required`` (nothing runs); 
 credentials present -> ``signed``; missing -> ``required`` fails naming the missing variables
 (never their values), ``optional`` warns and the bundle is marked ``unsigned`` in its info JSON.
 With ``BUNDLEGRAPH_SIGN=later`` ``package`` runs no signer (the bundle says ``pending``) and
-``bundlegraph sign-bundles`` (:mod:`bundlegraph.signbundles`) calls :func:`sign_files` in a job that
+``bundlegraph sign-bundles`` (:mod:`bundlegraph.release.signbundles`) calls :func:`sign_files` in a job that
 runs no build code.
 """
 

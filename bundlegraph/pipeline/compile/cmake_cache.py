@@ -29,7 +29,7 @@ project's ``cmake_minimum_required`` runs, which is before the toolchain file is
 from __future__ import annotations
 
 from ...core.errors import SpecError
-from ...platforms import platform
+from ...core.platforms import platform
 from ...schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
 from ...schemas.records import BundleSpec, CMakeValue
 

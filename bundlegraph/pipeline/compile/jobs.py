@@ -7,7 +7,7 @@ see ``shared/FINDINGS.md``): the heaviest ggml-cuda translation units (``fattn-m
 ``mmq-instance-*``) peak at 904 MB for two architectures (120a;121a); small ones at ~0.5 GB.
 Each additional architecture adds one more ``cicc``/``ptxas`` pass, about 200 MB. Upstream
 measured ~3 GB per job with MSVC on Windows, so hosts whose nvcc runs MSVC
-(:attr:`bundlegraph.platforms.Platform.msvc_host`) use 3 GB. CPU-only legs: 512 MB
+(:attr:`bundlegraph.core.platforms.Platform.msvc_host`) use 3 GB. CPU-only legs: 512 MB
 (the largest llama.cpp C++ TUs with GCC -O3).
 
 :data:`PER_JOB_MB` holds these; the budget is 90 % of the available memory.

@@ -5,7 +5,7 @@ judges (:mod:`.judges`) and the tiny model (:mod:`.tinygguf`); this module is th
 and keys).
 
 **On every host that can start the bundle's programs** (natively, or a Linux bundle of another
-CPU through qemu-user with the target's sysroot: :mod:`bundlegraph.emulation`) the host checks
+CPU through qemu-user with the target's sysroot: :mod:`bundlegraph.toolchains.emulation`) the host checks
 run (:mod:`.host`), cheap first:
 
 - ``version``: ``llama-cli --version``: its build number is the release's upstream build and
@@ -38,10 +38,10 @@ device and its environment, and lists its ops). **Vulkan** (:mod:`.vulkan`): on 
 probe the plan took):
 
 1. the bundle's os/arch (its info JSON) must be this host's;
-2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.gpus`);
+2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.core.gpus`);
 3. the bundle's CUDA backend must cover one of those GPUs: its fatbin inventory (SASS and PTX
    per SM, :mod:`bundlegraph.checks.fatbin`, read from the unpacked ``libggml-cuda.so`` /
-   ``ggml-cuda.dll``) against the GPU's compute capability (:func:`bundlegraph.gpus.covered`).
+   ``ggml-cuda.dll``) against the GPU's compute capability (:func:`bundlegraph.core.gpus.covered`).
 
 Otherwise the GPU checks are recorded as not applicable, with the reason (the probe result is
 part of the action key, so a GPU appearing is noticed). A task whose bundle cannot start here at
@@ -129,7 +129,7 @@ OPT_IN = True
 
 def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
     """What ``smoke:<leg>``'s action key consumed: the bundle and source digests, this host and
-    how it starts the bundle (:func:`~bundlegraph.emulation.launcher_for`); for a GPU leg also
+    how it starts the bundle (:func:`~bundlegraph.toolchains.emulation.launcher_for`); for a GPU leg also
     the test-backend-ops digest, the ops and the tools' cache. The plan's key adds each check's
     command (placeholders, no host paths) and, for a GPU leg, its side's probe key (CUDA: the
     GPUs; Vulkan: the driver)."""
@@ -237,10 +237,10 @@ def _prepare_reference(ctx: Context, leg: str) -> Prepared[ReferencePlan]:
 
 
 def leg_launcher(ctx: Context, leg: str) -> Any:
-    """How this host starts ``leg``'s bundle (:func:`~bundlegraph.emulation.launcher_for`, with
+    """How this host starts ``leg``'s bundle (:func:`~bundlegraph.toolchains.emulation.launcher_for`, with
     :func:`qemu_sysroot`), or why it cannot. Pure, except for the sysroot's presence: before the
     compiler task ran, the plan says why (its ``sysroot has no`` line)."""
-    from ...emulation import launcher_for
+    from ...toolchains.emulation import launcher_for
 
     spec = ctx.spec(leg)
     root, label = qemu_sysroot(ctx, leg)
@@ -251,7 +251,7 @@ def runs_here(ctx: Context, leg: str) -> bool:
     """Whether this host can start ``leg``'s bundle (then its smoke is a default task): a Linux
     bundle of this CPU, or one of another CPU with qemu-user here (its sysroot comes from the
     leg's compiler task, a dependency of the smoke)."""
-    from ...emulation import launcher_for
+    from ...toolchains.emulation import launcher_for
 
     spec = ctx.spec(leg)
     root, _label = qemu_sysroot(ctx, leg)

@@ -1,5 +1,5 @@
 """The CUDA side of ``smoke:<leg>`` (:class:`~.side.GpuSide`): on a host with an NVIDIA GPU
-(``nvidia-smi``, :mod:`bundlegraph.gpus`) that the bundle's CUDA code covers (its fatbin's SASS
+(``nvidia-smi``, :mod:`bundlegraph.core.gpus`) that the bundle's CUDA code covers (its fatbin's SASS
 and PTX per SM, :mod:`bundlegraph.checks.fatbin`), the chosen GPU alone is made visible
 (``CUDA_VISIBLE_DEVICES`` in the driver's PCI order) and ``test-backend-ops`` compares CUDA with
 the CPU per op in :data:`OPS`. The CUDA runtime the leg declares external comes from its toolkit."""
@@ -16,7 +16,7 @@ from ...toolchains.base import this_host
 from .side import Decision, RunView
 
 if TYPE_CHECKING:
-    from ...gpus import GpuProbe
+    from ...core.gpus import GpuProbe
     from ..base import Context
 
 BACKEND = "cuda"
@@ -48,8 +48,8 @@ def reference_problem(probe: Any) -> str | None:
 
 
 def probe() -> GpuProbe:
-    """The NVIDIA GPUs (``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`)."""
-    from ...gpus import probe as nvidia_probe
+    """The NVIDIA GPUs (``nvidia-smi``, once per process: :func:`bundlegraph.core.gpus.probe`)."""
+    from ...core.gpus import probe as nvidia_probe
 
     return nvidia_probe()
 
@@ -65,8 +65,8 @@ def decide(
     """Whether a bundle can be smoke-tested here on a GPU, and on which (pure): the bundle's
     os/arch must be this host's, the driver must list a GPU, and (once the bundle's fatbin is
     read: ``sass``/``ptx``, None before) its CUDA code must cover one of them
-    (:func:`bundlegraph.gpus.covered`)."""
-    from ...gpus import covered
+    (:func:`bundlegraph.core.gpus.covered`)."""
+    from ...core.gpus import covered
 
     pj = probe.key() | {"command": probe.command}
     if (bundle_os, bundle_arch) != host:

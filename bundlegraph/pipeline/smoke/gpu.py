@@ -18,8 +18,8 @@ from ...backends import backend
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
+from ...core.platforms import platform
 from ...core.report import say
-from ...platforms import platform
 from . import judges, reference, throughput
 from .host import not_llama
 from .plan import TOOLS_CACHE, ReferencePlan, SmokePlan, SmokeToolsPlan

@@ -1,5 +1,5 @@
 """The host steps of ``smoke:<leg>``: what runs on every host that can start the bundle
-(natively, or through qemu-user: :mod:`bundlegraph.emulation`), in the order of :data:`STEPS`,
+(natively, or through qemu-user: :mod:`bundlegraph.toolchains.emulation`), in the order of :data:`STEPS`,
 cheap first. Each step runs one program (or a few) and hands the output to its judge
 (:mod:`.judges`).
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from ...core import proc
 from ...core.buildenv import allowed_env
-from ...platforms import platform
+from ...core.platforms import platform
 from . import judges
 from .plan import N_PREDICT, VOCABS
 from .steps import Gate, Outcome, SmokeRun, Step

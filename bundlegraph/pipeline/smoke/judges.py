@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...backends import backend
-from ...platforms import PLATFORMS
+from ...core.platforms import PLATFORMS
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

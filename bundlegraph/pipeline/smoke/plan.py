@@ -13,7 +13,7 @@ from typing import Any
 
 from ...core import paths, proc
 from ...core.lightclass import frozen
-from ...platforms import platform
+from ...core.platforms import platform
 from ...schemas.records import FetchContentPin
 from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
@@ -162,7 +162,7 @@ class SmokeToolsPlan:
 
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
     """The smoke plan of ``leg`` (nothing written). For a GPU leg its side probes here (CUDA:
-    ``nvidia-smi``, once per process: :func:`bundlegraph.gpus.probe`; Vulkan: the driver chosen)
+    ``nvidia-smi``, once per process: :func:`bundlegraph.core.gpus.probe`; Vulkan: the driver chosen)
     and the plan carries the probe and the decision it allows (host and driver); the run may add
     the bundle's device code to that decision (CUDA's fatbin coverage), and the key holds the
     same probe."""

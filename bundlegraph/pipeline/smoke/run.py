@@ -12,9 +12,9 @@ from pathlib import Path
 
 from ...core.errors import BundleGraphError, TaskSkipped
 from ...core.fsutil import atomic_write_json, rmtree, sha256_file
+from ...core.platforms import platform
 from ...core.report import say
-from ...platforms import platform
-from ...smokestatus import sidecar
+from ...schemas.smoke_status import sidecar
 from . import gpu, host
 from .plan import Decision, SmokePlan
 from .steps import SmokeRun
@@ -39,9 +39,9 @@ def run_smoke(plan: SmokePlan) -> list[Path]:
     ``[smoke.json, sidecar]`` when every step that applies passed; raises :class:`TaskSkipped`
     (recorded) when the bundle cannot start here, or :class:`BundleGraphError` naming the failing
     steps (recorded; the bundle leaves ``dist/``)."""
-    from ...archive import read_bundle_info
     from ...core.extract import extract
-    from ...emulation import launcher_for
+    from ...toolchains.emulation import launcher_for
+    from ..bundle.archive import read_bundle_info
     from ..compile import jobs as jobs_mod
 
     leg = plan.leg

@@ -43,7 +43,7 @@ class Step:
 @mutable
 class SmokeRun:
     """What the steps of one smoke run share: the ``plan``, the ``launcher`` that starts the
-    bundle's programs here (:mod:`bundlegraph.emulation`), the unpacked bundle (``bundle_dir``) in
+    bundle's programs here (:mod:`bundlegraph.toolchains.emulation`), the unpacked bundle (``bundle_dir``) in
     the run's scratch directory ``tmp``, the tiny ``model``'s path, the programs' ``env`` (the
     CUDA runtime directory), and the ``results`` so far (``passed``: names of passed steps)."""
 

@@ -96,7 +96,7 @@ def _interleaved(
 def _against_line(run: SmokeRun, env: dict[str, str]) -> tuple[str | None, dict[str, Any]]:
     """The bundle against the release's CUDA 12 bundle (:mod:`.line`), or why that cannot run here."""
     from ...core.extract import extract
-    from ...platforms import platform
+    from ...core.platforms import platform
 
     line = run.plan.line
     assert line is not None

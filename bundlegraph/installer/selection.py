@@ -1,0 +1,475 @@
+"""Which bundle a host gets from a release, by the installer's rules, and which hosts a release
+covers.
+
+The rules are those of the installer our manifest serves (:data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`;
+``docs/installer-contract.md``), restated here and checked against its own code by
+``tests/integration/test_installer_contract.py``:
+
+- A host is ``os``/``arch``, the SMs of its NVIDIA GPUs (``sms``; empty when unknown), its
+  driver's CUDA version (``driver_cuda``; None: no NVIDIA driver), the CUDA runtime lines
+  whose libraries it has (``runtime_lines``; None: every line the driver allows) and the vendor
+  of a GPU it has besides (``gpu``: ``intel``, or ``amd`` for an AMD GPU without ROCm; None:
+  none).
+- The driver allows lines ``cuda12`` .. ``cuda<major>`` when it is >= 12.4, none below.
+- CUDA hosts ask for their CUDA kind. A bundle fits when its ``supported_sms`` lists every host
+  SM inside ``[min_sm, max_sm]`` (a host of unknown SMs fits portable bundles only). Per line,
+  newest first (on Linux only lines present on disk; on a Blackwell host, sm >= 100, lines with
+  a fitting bundle first), the fitting non-portable bundle with the narrowest SM span wins
+  (then the lower ``rank``, then the lower ``max_sm``), followed by the line's portable bundle.
+- Linux CUDA hosts and Windows x64 CUDA hosts get no CPU fallback; a Windows ARM64 CUDA host
+  falls back to the ``windows-arm64`` CPU bundle; a Windows x64 host with a driver below 12.4
+  asks for ``windows-vulkan`` then ``windows-cpu``; every other host without an NVIDIA driver
+  asks for its CPU kind (lowest ``rank`` wins).
+- A host without an NVIDIA driver but with an Intel GPU or an AMD GPU without ROCm
+  (:data:`bundlegraph.backends.vulkan.HOST_GPUS`) on Linux x64, Linux arm64 or Windows x64
+  (:data:`~bundlegraph.backends.vulkan.ROUTED_BY_VENDOR`) asks for its Vulkan kind, then its CPU
+  kind. Such a chain tries one bundle of each kind in turn (the Vulkan one first: both are
+  attempts); elsewhere the first kind with a bundle wins. A Vulkan bundle is offered to a host
+  only when its ``bundle_profile`` or asset name names the host's arch
+  (:data:`~bundlegraph.backends.vulkan.ARCH_TOKENS`: ``linux-vulkan`` serves both Linux arches);
+  the lowest ``rank`` of those wins.
+- An AMD host with ROCm (``gfx``: the gfx target ``rocminfo``/``hipinfo`` reports; Linux and
+  Windows x64) asks for its ROCm kind only: the first bundle in manifest order whose
+  ``mapped_targets`` holds its gfx, or whose ``gfx_target`` label is it, wins
+  (``published_rocm_choice_for_host``); none: no bundle (the installer builds HIP from source,
+  never the CPU kind).
+- A Mac asks for its kind (``macos-arm64``, ``macos-x64``): the lowest ``rank`` wins.
+- Only bundles hashed in the SHA index are candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import field
+from typing import Any
+
+from ..backends import backend, cuda, hip, vulkan
+from ..core.lightclass import frozen, mutable
+from ..schemas.archs import fatbin_sm, known_sms, parse_version
+from ..schemas.installer import INSTALL_KINDS, PORTABLE_CLASS, kind_for
+from ..schemas.manifest import Manifest, ManifestArtifact, ShaIndex
+from ..schemas.records import BundleSpec, Matrix
+
+MIN_DRIVER = cuda.MIN_DRIVER
+"""Drivers below this get no CUDA bundle (:data:`bundlegraph.backends.cuda.MIN_DRIVER`)."""
+
+
+@frozen
+class Host:
+    """A host as data. ``sms``: GPU SM numbers (``(121,)``); ``driver_cuda``: ``(13, 0)`` or
+    None (no NVIDIA driver); ``runtime_lines``: lines whose runtime libraries are present, None
+    for every line the driver allows; ``gpu``: the vendor of a GPU the host has besides
+    (``intel``; ``amd``: an AMD GPU without ROCm), None for none (the installer looks for one
+    only on a host without a usable NVIDIA driver)."""
+
+    os: str
+    arch: str
+    sms: tuple[int, ...] = ()
+    driver_cuda: tuple[int, int] | None = None
+    runtime_lines: tuple[str, ...] | None = None
+    gpu: str | None = None
+    gfx: str | None = None
+    """an AMD GPU with ROCm: its gfx target (``gfx1100``); None: no ROCm GPU"""
+
+    @property
+    def nvidia(self) -> bool:
+        return self.driver_cuda is not None
+
+    def allowed_lines(self) -> list[str]:
+        """Runtime lines the driver allows, newest first."""
+        if self.driver_cuda is None or self.driver_cuda < MIN_DRIVER:
+            return []
+        return [f"cuda{m}" for m in range(self.driver_cuda[0], 11, -1)]
+
+    def describe(self) -> str:
+        gpu = (
+            f"sm {','.join(map(str, self.sms)) or 'unknown'}, driver CUDA {self.driver_cuda[0]}.{self.driver_cuda[1]}"
+            if self.driver_cuda
+            else f"AMD {self.gfx} with ROCm"
+            if self.gfx
+            else "no NVIDIA GPU"
+        )
+        other = f", {GPU_WORDS.get(self.gpu, self.gpu)}" if self.gpu else ""
+        return f"{self.os} {self.arch} ({gpu}{other})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "os": self.os,
+            "arch": self.arch,
+            "sms": list(self.sms),
+            "driver_cuda": f"{self.driver_cuda[0]}.{self.driver_cuda[1]}" if self.driver_cuda else None,
+            "runtime_lines": list(self.runtime_lines) if self.runtime_lines is not None else None,
+            "gpu": self.gpu,
+        } | ({"gfx": self.gfx} if self.gfx else {})
+
+
+GPU_WORDS = {"intel": "an Intel GPU", "amd": "an AMD GPU without ROCm"}
+"""How :meth:`Host.describe` says a ``gpu`` vendor."""
+
+
+@mutable
+class Selection:
+    """What a host gets: ``attempts`` (asset names in the order an installer tries them; the
+    first is the ``choice``, None when empty), the ``install_kind`` of the choice (None when
+    nothing fits), the kinds ``asked`` for in order, ``rejected`` (asset, reason) for every other candidate,
+    and what the host downloads: ``download_mb`` (the choice's size in MB, 10^6 bytes; None when
+    nothing is chosen or its size is unknown) and ``size_from`` (``measured``: the SHA index's
+    bytes of the built bundle; ``estimated``: :func:`bundlegraph.installer.planned.estimate_mb`)."""
+
+    host: Host
+    asked: list[str]
+    attempts: list[str] = field(default_factory=list)
+    install_kind: str | None = None
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    download_mb: float | None = None
+    size_from: str | None = None
+
+    @property
+    def choice(self) -> str | None:
+        return self.attempts[0] if self.attempts else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host.to_json(),
+            "asked": self.asked,
+            "choice": self.choice,
+            "install_kind": self.install_kind,
+            "attempts": self.attempts,
+            "rejected": [{"asset": a, "reason": r} for a, r in self.rejected],
+            "download_mb": self.download_mb,
+            "size_from": self.size_from,
+        }
+
+
+def _fit(a: ManifestArtifact, host: Host) -> str | None:
+    """None when ``a`` runs on every GPU of ``host``, else why not."""
+    portable = a.coverage_class == PORTABLE_CLASS
+    if not host.sms:
+        return None if portable else "the host's SMs are unknown and the bundle is not portable"
+    if not a.supported_sms or a.min_sm is None or a.max_sm is None:
+        return "the bundle lists no supported SMs"
+    out = [s for s in host.sms if s not in a.supported_sms or not a.min_sm <= s <= a.max_sm]
+    if out:
+        return f"sm {','.join(map(str, out))} not in supported_sms {a.supported_sms}"
+    return None
+
+
+def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
+    """The installer's per-line choice for a CUDA host (see the module docstring)."""
+    allowed = host.allowed_lines()
+    present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
+    # Linux: only lines whose runtime libraries are on disk; Windows: those first, then the rest
+    lines = (
+        present if host.os in cuda.RUNTIME_LINES_ON_DISK_ONLY else present + [l for l in allowed if l not in present]
+    )
+    cands = [a for a in arts if a.install_kind == kind]
+    drv = f"{host.driver_cuda[0]}.{host.driver_cuda[1]}" if host.driver_cuda else "none"
+    for a in cands:
+        if a.runtime_line not in allowed:
+            sel.rejected.append((a.asset_name, f"runtime line {a.runtime_line} is not allowed by driver CUDA {drv}"))
+        elif a.runtime_line not in lines:
+            sel.rejected.append((a.asset_name, f"the host has no {a.runtime_line} runtime libraries"))
+    blackwell = bool(host.sms) and max(host.sms) >= 100
+    if blackwell and host.os in cuda.BLACKWELL_LINES_FIRST:
+        fits = [l for l in lines if any(a.runtime_line == l and _fit(a, host) is None for a in cands)]
+        lines = fits + [l for l in lines if l not in fits]
+    attempts: list[str] = []
+    for line in lines:
+        targeted, portable = [], []
+        for a in (a for a in cands if a.runtime_line == line):
+            why = _fit(a, host)
+            if (
+                host.os in cuda.BLACKWELL_NEEDS_MAX_SM_100
+                and blackwell
+                and a.max_sm is not None
+                and a.max_sm < 100
+                and why is None
+            ):
+                why = f"max_sm {a.max_sm} < 100 on a Blackwell host"
+            if why:
+                sel.rejected.append((a.asset_name, why))
+            elif a.coverage_class == PORTABLE_CLASS:
+                portable.append(a)
+            else:
+                targeted.append(a)
+        targeted.sort(key=lambda a: ((a.max_sm or 0) - (a.min_sm or 0), a.rank, a.max_sm or 0))
+        for a in targeted[1:]:
+            sel.rejected.append((a.asset_name, f"a narrower or lower-rank bundle fits: {targeted[0].asset_name}"))
+        for a in portable[:-1]:
+            sel.rejected.append((a.asset_name, f"another portable bundle is listed later: {portable[-1].asset_name}"))
+        attempts += [a.asset_name for a in targeted[:1] + portable[-1:]]
+    return attempts
+
+
+def _vulkan_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
+    """The installer's Vulkan choice: the lowest-rank bundle of ``kind`` whose profile or asset
+    name names the host's arch (:data:`bundlegraph.backends.vulkan.ARCH_TOKENS`)."""
+    tokens = vulkan.ARCH_TOKENS.get(host.arch, ())
+    cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
+    fit = []
+    for a in cands:
+        identity = f"{a.bundle_profile} {a.asset_name}".lower()
+        if any(t in identity for t in tokens):
+            fit.append(a)
+        else:
+            sel.rejected.append(
+                (a.asset_name, f"names no {host.arch} ({'/'.join(tokens)}) in its profile or asset name")
+            )
+    for a in fit[1:]:
+        sel.rejected.append((a.asset_name, f"higher rank than {fit[0].asset_name}"))
+    return [a.asset_name for a in fit[:1]]
+
+
+def _kind_of(os_name: str, arch: str, backend_name: str) -> str | None:
+    try:
+        return kind_for(os_name, arch, backend_name)
+    except KeyError:
+        return None
+
+
+def asks(host: Host) -> tuple[list[str], bool]:
+    """The install kinds ``host`` asks for, in order, and whether it tries a bundle of each in
+    turn (True: a Vulkan chain, every kind's bundle an attempt) or takes the first kind with one
+    (False)."""
+    rocm_kind = _kind_of(host.os, host.arch, hip.NAME) if host.gfx and not host.nvidia else None
+    if rocm_kind:  # ROCm: its kind only (no match: the installer builds HIP from source)
+        return [rocm_kind], False
+    # a GPU whose backend the installer has no kind for here (an AMD GPU on a Mac or on arm64, an
+    # NVIDIA GPU on a Mac) asks as a host without that GPU: the installer's macOS and arm64 branches
+    cuda_kind = _kind_of(host.os, host.arch, "cuda") if host.nvidia else None
+    cpu_kind = _plain_kind(host)
+    vk_kind = _kind_of(host.os, host.arch, vulkan.NAME)
+    where = (host.os, host.arch)
+    then_cpu = [cpu_kind] if where in vulkan.CPU_FALLBACK else []
+    if cuda_kind is None:
+        if vk_kind and host.gpu in vulkan.HOST_GPUS and where in vulkan.ROUTED_BY_VENDOR:
+            return [vk_kind, *then_cpu], True
+        return [cpu_kind], False
+    if where in cuda.BELOW_FLOOR_TO_CPU and host.driver_cuda is not None and host.driver_cuda < MIN_DRIVER:
+        if vk_kind and where in vulkan.CUDA_BELOW_FLOOR:
+            return [vk_kind, *then_cpu], True
+        return [cpu_kind], False
+    if where in cuda.CPU_FALLBACK:
+        return [cuda_kind, cpu_kind], False
+    return [cuda_kind], False
+
+
+def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> list[str]:
+    cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
+    for a in cands[1:]:
+        sel.rejected.append((a.asset_name, f"higher rank than {cands[0].asset_name}"))
+    return [a.asset_name for a in cands[:1]]
+
+
+def _plain_kind(host: Host) -> str:
+    """The kind a host without a CUDA or ROCm GPU asks for: its CPU kind, else (Apple silicon,
+    where every bundle carries Metal) the Metal kind."""
+    try:
+        return kind_for(host.os, host.arch, "cpu")
+    except KeyError:
+        return kind_for(host.os, host.arch, "metal")
+
+
+def _rocm_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], gfx: str) -> list[str]:
+    """The installer's ROCm choice: the first bundle of ``kind`` in manifest order whose
+    ``mapped_targets`` (or ``gfx_target`` label) is the host's ``gfx``, compared case-insensitively."""
+    g = gfx.strip().lower()
+    got: list[str] = []
+    for a in (a for a in arts if a.install_kind == kind):
+        mapped = {t.lower() for t in a.mapped_targets or []}
+        if got:
+            sel.rejected.append((a.asset_name, f"an earlier bundle serves {gfx}: {got[0]}"))
+        elif g in mapped or g == (a.gfx_target or "").lower():
+            got.append(a.asset_name)
+        else:
+            sel.rejected.append((a.asset_name, f"{gfx} is not in mapped_targets {a.mapped_targets}"))
+    return got
+
+
+def sizes_of(
+    index: ShaIndex | None, planned: Mapping[str, tuple[float, str]] | None = None
+) -> dict[str, tuple[float, str]]:
+    """Asset name -> (MB, where from) for every bundle whose size is known: ``measured`` from the
+    SHA index's ``size`` (the built bundle's bytes), else ``planned`` (estimates, by asset name)."""
+    out = dict(planned or {})
+    if index is not None:
+        for name, e in index.artifacts.items():
+            if e.kind == "bundle" and e.size is not None:
+                out[name] = (round(e.size / 1e6, 1), "measured")
+    return out
+
+
+def select(
+    host: Host,
+    manifest: Manifest,
+    index: ShaIndex | None = None,
+    sizes: Mapping[str, tuple[float, str]] | None = None,
+) -> Selection:
+    """The bundles ``host`` gets from a release (``manifest``; only assets hashed in ``index``
+    when given), in the order an installer tries them, with the reason for each rejection, and
+    the choice's download size from ``sizes`` (:func:`sizes_of`; default: the index's)."""
+    hashed = index.artifacts if index is not None else None
+    arts = [a for a in manifest.artifacts if hashed is None or a.asset_name in hashed]
+    unhashed = [a for a in manifest.artifacts if hashed is not None and a.asset_name not in hashed]
+    asked, chain = asks(host)
+    sel = Selection(host, asked)
+    sel.rejected += [(a.asset_name, "not hashed in the SHA index") for a in unhashed]
+    for kind in asked:
+        b = INSTALL_KINDS[kind].backend
+        if b == cuda.NAME:
+            got = _cuda_attempts(sel, kind, arts, host)
+        elif b == vulkan.NAME:
+            got = _vulkan_attempts(sel, kind, arts, host)
+        elif b == hip.NAME:
+            got = _rocm_attempts(sel, kind, arts, host.gfx or "")
+        else:
+            got = _cpu_attempts(sel, kind, arts)
+        if got and sel.install_kind is None:
+            sel.install_kind = kind
+        sel.attempts += got
+        if got and not chain:
+            break
+    kinds = set(asked)
+    sel.rejected += [
+        (a.asset_name, f"install_kind {a.install_kind} is not asked for") for a in arts if a.install_kind not in kinds
+    ]
+    known = sizes if sizes is not None else sizes_of(index)
+    if sel.choice is not None and sel.choice in known:
+        sel.download_mb, sel.size_from = known[sel.choice]
+    return sel
+
+
+# -- coverage -----------------------------------------------------------------------------------
+
+
+DRIVERS: tuple[tuple[int, int], ...] = (
+    (12, 0), (12, 1), (12, 2), (12, 3), (12, 4), (12, 5), (12, 6), (12, 8), (12, 9), (13, 0),
+)  # fmt: skip
+"""The CUDA versions NVIDIA's drivers report from 12.0 on (CUDA toolkit release notes, "CUDA
+Driver" table: there was no 12.7); :func:`driver_lines` adds 13.1 up to the newest toolkit a
+release builds with."""
+
+
+driver_for = cuda.driver_for
+
+
+def oldest_driver(spec: BundleSpec) -> tuple[int, int]:
+    """The oldest driver the installer's rules send CUDA leg ``spec`` to: :func:`driver_for` its
+    runtime line (``profile.line``, else ``cuda<toolkit major>``). Verify holds the leg's PTX-only
+    code to it (:mod:`bundlegraph.checks.ptxisa`); :func:`claimed` asks selection with it."""
+    assert spec.cuda is not None, f"{spec.id} is no CUDA leg"
+    return cuda.oldest_driver(spec.profile.line, spec.cuda.version.major)
+
+
+def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:
+    """Every driver a host class is asked about, oldest first: :data:`DRIVERS`, every minor of the
+    newest toolkit's major among the release's bundles up to it (13.0-13.5 for a 13.5 bundle),
+    and the oldest driver of each runtime line shipped (:func:`driver_for`)."""
+    versions = [parse_version(a.toolkit_version) for a in manifest.artifacts if a.toolkit_version]
+    newest = max(versions, default=DRIVERS[-1])
+    later = {(newest[0], minor) for minor in range(newest[1] + 1)}
+    lines = {driver_for(a.runtime_line) for a in manifest.artifacts if a.runtime_line}
+    return sorted(set(DRIVERS) | later | lines)
+
+
+def host_classes(manifest: Manifest) -> list[Host]:
+    """The host classes a release is asked about: for every CPU install kind a host without an
+    NVIDIA driver (a Mac: its CPU or Metal kind); for every ROCm kind, an AMD host of each gfx
+    target of the fork's families (:data:`bundlegraph.backends.hip.FAMILIES`); for every kind of a
+    backend that serves GPU vendors
+    (:data:`bundlegraph.backends.vulkan.HOST_GPUS`), a host of each arch it serves with a GPU
+    of each such vendor and no NVIDIA driver; for every CUDA kind, every SM of NVIDIA's arch table
+    (:func:`known_sms`, every toolkit: a Maxwell GPU is a host class even where CUDA 13 cannot build
+    for it) with each driver of :func:`driver_lines` (those below the 12.4 floor included: Windows
+    x64 asks for Vulkan, then CPU there, every other kind gets nothing)."""
+    drivers = driver_lines(manifest)
+    sms = known_sms()
+    out: list[Host] = []
+    for k in INSTALL_KINDS.values():
+        b = backend(k.backend)
+        for arch in k.archs:
+            if not b.GPU:
+                hosts = [Host(k.os, arch)]
+            elif b.HOST_GPUS:
+                hosts = [Host(k.os, arch, gpu=v) for v in b.HOST_GPUS]
+            elif b.NAME == hip.NAME:
+                hosts = [Host(k.os, arch, gfx=t) for fam in hip.FAMILIES.values() for t in fam]
+            elif b.NAME == cuda.NAME:
+                hosts = [Host(k.os, arch, (sm,), d) for d in drivers for sm in sms]
+            else:  # Apple silicon's Metal kind: a Mac needs no driver of ours
+                hosts = [Host(k.os, arch)]
+            out += [h for h in hosts if h not in out]  # two kinds of one os/arch describe the same hosts once
+    return out
+
+
+def coverage(
+    manifest: Manifest, index: ShaIndex | None, sizes: Mapping[str, tuple[float, str]] | None = None
+) -> list[Selection]:
+    """:func:`select` for every host class of :func:`host_classes` (download sizes from ``sizes``,
+    default :func:`sizes_of` the index)."""
+    known = sizes if sizes is not None else sizes_of(index)
+    return [select(h, manifest, index, known) for h in host_classes(manifest)]
+
+
+def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
+    """``(host, install_kind, leg)`` for every host class a promised leg claims: a CPU or Metal leg, a
+    host of its os/arch without an NVIDIA GPU; a ROCm leg, an AMD host of each of its ``mapped_targets``; a leg of a backend that serves GPU vendors
+    (Vulkan), a host of its os/arch with a GPU of each such vendor
+    (:data:`bundlegraph.backends.vulkan.HOST_GPUS`); a CUDA leg, a host of each SM its spec's
+    archs name (``120a`` -> 120), or a PTX-only leg each SM it states (``cuda.supported_sms``),
+    with a driver of its runtime line."""
+    out = []
+    for leg in matrix.promised:
+        s = matrix.legs[leg]
+        if s.hip is not None:
+            out += [(Host(s.os, s.arch, gfx=t), s.install_kind, leg) for t in s.hip.mapped_targets]
+            continue
+        if backend(s.backend).HOST_GPUS:
+            out += [(Host(s.os, s.arch, gpu=v), s.install_kind, leg) for v in backend(s.backend).HOST_GPUS]
+            continue
+        if s.cuda is None:
+            out.append((Host(s.os, s.arch), s.install_kind, leg))
+            continue
+        drv = oldest_driver(s)
+        for sm in s.cuda.supported_sms or sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
+            out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
+    return out
+
+
+def coverage_problems(
+    matrix: Matrix, manifest: Manifest, index: ShaIndex | None, legs: set[str] | None = None
+) -> list[str]:
+    """One line per claimed host class (:func:`claimed`; of ``legs`` only, when given) that the
+    release, as its manifest describes the built files, serves with nothing or with a bundle of
+    another install kind."""
+    probs = []
+    for host, kind, leg in claimed(matrix):
+        if legs is not None and leg not in legs:
+            continue
+        sel = select(host, manifest, index)
+        if sel.choice is None:
+            why = (
+                "; ".join(f"{a}: {r}" for a, r in sel.rejected if "is not asked for" not in r)
+                or f"no bundle of {' or '.join(sel.asked)} in the release"
+            )
+            probs.append(f"{host.describe()}: gets no bundle, though {leg} claims it ({why})")
+        elif sel.install_kind != kind:
+            probs.append(f"{host.describe()}: gets {sel.choice} ({sel.install_kind}), though {leg} claims it as {kind}")
+    return probs
+
+
+__all__ = [
+    "DRIVERS",
+    "GPU_WORDS",
+    "Host",
+    "Selection",
+    "asks",
+    "claimed",
+    "coverage",
+    "coverage_problems",
+    "driver_lines",
+    "host_classes",
+    "oldest_driver",
+    "select",
+    "sizes_of",
+]
