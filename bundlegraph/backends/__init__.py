@@ -70,6 +70,20 @@ class Backend(Protocol):
     """the GPU vendors (:attr:`bundlegraph.installer.selection.Host.gpu`: ``intel``, ``amd``) whose hosts an
     installer routes to this backend's kinds (empty: none by vendor alone; CUDA hosts are
     described by their SMs and driver)"""
+    CMAKE_OPTION: str | None
+    """ggml's CMake option that builds it (``GGML_CUDA``; None: none), on unless a spec says otherwise"""
+    CMAKE_TARGETS_KEY: str | None
+    """the CMake cache entry listing its GPU targets (``GPU_TARGETS``; None: none), filled from the leg's
+    targets where the spec leaves it out"""
+
+    def gpu_targets(self, family: object) -> tuple[str, ...]:
+        """the GPU targets a spec's family name stands for (HIP's ``gfx103X``; empty: none)"""
+        ...
+
+    def required_files(self, os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+        """what a bundle of it must hold beside its library and ``RUNTIME_GLOBS`` on ``os_name``, for
+        GPU ``targets`` (HIP's runtime and rocBLAS kernel files)"""
+        ...
 
 
 BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan, hip, metal)

@@ -60,3 +60,23 @@ REQUIRED_PROGRAMS: tuple[str, ...] = ()
 
 HOST_GPUS: tuple[str, ...] = ()
 """No GPU vendor routes a host here: a host without a GPU its installer serves asks for CPU."""
+
+
+CMAKE_OPTION: str | None = None
+"""ggml's CMake option that builds this backend (none: ggml always builds its CPU backend unless ``GGML_CPU`` is off); a spec that leaves it out gets it on
+(:mod:`bundlegraph.specs.derive`)"""
+
+CMAKE_TARGETS_KEY: str | None = None
+"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
+where the spec leaves it out (none)"""
+
+
+def gpu_targets(family: object) -> tuple[str, ...]:
+    """The GPU targets a spec's family name stands for (none: a CPU leg has no GPU targets)."""
+    return ()
+
+
+def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
+    (nothing: the installer's files are the whole bundle's)."""
+    return ()

@@ -98,3 +98,23 @@ COMPILER: str | None = "cuda"
 
 SMOKE: str | None = "bundlegraph.pipeline.smoke.cuda"
 """The module of a CUDA leg's smoke GPU steps (NVIDIA's GPUs, ``CUDA0``)."""
+
+
+CMAKE_OPTION: str | None = "GGML_CUDA"
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
+(:mod:`bundlegraph.specs.derive`)"""
+
+CMAKE_TARGETS_KEY: str | None = None
+"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
+where the spec leaves it out (none: a CUDA leg's archs are ``[cuda] archs``, passed as ``CMAKE_CUDA_ARCHITECTURES``)"""
+
+
+def gpu_targets(family: object) -> tuple[str, ...]:
+    """The GPU targets a spec's family name stands for (none: CUDA archs are listed, not named by family)."""
+    return ()
+
+
+def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
+    (nothing more: the runtime files the installer checks are ``RUNTIME_GLOBS``)."""
+    return ()

@@ -207,3 +207,23 @@ def missing_kernels(gfx_targets: tuple[str, ...] | list[str], rocblas_files: lis
         for m in re.finditer(r"gfx[0-9a-f]{3,4}", name.lower()):
             have.add(m.group(0))
     return [g for g in gfx_targets if g.lower() not in have]
+
+
+CMAKE_OPTION: str | None = "GGML_HIP"
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
+(:mod:`bundlegraph.specs.derive`)"""
+
+CMAKE_TARGETS_KEY: str | None = "GPU_TARGETS"
+"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
+where the spec leaves it out (``ggml/src/ggml-hip/CMakeLists.txt`` reads ``GPU_TARGETS``)"""
+
+
+def gpu_targets(family: object) -> tuple[str, ...]:
+    """The GPU targets a spec's family name stands for (the fork's families, :data:`FAMILIES`: ``gfx103X`` -> gfx1030 ...; empty for a name it does not know)."""
+    return FAMILIES.get(family, ()) if isinstance(family, str) else ()
+
+
+def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
+    (the HIP runtime ``ggml-hip`` imports, :data:`RUNTIME_REQUIRED`, and one rocBLAS kernel file per target in :data:`ROCBLAS_FOLDER`: the installer's kernel check)."""
+    return (*RUNTIME_REQUIRED.get(os_name, ()), *(f"{ROCBLAS_FOLDER}/*{t}*" for t in targets))

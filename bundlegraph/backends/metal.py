@@ -69,3 +69,23 @@ DEPLOYMENT_TARGET = "13.3"
 """The fork's ``CMAKE_OSX_DEPLOYMENT_TARGET`` for both macOS bundles: upstream's macos-26 runner
 stamps minos 26 otherwise, and those binaries do not load on older macOS
 (ggml-org/llama.cpp#26370)."""
+
+
+CMAKE_OPTION: str | None = "GGML_METAL"
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
+(:mod:`bundlegraph.specs.derive`)"""
+
+CMAKE_TARGETS_KEY: str | None = None
+"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
+where the spec leaves it out (none)"""
+
+
+def gpu_targets(family: object) -> tuple[str, ...]:
+    """The GPU targets a spec's family name stands for (none)."""
+    return ()
+
+
+def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
+    (nothing: the shader library is embedded)."""
+    return ()

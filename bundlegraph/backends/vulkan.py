@@ -108,3 +108,23 @@ COMPILER: str | None = "glslc"
 
 SMOKE: str | None = "bundlegraph.pipeline.smoke.vulkan"
 """The module of a Vulkan leg's smoke GPU steps (a Vulkan driver, ``Vulkan0``)."""
+
+
+CMAKE_OPTION: str | None = "GGML_VULKAN"
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
+(:mod:`bundlegraph.specs.derive`)"""
+
+CMAKE_TARGETS_KEY: str | None = None
+"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
+where the spec leaves it out (none: SPIR-V runs on any device)"""
+
+
+def gpu_targets(family: object) -> tuple[str, ...]:
+    """The GPU targets a spec's family name stands for (none)."""
+    return ()
+
+
+def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
+    (nothing: the loader is the driver's)."""
+    return ()

@@ -392,8 +392,9 @@ class HipSpec(Record):
     gfx_target: Annotated[str, Check(pattern=r"^gfx[0-9a-fA-FX]{3,4}$")]
     """the fork's gfx family label (gfx1151, gfx110X, ...; bundlegraph.backends.hip.FAMILIES): the manifest's
     gfx_target"""
-    mapped_targets: Annotated[list[str], Check(min_length=1)]
-    """the gfx targets compiled (GPU_TARGETS) and promised to the installer; must be the family's expansion"""
+    mapped_targets: Annotated[list[str], Check(min_length=1)] = field(default_factory=list)
+    """the gfx targets compiled (GPU_TARGETS) and promised to the installer; must be the family's expansion (a spec
+    file leaves it out: it follows from gfx_target)"""
     sdk: TheRockSdkSpec
     """the pinned TheRock tarball"""
 
@@ -430,7 +431,8 @@ class BuildSpec(Record):
     NOT_DUMPED = ("shards",)
 
     targets: list[str] = field(default_factory=list)
-    """the CMake targets built (empty: all)"""
+    """the CMake targets built (empty: all; left out of a backend-only leg's spec file: its backend's library,
+    ggml-cuda)"""
     shards: Annotated[int, Check(ge=1, le=MAX_SHARDS, strict=True)] = 1
     """CI jobs the compile is spread over (an integer 1-32, default 1; ``"2"`` and ``2.0`` are refused, like ``rank``): each shard compiles a cost-balanced slice of the
     targets' compile steps into the compiler cache; one final compile links. Never in an action key: a sharded
@@ -541,8 +543,9 @@ class BundleSpec(Record):
     backend: BackendName
     """a backend of the registry (cpu, cuda, vulkan): a GPU backend's leg needs its table ([cuda], [vulkan]) and no
     other backend's; a cuda leg also profile.line"""
-    install_kind: Annotated[str, _ID]
-    """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows"""
+    install_kind: Annotated[str, _ID] = ""
+    """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows; a spec file leaves it
+    out: it follows from os, arch and backend (bundlegraph/specs/derive.py)"""
     promised: bool = True
     """the publish gate requires this leg's bundle (default true)"""
     runner: str
@@ -566,7 +569,8 @@ class BundleSpec(Record):
     """how a metal leg ships its shader library"""
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
-    the configure"""
+    the configure. The backend's own option (GGML_CUDA, GGML_HIP ...) is on unless the file says otherwise, and a HIP
+    leg's GPU_TARGETS are its mapped_targets (bundlegraph/specs/derive.py)"""
     upstream_differs: dict[str, str] | None = None
     """speed-relevant CMake flags (GGML_CUDA_*, the CPU backend's variants, instruction sets and OpenMP) whose value in
     this leg's configure differs from upstream's release build of its backend and platform (llama.cpp's
@@ -574,7 +578,9 @@ class BundleSpec(Record):
     build: BuildSpec = field(default_factory=BuildSpec)
     """what the build compiles"""
     required: list[str] = field(default_factory=list)
-    """file names (globs) the bundle must hold; verify refuses a bundle without them"""
+    """file names (globs) the bundle must hold; verify refuses a bundle without them. Left out of a spec file: what the
+    installer requires of the install kind and the smoke runs (a whole bundle), or the backend's library and runtime
+    files (a backend-only leg: bundlegraph/specs/derive.py)"""
     merge: MergeSpec | None = None
     """a backend-only leg: the CPU leg whose bundle it is merged into"""
     package: PackageSpec = field(default_factory=PackageSpec)

@@ -40,6 +40,7 @@ from ..schemas.archs import CudaVersion, arch_supported, fatbin_sm
 from ..schemas.cmake_rules import cmake_problems, served_options
 from ..schemas.records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 from ..toolchains.registry import TOOLCHAINS
+from .derive import fill
 
 RELEASE_FILE = "release.toml"
 CUDA_TARGET_SINCE: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
@@ -194,6 +195,7 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
                 f"never in a spec file; remove it"
             )
             continue
+        data = fill(data)  # the keys that follow from backend, os and arch (derive.py)
         try:
             spec = validate_leg(data)
         except ValidationError as e:
@@ -281,6 +283,11 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
     except KeyError:
         want = None
     kind = INSTALL_KINDS.get(s.install_kind)
+    if not s.install_kind:  # left out, and none follows from os, arch and backend (derive.py)
+        return [
+            f"{f}: install_kind: the installer has no kind for a {s.os}-{s.arch} {s.backend} leg "
+            f"({CHECKED_AGAINST}); kinds: {', '.join(INSTALL_KINDS)}"
+        ]
     if kind is None:
         hint = f" (a {s.os}-{s.arch} {s.backend} leg is '{want}')" if want else ""
         return [
