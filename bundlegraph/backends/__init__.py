@@ -144,10 +144,16 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     one name, one spec table or one install kind, an install kind on two OSes (one kind may serve several arches
     of one OS, as the installer's ``linux-vulkan`` does), an OS that :mod:`bundlegraph.core.platforms`
     does not know, a GPU backend without a driver on an OS it has install kinds for or without a smoke
-    side (:attr:`Backend.SMOKE`). Checked on
+    side (:attr:`Backend.SMOKE`), a module that lacks a member of :class:`Backend`. Checked on
     :data:`BACKENDS` when this package loads (a bad table is a bug, so it raises RuntimeError
     there)."""
     probs = []
+    members = [*Backend.__annotations__, "gpu_targets", "required_files"]
+    for b in table:
+        if lacks := [n for n in members if not hasattr(b, n)]:
+            probs.append(f"backend {getattr(b, 'NAME', b)}: lacks {', '.join(lacks)} (the Backend protocol)")
+    if probs:
+        return probs
     names = [b.NAME for b in table]
     if len(set(names)) != len(names):
         probs.append(f"two backends share a name: {names}")

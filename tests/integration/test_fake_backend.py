@@ -41,6 +41,10 @@ SITE = textwrap.dedent(
     m.SMOKE = os.environ.get("FAKEGPU_SMOKE", "fakegpu_side") or None
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
+    m.CMAKE_OPTION = None  # the stand-in tree has no option of its own for it
+    m.CMAKE_TARGETS_KEY = None
+    m.gpu_targets = lambda family: ()
+    m.required_files = lambda os_name, targets: ()
     sys.modules[m.__name__] = m
     t = (*b.BACKENDS, m)
     if m.SMOKE is None:

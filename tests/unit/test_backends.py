@@ -139,7 +139,19 @@ def _fake() -> types.ModuleType:
     m.SMOKE = "fakegpu_smoke_side"  # its smoke side's module (imported by the smoke stage only)
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
+    m.CMAKE_OPTION = "GGML_FAKEGPU"
+    m.CMAKE_TARGETS_KEY = None
+    m.gpu_targets = lambda family: ()
+    m.required_files = lambda os_name, targets: ()
     return m
+
+
+def test_a_module_that_lacks_a_member_of_the_protocol_is_named_not_a_traceback():
+    m = _fake()
+    del m.required_files, m.CMAKE_OPTION
+    assert registry_problems((*BACKENDS, m)) == [
+        "backend fakegpu: lacks CMAKE_OPTION, required_files (the Backend protocol)"
+    ]
 
 
 @pytest.fixture
