@@ -26,7 +26,7 @@ from .compile.shards import ShardRef
 if TYPE_CHECKING:
     from ..toolchains.base import Toolchain
     from ..toolchains.compiler import PinnedCompiler
-    from ..toolchains.cuda import CudaToolkit
+    from ..toolchains.sdk_ref import SdkRef
 
 
 @frozen
@@ -124,25 +124,14 @@ class LegContext:
         return get(self.spec.toolchain)
 
     @cached_property
-    def toolkit(self) -> CudaToolkit | None:
-        """The leg's CUDA toolkit: where ``toolkit:<name>`` installs it (None for a CPU leg).
-        Raises :class:`~bundlegraph.core.errors.ToolkitError` for an unusable toolkit spec."""
-        if self.spec.cuda is None:
-            return None
-        from ..toolkit.identity import component_set
-        from ..toolkit.ref import ref_for_set
-
-        f = self.ctx.matrix.files.get(self.leg)
-        return ref_for_set(component_set(self.spec, self.ctx.matrix.root, str(f) if f else ""))
-
-    @cached_property
-    def sdk(self) -> Any:
+    def sdk(self) -> SdkRef | None:
         """The leg's SDK as its backend's SDK module gives it (:meth:`bundlegraph.toolkit.sdk.SdkModule.ref`):
-        the :class:`CudaToolkit` of a CUDA leg (the same object as :attr:`toolkit`), the
-        :class:`~bundlegraph.toolchains.vulkan.VulkanSdk` of a Vulkan leg; None for a backend
-        without an SDK. Its ``task`` is the SDK task configure waits for."""
-        if self.spec.cuda is not None:
-            return self.toolkit
+        the :class:`~bundlegraph.toolchains.cuda.CudaToolkit` of a CUDA leg, the
+        :class:`~bundlegraph.toolchains.vulkan.VulkanSdk` of a Vulkan leg, the
+        :class:`~bundlegraph.toolchains.hip.HipSdk` of a HIP leg; None for a backend without an SDK.
+        Stages ask it (:class:`~bundlegraph.toolchains.sdk_ref.SdkRef`), never which one it is; its
+        ``task`` is the SDK task configure waits for. Raises
+        :class:`~bundlegraph.core.errors.ToolkitError` for an unusable toolkit spec."""
         from .. import backends
         from ..toolkit.sdk import sdk_module
 

@@ -39,15 +39,14 @@ from ..core.state import Present, key_of
 from ..schemas.records import FetchContentPin
 from ..toolchains import get as get_toolchain
 from ..toolchains import msvc
-from ..toolchains.base import Toolchain
+from ..toolchains.base import Toolchain, cuda_of
 from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
 from ..toolchains.compiler import PinnedCompiler
 from ..toolchains.cuda import CudaToolkit
-from ..toolchains.hip import HipSdk
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
+from ..toolchains.sdk_ref import SdkRef
 from ..toolchains.tools import BuildTools, build_tools
-from ..toolchains.vulkan import VulkanSdk
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .compile.cmake_cache import cache_entries
 from .compile.fetchcontent import pins_used, source_dirs
@@ -68,7 +67,7 @@ class ConfigurePlan:
     ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the CUDA toolkit
     layout (None for other legs); ``sdk`` the backend's SDK (its ``task`` is the toolkit task
     configure waits for);
-    ``binaries`` the resolved compilers; ``with_cublas`` whether the toolkit must hold cuBLAS;
+    ``binaries`` the resolved compilers;
     ``spec_keys``/``spec_file``: the ``[cmake]`` keys the spec sets and its file (a key the project
     does not declare fails the configure, :func:`spec_key_problems`)."""
 
@@ -87,12 +86,11 @@ class ConfigurePlan:
     cuda: CudaToolkit | None
     record: Path
     log: Path
-    sdk: Any = None
+    sdk: SdkRef | None = None
     """The leg's backend SDK (:attr:`~.base.LegContext.sdk`: ``cuda`` itself for a CUDA leg, a
     :class:`~bundlegraph.toolchains.vulkan.VulkanSdk` for a Vulkan leg, None for CPU); its task
     is the toolkit task configure waits for."""
     binaries: dict[str, str] = field(default_factory=dict)
-    with_cublas: bool = False
     spec_keys: tuple[str, ...] = ()
     spec_file: str = ""
     prefix_maps: PrefixMaps | None = None
@@ -173,7 +171,8 @@ def plan_configure(
     (run time); when absent the pinned wheels and the compilers found on PATH (or their bare
     names) are shown, so ``bundlegraph plan`` works on any host."""
     lc = ctx.leg(leg)
-    cuda, sdk = lc.toolkit, lc.sdk
+    sdk = lc.sdk
+    cuda = cuda_of(sdk)  # nvcc: its hooks, flags and launcher probe
     spec, tc = lc.spec, _with_sdk(lc.toolchain, sdk)
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
@@ -245,7 +244,6 @@ def plan_configure(
         record=bdir / "configure.json",
         log=ctx.log(leg, "configure"),
         binaries=dict(binaries),
-        with_cublas=spec.cuda is not None and "libcublas" in spec.cuda.toolkit.target,
         spec_keys=tuple(spec.cmake),
         spec_file=spec_file,
         prefix_maps=maps,
@@ -256,13 +254,10 @@ def plan_configure(
     )
 
 
-def _with_sdk(tc: Any, sdk: Any) -> Any:
-    """``tc`` with its compilers taken from a HIP SDK's prefix where its kind takes them from an
-    SDK (TheRock's clang on Windows: :meth:`~bundlegraph.toolchains.windows.ClangWindows.with_sdk`),
-    else ``tc`` itself."""
-    if not isinstance(sdk, HipSdk) or not hasattr(tc, "with_sdk"):
-        return tc
-    return tc.with_sdk(sdk.prefix)
+def _with_sdk(tc: Toolchain, sdk: SdkRef | None) -> Toolchain:
+    """The toolchain that compiles a leg with ``sdk`` (:meth:`~bundlegraph.toolchains.sdk_ref.SdkRef.for_toolchain`:
+    ``tc``, or ``tc`` taking its compilers from the SDK); ``tc`` for a leg without one."""
+    return sdk.for_toolchain(tc) if sdk is not None else tc
 
 
 FLAG_LANGUAGES = ("C", "CXX", "CUDA", "HIP")
@@ -364,16 +359,10 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
     inputs = plan.key()
     leg = plan.leg
     tc = get_toolchain(plan.toolchain)
-    if plan.cuda is not None:
-        missing = plan.cuda.missing(with_cublas=plan.with_cublas)
-        if missing:
-            raise ToolkitError(
-                f"configure:{leg}: the toolkit at {plan.cuda.prefix} lacks {', '.join(missing)}; "
-                f"rerun {plan.cuda.task or 'the toolkit task'} (or install the missing components)"
-            )
-    if isinstance(plan.sdk, VulkanSdk) and (lost := plan.sdk.missing()):
+    if plan.sdk is not None and (lost := plan.sdk.missing()):
         raise ToolkitError(
-            f"configure:{leg}: the Vulkan SDK at {plan.sdk.prefix} lacks {', '.join(lost)}; rerun {plan.sdk.task}"
+            f"configure:{leg}: the SDK at {plan.sdk.root} lacks {', '.join(lost)}; "
+            f"rerun {plan.sdk.task or 'its toolkit task'} (or install the missing components)"
         )
     for pin in plan.fetch:  # before any code we did not write runs (a download, hash-checked)
         prepare_fetch(pin, plan.fetch_cache, plan.log)
@@ -420,8 +409,8 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
             "compile_flags": _compile_flags(plan.cmake_dir),
             # the pinned compiler (a Linux leg): its identity and every package, for the info file and provenance
             **({"compiler": compiler_record(plan.compiler)} if plan.compiler else {}),
-            # a Vulkan leg only (the record of every other leg keeps its bytes): what glslc could compile
-            **({"vulkan": vulkan_record(plan.sdk, plan.log)} if isinstance(plan.sdk, VulkanSdk) else {}),
+            # what the SDK adds (a Vulkan leg: what glslc could compile; others nothing, so their records keep their bytes)
+            **(plan.sdk.configure_record(plan.log) if plan.sdk is not None else {}),
         },
     )
     return [
@@ -441,26 +430,6 @@ def compiler_record(c: PinnedCompiler) -> dict[str, Any]:
 
     r = read_receipt(c) or {}
     return {**c.identity(), "driver": r.get("driver"), "packages": r.get("packages", [])}
-
-
-def vulkan_record(sdk: VulkanSdk, log: Path) -> dict[str, Any]:
-    """A Vulkan leg's SDK and shader set: the SDK task and source, and ``shader_extensions``,
-    each GLSL extension ggml's CMake tested glslc for (``test_shader_extension_support`` in
-    ``ggml/src/ggml-vulkan/CMakeLists.txt``, which prints ``<EXT> supported by glslc`` or
-    ``<EXT> not supported by glslc``) -> whether it was; ``compiled_out`` the unsupported ones
-    (the shader paths the bundle lacks: cooperative matrix, integer dot, bf16 ...)."""
-    from ..toolkit.vulkan import read_receipt, shader_extensions
-
-    exts = shader_extensions(log.read_text(encoding="utf-8", errors="replace"))
-    receipt = read_receipt(sdk) or {}
-    return {
-        "sdk": sdk.task,
-        "source": sdk.source,
-        "vulkan_header_version": receipt.get("vulkan_header_version"),
-        "glslc_version": receipt.get("glslc_version"),
-        "shader_extensions": exts,
-        "compiled_out": sorted(k for k, ok in exts.items() if not ok),
-    }
 
 
 def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> ProbeTools | None:

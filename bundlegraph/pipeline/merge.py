@@ -41,11 +41,11 @@ from ..core.fsutil import atomic_dir, atomic_write_json, parsed_once, sha256_fil
 from ..core.lightclass import frozen, mutable
 from ..core.platforms import platform
 from ..schemas.records import BundleSpec, Release
+from ..toolchains.sdk_ref import SdkRef
 from .base import Context, Prepared, TaskPlan, locate_base, run_plan, upstream_digest
 from .build import plan_build
 from .source import source_record
 from .stage_records import read_build
-from .toolkit import toolkit_for_leg
 
 NAME = "merge"
 """The stage's name: its tasks are ``merge:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -346,6 +346,9 @@ class MergePlan:
     imported: bool = False
     source_commit: str | None = None
     source_digest: str = ""
+    sdk: SdkRef | None = None
+    """The leg's SDK (:attr:`~.base.LegContext.sdk`): what every bundle of it ships from it beyond the spec's
+    ``[runtime] ships`` (:meth:`~bundlegraph.toolchains.sdk_ref.SdkRef.shipped_runtime`), read by the run."""
     consumed: dict[str, Any] = field(default_factory=dict)
     """What the prepared plan read (:func:`prepare`): ``built`` (the build's output digest) and,
     for a merge, ``base`` (``package:<base>``'s digest, or the sha256 of an imported base),
@@ -364,8 +367,8 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
     bundle (both exist once the task's dependencies ran). Raises :class:`BundleGraphError`
     naming the missing record or base bundle."""
     spec = ctx.spec(leg)
-    ref = ctx.leg(leg).toolkit
-    sdk = _hip_sdk(ctx, leg)
+    sdk = ctx.leg(leg).sdk
+    shipped_from = sdk.runtime_from() if sdk is not None else None
     bdir = paths.build_dir(leg)
     built = plan_build(ctx, leg).artifacts_dir
     _refuse_filtered_build(leg)
@@ -374,8 +377,9 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
         spec=spec,
         release=ctx.release,
         built_dir=built,
-        toolkit_prefix=ref.prefix if ref else _hip_prefix(sdk),
-        toolkit_version=ref.version if ref else sdk.version if sdk else None,
+        toolkit_prefix=shipped_from[0] if shipped_from else None,
+        toolkit_version=shipped_from[1] if shipped_from else None,
+        sdk=sdk,
         dest_tree=bdir / "merged",
         record=bdir / "merge.json",
     )
@@ -391,16 +395,6 @@ def plan_merge(ctx: Context, leg: str) -> MergePlan:
         source_commit=src.commit,
         source_digest=src.digest,
     )
-
-
-def _hip_sdk(ctx: Context, leg: str) -> Any:
-    """A HIP leg's TheRock SDK (:class:`~bundlegraph.toolchains.hip.HipSdk`: its runtime is
-    shipped from there), None for other legs."""
-    return ctx.leg(leg).sdk if ctx.spec(leg).hip is not None else None
-
-
-def _hip_prefix(sdk: Any) -> Path | None:
-    return sdk.prefix if sdk is not None else None
 
 
 def _refuse_filtered_build(leg: str) -> None:
@@ -430,22 +424,24 @@ def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
     else:
         b = upstream_digest(f"package:{base}")
     keys = {"base": b, "built": upstream_digest(f"build:{leg}"), "source": upstream_digest(f"source:{leg}")}
-    if any(r.from_ == "toolkit" for r in spec.runtime.ships):
-        # shipped runtime files (cudart64_13.dll ...) come from the toolkit: a new toolkit
+    sdk = ctx.leg(leg).sdk
+    if sdk is not None and (sdk.SHIPS_OWN_RUNTIME or any(r.from_ == "toolkit" for r in spec.runtime.ships)):
+        # shipped runtime files (cudart64_13.dll ..., HIP's runtime and kernels) come from the SDK: a new SDK
         # with identical built binaries must still refresh them
-        keys["toolkit"] = upstream_digest(f"toolkit:{toolkit_for_leg(ctx, leg).name}")
-    if (sdk := _hip_sdk(ctx, leg)) is not None:  # the HIP runtime and kernels are copied from the SDK
         keys["toolkit"] = upstream_digest(sdk.task)
     return Prepared.of(replace(plan, consumed=keys))
 
 
-def _hip_runtime(prefix: Path, os_name: str, version: str | None) -> list[Any]:
-    """The HIP runtime and kernel files a HIP bundle ships from its TheRock prefix
-    (:func:`bundlegraph.toolkit.therock.runtime_files`), as runtime files of origin ``toolkit``."""
+def _sdk_runtime(sdk: SdkRef, os_name: str) -> list[Any]:
+    """What every bundle of the leg's SDK ships from it (:meth:`~bundlegraph.toolchains.sdk_ref.SdkRef.shipped_runtime`:
+    a HIP bundle's runtime and kernel files), as runtime files of origin ``toolkit``."""
     from ..schemas.manifest import RuntimeFileInfo
-    from ..toolkit.therock import runtime_files
     from .bundle.runtimes import RuntimeFile
 
+    files = sdk.shipped_runtime(os_name)
+    if not files:
+        return []
+    prefix, version = sdk.runtime_from() or (Path(sdk.root), None)
     return [
         RuntimeFile(
             name,
@@ -458,7 +454,7 @@ def _hip_runtime(prefix: Path, os_name: str, version: str | None) -> list[Any]:
                 sha256=sha256_file(path.resolve()),
             ),
         )
-        for name, path in runtime_files(prefix, os_name)
+        for name, path in files
     ]
 
 
@@ -470,8 +466,8 @@ def run(plan: MergePlan) -> list[Path]:
     runtime = resolve_shipped(
         plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix, toolkit_version=plan.toolkit_version
     )
-    if plan.spec.hip is not None and plan.toolkit_prefix is not None:
-        runtime += _hip_runtime(plan.toolkit_prefix, plan.spec.os, plan.toolkit_version)
+    if plan.sdk is not None:
+        runtime += _sdk_runtime(plan.sdk, plan.spec.os)
     if plan.base_spec is None:
         run_collect(
             spec=plan.spec, built_dir=plan.built_dir, runtime=runtime, dest_tree=plan.dest_tree, record_path=plan.record
@@ -506,7 +502,9 @@ def plans(ctx: Context) -> list[TaskPlan]:
     out = []
     for leg in ctx.legs:
         spec = ctx.spec(leg)
-        cuda = [f"toolkit:{toolkit_for_leg(ctx, leg).name}"] if spec.backend == "cuda" else []
+        # the SDK its shipped runtime files come from (CUDA's redist DLLs, HIP's runtime)
+        sdk = ctx.leg(leg).sdk
+        cuda = [sdk.task] if sdk is not None and sdk.runtime_from() is not None else []
         if spec.merge is None:
             deps = [f"verify:{leg}", *cuda]
             doc = f"collect {leg}'s built files and shipped runtime into its bundle tree (no merge base)"

@@ -40,6 +40,7 @@ from ..core.platforms import platform
 from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
+from ..toolchains.base import cuda_of
 from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
 from .manifest import leg_recipe, record_verified
 from .merge import LICENSES_FILE, MergeRecord
@@ -324,14 +325,6 @@ class PackagePlan:
         return {}
 
 
-def _hip_receipt(ctx: Context, leg: str) -> dict[str, Any] | None:
-    """The TheRock SDK a HIP leg was built with, as its info file records it; None for other legs."""
-    if ctx.spec(leg).hip is None:
-        return None
-    info: dict[str, Any] = ctx.leg(leg).sdk.info()
-    return info
-
-
 def plan_package(ctx: Context, leg: str) -> PackagePlan:
     """The :class:`PackagePlan` of ``leg`` now: reads ``source:<leg>``'s record and
     ``merge:<leg>``'s ``merge.json``. Raises :class:`BundleGraphError` when one is missing or the
@@ -340,7 +333,8 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
     src = source_record(leg)
     if src.commit is None:
         raise BundleGraphError(f"package:{leg}: the source has no commit (set [source] commit in release.toml)")
-    ref = ctx.leg(leg).toolkit
+    sdk = ctx.leg(leg).sdk
+    ref = cuda_of(sdk)  # the info file's toolkit is CUDA's (its NVIDIA licenses too)
     bdir = paths.build_dir(leg)
     rec = MergeRecord.read(bdir / "merge.json")
     inp = PackageInputs(
@@ -356,7 +350,7 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
         tree=bdir / "merged",
         own_files=rec.backend_files,
         merged_from=rec.base_asset or None,
-        sdk=_hip_receipt(ctx, leg),
+        sdk=sdk.bundle_info() if sdk is not None else None,
     )
     toolchain = any(s.from_ == "toolchain" for s in spec.runtime.ships)
     redist_root = None

@@ -53,6 +53,7 @@ from typing import Any
 from .. import backends
 from ..core.errors import ToolkitError
 from ..core.state import Present
+from ..toolchains.base import cuda_of
 from ..toolkit.compiler import CompilerPlan
 from ..toolkit.compiler import plan as plan_compiler
 from ..toolkit.compiler import run as run_compiler
@@ -68,8 +69,8 @@ NAME = "toolkit"
 
 def toolkit_for_leg(ctx: Context, leg: str) -> CudaToolkit:
     """The toolkit of ``leg`` (see the module docstring; the leg's context keeps it,
-    :attr:`~.base.LegContext.toolkit`). Raises :class:`ToolkitError`, also for a CPU leg."""
-    tk = ctx.leg(leg).toolkit
+    :attr:`~.base.LegContext.sdk`). Raises :class:`ToolkitError`, also for a CPU leg."""
+    tk = cuda_of(ctx.leg(leg).sdk)
     if tk is None:
         raise ToolkitError(f"{leg}: the leg has no [cuda] table, so no CUDA toolkit")
     return tk

@@ -28,12 +28,12 @@ from ..core.errors import ToolMissing
 from ..core.lightclass import frozen
 from ..core.platforms import platform
 from .cuda import PLATFORMS, CudaToolkit, target_dir
-from .hip import HipSdk
 from .prefix_maps import PrefixMaps, flag_text
 from .registry import ToolchainInfo
-from .vulkan import VulkanSdk
+from .sdk_ref import SdkRef
 
-Sdk = CudaToolkit | VulkanSdk | HipSdk
+Sdk = SdkRef
+"""A leg's backend SDK as the toolchain sees it: anything that satisfies :class:`~.sdk_ref.SdkRef`."""
 """A leg's SDK as a toolchain takes it (the backend's, :attr:`bundlegraph.pipeline.base.LegContext.sdk`)."""
 
 
@@ -196,21 +196,13 @@ class Toolchain:
 
     def gpu_binaries(self, sdk: Sdk | None, env: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
         """The GPU compilers of ``sdk`` this machine file names under ``[binaries]``, resolved:
-        ``({role: absolute path}, {role: version})``. A Vulkan SDK's ``glslc`` is searched in the
-        SDK's ``bin_dir`` first, then on ``env``'s PATH; a missing one raises :class:`ToolMissing`
-        naming the machine file's entry. (nvcc comes from the CUDA toolkit's own layout,
-        :meth:`_cuda_lines`.)"""
-        if isinstance(sdk, VulkanSdk):
-            role, what, sdk_dir, hint = (
-                "glslc",
-                "the Vulkan SDK",
-                sdk.bin_dir,
-                " (Debian/Ubuntu: apt-get install glslc)",
-            )
-        elif isinstance(sdk, HipSdk):
-            role, what, sdk_dir, hint = "hip", "the HIP SDK", ".", ""
-        else:
+        ``({role: absolute path}, {role: version})``: the SDK's :meth:`~.sdk_ref.SdkRef.gpu_compiler`
+        (a Vulkan SDK's ``glslc``, searched in the SDK's ``bin_dir`` first, then on ``env``'s PATH);
+        a missing one raises :class:`ToolMissing` naming the machine file's entry. (nvcc comes from
+        the CUDA toolkit's own layout, :meth:`cuda_lines`.)"""
+        if sdk is None or (gpu := sdk.gpu_compiler()) is None:
             return {}, {}
+        role, what, sdk_dir, hint = gpu.role, gpu.what, gpu.sdk_dir, gpu.hint
         from .tools import _version_by_run
 
         if not self.info.has_binary(role):
@@ -268,47 +260,18 @@ class Toolchain:
         pin_comment: str,
         maps: PrefixMaps | None,
     ) -> list[str]:
-        """The lines ``sdk`` adds to a toolchain file: CUDA's (:meth:`_cuda_lines`) or Vulkan's
-        (:meth:`_vulkan_lines`); none for a CPU leg."""
-        if isinstance(sdk, CudaToolkit):
-            return self._cuda_lines(sdk, host_compiler, pin_comment, maps)
-        if isinstance(sdk, VulkanSdk):
-            return self._vulkan_lines(sdk, (binaries or {}).get("glslc") or self.info.binary("glslc"))
-        if isinstance(sdk, HipSdk):
-            hip = (binaries or {}).get("hip") or sdk.path(self.info.binary("hip")).as_posix()
-            return self._hip_lines(sdk, hip, maps)
-        return []
+        """The lines ``sdk`` adds to a toolchain file (:meth:`~.sdk_ref.SdkRef.toolchain_lines`);
+        none for a leg without an SDK."""
+        if sdk is None:
+            return []
+        return sdk.toolchain_lines(self, binaries or {}, host_compiler, pin_comment, maps)
 
-    def _hip_lines(self, sdk: HipSdk, hip: str, maps: PrefixMaps | None = None) -> list[str]:
-        """The HIP SDK's prefix (:meth:`HipSdk.cmake_cache`: ggml-hip's ``find_package`` calls
-        search it) and the HIP compiler (the machine file's ``hip`` binary, under the prefix
-        first: CMake's HIP language, ``CMAKE_HIP_COMPILER``). With ``maps``, the prefix maps of
-        every HIP compile (``CMAKE_HIP_FLAGS_INIT``, clang's ``-ffile-prefix-map``: the HIP
-        language takes neither ``CMAKE_C_FLAGS`` nor ``CMAKE_CXX_FLAGS``, and ggml-hip's sources
-        name their ``__FILE__`` in ``GGML_ABORT``), so verify's ``host-path`` row finds no build
-        host's directory in ``libggml-hip``."""
-        lines = ["", f"# The HIP SDK (AMD TheRock {sdk.version}, {sdk.task}) and the HIP compiler."]
-        for var, value in sdk.cmake_cache().items():
-            lines.append(f'set( {var} {cmake_str(value)} CACHE PATH "" )')
-        lines.append(f'set( CMAKE_HIP_COMPILER {cmake_str(hip)} CACHE FILEPATH "" )')
-        if maps:
-            lines.append(f'set( CMAKE_HIP_FLAGS_INIT "{cmake_text(flag_text(maps.gnu_flags()))}" )')
-        return lines
+    def with_sdk(self, root: Path) -> Toolchain:
+        """This toolchain with its compilers taken from the SDK at ``root``: itself, for every kind
+        that keeps its own (:meth:`~.windows.ClangWindows.with_sdk` takes TheRock's clang)."""
+        return self
 
-    def _vulkan_lines(self, sdk: VulkanSdk, glslc: str) -> list[str]:
-        """The Vulkan SDK's pins (headers, loader, SPIR-V headers: :meth:`VulkanSdk.cmake_cache`)
-        and the resolved glslc, so FindVulkan searches nothing on the build machine."""
-        lines = ["", f"# The Vulkan SDK ({sdk.source}, {sdk.task}) and the shader compiler."]
-        for var, value in sdk.cmake_cache().items():
-            kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"
-            lines.append(f'set( {var} {cmake_str(value)} CACHE {kind} "" )')
-        lines.append(f'set( Vulkan_GLSLC_EXECUTABLE {cmake_str(glslc)} CACHE FILEPATH "" )')
-        if sdk.source == "lunarg":
-            # ggml finds SPIRV-Headers' CMake config in the SDK ($ENV{VULKAN_SDK}, which nothing sets here)
-            lines.append(f"list( APPEND CMAKE_PREFIX_PATH {cmake_str(sdk.root)} )")
-        return lines
-
-    def _cuda_lines(
+    def cuda_lines(
         self, cuda: CudaToolkit, host_compiler: str, pin_comment: str, maps: PrefixMaps | None = None
     ) -> list[str]:
         """CUDA_ROOT, nvcc, its host compiler, ``-target-dir`` and (cross only) the library pins."""

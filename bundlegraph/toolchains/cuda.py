@@ -25,12 +25,19 @@ holding the default include and library paths), which a standard ``nvcc.profile`
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.errors import ToolkitError
 from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
 from ..core.platforms import platform
+
+if TYPE_CHECKING:
+    from .base import Toolchain
+    from .prefix_maps import PrefixMaps
+    from .sdk_ref import SdkRef
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {
@@ -108,6 +115,9 @@ class CudaToolkit:
     Layout: nvcc in ``bin/``; target libraries in ``targets/<target_dir>/lib`` (Linux) or
     ``lib/<target_dir>`` (Windows), runtime DLLs in ``bin/<target_dir>`` (Windows)."""
 
+    SHIPS_OWN_RUNTIME: ClassVar[bool] = False
+    """whether every bundle of it ships files of it beyond the spec's ``[runtime] ships`` (:meth:`shipped_runtime`)"""
+
     prefix: Path
     version: str
     host_platform: str
@@ -116,6 +126,8 @@ class CudaToolkit:
     task: str = ""
     receipt: Path | None = None
     source: str = ""
+    with_cublas: bool = True
+    """whether the leg links cuBLAS (its ``cuda.toolkit.target`` holds ``libcublas``): configure then needs it"""
 
     # -- the machines --------------------------------------------------------------------------
     @property
@@ -150,6 +162,10 @@ class CudaToolkit:
     def root(self) -> str:
         """The prefix with forward slashes (CMake's form)."""
         return PurePosixPath(self.prefix.as_posix()).as_posix()
+
+    def path(self, rel: str) -> Path:
+        """``prefix / rel``."""
+        return self.prefix / rel
 
     @property
     def nvcc(self) -> Path:
@@ -205,9 +221,47 @@ class CudaToolkit:
             libs = {k: v for k, v in libs.items() if "cublas" not in k and "driver" not in k}
         return [self.nvcc_rel, *dict.fromkeys(libs.values()), *(f"{d}/{e}" for e in extra)]
 
-    def missing(self, with_cublas: bool = True) -> list[str]:
-        """:meth:`required_files` that are not there."""
-        return [r for r in self.required_files(with_cublas) if not (self.prefix / r).is_file()]
+    def missing(self) -> list[str]:
+        """:meth:`required_files` (with cuBLAS where the leg links it) that are not there."""
+        return [r for r in self.required_files(self.with_cublas) if not (self.prefix / r).is_file()]
+
+    # -- what the stages ask of it (:class:`~.sdk_ref.SdkRef`) ------------------------------------
+    def gpu_compiler(self) -> None:
+        """None: nvcc comes from the toolkit's own layout (:attr:`nvcc_rel`)."""
+        return None
+
+    def toolchain_lines(
+        self,
+        tc: Toolchain,
+        binaries: Mapping[str, str],
+        host_compiler: str,
+        pin_comment: str,
+        maps: PrefixMaps | None,
+    ) -> list[str]:
+        """CUDA_ROOT, nvcc, its host compiler, ``-target-dir`` and (cross only) the library pins:
+        the toolchain's own rendering of them (:meth:`~.base.Toolchain.cuda_lines`, which the
+        kinds' host compilers and cross settings shape)."""
+        return tc.cuda_lines(self, host_compiler, pin_comment, maps)
+
+    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+        """``tc``: nvcc hosts the leg's own C++ compiler."""
+        return tc
+
+    def bundle_info(self) -> dict[str, str | None] | None:
+        """What a bundle's info file records of it as ``sdk``: None: the info file names the CUDA toolkit by its own fields."""
+        return None
+
+    def configure_record(self, log: Path) -> dict[str, Any]:
+        """Nothing beyond its layout (``configure.json``'s ``cuda`` entry, :meth:`layout_json`)."""
+        return {}
+
+    def runtime_from(self) -> tuple[Path, str]:
+        """The prefix and version the spec's ``from = "toolkit"`` runtime files come from."""
+        return self.prefix, self.version
+
+    def shipped_runtime(self, os_name: str) -> list[tuple[str, Path]]:
+        """Nothing beyond the spec's ``[runtime] ships``."""
+        return []
 
     def nvcc_target_flags(self) -> list[str]:
         """``["-target-dir", target_dir]`` for a cross toolkit, else ``[]``."""
@@ -269,3 +323,9 @@ def msc_ver_of(vctools_version: str) -> int:
     if not m:
         raise ValueError(f"not an MSVC 14.x toolset version: {vctools_version!r}")
     return 1900 + int(m.group(1))
+
+
+if TYPE_CHECKING:
+
+    def _holds_the_protocol(sdk: CudaToolkit) -> SdkRef:  # mypy holds CudaToolkit to what the stages ask of an SDK
+        return sdk

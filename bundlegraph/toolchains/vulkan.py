@@ -13,13 +13,31 @@ glslc: CMake finds the machine's headers and loader itself.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
+from .sdk_ref import GpuCompiler
+
+if TYPE_CHECKING:
+    from .base import Toolchain
+    from .prefix_maps import PrefixMaps
+    from .sdk_ref import SdkRef
 
 RECEIPT = "bundlegraph-vulkan-sdk.json"
 """The SDK task's receipt file name: the header and glslc versions, the packages or installer."""
+
+_EXT_LINE = re.compile(r"^(?:-- )?(GL_[A-Za-z0-9_]+) (not )?supported by glslc\s*$", re.M)
+
+
+def shader_extensions(configure_output: str) -> dict[str, bool]:
+    """The GLSL extensions ggml's CMake tested glslc for, from its configure output (lines
+    ``-- GL_KHR_cooperative_matrix not supported by glslc``), each -> supported; the last word
+    on an extension wins (a re-run configure prints them again)."""
+    return {m.group(1): m.group(2) is None for m in _EXT_LINE.finditer(configure_output)}
 
 
 @frozen
@@ -37,6 +55,9 @@ class VulkanSdk:
     - ``bin_dir``: prefix-relative directory searched first for the machine file's GPU compiler
       binaries (``glslc``), before PATH (:meth:`~.base.Toolchain.gpu_binaries`); empty: PATH only.
     """
+
+    SHIPS_OWN_RUNTIME: ClassVar[bool] = False
+    """whether every bundle of it ships files of it beyond the spec's ``[runtime] ships`` (:meth:`shipped_runtime`)"""
 
     name: str
     task: str
@@ -75,5 +96,75 @@ class VulkanSdk:
         rels = [self.include_dir, self.library, self.spirv_headers_dir]
         return [r for r in rels if r and not self.path(r).exists()]
 
+    # -- what the stages ask of it (:class:`~.sdk_ref.SdkRef`) ------------------------------------
+    def gpu_compiler(self) -> GpuCompiler:
+        """``glslc``: searched in :attr:`bin_dir` first, then on PATH."""
+        return GpuCompiler("glslc", "the Vulkan SDK", self.bin_dir, " (Debian/Ubuntu: apt-get install glslc)")
 
-__all__ = ["RECEIPT", "VulkanSdk"]
+    def toolchain_lines(
+        self,
+        tc: Toolchain,
+        binaries: Mapping[str, str],
+        host_compiler: str,
+        pin_comment: str,
+        maps: PrefixMaps | None,
+    ) -> list[str]:
+        """The SDK's pins (headers, loader, SPIR-V headers: :meth:`cmake_cache`) and the resolved
+        glslc, so FindVulkan searches nothing on the build machine."""
+        from .base import cmake_str
+
+        glslc = binaries.get("glslc") or tc.info.binary("glslc")
+        lines = ["", f"# The Vulkan SDK ({self.source}, {self.task}) and the shader compiler."]
+        for var, value in self.cmake_cache().items():
+            kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"
+            lines.append(f'set( {var} {cmake_str(value)} CACHE {kind} "" )')
+        lines.append(f'set( Vulkan_GLSLC_EXECUTABLE {cmake_str(glslc)} CACHE FILEPATH "" )')
+        if self.source == "lunarg":
+            # ggml finds SPIRV-Headers' CMake config in the SDK ($ENV{VULKAN_SDK}, which nothing sets here)
+            lines.append(f"list( APPEND CMAKE_PREFIX_PATH {cmake_str(self.root)} )")
+        return lines
+
+    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+        """``tc``: the leg's own compilers build with it."""
+        return tc
+
+    def runtime_from(self) -> None:
+        """None: a Vulkan bundle ships nothing of the SDK (the loader is the driver's)."""
+        return None
+
+    def shipped_runtime(self, os_name: str) -> list[tuple[str, Path]]:
+        """Nothing."""
+        return []
+
+    def bundle_info(self) -> dict[str, str | None] | None:
+        """What a bundle's info file records of it as ``sdk``: None: the info file's ``vulkan`` entry comes from the configure record."""
+        return None
+
+    def configure_record(self, log: Path) -> dict[str, Any]:
+        """``{"vulkan": ...}``: the SDK task and source, the header and glslc versions (its
+        receipt), and ``shader_extensions``, each GLSL extension ggml's CMake tested glslc for
+        (``test_shader_extension_support`` in ``ggml/src/ggml-vulkan/CMakeLists.txt``, which prints
+        ``<EXT> supported by glslc`` or ``<EXT> not supported by glslc``) -> whether it was;
+        ``compiled_out`` the unsupported ones (the shader paths the bundle lacks: cooperative
+        matrix, integer dot, bf16 ...)."""
+        exts = shader_extensions(log.read_text(encoding="utf-8", errors="replace"))
+        receipt = read_json_object(self.receipt) or {}
+        return {
+            "vulkan": {
+                "sdk": self.task,
+                "source": self.source,
+                "vulkan_header_version": receipt.get("vulkan_header_version"),
+                "glslc_version": receipt.get("glslc_version"),
+                "shader_extensions": exts,
+                "compiled_out": sorted(k for k, ok in exts.items() if not ok),
+            }
+        }
+
+
+if TYPE_CHECKING:
+
+    def _holds_the_protocol(sdk: VulkanSdk) -> SdkRef:  # mypy holds VulkanSdk to what the stages ask of an SDK
+        return sdk
+
+
+__all__ = ["RECEIPT", "VulkanSdk", "shader_extensions"]

@@ -37,6 +37,7 @@ def ref_for_set(cs: ComponentSet) -> CudaToolkit:
         task=f"toolkit:{cs.name}",
         receipt=receipt,
         source=cs.source,
+        with_cublas="libcublas" in cs.target,
     )
 
 

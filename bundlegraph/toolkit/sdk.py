@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from ..backends import Backend
 from ..core.state import Present
 from ..schemas.records import BundleSpec
+from ..toolchains.sdk_ref import SdkRef
 
 
 class SdkPlan(Protocol):
@@ -42,7 +43,7 @@ class SdkModule(Protocol):
         Raises :class:`~bundlegraph.core.errors.ToolkitError` naming ``spec_file`` and the key."""
         ...
 
-    def ref(self, spec: BundleSpec, bundles: Path, spec_file: str) -> Any:
+    def ref(self, spec: BundleSpec, bundles: Path, spec_file: str) -> SdkRef:
         """The SDK as later stages read it (its ``task`` is the SDK task's full name); pure."""
         ...
 

@@ -45,7 +45,7 @@ from ..core.lightclass import frozen
 from ..core.platforms import platform
 from ..core.state import Present
 from ..schemas.records import BundleSpec
-from ..toolchains.hip import HipSdk
+from ..toolchains.hip import HipSdk, runtime_files
 
 LOCK_VERSION = 1
 DOWNLOAD = "https://repo.amd.com/rocm/tarball-multi-arch/{name}"
@@ -293,42 +293,6 @@ def install(p: SdkPlan, targets: tuple[str, ...] | list[str]) -> Path:
         raise ToolkitError(f"{p.name}: {probs[0]}" + (f" (and {len(probs) - 1} more)" if len(probs) > 1 else ""))
     atomic_write_bytes(receipt, want.encode())
     return receipt
-
-
-RUNTIME_DIRS: dict[str, tuple[str, ...]] = {
-    "linux": ("lib", "lib/rocm_sysdeps/lib", "lib/llvm/lib"),
-    "windows": ("bin",),
-}
-"""Per OS, the prefix folders the runtime files are taken from, first hit wins (the fork's copy
-steps: ``lib/``, ``lib/rocm_sysdeps/lib/`` and ``lib/llvm/lib/`` on Linux, ``bin/`` on Windows)."""
-
-
-def runtime_files(prefix: Path, os_name: str) -> list[tuple[str, Path]]:
-    """``(name in the bundle, file)`` for every runtime file of an installed TheRock tree at
-    ``prefix`` that a HIP bundle ships (:data:`bundlegraph.backends.hip.RUNTIME_FILES`, flat
-    beside the programs; a Linux library's version links kept as links) and every file of its
-    kernel folders (:data:`~bundlegraph.backends.hip.KERNEL_FOLDERS`, under the same relative
-    path, ``rocblas/library/...``), sorted by name. A glob nothing matches is left out here:
-    the spec's ``required`` entries name what must be there."""
-    import fnmatch
-
-    out: dict[str, Path] = {}
-    for d in RUNTIME_DIRS[os_name]:
-        folder = prefix / d
-        if not folder.is_dir():
-            continue
-        for f in sorted(folder.iterdir()):
-            if (f.is_file() or f.is_symlink()) and f.name not in out:
-                if any(fnmatch.fnmatchcase(f.name, g) for g in hip.RUNTIME_FILES[os_name]):
-                    out[f.name] = f
-    lib = prefix / platform(os_name).library_dir
-    for k in hip.KERNEL_FOLDERS:
-        root = lib / k
-        if root.is_dir():
-            for f in sorted(root.rglob("*")):
-                if f.is_file():
-                    out[f"{k}/{f.relative_to(root).as_posix()}"] = f
-    return sorted(out.items())
 
 
 def receipt_json(p: SdkPlan) -> str:

@@ -42,7 +42,7 @@ from ..core.lightclass import frozen
 from ..core.state import Present
 from ..schemas.records import BundleSpec, VulkanSdkSpec
 from ..toolchains.registry import TOOLCHAINS
-from ..toolchains.vulkan import RECEIPT, VulkanSdk
+from ..toolchains.vulkan import RECEIPT, VulkanSdk, shader_extensions
 from .ref import toolkits_root
 
 LAYOUT_VERSION = 2
@@ -393,16 +393,6 @@ def run(p: VulkanSdkPlan) -> list[Path | Present]:
     atomic_write_json(p.ref.receipt, receipt)
     pinned = [p.ref.path(r) for r in (p.ref.include_dir, p.ref.library, p.ref.spirv_headers_dir) if r]
     return [p.ref.receipt, *(Present(x) for x in pinned), Present(glslc)]
-
-
-_EXT_LINE = re.compile(r"^(?:-- )?(GL_[A-Za-z0-9_]+) (not )?supported by glslc\s*$", re.M)
-
-
-def shader_extensions(configure_output: str) -> dict[str, bool]:
-    """The GLSL extensions ggml's CMake tested glslc for, from its configure output (lines
-    ``-- GL_KHR_cooperative_matrix not supported by glslc``), each -> supported; the last word
-    on an extension wins (a re-run configure prints them again)."""
-    return {m.group(1): m.group(2) is None for m in _EXT_LINE.finditer(configure_output)}
 
 
 def read_receipt(sdk: VulkanSdk) -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ def test_every_task_of_the_graph_belongs_to_a_registered_stage(tmp_path, monkeyp
 
 
 def test_a_legs_facts_are_resolved_once_per_graph_load():
-    """The per-leg context (pipeline.base.LegContext): one per leg, its toolchain and toolkit made
+    """The per-leg context (pipeline.base.LegContext): one per leg, its toolchain and SDK made
     on first use and kept; the stages' toolkit_for_leg reads it."""
     from bundlegraph.pipeline.toolkit import toolkit_for_leg
 
@@ -43,7 +43,7 @@ def test_a_legs_facts_are_resolved_once_per_graph_load():
     cuda = next(l for l in g.ctx.legs if g.ctx.spec(l).cuda is not None)
     cpu = next(l for l in g.ctx.legs if g.ctx.spec(l).cuda is None)
     lc = g.ctx.leg(cuda)
-    assert g.ctx.leg(cuda) is lc and lc.toolchain is lc.toolchain and lc.toolkit is toolkit_for_leg(g.ctx, cuda)
-    assert lc.toolkit is not None and lc.toolkit.task.startswith("toolkit:cuda13")
-    assert g.ctx.leg(cpu).toolkit is None and g.ctx.bundle_name(cpu) == g.ctx.leg(cpu).bundle_name
+    assert g.ctx.leg(cuda) is lc and lc.toolchain is lc.toolchain and lc.sdk is toolkit_for_leg(g.ctx, cuda)
+    assert lc.sdk is not None and lc.sdk.task.startswith("toolkit:cuda13")
+    assert g.ctx.leg(cpu).sdk is None and g.ctx.bundle_name(cpu) == g.ctx.leg(cpu).bundle_name
     assert g.ctx.log(cuda, "build") == lc.build_dir / "logs" / "build.log"

@@ -87,7 +87,9 @@ def test_linux_required_files_and_pins(tmp_path):
     libs = cuda.libraries()
     assert libs["CUDA_cuda_driver_LIBRARY"] == "targets/sbsa-linux/lib/stubs/libcuda.so"
     assert "targets/sbsa-linux/lib/libcudadevrt.a" in cuda.missing()
-    assert "targets/sbsa-linux/lib/libcublas.so" not in cuda.missing(with_cublas=False)
+    assert "targets/sbsa-linux/lib/libcublas.so" in cuda.missing()
+    no_blas = CudaToolkit(tmp_path, "13.5", "linux-x86_64", "linux-sbsa", with_cublas=False)
+    assert "targets/sbsa-linux/lib/libcublas.so" not in no_blas.missing()
 
 
 def test_jobs(monkeypatch):

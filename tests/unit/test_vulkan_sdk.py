@@ -17,7 +17,7 @@ import pytest
 
 from bundlegraph.core.errors import HostMismatch, SpecError, ToolkitError, ToolMissing
 from bundlegraph.pipeline.base import Context, Filters
-from bundlegraph.pipeline.toolkit import plans
+from bundlegraph.pipeline.toolkit import plans, toolkit_for_leg
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.specs.validation import validate_matrix
 from bundlegraph.toolchains import get
@@ -194,7 +194,7 @@ def test_the_sdk_stage_makes_one_task_per_sdk_and_keys_every_pin(matrix):
     assert plan.legs == (X64,) and "host_files" not in key
     # CUDA's tasks keep their names (no stamp of a CUDA leg changes)
     assert sorted(n for n in tasks if n.startswith("cuda")) == sorted(
-        {ctx.leg(leg).toolkit.name for leg in matrix.legs if matrix.legs[leg].cuda is not None}
+        {toolkit_for_leg(ctx, leg).name for leg in matrix.legs if matrix.legs[leg].cuda is not None}
     )
 
 

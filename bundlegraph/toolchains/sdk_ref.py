@@ -1,0 +1,105 @@
+"""What every backend SDK promises the stages after its toolkit task (issue 53: one typed SDK
+reference in the leg context, verbs instead of ``isinstance`` chains): :class:`SdkRef`, which
+:class:`~.cuda.CudaToolkit`, :class:`~.vulkan.VulkanSdk` and :class:`~.hip.HipSdk` satisfy
+(mypy checks each against it), and :class:`GpuCompiler`, the GPU compiler an SDK brings.
+
+A stage holds a leg's SDK as ``SdkRef | None`` (:attr:`bundlegraph.pipeline.base.LegContext.sdk`,
+None: a backend without an SDK) and asks it, never which one it is: the lines it adds to the
+leg's CMake toolchain file, its GPU compiler, what of it is missing on disk, the toolchain that
+compiles with it, and what the configure record keeps of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from ..core.lightclass import frozen
+
+if TYPE_CHECKING:
+    from .base import Toolchain
+    from .prefix_maps import PrefixMaps
+
+
+@frozen
+class GpuCompiler:
+    """The GPU compiler an SDK brings, as the leg's machine file names it: ``role`` (its
+    ``[binaries]`` entry: ``glslc``, ``hip``), ``what`` (the SDK, for messages), ``sdk_dir`` (the
+    prefix-relative folder searched first, ``.`` the prefix itself; empty: PATH only) and
+    ``hint`` (how to get it, appended to the message when it is found nowhere)."""
+
+    role: str
+    what: str
+    sdk_dir: str
+    hint: str = ""
+
+
+class SdkRef(Protocol):
+    """A backend's SDK as the stages after its toolkit task see it."""
+
+    SHIPS_OWN_RUNTIME: ClassVar[bool]
+    """whether every bundle of it ships files of it beyond the spec's ``[runtime] ships`` (HIP's runtime)"""
+
+    @property
+    def task(self) -> str:
+        """the toolkit task that installs it (``toolkit:vulkan-1.4.309-linux-x64-3f9a1c``): configure waits for it"""
+        ...
+
+    @property
+    def root(self) -> str:
+        """the prefix in CMake's form (forward slashes)"""
+        ...
+
+    def path(self, rel: str) -> Path:
+        """``prefix / rel``"""
+        ...
+
+    def gpu_compiler(self) -> GpuCompiler | None:
+        """the GPU compiler the machine file must name for it (None: none, or one the SDK's own
+        layout places, as nvcc)"""
+        ...
+
+    def toolchain_lines(
+        self,
+        tc: Toolchain,
+        binaries: Mapping[str, str],
+        host_compiler: str,
+        pin_comment: str,
+        maps: PrefixMaps | None,
+    ) -> list[str]:
+        """the lines it adds to the leg's CMake toolchain file: its CMake entries and its GPU
+        compiler (``binaries``: the resolved ones; ``host_compiler``/``pin_comment``: the C++
+        compiler a device compiler hosts, and the comment that pins it)"""
+        ...
+
+    def missing(self) -> list[str]:
+        """the files configure needs of it that are not there, prefix-relative (empty: none)"""
+        ...
+
+    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+        """the toolchain that compiles a leg with it: ``tc``, or ``tc`` taking its compilers from
+        the SDK (TheRock's clang on Windows)"""
+        ...
+
+    def runtime_from(self) -> tuple[Path, str] | None:
+        """``(prefix, version)`` the spec's ``[runtime] ships`` files of ``from = "toolkit"`` are
+        taken from and recorded with (None: a bundle ships nothing of it)"""
+        ...
+
+    def shipped_runtime(self, os_name: str) -> list[tuple[str, Path]]:
+        """``(name in the bundle, file)`` of what every bundle of it ships from it on ``os_name``
+        beyond the spec's ``[runtime] ships`` (HIP's runtime and kernel folders; empty: nothing)"""
+        ...
+
+    def bundle_info(self) -> dict[str, str | None] | None:
+        """what a bundle's info file records of it as ``sdk`` (None: nothing)"""
+        ...
+
+    def configure_record(self, log: Path) -> dict[str, Any]:
+        """what ``configure.json`` keeps of it beyond the toolkit's digest, from the configure's
+        output ``log``: top-level entries (empty: none, so the record of such a leg keeps its bytes)"""
+        ...
+
+
+__all__ = ["GpuCompiler", "SdkRef"]
