@@ -10,7 +10,8 @@
 #                    smoke:reference-linux-x64-cuda13-portable (upstream's 13.x flags, same toolkit)
 #               W12: the carried CUDA 12.4 toolkit: package:linux-x64-cuda12-newer (CUB 3.2 on) and,
 #                    beside it, the CUDA 12 reference (upstream's 12.8 flags: bench/reference_build.py)
-#               then watches WATCH_S (default 520 s). BG_NO_CU12=1 skips W12 (the CUDA 12 reference then
+#               then watches WATCH_S (default 520 s). BG_NO_BUILD=1 builds nothing (the pairs of carried
+#               builds only: cu12); BG_NO_CU12=1 skips W12 (the CUDA 12 reference then
 #               comes carried from here: bench/device_speed_prepare.sh bench); BG_NO_CU12_LEG=1 builds only
 #               the reference there (the cuda12 leg's bundle then comes carried, in $STASH/local)
 #   watch OUT   watch again until both say done
@@ -69,7 +70,8 @@ if [ -z "${BG_NO_CU12_LEG:-}" ]; then
 fi
 wait; echo "ref12 \$(tail -1 $W12/ref12.log) \$(( \$(date +%s) - t0 ))" >> $W12/doit.rc; echo done >> $W12/doit.rc
 EOF
-  ( setsid nohup bash "$B/job13.sh" > "$W13/job.out" 2>&1 < /dev/null & )
+  if [ -n "${BG_NO_BUILD:-}" ]; then echo "skipped (BG_NO_BUILD)" > "$W13/doit.rc"; echo done >> "$W13/doit.rc"
+  else ( setsid nohup bash "$B/job13.sh" > "$W13/job.out" 2>&1 < /dev/null & ); fi
   if [ -n "${BG_NO_CU12:-}" ]; then echo "skipped (BG_NO_CU12)" > "$W12/doit.rc"; echo done >> "$W12/doit.rc"
   else ( setsid nohup bash "$B/job12.sh" > "$W12/job.out" 2>&1 < /dev/null & ); fi
 fi
@@ -92,7 +94,7 @@ unpack() {  # unpack ARCHIVE DIR: a bundle (or a tree) with llama-bench at its t
   rm -rf "$2" && mkdir -p "$2" && tar -C "$2" -xf "$1" || return 1
   [ -x "$2/llama-bench" ] || { x=$(dirname "$(ls "$2"/*/llama-bench | head -1)"); mv "$x"/* "$2"/; }
 }
-unpack "$(ls "$W13"/dist/app-*-linux-x64-cuda13-portable*.tar.gz)" $U/cu13 || exit 6
+CU13B=$(ls "$W13"/dist/app-*-linux-x64-cuda13-portable*.tar.gz 2>/dev/null); [ -n "$CU13B" ] && { unpack "$CU13B" $U/cu13 || exit 6; }
 VKB=$(ls "$W13"/dist/app-*-linux-x64-vulkan.tar.gz 2>/dev/null); [ -n "$VKB" ] && { unpack "$VKB" $U/vk || exit 6; }
 # the cuda12 leg's bundle: built there (W12) or carried from here (in pieces)
 for f in "$S"/local/*.tar.gz.part-aa; do [ -f "$f" ] && [ ! -f "${f%.part-aa}" ] && cat "${f%aa}"* > "${f%.part-aa}"; done
@@ -116,11 +118,11 @@ RVK=$W13/build/linux-x64-vulkan/smoke-tools/reference/cmake/bin
 pairs=()
 for p in ${BG_PAIRS:-line vk vkdeg ref12 cu12 ref13}; do
   case $p in
-  line) [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
+  line) [ -x $U/cu12/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   vk) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (full shaders) vs reference (ubuntu-vulkan flags)|$U/vk|$RVK|$VKE|$VKE") ;;
   vkdeg) [ -x $RVK/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$RVK|$DEG|$VKE") ;;
   vkself) [ -x $U/vk/llama-bench ] && pairs+=(--pair "vulkan degraded (no coopmat, coopmat2, int-dot, bf16) vs the same bundle with full shaders|$U/vk|$U/vk|$DEG|$VKE") ;;
-  ref12) [ -x $U/ref12/bin/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
+  ref12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$RT12") ;;
   cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$RT12|LD_LIBRARY_PATH=$RT12") ;;
   ref13) [ -x $R13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (13.x flags, same toolkit)|$U/cu13|$R13|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$CU13LIB") ;;
   esac
