@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..core.fsutil import parsed_once
 from ..core.lightclass import frozen
 
 LOCKS_DIR = Path(__file__).resolve().parent / "machines" / "locks"
@@ -207,7 +208,7 @@ def compiler_of(info: Any, root: Path | None = None) -> PinnedCompiler | None:
     from ..core import paths
 
     lock = LOCKS_DIR / table["lock"]
-    digest, version = _lock_facts(lock)
+    digest, version = parsed_once(lock, _lock_facts)  # once per process: every leg of the toolchain asks
     wrappers = tuple((role, os.path.basename(info.binary(role))) for role in ("c", "cxx"))
     return PinnedCompiler(
         toolchain=info.id,
