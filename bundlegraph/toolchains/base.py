@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ..core import proc
 from ..core.buildenv import allowed_env
@@ -266,15 +266,21 @@ class Toolchain:
             return []
         return sdk.toolchain_lines(self, binaries or {}, host_compiler, pin_comment, maps)
 
-    def with_sdk(self, root: Path) -> Toolchain:
+    def machine_binary(self, role: str) -> str:
+        """The machine file's ``[binaries]`` entry ``role``. Raises ``KeyError`` naming the file."""
+        return self.info.binary(role)
+
+    def with_sdk(self, root: Path) -> Self:
         """This toolchain with its compilers taken from the SDK at ``root``: itself, for every kind
         that keeps its own (:meth:`~.windows.ClangWindows.with_sdk` takes TheRock's clang)."""
         return self
 
     def cuda_lines(
-        self, cuda: CudaToolkit, host_compiler: str, pin_comment: str, maps: PrefixMaps | None = None
+        self, sdk: SdkRef, host_compiler: str, pin_comment: str, maps: PrefixMaps | None = None
     ) -> list[str]:
         """CUDA_ROOT, nvcc, its host compiler, ``-target-dir`` and (cross only) the library pins."""
+        cuda = cuda_of(sdk)
+        assert cuda is not None, "cuda_lines is asked by a CUDA toolkit only (CudaToolkit.toolchain_lines)"
         lines = [
             "",
             f"set( CUDA_ROOT {cmake_str(cuda.root)} )",

@@ -35,9 +35,8 @@ from ..core.lightclass import frozen
 from ..core.platforms import platform
 
 if TYPE_CHECKING:
-    from .base import Toolchain
     from .prefix_maps import PrefixMaps
-    from .sdk_ref import SdkRef
+    from .sdk_ref import BuildsWith, SdkRef, T
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {
@@ -232,7 +231,7 @@ class CudaToolkit:
 
     def toolchain_lines(
         self,
-        tc: Toolchain,
+        tc: BuildsWith,
         binaries: Mapping[str, str],
         host_compiler: str,
         pin_comment: str,
@@ -243,7 +242,7 @@ class CudaToolkit:
         kinds' host compilers and cross settings shape)."""
         return tc.cuda_lines(self, host_compiler, pin_comment, maps)
 
-    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+    def for_toolchain(self, tc: T) -> T:
         """``tc``: nvcc hosts the leg's own C++ compiler."""
         return tc
 

@@ -22,9 +22,8 @@ from ..core.platforms import platform
 from .sdk_ref import GpuCompiler
 
 if TYPE_CHECKING:
-    from .base import Toolchain
     from .prefix_maps import PrefixMaps
-    from .sdk_ref import SdkRef
+    from .sdk_ref import BuildsWith, SdkRef, T
 
 
 RUNTIME_DIRS: dict[str, tuple[str, ...]] = {
@@ -113,7 +112,7 @@ class HipSdk:
 
     def toolchain_lines(
         self,
-        tc: Toolchain,
+        tc: BuildsWith,
         binaries: Mapping[str, str],
         host_compiler: str,
         pin_comment: str,
@@ -129,7 +128,7 @@ class HipSdk:
         from .base import cmake_str, cmake_text
         from .prefix_maps import flag_text
 
-        hip = binaries.get("hip") or self.path(tc.info.binary("hip")).as_posix()
+        hip = binaries.get("hip") or self.path(tc.machine_binary("hip")).as_posix()
         lines = ["", f"# The HIP SDK (AMD TheRock {self.version}, {self.task}) and the HIP compiler."]
         for var, value in self.cmake_cache().items():
             lines.append(f'set( {var} {cmake_str(value)} CACHE PATH "" )')
@@ -142,7 +141,7 @@ class HipSdk:
         """Nothing: the toolkit task checks the extracted tree (:func:`bundlegraph.toolkit.therock.layout_problems`)."""
         return []
 
-    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+    def for_toolchain(self, tc: T) -> T:
         """``tc`` with its compilers from this SDK where its kind takes them from one (TheRock's
         clang on Windows: :meth:`~.windows.ClangWindows.with_sdk`)."""
         return tc.with_sdk(self.prefix)

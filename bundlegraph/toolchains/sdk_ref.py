@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar
 
 from ..core.lightclass import frozen
 
 if TYPE_CHECKING:
-    from .base import Toolchain
     from .prefix_maps import PrefixMaps
 
 
@@ -33,6 +32,27 @@ class GpuCompiler:
     what: str
     sdk_dir: str
     hint: str = ""
+
+
+class BuildsWith(Protocol):
+    """The leg's toolchain as an SDK sees it (:class:`~.base.Toolchain` satisfies it): the
+    machine file's binaries, the CUDA lines its kind renders, and a copy that takes its compilers
+    from an SDK. (A protocol here, not the class, so the SDK types import nothing of the toolchain.)"""
+
+    def machine_binary(self, role: str) -> str:
+        """the machine file's ``[binaries]`` entry ``role`` (a name or a prefix-relative path)"""
+        ...
+
+    def cuda_lines(self, cuda: SdkRef, host_compiler: str, pin_comment: str, maps: PrefixMaps | None) -> list[str]:
+        """the CUDA toolkit's lines of the toolchain file, as this kind renders them"""
+        ...
+
+    def with_sdk(self, root: Path) -> Self:
+        """this toolchain with its compilers taken from the SDK at ``root`` (itself for most kinds)"""
+        ...
+
+
+T = TypeVar("T", bound=BuildsWith)
 
 
 class SdkRef(Protocol):
@@ -62,7 +82,7 @@ class SdkRef(Protocol):
 
     def toolchain_lines(
         self,
-        tc: Toolchain,
+        tc: BuildsWith,
         binaries: Mapping[str, str],
         host_compiler: str,
         pin_comment: str,
@@ -77,7 +97,7 @@ class SdkRef(Protocol):
         """the files configure needs of it that are not there, prefix-relative (empty: none)"""
         ...
 
-    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+    def for_toolchain(self, tc: T) -> T:
         """the toolchain that compiles a leg with it: ``tc``, or ``tc`` taking its compilers from
         the SDK (TheRock's clang on Windows)"""
         ...
@@ -102,4 +122,4 @@ class SdkRef(Protocol):
         ...
 
 
-__all__ = ["GpuCompiler", "SdkRef"]
+__all__ = ["BuildsWith", "GpuCompiler", "SdkRef"]

@@ -23,9 +23,8 @@ from ..core.lightclass import frozen
 from .sdk_ref import GpuCompiler
 
 if TYPE_CHECKING:
-    from .base import Toolchain
     from .prefix_maps import PrefixMaps
-    from .sdk_ref import SdkRef
+    from .sdk_ref import BuildsWith, SdkRef, T
 
 RECEIPT = "bundlegraph-vulkan-sdk.json"
 """The SDK task's receipt file name: the header and glslc versions, the packages or installer."""
@@ -103,7 +102,7 @@ class VulkanSdk:
 
     def toolchain_lines(
         self,
-        tc: Toolchain,
+        tc: BuildsWith,
         binaries: Mapping[str, str],
         host_compiler: str,
         pin_comment: str,
@@ -113,7 +112,7 @@ class VulkanSdk:
         glslc, so FindVulkan searches nothing on the build machine."""
         from .base import cmake_str
 
-        glslc = binaries.get("glslc") or tc.info.binary("glslc")
+        glslc = binaries.get("glslc") or tc.machine_binary("glslc")
         lines = ["", f"# The Vulkan SDK ({self.source}, {self.task}) and the shader compiler."]
         for var, value in self.cmake_cache().items():
             kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"
@@ -124,7 +123,7 @@ class VulkanSdk:
             lines.append(f"list( APPEND CMAKE_PREFIX_PATH {cmake_str(self.root)} )")
         return lines
 
-    def for_toolchain(self, tc: Toolchain) -> Toolchain:
+    def for_toolchain(self, tc: T) -> T:
         """``tc``: the leg's own compilers build with it."""
         return tc
 

@@ -16,7 +16,7 @@ and ``bundlegraph plan`` can print it on Linux.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ..core import settings
 from ..core.buildenv import allowed_env
@@ -113,7 +113,7 @@ class ClangWindows(_VisualStudio):
         super().__init__(info)
         self.c_rel, self.cxx_rel = info.binary("c"), info.binary("cxx")
 
-    def with_sdk(self, root: Path) -> ClangWindows:
+    def with_sdk(self, root: Path) -> Self:
         """This toolchain with its compilers taken from the SDK at ``root`` (a copy)."""
         import copy
 
