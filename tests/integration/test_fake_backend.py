@@ -36,7 +36,7 @@ SITE = textwrap.dedent(
     m.RUNTIME_GLOBS = {}
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
     m.SPEC_TABLE = None
-    m.SDK = None
+    m.SDK = "fakegpu_sdk"
     m.COMPILER = None
     m.SMOKE = os.environ.get("FAKEGPU_SMOKE", "fakegpu_side") or None
     m.REQUIRED_PROGRAMS = ()
@@ -112,6 +112,95 @@ SIDE = textwrap.dedent(
 """The fake backend's smoke side (:class:`bundlegraph.pipeline.smoke.side.GpuSide`): this host
 has no FakeGPU, so its GPU steps are planned as not run, with the reason."""
 
+FAKE_SDK = textwrap.dedent(
+    """
+    import json
+    from pathlib import Path
+
+    from bundlegraph.core import paths
+    from bundlegraph.core.lightclass import frozen
+
+    NAME = "fakesdk-1.0"
+
+
+    @frozen
+    class FakeSdk:
+        SHIPS_OWN_RUNTIME = False
+        prefix: Path
+        version: str
+        task: str
+
+        @property
+        def root(self):
+            return self.prefix.as_posix()
+
+        def path(self, rel):
+            return self.prefix / rel
+
+        def gpu_compiler(self):
+            return None
+
+        def toolchain_lines(self, tc, binaries, host_compiler, pin_comment, maps):
+            return ["", f"# The FakeGPU SDK ({self.task})", f'set( FAKEGPU_SDK_ROOT "{self.root}" CACHE PATH "" )']
+
+        def missing(self):
+            return [] if self.path("include/fakegpu.h").is_file() else ["include/fakegpu.h"]
+
+        def for_toolchain(self, tc):
+            return tc
+
+        def runtime_from(self):
+            return None
+
+        def shipped_runtime(self, os_name):
+            return []
+
+        def bundle_info(self):
+            return {"source": "fake", "version": self.version}
+
+        def configure_record(self, log):
+            return {"fakegpu": {"sdk": self.task}}
+
+
+    @frozen
+    class FakePlan:
+        legs: tuple
+        prefix: Path
+
+        def key(self):
+            return {"fakesdk": "1.0"}
+
+        def describe(self):
+            return {"sdk": "FakeGPU 1.0"}
+
+        def doc(self):
+            return "install the FakeGPU SDK 1.0"
+
+
+    def group(spec, bundles, spec_file):
+        return NAME, "1.0"
+
+
+    def ref(spec, bundles, spec_file):
+        return FakeSdk(paths.cache_root() / "toolkits" / NAME, "1.0", f"toolkit:{NAME}")
+
+
+    def plan(ident, legs, bundles, host_problem):
+        return FakePlan(tuple(legs), paths.cache_root() / "toolkits" / NAME)
+
+
+    def run(p):
+        (p.prefix / "include").mkdir(parents=True, exist_ok=True)
+        (p.prefix / "include/fakegpu.h").write_text("/* the FakeGPU SDK */\\n")
+        (p.prefix / "receipt.json").write_text(json.dumps({"version": "1.0"}))
+        return [p.prefix / "receipt.json"]
+    """
+)
+"""The fake backend's SDK module (:class:`bundlegraph.toolkit.sdk.SdkModule`) and its reference
+(:class:`bundlegraph.toolchains.sdk_ref.SdkRef`), from outside the package: the toolkit stage makes
+its task, configure waits for it and puts its lines into the leg's toolchain file, asking it only
+through the protocol's verbs."""
+
 LEG = "mini-linux-x64-fakegpu"
 
 PROBE = """\
@@ -127,7 +216,12 @@ bundles, leg, tree, elf = sys.argv[1:5]
 ctx = load_graph(Path(bundles)).ctx
 sp = plan_smoke(ctx, leg)
 pol = built_tree_policy(ctx, leg)
+from bundlegraph.pipeline.configure import plan_configure
+
+conf = plan_configure(ctx, leg)
 facts = {
+    "sdk": ctx.leg(leg).sdk.task,
+    "sdk_lines": [l for l in conf.toolchain_text.splitlines() if "FakeGPU" in l or "FAKEGPU" in l],
     "backend": sp.backend,
     "gpus": repr(sp.gpus),
     "decision": repr(sp.decision),
@@ -172,6 +266,7 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE)
     (site / "fakegpu_side.py").write_text(SIDE)
+    (site / "fakegpu_sdk.py").write_text(FAKE_SDK)
     run_dir = tmp_path / "work"
     run_dir.mkdir()
     env = env_for(bundles, run_dir, PYTHONPATH=f"{site}:{ROOT}")
@@ -198,6 +293,7 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     d = run(str(BIN / "doit"), "-f", str(ROOT / "dodo.py"), "list", "--all")
     assert d.returncode == 0, d.stdout + d.stderr
     names = [l.split()[0] for l in d.stdout.splitlines() if l.strip()]
+    assert "toolkit:fakesdk-1.0" in names, names  # its SDK's task, from the fake SDK module
     # a GPU leg: its side's test-backend-ops tools task too
     assert sorted(n for n in names if LEG in n) == [
         f"{st}:{LEG}" if not st.endswith("-") else f"{st}{LEG}"
@@ -216,6 +312,12 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     # smoke: the fake's own side, asked like the real ones: its probe found no FakeGPU, so the
     # GPU steps are planned as not run, with the side's reason
     assert facts["backend"] == "fakegpu" and facts["side"] == "fakegpu_side"
+    # its SDK: one typed reference the stages ask, its lines in the leg's toolchain file
+    assert facts["sdk"] == "toolkit:fakesdk-1.0"
+    assert facts["sdk_lines"][0] == "# The FakeGPU SDK (toolkit:fakesdk-1.0)", facts["sdk_lines"]
+    assert (
+        facts["sdk_lines"][1].startswith('set( FAKEGPU_SDK_ROOT "') and "toolkits/fakesdk-1.0" in facts["sdk_lines"][1]
+    )
     assert "no FakeGPU on this host" in facts["decision"] and "run=False" in facts["decision"], facts
     # the host checks, then the GPU checks of the fake's side (its OPS: MUL_MAT), which the
     # decision leaves unrun here
