@@ -8,6 +8,8 @@ Install kinds: the installer's ``linux-cpu``, ``linux-arm64``, ``windows-cpu`` a
 
 from __future__ import annotations
 
+from .verbs import no_gpu_targets, no_required_files
+
 NAME = "cpu"
 """A spec's ``backend`` value."""
 
@@ -63,20 +65,13 @@ HOST_GPUS: tuple[str, ...] = ()
 
 
 CMAKE_OPTION: str | None = None
-"""ggml's CMake option that builds this backend (none: ggml always builds its CPU backend unless ``GGML_CPU`` is off); a spec that leaves it out gets it on
-(:mod:`bundlegraph.specs.derive`)"""
+"""ggml's CMake option that builds this backend (:mod:`bundlegraph.specs.derive` turns it on where a spec
+leaves it out); none: ggml builds its CPU backend unless ``GGML_CPU`` is off"""
 
 CMAKE_TARGETS_KEY: str | None = None
 """the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
 where the spec leaves it out (none)"""
 
 
-def gpu_targets(family: object) -> tuple[str, ...]:
-    """The GPU targets a spec's family name stands for (none: a CPU leg has no GPU targets)."""
-    return ()
-
-
-def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
-    (nothing: the installer's files are the whole bundle's)."""
-    return ()
+gpu_targets = no_gpu_targets
+required_files = no_required_files

@@ -12,6 +12,8 @@ slice of issue 42.
 
 from __future__ import annotations
 
+from .verbs import no_gpu_targets, no_required_files
+
 NAME = "cuda"
 """A spec's ``backend`` value."""
 
@@ -101,20 +103,13 @@ SMOKE: str | None = "bundlegraph.pipeline.smoke.cuda"
 
 
 CMAKE_OPTION: str | None = "GGML_CUDA"
-"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
-(:mod:`bundlegraph.specs.derive`)"""
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
+otherwise (:mod:`bundlegraph.specs.derive`)"""
 
 CMAKE_TARGETS_KEY: str | None = None
 """the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
 where the spec leaves it out (none: a CUDA leg's archs are ``[cuda] archs``, passed as ``CMAKE_CUDA_ARCHITECTURES``)"""
 
 
-def gpu_targets(family: object) -> tuple[str, ...]:
-    """The GPU targets a spec's family name stands for (none: CUDA archs are listed, not named by family)."""
-    return ()
-
-
-def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
-    (nothing more: the runtime files the installer checks are ``RUNTIME_GLOBS``)."""
-    return ()
+gpu_targets = no_gpu_targets
+required_files = no_required_files

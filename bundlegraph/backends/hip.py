@@ -210,8 +210,8 @@ def missing_kernels(gfx_targets: tuple[str, ...] | list[str], rocblas_files: lis
 
 
 CMAKE_OPTION: str | None = "GGML_HIP"
-"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
-(:mod:`bundlegraph.specs.derive`)"""
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
+otherwise (:mod:`bundlegraph.specs.derive`)"""
 
 CMAKE_TARGETS_KEY: str | None = "GPU_TARGETS"
 """the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets

@@ -14,6 +14,8 @@ its runtime groups name ``lib*.dylib`` and treat metal, blas and rpc as optional
 
 from __future__ import annotations
 
+from .verbs import no_gpu_targets, no_required_files
+
 NAME = "metal"
 """A spec's ``backend`` value."""
 
@@ -72,20 +74,13 @@ stamps minos 26 otherwise, and those binaries do not load on older macOS
 
 
 CMAKE_OPTION: str | None = "GGML_METAL"
-"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
-(:mod:`bundlegraph.specs.derive`)"""
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
+otherwise (:mod:`bundlegraph.specs.derive`)"""
 
 CMAKE_TARGETS_KEY: str | None = None
 """the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
 where the spec leaves it out (none)"""
 
 
-def gpu_targets(family: object) -> tuple[str, ...]:
-    """The GPU targets a spec's family name stands for (none)."""
-    return ()
-
-
-def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
-    (nothing: the shader library is embedded)."""
-    return ()
+gpu_targets = no_gpu_targets
+required_files = no_required_files

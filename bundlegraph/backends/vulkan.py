@@ -15,6 +15,8 @@ and ``_route_to_vulkan_prebuilt`` of ``studio/install_llama_prebuilt.py``), stat
 
 from __future__ import annotations
 
+from .verbs import no_gpu_targets, no_required_files
+
 NAME = "vulkan"
 """A spec's ``backend`` value."""
 
@@ -111,20 +113,13 @@ SMOKE: str | None = "bundlegraph.pipeline.smoke.vulkan"
 
 
 CMAKE_OPTION: str | None = "GGML_VULKAN"
-"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); a spec that leaves it out gets it on
-(:mod:`bundlegraph.specs.derive`)"""
+"""ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
+otherwise (:mod:`bundlegraph.specs.derive`)"""
 
 CMAKE_TARGETS_KEY: str | None = None
 """the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
 where the spec leaves it out (none: SPIR-V runs on any device)"""
 
 
-def gpu_targets(family: object) -> tuple[str, ...]:
-    """The GPU targets a spec's family name stands for (none)."""
-    return ()
-
-
-def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """What a bundle of this backend must hold beside its library on ``os_name`` for ``targets``
-    (nothing: the loader is the driver's)."""
-    return ()
+gpu_targets = no_gpu_targets
+required_files = no_required_files
