@@ -30,7 +30,7 @@ from ..core.platforms import platform
 from .cuda import PLATFORMS, CudaToolkit, target_dir
 from .prefix_maps import PrefixMaps, flag_text
 from .registry import ToolchainInfo
-from .sdk_ref import SdkRef
+from .sdk_ref import LineInputs, SdkRef
 
 Sdk = SdkRef
 """A leg's backend SDK as the toolchain sees it: anything that satisfies :class:`~.sdk_ref.SdkRef`."""
@@ -264,7 +264,7 @@ class Toolchain:
         none for a leg without an SDK."""
         if sdk is None:
             return []
-        return sdk.toolchain_lines(self, binaries or {}, host_compiler, pin_comment, maps)
+        return sdk.toolchain_lines(self, LineInputs(binaries or {}, host_compiler, pin_comment, maps))
 
     def machine_binary(self, role: str) -> str:
         """The machine file's ``[binaries]`` entry ``role``. Raises ``KeyError`` naming the file."""

@@ -25,7 +25,6 @@ holding the default include and library paths), which a standard ``nvcc.profile`
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -35,8 +34,7 @@ from ..core.lightclass import frozen
 from ..core.platforms import platform
 
 if TYPE_CHECKING:
-    from .prefix_maps import PrefixMaps
-    from .sdk_ref import BuildsWith, SdkRef, T
+    from .sdk_ref import BuildsWith, LineInputs, SdkRef, T
 
 LIBRARIES: dict[str, dict[str, str]] = {
     "linux": {
@@ -229,18 +227,11 @@ class CudaToolkit:
         """None: nvcc comes from the toolkit's own layout (:attr:`nvcc_rel`)."""
         return None
 
-    def toolchain_lines(
-        self,
-        tc: BuildsWith,
-        binaries: Mapping[str, str],
-        host_compiler: str,
-        pin_comment: str,
-        maps: PrefixMaps | None,
-    ) -> list[str]:
+    def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """CUDA_ROOT, nvcc, its host compiler, ``-target-dir`` and (cross only) the library pins:
         the toolchain's own rendering of them (:meth:`~.base.Toolchain.cuda_lines`, which the
         kinds' host compilers and cross settings shape)."""
-        return tc.cuda_lines(self, host_compiler, pin_comment, maps)
+        return tc.cuda_lines(self, at.host_compiler, at.pin_comment, at.maps)
 
     def for_toolchain(self, tc: T) -> T:
         """``tc``: nvcc hosts the leg's own C++ compiler."""

@@ -12,7 +12,6 @@ prefix first (:meth:`~.base.Toolchain.gpu_binaries`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,8 +21,7 @@ from ..core.platforms import platform
 from .sdk_ref import GpuCompiler
 
 if TYPE_CHECKING:
-    from .prefix_maps import PrefixMaps
-    from .sdk_ref import BuildsWith, SdkRef, T
+    from .sdk_ref import BuildsWith, LineInputs, SdkRef, T
 
 
 RUNTIME_DIRS: dict[str, tuple[str, ...]] = {
@@ -110,14 +108,7 @@ class HipSdk:
         """The machine file's ``hip`` binary, under the prefix first."""
         return GpuCompiler("hip", "the HIP SDK", ".")
 
-    def toolchain_lines(
-        self,
-        tc: BuildsWith,
-        binaries: Mapping[str, str],
-        host_compiler: str,
-        pin_comment: str,
-        maps: PrefixMaps | None,
-    ) -> list[str]:
+    def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """The SDK's prefix (:meth:`cmake_cache`: ggml-hip's ``find_package`` calls search it) and
         the HIP compiler (the machine file's ``hip`` binary, under the prefix first: CMake's HIP
         language, ``CMAKE_HIP_COMPILER``). With ``maps``, the prefix maps of every HIP compile
@@ -128,13 +119,13 @@ class HipSdk:
         from .base import cmake_str, cmake_text
         from .prefix_maps import flag_text
 
-        hip = binaries.get("hip") or self.path(tc.machine_binary("hip")).as_posix()
+        hip = at.binaries.get("hip") or self.path(tc.machine_binary("hip")).as_posix()
         lines = ["", f"# The HIP SDK (AMD TheRock {self.version}, {self.task}) and the HIP compiler."]
         for var, value in self.cmake_cache().items():
             lines.append(f'set( {var} {cmake_str(value)} CACHE PATH "" )')
         lines.append(f'set( CMAKE_HIP_COMPILER {cmake_str(hip)} CACHE FILEPATH "" )')
-        if maps:
-            lines.append(f'set( CMAKE_HIP_FLAGS_INIT "{cmake_text(flag_text(maps.gnu_flags()))}" )')
+        if at.maps:
+            lines.append(f'set( CMAKE_HIP_FLAGS_INIT "{cmake_text(flag_text(at.maps.gnu_flags()))}" )')
         return lines
 
     def missing(self) -> list[str]:

@@ -34,6 +34,19 @@ class GpuCompiler:
     hint: str = ""
 
 
+@frozen
+class LineInputs:
+    """What the toolchain hands an SDK for its lines of the toolchain file: ``binaries`` (the
+    resolved compilers, role -> path), ``host_compiler`` and ``pin_comment`` (the C++ compiler a
+    device compiler hosts, and the comment that pins it) and ``maps`` (the build-host roots every
+    compile maps to stable names; None: none)."""
+
+    binaries: Mapping[str, str]
+    host_compiler: str = ""
+    pin_comment: str = ""
+    maps: PrefixMaps | None = None
+
+
 class BuildsWith(Protocol):
     """The leg's toolchain as an SDK sees it (:class:`~.base.Toolchain` satisfies it): the
     machine file's binaries, the CUDA lines its kind renders, and a copy that takes its compilers
@@ -80,17 +93,9 @@ class SdkRef(Protocol):
         layout places, as nvcc)"""
         ...
 
-    def toolchain_lines(
-        self,
-        tc: BuildsWith,
-        binaries: Mapping[str, str],
-        host_compiler: str,
-        pin_comment: str,
-        maps: PrefixMaps | None,
-    ) -> list[str]:
+    def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """the lines it adds to the leg's CMake toolchain file: its CMake entries and its GPU
-        compiler (``binaries``: the resolved ones; ``host_compiler``/``pin_comment``: the C++
-        compiler a device compiler hosts, and the comment that pins it)"""
+        compiler (``at``: what the toolchain resolved, :class:`LineInputs`)"""
         ...
 
     def missing(self) -> list[str]:
@@ -122,4 +127,4 @@ class SdkRef(Protocol):
         ...
 
 
-__all__ = ["BuildsWith", "GpuCompiler", "SdkRef"]
+__all__ = ["BuildsWith", "GpuCompiler", "LineInputs", "SdkRef"]

@@ -14,7 +14,6 @@ glslc: CMake finds the machine's headers and loader itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -23,8 +22,7 @@ from ..core.lightclass import frozen
 from .sdk_ref import GpuCompiler
 
 if TYPE_CHECKING:
-    from .prefix_maps import PrefixMaps
-    from .sdk_ref import BuildsWith, SdkRef, T
+    from .sdk_ref import BuildsWith, LineInputs, SdkRef, T
 
 RECEIPT = "bundlegraph-vulkan-sdk.json"
 """The SDK task's receipt file name: the header and glslc versions, the packages or installer."""
@@ -100,19 +98,12 @@ class VulkanSdk:
         """``glslc``: searched in :attr:`bin_dir` first, then on PATH."""
         return GpuCompiler("glslc", "the Vulkan SDK", self.bin_dir, " (Debian/Ubuntu: apt-get install glslc)")
 
-    def toolchain_lines(
-        self,
-        tc: BuildsWith,
-        binaries: Mapping[str, str],
-        host_compiler: str,
-        pin_comment: str,
-        maps: PrefixMaps | None,
-    ) -> list[str]:
+    def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """The SDK's pins (headers, loader, SPIR-V headers: :meth:`cmake_cache`) and the resolved
         glslc, so FindVulkan searches nothing on the build machine."""
         from .base import cmake_str
 
-        glslc = binaries.get("glslc") or tc.machine_binary("glslc")
+        glslc = at.binaries.get("glslc") or tc.machine_binary("glslc")
         lines = ["", f"# The Vulkan SDK ({self.source}, {self.task}) and the shader compiler."]
         for var, value in self.cmake_cache().items():
             kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"

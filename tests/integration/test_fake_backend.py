@@ -140,7 +140,7 @@ FAKE_SDK = textwrap.dedent(
         def gpu_compiler(self):
             return None
 
-        def toolchain_lines(self, tc, binaries, host_compiler, pin_comment, maps):
+        def toolchain_lines(self, tc, at):
             return ["", f"# The FakeGPU SDK ({self.task})", f'set( FAKEGPU_SDK_ROOT "{self.root}" CACHE PATH "" )']
 
         def missing(self):
