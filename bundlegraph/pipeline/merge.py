@@ -432,16 +432,13 @@ def prepare(ctx: Context, leg: str) -> Prepared[MergePlan]:
     return Prepared.of(replace(plan, consumed=keys))
 
 
-def _sdk_runtime(sdk: SdkRef, os_name: str) -> list[Any]:
+def _sdk_runtime(sdk: SdkRef, os_name: str, prefix: Path, version: str | None) -> list[Any]:
     """What every bundle of the leg's SDK ships from it (:meth:`~bundlegraph.toolchains.sdk_ref.SdkRef.shipped_runtime`:
-    a HIP bundle's runtime and kernel files), as runtime files of origin ``toolkit``."""
+    a HIP bundle's runtime and kernel files), as runtime files of origin ``toolkit`` recorded relative to
+    ``prefix`` with ``version`` (the SDK's :meth:`~bundlegraph.toolchains.sdk_ref.SdkRef.runtime_from`)."""
     from ..schemas.manifest import RuntimeFileInfo
     from .bundle.runtimes import RuntimeFile
 
-    files = sdk.shipped_runtime(os_name)
-    if not files:
-        return []
-    prefix, version = sdk.runtime_from() or (Path(sdk.root), None)
     return [
         RuntimeFile(
             name,
@@ -454,7 +451,7 @@ def _sdk_runtime(sdk: SdkRef, os_name: str) -> list[Any]:
                 sha256=sha256_file(path.resolve()),
             ),
         )
-        for name, path in files
+        for name, path in sdk.shipped_runtime(os_name)
     ]
 
 
@@ -466,8 +463,8 @@ def run(plan: MergePlan) -> list[Path]:
     runtime = resolve_shipped(
         plan.spec, origin="toolkit", toolkit_prefix=plan.toolkit_prefix, toolkit_version=plan.toolkit_version
     )
-    if plan.sdk is not None:
-        runtime += _sdk_runtime(plan.sdk, plan.spec.os)
+    if plan.sdk is not None and plan.toolkit_prefix is not None:
+        runtime += _sdk_runtime(plan.sdk, plan.spec.os, plan.toolkit_prefix, plan.toolkit_version)
     if plan.base_spec is None:
         run_collect(
             spec=plan.spec, built_dir=plan.built_dir, runtime=runtime, dest_tree=plan.dest_tree, record_path=plan.record

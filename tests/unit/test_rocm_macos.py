@@ -280,7 +280,7 @@ def test_a_tarball_from_the_hand_folder_is_adopted_by_hash_and_a_moved_one_refus
     from bundlegraph.toolchains.hip import HipSdk
 
     sdk = HipSdk("t", "toolkit:t", "7.14.0", "linux", "gfx110X", (), "", "", prefix, prefix / "r.json")
-    runtime = merge._sdk_runtime(sdk, "linux")
+    runtime = merge._sdk_runtime(sdk, "linux", prefix, "7.14.0")
     rec = merge.run_collect(
         spec=load_matrix(ROOT / "bundles").legs["linux-x64-rocm-gfx110x"],
         built_dir=built,
