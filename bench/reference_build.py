@@ -72,6 +72,7 @@ def main() -> int:
         log=a.out / "reference.log",
         pins=tuple(ctx.release.fetchcontent),
         cache=ctx.cache,
+        backend=spec.backend,
     )
     print(
         json.dumps(

@@ -9,21 +9,23 @@ This is the shape of :mod:`bundlegraph.pipeline.stages` and of cibuildwheel's
 ``cibuildwheel/platforms/__init__.py`` (a ``PlatformModule`` protocol and one table), on the
 axis that varies per leg. OS-dependent naming comes from :mod:`bundlegraph.core.platforms`.
 
-Adding a backend: one module here, its entry in :data:`BACKENDS`, and its spec files; its verify
-rows (if any) are the ``ROWS`` of the module ``bundlegraph.verification.<NAME>``, which
-:data:`bundlegraph.verification.table.BACKEND_ROWS` finds by the backend's name (they call
-:mod:`bundlegraph.checks`, which sits above this table, so they cannot live in the backend
-module). The spec table (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
+Adding a backend: one folder here (:func:`discover` finds it), and its spec files. The folder's
+``__init__`` holds the facts (importing only :mod:`bundlegraph.core` and :mod:`.verbs`); beside it
+live what the stages import by name, never statically (``pyproject.toml``'s import-linter
+contracts): ``smoke`` (its smoke side), ``verify`` (its verify rows, ``ROWS``, which
+:func:`bundlegraph.verification.table.registry_rows` finds as ``<package>.verify``) and its SDK
+(``sdk``, ``sdk_ref``). The spec table (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
 (:attr:`Backend.COMPILER`, a machine-file ``[binaries]`` entry) are read from here, and so is
 the module of its smoke GPU steps (:attr:`Backend.SMOKE`, found by its dotted name as the SDK is).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+import pkgutil
+from typing import Protocol, cast
 
 from ..core.platforms import OS_NAMES, platform
-from . import cpu, cuda, hip, metal, vulkan
 
 
 class Backend(Protocol):
@@ -31,6 +33,9 @@ class Backend(Protocol):
 
     NAME: str
     """a spec's ``backend`` value (``cpu``, ``cuda``)"""
+    ORDER: int
+    """its place in the registry (:data:`BACKENDS`, lowest first; CPU 0): the order of the install
+    kinds, spec tables and verify rows every listing derives"""
     TITLE: str
     """its name in messages (``CUDA``)"""
     GPU: bool
@@ -60,7 +65,7 @@ class Backend(Protocol):
     name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none"""
     SMOKE: str | None
     """the dotted name of the module of this backend's smoke GPU steps (it satisfies
-    :class:`bundlegraph.pipeline.smoke.side.GpuSide`: ``bundlegraph.pipeline.smoke.cuda``;
+    :class:`bundlegraph.pipeline.smoke.side.GpuSide`: ``bundlegraph.backends.cuda.smoke``;
     imported by :mod:`bundlegraph.pipeline.smoke.sides`, so this table imports nothing above
     :mod:`bundlegraph.core`); None: no GPU steps, which only a backend that is not a GPU may say"""
     REQUIRED_PROGRAMS: tuple[str, ...]
@@ -86,7 +91,24 @@ class Backend(Protocol):
         ...
 
 
-BACKENDS: tuple[Backend, ...] = (cpu, cuda, vulkan, hip, metal)
+_NOT_BACKENDS = frozenset({"verbs"})
+"""This package's modules that are no backend."""
+
+
+def discover() -> tuple[Backend, ...]:
+    """Every backend package (or module) of this package, imported, in :attr:`Backend.ORDER`
+    (then name) order: adding a backend is adding its folder, no list here is edited. Only the
+    facts (each package's ``__init__``) are imported; its SDK, smoke side and verify rows are
+    imported by name where a stage needs them."""
+    found = [
+        cast(Backend, importlib.import_module(f"{__name__}.{m.name}"))
+        for m in pkgutil.iter_modules(__path__)
+        if m.name not in _NOT_BACKENDS and not m.name.startswith("_")
+    ]
+    return tuple(sorted(found, key=lambda b: (b.ORDER, b.NAME)))
+
+
+BACKENDS: tuple[Backend, ...] = discover()
 """Every backend, CPU first (every bundle carries it)."""
 
 BY_NAME: dict[str, Backend] = {b.NAME: b for b in BACKENDS}
@@ -106,6 +128,12 @@ def backend(name: str) -> Backend:
         return BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown backend {name!r}: expected one of {', '.join(BACKEND_NAMES)}") from None
+
+
+def module_name(b: Backend) -> str:
+    """The dotted name of ``b``'s module (``bundlegraph.backends.vulkan``): its plug-in modules
+    are named below it (``<name>.verify``, ``<name>.smoke``)."""
+    return str(getattr(b, "__name__"))  # noqa: B009 (a module; the protocol does not declare it)
 
 
 def library_file(b: Backend, os_name: str) -> str:
@@ -196,6 +224,7 @@ __all__ = [
     "driver_owners",
     "install_kinds",
     "library_file",
+    "module_name",
     "registry_problems",
     "spec_tables",
 ]

@@ -40,7 +40,7 @@ class VerifyPolicy:
     - ``cuda``: a CUDA leg (the driver ``nvcuda.dll`` / ``libcuda.so.1`` may be imported);
     - ``backend``: the leg's backend (a name of :data:`bundlegraph.backends.BACKEND_NAMES`):
       its driver may be imported (``cuda=True`` says the same for ``cuda``), and its own verify
-      rows apply (:mod:`bundlegraph.verification.vulkan`);
+      rows apply (:mod:`bundlegraph.backends.vulkan.verify`);
     - ``external``: file names the bundle relies on without shipping (VC++ runtime, paired
       cudart, ``libgomp.so.1``);
     - ``signing_required``: every PE must carry a valid, trusted Authenticode signature;

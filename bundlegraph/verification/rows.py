@@ -1,6 +1,6 @@
 """What a verify check row is (:class:`Row`, :class:`FileRow`), what it sees (:class:`Subject`),
 and the generic rows every leg gets (:data:`ROWS`). A backend's own rows live in a module of this
-package named after it (:mod:`.cuda`) and are registered in :data:`.table.BACKEND_ROWS`.
+package named after it (:mod:`.cuda`) and are registered in :func:`.table.registry_rows`.
 
 A row is ``(name, run, gate, key, phase)``, the shape of ``pipeline/smoke/steps.py``:
 

@@ -1,42 +1,45 @@
 """The verify table: the generic rows (:data:`.rows.ROWS`) plus every backend's own rows
-(:data:`BACKEND_ROWS`), in phase order (:func:`rows_for`).
+(:func:`registry_rows`), in phase order (:func:`rows_for`).
 
-A backend's rows are the ``ROWS`` of the module of this package named after it (:mod:`.cuda`,
-:mod:`.vulkan`), found through the registry (:data:`bundlegraph.backends.BACKEND_NAMES`): a
-backend without such a module has none. They live here, not in the backend module, because the
-backends table sits below :mod:`bundlegraph.checks` (the checks read the drivers from it;
-``[tool.importlinter]`` in pyproject.toml). Every row applies to every policy its gate accepts: a
-CUDA row gates on the fields a CUDA leg sets (promised archs, a runtime major), a Vulkan row on
-``backend``.
+A backend's rows are the ``ROWS`` of the ``verify`` module of its package
+(``bundlegraph.backends.vulkan.verify``), found through the registry
+(:data:`bundlegraph.backends.BY_NAME`): a backend without one has none. They sit beside the
+backend's facts but are imported only here, by name (they call :mod:`bundlegraph.checks`, which
+sits above the facts). Every row applies to every policy its gate accepts: a CUDA row gates on
+the fields a CUDA leg sets (promised archs, a runtime major), a Vulkan row on ``backend``.
 
-Adding a check: a row in :data:`.rows.ROWS` (generic) or in its backend's module, plus its test.
-Adding a backend's rows: the module ``bundlegraph/verification/<name>.py`` with ``ROWS``, plus its
-test; nothing here changes.
+Adding a check: a row in :data:`.rows.ROWS` (generic) or in its backend's ``verify`` module, plus
+its test. Adding a backend's rows: ``bundlegraph/backends/<name>/verify.py`` with ``ROWS``, plus
+its test; nothing here changes.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 from dataclasses import fields
 
+from .. import backends
 from ..backends import BACKEND_NAMES
 from . import rows
 from .policy import VerifyPolicy
 from .rows import PHASES, READ_KEY, AnyRow
 
-_NOT_BACKENDS = frozenset({"policy", "rows", "run", "table"})
-"""This package's own modules: never a backend's rows, whatever a backend is called."""
-
 
 def backend_rows(names: tuple[str, ...] = BACKEND_NAMES) -> dict[str, tuple[AnyRow, ...]]:
-    """Backend spec name -> the ``ROWS`` of ``bundlegraph.verification.<name>``, or ``()`` for
-    a backend without that module. Raises RuntimeError for such a module without ``ROWS`` (a
-    bug)."""
+    """Backend spec name -> the ``ROWS`` of its package's ``verify`` module
+    (``bundlegraph.backends.<name>.verify``), or ``()`` for a backend without one (or one that is
+    a plain module, or a name the registry does not hold). Raises RuntimeError for such a module without ``ROWS`` (a bug)."""
     out: dict[str, tuple[AnyRow, ...]] = {}
     for name in names:
-        mod_name = f"{__package__}.{name}"
-        if name in _NOT_BACKENDS or importlib.util.find_spec(mod_name) is None:
+        b = backends.BY_NAME.get(name)
+        mod_name = f"{backends.module_name(b)}.verify" if b is not None else ""
+        try:
+            found_spec = importlib.util.find_spec(mod_name) if mod_name else None
+        except ModuleNotFoundError:  # the backend is a module, not a package
+            found_spec = None
+        if found_spec is None:
             out[name] = ()
             continue
         found = getattr(importlib.import_module(mod_name), "ROWS", None)
@@ -46,20 +49,31 @@ def backend_rows(names: tuple[str, ...] = BACKEND_NAMES) -> dict[str, tuple[AnyR
     return out
 
 
-BACKEND_ROWS: dict[str, tuple[AnyRow, ...]] = backend_rows()
-"""Backend spec name -> its verify rows (every backend of the registry has an entry)."""
+@functools.cache
+def registry_rows() -> dict[str, tuple[AnyRow, ...]]:
+    """Backend spec name -> its verify rows (every backend of the registry has an entry), loaded
+    on first use and checked with the generic rows (:func:`table_problems`; a bad table is a bug:
+    RuntimeError).
+
+    Loaded on first use, not at import: a backend's ``verify`` module imports :mod:`.rows`, which
+    runs this package's ``__init__``; loading the rows there would import that module while it is
+    half-initialised (an import circle)."""
+    found = backend_rows()
+    if probs := table_problems(rows.ROWS, found):
+        raise RuntimeError("bundlegraph.verification.table: " + "; ".join(probs))
+    return found
 
 
 def rows_for(
     generic: tuple[AnyRow, ...] | None = None, backend_rows: dict[str, tuple[AnyRow, ...]] | None = None
 ) -> list[AnyRow]:
     """The generic rows (default :data:`.rows.ROWS`) and every backend's (default
-        :data:`BACKEND_ROWS`), ordered by :data:`.rows.PHASES`: within a phase the generic rows first,
+        :func:`registry_rows`), ordered by :data:`.rows.PHASES`: within a phase the generic rows first,
         then the backends' in registry order. Rows whose gate refuses a policy are skipped by the
         caller (:func:`.run.verify_path`). Raises RuntimeError on a bad table (:func:`table_problems`:
     a bug, not a bundle problem)."""
     generic = rows.ROWS if generic is None else generic
-    backend_rows = BACKEND_ROWS if backend_rows is None else backend_rows
+    backend_rows = registry_rows() if backend_rows is None else backend_rows
     if probs := table_problems(generic, backend_rows):
         raise RuntimeError("verify table: " + "; ".join(probs))
     table = [*generic, *(r for name in backend_rows for r in backend_rows[name])]
@@ -69,8 +83,8 @@ def rows_for(
 def table_problems(generic: tuple[AnyRow, ...], backend_rows: dict[str, tuple[AnyRow, ...]]) -> list[str]:
     """What is wrong with a verify table, one line each (empty: nothing): a backend the registry
     does not know (or one missing), two rows of one name, a phase outside :data:`.rows.PHASES`, a
-    key naming no :class:`~.policy.VerifyPolicy` field. Checked on the real table when this module
-    loads (a bad table is a bug: RuntimeError)."""
+    key naming no :class:`~.policy.VerifyPolicy` field. Checked on the real table by
+    :func:`registry_rows` (a bad table is a bug: RuntimeError)."""
     probs = []
     if set(backend_rows) != set(BACKEND_NAMES):
         probs.append(f"backend rows for {sorted(backend_rows)}: expected one entry per backend {sorted(BACKEND_NAMES)}")
@@ -89,7 +103,4 @@ def table_problems(generic: tuple[AnyRow, ...], backend_rows: dict[str, tuple[An
     return probs
 
 
-if _probs := table_problems(rows.ROWS, BACKEND_ROWS):
-    raise RuntimeError("bundlegraph.verification.table: " + "; ".join(_probs))
-
-__all__ = ["BACKEND_ROWS", "backend_rows", "rows_for", "table_problems"]
+__all__ = ["backend_rows", "registry_rows", "rows_for", "table_problems"]

@@ -27,6 +27,7 @@ SITE = textwrap.dedent(
     assert "bundlegraph.schemas.records" not in sys.modules, "the registry imported the schemas"
     m = types.ModuleType("bundlegraph.backends.fakegpu")
     m.NAME = "fakegpu"
+    m.ORDER = 90
     m.TITLE = "FakeGPU"
     m.GPU = True
     m.LIBRARY = "ggml-fakegpu"

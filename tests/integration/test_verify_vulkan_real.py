@@ -1,4 +1,4 @@
-"""The Vulkan verify rows (:mod:`bundlegraph.verification.vulkan`) and the closure's driver rule on
+"""The Vulkan verify rows (:mod:`bundlegraph.backends.vulkan.verify`) and the closure's driver rule on
 real files: ggml's Vulkan backend as npm ``@node-llama-cpp/linux-x64-vulkan`` and
 ``@node-llama-cpp/win-x64-vulkan`` 3.21.1 publish it (``libggml-vulkan.so`` 55 MB,
 ``ggml-vulkan.dll`` 55 MB, each beside its ``ggml-base``). A good one passes; each tampered one

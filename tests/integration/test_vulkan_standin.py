@@ -84,8 +84,8 @@ def test_the_vulkan_leg_builds_through_every_stage_and_runs_on_lavapipe(tree):
     op = checks["op:MUL_MAT"]
     # the real bundle's case filter (plain layouts, m=16, k=256) picks one of the stand-in's f32 cases
     assert op["status"] == "passed" and op["passed"] == op["total"] == 1, op
+    from bundlegraph.backends.vulkan import smoke as vulkan
     from bundlegraph.core.proc import quote
-    from bundlegraph.pipeline.smoke import vulkan
 
     assert vulkan.OPS[0][0] == "MUL_MAT" and vulkan.OPS[0][1] is not None
     assert op["command"].endswith(quote(["-b", "Vulkan0", "-o", "MUL_MAT", "-p", vulkan.OPS[0][1]])), op["command"]

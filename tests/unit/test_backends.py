@@ -125,6 +125,7 @@ def _fake() -> types.ModuleType:
     """A GPU backend module as a new backend would write it (no stage module knows its name)."""
     m = types.ModuleType("bundlegraph.backends.fakegpu")
     m.NAME = "fakegpu"
+    m.ORDER = 90
     m.TITLE = "FakeGPU"
     m.GPU = True
     m.LIBRARY = "ggml-fakegpu"

@@ -45,3 +45,59 @@ def test_the_rule_sees_a_comparison_in_each_form(tmp_path):
     finally:
         f.unlink()
     assert got == ['x == "windows"', '"linux" != y', 'z in ("macos", "q")']
+
+
+def facts_imports(init: Path) -> list[str]:
+    """The modules a backend package's facts (``init``, its ``__init__.py``) import, absolute,
+    except ``__future__`` and the standard library's ``typing``."""
+    pkg = init.parent.relative_to(PKG.parent).as_posix().split("/")
+    out = []
+    for node in ast.walk(ast.parse(init.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = pkg[: len(pkg) - node.level + 1] if node.level else []
+            out.append(".".join([*base, *([node.module] if node.module else [])]))
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return [m for m in out if m not in ("__future__", "typing")]
+
+
+def test_a_backends_facts_import_only_core():
+    """Every backend package's facts (its ``__init__``, which the registry imports on every load)
+    import only :mod:`bundlegraph.core` and the shared verbs (issue 53 item 1): its SDK, smoke side
+    and verify rows sit beside them and are imported by name (pyproject's import-linter contracts)."""
+    from bundlegraph import backends
+
+    inits = [PKG / "backends" / b.NAME / "__init__.py" for b in backends.BACKENDS]
+    assert all(f.is_file() for f in inits), [str(f) for f in inits if not f.is_file()]
+    bad = [
+        f"{f.relative_to(PKG.parent).as_posix()}: imports {m}"
+        for f in inits
+        for m in facts_imports(f)
+        if not (m.startswith(("bundlegraph.core", "bundlegraph.backends.verbs")) or m in {"bundlegraph.core"})
+        and m.startswith("bundlegraph")
+    ]
+    assert not bad, "a backend's facts import only bundlegraph.core:\n" + "\n".join(bad)
+    assert facts_imports(PKG / "backends" / "vulkan" / "__init__.py") == ["bundlegraph.backends.verbs"]
+
+
+def test_every_backend_plug_in_module_imports_first_in_a_fresh_process():
+    """A backend's plug-in modules (smoke side, verify rows, SDK) import the floor that collects
+    them (``pipeline.smoke``, ``verification``); collecting them at that floor's import time made
+    ``import bundlegraph.backends.cuda.verify`` fail when nothing else was loaded first (an import
+    circle hidden by test order). Each is imported first, alone, in its own interpreter."""
+    import subprocess
+    import sys
+
+    pkg = Path(__file__).resolve().parents[2] / "bundlegraph" / "backends"
+    mods = sorted(
+        f"bundlegraph.backends.{f.parent.name}.{f.stem}"
+        for f in pkg.glob("*/*.py")
+        if f.stem != "__init__" and not f.parent.name.startswith("_")
+    )
+    assert len(mods) >= 7  # smoke sides of cuda, vulkan, hip, metal; verify rows of cuda, vulkan, hip
+    failed = []
+    for m in mods:
+        r = subprocess.run([sys.executable, "-c", f"import {m}"], capture_output=True, text=True, check=False)
+        if r.returncode:
+            failed.append(f"{m}: {r.stderr.strip().splitlines()[-1]}")
+    assert failed == []

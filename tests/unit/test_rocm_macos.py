@@ -348,8 +348,8 @@ def test_a_rocm_bundle_without_hipblas_or_a_targets_kernels_fails_verify_by_name
 def test_the_code_object_row_fails_closed_without_an_offload_bundle(matrix):
     """A ggml-hip the reader found no offload bundle in, and a bundle without ggml-hip, each fail
     the row in one line (the real code objects: tests/integration/test_verify_rocm_macos_real.py)."""
+    from bundlegraph.backends.hip import verify as hiprows
     from bundlegraph.checks.inspect import FileResult
-    from bundlegraph.verification import hip as hiprows
     from bundlegraph.verification.rows import Subject
 
     pol = policy_from_spec(matrix.legs["linux-x64-rocm-gfx110x"], matrix.release)
@@ -592,8 +592,8 @@ def test_the_hip_and_metal_smoke_sides_say_where_their_gpu_steps_run(tmp_path):
     """A ROCm bundle's GPU steps run only where the amdgpu driver's /dev/kfd is (no hosted runner);
     a Metal bundle's only on an Apple silicon Mac (the macos-26 runner): elsewhere each says why,
     and the ROCm legs' specs waive the smoke with the same reason."""
-    from bundlegraph.pipeline.smoke import hip as hip_side
-    from bundlegraph.pipeline.smoke import metal as metal_side
+    from bundlegraph.backends.hip import smoke as hip_side
+    from bundlegraph.backends.metal import smoke as metal_side
 
     none = hip_side.probe(tmp_path / "kfd")
     assert none.kfd is None and none.key() == {"kfd": None}
@@ -626,7 +626,9 @@ def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
     from bundlegraph.backends import backend
     from bundlegraph.pipeline.smoke.gpu import device_name
     from bundlegraph.pipeline.smoke.judges import judge_devices
-    from bundlegraph.pipeline.smoke.sides import SIDES
+    from bundlegraph.pipeline.smoke.sides import sides
+
+    SIDES = sides()
 
     printed = {
         "cuda": "CUDA0: NVIDIA H100 80GB HBM3 (81090 MiB, 80575 MiB free)",

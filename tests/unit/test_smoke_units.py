@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph.backends.cuda.smoke import OP_NAMES as OPS
+from bundlegraph.backends.cuda.smoke import decide
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.core.gpus import Gpu, GpuProbe, covered, parse_query
 from bundlegraph.graph.context import Filters, load_graph
 from bundlegraph.pipeline.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
-from bundlegraph.pipeline.smoke import OPS, decide, judge_devices, judge_op, plan_smoke
+from bundlegraph.pipeline.smoke import judge_devices, judge_op, plan_smoke
 from bundlegraph.pipeline.smoke.judges import judge_gpu_generate as judge_generate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -312,7 +314,7 @@ def test_loader_trace_judge_allows_only_what_it_is_told():
 
 
 def test_the_vulkan_side_picks_the_driver_the_setting_names_else_lavapipe(tmp_path, monkeypatch):
-    from bundlegraph.pipeline.smoke import vulkan
+    from bundlegraph.backends.vulkan import smoke as vulkan
 
     icd = tmp_path / "nvidia_icd.json"
     icd.write_text("{}")
@@ -339,7 +341,7 @@ def test_the_vulkan_side_picks_the_driver_the_setting_names_else_lavapipe(tmp_pa
 
 
 def test_the_vulkan_side_shows_the_programs_its_driver_alone():
-    from bundlegraph.pipeline.smoke import vulkan
+    from bundlegraph.backends.vulkan import smoke as vulkan
     from bundlegraph.pipeline.smoke.side import Decision
 
     run = types.SimpleNamespace(env={"LD_LIBRARY_PATH": "/x"}, decision=Decision(True, probe={"icd": "/i.json"}))
@@ -352,17 +354,31 @@ def test_the_vulkan_side_shows_the_programs_its_driver_alone():
 
 
 def test_every_gpu_backend_has_a_smoke_side():
-    from bundlegraph.pipeline.smoke import cuda, hip, metal, vulkan
-    from bundlegraph.pipeline.smoke.sides import SIDES, side_problems
+    import importlib
 
-    assert SIDES == {"cpu": None, "cuda": cuda, "vulkan": vulkan, "hip": hip, "metal": metal}
+    from bundlegraph import backends
+    from bundlegraph.backends.cuda import smoke as cuda
+    from bundlegraph.backends.hip import smoke as hip
+    from bundlegraph.backends.metal import smoke as metal
+    from bundlegraph.backends.vulkan import smoke as vulkan
+    from bundlegraph.pipeline.smoke.sides import side_problems, sides
+
+    SIDES = sides()
+
+    # derived from the registry: a backend added as one folder needs no edit here
+    expected = {
+        b.NAME: (importlib.import_module(f"{backends.module_name(b)}.smoke") if b.GPU else None)
+        for b in backends.BACKENDS
+    }
+    assert SIDES == expected
+    assert {"cpu": None, "cuda": cuda, "vulkan": vulkan, "hip": hip, "metal": metal}.items() <= SIDES.items()
     assert side_problems(SIDES) == []
     from bundlegraph.pipeline.smoke.sides import load_sides
 
     assert load_sides() == SIDES  # each backend names its own side (SMOKE)
-    assert side_problems({"cpu": None, "cuda": vulkan, "hip": hip, "metal": metal}) == [
-        "smoke sides for ['cpu', 'cuda', 'hip', 'metal']: expected one entry per backend "
-        "['cpu', 'cuda', 'hip', 'metal', 'vulkan']",
+    others = {n: s for n, s in SIDES.items() if n not in ("cuda", "vulkan")}
+    assert side_problems({**others, "cuda": vulkan}) == [
+        f"smoke sides for {sorted(set(SIDES) - {'vulkan'})}: expected one entry per backend {sorted(SIDES)}",
         "smoke side vulkan is registered as cuda",
         "GPU backend vulkan has no smoke side",
     ]

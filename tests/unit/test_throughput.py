@@ -227,7 +227,7 @@ def test_the_plan_benches_both_sides_alike_after_the_ops_and_keys_the_reference(
 
 
 def test_the_vulkan_reference_takes_upstreams_vulkan_job_and_runs_only_on_a_gpus_driver():
-    from bundlegraph.pipeline.smoke import vulkan
+    from bundlegraph.backends.vulkan import smoke as vulkan
 
     flags, source = upstream_flags(WORKFLOW, "release.yml", "ubuntu-vulkan", "x64", 0)
     assert flags == ["-DGGML_BACKEND_DL=ON", "-DGGML_VULKAN=ON", "-DGGML_RPC=ON"]
@@ -279,8 +279,8 @@ def test_the_bench_shapes_are_a_1b_dense_model_and_a_small_moe_in_q4_k_m():
 def test_no_reference_is_built_where_no_gpu_can_run_the_check(workdir, monkeypatch):
     import json
 
+    from bundlegraph.backends.cuda import smoke as cuda
     from bundlegraph.core.gpus import GpuProbe
-    from bundlegraph.pipeline.smoke import cuda
     from bundlegraph.pipeline.smoke.gpu import run_reference
     from bundlegraph.pipeline.smoke.plan import plan_reference
 

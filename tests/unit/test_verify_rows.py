@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph.backends.cuda import verify as cuda
 from bundlegraph.checks import Failure
 from bundlegraph.core.errors import VerifyError
 from bundlegraph.schemas.archs import parse_arch
 from bundlegraph.specs.loader import load_matrix
-from bundlegraph.verification import VerifyPolicy, cuda, rows, table, verify_path
+from bundlegraph.verification import VerifyPolicy, rows, table, verify_path
 from bundlegraph.verification.rows import READ_KEY, FileRow, Row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def test_a_fake_backend_row_runs_for_its_backends_legs_only(workdir, monkeypatch
         return [Failure("bundle", "fake-cuda", f"checked archs {','.join(p.cmake_archs)}")], {}
 
     fake = Row("fake-cuda", fake_cuda, ("archs", "cuda"), "loading", gate=lambda p: p.cuda)
-    monkeypatch.setitem(table.BACKEND_ROWS, "cuda", (*cuda.ROWS, fake))
+    monkeypatch.setitem(table.registry_rows(), "cuda", (*cuda.ROWS, fake))
     plan, _ = _stage(workdir, CUDA_LEG)
     with pytest.raises(VerifyError) as e:
         plan.apply(plan.prepared())
@@ -82,8 +83,8 @@ def test_a_fake_backend_row_runs_for_its_backends_legs_only(workdir, monkeypatch
 
 
 def test_cuda_rows_are_the_cuda_backends_and_gate_on_its_fields(tmp_path):
-    assert [r.name for r in table.BACKEND_ROWS["cuda"]] == ["gpu-code", "ptx-isa", "cuda-major"]
-    assert table.BACKEND_ROWS["cpu"] == ()
+    assert [r.name for r in table.registry_rows()["cuda"]] == ["gpu-code", "ptx-isa", "cuda-major"]
+    assert table.registry_rows()["cpu"] == ()
     (tmp_path / "llama-cli").write_bytes(b"")
     # archs promised, no backend library: the CUDA row says so; a policy without archs skips it
     promised = verify_path(tmp_path, VerifyPolicy(os="linux", archs=(parse_arch("120"),)))
@@ -128,7 +129,7 @@ def test_a_bad_table_is_refused():
         "verify row odd: phase 'late': expected one of " + ", ".join(rows.PHASES),
         "verify row odd: key ['colour']: not verify policy fields",
     ]
-    assert table.table_problems(rows.ROWS, table.BACKEND_ROWS) == []
+    assert table.table_problems(rows.ROWS, table.registry_rows()) == []
     with pytest.raises(RuntimeError, match="verify table: two verify rows share a name"):
         table.rows_for((*rows.ROWS, bad[0]))
 
@@ -137,12 +138,13 @@ def test_a_backends_rows_are_found_by_its_name_and_its_field_stays_out_of_the_ke
     """A backend's rows are the ROWS of the verification module named after it (no edit to the
     table); the policy's ``backend`` is checked against the registry and left out of
     :meth:`VerifyPolicy.to_json`, so no verify key of an existing leg changes."""
+    from bundlegraph.backends.cuda import verify as cuda
+    from bundlegraph.backends.vulkan import verify as vulkan
     from bundlegraph.core.errors import BundleGraphError
-    from bundlegraph.verification import cuda, vulkan
 
     assert table.backend_rows(("cpu", "cuda", "vulkan")) == {"cpu": (), "cuda": cuda.ROWS, "vulkan": vulkan.ROWS}
     assert table.backend_rows(("rows", "nosuchbackend")) == {"rows": (), "nosuchbackend": ()}
-    assert [r.name for r in table.BACKEND_ROWS["vulkan"]] == ["vulkan-library", "vulkan-loader", "vulkan-shaders"]
+    assert [r.name for r in table.registry_rows()["vulkan"]] == ["vulkan-library", "vulkan-loader", "vulkan-shaders"]
     p = VerifyPolicy(os="linux", backend="vulkan")
     assert "backend" not in p.to_json() and p.to_json() == VerifyPolicy(os="linux").to_json()
     assert p.backends == ("libggml-vulkan.so",) and VerifyPolicy(os="linux", cuda=True).driver_of == "cuda"

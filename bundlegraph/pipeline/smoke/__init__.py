@@ -29,13 +29,14 @@ run (:mod:`.host`), cheap first:
 job smoke-tests its bundles before the manifest; for the others it is opt-in (and skipped: below).
 
 **For a GPU leg** the GPU checks follow, from the leg's side (:mod:`.sides`: one module per GPU
-backend, keyed by the spec's ``backend``; a :class:`~.side.GpuSide` probes, decides, names the
-device and its environment, and lists its ops). **Vulkan** (:mod:`.vulkan`): on the driver
+backend, the ``smoke`` module of its package (``bundlegraph.backends.vulkan.smoke``), keyed by
+the spec's ``backend``; a :class:`~.side.GpuSide` probes, decides, names the
+device and its environment, and lists its ops). **Vulkan**: on the driver
 ``BUNDLEGRAPH_VULKAN_ICD`` names, else Mesa's lavapipe, alone visible to the loader
 (``VK_DRIVER_FILES``) with its first device named for ggml (``GGML_VK_VISIBLE_DEVICES=0``);
-``test-backend-ops`` runs MUL_MAT with f32, f16, q4_0 and q8_0 weights only. **CUDA**
-(:mod:`.cuda`), on a host with an NVIDIA GPU: decision first (:func:`.plan.decide`, from the
-probe the plan took):
+``test-backend-ops`` runs MUL_MAT with f32, f16, q4_0 and q8_0 weights only. **CUDA**,
+on a host with an NVIDIA GPU: decision first (its side's ``decide``, from the probe the plan
+took):
 
 1. the bundle's os/arch (its info JSON) must be this host's;
 2. the driver must list a GPU (``nvidia-smi``, :mod:`bundlegraph.core.gpus`);
@@ -64,7 +65,7 @@ result (a failure names the step or op):
   libraries, where its ``$ORIGIN`` RUNPATH finds the bundle's ``libggml*``/``libllama*`` and
   ``ggml_backend_load_all`` the bundle's backends. ``test-backend-ops test -b CUDA0 -o OP``
   (``-b Vulkan0 -o OP -p PARAMS``) compares the GPU backend with the CPU backend per op of the
-  side's ``OPS`` (CUDA: :data:`OPS`; usage text in
+  side's ``OPS`` (usage text in
   ``tests/test-backend-ops.cpp``); an op passes when it exits 0, prints ``Backend CUDA<n>: OK``
   and ``k/k tests passed`` with k > 0;
 - ``model``: a tiny random-weight GGUF (:mod:`.tinygguf`, the source's ``gguf-py`` and its
@@ -106,12 +107,10 @@ from .gpu import run_reference, run_tools
 from .judges import judge_devices, judge_op
 from .line import find_archive, line_sibling
 from .plan import (
-    OPS,
     TOOLS_CACHE,
     ReferencePlan,
     SmokePlan,
     SmokeToolsPlan,
-    decide,
     plan_reference,
     plan_smoke,
     plan_tools,
@@ -340,10 +339,8 @@ def plans(ctx: Context) -> list[Any]:
 
 __all__ = [
     "NAME",
-    "OPS",
     "OPT_IN",
     "BundleGraphError",
-    "decide",
     "has_reference",
     "judge_devices",
     "judge_op",

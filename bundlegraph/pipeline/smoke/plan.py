@@ -1,8 +1,8 @@
 """The plan of ``smoke:<leg>`` and ``smoke:tools-<leg>``: what runs, on which GPU, decided before
 anything runs. :func:`plan_smoke` gives the :class:`SmokePlan` (the bundle, each check's command
 with placeholders, the tiny model's command, the runtime directory and, for a GPU leg, its side's
-probe and the :class:`Decision` it allows: :mod:`.sides`); :func:`decide` is CUDA's decision (host,
-driver, then the bundle's fatbin coverage, :mod:`.cuda`); :func:`plan_tools` plans the
+probe and the :class:`Decision` it allows: :mod:`.sides`, each backend's own ``smoke`` module: CUDA's decides on host, driver, then the
+bundle's fatbin coverage); :func:`plan_tools` plans the
 ``test-backend-ops`` build from it."""
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from ..base import Context
 from ..configure import ConfigurePlan, check_host, plan_configure
 from ..source import plan_source, source_record_if_any
 from .bench import BENCH_ARGS
-from .cuda import OP_NAMES as OPS
-from .cuda import decide
 from .line import LineReference, line_sibling, plan_line
 from .side import Decision, Probe, op_args
 from .sides import side_of
@@ -359,7 +357,6 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
 
 __all__ = [
     "N_PREDICT",
-    "OPS",
     "TOOLS_CACHE",
     "VOCABS",
     "Check",
@@ -367,7 +364,6 @@ __all__ = [
     "ReferencePlan",
     "SmokePlan",
     "SmokeToolsPlan",
-    "decide",
     "plan_reference",
     "plan_smoke",
     "plan_tools",

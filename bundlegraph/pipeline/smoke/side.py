@@ -1,9 +1,9 @@
 """What a GPU backend's side of ``smoke:<leg>`` is (:class:`GpuSide`) and the :class:`Decision`
 it makes. A GPU backend of :data:`bundlegraph.backends.BACKENDS` has a module of this package
-(:mod:`.cuda`, :mod:`.vulkan`) that the backend module names (``SMOKE``, collected in :data:`.sides.SIDES`); the plan,
+(:mod:`.cuda`, :mod:`.vulkan`) that the backend module names (``SMOKE``, collected in :func:`.sides.sides`); the plan,
 the run and the GPU steps ask the leg's side and never branch on a backend's name. (The sides live
 here, not in the backend modules, because the backends table sits below the stages:
-``[tool.importlinter]`` in pyproject.toml; the shape of :data:`bundlegraph.verification.table.BACKEND_ROWS`.)
+``[tool.importlinter]`` in pyproject.toml; the shape of :func:`bundlegraph.verification.table.registry_rows`.)
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The GPU sides of ``smoke:<leg>`` by backend spec name (:data:`SIDES`): for each backend of
+"""The GPU sides of ``smoke:<leg>`` by backend spec name (:func:`sides`): for each backend of
 :data:`bundlegraph.backends.BACKENDS`, the module its :attr:`~bundlegraph.backends.Backend.SMOKE`
 names (a :class:`~.side.GpuSide`), None for a backend without GPU steps (the CPU). Adding a GPU
 backend's smoke: its side module, named by the backend module; nothing here changes."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import cast
 
@@ -33,8 +34,8 @@ MEMBERS: tuple[str, ...] = tuple(
 def side_problems(table: dict[str, GpuSide | None]) -> list[str]:
     """What is wrong with a sides table, one line each: a backend missing or unknown, a GPU
     backend without a side, a side keyed under another backend's name, a side module lacking a
-    member of :class:`.side.GpuSide` (:data:`MEMBERS`). Checked on :data:`SIDES` when this module
-    loads (a bad table is a bug: RuntimeError)."""
+    member of :class:`.side.GpuSide` (:data:`MEMBERS`). Checked by :func:`sides` on first use
+    (a bad table is a bug: RuntimeError)."""
     probs = []
     if set(table) != set(backends.BACKEND_NAMES):
         probs.append(
@@ -53,16 +54,24 @@ def side_problems(table: dict[str, GpuSide | None]) -> list[str]:
     return probs
 
 
-SIDES: dict[str, GpuSide | None] = load_sides()
-"""Backend spec name -> its smoke side (None: the host steps only)."""
+@functools.cache
+def sides() -> dict[str, GpuSide | None]:
+    """Backend spec name -> its smoke side (None: the host steps only), loaded on first use and
+    checked (:func:`side_problems`; a bad table is a bug: RuntimeError naming every problem).
+
+    Loaded on first use, not at import: a side module imports :mod:`.side` (its protocol), which
+    runs this package's ``__init__``; loading the sides there would import the side module while
+    it is half-initialised (an import circle). It also keeps the side modules out of a run that
+    never smokes (``doit list``)."""
+    table = load_sides()
+    if probs := side_problems(table):
+        raise RuntimeError("bundlegraph.pipeline.smoke.sides: " + "; ".join(probs))
+    return table
 
 
 def side_of(backend_name: str, table: dict[str, GpuSide | None] | None = None) -> GpuSide | None:
     """The smoke side of the backend ``backend_name`` (None: no GPU steps)."""
-    return (SIDES if table is None else table)[backend_name]
+    return (sides() if table is None else table)[backend_name]
 
 
-if _probs := side_problems(SIDES):
-    raise RuntimeError("bundlegraph.pipeline.smoke.sides: " + "; ".join(_probs))
-
-__all__ = ["MEMBERS", "SIDES", "load_sides", "side_of", "side_problems"]
+__all__ = ["MEMBERS", "load_sides", "side_of", "side_problems", "sides"]

@@ -12,10 +12,13 @@ slice of issue 42.
 
 from __future__ import annotations
 
-from .verbs import no_gpu_targets, no_required_files
+from ..verbs import no_gpu_targets, no_required_files
 
 NAME = "cuda"
 """A spec's ``backend`` value."""
+
+ORDER = 10
+"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
 
 TITLE = "CUDA"
 """Its name in messages."""
@@ -98,7 +101,7 @@ SDK: str | None = "bundlegraph.toolkit.cuda_sdk"
 COMPILER: str | None = "cuda"
 """The machine-file ``[binaries]`` entry a CUDA leg's toolchain must name (``cuda = "nvcc"``)."""
 
-SMOKE: str | None = "bundlegraph.pipeline.smoke.cuda"
+SMOKE: str | None = "bundlegraph.backends.cuda.smoke"
 """The module of a CUDA leg's smoke GPU steps (NVIDIA's GPUs, ``CUDA0``)."""
 
 

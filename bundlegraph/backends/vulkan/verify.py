@@ -1,5 +1,5 @@
 """The Vulkan backend's verify rows (:mod:`bundlegraph.backends.vulkan`), found by
-:data:`.table.BACKEND_ROWS` under the backend's name. All gate on ``backend == "vulkan"``:
+:func:`.table.registry_rows` under the backend's name. All gate on ``backend == "vulkan"``:
 
 - ``vulkan-library``: the bundle holds the backend library (``libggml-vulkan.so`` /
   ``ggml-vulkan.dll``: :func:`bundlegraph.backends.library_file`); silent when the leg's
@@ -29,13 +29,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..backends import backend, library_file
-from ..checks import Failure
-from ..core.platforms import platform
-from .rows import Outcome, Row, Subject
+from ...checks import Failure
+from ...core.platforms import platform
+from ...verification.rows import Outcome, Row, Subject
+from .. import backend, library_file
 
 if TYPE_CHECKING:
-    from .policy import VerifyPolicy
+    from ...verification.policy import VerifyPolicy
 
 NAME = "vulkan"
 """The backend these rows belong to."""
@@ -65,7 +65,7 @@ def _found(s: Subject, p: VerifyPolicy) -> list[tuple[str, str]]:
 def library(s: Subject, p: VerifyPolicy) -> Outcome:
     """One failure when no Vulkan library is in the bundle and ``required`` does not already
     ask for it."""
-    from ..checks.content import required_matches
+    from ...checks.content import required_matches
 
     if _found(s, p):
         return [], {}
@@ -109,8 +109,8 @@ def _outside(path: str, os_name: str, s: Subject) -> list[str]:
 
 
 def _platforms_own(name: str, os_name: str) -> bool:
-    from ..checks.closure import LINUX_BASELINE
-    from ..checks.systemdlls import is_vc_runtime, is_windows_dll
+    from ...checks.closure import LINUX_BASELINE
+    from ...checks.systemdlls import is_vc_runtime, is_windows_dll
 
     if platform(os_name).binary == "PE":  # a PE import names a DLL of Windows or of the VC runtime
         return is_windows_dll(name) or is_vc_runtime(name)
@@ -181,7 +181,7 @@ def compiled_out(info: bytes) -> list[str] | None:
 def shaders(s: Subject, p: VerifyPolicy) -> Outcome:
     """One failure per shader extension the info file reports compiled out and the spec does
     not waive. No facts: package's two passes (without, then with the info file) must agree."""
-    from ..backends.vulkan import SHADER_EXTENSIONS
+    from . import SHADER_EXTENSIONS
 
     if s.info_doc is None:
         return [], {}

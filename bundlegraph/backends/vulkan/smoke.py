@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.lightclass import frozen
+from ...pipeline.smoke.side import Decision, RunView
 from ...toolchains.base import this_host
-from .side import Decision, RunView
 
 if TYPE_CHECKING:
-    from ..base import Context
+    from ...pipeline.base import Context
 
 BACKEND = "vulkan"
 """The backend's spec name."""

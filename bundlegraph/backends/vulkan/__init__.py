@@ -15,10 +15,13 @@ and ``_route_to_vulkan_prebuilt`` of ``studio/install_llama_prebuilt.py``), stat
 
 from __future__ import annotations
 
-from .verbs import no_gpu_targets, no_required_files
+from ..verbs import no_gpu_targets, no_required_files
 
 NAME = "vulkan"
 """A spec's ``backend`` value."""
+
+ORDER = 20
+"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
 
 TITLE = "Vulkan"
 """Its name in messages."""
@@ -108,7 +111,7 @@ SDK: str | None = "bundlegraph.toolkit.vulkan"
 COMPILER: str | None = "glslc"
 """The machine-file ``[binaries]`` entry a Vulkan leg's toolchain must name (``glslc = "glslc"``)."""
 
-SMOKE: str | None = "bundlegraph.pipeline.smoke.vulkan"
+SMOKE: str | None = "bundlegraph.backends.vulkan.smoke"
 """The module of a Vulkan leg's smoke GPU steps (a Vulkan driver, ``Vulkan0``)."""
 
 

@@ -10,14 +10,14 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...backends import backend, library_file
 from ...core.errors import BundleGraphError
+from ...pipeline.smoke.side import Decision, RunView
 from ...toolchains.base import this_host
-from .side import Decision, RunView
+from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...core.gpus import GpuProbe
-    from ..base import Context
+    from ...pipeline.base import Context
 
 BACKEND = "cuda"
 """The backend's spec name."""
@@ -88,7 +88,7 @@ def decide(
 def runtime_dir(ctx: Context, leg: str) -> Path | None:
     """The leg's toolkit's target library directory (the CUDA runtime an installer pairs), or
     None when the toolkit is not there."""
-    from ..toolkit import toolkit_for_leg
+    from ...pipeline.toolkit import toolkit_for_leg
 
     try:
         return toolkit_for_leg(ctx, leg).bin_dir

@@ -34,6 +34,9 @@ from __future__ import annotations
 NAME = "hip"
 """A spec's ``backend`` value."""
 
+ORDER = 30
+"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+
 TITLE = "ROCm (HIP)"
 """Its name in messages."""
 
@@ -81,7 +84,7 @@ COMPILER: str | None = "hip"
 "lib/llvm/bin/clang++"``, TheRock's clang++ (the compiler ``hipcc`` drives), found under the SDK's
 prefix first, then on PATH; CMake's HIP language takes it as ``CMAKE_HIP_COMPILER``."""
 
-SMOKE: str | None = "bundlegraph.pipeline.smoke.hip"
+SMOKE: str | None = "bundlegraph.backends.hip.smoke"
 """The module of a HIP leg's smoke GPU steps (AMD GPUs, ``ROCm0``; GitHub's hosted runners have none)."""
 
 REQUIRED_PROGRAMS: tuple[str, ...] = ()

@@ -14,10 +14,13 @@ its runtime groups name ``lib*.dylib`` and treat metal, blas and rpc as optional
 
 from __future__ import annotations
 
-from .verbs import no_gpu_targets, no_required_files
+from ..verbs import no_gpu_targets, no_required_files
 
 NAME = "metal"
 """A spec's ``backend`` value."""
+
+ORDER = 40
+"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
 
 TITLE = "Metal"
 """Its name in messages."""
@@ -58,7 +61,7 @@ shader source in ``libggml-metal.dylib`` and the framework compiles it on the us
 the backend starts (``ggml/src/ggml-metal/CMakeLists.txt``), so the build runs no ``metal``
 compiler."""
 
-SMOKE: str | None = "bundlegraph.pipeline.smoke.metal"
+SMOKE: str | None = "bundlegraph.backends.metal.smoke"
 """The module of a Metal leg's smoke GPU steps (Apple silicon, ``MTL0``)."""
 
 REQUIRED_PROGRAMS: tuple[str, ...] = ()

@@ -1,5 +1,5 @@
 """The HIP backend's verify rows (:mod:`bundlegraph.backends.hip`), found by
-:data:`.table.BACKEND_ROWS` under the backend's name; they gate on the promised gfx targets (a
+:func:`.table.registry_rows` under the backend's name; they gate on the promised gfx targets (a
 ROCm leg's ``mapped_targets``, :attr:`~.policy.VerifyPolicy.gfx_targets`):
 
 - ``hip-code``: the bundle reader lists the gfx code objects of every clang offload bundle of
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..backends import backend, library_file
-from ..checks import Failure
-from ..core.platforms import OS_NAMES
-from .rows import Outcome, Row, Subject
+from ...checks import Failure
+from ...core.platforms import OS_NAMES
+from ...verification.rows import Outcome, Row, Subject
+from .. import backend, library_file
 
 if TYPE_CHECKING:
-    from .policy import VerifyPolicy
+    from ...verification.policy import VerifyPolicy
 
 NAME = "hip"
 """The backend these rows belong to."""
@@ -47,7 +47,7 @@ def hip_code(s: Subject, p: VerifyPolicy) -> Outcome:
     """One failure per problem of a ``ggml-hip`` library's code objects against ``p.gfx_targets``
     (module docstring), one when the bundle has no such library, one per promised target another
     file's offload bundles lack; the facts: every file's offload summary."""
-    from ..checks.offload import check_targets
+    from ...checks.offload import check_targets
 
     want = tuple(p.gfx_targets)
     promised = ",".join(want)

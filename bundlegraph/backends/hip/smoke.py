@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.lightclass import frozen
-from .side import Decision, RunView
+from ...pipeline.smoke.side import Decision, RunView
 
 if TYPE_CHECKING:
-    from ..base import Context
+    from ...pipeline.base import Context
 
 BACKEND = "hip"
 """The backend's spec name."""

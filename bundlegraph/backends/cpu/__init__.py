@@ -8,10 +8,13 @@ Install kinds: the installer's ``linux-cpu``, ``linux-arm64``, ``windows-cpu`` a
 
 from __future__ import annotations
 
-from .verbs import no_gpu_targets, no_required_files
+from ..verbs import no_gpu_targets, no_required_files
 
 NAME = "cpu"
 """A spec's ``backend`` value."""
+
+ORDER = 0
+"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
 
 TITLE = "CPU"
 """Its name in messages."""

@@ -1,5 +1,5 @@
 """The CUDA backend's verify rows (:mod:`bundlegraph.backends.cuda`), registered in
-:data:`.table.BACKEND_ROWS`:
+:func:`.table.registry_rows`:
 
 - ``gpu-code``: the fatbin of each GPU backend library holds SASS or PTX for every promised arch
   (:func:`bundlegraph.checks.fatbin.check_archs`; ``120a`` means SM 120,
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..backends import backend, library_file
-from ..checks import Failure
-from .rows import Outcome, Row, Subject
+from ...checks import Failure
+from ...verification.rows import Outcome, Row, Subject
+from .. import backend, library_file
 
 if TYPE_CHECKING:
-    from .policy import VerifyPolicy
+    from ...verification.policy import VerifyPolicy
 
 
 def _cuda_libraries(p: VerifyPolicy) -> tuple[str, ...]:
@@ -40,7 +40,7 @@ def _cuda_libraries(p: VerifyPolicy) -> tuple[str, ...]:
 def gpu_code(s: Subject, p: VerifyPolicy) -> Outcome:
     """One failure per promised arch a CUDA backend library's fatbin lacks; one naming the
     libraries when the bundle has none of them, or a library without a fatbin section."""
-    from ..checks.fatbin import check_archs
+    from ...checks.fatbin import check_archs
 
     libs = _cuda_libraries(p)
     backends = {b.lower() for b in libs}
@@ -66,8 +66,8 @@ def gpu_code(s: Subject, p: VerifyPolicy) -> Outcome:
 def ptx_isa(s: Subject, p: VerifyPolicy) -> Outcome:
     """One failure per PTX-only SM of a CUDA backend library whose PTX ISA the leg's oldest driver
     (``p.driver_floor``) cannot JIT-compile; the fact ``ptx_isa`` records each library's ISAs."""
-    from ..checks.ptxisa import PtxOnly, jit_problems
-    from ..schemas.archs import parse_version
+    from ...checks.ptxisa import PtxOnly, jit_problems
+    from ...schemas.archs import parse_version
 
     assert p.driver_floor is not None  # the gate says so
     driver = parse_version(p.driver_floor)
@@ -84,7 +84,7 @@ def ptx_isa(s: Subject, p: VerifyPolicy) -> Outcome:
 
 def cuda_major(s: Subject, p: VerifyPolicy) -> Outcome:
     """Imports of a CUDA library whose major is not the leg's (``p.cuda_major``)."""
-    from ..checks.backends import foreign_cuda_imports
+    from ...checks.backends import foreign_cuda_imports
 
     assert p.cuda_major is not None  # the gate says so
     return foreign_cuda_imports(s.pe, s.elf, p.cuda_major), {}
