@@ -1,7 +1,7 @@
 """``bundlegraph schema``: the JSON Schema of the spec formats, generated from the records
 (:mod:`bundlegraph.schemas.records`: each property's description is its field's docstring).
 
-The committed copies live in ``bundlegraph/schemas/json/`` (``bundle-spec.schema.json``,
+The committed copies live beside the specs, in ``bundles/schema/`` (``bundle-spec.schema.json``,
 ``release.schema.json``); a test keeps them equal to what this prints.
 """
 

@@ -6,13 +6,13 @@ import pytest
 
 from bundlegraph.commands.schema import SCHEMAS, render
 
-JSON_DIR = Path(__file__).resolve().parents[2] / "bundlegraph" / "schemas" / "json"
+JSON_DIR = Path(__file__).resolve().parents[2] / "bundles" / "schema"
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_committed_schema_is_fresh(name):
     committed = (JSON_DIR / f"{name}.schema.json").read_text(encoding="utf-8").replace("\r\n", "\n")
-    assert committed == render(name), f"run: bundlegraph schema --write {JSON_DIR.relative_to(JSON_DIR.parents[2])}"
+    assert committed == render(name), f"run: bundlegraph schema --write {JSON_DIR.relative_to(JSON_DIR.parents[1])}"
 
 
 def test_schema_forbids_unknown_keys():
@@ -52,11 +52,11 @@ def test_editors_validate_the_specs_as_you_type():
     cfg = tomllib.loads((JSON_DIR.parents[2] / ".taplo.toml").read_text(encoding="utf-8"))
     rules = {tuple(r["include"]): r["schema"]["path"] for r in cfg["rule"]}
     assert (
-        rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundlegraph/schemas/json/bundle-spec.schema.json"
+        rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundles/schema/bundle-spec.schema.json"
     )
     assert (
         rules[("bundles/release.toml", "tests/data/bundles/release.toml")]
-        == "./bundlegraph/schemas/json/release.schema.json"
+        == "./bundles/schema/release.schema.json"
     )
 
 
