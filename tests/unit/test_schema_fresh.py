@@ -49,7 +49,7 @@ def test_editors_validate_the_specs_as_you_type():
     """taplo (the TOML language server most editors use) maps bundles/*.toml to the schema."""
     import tomllib
 
-    cfg = tomllib.loads((JSON_DIR.parents[2] / ".taplo.toml").read_text(encoding="utf-8"))
+    cfg = tomllib.loads((JSON_DIR.parents[1] / ".taplo.toml").read_text(encoding="utf-8"))
     rules = {tuple(r["include"]): r["schema"]["path"] for r in cfg["rule"]}
     assert (
         rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundles/schema/bundle-spec.schema.json"
@@ -71,7 +71,7 @@ def test_the_real_specs_pass_the_schema_and_what_it_refuses_fails():
     def as_json(v):  # TOML date-times are strings of format date-time to a JSON Schema (as taplo sees them)
         return json.loads(json.dumps(v, default=lambda o: o.isoformat() if isinstance(o, datetime.datetime) else o))
 
-    root = JSON_DIR.parents[2]
+    root = JSON_DIR.parents[1]
     spec_schema = json.loads(render("bundle-spec"))
     for d in (root / "bundles", root / "tests" / "data" / "bundles"):
         for f in sorted(d.glob("*.toml")):
