@@ -160,6 +160,10 @@ def test_a_build_measures_real_compiles_only(tmp_path):
     assert m.other == {"bin/lib.so": 3.0}
     nocache = measure(steps, ran, None, tmp_path)  # no compiler cache: every compile was real, none "missed"
     assert nocache.objects == {"d/a.cu": 40.0, "d/b.cu": 0.1} and nocache.missed == []
+    # a custom command logged under its absolute name (ggml-opencl's kernel headers) is keyed
+    # inside the build folder, once: a committed record names no machine's folder
+    gen = {f"{tmp_path.as_posix()}/gen/add.cl.h": 0.2, "gen/add.cl.h": 0.2, "/elsewhere/x.h": 1.0}
+    assert measure(steps, gen, None, tmp_path).other == {"gen/add.cl.h": 0.2, "/elsewhere/x.h": 1.0}
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,14 @@ def _norm(path: str, cwd: Path) -> str:
     return os.path.normpath(p).replace("\\", "/").lower() if os.name == "nt" else os.path.normpath(p)
 
 
+def _in_build_dir(output: str, cmake_dir: Path) -> str:
+    """``output`` with ``/`` separators, relative to ``cmake_dir`` where it is an absolute path
+    inside it: a committed cost record names no machine's build folder."""
+    p = output.replace("\\", "/")
+    base = cmake_dir.as_posix().rstrip("/") + "/"
+    return p[len(base) :] if p.startswith(base) else p
+
+
 @frozen
 class Measured:
     """One build's figures: ``objects`` (seconds by object key, real compiles only), ``other``
@@ -79,7 +87,10 @@ def measure(
     for output, seconds in sorted(ran.items()):
         step = by_output.get(output.replace("\\", "/"))
         if step is None:
-            out.other[output.replace("\\", "/")] = seconds
+            key = _in_build_dir(output, cmake_dir)
+            # one step can be logged under its absolute and its relative name (a custom command
+            # whose OUTPUT is absolute, as ggml-opencl's kernel headers): one key, one cost
+            out.other[key] = max(seconds, out.other.get(key, 0.0))
             continue
         out.compiled.append(step.output)
         what = "miss" if results is None else by_source.get(_norm(step.source, cmake_dir), "unknown")
