@@ -146,9 +146,10 @@ def generated_text(out: str) -> str | None:
 
 def judge_devices(out: str, name: str = "CUDA", title: str | None = None) -> str | None:
     """None when ``--list-devices`` output lists a device named ``name<n>`` (ggml's device names:
-    ``CUDA0``, ``Vulkan0``, ``ROCm0``, ``MTL0``; ``title``: the backend's name in the message,
-    default ``name``), else what is wrong: its layers would run on the CPU."""
-    if re.search(rf"^\s*{re.escape(name)}\d+: ", out, re.MULTILINE):
+    ``CUDA0``, ``Vulkan0``, ``ROCm0``, ``MTL0``) or ``name`` alone (ggml-opencl names its one
+    device ``GPUOpenCL``, no index); ``title``: the backend's name in the message, default
+    ``name``. Else what is wrong: its layers would run on the CPU."""
+    if re.search(rf"^\s*{re.escape(name)}\d*: ", out, re.MULTILINE):
         return None
     return (
         f"no {name}<n> device listed: the {title or name} backend did not load or sees no GPU (a fallback to the CPU)"
