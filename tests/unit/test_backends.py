@@ -68,7 +68,7 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
         "windows": "ggml-cuda.dll",
     }
     assert verify.BACKENDS["linux"][:4] == ("libggml-cuda.so", "libggml-vulkan.so", "libggml-hip.so", "libggml-metal.so")
-    assert verify.BACKENDS["macos"][-1] == "libggml-metal.dylib"
+    assert "libggml-metal.dylib" in verify.BACKENDS["macos"]
     assert judges.DRIVERS == {"linux": "libcuda.so.1", "windows": "nvcuda.dll"} and judges.DRIVER == "libcuda.so.1"
     assert judges.CPU_BACKENDS == {
         "linux": "libggml-cpu*.so",
@@ -76,8 +76,8 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
         "macos": "libggml-cpu*.dylib",
     }
     vk = backend("vulkan")
-    assert driver_owners("windows") == {"nvcuda.dll": cuda, "vulkan-1.dll": vk}
-    assert driver_owners("linux") == {"libcuda.so.1": cuda, "libvulkan.so.1": vk}
+    assert {"nvcuda.dll": cuda, "vulkan-1.dll": vk}.items() <= driver_owners("windows").items()
+    assert {"libcuda.so.1": cuda, "libvulkan.so.1": vk}.items() <= driver_owners("linux").items()
     # the closure checks and the Windows DLL list keep no copy of the driver's names
     assert not hasattr(closure, "LINUX_DRIVER") and not hasattr(systemdlls, "CUDA_DRIVER_DLLS")
     assert not systemdlls.is_windows_dll("nvcuda.dll")

@@ -635,6 +635,8 @@ def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
         "vulkan": "Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free)",
         "hip": "ROCm0: AMD Radeon RX 7900 XTX (24560 MiB, 24472 MiB free)",
         "metal": "MTL0: Apple M2 Pro (21845 MiB, 21845 MiB free)",
+        # ggml-opencl names its one device GPUOpenCL (ggml_backend_opencl_device_get_name)
+        "opencl": "GPUOpenCL: QUALCOMM Adreno(TM) 830 (0 MiB, 0 MiB free)",
     }
     sides = {name: side for name, side in SIDES.items() if side is not None}
     assert set(sides) == set(printed)

@@ -62,12 +62,14 @@ def test_real_matrix_loads_and_everything_is_promised():
         "macos-arm64",
         "macos-x64",
         *(f"{o}-x64-rocm-{fam.lower()}" for o in ("linux", "windows") for fam in hip.FAMILIES),
+        "linux-x64-opencl",  # issue 53: the backend added as one folder
     }
     # the Vulkan legs wait for an SDK their runners can install, the ROCm legs for pinned TheRock
-    # tarballs, the macOS legs for a first release run (each spec says why)
-    waiting = ("-vulkan", "-rocm-", "macos-")
+    # tarballs, the macOS legs for a first release run, OpenCL for an install kind the installer
+    # asks for (each spec says why)
+    waiting = ("-vulkan", "-rocm-", "macos-", "-opencl")
     assert m.promised == [leg for leg in m.legs if not any(w in leg for w in waiting)]
-    assert len(m.promised) == 24 - 3 and len(m.legs) == 24 + 16
+    assert len(m.promised) == 24 - 3 and len(m.legs) == 24 + 17
     assert m.release.default_legs == ["linux-arm64-cpu", "linux-arm64-cuda13-blackwell"]
     w = m.legs["windows-arm64-cuda13-portable"]
     assert (w.cuda.cmake_archs, w.merge.base, w.install_kind, w.signing) == (

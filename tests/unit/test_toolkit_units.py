@@ -44,7 +44,10 @@ def test_legs_with_one_component_set_share_one_task():
     # and one pinned compiler per Linux target (issue 50): x64 (native, ROCm's host code), arm64 (cross)
     gcc = [n for n in names if n.startswith("toolkit:gcc-")]
     assert [n.rsplit("-", 1)[0] for n in gcc] == ["toolkit:gcc-12.2.0-linux-arm64", "toolkit:gcc-12.2.0-linux-x64"]
-    assert len(names) == len(set(names)) == 8 + len(vk) + len(rock) + len(gcc) and vk and len(rock) == 14
+    # and each SDK of a backend added as a package (issue 53: OpenCL's Debian .debs, one set)
+    ocl = [n for n in names if n.startswith("toolkit:opencl-")]
+    assert [n.rsplit("-", 1)[0] for n in ocl] == ["toolkit:opencl-3.0-linux-x64"]
+    assert len(names) == len(set(names)) == 8 + len(vk) + len(rock) + len(gcc) + len(ocl) and vk and len(rock) == 14
     with pytest.raises(ToolkitError, match="no \\[cuda\\] table"):
         toolkit_for_leg(ctx, "linux-arm64-cpu")
 

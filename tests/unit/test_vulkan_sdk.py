@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph.backends import BACKEND_NAMES
 from bundlegraph.core.errors import HostMismatch, SpecError, ToolkitError, ToolMissing
 from bundlegraph.pipeline.base import Context, Filters
 from bundlegraph.pipeline.toolkit import plans, toolkit_for_leg
@@ -49,7 +50,9 @@ UNION_CASES = {
     "backend not in the registry": (
         X64,
         lambda t: t.replace('backend = "vulkan"', 'backend = "vulcan"'),
-        "backend: Input should be 'cpu', 'cuda', 'vulkan', 'hip' or 'metal'",
+        "backend: Input should be "
+        + ", ".join(f"'{n}'" for n in BACKEND_NAMES[:-1])
+        + f" or '{BACKEND_NAMES[-1]}'",  # the registry's names, in its order
     ),
     "vulkan leg without [vulkan]": (
         X64,
