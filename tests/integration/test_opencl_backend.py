@@ -19,6 +19,7 @@ import pytest
 from conftest import linux_only, require_tools
 
 from bundlegraph.backends.opencl import sdk as ocl
+from bundlegraph.backends.opencl.sdk_ref import OpenClSdk
 from bundlegraph.backends.opencl.verify import KERNEL_MARK
 from bundlegraph.core import proc
 from bundlegraph.pipeline.base import Context, Filters
@@ -33,7 +34,7 @@ pytestmark = linux_only
 
 
 @pytest.fixture(scope="module")
-def sdk_ref() -> ocl.OpenClSdk:
+def sdk_ref() -> OpenClSdk:
     """The OpenCL leg's SDK task, run from the real bundles directory (fetching on a cold cache)."""
     require_tools("apt-get", "dpkg-deb")
     m = load_matrix(ROOT / "bundles")
@@ -52,7 +53,7 @@ def test_the_sdk_task_unpacks_the_pinned_packages_and_says_what_it_holds(sdk_ref
     assert Path(r["cmake"]["OpenCL_LIBRARY"]).resolve().name.startswith("libOpenCL.so.1")
 
 
-def _library(sdk_ref: ocl.OpenClSdk, out: Path, *, kernels: bool) -> Path:
+def _library(sdk_ref: OpenClSdk, out: Path, *, kernels: bool) -> Path:
     """A real libggml-opencl.so stand-in, compiled and linked against the SDK: it calls
     clGetPlatformIDs and (``kernels``) holds a kernel's text as ggml embeds them."""
     src = out.parent / "stub.c"
@@ -72,7 +73,7 @@ def _library(sdk_ref: ocl.OpenClSdk, out: Path, *, kernels: bool) -> Path:
     return out
 
 
-def _bundle(tmp_path: Path, sdk_ref: ocl.OpenClSdk, *, kernels: bool = True, ship_loader: bool = False) -> Path:
+def _bundle(tmp_path: Path, sdk_ref: OpenClSdk, *, kernels: bool = True, ship_loader: bool = False) -> Path:
     d = tmp_path / ("k" if kernels else "nok") / "bundle"
     d.mkdir(parents=True)
     _library(sdk_ref, d / "libggml-opencl.so", kernels=kernels)

@@ -29,7 +29,13 @@ def test_the_install_kinds_are_the_installers_in_its_order():
     before the registry (the spec errors and the coverage report list them in this order)."""
     from bundlegraph.schemas.installer import INSTALL_KINDS, InstallKind, kind_for
 
-    installers = ("cpu", "cuda", "vulkan", "hip", "metal")  # a backend of ours beyond these has kinds the installer lacks
+    installers = (
+        "cpu",
+        "cuda",
+        "vulkan",
+        "hip",
+        "metal",
+    )  # a backend of ours beyond these has kinds the installer lacks
     assert [k for k in INSTALL_KINDS.values() if k.backend in installers] == [
         InstallKind("linux-cpu", "linux", ("x64",), "cpu"),
         InstallKind("linux-arm64", "linux", ("arm64",), "cpu"),
@@ -67,7 +73,12 @@ def test_the_cuda_facts_the_stages_read_come_from_the_cuda_module():
         "linux": "libggml-cuda.so",
         "windows": "ggml-cuda.dll",
     }
-    assert verify.BACKENDS["linux"][:4] == ("libggml-cuda.so", "libggml-vulkan.so", "libggml-hip.so", "libggml-metal.so")
+    assert verify.BACKENDS["linux"][:4] == (
+        "libggml-cuda.so",
+        "libggml-vulkan.so",
+        "libggml-hip.so",
+        "libggml-metal.so",
+    )
     assert "libggml-metal.dylib" in verify.BACKENDS["macos"]
     assert judges.DRIVERS == {"linux": "libcuda.so.1", "windows": "nvcuda.dll"} and judges.DRIVER == "libcuda.so.1"
     assert judges.CPU_BACKENDS == {

@@ -51,13 +51,8 @@ def test_editors_validate_the_specs_as_you_type():
 
     cfg = tomllib.loads((JSON_DIR.parents[1] / ".taplo.toml").read_text(encoding="utf-8"))
     rules = {tuple(r["include"]): r["schema"]["path"] for r in cfg["rule"]}
-    assert (
-        rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundles/schema/bundle-spec.schema.json"
-    )
-    assert (
-        rules[("bundles/release.toml", "tests/data/bundles/release.toml")]
-        == "./bundles/schema/release.schema.json"
-    )
+    assert rules[("bundles/*.toml", "tests/data/bundles/*.toml")] == "./bundles/schema/bundle-spec.schema.json"
+    assert rules[("bundles/release.toml", "tests/data/bundles/release.toml")] == "./bundles/schema/release.schema.json"
 
 
 def test_the_real_specs_pass_the_schema_and_what_it_refuses_fails():

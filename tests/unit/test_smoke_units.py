@@ -402,7 +402,9 @@ def test_every_gpu_backend_has_a_smoke_side():
         is None
     )
     # a backend whose one device has no index (ggml-opencl's GPUOpenCL) is found by its name alone
-    assert judge_devices("Available devices:\n  GPUOpenCL: QUALCOMM Adreno(TM) (0 MiB, 0 MiB free)\n", "GPUOpenCL") is None
+    assert (
+        judge_devices("Available devices:\n  GPUOpenCL: QUALCOMM Adreno(TM) (0 MiB, 0 MiB free)\n", "GPUOpenCL") is None
+    )
     assert judge_devices("Available devices:\n  GPUOpenCLx: other\n", "GPUOpenCL") is not None
     assert judge_devices("Available devices:\n  (none)\n", "Vulkan") == (
         "no Vulkan<n> device listed: the Vulkan backend did not load or sees no GPU (a fallback to the CPU)"
