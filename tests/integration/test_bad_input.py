@@ -224,7 +224,7 @@ def test_explain_answers_on_a_fresh_clone_for_groups_and_for_legs_of_another_hos
         "build:linux-arm64-cpu: would run: never completed (no stamp), or its last run failed or was interrupted"
         in lines
     )
-    assert len(lines) == len(list(graphrun.ROOT.glob("bundles/*-*.toml"))) == 40  # one line per leg
+    assert len(lines) == len(list(graphrun.ROOT.glob("bundles/*-*.toml"))) > 0  # one line per leg
     out = explain("configure:windows-arm64-cuda13-portable")
     assert "on this host it is refused before any download: windows-arm64-cuda13-portable compiles on a windows" in out
 
