@@ -52,7 +52,8 @@ def run_pair(
 ) -> dict:
     runs: dict[str, list] = {"reference": [], "bundle": []}
     seconds: dict[str, float] = {"reference": 0.0, "bundle": 0.0}
-    for who in method.schedule():
+    warm = method.WARM_UP
+    for i, who in enumerate([*warm, *method.schedule()]):
         d, extra = (bundle, benv) if who == "bundle" else (ref, renv)
         env = dict(os.environ, **extra)
         t0 = time.monotonic()
@@ -62,10 +63,14 @@ def run_pair(
             raise SystemExit(
                 f"{name}: {who}'s llama-bench exit {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
             )
-        runs[who].append(method.parse_bench(p.stdout + "\n" + p.stderr))
-        bad = method.backend_problem(f"{name}: the {who}", runs[who][-1], backend)
+        result = method.parse_bench(p.stdout + "\n" + p.stderr)
+        bad = method.backend_problem(f"{name}: the {who}", result, backend)
         if bad:  # a backend that did not load leaves ggml on the CPU: no figure of the GPU's
             raise SystemExit(bad)
+        if i < len(warm):  # the driver's one-time work (method.WARM_UP): checked, not pooled
+            print(f"  {name}: {who} warm-up run in {time.monotonic() - t0:.1f} s (not counted)", flush=True)
+            continue
+        runs[who].append(result)
         print(f"  {name}: {who} run {len(runs[who])}/{method.ROUNDS} in {time.monotonic() - t0:.1f} s", flush=True)
     problem, facts = method.judge_throughput(
         method.pool(runs["bundle"]), method.pool(runs["reference"]), reference_name=f"the reference of '{name}'"

@@ -362,3 +362,43 @@ def test_figures_from_a_side_whose_gpu_backend_did_not_load_are_refused():
         "the reference's llama-bench ran on CPU, not CUDA: its CUDA backend did not load"
     )
     assert backend_problem("the bundle", {"a/tg128": {"backends": "Vulkan"}}, "vulkan") is None
+
+
+def test_each_side_warms_up_once_and_the_warm_up_is_not_pooled():
+    """The first process pays the driver's one-time work (Vulkan pipelines: 15.0 s against 1.3 s
+    on an H100); the warm-up runs are checked (a backend that did not load fails) but their
+    figures are not judged."""
+    from types import SimpleNamespace
+
+    from bundlegraph.pipeline.smoke.bench import ROUNDS, WARM_UP
+    from bundlegraph.pipeline.smoke.throughput import _interleaved
+
+    calls: list[str] = []
+
+    def program(check: str, what: str, env: dict[str, str]) -> tuple[str, int, str]:
+        calls.append(what)
+        ts = 1.0 if "warm-up" in what else 100.0  # a cold first process: far slower
+        line = (
+            f'{{"model_filename": "/w/bench-moe.gguf", "n_prompt": 512, "n_gen": 0, "avg_ts": {ts}, '
+            '"samples_ts": [' + f"{ts}, {ts}" + '], "backends": "Vulkan"}'
+        )
+        return line, 0, f"llama-bench {check}"
+
+    run = SimpleNamespace(program=program, plan=SimpleNamespace(backend="vulkan"))
+    problem, runs, _ = _interleaved(run, "throughput-reference", "reference", {"reference": {}, "bundle": {}})  # type: ignore[arg-type]
+    assert problem is None and WARM_UP == ("reference", "bundle")
+    assert calls[:2] == [
+        "llama-bench (reference, warm-up run, not counted)",
+        "llama-bench (bundle, warm-up run, not counted)",
+    ]
+    assert len(calls) == 2 + 2 * ROUNDS and all(len(runs[w]) == ROUNDS for w in runs)
+    assert {s for w in runs for r in runs[w] for s in r["moe/pp512"]["samples"]} == {100.0}
+
+    # a warm-up run whose GPU backend did not load fails the check as any run would
+    def cpu_only(check: str, what: str, env: dict[str, str]) -> tuple[str, int, str]:
+        line = '{"model_filename": "/w/bench-moe.gguf", "n_prompt": 512, "n_gen": 0, "avg_ts": 5.0, "backends": "CPU"}'
+        return line, 0, "llama-bench"
+
+    run.program = cpu_only
+    problem, runs, _ = _interleaved(run, "throughput-reference", "reference", {"reference": {}, "bundle": {}})  # type: ignore[arg-type]
+    assert problem is not None and runs == {"reference": [], "bundle": []}

@@ -5,7 +5,8 @@ says why each is so).
 
 - :data:`ROUNDS` rounds of ``llama-bench`` (:data:`BENCH_ARGS`: every layer on the GPU,
   :data:`N_PROMPT` prompt and :data:`N_GEN` generated tokens, :data:`REPS_PER_ROUND` repetitions,
-  ``-o jsonl``, ``tools/llama-bench/README.md``), the two sides interleaved (:func:`schedule`);
+  ``-o jsonl``, ``tools/llama-bench/README.md``), the two sides interleaved (:func:`schedule`)
+  after one discarded warm-up run of each (:data:`WARM_UP`);
 - every repetition's tokens/s (``samples_ts``) pooled per side, model and test (:func:`pool`);
 - :func:`judge_throughput`: slower than the reference by more than
   ``max(MIN_MARGIN, SIGMAS * se / m_ref)`` fails, one line naming both figures;
@@ -32,6 +33,12 @@ ROUNDS = 4
 """llama-bench runs per side, interleaved (ABBA, :func:`schedule`)."""
 REPS_PER_ROUND = 3
 """Repetitions of each test in one llama-bench run (after its warm-up run)."""
+WARM_UP = ("reference", "bundle")
+"""One run of each side before :func:`schedule`'s, whose figures are not pooled: the first
+process on a machine pays the driver's one-time work (the Vulkan driver compiles ggml's
+pipelines into its cache; measured on an H100: 15.0 s against 1.3 s for each later run, and the
+reference, always first, had a standard deviation of 40 % of its mean instead of 3 %,
+BENCHMARKS.md), which llama-bench's own warm-up repetition does not absorb."""
 SHAPES = ("dense-1b", "moe")
 """The :mod:`.tinygguf` shapes measured, each its own model file (``bench-<shape>.gguf``)."""
 BENCH_ARGS = [
@@ -58,6 +65,7 @@ def key() -> dict[str, Any]:
     return {
         "bench": BENCH_ARGS,
         "rounds": ROUNDS,
+        "warm_up": list(WARM_UP),
         "margin": {"min": MIN_MARGIN, "sigmas": SIGMAS},
         "shapes": list(SHAPES),
         "reference": {"workflow": WORKFLOW, "targets": list(targets("<backend>")), "overrides": OVERRIDES},

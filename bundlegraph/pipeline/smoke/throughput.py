@@ -36,6 +36,7 @@ from ...core.errors import BundleGraphError
 from .bench import (
     ROUNDS,
     SHAPES,
+    WARM_UP,
     backend_problem,
     judge_throughput,
     parse_bench,
@@ -75,21 +76,26 @@ def bench_model(run: SmokeRun) -> Outcome:
 def _interleaved(
     run: SmokeRun, ref_check: str, who_ref: str, envs: dict[str, dict[str, str]]
 ) -> tuple[str | None, dict[str, list[dict[str, dict[str, Any]]]], dict[str, str]]:
-    """:func:`schedule`'s runs of ``ref_check`` and the bundle's ``throughput`` check, each side in
-    its own environment; ``(problem or None, results per side, command per side)``."""
+    """:data:`WARM_UP`'s runs (checked, not pooled), then :func:`schedule`'s runs of ``ref_check``
+    and the bundle's ``throughput`` check, each side in its own environment; ``(problem or None,
+    results per side, command per side)``."""
     runs: dict[str, list[dict[str, dict[str, Any]]]] = {"reference": [], "bundle": []}
     cmds: dict[str, str] = {}
-    for who in schedule():
+    for i, who in enumerate([*WARM_UP, *schedule()]):
+        warm_up = i < len(WARM_UP)
         check = ref_check if who == "reference" else "throughput"
         name = who_ref if who == "reference" else "bundle"
-        out, rc, cmd = run.program(check, f"llama-bench ({name}, run {len(runs[who]) + 1} of {ROUNDS})", envs[who])
+        what = "warm-up run, not counted" if warm_up else f"run {len(runs[who]) + 1} of {ROUNDS}"
+        out, rc, cmd = run.program(check, f"llama-bench ({name}, {what})", envs[who])
         cmds[who] = cmd
         if rc != 0:
             return f"the {name}'s llama-bench: exit code {rc}", runs, cmds
-        runs[who].append(parse_bench(out))
-        bad = backend_problem(f"the {name}", runs[who][-1], run.plan.backend)
+        result = parse_bench(out)
+        bad = backend_problem(f"the {name}", result, run.plan.backend)
         if bad:
             return bad, runs, cmds
+        if not warm_up:
+            runs[who].append(result)
     return None, runs, cmds
 
 
@@ -136,7 +142,7 @@ def throughput(run: SmokeRun) -> Outcome:
         raise BundleGraphError(f"the bundle has no llama-bench{run.plan.exe}: its throughput cannot be measured")
     env = side.env(run)
     failed, runs, cmds = _interleaved(run, "throughput-reference", "reference", {"reference": env, "bundle": env})
-    facts: dict[str, Any] = {"order": schedule()}
+    facts: dict[str, Any] = {"warm_up": list(WARM_UP), "order": schedule()}
     if failed is not None:
         return failed, facts, cmds.get("bundle", "")
     facts |= {
