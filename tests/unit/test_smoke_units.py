@@ -406,6 +406,8 @@ def test_every_gpu_backend_has_a_smoke_side():
         judge_devices("Available devices:\n  GPUOpenCL: QUALCOMM Adreno(TM) (0 MiB, 0 MiB free)\n", "GPUOpenCL") is None
     )
     assert judge_devices("Available devices:\n  GPUOpenCLx: other\n", "GPUOpenCL") is not None
+    # ggml-vulkan's own count line (a host whose driver finds no GPU) is not a device
+    assert judge_devices("Vulkan: 0 device(s)\nAvailable devices:\n", "Vulkan") is not None
     assert judge_devices("Available devices:\n  (none)\n", "Vulkan") == (
         "no Vulkan<n> device listed: the Vulkan backend did not load or sees no GPU (a fallback to the CPU)"
     )

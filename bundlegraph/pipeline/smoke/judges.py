@@ -148,8 +148,10 @@ def judge_devices(out: str, name: str = "CUDA", title: str | None = None) -> str
     """None when ``--list-devices`` output lists a device named ``name<n>`` (ggml's device names:
     ``CUDA0``, ``Vulkan0``, ``ROCm0``, ``MTL0``) or ``name`` alone (ggml-opencl names its one
     device ``GPUOpenCL``, no index); ``title``: the backend's name in the message, default
-    ``name``. Else what is wrong: its layers would run on the CPU."""
-    if re.search(rf"^\s*{re.escape(name)}\d*: ", out, re.MULTILINE):
+    ``name``. Else what is wrong: its layers would run on the CPU. A device is a line as
+    ``llama-cli --list-devices`` prints one (``common/arg.cpp``: ``"%s: %s (%zu MiB, %zu MiB
+    free)"``), so ggml-vulkan's own ``Vulkan: 0 device(s)`` is not one."""
+    if re.search(rf"^\s*{re.escape(name)}\d*: .*\(\d+ MiB, \d+ MiB free\)\s*$", out, re.MULTILINE):
         return None
     return (
         f"no {name}<n> device listed: the {title or name} backend did not load or sees no GPU (a fallback to the CPU)"
