@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import BundleGraphError
+from ...pipeline.smoke import side
 from ...pipeline.smoke.side import Decision, RunView
 from ...toolchains.base import this_host
 from .. import backend, library_file
@@ -68,9 +69,9 @@ def decide(
     (:func:`bundlegraph.core.gpus.covered`)."""
     from ...core.gpus import covered
 
+    if (elsewhere := side.other_host(bundle_os, bundle_arch, host, probe)) is not None:
+        return elsewhere
     pj = probe.key() | {"command": probe.command}
-    if (bundle_os, bundle_arch) != host:
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
     if not probe.gpus:
         return Decision(False, f"no NVIDIA GPU: {probe.problem}", probe=pj)
     if sass is None:
@@ -135,23 +136,3 @@ def describe(decision: Decision) -> str:
     """``GPU 0 NVIDIA H200 (sm_90) via SASS sm_90``."""
     g = decision.gpu or {}
     return f"GPU {g.get('index')} {g.get('name')} (sm_{g.get('sm')}) via {decision.coverage}"
-
-
-__all__ = [
-    "BACKEND",
-    "DEV",
-    "DOC",
-    "OPS",
-    "OP_NAMES",
-    "PARALLEL_OPS",
-    "REFERENCE_JOBS",
-    "decide",
-    "decide_here",
-    "describe",
-    "env",
-    "inventory",
-    "probe",
-    "reference_problem",
-    "reference_sms",
-    "runtime_dir",
-]

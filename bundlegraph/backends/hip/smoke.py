@@ -15,27 +15,19 @@ the only one the programs see (ROCm's environment variables reference), so it is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core.lightclass import frozen
+from ...pipeline.smoke import side
 from ...pipeline.smoke.side import Decision, RunView
-
-if TYPE_CHECKING:
-    from ...pipeline.base import Context
 
 BACKEND = "hip"
 """The backend's spec name."""
 DEV = "ROCm0"
 """The device the GPU steps run on (the first AMD GPU, made the only visible one)."""
-OPS: tuple[tuple[str, str | None], ...] = (
-    (
-        "MUL_MAT",
-        r"type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],"
-        r"k_v=0,o=1,src_overlap=0",
-    ),
-)
-"""``test-backend-ops`` runs: the Vulkan side's MUL_MAT selection (f32, f16, q4_0 and q8_0 weights,
-plain layouts, n = 1..9 and 16: rocBLAS's and ggml's own matrix-vector and matrix-matrix kernels)."""
+OPS: tuple[tuple[str, str | None], ...] = (side.MUL_MAT_PLAIN,)
+"""``test-backend-ops`` runs: the plain MUL_MAT selection (:data:`~bundlegraph.pipeline.smoke.side.MUL_MAT_PLAIN`:
+rocBLAS's and ggml's own matrix-vector and matrix-matrix kernels)."""
 DOC = "; on an AMD GPU (/dev/kfd; none on a hosted runner: the ROCm legs waive it) its HIP kernels"
 """What ``doit list`` adds for a HIP leg."""
 PARALLEL_OPS = False
@@ -70,37 +62,22 @@ def probe(kfd: Path = KFD) -> KfdProbe:
     return KfdProbe(kfd.as_posix() if kfd.exists() else None, f"test -e {kfd.as_posix()}")
 
 
-def reference_sms(probe: Any) -> list[int]:
-    """None: no throughput check on this side (:data:`REFERENCE_JOBS`)."""
-    return []
-
-
-def reference_problem(probe: Any) -> str | None:
-    """Why no throughput figure of this host means anything (None: it does; :data:`REFERENCE_JOBS`
-    decides whether there is a check at all)."""
-    return None
+reference_sms = side.no_reference_sms
+reference_problem = side.no_reference_problem
 
 
 def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
     """The GPU steps run when the bundle is this host's os/arch and the host has an AMD GPU (pure)."""
+    if (elsewhere := side.other_host(bundle_os, bundle_arch, host, probe)) is not None:
+        return elsewhere
     pj = probe.key() | {"command": probe.command}
-    if (bundle_os, bundle_arch) != host:
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
     if probe.kfd is None:
         return Decision(False, NO_GPU.format(kfd=KFD.as_posix()), probe=pj)
     return Decision(True, gpu={"index": 0, "name": "AMD GPU 0"}, coverage="gfx targets checked by verify", probe=pj)
 
 
-def runtime_dir(ctx: Context, leg: str) -> Path | None:
-    """Nothing: the HIP runtime is in the bundle, beside the programs."""
-    return None
-
-
-def decide_here(run: RunView, os_name: str, arch: str) -> str | None:
-    """The plan's decision stands (the code objects were checked by verify); no device-code summary."""
-    assert run.plan.decision is not None  # a GPU leg's plan
-    run.decision = run.plan.decision
-    return None
+runtime_dir = side.no_runtime_dir  # the HIP runtime is in the bundle, beside the programs
+decide_here = side.plan_decision_stands  # the code objects were checked by verify
 
 
 def env(run: RunView) -> dict[str, str]:
@@ -111,24 +88,3 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the first AMD GPU (/dev/kfd)``."""
     return f"the first AMD GPU ({decision.probe.get('kfd')})"
-
-
-__all__ = [
-    "BACKEND",
-    "DEV",
-    "DOC",
-    "KFD",
-    "NO_GPU",
-    "OPS",
-    "PARALLEL_OPS",
-    "REFERENCE_JOBS",
-    "KfdProbe",
-    "decide",
-    "decide_here",
-    "describe",
-    "env",
-    "probe",
-    "reference_problem",
-    "reference_sms",
-    "runtime_dir",
-]

@@ -11,15 +11,12 @@ project's machines are Linux.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core.lightclass import frozen
+from ...pipeline.smoke import side
 from ...pipeline.smoke.side import Decision, RunView
 from ...toolchains.base import this_host
-
-if TYPE_CHECKING:
-    from ...pipeline.base import Context
 
 BACKEND = "metal"
 """The backend's spec name."""
@@ -65,37 +62,22 @@ def probe(host: tuple[str, str] | None = None) -> MacProbe:
     return MacProbe(f"{os_name} {arch}", "uname -s -m")
 
 
-def reference_sms(probe: Any) -> list[int]:
-    """None: no throughput check on this side (:data:`REFERENCE_JOBS`)."""
-    return []
-
-
-def reference_problem(probe: Any) -> str | None:
-    """Why no throughput figure of this host means anything (None: it does; :data:`REFERENCE_JOBS`
-    decides whether there is a check at all)."""
-    return None
+reference_sms = side.no_reference_sms
+reference_problem = side.no_reference_problem
 
 
 def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
     """The GPU steps run when the bundle is this host's os/arch and the host is an Apple silicon Mac (pure)."""
+    if (elsewhere := side.other_host(bundle_os, bundle_arch, host, probe)) is not None:
+        return elsewhere
     pj = probe.key() | {"command": probe.command}
-    if (bundle_os, bundle_arch) != host:
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
     if not probe.apple_silicon:
         return Decision(False, f"Metal runs on an Apple silicon Mac; this host is {probe.host}", probe=pj)
     return Decision(True, gpu={"index": 0, "name": "Apple GPU"}, coverage="Metal (embedded shader library)", probe=pj)
 
 
-def runtime_dir(ctx: Context, leg: str) -> Path | None:
-    """Nothing: the Metal framework is the system's."""
-    return None
-
-
-def decide_here(run: RunView, os_name: str, arch: str) -> str | None:
-    """The plan's decision stands; no device-code summary (the shaders compile when the backend starts)."""
-    assert run.plan.decision is not None  # a GPU leg's plan
-    run.decision = run.plan.decision
-    return None
+runtime_dir = side.no_runtime_dir  # the Metal framework is the system's
+decide_here = side.plan_decision_stands  # the shaders compile when the backend starts
 
 
 def env(run: RunView) -> dict[str, str]:
@@ -106,22 +88,3 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the Mac's GPU (Metal)``."""
     return "the Mac's GPU (Metal)"
-
-
-__all__ = [
-    "BACKEND",
-    "DEV",
-    "DOC",
-    "OPS",
-    "PARALLEL_OPS",
-    "REFERENCE_JOBS",
-    "MacProbe",
-    "decide",
-    "decide_here",
-    "describe",
-    "env",
-    "probe",
-    "reference_problem",
-    "reference_sms",
-    "runtime_dir",
-]

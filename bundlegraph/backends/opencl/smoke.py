@@ -17,27 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...core.lightclass import frozen
+from ...pipeline.smoke import side
 from ...pipeline.smoke.side import Decision, RunView
-
-if TYPE_CHECKING:
-    from ...pipeline.base import Context
 
 BACKEND = "opencl"
 """The backend's spec name."""
 DEV = "GPUOpenCL"
 """The device the GPU steps run on (``ggml_backend_opencl_device_get_name``)."""
-OPS: tuple[tuple[str, str | None], ...] = (
-    (
-        "MUL_MAT",
-        r"type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],"
-        r"k_v=0,o=1,src_overlap=0",
-    ),
-)
-"""``test-backend-ops`` runs: the Vulkan side's MUL_MAT cases (f32, f16, q4_0 and q8_0 weights,
-plain layouts: the products a model's layers run), both matrix-vector and matrix-matrix kernels."""
+OPS: tuple[tuple[str, str | None], ...] = (side.MUL_MAT_PLAIN,)
+"""``test-backend-ops`` runs: the plain MUL_MAT selection (:data:`~bundlegraph.pipeline.smoke.side.MUL_MAT_PLAIN`),
+both matrix-vector and matrix-matrix kernels."""
 DOC = "; on the OpenCL driver OCL_ICD_VENDORS names (an Adreno or Intel GPU's .icd file) its OpenCL kernels"
 """What ``doit list`` adds for an OpenCL leg."""
 PARALLEL_OPS = False
@@ -50,23 +41,9 @@ ICD_ENV = "OCL_ICD_VENDORS"
 OpenCL driver the GPU steps run on (ocl-icd's, which the Khronos loader also reads)."""
 
 
-@frozen
-class IcdProbe:
-    """The OpenCL driver chosen here: ``icd`` (its ICD file) or ``problem`` (why none), and
-    ``command`` (how it was chosen, for the record)."""
+IcdProbe = side.DriverFileProbe
 
-    icd: str | None
-    problem: str | None
-    command: str
-
-    def key(self) -> dict[str, Any]:
-        """JSON for action keys: the driver chosen, so another choice changes the key."""
-        return {"icd": self.icd, "problem": self.problem}
-
-
-def reference_sms(probe: Any) -> list[int]:
-    """None: no throughput check on this side (:data:`REFERENCE_JOBS`)."""
-    return []
+reference_sms = side.no_reference_sms
 
 
 def reference_problem(probe: Any) -> str | None:
@@ -92,27 +69,12 @@ def probe(environ: Mapping[str, str] | None = None) -> IcdProbe:
     return IcdProbe(Path(chosen).as_posix(), None, command)
 
 
-def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
-    """The GPU steps run when the bundle is this host's os/arch and a driver was named (pure)."""
-    pj = probe.key() | {"command": probe.command}
-    if (bundle_os, bundle_arch) != host:
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
-    if probe.icd is None:
-        return Decision(False, probe.problem, probe=pj)
-    return Decision(True, gpu={"index": 0, "name": Path(probe.icd).name}, coverage=f"ICD {probe.icd}", probe=pj)
+decide = side.decide_on_driver_file
+
+runtime_dir = side.no_runtime_dir  # the loader is the host's and the bundle pairs no runtime
 
 
-def runtime_dir(ctx: Context, leg: str) -> Path | None:
-    """Nothing: the loader is the host's and the bundle pairs no runtime."""
-    return None
-
-
-def decide_here(run: RunView, os_name: str, arch: str) -> str | None:
-    """The plan's decision stands (the driver compiles the kernels; the device check says whether
-    the backend took the device); no device-code summary."""
-    assert run.plan.decision is not None  # a GPU leg's plan
-    run.decision = run.plan.decision
-    return None
+decide_here = side.plan_decision_stands
 
 
 def env(run: RunView) -> dict[str, str]:
@@ -124,23 +86,3 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the OpenCL driver of /etc/OpenCL/vendors/intel.icd``."""
     return f"the OpenCL driver of {decision.probe.get('icd')}"
-
-
-__all__ = [
-    "BACKEND",
-    "DEV",
-    "DOC",
-    "ICD_ENV",
-    "OPS",
-    "PARALLEL_OPS",
-    "REFERENCE_JOBS",
-    "IcdProbe",
-    "decide",
-    "decide_here",
-    "describe",
-    "env",
-    "probe",
-    "reference_problem",
-    "reference_sms",
-    "runtime_dir",
-]

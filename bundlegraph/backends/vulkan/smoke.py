@@ -24,30 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...core.lightclass import frozen
+from ...pipeline.smoke import side
 from ...pipeline.smoke.side import Decision, RunView
 from ...toolchains.base import this_host
-
-if TYPE_CHECKING:
-    from ...pipeline.base import Context
 
 BACKEND = "vulkan"
 """The backend's spec name."""
 DEV = "Vulkan0"
 """The device the GPU steps run on (the chosen driver's first device)."""
-OPS: tuple[tuple[str, str | None], ...] = (
-    (
-        "MUL_MAT",
-        r"type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],"
-        r"k_v=0,o=1,src_overlap=0",
-    ),
-)
-"""``test-backend-ops`` runs: MUL_MAT with f32, f16, q4_0 and q8_0 weights and f32 activations
-(the products a model's layers run), plain layouts only (no batch broadcast, no permutation):
-45 cases, n = 1..9 and 16, so both the matrix-vector and the matrix-matrix shaders of each type.
-Short on purpose. Measured 2026-12-05 with the release's bundle (b11642) on lavapipe, 2 loaded
+OPS: tuple[tuple[str, str | None], ...] = (side.MUL_MAT_PLAIN,)
+"""``test-backend-ops`` runs: the plain MUL_MAT selection
+(:data:`~bundlegraph.pipeline.smoke.side.MUL_MAT_PLAIN`), 45 cases, both the matrix-vector and the
+matrix-matrix shaders of each type. Short on purpose. Measured 2026-12-05 with the release's bundle (b11642) on lavapipe, 2 loaded
 cores: 2 min 10 s with an empty Mesa shader cache, 1.6 s warm; the whole MUL_MAT list of those
 types (531 cases) crashed test-backend-ops there (segmentation fault after 2 min with one worker,
 after 7 s with ``-j 2``; each case it reached passed, and the case after the last passed alone)."""
@@ -68,23 +58,9 @@ LAVAPIPE = {"x64": "lvp_icd.x86_64.json", "arm64": "lvp_icd.aarch64.json"}
 """Mesa's lavapipe ICD manifest per host arch (Debian 12 ``mesa-vulkan-drivers``)."""
 
 
-@frozen
-class IcdProbe:
-    """The Vulkan driver chosen here: ``icd`` (its manifest's path) or ``problem`` (why none),
-    and ``command`` (how it was chosen, for the record)."""
+IcdProbe = side.DriverFileProbe
 
-    icd: str | None
-    problem: str | None
-    command: str
-
-    def key(self) -> dict[str, Any]:
-        """JSON for action keys: the driver chosen, so another choice changes the key."""
-        return {"icd": self.icd, "problem": self.problem}
-
-
-def reference_sms(probe: Any) -> list[int]:
-    """None: no throughput check on this side (:data:`REFERENCE_JOBS`)."""
-    return []
+reference_sms = side.no_reference_sms
 
 
 def reference_problem(probe: Any) -> str | None:
@@ -119,27 +95,12 @@ def probe(environ: Mapping[str, str] | None = None) -> IcdProbe:
     )
 
 
-def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
-    """The GPU steps run when the bundle is this host's os/arch and a driver was chosen (pure)."""
-    pj = probe.key() | {"command": probe.command}
-    if (bundle_os, bundle_arch) != host:
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
-    if probe.icd is None:
-        return Decision(False, probe.problem, probe=pj)
-    return Decision(True, gpu={"index": 0, "name": Path(probe.icd).name}, coverage=f"ICD {probe.icd}", probe=pj)
+decide = side.decide_on_driver_file
+
+runtime_dir = side.no_runtime_dir  # the loader is the host's and the bundle pairs no runtime
 
 
-def runtime_dir(ctx: Context, leg: str) -> Path | None:
-    """Nothing: the loader is the host's and the bundle pairs no runtime."""
-    return None
-
-
-def decide_here(run: RunView, os_name: str, arch: str) -> str | None:
-    """The plan's decision stands (SPIR-V runs on any driver; the device check says whether the
-    backend sees it); no device-code summary."""
-    assert run.plan.decision is not None  # a GPU leg's plan
-    run.decision = run.plan.decision
-    return None
+decide_here = side.plan_decision_stands
 
 
 def env(run: RunView) -> dict[str, str]:
@@ -152,24 +113,3 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the Vulkan driver of /usr/share/vulkan/icd.d/lvp_icd.x86_64.json``."""
     return f"the Vulkan driver of {decision.probe.get('icd')}"
-
-
-__all__ = [
-    "BACKEND",
-    "DEV",
-    "DOC",
-    "ICD_ENV",
-    "LAVAPIPE",
-    "OPS",
-    "PARALLEL_OPS",
-    "REFERENCE_JOBS",
-    "IcdProbe",
-    "decide",
-    "decide_here",
-    "describe",
-    "env",
-    "probe",
-    "reference_problem",
-    "reference_sms",
-    "runtime_dir",
-]

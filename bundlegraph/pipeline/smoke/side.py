@@ -1,10 +1,10 @@
-"""What a GPU backend's side of ``smoke:<leg>`` is (:class:`GpuSide`) and the :class:`Decision`
-it makes. A GPU backend of :data:`bundlegraph.backends.BACKENDS` has a module of this package
-(:mod:`.cuda`, :mod:`.vulkan`) that the backend module names (``SMOKE``, collected in :func:`.sides.sides`); the plan,
-the run and the GPU steps ask the leg's side and never branch on a backend's name. (The sides live
-here, not in the backend modules, because the backends table sits below the stages:
-``[tool.importlinter]`` in pyproject.toml; the shape of :func:`bundlegraph.verification.table.registry_rows`.)
-"""
+"""What a GPU backend's side of ``smoke:<leg>`` is (:class:`GpuSide`), the :class:`Decision` it
+makes, and the parts several sides share (:data:`MUL_MAT_PLAIN`, :class:`DriverFileProbe`,
+:func:`other_host`, :func:`plan_decision_stands` ...). A GPU backend's side is the module its
+package names in ``SMOKE`` (``bundlegraph/backends/<name>/smoke.py``, collected in
+:func:`.sides.sides`); the plan, the run and the GPU steps ask the leg's side and never branch on
+a backend's name. The backend's facts (its ``__init__``) never import its side, so the registry
+stays below the stages (``[tool.importlinter]`` in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...core.lightclass import mutable
+from ...core.lightclass import frozen, mutable
 
 if TYPE_CHECKING:
     from ..base import Context
@@ -107,6 +107,81 @@ class GpuSide(Protocol):
         ...
 
 
+MUL_MAT_PLAIN: tuple[str, str] = (
+    "MUL_MAT",
+    r"type_a=(f32|f16|q4_0|q8_0),type_b=f32,m=16,n=[0-9]+,k=256,bs=\[1,1\],nr=\[1,1\],per=\[0,1,2,3\],"
+    r"k_v=0,o=1,src_overlap=0",
+)
+"""A ``test-backend-ops`` run (an :attr:`GpuSide.OPS` entry): MUL_MAT with f32, f16, q4_0 and q8_0
+weights and f32 activations (the products a model's layers run), plain layouts only (no batch
+broadcast, no permutation): 45 cases, n = 1..9 and 16, so both the matrix-vector and the
+matrix-matrix kernels of each type. The Vulkan, HIP and OpenCL sides run it."""
+
+
+# The parts several sides share: a side assigns them to its own names (``runtime_dir =
+# no_runtime_dir``), so a new backend's side copies only what is its own.
+
+
+def no_reference_sms(probe: Any) -> list[int]:
+    """No SMs: the side has no throughput check (its :attr:`GpuSide.REFERENCE_JOBS` is empty) or
+    targets no compute capability."""
+    return []
+
+
+def no_reference_problem(probe: Any) -> str | None:
+    """None: a throughput figure of this host would mean something (whether there is a check at
+    all is :attr:`GpuSide.REFERENCE_JOBS`'s)."""
+    return None
+
+
+def no_runtime_dir(ctx: Context, leg: str) -> Path | None:
+    """Nothing to put on the loader path: the runtime is the host's, or in the bundle."""
+    return None
+
+
+def plan_decision_stands(run: RunView, os_name: str, arch: str) -> str | None:
+    """The plan's decision stands with the unpacked bundle (the device check says whether the
+    backend took the device); no device-code summary."""
+    assert run.plan.decision is not None  # a GPU leg's plan
+    run.decision = run.plan.decision
+    return None
+
+
+def other_host(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision | None:
+    """The decision not to run on a host of another os/arch than the bundle's (pure), else None;
+    ``probe``'s :meth:`Probe.key` and ``command`` are recorded either way."""
+    if (bundle_os, bundle_arch) != host:
+        pj = probe.key() | {"command": probe.command}
+        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
+    return None
+
+
+@frozen
+class DriverFileProbe:
+    """The driver chosen here by a file that names it (a Vulkan ICD manifest, an OpenCL ``.icd``
+    file): ``icd`` (its path) or ``problem`` (why none), and ``command`` (how it was chosen, for
+    the record)."""
+
+    icd: str | None
+    problem: str | None
+    command: str
+
+    def key(self) -> dict[str, Any]:
+        """JSON for action keys: the driver chosen, so another choice changes the key."""
+        return {"icd": self.icd, "problem": self.problem}
+
+
+def decide_on_driver_file(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
+    """The GPU steps run when the bundle is this host's os/arch and a :class:`DriverFileProbe`
+    chose a driver (pure)."""
+    if (elsewhere := other_host(bundle_os, bundle_arch, host, probe)) is not None:
+        return elsewhere
+    pj = probe.key() | {"command": probe.command}
+    if probe.icd is None:
+        return Decision(False, probe.problem, probe=pj)
+    return Decision(True, gpu={"index": 0, "name": Path(probe.icd).name}, coverage=f"ICD {probe.icd}", probe=pj)
+
+
 def op_args(op: str, params: str | None) -> list[str]:
     """``test-backend-ops`` arguments that pick ``op`` (and its cases by ``params``)."""
     return ["-o", op] + (["-p", params] if params else [])
@@ -117,4 +192,18 @@ def ops_key(side: GpuSide) -> list[str]:
     return [op if params is None else f"{op} -p {params}" for op, params in side.OPS]
 
 
-__all__ = ["Decision", "GpuSide", "Probe", "op_args", "ops_key"]
+__all__ = [
+    "MUL_MAT_PLAIN",
+    "Decision",
+    "DriverFileProbe",
+    "GpuSide",
+    "Probe",
+    "decide_on_driver_file",
+    "no_reference_problem",
+    "no_reference_sms",
+    "no_runtime_dir",
+    "op_args",
+    "ops_key",
+    "other_host",
+    "plan_decision_stands",
+]
