@@ -127,4 +127,40 @@ class SdkRef(Protocol):
         ...
 
 
-__all__ = ["BuildsWith", "GpuCompiler", "LineInputs", "SdkRef"]
+class ShipsNothing:
+    """The :class:`SdkRef` verbs of an SDK that a bundle ships nothing of and whose toolchain is the
+    leg's own (the Vulkan SDK, the OpenCL SDK): a base its class takes, so only its own verbs are
+    written there."""
+
+    SHIPS_OWN_RUNTIME: ClassVar[bool] = False
+
+    def for_toolchain(self, tc: T) -> T:
+        """``tc``: the leg's own compilers build with it."""
+        return tc
+
+    def runtime_from(self) -> None:
+        """None: a bundle ships nothing of the SDK (the loader is the driver's)."""
+        return None
+
+    def shipped_runtime(self, os_name: str) -> list[tuple[str, Path]]:
+        """Nothing."""
+        return []
+
+    def bundle_info(self) -> dict[str, str | None] | None:
+        """None: the info file's entry for the backend comes from the configure record."""
+        return None
+
+
+def cache_lines(entries: Mapping[str, str], filepaths: frozenset[str] = frozenset()) -> list[str]:
+    """``set( VAR "value" CACHE PATH "" )`` for each of ``entries`` (CMake cache variable ->
+    value), ``FILEPATH`` for those named in ``filepaths`` (a library): an SDK's pins in the
+    toolchain file, so CMake's find modules search nothing on the build machine."""
+    from .base import cmake_str
+
+    return [
+        f'set( {var} {cmake_str(value)} CACHE {"FILEPATH" if var in filepaths else "PATH"} "" )'
+        for var, value in entries.items()
+    ]
+
+
+__all__ = ["BuildsWith", "GpuCompiler", "LineInputs", "SdkRef", "ShipsNothing", "cache_lines"]

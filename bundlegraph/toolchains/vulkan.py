@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
-from .sdk_ref import GpuCompiler
+from .sdk_ref import GpuCompiler, ShipsNothing, cache_lines
 
 if TYPE_CHECKING:
-    from .sdk_ref import BuildsWith, LineInputs, SdkRef, T
+    from .sdk_ref import BuildsWith, LineInputs, SdkRef
 
 RECEIPT = "bundlegraph-vulkan-sdk.json"
 """The SDK task's receipt file name: the header and glslc versions, the packages or installer."""
@@ -38,7 +38,7 @@ def shader_extensions(configure_output: str) -> dict[str, bool]:
 
 
 @frozen
-class VulkanSdk:
+class VulkanSdk(ShipsNothing):
     """A Vulkan SDK as later stages see it.
 
     - ``name``/``task``: ``vulkan-1.4.309-linux-x64-3f9a1c`` / ``toolkit:<name>``;
@@ -52,9 +52,6 @@ class VulkanSdk:
     - ``bin_dir``: prefix-relative directory searched first for the machine file's GPU compiler
       binaries (``glslc``), before PATH (:meth:`~.base.Toolchain.gpu_binaries`); empty: PATH only.
     """
-
-    SHIPS_OWN_RUNTIME: ClassVar[bool] = False
-    """whether every bundle of it ships files of it beyond the spec's ``[runtime] ships`` (:meth:`shipped_runtime`)"""
 
     name: str
     task: str
@@ -105,30 +102,12 @@ class VulkanSdk:
 
         glslc = at.binaries.get("glslc") or tc.machine_binary("glslc")
         lines = ["", f"# The Vulkan SDK ({self.source}, {self.task}) and the shader compiler."]
-        for var, value in self.cmake_cache().items():
-            kind = "FILEPATH" if var == "Vulkan_LIBRARY" else "PATH"
-            lines.append(f'set( {var} {cmake_str(value)} CACHE {kind} "" )')
+        lines += cache_lines(self.cmake_cache(), frozenset({"Vulkan_LIBRARY"}))
         lines.append(f'set( Vulkan_GLSLC_EXECUTABLE {cmake_str(glslc)} CACHE FILEPATH "" )')
         if self.source == "lunarg":
             # ggml finds SPIRV-Headers' CMake config in the SDK ($ENV{VULKAN_SDK}, which nothing sets here)
             lines.append(f"list( APPEND CMAKE_PREFIX_PATH {cmake_str(self.root)} )")
         return lines
-
-    def for_toolchain(self, tc: T) -> T:
-        """``tc``: the leg's own compilers build with it."""
-        return tc
-
-    def runtime_from(self) -> None:
-        """None: a Vulkan bundle ships nothing of the SDK (the loader is the driver's)."""
-        return None
-
-    def shipped_runtime(self, os_name: str) -> list[tuple[str, Path]]:
-        """Nothing."""
-        return []
-
-    def bundle_info(self) -> dict[str, str | None] | None:
-        """What a bundle's info file records of it as ``sdk``: None: the info file's ``vulkan`` entry comes from the configure record."""
-        return None
 
     def configure_record(self, log: Path) -> dict[str, Any]:
         """``{"vulkan": ...}``: the SDK task and source, the header and glslc versions (its

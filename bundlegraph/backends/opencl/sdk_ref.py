@@ -11,28 +11,26 @@ CMake's ``FindOpenCL`` documentation), so a runner with its own OpenCL headers b
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from ...core.fsutil import read_json_object
 from ...core.lightclass import frozen
+from ...toolchains.sdk_ref import ShipsNothing, cache_lines
 
 if TYPE_CHECKING:
-    from ...toolchains.sdk_ref import BuildsWith, GpuCompiler, LineInputs, SdkRef, T
+    from ...toolchains.sdk_ref import BuildsWith, GpuCompiler, LineInputs, SdkRef
 
 RECEIPT = "bundlegraph-opencl-sdk.json"
 """The SDK task's receipt file name (in the prefix): the packages and the headers' OpenCL version."""
 
 
 @frozen
-class OpenClSdk:
+class OpenClSdk(ShipsNothing):
     """An OpenCL SDK as later stages see it: ``name``/``task``
     (``opencl-3.0-linux-x64-1a2b3c`` / ``toolkit:<name>``), ``version`` (the headers' OpenCL
     version, ``3.0``), ``platform`` (``linux-x64``), ``prefix`` (where it is unpacked),
     ``receipt``, and the prefix-relative (POSIX) ``include_dir`` and ``library`` (the loader's
     link name) it pins."""
-
-    SHIPS_OWN_RUNTIME: ClassVar[bool] = False
-    """A bundle ships nothing of it: the ICD loader is the host's."""
 
     name: str
     task: str
@@ -70,29 +68,10 @@ class OpenClSdk:
 
     def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """The SDK's pins (:meth:`cmake_cache`), so FindOpenCL searches nothing on the build machine."""
-        from ...toolchains.base import cmake_str
 
         lines = ["", f"# The OpenCL SDK ({self.task}): Khronos headers and the ICD loader to link."]
-        for var, value in self.cmake_cache().items():
-            kind = "FILEPATH" if var == "OpenCL_LIBRARY" else "PATH"
-            lines.append(f'set( {var} {cmake_str(value)} CACHE {kind} "" )')
+        lines += cache_lines(self.cmake_cache(), frozenset({"OpenCL_LIBRARY"}))
         return lines
-
-    def for_toolchain(self, tc: T) -> T:
-        """``tc``: the leg's own compilers build with it."""
-        return tc
-
-    def runtime_from(self) -> None:
-        """None: a bundle ships nothing of the SDK."""
-        return None
-
-    def shipped_runtime(self, os_name: str) -> list[tuple[str, Path]]:
-        """Nothing."""
-        return []
-
-    def bundle_info(self) -> dict[str, str | None] | None:
-        """None: the info file's ``opencl`` entry comes from the configure record."""
-        return None
 
     def configure_record(self, log: Path) -> dict[str, Any]:
         """``{"opencl": ...}``: the SDK task, the headers' OpenCL version and the packages (its
