@@ -13,8 +13,9 @@ Adding a backend: one folder here (:func:`discover` finds it), and its spec file
 ``__init__`` holds the facts (importing only :mod:`bundlegraph.core` and :mod:`.verbs`); beside it
 live what the stages import by name, never statically (``pyproject.toml``'s import-linter
 contracts): ``smoke`` (its smoke side), ``verify`` (its verify rows, ``ROWS``, which
-:func:`bundlegraph.verification.table.registry_rows` finds as ``<package>.verify``) and its SDK
-(``sdk``, ``sdk_ref``). The spec table (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
+:func:`bundlegraph.verification.table.registry_rows` finds as ``<package>.verify``), ``rules``
+(its spec table's rules, which :func:`bundlegraph.specs.validation.cross_field_problems` finds
+the same way: :func:`plug_in`) and its SDK (``sdk``, ``sdk_ref``). The spec table (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
 (:attr:`Backend.COMPILER`, a machine-file ``[binaries]`` entry) are read from here, and so is
 the module of its smoke GPU steps (:attr:`Backend.SMOKE`, found by its dotted name as the SDK is).
 """
@@ -22,7 +23,9 @@ the module of its smoke GPU steps (:attr:`Backend.SMOKE`, found by its dotted na
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+from types import ModuleType
 from typing import Protocol, cast
 
 from ..core.platforms import OS_NAMES, platform
@@ -136,6 +139,18 @@ def module_name(b: Backend) -> str:
     return str(getattr(b, "__name__"))  # noqa: B009 (a module; the protocol does not declare it)
 
 
+def plug_in(b: Backend, part: str) -> ModuleType | None:
+    """``b``'s plug-in module ``part`` (``verify``, ``rules``: ``bundlegraph.backends.<name>.<part>``),
+    imported, or None where ``b`` has none (or is a plain module, not a package). Found by name, so
+    this table imports none of them (they import the layers above it)."""
+    name = f"{module_name(b)}.{part}"
+    try:
+        found = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # the backend is a module, not a package
+        return None
+    return importlib.import_module(name) if found is not None else None
+
+
 def library_file(b: Backend, os_name: str) -> str:
     """The file name of ``b``'s ggml library on ``os_name`` (``libggml-cuda.so``, ``ggml-cuda.dll``)."""
     return platform(os_name).library(b.LIBRARY)
@@ -225,6 +240,7 @@ __all__ = [
     "install_kinds",
     "library_file",
     "module_name",
+    "plug_in",
     "registry_problems",
     "spec_tables",
 ]

@@ -12,14 +12,14 @@ Cross-field rules (need several specs or tables):
 - the file stem equals ``id``; a Linux/Windows toolchain matches the leg's os and arch;
 - ``GGML_CPU=OFF`` needs a merge base of the same os and arch with backend ``cpu``;
 - a merge needs ``GGML_BACKEND_DL=ON`` on both legs;
-- every GPU arch lies within the leg's CUDA version's range (:mod:`.archs`);
-- a Windows ARM64 CUDA leg needs CUDA >= 13.4 (the first redist with ``windows-arm64``
-  target libraries);
 - ``(install_kind, profile)`` is unique; ``default_legs`` name existing legs;
-- a HIP leg's ``gfx_target`` is one of the fork's families, its ``mapped_targets`` and
-  ``GPU_TARGETS`` are that family's targets, and its TheRock lock pins its build
-  (:func:`hip_problems`); a macOS leg's ``CMAKE_OSX_DEPLOYMENT_TARGET`` is its floor
-  (:func:`macos_problems`).
+- a macOS leg's ``CMAKE_OSX_DEPLOYMENT_TARGET`` is its floor (:func:`macos_problems`);
+- a backend's own spec table: its package's ``rules`` module (``bundlegraph/backends/<name>/rules.py``,
+  :func:`bundlegraph.backends.plug_in`), whose ``problems`` runs on each leg of that backend and
+  whose optional ``partial_problems`` runs on a spec that failed the schema (CUDA: every arch
+  within the CUDA version's range, a Windows ARM64 leg on CUDA >= 13.4, the toolkit's pinned
+  version and the runtime line; HIP: the family's targets and the TheRock lock; Metal: where the
+  shader library is). This module runs no backend table's rules itself.
 """
 
 from __future__ import annotations
@@ -36,20 +36,12 @@ from .. import backends
 from ..core.errors import SpecError, did_you_mean
 from ..core.platforms import platform
 from ..schemas.adapters import adapter
-from ..schemas.archs import CudaVersion, arch_supported, fatbin_sm
 from ..schemas.cmake_rules import cmake_problems, served_options
 from ..schemas.records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
 from ..toolchains.registry import TOOLCHAINS
 from .derive import fill
 
 RELEASE_FILE = "release.toml"
-CUDA_TARGET_SINCE: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
-    ("windows", "arm64"): ((13, 4), "the first redist with windows-arm64 target libraries"),
-}
-"""``(os, arch)`` -> the first CUDA version whose redist has target libraries for it, and why
-(NVIDIA's ``redistrib_<ver>.json``: ``windows-arm64`` keys appear in 13.4); an ``(os, arch)``
-not named has them in every version the specs may name."""
-
 T = TypeVar("T")
 
 
@@ -217,58 +209,16 @@ def validate_matrix(root: str | Path) -> tuple[Matrix, list[Path]]:
     return Matrix(root=root, release=release, legs=dict(sorted(legs.items())), files=files), read
 
 
-def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[str]:
-    """Each GPU arch within the CUDA version's range; Windows ARM64 needs CUDA >= 13.4."""
-    out = []
-    v = cuda.version.parts
-    for i, a in enumerate(cuda.archs):
-        why = arch_supported(a, v)
-        if why:
-            out.append(f"{f}: cuda.archs[{i}]: '{a.cmake}': {why}")
-    since = CUDA_TARGET_SINCE.get((str(os_), str(arch)))
-    if since is not None and v < since[0]:
-        want = ".".join(map(str, since[0]))
-        plat = platform(str(os_))
-        out.append(
-            f"{f}: cuda.version: a {plat.title} {str(arch).upper()} CUDA leg needs CUDA >= {want} ({since[1]}); "
-            f"got {cuda.version}"
-        )
-    return out
-
-
-def ptx_jit_problems(f: Path, s: BundleSpec) -> list[str]:
-    """A leg with PTX-only archs (``61-virtual``): its toolkit's PTX ISA must be one the oldest
-    driver selection sends the leg to JIT-compiles (:func:`bundlegraph.installer.selection.oldest_driver`,
-    :mod:`bundlegraph.checks.ptxisa`), the rule verify's ``ptx-isa`` row holds the built fatbin to."""
-    from ..backends.cuda import oldest_driver
-    from ..checks.ptxisa import emitted_isa, first_driver, fmt, max_isa
-
-    assert s.cuda is not None
-    sass = {fatbin_sm(a) for a in s.cuda.archs if a.sass}
-    ptx_only = [a.cmake for a in s.cuda.archs if a.ptx and fatbin_sm(a) not in sass]
-    isa, driver = emitted_isa(s.cuda.version.parts), oldest_driver(s.profile.line, s.cuda.version.major)
-    top = max_isa(driver)
-    if not ptx_only or isa is None or (top is not None and isa <= top):
-        return []
-    return [
-        f"{f}: cuda.version: CUDA {s.cuda.version} writes PTX ISA {fmt(isa)} (which needs {first_driver(isa)}), but "
-        f"the PTX-only archs {', '.join(ptx_only)} are JIT-compiled by drivers from CUDA {fmt(driver)}, the oldest "
-        f"selection sends this leg to, which read PTX ISA up to {fmt(top) if top else 'none'}: build with CUDA "
-        f"{fmt(driver)} or raise the leg's driver floor"
-    ]
-
-
 def _partial_problems(path: Path, data: dict[str, Any]) -> list[str]:
     """Rules that can still be checked on a spec that failed the schema elsewhere (so a typo in
-    one key does not hide an impossible arch): the [cuda] table on its own."""
-    cuda = data.get("cuda")
-    if not isinstance(cuda, dict):
-        return []
-    try:
-        c = validate_cuda(cuda)
-    except ValidationError:
-        return []  # already reported with the file's other schema errors
-    return cuda_problems(path, data.get("os"), data.get("arch"), c)
+    one key does not hide an impossible arch): each backend's ``partial_problems`` (a rules
+    module's optional verb: its table on its own, as CUDA's ``[cuda]``)."""
+    out: list[str] = []
+    for b in backends.BACKENDS:
+        rules = backends.plug_in(b, "rules")
+        if rules is not None and hasattr(rules, "partial_problems"):
+            out += rules.partial_problems(path, data)
+    return out
 
 
 def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], release: Release | None) -> list[str]:
@@ -316,23 +266,6 @@ def installer_problems(s: BundleSpec, f: Path, legs: dict[str, BundleSpec], rele
             f"{f}: required: lacks {', '.join(repr(m) for m in missing)}{where}, which the installer "
             f"requires of a '{kind.name}' bundle ({CHECKED_AGAINST}); add them so verify refuses what "
             f"the installer would"
-        ]
-    return []
-
-
-def _lock_problems(f: Path, version: str, lock_path: Path) -> list[str]:
-    """A wheels lock of another CUDA version than the leg's (its ``cuda`` key); an unreadable
-    lock is named."""
-    try:
-        cuda = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("cuda")
-    except FileNotFoundError:
-        return [f"{f}: cuda.toolkit.lock: {lock_path} does not exist; write it with `bundlegraph lock-wheels`"]
-    except (OSError, ValueError) as e:
-        return [f"{f}: cuda.toolkit.lock: {lock_path} is not a lock file ({e})"]
-    if cuda != version:
-        return [
-            f"{f}: cuda.version: '{version}', but the wheels lock {lock_path.name} is CUDA {cuda}; make them agree "
-            f"(or write a lock for {version} with `bundlegraph lock-wheels`)"
         ]
     return []
 
@@ -398,15 +331,10 @@ def cross_field_problems(
                         f"{f}: cmake.GGML_BACKEND_DL: a merge needs GGML_BACKEND_DL=ON on both legs; "
                         f"{who} ({files[spec.id].name}) does not set it"
                     )
-        if s.cuda is not None:
-            out += cuda_problems(f, s.os, s.arch, s.cuda)
-            out += ptx_jit_problems(f, s)
-        if s.hip is not None:
-            out += hip_problems(f, s, root, read)
+        if (rules := backends.plug_in(backends.backend(s.backend), "rules")) is not None:
+            out += rules.problems(f, s, root, read)  # its spec table's rules (backends/<name>/rules.py)
         if s.macos is not None:
             out += macos_problems(f, s)
-        if s.metal is not None:
-            out += metal_problems(f, s)
         out += installer_problems(s, f, legs, release)
         out += cmake_problems(s, str(f), served_options(release))
         first = seen_kind.setdefault((s.install_kind, s.profile.name, s.arch), lid)
@@ -423,23 +351,6 @@ def cross_field_problems(
                     f"{f}: produces the bundle {name}, as {files[first]} does: two legs would "
                     f"write one file (and one would satisfy the publish gate for both); give one of them "
                     f"another os, arch or profile.name"
-                )
-        if s.cuda is not None:
-            major = s.cuda.version.major
-            tk = s.cuda.toolkit
-            if tk.source == "redist" and tk.manifest and CudaVersion(tk.manifest).parts != s.cuda.version.parts:
-                out.append(
-                    f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
-                    f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
-                    f"make them agree"
-                )
-            if tk.source == "wheels" and tk.lock:
-                out += _lock_problems(f, s.cuda.version, root / tk.lock)
-                read.append(root / tk.lock)
-            if s.profile.line is not None and s.profile.line != f"cuda{major}":
-                out.append(
-                    f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
-                    f"installers choose the runtime line by it: set profile.line = 'cuda{major}'"
                 )
         # (the toolchain's machine file targets windows arm64: a leg of another os or arch is refused by its own rule)
         if s.toolchain == "msvc-amd64_arm64-cuda" and s.cmake_bool("GGML_CPU", True) is not False:
@@ -460,61 +371,6 @@ def cross_field_problems(
     return out
 
 
-def _cmake_list(v: object) -> list[str] | None:
-    """A CMake list entry as a list (``"a;b"`` or ``["a", "b"]``); None when unset."""
-    if v is None:
-        return None
-    return [str(x) for x in v] if isinstance(v, list) else [x for x in str(v).split(";") if x]
-
-
-def hip_problems(f: Path, s: BundleSpec, root: Path, read: list[Path]) -> list[str]:
-    """A HIP leg's ``[hip]`` against the fork's families (:data:`bundlegraph.backends.hip.FAMILIES`),
-    its ``GPU_TARGETS`` and its TheRock lock (:func:`bundlegraph.toolkit.therock.load_lock`), one
-    line each. The lock is appended to ``read``. A tarball the lock does not pin is not a spec
-    problem: the SDK stage refuses it when it runs, so plan and keys work before it is pinned."""
-    from ..backends import hip
-    from ..core.errors import ToolkitError
-    from ..toolkit.therock import load_lock
-
-    assert s.hip is not None
-    out = []
-    want = hip.FAMILIES.get(s.hip.gfx_target)
-    if want is None:
-        out.append(
-            f"{f}: hip.gfx_target: '{s.hip.gfx_target}' is not one of the fork's families "
-            f"({', '.join(hip.FAMILIES)}){did_you_mean(s.hip.gfx_target, hip.FAMILIES)}"
-        )
-    elif list(s.hip.mapped_targets) != list(want):
-        out.append(
-            f"{f}: hip.mapped_targets: {s.hip.mapped_targets}, but family {s.hip.gfx_target} is {list(want)} "
-            f"(the installer serves a host by this list)"
-        )
-    gpu = _cmake_list(s.cmake.get("GPU_TARGETS"))
-    if gpu != list(s.hip.mapped_targets):
-        out.append(
-            f"{f}: cmake.GPU_TARGETS: {gpu}, but hip.mapped_targets is {s.hip.mapped_targets}: the bundle must "
-            f"hold code objects for exactly the targets it promises"
-        )
-    # what verify must refuse: a bundle without the runtime ggml-hip imports (a Windows one without
-    # hipblas.dll: ggml-org/llama.cpp#26996) or without a rocBLAS kernel file of one of its targets
-    want_req = [*hip.RUNTIME_REQUIRED[s.os], *(f"{hip.ROCBLAS_FOLDER}/*{t}*" for t in s.hip.mapped_targets)]
-    if missing := [r for r in want_req if r not in s.required]:
-        out.append(
-            f"{f}: required: lacks {', '.join(missing)}: a HIP bundle must hold the runtime ggml-hip imports "
-            f"and a rocBLAS kernel file for every mapped target"
-        )
-    lock = root / s.hip.sdk.lock
-    read.append(lock)
-    try:
-        got = load_lock(lock)
-    except ToolkitError as e:
-        out.append(f"{f}: hip.sdk.lock: {e}")
-    else:
-        if got.therock != s.hip.sdk.version:
-            out.append(f"{f}: hip.sdk.version: '{s.hip.sdk.version}', but {s.hip.sdk.lock} pins TheRock {got.therock}")
-    return out
-
-
 def macos_problems(f: Path, s: BundleSpec) -> list[str]:
     """A macOS leg's ``CMAKE_OSX_DEPLOYMENT_TARGET`` must be its ``[macos] deployment_target`` (the
     floor verify holds every Mach-O's minos to), one line."""
@@ -526,18 +382,3 @@ def macos_problems(f: Path, s: BundleSpec) -> list[str]:
             f"'{s.macos.deployment_target}': set the one the binaries are held to"
         ]
     return []
-
-
-def metal_problems(f: Path, s: BundleSpec) -> list[str]:
-    """A Metal leg's ``GGML_METAL`` must be on and its ``GGML_METAL_EMBED_LIBRARY`` must be its
-    ``[metal] embed_library`` (verify and the smoke rely on where the shader library is), one line each."""
-    assert s.metal is not None
-    out = []
-    if s.cmake_bool("GGML_METAL", False) is not True:
-        out.append(f"{f}: cmake.GGML_METAL: a Metal leg builds ggml-metal: set GGML_METAL = true")
-    if bool(s.cmake_bool("GGML_METAL_EMBED_LIBRARY", False)) != s.metal.embed_library:
-        out.append(
-            f"{f}: cmake.GGML_METAL_EMBED_LIBRARY: {s.cmake.get('GGML_METAL_EMBED_LIBRARY')!r}, but "
-            f"metal.embed_library is {str(s.metal.embed_library).lower()}: set the one the bundle is built with"
-        )
-    return out

@@ -16,8 +16,6 @@ its test; nothing here changes.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 from dataclasses import fields
 
 from .. import backends
@@ -34,17 +32,13 @@ def backend_rows(names: tuple[str, ...] = BACKEND_NAMES) -> dict[str, tuple[AnyR
     out: dict[str, tuple[AnyRow, ...]] = {}
     for name in names:
         b = backends.BY_NAME.get(name)
-        mod_name = f"{backends.module_name(b)}.verify" if b is not None else ""
-        try:
-            found_spec = importlib.util.find_spec(mod_name) if mod_name else None
-        except ModuleNotFoundError:  # the backend is a module, not a package
-            found_spec = None
-        if found_spec is None:
+        mod = backends.plug_in(b, "verify") if b is not None else None
+        if mod is None:
             out[name] = ()
             continue
-        found = getattr(importlib.import_module(mod_name), "ROWS", None)
+        found = getattr(mod, "ROWS", None)
         if not isinstance(found, tuple):
-            raise RuntimeError(f"verify table: {mod_name} has no ROWS tuple (the backend {name!r}'s verify rows)")
+            raise RuntimeError(f"verify table: {mod.__name__} has no ROWS tuple (the backend {name!r}'s verify rows)")
         out[name] = found
     return out
 

@@ -278,3 +278,24 @@ def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its
         "VULKAN-1.DLL: the Vulkan loader DLL, which only Vulkan legs may import "
         "[chain: ggml-vulkan.dll -> VULKAN-1.DLL (unresolved)]"
     ]
+
+
+def test_a_backends_spec_table_rules_are_its_own_plug_in_and_validation_names_no_table():
+    """Issue 53: a backend's spec-table rules live in its package (``rules.py``), found by
+    :func:`bundlegraph.backends.plug_in` like its verify rows; the validation loop asks the leg's
+    backend for them and reads no backend's table itself."""
+    import inspect
+
+    from bundlegraph.specs import validation
+
+    found = {b.NAME: backends.plug_in(b, "rules") for b in BACKENDS}
+    assert {n for n, m in found.items() if m is not None} >= {"cuda", "hip", "metal"}
+    for name, mod in found.items():
+        if mod is not None:
+            assert mod.__name__ == f"bundlegraph.backends.{name}.rules" and callable(mod.problems)
+    assert backends.plug_in(backend("cpu"), "verify") is None  # a part the package lacks
+    fake = types.ModuleType("bundlegraph.backends.fakeplain")  # a plain module has no parts
+    assert backends.plug_in(fake, "rules") is None  # type: ignore[arg-type]
+    src = inspect.getsource(validation)
+    for table in backends.spec_tables():
+        assert f"s.{table}" not in src and f"spec.{table}" not in src, table
