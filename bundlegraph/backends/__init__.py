@@ -84,8 +84,10 @@ class Backend(Protocol):
     """the CMake cache entry listing its GPU targets (``GPU_TARGETS``; None: none), filled from the leg's
     targets where the spec leaves it out"""
 
-    def gpu_targets(self, family: object) -> tuple[str, ...]:
-        """the GPU targets a spec's family name stands for (HIP's ``gfx103X``; empty: none)"""
+    def table_targets(self, table: object) -> tuple[object, tuple[str, ...]]:
+        """its spec table as a spec file wrote it (a dict; None or another value where the file
+        has none or a bad one) -> the table with what follows from it filled in (HIP's targets
+        from its family), and the GPU targets a bundle of the leg holds code for (empty: none)"""
         ...
 
     def required_files(self, os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
@@ -191,7 +193,7 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     :data:`BACKENDS` when this package loads (a bad table is a bug, so it raises RuntimeError
     there)."""
     probs = []
-    members = [*Backend.__annotations__, "gpu_targets", "required_files"]
+    members = [*Backend.__annotations__, "table_targets", "required_files"]
     for b in table:
         if lacks := [n for n in members if not hasattr(b, n)]:
             probs.append(f"backend {getattr(b, 'NAME', b)}: lacks {', '.join(lacks)} (the Backend protocol)")

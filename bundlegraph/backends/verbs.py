@@ -1,14 +1,15 @@
 """Verbs a backend module may take as they are (:class:`bundlegraph.backends.Backend`), for a
-backend whose GPU targets are not named by family and that ships nothing beside its library but
-its ``RUNTIME_GLOBS``: ``from .verbs import no_gpu_targets as gpu_targets``."""
+backend whose spec table implies no GPU targets and that ships nothing beside its library but
+its ``RUNTIME_GLOBS``: ``from .verbs import no_table_targets as table_targets``."""
 
 from __future__ import annotations
 
 
-def no_gpu_targets(family: object) -> tuple[str, ...]:
-    """No family names: the backend's targets are listed (CUDA's archs) or there are none (CPU,
+def no_table_targets(table: object) -> tuple[object, tuple[str, ...]]:
+    """The spec table as the file wrote it, and no GPU targets a bundle must hold files for: the
+    backend's targets are listed where they are used (CUDA's archs) or there are none (CPU,
     Vulkan, Metal)."""
-    return ()
+    return table, ()
 
 
 def no_required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
@@ -16,4 +17,4 @@ def no_required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]
     return ()
 
 
-__all__ = ["no_gpu_targets", "no_required_files"]
+__all__ = ["no_required_files", "no_table_targets"]

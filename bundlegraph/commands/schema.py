@@ -42,9 +42,7 @@ def _fill_defaults(root: type[Record], schema: dict[str, Any]) -> None:
     from ..schemas import records
 
     defs = schema.get("$defs", {})
-    for cls in vars(records).values():
-        if not (isinstance(cls, type) and issubclass(cls, Record)) or cls is Record:
-            continue
+    for cls in records.all_records():
         node = schema if cls is root else defs.get(cls.__name__)
         if node is None:
             continue

@@ -27,19 +27,21 @@ changed copy and runs the table's own rules again.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar, cast, dataclass_transform
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from .. import backends
 from ..core.lightclass import frozen
 from ..core.platforms import PLATFORMS, platform
 from .archs import Arch, CudaVersion, known_sms
 from .constraints import Check, Tagged
+from .record_base import Record as Record
+from .record_base import field_docs as _field_docs
+from .record_base import json_form as json_form
+from .record_base import record as record
 
 OS = Literal["windows", "linux", "macos"]
 CPUArch = Literal["x64", "arm64"]
@@ -55,141 +57,6 @@ _ID = Check(pattern=r"^[a-z0-9][a-z0-9._-]*$")
 _SHA256 = Check(pattern=r"^[0-9a-f]{64}$")
 _COMMIT = Check(pattern=r"^[0-9a-f]{40}$")
 _BUILD_TAG = Check(pattern=r"^b\d+$")
-
-_PYDANTIC_CONFIG = {
-    "extra": "forbid",
-    "alias_generator": lambda name: name.rstrip("_"),
-}
-"""How pydantic reads every record (a plain dict: pydantic's ``ConfigDict`` is a TypedDict):
-unknown keys are errors, and a field named after a Python keyword (``from_``) is the TOML key
-without the underscore."""
-
-
-class Record:
-    """Base of the records: the JSON form (:meth:`dump`), a checked :meth:`replace`, and a
-    hash of the JSON form (records hold lists, which a field-wise hash cannot take)."""
-
-    __pydantic_config__: ClassVar[Any] = _PYDANTIC_CONFIG
-    FIELDS: ClassVar[tuple[str, ...]] = ()
-    """The field names, in order (Python names: ``from_``)."""
-    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
-    """Fields the JSON form leaves out while None (so release keys keep their form)."""
-    NOT_DUMPED: ClassVar[tuple[str, ...]] = ()
-    """Fields the JSON form never holds (what changes no output byte)."""
-
-    def dump(self) -> dict[str, Any]:
-        """The JSON form (a fresh dict each call): plain JSON values, TOML keys, archs in CMake
-        spelling."""
-        return cast("dict[str, Any]", json_form(self))
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes`` applied; the table's own rules (``__post_init__``) run
-        again, the field types are not checked (build a spec by hand only in tests). Raises
-        ``TypeError`` naming an unknown field."""
-        unknown = set(changes) - set(self.FIELDS)
-        if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown fields {sorted(unknown)}")
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, json.dumps(json_form(self), sort_keys=True)))
-
-    def __init__(self, **values: Any) -> None:
-        """A record of ``values`` by field name; a field left out takes its default. Raises
-        ``TypeError`` naming a missing or unknown field; the table's own rules
-        (``__post_init__``) run. (pydantic builds validated records without it.)"""
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if f.name in values:
-                v = values.pop(f.name)
-            elif f.default is not dataclasses.MISSING:
-                v = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                v = f.default_factory()
-            else:
-                raise TypeError(f"{type(self).__name__}: missing field {f.name!r}")
-            object.__setattr__(self, f.name, v)
-        if values:
-            raise TypeError(f"{type(self).__name__}: unknown fields {sorted(values)}")
-        post = getattr(self, "__post_init__", None)
-        if post is not None:
-            post()
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: a record is read-only")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}: a record is read-only")
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
-
-
-R = TypeVar("R", bound=type)
-
-
-@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
-def record(cls: R) -> R:
-    """Make ``cls`` (a :class:`Record` subclass) a frozen, keyword-only dataclass, hashed by
-    its JSON form, with :attr:`Record.FIELDS` filled in. ``__init__``, read-only attributes,
-    equality and repr are the base's (one function for every record: a generated method costs an
-    ``exec`` on every start, and the graph's load path imports every record)."""
-    made: Any = dataclass(kw_only=True, init=False, eq=False, repr=False)(cls)  # the same class object
-    made.FIELDS = tuple(f.name for f in dataclasses.fields(made))
-    return cls
-
-
-def json_form(v: Any) -> Any:
-    """``v`` in its JSON form (:meth:`Record.dump`): records field by field, archs in CMake
-    spelling, datetimes in ISO 8601 with UTC as ``Z`` (as the spec models wrote them)."""
-    if isinstance(v, Record):
-        out = {}
-        for n in v.FIELDS:
-            x = getattr(v, n)
-            if (x is None and n in v.OMIT_NONE) or n in v.NOT_DUMPED:
-                continue
-            out[n.rstrip("_")] = json_form(x)
-        return out
-    if isinstance(v, Arch):
-        return v.cmake
-    if isinstance(v, CudaVersion):
-        return str(v)
-    if isinstance(v, _dt.datetime):
-        text = v.isoformat()
-        return text[:-6] + "Z" if text.endswith("+00:00") else text
-    if isinstance(v, list):
-        return [json_form(x) for x in v]
-    if isinstance(v, dict):
-        return {k: json_form(x) for k, x in v.items()}
-    return v
-
-
-def field_docs(cls: type[Record]) -> dict[str, str]:
-    """Each field's attribute docstring (the string right below it), by field name, inherited
-    ones included, on one line: the descriptions of the JSON Schema. Read from the source."""
-    import ast
-    import inspect
-    import textwrap
-
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not (isinstance(klass, type) and issubclass(klass, Record)) or klass is Record:
-            continue
-        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
-        assert isinstance(body, ast.ClassDef)
-        for stmt, nxt in zip(body.body, body.body[1:], strict=False):
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)
-            ):
-                docs[stmt.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
 
 _CMAKE_BOOLS = dict.fromkeys(("ON", "TRUE", "YES", "Y", "1"), True) | dict.fromkeys(
     ("OFF", "FALSE", "NO", "N", "0", "IGNORE", "NOTFOUND"), False
@@ -527,12 +394,67 @@ class LocalBuild(Record):
     """the overrides that made it (archs=90)"""
 
 
+def _plug_in_tables(declared: dict[str, Any]) -> dict[str, type[Record]]:
+    """Each backend's spec table that no field of :class:`BundleSpec` declares (``declared``: its
+    annotations so far), by table name -> the record its package's ``spec`` module holds as
+    ``TABLE`` (:func:`bundlegraph.backends.plug_in`): a backend added as one folder brings its
+    table with it, and no field is written here for it. A backend naming a ``SPEC_TABLE`` whose
+    package has no such record gets no field: the check after :class:`BundleSpec` names it."""
+    out: dict[str, type[Record]] = {}
+    for b in backends.BACKENDS:
+        if not b.SPEC_TABLE or b.SPEC_TABLE in declared:
+            continue
+        mod = backends.plug_in(b, "spec")
+        rec = getattr(mod, "TABLE", None)
+        if isinstance(rec, type) and issubclass(rec, Record):
+            out[b.SPEC_TABLE] = rec
+    return out
+
+
+def field_docs(cls: type[Record]) -> dict[str, str]:
+    """Each field's attribute docstring by field name (:func:`.record_base.field_docs`); a spec
+    table :class:`BundleSpec` took from a backend's package (:data:`PLUG_IN_TABLES`) is described
+    by its record's docstring."""
+    docs = _field_docs(cls)
+    if cls is BundleSpec:
+        docs |= {t: " ".join((rec.__doc__ or "").split()) for t, rec in PLUG_IN_TABLES.items()}
+    return docs
+
+
+def all_records() -> list[type[Record]]:
+    """Every record class defined so far (this module's, a backend's spec table and the tables
+    it holds, other modules'), in definition order: what the JSON Schema's descriptions are
+    filled from."""
+    out: list[type[Record]] = []
+    todo = list(Record.__subclasses__())
+    while todo:
+        c = todo.pop(0)
+        if c not in out:
+            out.append(c)
+            todo += c.__subclasses__()
+    return out
+
+
+PLUG_IN_TABLES: dict[str, type[Record]] = {}
+"""The spec tables :class:`BundleSpec` took from the backends' packages (:func:`_plug_in_tables`),
+by table name; their field docs are their records' docstrings (:func:`field_docs`)."""
+
+
 @record
 class BundleSpec(Record):
     """One leg: a bundle's build (``bundles/<id>.toml``; ``bundlegraph schema`` prints its JSON
     Schema)."""
 
-    OMIT_NONE = ("compile_runner", "smoke", "local", "vulkan", "hip", "metal", "macos", "upstream_differs")
+    OMIT_NONE: ClassVar[tuple[str, ...]] = (
+        "compile_runner",
+        "smoke",
+        "local",
+        "vulkan",
+        "hip",
+        "metal",
+        "macos",
+        "upstream_differs",
+    )
 
     id: Annotated[str, _ID]
     """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
@@ -595,6 +517,13 @@ class BundleSpec(Record):
     """[smoke] waived = why the bundle may be published without a passed smoke (no runner starts it)"""
     local: LocalBuild | None = None
     """set by the load-time overrides only (the loader refuses it in a spec file; not in the JSON Schema)"""
+
+    # a backend's own table (its package's spec.py), added as a field like those above: None unless
+    # the leg is of that backend, and left out of the JSON form while None
+    PLUG_IN_TABLES.update(_plug_in_tables(__annotations__))
+    __annotations__.update({table: rec | None for table, rec in PLUG_IN_TABLES.items()})
+    locals().update(dict.fromkeys(PLUG_IN_TABLES))
+    OMIT_NONE = (*OMIT_NONE, *PLUG_IN_TABLES)
 
     def __post_init__(self) -> None:
         own = backends.BY_NAME[self.backend].SPEC_TABLE if self.backend in backends.BY_NAME else None

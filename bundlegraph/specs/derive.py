@@ -9,8 +9,9 @@ A key a spec file leaves out gets (:func:`fill`):
 - ``cmake.GGML_<BACKEND>`` = true: the backend's CMake option (:attr:`bundlegraph.backends.Backend.CMAKE_OPTION`);
 - ``build.targets``: a backend-only leg (it has ``[merge]``) builds its backend's library alone
   (``ggml-cuda``);
-- ``hip.mapped_targets`` and ``cmake.GPU_TARGETS``: the gfx family's targets
-  (:data:`bundlegraph.backends.hip.FAMILIES`);
+- what follows from the backend's own table (its ``table_targets`` verb) and the GPU targets it
+  names, in the backend's targets entry (``CMAKE_TARGETS_KEY``): a HIP leg's ``hip.mapped_targets``
+  and ``cmake.GPU_TARGETS``, its gfx family's targets (:data:`bundlegraph.backends.hip.FAMILIES`);
 - ``required``: a backend-only leg, its backend's library and the runtime files the bundle must
   hold (:func:`backend_required`); a whole bundle, every file the installer requires of its kind
   plus the programs the smoke runs (:func:`whole_required`).
@@ -87,15 +88,10 @@ def fill(data: dict[str, Any]) -> dict[str, Any]:
             out["install_kind"] = kind_for(os_name, arch, b_name)
         except KeyError:
             pass  # validation says the key is missing; selection has no kind for it
-    hip = out.get("hip")
     targets: list[str] = []
-    if isinstance(hip, dict):
-        hip = out["hip"] = dict(hip)
-        family = b.gpu_targets(hip.get("gfx_target"))
-        if "mapped_targets" not in hip and family:
-            hip["mapped_targets"] = list(family)
-        got = hip.get("mapped_targets")
-        targets = list(got) if isinstance(got, list) else []
+    if b.SPEC_TABLE and b.SPEC_TABLE in out:  # the backend's own table: what follows from it (HIP's targets)
+        out[b.SPEC_TABLE], found = b.table_targets(out[b.SPEC_TABLE])
+        targets = list(found)
     cmake = out.get("cmake", {})
     if isinstance(cmake, dict):
         cmake = dict(cmake)

@@ -156,7 +156,7 @@ def _fake() -> types.ModuleType:
     m.HOST_GPUS = ()
     m.CMAKE_OPTION = "GGML_FAKEGPU"
     m.CMAKE_TARGETS_KEY = None
-    m.gpu_targets = lambda family: ()
+    m.table_targets = lambda table: (table, ())
     m.required_files = lambda os_name, targets: ()
     return m
 

@@ -8,7 +8,7 @@ Install kinds: the installer's ``linux-cpu``, ``linux-arm64``, ``windows-cpu`` a
 
 from __future__ import annotations
 
-from ..verbs import no_gpu_targets, no_required_files
+from ..verbs import no_required_files, no_table_targets
 
 NAME = "cpu"
 """A spec's ``backend`` value."""
@@ -76,5 +76,5 @@ CMAKE_TARGETS_KEY: str | None = None
 where the spec leaves it out (none)"""
 
 
-gpu_targets = no_gpu_targets
+table_targets = no_table_targets
 required_files = no_required_files

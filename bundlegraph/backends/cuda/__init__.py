@@ -12,7 +12,7 @@ slice of issue 42.
 
 from __future__ import annotations
 
-from ..verbs import no_gpu_targets, no_required_files
+from ..verbs import no_required_files, no_table_targets
 
 NAME = "cuda"
 """A spec's ``backend`` value."""
@@ -114,5 +114,5 @@ CMAKE_TARGETS_KEY: str | None = None
 where the spec leaves it out (none: a CUDA leg's archs are ``[cuda] archs``, passed as ``CMAKE_CUDA_ARCHITECTURES``)"""
 
 
-gpu_targets = no_gpu_targets
+table_targets = no_table_targets
 required_files = no_required_files

@@ -221,9 +221,20 @@ CMAKE_TARGETS_KEY: str | None = "GPU_TARGETS"
 where the spec leaves it out (``ggml/src/ggml-hip/CMakeLists.txt`` reads ``GPU_TARGETS``)"""
 
 
-def gpu_targets(family: object) -> tuple[str, ...]:
-    """The GPU targets a spec's family name stands for (the fork's families, :data:`FAMILIES`: ``gfx103X`` -> gfx1030 ...; empty for a name it does not know)."""
-    return FAMILIES.get(family, ()) if isinstance(family, str) else ()
+def table_targets(table: object) -> tuple[object, tuple[str, ...]]:
+    """``[hip]`` as a spec file wrote it -> itself with ``mapped_targets`` filled in from its
+    family where the file leaves it out (``gfx_target``, one of the fork's families,
+    :data:`FAMILIES`: ``gfx103X`` -> gfx1030 ...; a name it does not know fills nothing), and
+    those targets (the GPU targets a bundle of the leg holds code for; empty where the table
+    names none)."""
+    if not isinstance(table, dict):
+        return table, ()
+    out = dict(table)
+    family = out.get("gfx_target")
+    if "mapped_targets" not in out and isinstance(family, str) and family in FAMILIES:
+        out["mapped_targets"] = list(FAMILIES[family])
+    got = out.get("mapped_targets")
+    return out, tuple(str(t) for t in got) if isinstance(got, list) else ()
 
 
 def required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ its runtime groups name ``lib*.dylib`` and treat metal, blas and rpc as optional
 
 from __future__ import annotations
 
-from ..verbs import no_gpu_targets, no_required_files
+from ..verbs import no_required_files, no_table_targets
 
 NAME = "metal"
 """A spec's ``backend`` value."""
@@ -85,5 +85,5 @@ CMAKE_TARGETS_KEY: str | None = None
 where the spec leaves it out (none)"""
 
 
-gpu_targets = no_gpu_targets
+table_targets = no_table_targets
 required_files = no_required_files

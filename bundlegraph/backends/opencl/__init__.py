@@ -17,7 +17,7 @@ hand.
 
 from __future__ import annotations
 
-from ..verbs import no_gpu_targets, no_required_files
+from ..verbs import no_required_files, no_table_targets
 
 NAME = "opencl"
 """A spec's ``backend`` value."""
@@ -79,5 +79,5 @@ CMAKE_TARGETS_KEY: str | None = None
 """the CMake cache entry that lists the GPU targets to compile for (none: the driver compiles)"""
 
 
-gpu_targets = no_gpu_targets
+table_targets = no_table_targets
 required_files = no_required_files

@@ -15,7 +15,7 @@ and ``_route_to_vulkan_prebuilt`` of ``studio/install_llama_prebuilt.py``), stat
 
 from __future__ import annotations
 
-from ..verbs import no_gpu_targets, no_required_files
+from ..verbs import no_required_files, no_table_targets
 
 NAME = "vulkan"
 """A spec's ``backend`` value."""
@@ -124,5 +124,5 @@ CMAKE_TARGETS_KEY: str | None = None
 where the spec leaves it out (none: SPIR-V runs on any device)"""
 
 
-gpu_targets = no_gpu_targets
+table_targets = no_table_targets
 required_files = no_required_files
