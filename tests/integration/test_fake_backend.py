@@ -1,10 +1,14 @@
-"""Issue 42 item 6: a fake GPU backend, registered from outside the package (a ``sitecustomize``
-that appends a module to :mod:`bundlegraph.backends`' tuples before the schemas freeze the
-backend names), runs through ``bundlegraph plan`` and the doit graph's listing (verify and smoke
-tasks), the verify rows and the smoke planner of a copy of the stand-in release, with no stage
-module edited. Its smoke side is a module of its own (``fakegpu_side`` beside the
-``sitecustomize``), which the backend names in ``SMOKE``, as the real backends name theirs; a GPU
-backend naming none is refused when the registry loads, in one line (also tested).
+"""Issue 42 item 6, issue 53 item 2: a fake GPU backend, registered from outside the package (a
+``sitecustomize`` that appends a module to :mod:`bundlegraph.backends`' tuples before the schemas
+freeze the backend names), runs through ``bundlegraph plan`` and the doit graph's listing (verify
+and smoke tasks), the verify rows and the smoke planner of a copy of the stand-in release, with no
+module of the house edited and none of its verbs None. It is a package (``fakegpu_pkg`` beside the
+``sitecustomize``) holding its spec table's record (``spec.py``: ``[fakegpu]``, which the records
+and the JSON Schema take up) and that table's rules (``rules.py``, which validation runs); its SDK
+module and smoke side are modules of their own that the backend names (``SDK``, ``SMOKE``), as the
+real backends name theirs; its GPU compiler (``COMPILER``) is held against the leg's toolchain; its
+CMake option and targets entry are derived into the leg's cache from its facts and its table. A
+GPU backend naming no smoke side is refused when the registry loads, in one line (also tested).
 Time: about 2 s (15 s on a cold, busy 2-core host)."""
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ SITE = textwrap.dedent(
     import bundlegraph.backends as b
     assert "bundlegraph.schemas.records" not in sys.modules, "the registry imported the schemas"
     m = types.ModuleType("bundlegraph.backends.fakegpu")
+    m.__path__ = [os.environ["FAKEGPU_PKG"]]  # a package: its spec table (spec.py) and rules (rules.py) beside it
     m.NAME = "fakegpu"
     m.ORDER = 90
     m.TITLE = "FakeGPU"
@@ -36,15 +41,25 @@ SITE = textwrap.dedent(
     m.INSTALL_KINDS = {("linux", "x64"): "linux-fakegpu"}
     m.RUNTIME_GLOBS = {}
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
-    m.SPEC_TABLE = None
+    m.SPEC_TABLE = "fakegpu"  # its record: FAKE_SPEC, the package's spec.py
     m.SDK = "fakegpu_sdk"
-    m.COMPILER = None
+    m.COMPILER = os.environ.get("FAKEGPU_COMPILER", "c")  # its kernels compile with the toolchain's C compiler
     m.SMOKE = os.environ.get("FAKEGPU_SMOKE", "fakegpu_side") or None
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
-    m.CMAKE_OPTION = None  # the stand-in tree has no option of its own for it
-    m.CMAKE_TARGETS_KEY = None
-    m.table_targets = lambda table: (table, ())
+    m.CMAKE_OPTION = "GGML_FAKEGPU"  # derived into the leg's cmake (the stand-in never configures it here)
+    m.CMAKE_TARGETS_KEY = "FAKEGPU_TARGETS"
+    FAMILIES = {"fg": ["fg1", "fg2"]}
+
+    def table_targets(table):
+        if not isinstance(table, dict):
+            return table, ()
+        out = dict(table)
+        if "cores" not in out and out.get("family") in FAMILIES:
+            out["cores"] = FAMILIES[out["family"]]
+        return out, tuple(out.get("cores") or ())
+
+    m.table_targets = table_targets
     m.required_files = lambda os_name, targets: ()
     sys.modules[m.__name__] = m
     t = (*b.BACKENDS, m)
@@ -112,6 +127,37 @@ SIDE = textwrap.dedent(
 )
 """The fake backend's smoke side (:class:`bundlegraph.pipeline.smoke.side.GpuSide`): this host
 has no FakeGPU, so its GPU steps are planned as not run, with the reason."""
+
+FAKE_SPEC = textwrap.dedent(
+    '''
+    from bundlegraph.schemas.record_base import Record, record
+
+
+    @record
+    class FakeGpuSpec(Record):
+        """the FakeGPU table of a fakegpu leg: its core family and the cores it compiles kernels for"""
+
+        family: str
+        """the FakeGPU family (fg)"""
+        cores: list[str]
+        """the cores of the family the bundle holds kernels for (fg1, fg2); left out: the family's"""
+
+
+    TABLE = FakeGpuSpec
+    '''
+)
+"""The fake backend's spec table (``[fakegpu]``): its package's ``spec.py``, added to
+:class:`bundlegraph.schemas.records.BundleSpec` with no edit to the records."""
+
+FAKE_RULES = textwrap.dedent(
+    """
+    def problems(f, s, root, read):
+        if not s.fakegpu.cores:
+            return [f"{f}: fakegpu.cores: empty: a FakeGPU bundle holds kernels for at least one core"]
+        return []
+    """
+)
+"""The fake backend's spec-table rules (its package's ``rules.py``), run by validation."""
 
 FAKE_SDK = textwrap.dedent(
     """
@@ -220,7 +266,10 @@ pol = built_tree_policy(ctx, leg)
 from bundlegraph.pipeline.configure import plan_configure
 
 conf = plan_configure(ctx, leg)
+spec = ctx.matrix.legs[leg]
 facts = {
+    "table": spec.dump()["fakegpu"],
+    "cmake": {k: v for k, v in spec.dump()["cmake"].items() if "FAKEGPU" in k},
     "sdk": ctx.leg(leg).sdk.task,
     "sdk_lines": [l for l in conf.toolchain_text.splitlines() if "FakeGPU" in l or "FAKEGPU" in l],
     "backend": sp.backend,
@@ -256,6 +305,7 @@ def _standin(tmp_path):
         .replace('name = "cpu"', 'name = "fakegpu"')
         .replace('"libggml-cpu*.so*",', '"libggml-cpu*.so*", "libggml-fakegpu.so*",')
     )
+    spec += '\n[fakegpu]\nfamily = "fg"\n'  # its own table: the cores follow from the family
     (bundles / f"{LEG}.toml").write_text(spec)
     return bundles
 
@@ -268,9 +318,13 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     (site / "sitecustomize.py").write_text(SITE)
     (site / "fakegpu_side.py").write_text(SIDE)
     (site / "fakegpu_sdk.py").write_text(FAKE_SDK)
+    pkg = site / "fakegpu_pkg"
+    pkg.mkdir()
+    (pkg / "spec.py").write_text(FAKE_SPEC)
+    (pkg / "rules.py").write_text(FAKE_RULES)
     run_dir = tmp_path / "work"
     run_dir.mkdir()
-    env = env_for(bundles, run_dir, PYTHONPATH=f"{site}:{ROOT}")
+    env = env_for(bundles, run_dir, PYTHONPATH=f"{site}:{ROOT}", FAKEGPU_PKG=str(pkg))
 
     def run(*argv):
         return subprocess.run([*argv], capture_output=True, text=True, env=env, cwd=run_dir, timeout=120)
@@ -280,6 +334,35 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     p = run(str(BIN / "bundlegraph"), "plan", "--json")
     assert p.returncode == 3 and "backend fakegpu: a GPU backend with no smoke side (SMOKE)" in p.stderr, p.stderr
     del env["FAKEGPU_SMOKE"]
+    # its compiler (COMPILER) is held against the leg's toolchain: one the machine file lacks is refused
+    env["FAKEGPU_COMPILER"] = "fakecc"
+    p = run(str(BIN / "bundlegraph"), "plan", "--json")
+    assert p.returncode != 0 and (
+        f"{LEG}.toml: toolchain: 'gcc-linux-x86_64' cannot compile FakeGPU; backend is 'fakegpu' (its machine "
+        "file gcc-linux-x86_64.toml names no [binaries] fakecc)" in p.stderr
+    ), p.stderr
+    del env["FAKEGPU_COMPILER"]
+    # its spec table and the rules of its package: a leg without the table, or one its rules refuse,
+    # is one line naming the file and key
+    leg_file = bundles / f"{LEG}.toml"
+    good = leg_file.read_text()
+    for text, line in (
+        (good.replace('\n[fakegpu]\nfamily = "fg"\n', "\n"), "fakegpu: backend 'fakegpu' needs a [fakegpu] table"),
+        (
+            good + "cores = []\n",
+            f"{LEG}.toml: fakegpu.cores: empty: a FakeGPU bundle holds kernels for at least one core",
+        ),
+        (good + "coress = []\n", "fakegpu.coress"),
+    ):
+        leg_file.write_text(text)
+        p = run(str(BIN / "bundlegraph"), "plan", "--json")
+        assert p.returncode != 0 and line in p.stderr and "Traceback" not in p.stderr, p.stderr
+    leg_file.write_text(good)
+    # the JSON Schema of the specs is derived: it has the table, described by its record's docstring
+    sch = run(str(BIN / "bundlegraph"), "schema", "bundle-spec")
+    assert sch.returncode == 0, sch.stderr
+    prop = json.loads(sch.stdout)["properties"]["fakegpu"]
+    assert "the FakeGPU table of a fakegpu leg" in prop["description"], prop
     # plan: the leg and its tasks
     p = run(str(BIN / "bundlegraph"), "plan", "--json")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -313,6 +396,10 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     # smoke: the fake's own side, asked like the real ones: its probe found no FakeGPU, so the
     # GPU steps are planned as not run, with the side's reason
     assert facts["backend"] == "fakegpu" and facts["side"] == "fakegpu_side"
+    # its table as loaded (the cores its table_targets filled from the family) and the CMake entries
+    # derived from its facts: its option on, its targets entry from the table's targets
+    assert facts["table"] == {"family": "fg", "cores": ["fg1", "fg2"]}, facts
+    assert facts["cmake"] == {"GGML_FAKEGPU": True, "FAKEGPU_TARGETS": ["fg1", "fg2"]}, facts
     # its SDK: one typed reference the stages ask, its lines in the leg's toolchain file
     assert facts["sdk"] == "toolkit:fakesdk-1.0"
     assert facts["sdk_lines"][0] == "# The FakeGPU SDK (toolkit:fakesdk-1.0)", facts["sdk_lines"]

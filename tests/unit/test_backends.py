@@ -148,7 +148,7 @@ def _fake() -> types.ModuleType:
     m.INSTALL_KINDS = {("linux", "x64"): "linux-fakegpu", ("windows", "x64"): "windows-fakegpu"}
     m.RUNTIME_GLOBS = {"windows": ("fakert64_*.dll",)}
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
-    m.SPEC_TABLE = None  # its legs need no table of their own (a real one names its table and a record field)
+    m.SPEC_TABLE = None  # its legs need no table of their own (a real one names it and holds its record in spec.py)
     m.SDK = None
     m.COMPILER = None
     m.SMOKE = "fakegpu_smoke_side"  # its smoke side's module (imported by the smoke stage only)
