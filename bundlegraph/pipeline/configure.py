@@ -88,7 +88,7 @@ class ConfigurePlan:
     log: Path
     sdk: SdkRef | None = None
     """The leg's backend SDK (:attr:`~.base.LegContext.sdk`: ``cuda`` itself for a CUDA leg, a
-    :class:`~bundlegraph.toolchains.vulkan.VulkanSdk` for a Vulkan leg, None for CPU); its task
+    :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk` for a Vulkan leg, None for CPU); its task
     is the toolkit task configure waits for."""
     binaries: dict[str, str] = field(default_factory=dict)
     spec_keys: tuple[str, ...] = ()

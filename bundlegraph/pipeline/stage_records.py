@@ -99,7 +99,7 @@ class ConfigureRecord:
     compile_flags: dict[str, str] | None = None
     """``CMAKE_<LANG>_FLAGS`` and ``CMAKE_<LANG>_FLAGS_RELEASE`` as configured."""
     vulkan: dict[str, Any] | None = None
-    """A Vulkan leg's SDK and shader set (:func:`bundlegraph.toolchains.vulkan.VulkanSdk.configure_record`); absent elsewhere."""
+    """A Vulkan leg's SDK and shader set (:func:`bundlegraph.backends.vulkan.sdk_ref.VulkanSdk.configure_record`); absent elsewhere."""
 
 
 def read_configure(leg: str, build_dir: Path | None = None) -> ConfigureRecord | None:

@@ -1,6 +1,6 @@
 """Where a HIP leg's SDK is: :class:`HipSdk`, what the SDK task of a HIP leg
 (``toolkit:therock-<build>-<os>-<archive family>-<hash6>``, :mod:`bundlegraph.toolkit.therock`)
-promises later stages, as :class:`~.vulkan.VulkanSdk` is for Vulkan. Pure data.
+promises later stages, as :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk` is for Vulkan. Pure data.
 
 The CMake entries (:meth:`HipSdk.cmake_cache`) point ggml-hip's ``find_package(hip)``,
 ``find_package(hipblas)`` and ``find_package(rocblas)`` at the extracted TheRock tree

@@ -1,6 +1,6 @@
 """What every backend SDK promises the stages after its toolkit task (issue 53: one typed SDK
 reference in the leg context, verbs instead of ``isinstance`` chains): :class:`SdkRef`, which
-:class:`~.cuda.CudaToolkit`, :class:`~.vulkan.VulkanSdk` and :class:`~.hip.HipSdk` satisfy
+:class:`~.cuda.CudaToolkit`, :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk` and :class:`~.hip.HipSdk` satisfy
 (mypy checks each against it), and :class:`GpuCompiler`, the GPU compiler an SDK brings.
 
 A stage holds a leg's SDK as ``SdkRef | None`` (:attr:`bundlegraph.pipeline.base.LegContext.sdk`,

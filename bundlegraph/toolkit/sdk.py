@@ -1,12 +1,12 @@
 """A backend's SDK as the toolkit stage sees it: :class:`SdkModule`, the shape of the module a
 backend names in :attr:`bundlegraph.backends.Backend.SDK` (``bundlegraph.toolkit.cuda_sdk``,
-``bundlegraph.toolkit.vulkan``), and :func:`sdk_module`, which imports it.
+``bundlegraph.backends.vulkan.sdk``), and :func:`sdk_module`, which imports it.
 
 The stage (:mod:`bundlegraph.pipeline.toolkit`) asks each selected leg's backend for its SDK
 module, groups the legs by :meth:`SdkModule.group` (legs that need the same SDK share one task
 ``toolkit:<name>``) and runs :meth:`SdkModule.run` on the plan :meth:`SdkModule.plan` made; later
 stages read the leg's SDK from :meth:`SdkModule.ref` (a
-:class:`~bundlegraph.toolchains.cuda.CudaToolkit`, a :class:`~bundlegraph.toolchains.vulkan.VulkanSdk`).
+:class:`~bundlegraph.toolchains.cuda.CudaToolkit`, a :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk`).
 The stage never names a backend. A module is imported by name so the backends table
 (:mod:`bundlegraph.backends`, below everything) imports no SDK code.
 """

@@ -35,12 +35,13 @@ class SdkFile:
 
 
 def wanted(matrix: Matrix, bundles: Path) -> list[SdkFile]:
-    """Every LunarG installer and TheRock tarball the specs of ``matrix`` name, once each, in leg
-    order (pure: reads the TheRock locks). Raises :class:`~bundlegraph.core.errors.ToolkitError`
+    """Every SDK file the specs of ``matrix`` name that is pinned on first download, once each, in
+    leg order: what each leg's SDK module says of it (its optional ``pinned_files(spec, bundles,
+    spec_file)`` verb: LunarG's installer of a ``lunarg`` Vulkan leg, the TheRock tarball of a HIP
+    leg). Pure: reads the TheRock locks. Raises :class:`~bundlegraph.core.errors.ToolkitError`
     for a lock that does not load."""
-    from .therock import DOWNLOAD as THEROCK
-    from .therock import load_lock, tarball_name
-    from .vulkan import LUNARG_DOWNLOAD
+    from .. import backends
+    from .sdk import sdk_module
 
     out: dict[tuple[str, Path], SdkFile] = {}
 
@@ -50,16 +51,9 @@ def wanted(matrix: Matrix, bundles: Path) -> list[SdkFile]:
 
     for leg, spec in matrix.legs.items():
         spec_file = matrix.files.get(leg, bundles / f"{leg}.toml")
-        sdk = spec.vulkan.sdk if spec.vulkan else None
-        if sdk is not None and sdk.source == "lunarg" and sdk.url_name and sdk.version:
-            url = LUNARG_DOWNLOAD.format(version=sdk.version, url_name=sdk.url_name)
-            add(SdkFile("lunarg", sdk.url_name, url, spec_file, sdk.sha256 or ""), leg)
-        if spec.hip is not None:
-            lock_file = bundles / spec.hip.sdk.lock
-            name = tarball_name(spec.os, spec.hip.gfx_target, spec.hip.sdk.version)
-            row = load_lock(lock_file).tarballs.get(name)
-            url = row.url if row else THEROCK.format(name=name)
-            add(SdkFile("therock", name, url, lock_file, row.sha256 if row else "", row.size if row else 0), leg)
+        mod = sdk_module(backends.backend(spec.backend))
+        for f in getattr(mod, "pinned_files", lambda *_: [])(spec, bundles, spec_file):
+            add(f, leg)  # the SDK module's own verb: the files of its SDK pinned on first download
     return list(out.values())
 
 

@@ -37,6 +37,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..backends import hip
 from ..core import settings
@@ -46,6 +47,9 @@ from ..core.platforms import platform
 from ..core.state import Present
 from ..schemas.records import BundleSpec
 from ..toolchains.hip import HipSdk, runtime_files
+
+if TYPE_CHECKING:
+    from .sdkpins import SdkFile
 
 LOCK_VERSION = 1
 DOWNLOAD = "https://repo.amd.com/rocm/tarball-multi-arch/{name}"
@@ -387,6 +391,20 @@ class TheRockTaskPlan:
     def doc(self) -> str:
         """The task's doc line."""
         return f"install AMD TheRock {self.sdk.version} ({self.sdk.name}) for {', '.join(self.legs)}"
+
+
+def pinned_files(spec: BundleSpec, bundles: Path, spec_file: Path) -> list[SdkFile]:
+    """The SDK file ``bundlegraph lock`` pins for this HIP leg (:func:`bundlegraph.toolkit.sdkpins.wanted`):
+    its TheRock tarball, a ``[[tarball]]`` row of its lock (unpinned while the lock has no row).
+    Raises :class:`~bundlegraph.core.errors.ToolkitError` for a lock that does not load."""
+    from .sdkpins import SdkFile as File
+
+    assert spec.hip is not None  # a HIP leg
+    lock_file = bundles / spec.hip.sdk.lock
+    name = tarball_name(spec.os, spec.hip.gfx_target, spec.hip.sdk.version)
+    row = load_lock(lock_file).tarballs.get(name)
+    url = row.url if row else DOWNLOAD.format(name=name)
+    return [File("therock", name, url, lock_file, row.sha256 if row else "", row.size if row else 0)]
 
 
 def plan(ident: SdkPlan, legs: tuple[str, ...], bundles: Path, host_problem: str | None) -> TheRockTaskPlan:

@@ -16,13 +16,13 @@ import pytest
 from conftest import require_tools
 from realinputs import sdist
 
+from bundlegraph.backends.vulkan import sdk as vk
 from bundlegraph.core import proc
 from bundlegraph.core.errors import HashMismatch
 from bundlegraph.pipeline.base import Context, Filters
 from bundlegraph.pipeline.toolkit import plans
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import debs
-from bundlegraph.toolkit import vulkan as vk
 
 ROOT = Path(__file__).resolve().parents[2]
 

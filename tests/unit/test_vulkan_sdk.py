@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.backends import BACKEND_NAMES
+from bundlegraph.backends.vulkan import sdk as vk
+from bundlegraph.backends.vulkan.sdk_ref import VulkanSdk
 from bundlegraph.core.errors import HostMismatch, SpecError, ToolkitError, ToolMissing
 from bundlegraph.pipeline.base import Context, Filters
 from bundlegraph.pipeline.toolkit import plans, toolkit_for_leg
@@ -23,8 +25,6 @@ from bundlegraph.specs.loader import load_matrix
 from bundlegraph.specs.validation import validate_matrix
 from bundlegraph.toolchains import get
 from bundlegraph.toolchains.registry import MACHINES_DIR, TOOLCHAINS, ToolchainFileError, load_machine
-from bundlegraph.toolchains.vulkan import VulkanSdk
-from bundlegraph.toolkit import vulkan as vk
 
 ROOT = Path(__file__).resolve().parents[2]
 X64, ARM64, WIN = "linux-x64-vulkan", "linux-arm64-vulkan", "windows-x64-vulkan"

@@ -105,7 +105,7 @@ Linux arches)."""
 SPEC_TABLE: str | None = "vulkan"
 """The spec table a Vulkan leg carries (``[vulkan]``: its SDK)."""
 
-SDK: str | None = "bundlegraph.toolkit.vulkan"
+SDK: str | None = f"{__name__}.sdk"
 """The module that plans, keys and installs this backend's SDK (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""
 
 COMPILER: str | None = "glslc"

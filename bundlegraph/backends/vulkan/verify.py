@@ -13,7 +13,7 @@
   which finds the host's drivers).
 
 - ``vulkan-shaders``: the info file's ``build.vulkan.compiled_out`` (the shader extensions
-  glslc could not compile at configure: :func:`bundlegraph.toolchains.vulkan.VulkanSdk.configure_record`)
+  glslc could not compile at configure: :func:`bundlegraph.backends.vulkan.sdk_ref.VulkanSdk.configure_record`)
   names none that the spec does not waive (``[vulkan] waive_compiled_out``, by name, with a
   reason): a bundle without ggml's cooperative-matrix or integer-dot shaders is several times
   slower on GPUs that have them. Silent without an info file (a build tree, package's first

@@ -20,7 +20,7 @@ CMake asks for, and the ``glslc`` that compiles ggml's shaders, from one of thre
   only on a Windows build machine, elsewhere the task refuses in one line.
 
 The task ``toolkit:vulkan-<version>-<platform>-<6 hex>`` (``vulkan-1.4.309-linux-x64-3f9a1c``;
-the hex is a digest of the SDK's identity) writes a receipt (:data:`~bundlegraph.toolchains.vulkan.RECEIPT`)
+the hex is a digest of the SDK's identity) writes a receipt (:data:`~.sdk_ref.RECEIPT`)
 holding the Vulkan header version (from ``vulkan_core.h``'s ``VK_HEADER_VERSION`` and
 ``VK_HEADER_VERSION_COMPLETE``) and ``glslc --version``'s first line.
 """
@@ -33,17 +33,20 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..core import proc
-from ..core.errors import HostMismatch, ToolkitError
-from ..core.fsutil import atomic_write_json, read_json_object, sha256_file
-from ..core.lightclass import frozen
-from ..core.state import Present
-from ..schemas.records import BundleSpec, VulkanSdkSpec
-from ..toolchains.registry import TOOLCHAINS
-from ..toolchains.vulkan import RECEIPT, VulkanSdk, shader_extensions
-from .ref import toolkits_root
+from ...core import proc
+from ...core.errors import HostMismatch, ToolkitError
+from ...core.fsutil import atomic_write_json, read_json_object, sha256_file
+from ...core.lightclass import frozen
+from ...core.state import Present
+from ...schemas.records import BundleSpec, VulkanSdkSpec
+from ...toolchains.registry import TOOLCHAINS
+from ...toolkit.ref import toolkits_root
+from .sdk_ref import RECEIPT, VulkanSdk, shader_extensions
+
+if TYPE_CHECKING:
+    from ...toolkit.sdkpins import SdkFile
 
 LAYOUT_VERSION = 2
 """The layout of an installed Vulkan SDK (the wrapper, the paths below); a change reinstalls.
@@ -110,7 +113,7 @@ class VulkanSdkSet:
 
 
 def _debs_rows(sdk: VulkanSdkSpec, bundles: Path, spec_file: str, build_arch: str, target_arch: str) -> list[Any]:
-    from .debs import load_lock
+    from ...toolkit.debs import load_lock
 
     lock = load_lock(bundles / str(sdk.lock))
     rows = [
@@ -202,6 +205,19 @@ def ref_for(s: VulkanSdkSet) -> VulkanSdk:
 def ref(spec: BundleSpec, bundles: Path, spec_file: str) -> VulkanSdk:
     """The leg's SDK where its task puts it."""
     return ref_for(sdk_set(spec, bundles, spec_file))
+
+
+def pinned_files(spec: BundleSpec, bundles: Path, spec_file: Path) -> list[SdkFile]:
+    """The SDK files ``bundlegraph lock`` pins for this leg (:func:`bundlegraph.toolkit.sdkpins.wanted`):
+    LunarG's installer of a ``lunarg`` SDK, pinned in the spec's ``[vulkan.sdk] sha256``; nothing for
+    the others (Debian's packages are pinned by ``lock-debs``)."""
+    from ...toolkit.sdkpins import SdkFile as File
+
+    sdk = spec.vulkan.sdk if spec.vulkan else None
+    if sdk is None or sdk.source != "lunarg" or not sdk.url_name or not sdk.version:
+        return []
+    url = LUNARG_DOWNLOAD.format(version=sdk.version, url_name=sdk.url_name)
+    return [File("lunarg", sdk.url_name, url, spec_file, sdk.sha256 or "")]
 
 
 def host_files() -> dict[str, str]:
@@ -310,7 +326,7 @@ def _write_wrapper(build_arch: str, prefix: Path) -> None:
 
 
 def _install_debs(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
-    from .debs import DebLock, extract, load_lock
+    from ...toolkit.debs import DebLock, extract, load_lock
 
     lock = load_lock(p.bundles / p.sdk.lock)
     want = {tuple(r) for r in dict(p.sdk.pins)["packages"]}
@@ -344,7 +360,7 @@ def _install_lunarg(p: VulkanSdkPlan) -> tuple[dict[str, Any], Path]:
         raise HostMismatch(
             f"toolkit:{p.sdk.name}: the LunarG SDK installer {pin['url_name']} runs only on a Windows build machine"
         )
-    from ..core.download import download
+    from ...core.download import download
 
     exe = download(LUNARG_DOWNLOAD.format(**pin), pin["sha256"])
     proc.run(

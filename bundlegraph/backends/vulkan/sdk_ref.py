@@ -1,5 +1,5 @@
 """Where a leg's Vulkan SDK is: :class:`VulkanSdk`, what the SDK task of a Vulkan leg
-(``toolkit:vulkan-<version>-<platform>-<hash6>``, :mod:`bundlegraph.toolkit.vulkan`) promises
+(``toolkit:vulkan-<version>-<platform>-<hash6>``, :mod:`bundlegraph.backends.vulkan.sdk`) promises
 later stages, as :class:`~.cuda.CudaToolkit` is for CUDA. Pure data: nothing here looks at the
 disk except :meth:`VulkanSdk.missing`.
 
@@ -17,12 +17,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.fsutil import read_json_object
-from ..core.lightclass import frozen
-from .sdk_ref import GpuCompiler, ShipsNothing, cache_lines
+from ...core.fsutil import read_json_object
+from ...core.lightclass import frozen
+from ...toolchains.sdk_ref import GpuCompiler, ShipsNothing, cache_lines
 
 if TYPE_CHECKING:
-    from .sdk_ref import BuildsWith, LineInputs, SdkRef
+    from ...toolchains.sdk_ref import BuildsWith, LineInputs, SdkRef
 
 RECEIPT = "bundlegraph-vulkan-sdk.json"
 """The SDK task's receipt file name: the header and glslc versions, the packages or installer."""
@@ -98,7 +98,7 @@ class VulkanSdk(ShipsNothing):
     def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """The SDK's pins (headers, loader, SPIR-V headers: :meth:`cmake_cache`) and the resolved
         glslc, so FindVulkan searches nothing on the build machine."""
-        from .base import cmake_str
+        from ...toolchains.base import cmake_str
 
         glslc = at.binaries.get("glslc") or tc.machine_binary("glslc")
         lines = ["", f"# The Vulkan SDK ({self.source}, {self.task}) and the shader compiler."]
