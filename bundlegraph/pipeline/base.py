@@ -128,7 +128,7 @@ class LegContext:
         """The leg's SDK as its backend's SDK module gives it (:meth:`bundlegraph.toolkit.sdk.SdkModule.ref`):
         the :class:`~bundlegraph.toolchains.cuda.CudaToolkit` of a CUDA leg, the
         :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk` of a Vulkan leg, the
-        :class:`~bundlegraph.toolchains.hip.HipSdk` of a HIP leg; None for a backend without an SDK.
+        :class:`~bundlegraph.backends.hip.sdk_ref.HipSdk` of a HIP leg; None for a backend without an SDK.
         Stages ask it (:class:`~bundlegraph.toolchains.sdk_ref.SdkRef`), never which one it is; its
         ``task`` is the SDK task configure waits for. Raises
         :class:`~bundlegraph.core.errors.ToolkitError` for an unusable toolkit spec."""

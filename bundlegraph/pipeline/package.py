@@ -125,7 +125,7 @@ class PackageInputs:
     merged_from: str | None = None
     imported: list[ImportedBuild] = field(default_factory=list)
     sdk: dict[str, Any] | None = None
-    """A HIP leg's pinned TheRock SDK (:meth:`bundlegraph.toolkit.therock.SdkPlan.receipt`), for the
+    """A HIP leg's pinned TheRock SDK (:meth:`bundlegraph.backends.hip.sdk.SdkPlan.receipt`), for the
     info JSON's ``sdk``; None for other legs."""
     recipe: dict[str, Any] | None = None
     """How the leg compiled here (:func:`~bundlegraph.pipeline.manifest.leg_recipe`, each toolkit

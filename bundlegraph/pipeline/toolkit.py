@@ -4,7 +4,7 @@ later stages where everything is. Which SDK a leg needs is its backend's busines
 CUDA's toolkit (:mod:`bundlegraph.toolkit.cuda_sdk`, tasks ``toolkit:cuda…``, described below),
 Vulkan's headers, loader and glslc (:mod:`bundlegraph.backends.vulkan.sdk`, tasks
 ``toolkit:vulkan-<version>-<platform>-<hash6>``), HIP's pinned AMD TheRock tarball
-(:mod:`bundlegraph.toolkit.therock`, tasks ``toolkit:therock-<build>-<os>-<family>-<hash6>``); a
+(:mod:`bundlegraph.backends.hip.sdk`, tasks ``toolkit:therock-<build>-<os>-<family>-<hash6>``); a
 backend without an SDK (CPU, Metal) has no task.
 This stage never names a backend. ``LegContext.sdk`` is the leg's SDK as later stages read it.
 

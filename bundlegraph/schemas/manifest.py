@@ -124,7 +124,7 @@ class BundleInfo(Strict):
     gfx is one of them (``published_rocm_choice_for_host``); left out for other bundles."""
     sdk: dict[str, Any] | None = None
     """A leg's pinned SDK where it is not the CUDA toolkit (TheRock: ``source``, ``version``,
-    ``tarball``, ``sha256``: :meth:`bundlegraph.toolkit.therock.SdkPlan.receipt`); left out when
+    ``tarball``, ``sha256``: :meth:`bundlegraph.backends.hip.sdk.SdkPlan.receipt`); left out when
     None."""
     build: dict[str, Any] | None = None
     """How this leg was compiled, as its configure recorded it where it compiled

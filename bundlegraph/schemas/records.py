@@ -241,7 +241,7 @@ class VulkanSpec(Record):
 @record
 class TheRockSdkSpec(Record):
     """The HIP SDK of a leg: one of AMD TheRock's multi-arch tarballs
-    (``therock-dist-<linux|windows>-<archive family>-<version>.tar.gz``, :mod:`bundlegraph.toolkit.therock`),
+    (``therock-dist-<linux|windows>-<archive family>-<version>.tar.gz``, :mod:`bundlegraph.backends.hip.sdk`),
     pinned by its exact build in a lock file that holds each tarball's sha256."""
 
     source: Literal["therock"] = "therock"

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from bundlegraph import cli
+from bundlegraph.backends.hip import sdk as therock
 from bundlegraph.specs.loader import load_matrix
-from bundlegraph.toolkit import sdkpins, therock
+from bundlegraph.toolkit import sdkpins
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = "locks/therock-7.14.0.toml"

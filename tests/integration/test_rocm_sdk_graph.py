@@ -15,7 +15,7 @@ through ``BUNDLEGRAPH_THEROCK_DIR`` as a machine that cannot reach AMD's servers
 - the same tarball with other bytes (the hash moved) is refused in one line, and so is a tarball
   the lock does not pin (the real lock's Windows rows), before anything is fetched;
 - verify on the stand-in: the runtime the merge ships from the installed prefix
-  (:func:`bundlegraph.toolkit.therock.runtime_files`) beside a ``libggml-hip.so`` Debian 12's hipcc
+  (:func:`bundlegraph.backends.hip.sdk.runtime_files`) beside a ``libggml-hip.so`` Debian 12's hipcc
   compiles here for the family's targets, judged with the leg's own verify policy: its ``required``
   list (runtime and a rocBLAS kernel file per target) and its code objects (the ``hip-code`` row)
   hold; a copy without the rocBLAS kernels of gfx1102 and a ggml-hip without gfx1103 are named.
@@ -37,9 +37,9 @@ import graphrun
 from conftest import linux_only, require_tools
 
 from bundlegraph.backends import hip
+from bundlegraph.backends.hip.sdk import runtime_files
 from bundlegraph.core.proc import run
 from bundlegraph.specs.loader import load_matrix
-from bundlegraph.toolkit.therock import runtime_files
 from bundlegraph.verification.policy import policy_from_spec
 from bundlegraph.verification.run import verify_path
 
@@ -106,8 +106,8 @@ def test_the_linux_rocm_legs_plan_and_sdk_resolve_through_the_graph(tmp_path, mo
     again = graphrun.doit([task], bundles=bundles, workdir=work, **env)
     assert again.returncode == 0 and graphrun.executed(again.stdout) == [], again.stdout
     # the machine file's [binaries] hip resolves under the installed prefix, before PATH
+    from bundlegraph.backends.hip import sdk as therock
     from bundlegraph.toolchains import get
-    from bundlegraph.toolkit import therock
 
     monkeypatch.setenv("BUNDLEGRAPH_CACHE", env["BUNDLEGRAPH_CACHE"])
     # in-process: the tool-version probe cache goes to the work directory's state, never the checkout

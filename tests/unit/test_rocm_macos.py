@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from bundlegraph.backends import hip, metal
+from bundlegraph.backends.hip import sdk as therock
 from bundlegraph.checks.content import missing_required
 from bundlegraph.core.errors import HashMismatch, SpecError, ToolkitError
 from bundlegraph.core.platforms import platform
 from bundlegraph.installer.selection import Host, claimed, coverage, coverage_problems, select
 from bundlegraph.schemas.manifest import BundleInfo, IndexEntry, Manifest, ManifestArtifact, ShaIndex
 from bundlegraph.specs.loader import load_matrix
-from bundlegraph.toolkit import therock
 from bundlegraph.verification.policy import policy_from_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,7 +277,7 @@ def test_a_tarball_from_the_hand_folder_is_adopted_by_hash_and_a_moved_one_refus
     built = tmp_path / "built"
     built.mkdir()
     (built / "libggml-hip.so").write_bytes(b"built by the leg")
-    from bundlegraph.toolchains.hip import HipSdk
+    from bundlegraph.backends.hip.sdk_ref import HipSdk
 
     sdk = HipSdk("t", "toolkit:t", "7.14.0", "linux", "gfx110X", (), "", "", prefix, prefix / "r.json")
     runtime = merge._sdk_runtime(sdk, "linux", prefix, "7.14.0")
@@ -691,9 +691,9 @@ def test_the_hip_compiler_is_the_machine_files_binary_under_the_sdk_first(matrix
     """``[binaries] hip`` resolves under the leg's TheRock prefix first, then on PATH; a toolchain
     without it names the entry; the toolchain file points CMake's HIP language and find_package
     at the prefix."""
+    from bundlegraph.backends.hip.sdk_ref import HipSdk
     from bundlegraph.core.errors import ToolMissing
     from bundlegraph.toolchains import get
-    from bundlegraph.toolchains.hip import HipSdk
 
     monkeypatch.setenv("BUNDLEGRAPH_CACHE", str(tmp_path / "cache"))
     spec = matrix.legs["linux-x64-rocm-gfx110x"]

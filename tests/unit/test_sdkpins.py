@@ -6,8 +6,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from bundlegraph.backends.hip import sdk as therock
 from bundlegraph.specs.loader import load_matrix
-from bundlegraph.toolkit import sdkpins, therock
+from bundlegraph.toolkit import sdkpins
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -75,7 +75,7 @@ source (or takes Vulkan when hipcc is missing), never the CPU kind."""
 SPEC_TABLE: str | None = "hip"
 """The spec table a HIP leg must have (``[hip]``: its gfx family and SDK)."""
 
-SDK: str | None = "bundlegraph.toolkit.therock"
+SDK: str | None = f"{__name__}.sdk"
 """The module that plans, keys and installs this backend's SDK (AMD TheRock's multi-arch tarball,
 pinned by sha256: :class:`bundlegraph.toolkit.sdk.SdkModule`)."""
 

@@ -22,12 +22,12 @@ def _cmake_list(v: object) -> list[str] | None:
 
 def problems(f: Path, s: BundleSpec, root: Path, read: list[Path]) -> list[str]:
     """A HIP leg's ``[hip]`` against the fork's families (:data:`bundlegraph.backends.FAMILIES`),
-    its ``GPU_TARGETS`` and its TheRock lock (:func:`bundlegraph.toolkit.therock.load_lock`), one
+    its ``GPU_TARGETS`` and its TheRock lock (:func:`bundlegraph.backends.hip.sdk.load_lock`), one
     line each. The lock is appended to ``read``. A tarball the lock does not pin is not a spec
     problem: the SDK stage refuses it when it runs, so plan and keys work before it is pinned."""
     from ...core.errors import ToolkitError
-    from ...toolkit.therock import load_lock
     from . import FAMILIES, ROCBLAS_FOLDER, RUNTIME_REQUIRED
+    from .sdk import load_lock
 
     assert s.hip is not None
     out = []

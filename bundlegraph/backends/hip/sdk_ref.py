@@ -1,5 +1,5 @@
 """Where a HIP leg's SDK is: :class:`HipSdk`, what the SDK task of a HIP leg
-(``toolkit:therock-<build>-<os>-<archive family>-<hash6>``, :mod:`bundlegraph.toolkit.therock`)
+(``toolkit:therock-<build>-<os>-<archive family>-<hash6>``, :mod:`bundlegraph.backends.hip.sdk`)
 promises later stages, as :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk` is for Vulkan. Pure data.
 
 The CMake entries (:meth:`HipSdk.cmake_cache`) point ggml-hip's ``find_package(hip)``,
@@ -15,13 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..backends import hip as hip_facts
-from ..core.lightclass import frozen
-from ..core.platforms import platform
-from .sdk_ref import GpuCompiler
+from ...backends import hip as hip_facts
+from ...core.lightclass import frozen
+from ...core.platforms import platform
+from ...toolchains.sdk_ref import GpuCompiler
 
 if TYPE_CHECKING:
-    from .sdk_ref import BuildsWith, LineInputs, SdkRef, T
+    from ...toolchains.sdk_ref import BuildsWith, LineInputs, SdkRef, T
 
 
 RUNTIME_DIRS: dict[str, tuple[str, ...]] = {
@@ -96,7 +96,7 @@ class HipSdk:
 
     def info(self) -> dict[str, str | None]:
         """What a bundle's info file records of its SDK (``sdk``: source, build, tarball, sha256;
-        None while unpinned), as :meth:`bundlegraph.toolkit.therock.SdkPlan.receipt`."""
+        None while unpinned), as :meth:`bundlegraph.backends.hip.sdk.SdkPlan.receipt`."""
         return {"source": "therock", "version": self.version, "tarball": self.tarball, "sha256": self.sha256 or None}
 
     def cmake_cache(self) -> dict[str, str]:
@@ -116,8 +116,8 @@ class HipSdk:
         ``CMAKE_C_FLAGS`` nor ``CMAKE_CXX_FLAGS``, and ggml-hip's sources name their ``__FILE__``
         in ``GGML_ABORT``), so verify's ``host-path`` row finds no build host's directory in
         ``libggml-hip``."""
-        from .base import cmake_str, cmake_text
-        from .prefix_maps import flag_text
+        from ...toolchains.base import cmake_str, cmake_text
+        from ...toolchains.prefix_maps import flag_text
 
         hip = at.binaries.get("hip") or self.path(tc.machine_binary("hip")).as_posix()
         lines = ["", f"# The HIP SDK (AMD TheRock {self.version}, {self.task}) and the HIP compiler."]
@@ -129,7 +129,7 @@ class HipSdk:
         return lines
 
     def missing(self) -> list[str]:
-        """Nothing: the toolkit task checks the extracted tree (:func:`bundlegraph.toolkit.therock.layout_problems`)."""
+        """Nothing: the toolkit task checks the extracted tree (:func:`bundlegraph.backends.hip.sdk.layout_problems`)."""
         return []
 
     def for_toolchain(self, tc: T) -> T:

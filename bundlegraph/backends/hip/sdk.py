@@ -39,17 +39,17 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..backends import hip
-from ..core import settings
-from ..core.errors import ToolkitError
-from ..core.lightclass import frozen
-from ..core.platforms import platform
-from ..core.state import Present
-from ..schemas.records import BundleSpec
-from ..toolchains.hip import HipSdk, runtime_files
+from ...backends import hip
+from ...core import settings
+from ...core.errors import ToolkitError
+from ...core.lightclass import frozen
+from ...core.platforms import platform
+from ...core.state import Present
+from ...schemas.records import BundleSpec
+from .sdk_ref import HipSdk, runtime_files
 
 if TYPE_CHECKING:
-    from .sdkpins import SdkFile
+    from ...toolkit.sdkpins import SdkFile
 
 LOCK_VERSION = 1
 DOWNLOAD = "https://repo.amd.com/rocm/tarball-multi-arch/{name}"
@@ -135,7 +135,7 @@ def load_lock(file: Path) -> Lock:
     leg's plan reads it when the graph loads). Raises :class:`ToolkitError`, one line naming the
     file and the key, for a missing file, bad TOML, another ``version``, a row without a valid
     name, 64-hex ``sha256``, ``https`` url or positive ``size``, or a row of another build."""
-    from ..core.fsutil import parsed_once
+    from ...core.fsutil import parsed_once
 
     return parsed_once(file, _read_lock)
 
@@ -190,9 +190,9 @@ def fetch(p: SdkPlan) -> Path:
     it is there, else downloaded from the pinned URL. Raises :class:`ToolkitError` (one line) when
     the lock does not pin it, or when it can be neither found nor fetched; a file whose sha256
     differs from the pin is deleted and refused (:class:`~bundlegraph.core.errors.HashMismatch`)."""
-    from ..core import download as dl
-    from ..core import paths
-    from ..core.errors import DownloadError
+    from ...core import download as dl
+    from ...core import paths
+    from ...core.errors import DownloadError
 
     if p.pin is None:
         raise ToolkitError(
@@ -260,7 +260,7 @@ def layout_problems(prefix: Path, os_name: str, targets: tuple[str, ...] | list[
 
 def prefix_of(p: SdkPlan) -> Path:
     """Where :func:`install` extracts ``p``'s tarball: ``<cache>/toolkits/<task name after toolkit:>``."""
-    from .ref import toolkits_root
+    from ...toolkit.ref import toolkits_root
 
     return toolkits_root() / p.task.removeprefix("toolkit:")
 
@@ -278,8 +278,8 @@ def install(p: SdkPlan, targets: tuple[str, ...] | list[str]) -> Path:
     or a tree that lacks what the leg needs."""
     import shutil
 
-    from ..core.extract import extract
-    from ..core.fsutil import atomic_write_bytes
+    from ...core.extract import extract
+    from ...core.fsutil import atomic_write_bytes
 
     dest = prefix_of(p)
     receipt = dest / RECEIPT
@@ -397,7 +397,7 @@ def pinned_files(spec: BundleSpec, bundles: Path, spec_file: Path) -> list[SdkFi
     """The SDK file ``bundlegraph lock`` pins for this HIP leg (:func:`bundlegraph.toolkit.sdkpins.wanted`):
     its TheRock tarball, a ``[[tarball]]`` row of its lock (unpinned while the lock has no row).
     Raises :class:`~bundlegraph.core.errors.ToolkitError` for a lock that does not load."""
-    from .sdkpins import SdkFile as File
+    from ...toolkit.sdkpins import SdkFile as File
 
     assert spec.hip is not None  # a HIP leg
     lock_file = bundles / spec.hip.sdk.lock
@@ -416,7 +416,7 @@ def run(p: TheRockTaskPlan) -> list[Path | Present]:
     """Install the SDK of ``p`` (:func:`install`); returns its receipt. Refuses an unpinned
     tarball first (one line, before the host check: no host can use it), then a host that none of
     the legs can compile on (:class:`~bundlegraph.core.errors.HostMismatch`)."""
-    from ..core.errors import HostMismatch
+    from ...core.errors import HostMismatch
 
     if p.sdk.pin is None:
         fetch(p.sdk)  # raises the one-line refusal naming the lock
