@@ -118,6 +118,16 @@ def cmake_str(value: str) -> str:
     return '"' + value.replace("\\", "/").replace('"', '\\"') + '"'
 
 
+def cache_lines(entries: Mapping[str, str], filepaths: frozenset[str] = frozenset()) -> list[str]:
+    """``set( VAR "value" CACHE PATH "" )`` for each of ``entries`` (CMake cache variable ->
+    value), ``FILEPATH`` for those named in ``filepaths`` (a library): an SDK's pins in the
+    toolchain file, so CMake's find modules search nothing on the build machine."""
+    return [
+        f'set( {var} {cmake_str(value)} CACHE {"FILEPATH" if var in filepaths else "PATH"} "" )'
+        for var, value in entries.items()
+    ]
+
+
 def cmake_text(value: str) -> str:
     """``value`` inside a CMake quoted argument, every character kept (backslash, quote and
     ``$`` escaped): for flags, where ``/d1trimfile:C:\\a\\b`` must keep its backslashes."""

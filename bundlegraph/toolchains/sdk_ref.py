@@ -151,16 +151,4 @@ class ShipsNothing:
         return None
 
 
-def cache_lines(entries: Mapping[str, str], filepaths: frozenset[str] = frozenset()) -> list[str]:
-    """``set( VAR "value" CACHE PATH "" )`` for each of ``entries`` (CMake cache variable ->
-    value), ``FILEPATH`` for those named in ``filepaths`` (a library): an SDK's pins in the
-    toolchain file, so CMake's find modules search nothing on the build machine."""
-    from .base import cmake_str
-
-    return [
-        f'set( {var} {cmake_str(value)} CACHE {"FILEPATH" if var in filepaths else "PATH"} "" )'
-        for var, value in entries.items()
-    ]
-
-
-__all__ = ["BuildsWith", "GpuCompiler", "LineInputs", "SdkRef", "ShipsNothing", "cache_lines"]
+__all__ = ["BuildsWith", "GpuCompiler", "LineInputs", "SdkRef", "ShipsNothing"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.fsutil import read_json_object
 from ...core.lightclass import frozen
-from ...toolchains.sdk_ref import ShipsNothing, cache_lines
+from ...toolchains.sdk_ref import ShipsNothing
 
 if TYPE_CHECKING:
     from ...toolchains.sdk_ref import BuildsWith, GpuCompiler, LineInputs, SdkRef
@@ -68,6 +68,8 @@ class OpenClSdk(ShipsNothing):
 
     def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """The SDK's pins (:meth:`cmake_cache`), so FindOpenCL searches nothing on the build machine."""
+
+        from ...toolchains.base import cache_lines
 
         lines = ["", f"# The OpenCL SDK ({self.task}): Khronos headers and the ICD loader to link."]
         lines += cache_lines(self.cmake_cache(), frozenset({"OpenCL_LIBRARY"}))

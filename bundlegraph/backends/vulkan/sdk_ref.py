@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...core.fsutil import read_json_object
 from ...core.lightclass import frozen
-from ...toolchains.sdk_ref import GpuCompiler, ShipsNothing, cache_lines
+from ...toolchains.sdk_ref import GpuCompiler, ShipsNothing
 
 if TYPE_CHECKING:
     from ...toolchains.sdk_ref import BuildsWith, LineInputs, SdkRef
@@ -98,7 +98,7 @@ class VulkanSdk(ShipsNothing):
     def toolchain_lines(self, tc: BuildsWith, at: LineInputs) -> list[str]:
         """The SDK's pins (headers, loader, SPIR-V headers: :meth:`cmake_cache`) and the resolved
         glslc, so FindVulkan searches nothing on the build machine."""
-        from ...toolchains.base import cmake_str
+        from ...toolchains.base import cache_lines, cmake_str
 
         glslc = at.binaries.get("glslc") or tc.machine_binary("glslc")
         lines = ["", f"# The Vulkan SDK ({self.source}, {self.task}) and the shader compiler."]
