@@ -2,6 +2,10 @@
 # Issue 52 item 4 with every binary built on the 2-core machine and carried to the GPU machine (no
 # build there: its time is scarce). One call per part, in quick succession (a warm machine keeps
 # what earlier calls left outside the checkout):
+#   prepare FILE...   (here) .carry/c<N>/: each FILE into local/ (split in 50 MB pieces, joined there),
+#                     numpy + PyYAML wheels for the GPU machine's Python 3.12 into whl/, and
+#                     local/gguf.tar.gz (gguf-py and the llama vocabulary from the cached llama.cpp
+#                     source, for the bench models); parts of at most 58 MB, one call each
 #   stash PART        copy the carried .carry/PART/ into $STASH (default /root/stash)
 #   bench OUT PAIRS   set up (the Vulkan loader .debs, numpy + PyYAML for gguf-py unpacked into a
 #                     private folder), write the two bench models (bundlegraph.pipeline.smoke.tinygguf),
@@ -13,6 +17,8 @@
 #                                                                          cuBLAS is the machine's 13.0)
 #                       $STASH/local/app-*-cuda12-newer*.tar.gz.part-*      the cuda12 leg (joined here)
 #                       $STASH/local/ref12.tar.xz                          a CUDA 12.4 build with upstream's 12.8 flags
+#                       $STASH/local/ref13.tar.xz                          a build with upstream's CUDA 13 flags and the
+#                                                                          leg's own toolkit (bench/reference_build.py)
 #                       $STASH/cu12/cu12rt.tar.xz.part-*                   CUDA 12.4's cudart + cuBLAS
 # The bench modules (tinygguf, bench, gpu_speed_table) use the standard library only (tinygguf: numpy
 # and the source's gguf-py); they are loaded by file, without bundlegraph's package __init__, which
@@ -20,11 +26,27 @@
 set -uo pipefail
 MODE="${1:?stash|bench}"
 S="${STASH:-/root/stash}" B="${BG_ROOT:-/root/bgc}"
+if [ "$MODE" = prepare ]; then  # here, on the 2-core machine
+  . bench/device_parts.sh
+  shift; rm -rf .carry/c* .carry/stage && mkdir -p .carry/stage/local .carry/stage/whl || exit 2
+  grep -qx '/.carry/' .gitignore .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+  for f in "$@"; do
+    if [ "$(stat -c %s "$f")" -gt 50000000 ]; then split -b 50000000 "$f" ".carry/stage/local/$(basename "$f").part-"
+    else cp "$f" .carry/stage/local/; fi
+  done
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .carry/stage/whl "numpy<2.3" PyYAML || exit 3
+  T=$(ls -d "${BUNDLEGRAPH_CACHE:-$HOME/.cache/bundlegraph}"/sources/*/tree/vendor/llama.cpp 2>/dev/null | head -1)
+  [ -n "$T" ] || { echo "no cached llama.cpp source: run a leg's source task first"; exit 4; }
+  tar -C "$T" -czf .carry/stage/local/gguf.tar.gz gguf-py models/ggml-vocab-llama-spm.gguf || exit 5
+  pack_parts .carry/stage 58000000 c && du -sh .carry/c*; exit 0
+fi
 if [ "$MODE" = stash ]; then
   PART="${2:?PART}"; mkdir -p "$S" && cp -r ".carry/$PART/." "$S/" || exit 2
   du -sh "$S"; exit 0
 fi
-OUT="${2:?OUT}"; PAIRS="${3:-vk vkdeg line ref12 cu12}"
+OUT="${2:?OUT}"; PAIRS="${3:-vk vkdeg line ref12 cu12 ref13}"
 mkdir -p "$B" "$OUT" || exit 2
 for f in "$S"/gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 SITE=$B/site; if [ ! -d "$SITE/numpy" ]; then
@@ -58,6 +80,7 @@ CU13B=$(pick "$S/local/app-*-linux-x64-cuda13-portable*.tar.gz"); [ -n "$CU13B" 
 CU12B=$(pick "$S/local/app-*-linux-x64-cuda12-newer*.tar.gz"); [ -n "$CU12B" ] && { unpack "$CU12B" $U/cu12 || exit 6; }
 [ -f "$S/local/vkref.tar.xz" ] && [ ! -x $U/vkref/bin/llama-bench ] && { mkdir -p $U/vkref && tar -C $U/vkref -xJf "$S/local/vkref.tar.xz"; }
 [ -f "$S/local/ref12.tar.xz" ] && [ ! -x $U/ref12/bin/llama-bench ] && { mkdir -p $U/ref12 && tar -C $U/ref12 -xJf "$S/local/ref12.tar.xz"; }
+[ -f "$S/local/ref13.tar.xz" ] && [ ! -x $U/ref13/bin/llama-bench ] && { mkdir -p $U/ref13 && tar -C $U/ref13 -xJf "$S/local/ref13.tar.xz"; }
 RT13=$B/rt13; [ -f "$S/local/cudart135.tar.xz" ] && { mkdir -p $RT13 && tar -C $RT13 -xJf "$S/local/cudart135.tar.xz"; }
 RT12=$B/rt12; if ls "$S"/cu12/cu12rt.tar.xz.part-* >/dev/null 2>&1 && [ ! -f $RT12/.done ]; then
   mkdir -p $RT12 && cat "$S"/cu12/cu12rt.tar.xz.part-* | tar -C $RT12 -xJf - && touch $RT12/.done || exit 6
@@ -81,6 +104,7 @@ for p in $PAIRS; do
   vkdeg) [ -x $U/vkref/bin/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$U/vkref/bin|$DEG|$VKE") ;;
   line) [ -x $U/cu12/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$R12LIB") ;;
   ref12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$R12LIB") ;;
+  ref13) [ -x $U/ref13/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (upstream's CUDA 13 flags, the leg's CUDA 13.5)|$U/cu13|$U/ref13/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$CU13LIB") ;;
   cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$R12LIB|LD_LIBRARY_PATH=$R12LIB") ;;
   esac
 done
