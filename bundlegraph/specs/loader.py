@@ -10,7 +10,7 @@ import nor validation). An entry is used only when all of these equal what it wa
 - the bytes of every ``*.toml`` in the directory (names and contents: a new, removed or
   edited spec or release file misses);
 - the bytes of every other file validation read (the wheels locks the legs name);
-- bundlegraph's version, the size and mtime of every module of :mod:`bundlegraph.schemas` and
+- bundlegraph's version, the size and mtime of every module of :mod:`bundlegraph.schemas`, :mod:`bundlegraph.backends` (each backend's package too) and
   :mod:`bundlegraph.toolchains` and of every toolchain machine file (the rules and the
   toolchains), and Python's version.
 
@@ -35,13 +35,21 @@ from .. import __version__
 from ..core.fsutil import atomic_write_bytes, sha256_file
 from ..schemas.records import Matrix
 
+_BACKEND_DIRS = tuple(
+    f"backends/{e.name}"
+    for e in sorted(os.scandir(Path(__file__).resolve().parents[1] / "backends"), key=lambda e: e.name)
+    if e.is_dir() and not e.name.startswith("_")
+)
+"""Each backend's package folder (``backends/cuda``), whose modules :data:`_CODE_DIRS` keys."""
+
 MAGIC = b"bundlegraph-spec-cache 1\n"
 """First line of an entry; a new layout changes it."""
 KEEP = 256
 """Entries kept (one per bundles directory); the least recently written go first."""
 
-_CODE_DIRS = ("schemas", "specs", "backends", "core", "toolchains", "toolchains/machines")
-"""Packages of bundlegraph whose code decides what a spec directory validates to."""
+_CODE_DIRS = ("schemas", "specs", "backends", "core", "toolchains", "toolchains/machines", *_BACKEND_DIRS)
+"""Packages of bundlegraph whose code decides what a spec directory validates to: a backend's
+package among them (its spec table, ``spec.py``, and its rules, ``rules.py``, decide too)."""
 
 
 def load_matrix(root: str | Path) -> Matrix:

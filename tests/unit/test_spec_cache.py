@@ -114,3 +114,18 @@ def test_bundlegraph_version_is_part_of_the_key(bundles_copy, cache, monkeypatch
     k = loader._key(bundles_copy)
     monkeypatch.setattr(loader, "__version__", "99.0")
     assert loader._key(bundles_copy) != k
+
+
+def test_a_backends_rules_and_spec_table_modules_are_part_of_the_key(bundles_copy, cache, tmp_path, monkeypatch):
+    """A backend's package decides what specs validate to (its ``rules.py``, its ``spec.py``): a
+    change to any of its modules misses the cache, as one to the schemas does."""
+    assert "backends/cuda" in loader._CODE_DIRS and "backends/hip" in loader._CODE_DIRS
+    rules = ROOT / "bundlegraph" / "backends" / "cuda" / "rules.py"
+    k = loader._key(bundles_copy)
+    st = rules.stat()
+    try:
+        os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert loader._key(bundles_copy) != k
+    finally:
+        os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert loader._key(bundles_copy) == k
