@@ -134,17 +134,17 @@ def parsed_once(path: str | os.PathLike[str], parse: Callable[[Path], T]) -> T:
     (issue 20). ``parse`` must return a value nobody modifies (a frozen record). Whatever
     ``parse`` raises propagates, and nothing is remembered then; a file that cannot be stat'ed
     is parsed every time."""
-    p = Path(path)
+    name = os.fspath(path)  # no Path object on a hit: a no-op run asks this some 300 times
     try:
-        st = os.stat(p)
+        st = os.stat(name)
     except OSError:
-        return parse(p)
-    key = (os.fspath(p), parse)
+        return parse(Path(name))
+    key = (name, parse)
     sig = (st.st_mtime_ns, st.st_size, st.st_ino)
     hit = _PARSED.get(key)
     if hit is not None and hit[0] == sig:
         return hit[1]  # type: ignore[return-value]
-    value = parse(p)
+    value = parse(Path(name))
     if settled(st):
         _PARSED[key] = (sig, value)
     return value
@@ -161,12 +161,15 @@ def tree_digest(root: str | os.PathLike[str], exclude_dirs: tuple[str, ...] = ("
     Independent of mtimes, owners and the host's path separator. The files are read again only
     when one's size, mtime, inode or mode differs from an earlier call in this process."""
     root = Path(root)
-    entries: list[tuple[str, Path, os.stat_result]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    # strings, not Path objects: every leg's source key walks its tree on every run (a no-op too)
+    entries: list[tuple[str, str, os.stat_result]] = []
+    top = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(d for d in dirnames if d not in exclude_dirs)
+        rel_dir = os.path.relpath(dirpath, top).replace(os.sep, "/")
         for name in sorted(filenames):
-            p = Path(dirpath) / name
-            entries.append((p.relative_to(root).as_posix(), p, p.lstat()))
+            full = os.path.join(dirpath, name)
+            entries.append((name if rel_dir == "." else f"{rel_dir}/{name}", full, os.lstat(full)))
     sig = (
         str(root),
         exclude_dirs,

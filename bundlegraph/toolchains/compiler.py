@@ -98,7 +98,11 @@ class PinnedCompiler:
 
     @property
     def prefix(self) -> Path:
-        return self.root / self.name
+        """``root / name``, made once per compiler (a no-op run asks it some 360 times)."""
+        got = self.__dict__.get("_prefix")
+        if got is None:
+            got = self.__dict__["_prefix"] = self.root / self.name
+        return got
 
     @property
     def receipt(self) -> Path:
