@@ -103,8 +103,8 @@ def main() -> int:
     pool = ROOT / ".bundlegraph" / "bench-pool"
     archives, total = build_pool(pool, args.cublas)
     httpd, base = serve(pool)
-    from bundlegraph.pipeline.toolkit import ref_for_set
     from bundlegraph.toolkit.install import install
+    from bundlegraph.toolkit.ref import ref_for_set
 
     target = ("cuda_cudart", "libcublas") if args.cublas else ("cuda_cudart",)
     cs = ComponentSet(

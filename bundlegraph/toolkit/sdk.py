@@ -1,5 +1,5 @@
 """A backend's SDK as the toolkit stage sees it: :class:`SdkModule`, the shape of the module a
-backend names in :attr:`bundlegraph.backends.Backend.SDK` (``bundlegraph.toolkit.cuda_sdk``,
+backend names in :attr:`bundlegraph.backends.Backend.SDK` (``bundlegraph.backends.cuda.sdk``,
 ``bundlegraph.backends.vulkan.sdk``), and :func:`sdk_module`, which imports it.
 
 The stage (:mod:`bundlegraph.pipeline.toolkit`) asks each selected leg's backend for its SDK

@@ -18,9 +18,9 @@ from redistserver import RedistServer
 
 from bundlegraph.core import paths
 from bundlegraph.core.errors import DownloadError, HashMismatch, ToolkitError, UnsafeArchive
-from bundlegraph.pipeline.toolkit import ref_for_set
 from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
+from bundlegraph.toolkit.ref import ref_for_set
 
 HOST = ("cuda_cccl", "cuda_crt", "cuda_nvcc", "libnvvm")
 
@@ -323,7 +323,7 @@ def test_validation_names_file_and_component(env, tmp_path):
 _CHILD = """
 import sys, json
 sys.path.insert(0, {tests!r})
-from bundlegraph.pipeline.toolkit import ref_for_set
+from bundlegraph.toolkit.ref import ref_for_set
 from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
 from pathlib import Path

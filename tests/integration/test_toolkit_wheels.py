@@ -16,12 +16,12 @@ from elftools.elf.elffile import ELFFile
 
 from bundlegraph.core import proc
 from bundlegraph.core.errors import ToolkitError
-from bundlegraph.pipeline.toolkit import ref_for_set
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import layout
 from bundlegraph.toolkit.identity import ComponentSet, component_set
 from bundlegraph.toolkit.install import install
 from bundlegraph.toolkit.lockfile import load_lock
+from bundlegraph.toolkit.ref import ref_for_set
 
 ROOT = Path(__file__).resolve().parents[2]
 LEG = "linux-arm64-cuda13-blackwell"

@@ -199,7 +199,7 @@ def test_toolkit_source_override_uses_the_host_toolkit(tmp_path):
     """``toolkit_source=host:PATH`` on a toolkit without version.json (like this machine's
     /usr/local/cuda): version from include/cuda.h, the host source with that path, its own
     toolkit task, a local bundle name; a cuda12 toolkit for a cuda13 leg is refused."""
-    from bundlegraph.pipeline.toolkit import toolkit_for_leg
+    from bundlegraph.backends.cuda.sdk import toolkit_for_leg
 
     tk = tmp_path / "cuda"
     (tk / "include").mkdir(parents=True)

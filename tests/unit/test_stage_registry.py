@@ -37,7 +37,7 @@ def test_every_task_of_the_graph_belongs_to_a_registered_stage(tmp_path, monkeyp
 def test_a_legs_facts_are_resolved_once_per_graph_load():
     """The per-leg context (pipeline.base.LegContext): one per leg, its toolchain and SDK made
     on first use and kept; the stages' toolkit_for_leg reads it."""
-    from bundlegraph.pipeline.toolkit import toolkit_for_leg
+    from bundlegraph.backends.cuda.sdk import toolkit_for_leg
 
     g = load_graph(ROOT / "bundles", Filters())
     cuda = next(l for l in g.ctx.legs if g.ctx.spec(l).cuda is not None)

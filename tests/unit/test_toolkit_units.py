@@ -11,9 +11,10 @@ import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
+from bundlegraph.backends.cuda.sdk import toolkit_for_leg
 from bundlegraph.core.errors import ToolkitError
 from bundlegraph.graph.context import Context, Filters
-from bundlegraph.pipeline.toolkit import plans, toolkit_for_leg
+from bundlegraph.pipeline.toolkit import plans
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit.components import required_files
 from bundlegraph.toolkit.identity import component_set

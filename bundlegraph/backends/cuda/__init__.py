@@ -95,7 +95,7 @@ BLACKWELL_LINES_FIRST: frozenset[str] = frozenset({"linux"})
 SPEC_TABLE: str | None = "cuda"
 """The spec table a CUDA leg must have (``[cuda]``: version, archs, toolkit)."""
 
-SDK: str | None = "bundlegraph.toolkit.cuda_sdk"
+SDK: str | None = f"{__name__}.sdk"
 """The module that plans, keys and installs the CUDA toolkit (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""
 
 COMPILER: str | None = "cuda"

@@ -89,7 +89,7 @@ def decide(
 def runtime_dir(ctx: Context, leg: str) -> Path | None:
     """The leg's toolkit's target library directory (the CUDA runtime an installer pairs), or
     None when the toolkit is not there."""
-    from ...pipeline.toolkit import toolkit_for_leg
+    from .sdk import toolkit_for_leg
 
     try:
         return toolkit_for_leg(ctx, leg).bin_dir
