@@ -7,6 +7,12 @@
 #                     local/gguf.tar.gz (gguf-py and the llama vocabulary from the cached llama.cpp
 #                     source, for the bench models); parts of at most 58 MB, one call each
 #   stash PART        copy the carried .carry/PART/ into $STASH (default /root/stash)
+#   build-ref13       (there) build the CUDA 13 reference on the GPU machine's 16 cores, where a
+#                     build takes minutes, not the 2-core machine's hour: $STASH/local/llama-src.tar.xz
+#                     (the pinned llama.cpp tree, without models/ and docs/) configured with
+#                     $STASH/local/ref13-flags.txt (the flags bench/reference_build.py derived from
+#                     upstream's release.yml for linux-x64-cuda13-portable, its toolchain file left
+#                     out) and the machine's CUDA 13.0 nvcc and GCC; its bin/ becomes the ref13 side
 #   bench OUT PAIRS   set up (the Vulkan loader .debs, numpy + PyYAML for gguf-py unpacked into a
 #                     private folder), write the two bench models (bundlegraph.pipeline.smoke.tinygguf),
 #                     then bench/gpu_speed_table.py over PAIRS (vk vkdeg line ref12 cu12), whose
@@ -45,6 +51,19 @@ fi
 if [ "$MODE" = stash ]; then
   PART="${2:?PART}"; mkdir -p "$S" && cp -r ".carry/$PART/." "$S/" || exit 2
   du -sh "$S"; exit 0
+fi
+if [ "$MODE" = build-ref13 ]; then
+  R=$B/ref13src && rm -rf "$R" && mkdir -p "$R" "$B/u/ref13" || exit 2
+  tar -C "$R" -xJf "$S/local/llama-src.tar.xz" || exit 3
+  mapfile -t FLAGS < "$S/local/ref13-flags.txt"
+  t0=$(date +%s)
+  cmake -S "$R" -B "$R/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+    "${FLAGS[@]}" > "$B/ref13-configure.log" 2>&1 || { tail -30 "$B/ref13-configure.log"; exit 4; }
+  grep -E "CUDA Toolkit|compiler identification|GGML_CUDA|CUB" "$B/ref13-configure.log" | head -12
+  cmake --build "$R/build" --target llama-bench ggml-cuda ggml-cpu -j "$(nproc)" > "$B/ref13-build.log" 2>&1 \
+    || { tail -30 "$B/ref13-build.log"; exit 5; }
+  rm -rf "$B/u/ref13/bin" && cp -a "$R/build/bin" "$B/u/ref13/bin" && ls "$B/u/ref13/bin" | head -20
+  echo "ref13 built in $(( $(date +%s) - t0 )) s ($(nproc) jobs)"; exit 0
 fi
 OUT="${2:?OUT}"; PAIRS="${3:-vk vkdeg line ref12 cu12 ref13}"
 mkdir -p "$B" "$OUT" || exit 2
@@ -104,7 +123,7 @@ for p in $PAIRS; do
   vkdeg) [ -x $U/vkref/bin/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$U/vkref/bin|$DEG|$VKE") ;;
   line) [ -x $U/cu12/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$R12LIB") ;;
   ref12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$R12LIB") ;;
-  ref13) [ -x $U/ref13/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (upstream's CUDA 13 flags, the leg's CUDA 13.5)|$U/cu13|$U/ref13/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$CU13LIB") ;;
+  ref13) [ -x $U/ref13/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable (CUDA 13.5) vs reference (upstream's CUDA 13 flags, the machine's CUDA 13.0)|$U/cu13|$U/ref13/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib") ;;
   cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$R12LIB|LD_LIBRARY_PATH=$R12LIB") ;;
   esac
 done
