@@ -123,7 +123,7 @@ for p in $PAIRS; do
   vkdeg) [ -x $U/vkref/bin/llama-bench ] && pairs+=(--pair "vulkan (degraded: no coopmat, coopmat2, int-dot, bf16) vs reference|$U/vk|$U/vkref/bin|$DEG|$VKE") ;;
   line) [ -x $U/cu12/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs the release's CUDA 12 bundle (cuda12-newer)|$U/cu13|$U/cu12|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$R12LIB") ;;
   ref12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs CUDA 12 build (12.8 flags, CUDA 12.4)|$U/cu13|$U/ref12/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=$R12LIB") ;;
-  ref13) [ -x $U/ref13/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable (CUDA 13.5) vs reference (upstream's CUDA 13 flags, the machine's CUDA 13.0)|$U/cu13|$U/ref13/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib") ;;
+  ref13) [ -x $U/ref13/bin/llama-bench ] && [ -x $U/cu13/llama-bench ] && pairs+=(--pair "cuda13-portable vs reference (upstream's CUDA 13 flags: ref13.tar.xz built with the leg's toolkit, or build-ref13's with the machine's)|$U/cu13|$U/ref13/bin|LD_LIBRARY_PATH=$CU13LIB|LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib") ;;
   cu12) [ -x $U/ref12/bin/llama-bench ] && [ -x $U/cu12/llama-bench ] && pairs+=(--pair "cuda12-newer vs reference (12.8 flags, CUDA 12.4)|$U/cu12|$U/ref12/bin|LD_LIBRARY_PATH=$R12LIB|LD_LIBRARY_PATH=$R12LIB") ;;
   esac
 done
