@@ -639,8 +639,9 @@ def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
         "opencl": "GPUOpenCL: QUALCOMM Adreno(TM) 830 (0 MiB, 0 MiB free)",
     }
     sides = {name: side for name, side in SIDES.items() if side is not None}
-    assert set(sides) == set(printed)
-    for name, side in sides.items():
+    # the five GPU sides ggml's names are pinned for; a backend added later brings its own
+    assert set(printed) <= set(sides)
+    for name, side in ((n, sides[n]) for n in printed):
         title = backend(name).TITLE
         assert judge_devices(f"Available devices:\n  {printed[name]}\n", device_name(side), title) is None, name
         assert judge_devices("Available devices:\n  (none)\n", device_name(side), title) == (
