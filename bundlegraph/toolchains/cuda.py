@@ -25,13 +25,14 @@ holding the default include and library paths), which a standard ``nvcc.profile`
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.errors import ToolkitError
 from ..core.fsutil import read_json_object
 from ..core.lightclass import frozen
 from ..core.platforms import platform
+from .sdk_ref import InPrefix
 
 if TYPE_CHECKING:
     from .sdk_ref import BuildsWith, LineInputs, SdkRef, T
@@ -101,7 +102,7 @@ def target_dir(platform: str) -> str:
 
 
 @frozen
-class CudaToolkit:
+class CudaToolkit(InPrefix):
     """A CUDA toolkit as a leg uses it: installed (or to be installed, by ``toolkit:<name>``) at
     ``prefix``, ``version`` (``"13.5"``), with nvcc for ``host_platform`` and libraries for
     ``target_platform`` (NVIDIA's redist keys: ``linux-x86_64``, ``windows-arm64``, ...).
@@ -155,15 +156,6 @@ class CudaToolkit:
         return int(self.version.split(".")[0])
 
     # -- paths ---------------------------------------------------------------------------------
-    @property
-    def root(self) -> str:
-        """The prefix with forward slashes (CMake's form)."""
-        return PurePosixPath(self.prefix.as_posix()).as_posix()
-
-    def path(self, rel: str) -> Path:
-        """``prefix / rel``."""
-        return self.prefix / rel
-
     @property
     def nvcc(self) -> Path:
         """nvcc, a path of this host."""

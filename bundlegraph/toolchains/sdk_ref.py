@@ -127,6 +127,22 @@ class SdkRef(Protocol):
         ...
 
 
+class InPrefix:
+    """The :class:`SdkRef` verbs of an SDK installed under one folder, ``prefix`` (every SDK the
+    toolkit stage installs): a base its class takes."""
+
+    prefix: Path
+
+    @property
+    def root(self) -> str:
+        """The prefix in CMake's form (forward slashes)."""
+        return self.prefix.as_posix()
+
+    def path(self, rel: str) -> Path:
+        """``prefix / rel``."""
+        return self.prefix / rel
+
+
 class ShipsNothing:
     """The :class:`SdkRef` verbs of an SDK that a bundle ships nothing of and whose toolchain is the
     leg's own (the Vulkan SDK, the OpenCL SDK): a base its class takes, so only its own verbs are
@@ -151,4 +167,4 @@ class ShipsNothing:
         return None
 
 
-__all__ = ["BuildsWith", "GpuCompiler", "LineInputs", "SdkRef", "ShipsNothing"]
+__all__ = ["BuildsWith", "GpuCompiler", "InPrefix", "LineInputs", "SdkRef", "ShipsNothing"]

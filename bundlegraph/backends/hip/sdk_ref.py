@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...backends import hip as hip_facts
 from ...core.lightclass import frozen
 from ...core.platforms import platform
-from ...toolchains.sdk_ref import GpuCompiler
+from ...toolchains.sdk_ref import GpuCompiler, InPrefix
 
 if TYPE_CHECKING:
     from ...toolchains.sdk_ref import BuildsWith, LineInputs, SdkRef, T
@@ -61,7 +61,7 @@ def runtime_files(prefix: Path, os_name: str) -> list[tuple[str, Path]]:
 
 
 @frozen
-class HipSdk:
+class HipSdk(InPrefix):
     """A HIP SDK (one TheRock tarball, extracted) as later stages see it.
 
     - ``name``/``task``: ``therock-7.14.0-linux-gfx110X-all-e78a44`` / ``toolkit:<name>``;
@@ -84,15 +84,6 @@ class HipSdk:
     sha256: str
     prefix: Path
     receipt: Path
-
-    @property
-    def root(self) -> str:
-        """The prefix in CMake's form (forward slashes)."""
-        return self.prefix.as_posix()
-
-    def path(self, rel: str) -> Path:
-        """``prefix / rel``."""
-        return self.prefix / rel
 
     def info(self) -> dict[str, str | None]:
         """What a bundle's info file records of its SDK (``sdk``: source, build, tarball, sha256;

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.fsutil import read_json_object
 from ...core.lightclass import frozen
-from ...toolchains.sdk_ref import ShipsNothing
+from ...toolchains.sdk_ref import InPrefix, ShipsNothing
 
 if TYPE_CHECKING:
     from ...toolchains.sdk_ref import BuildsWith, GpuCompiler, LineInputs, SdkRef
@@ -25,7 +25,7 @@ RECEIPT = "bundlegraph-opencl-sdk.json"
 
 
 @frozen
-class OpenClSdk(ShipsNothing):
+class OpenClSdk(InPrefix, ShipsNothing):
     """An OpenCL SDK as later stages see it: ``name``/``task``
     (``opencl-3.0-linux-x64-1a2b3c`` / ``toolkit:<name>``), ``version`` (the headers' OpenCL
     version, ``3.0``), ``platform`` (``linux-x64``), ``prefix`` (where it is unpacked),
@@ -40,15 +40,6 @@ class OpenClSdk(ShipsNothing):
     receipt: Path
     include_dir: str
     library: str
-
-    @property
-    def root(self) -> str:
-        """The prefix in CMake's form (forward slashes)."""
-        return self.prefix.as_posix()
-
-    def path(self, rel: str) -> Path:
-        """``prefix / rel``."""
-        return self.prefix / rel
 
     def cmake_cache(self) -> dict[str, str]:
         """``OpenCL_INCLUDE_DIR`` and ``OpenCL_LIBRARY``, absolute, CMake form."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...core.fsutil import read_json_object
 from ...core.lightclass import frozen
-from ...toolchains.sdk_ref import GpuCompiler, ShipsNothing
+from ...toolchains.sdk_ref import GpuCompiler, InPrefix, ShipsNothing
 
 if TYPE_CHECKING:
     from ...toolchains.sdk_ref import BuildsWith, LineInputs, SdkRef
@@ -38,7 +38,7 @@ def shader_extensions(configure_output: str) -> dict[str, bool]:
 
 
 @frozen
-class VulkanSdk(ShipsNothing):
+class VulkanSdk(InPrefix, ShipsNothing):
     """A Vulkan SDK as later stages see it.
 
     - ``name``/``task``: ``vulkan-1.4.309-linux-x64-3f9a1c`` / ``toolkit:<name>``;
@@ -64,15 +64,6 @@ class VulkanSdk(ShipsNothing):
     library: str = ""
     spirv_headers_dir: str = ""
     bin_dir: str = ""
-
-    @property
-    def root(self) -> str:
-        """The prefix in CMake's form (forward slashes)."""
-        return self.prefix.as_posix()
-
-    def path(self, rel: str) -> Path:
-        """``prefix / rel`` (``rel`` one of the prefix-relative fields)."""
-        return self.prefix / rel
 
     def cmake_cache(self) -> dict[str, str]:
         """The CMake cache entries that pin this SDK's headers and loader (module docstring),
