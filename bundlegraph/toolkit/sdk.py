@@ -57,6 +57,19 @@ class SdkModule(Protocol):
         ...
 
 
+def prefix_description(legs: tuple[str, ...], ref: Any, identity: dict[str, Any]) -> dict[str, Any]:
+    """What ``bundlegraph plan`` shows of an SDK task that installs into one prefix with a
+    receipt and pins CMake entries (the Vulkan and OpenCL SDKs): the ``legs`` using it, ``ref``'s
+    prefix, receipt and :meth:`cmake_cache`, then the SDK's ``identity``."""
+    return {
+        "legs": list(legs),
+        "prefix": str(ref.prefix),
+        "receipt": str(ref.receipt),
+        "cmake": ref.cmake_cache(),
+        **identity,
+    }
+
+
 def sdk_module(b: Backend) -> SdkModule | None:
     """The SDK module backend ``b`` names (None: ``b`` has no SDK). Raises ModuleNotFoundError
     for a name that is no module (a bug in the backends table)."""
@@ -65,4 +78,4 @@ def sdk_module(b: Backend) -> SdkModule | None:
     return cast("SdkModule", importlib.import_module(b.SDK))
 
 
-__all__ = ["SdkModule", "SdkPlan", "sdk_module"]
+__all__ = ["SdkModule", "SdkPlan", "prefix_description", "sdk_module"]

@@ -258,13 +258,9 @@ class VulkanSdkPlan:
 
     def describe(self) -> dict[str, Any]:
         """The legs using it, where it installs, its receipt, the CMake entries it pins."""
-        return {
-            "legs": list(self.legs),
-            "prefix": str(self.ref.prefix),
-            "receipt": str(self.ref.receipt),
-            "cmake": self.ref.cmake_cache(),
-            **self.sdk.identity(),
-        }
+        from ...toolkit.sdk import prefix_description
+
+        return prefix_description(self.legs, self.ref, self.sdk.identity())
 
     def doc(self) -> str:
         """The task's doc line."""
