@@ -65,7 +65,12 @@ class Backend(Protocol):
     so this table imports nothing above :mod:`bundlegraph.core`); None: no SDK"""
     COMPILER: str | None
     """the machine-file ``[binaries]`` entry (a GPU compiler: ``cuda``, ``glslc``) a leg's toolchain must
-    name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none"""
+    name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none,
+    which a GPU backend may say only with :attr:`COMPILED_BY_DRIVER`"""
+    COMPILED_BY_DRIVER: bool
+    """whether the GPU driver compiles this backend's device code on the user's machine (OpenCL C,
+    Metal shader source), so its legs need no GPU compiler; a GPU backend with no
+    :attr:`COMPILER` must say so, or its legs would plan with the host C compiler alone"""
     SMOKE: str | None
     """the dotted name of the module of this backend's smoke GPU steps (it satisfies
     :class:`bundlegraph.pipeline.smoke.side.GpuSide`: ``bundlegraph.backends.cuda.smoke``;
@@ -189,7 +194,8 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
     one name, one spec table or one install kind, an install kind on two OSes (one kind may serve several arches
     of one OS, as the installer's ``linux-vulkan`` does), an OS that :mod:`bundlegraph.core.platforms`
     does not know, a GPU backend without a driver on an OS it has install kinds for or without a smoke
-    side (:attr:`Backend.SMOKE`), a module that lacks a member of :class:`Backend`. Checked on
+    side (:attr:`Backend.SMOKE`) or without a compiler where its driver compiles nothing
+    (:attr:`Backend.COMPILER`, :attr:`Backend.COMPILED_BY_DRIVER`), a module that lacks a member of :class:`Backend`. Checked on
     :data:`BACKENDS` when this package loads (a bad table is a bug, so it raises RuntimeError
     there)."""
     probs = []
@@ -222,6 +228,12 @@ def registry_problems(table: tuple[Backend, ...]) -> list[str]:
         # a backend that ships its user-mode runtime (HIP) needs only a kernel driver on the host
         if b.GPU and b_oses - set(b.DRIVERS) and not getattr(b, "SHIPS_RUNTIME", False):
             probs.append(f"backend {b.NAME}: a GPU backend with no driver for {sorted(b_oses - set(b.DRIVERS))}")
+        if b.GPU and not b.COMPILER and not b.COMPILED_BY_DRIVER:
+            # SYCL, say, left at COMPILER None would plan and configure with gcc alone
+            probs.append(
+                f"backend {b.NAME}: a GPU backend with no compiler (COMPILER) whose driver does not compile "
+                "its device code either (COMPILED_BY_DRIVER)"
+            )
         if b.GPU and not b.SMOKE:
             # a GPU bundle whose smoke had no GPU steps would pass on the CPU fallback
             probs.append(f"backend {b.NAME}: a GPU backend with no smoke side (SMOKE)")

@@ -8,7 +8,8 @@ and the JSON Schema take up) and that table's rules (``rules.py``, which validat
 module and smoke side are modules of their own that the backend names (``SDK``, ``SMOKE``), as the
 real backends name theirs; its GPU compiler (``COMPILER``) is held against the leg's toolchain; its
 CMake option and targets entry are derived into the leg's cache from its facts and its table. A
-GPU backend naming no smoke side is refused when the registry loads, in one line (also tested).
+GPU backend naming no smoke side, or no compiler where its driver compiles nothing, is refused
+when the registry loads, in one line (also tested).
 Time: about 2 s (15 s on a cold, busy 2-core host)."""
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ SITE = textwrap.dedent(
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
     m.SPEC_TABLE = "fakegpu"  # its record: FAKE_SPEC, the package's spec.py
     m.SDK = "fakegpu_sdk"
-    m.COMPILER = os.environ.get("FAKEGPU_COMPILER", "c")  # its kernels compile with the toolchain's C compiler
+    m.COMPILER = os.environ.get("FAKEGPU_COMPILER", "c") or None  # its kernels compile with the toolchain's C compiler
+    m.COMPILED_BY_DRIVER = False
     m.SMOKE = os.environ.get("FAKEGPU_SMOKE", "fakegpu_side") or None
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
@@ -63,7 +65,7 @@ SITE = textwrap.dedent(
     m.required_files = lambda os_name, targets: ()
     sys.modules[m.__name__] = m
     t = (*b.BACKENDS, m)
-    if m.SMOKE is None:
+    if m.SMOKE is None or m.COMPILER is None:
         print(b.registry_problems(t), file=sys.stderr, flush=True)
         os._exit(3)  # the registry's own check, as it runs on BACKENDS when the package loads
     assert b.registry_problems(t) == [], b.registry_problems(t)
@@ -340,6 +342,13 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     assert p.returncode != 0 and (
         f"{LEG}.toml: toolchain: 'gcc-linux-x86_64' cannot compile FakeGPU; backend is 'fakegpu' (its machine "
         "file gcc-linux-x86_64.toml names no [binaries] fakecc)" in p.stderr
+    ), p.stderr
+    # and a GPU backend with no compiler whose driver compiles nothing (SYCL left at None) is refused
+    env["FAKEGPU_COMPILER"] = ""
+    p = run(str(BIN / "bundlegraph"), "plan", "--json")
+    assert p.returncode == 3 and (
+        "backend fakegpu: a GPU backend with no compiler (COMPILER) whose driver does not compile its device code "
+        "either (COMPILED_BY_DRIVER)" in p.stderr
     ), p.stderr
     del env["FAKEGPU_COMPILER"]
     # its spec table and the rules of its package: a leg without the table, or one its rules refuse,

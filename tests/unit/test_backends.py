@@ -150,7 +150,8 @@ def _fake() -> types.ModuleType:
     m.CPU_FALLBACK = frozenset({("linux", "x64")})
     m.SPEC_TABLE = None  # its legs need no table of their own (a real one names it and holds its record in spec.py)
     m.SDK = None
-    m.COMPILER = None
+    m.COMPILER = "fakecc"  # the machine-file [binaries] entry its legs' toolchains must name
+    m.COMPILED_BY_DRIVER = False
     m.SMOKE = "fakegpu_smoke_side"  # its smoke side's module (imported by the smoke stage only)
     m.REQUIRED_PROGRAMS = ()
     m.HOST_GPUS = ()
@@ -239,14 +240,22 @@ def test_registry_problems_name_each_fault():
     bad.DRIVERS = {"linux": "libfakedrv.so.1", "windows": "FakeDrv.dll"}
     bad.SPEC_TABLE = "cuda"
     bad.SMOKE = None
+    bad.COMPILER = None
     assert registry_problems((*BACKENDS, bad)) == [
         "two backends share a spec table: ['cuda']",
         "two backends share an install kind: ['linux-cuda']",
         "an install kind serves two OSes: ['any-fakegpu']",
         "backend fakegpu: unknown os ['solaris']: expected one of linux, windows, macos",
         "backend fakegpu: a GPU backend with no driver for ['solaris']",
+        "backend fakegpu: a GPU backend with no compiler (COMPILER) whose driver does not compile its device code "
+        "either (COMPILED_BY_DRIVER)",
         "backend fakegpu: a GPU backend with no smoke side (SMOKE)",
     ]
+    # one whose driver compiles its device code (OpenCL C, Metal) needs no compiler
+    jit = _fake()
+    jit.COMPILER = None
+    jit.COMPILED_BY_DRIVER = True
+    assert registry_problems((*BACKENDS, jit)) == []
     # a backend that ships its runtime (HIP) needs no driver library on the host
     ships = _fake()
     ships.DRIVERS = {}

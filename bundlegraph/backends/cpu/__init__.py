@@ -60,6 +60,9 @@ COMPILER: str | None = None
 SMOKE: str | None = None
 """No GPU steps: a CPU leg's smoke is the host checks."""
 
+COMPILED_BY_DRIVER = False
+"""Not a GPU backend: no device code."""
+
 REQUIRED_PROGRAMS: tuple[str, ...] = ()
 """No program beyond every bundle's the installer requires of this backend's bundles."""
 

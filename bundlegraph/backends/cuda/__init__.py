@@ -104,6 +104,9 @@ COMPILER: str | None = "cuda"
 SMOKE: str | None = "bundlegraph.backends.cuda.smoke"
 """The module of a CUDA leg's smoke GPU steps (NVIDIA's GPUs, ``CUDA0``)."""
 
+COMPILED_BY_DRIVER = False
+"""nvcc compiles the device code when the bundle is built (:attr:`COMPILER`)."""
+
 
 CMAKE_OPTION: str | None = "GGML_CUDA"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says

@@ -87,6 +87,9 @@ prefix first, then on PATH; CMake's HIP language takes it as ``CMAKE_HIP_COMPILE
 SMOKE: str | None = "bundlegraph.backends.hip.smoke"
 """The module of a HIP leg's smoke GPU steps (AMD GPUs, ``ROCm0``; GitHub's hosted runners have none)."""
 
+COMPILED_BY_DRIVER = False
+"""clang compiles the device code for each gfx target when the bundle is built (:attr:`COMPILER`)."""
+
 REQUIRED_PROGRAMS: tuple[str, ...] = ()
 """No program beyond every bundle's the installer requires of a ROCm bundle."""
 

@@ -64,6 +64,10 @@ compiler."""
 SMOKE: str | None = "bundlegraph.backends.metal.smoke"
 """The module of a Metal leg's smoke GPU steps (Apple silicon, ``MTL0``)."""
 
+COMPILED_BY_DRIVER = True
+"""The Metal framework compiles the embedded shader source on the user's Mac when the
+backend starts (see :attr:`COMPILER`)."""
+
 REQUIRED_PROGRAMS: tuple[str, ...] = ()
 """No program beyond every bundle's the installer requires of a macOS bundle."""
 

@@ -71,6 +71,10 @@ COMPILER: str | None = None
 SMOKE: str | None = f"{__name__}.smoke"
 """The module of an OpenCL leg's smoke GPU steps (the driver an ICD file names, ``GPUOpenCL``)."""
 
+COMPILED_BY_DRIVER = True
+"""The OpenCL driver compiles the embedded OpenCL C kernels on the user's machine when the
+backend starts."""
+
 CMAKE_OPTION: str | None = "GGML_OPENCL"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
 otherwise (:mod:`bundlegraph.specs.derive`)"""

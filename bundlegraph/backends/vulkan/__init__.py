@@ -114,6 +114,9 @@ COMPILER: str | None = "glslc"
 SMOKE: str | None = "bundlegraph.backends.vulkan.smoke"
 """The module of a Vulkan leg's smoke GPU steps (a Vulkan driver, ``Vulkan0``)."""
 
+COMPILED_BY_DRIVER = False
+"""glslc compiles the shaders to SPIR-V when the bundle is built (:attr:`COMPILER`)."""
+
 
 CMAKE_OPTION: str | None = "GGML_VULKAN"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
