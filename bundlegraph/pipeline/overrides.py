@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -118,7 +119,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
     buildable with the leg's (possibly overridden) CUDA version."""
     if not ov.active:
         return matrix
-    from ..specs.validation import validate_cuda, validate_leg  # (pydantic: only with overrides)
+    from ..specs.validation import validate_leg, validate_table  # (pydantic: only with overrides)
 
     new = dict(matrix.legs)
     problems = []
@@ -146,7 +147,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
                 "manifest": None,
             }
             mm = "{}.{}".format(*CudaVersion(ov.toolkit_version).parts)
-            cuda = _validated(validate_cuda, {**cuda.dump(), "toolkit": tk, "version": mm}, where)
+            cuda = _validated(partial(validate_table, type(cuda)), {**cuda.dump(), "toolkit": tk, "version": mm}, where)
             # a host toolkit may hold libraries the release's toolkit lacks: ggml-cuda links NCCL
             # whenever find_package(NCCL) succeeds (GGML_CUDA_NCCL defaults ON), and verify then
             # refuses libnccl.so.2 (not shipped, not external). Keep the release's link set.
@@ -157,7 +158,7 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
             # build's bundle states the SMs of the SASS it holds, never published)
             data = {**cuda.dump(), "archs": list(ov.archs)}
             data.pop("supported_sms", None)
-            cuda = _validated(validate_cuda, data, where)
+            cuda = _validated(partial(validate_table, type(cuda)), data, where)
         for a in cuda.archs:
             why = arch_supported(a, cuda.version.parts)
             if why:

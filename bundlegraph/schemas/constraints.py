@@ -49,3 +49,16 @@ class Tagged:
 
     def __repr__(self) -> str:
         return f"Tagged({self.tag!r})"
+
+
+SHA256 = Check(pattern=r"^[0-9a-f]{64}$")
+"""A sha256 in lower-case hex (64 characters)."""
+
+ID = Check(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+"""An id: lower-case letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit."""
+
+
+def unique(what: str, values: list[Any]) -> None:
+    """A list field's rule: no value twice. Raises ``ValueError`` starting with the key ``what``."""
+    if len(set(values)) != len(values):
+        raise ValueError(f"{what}: holds duplicates")

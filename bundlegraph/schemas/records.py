@@ -1,5 +1,7 @@
 """The records of the spec formats: ``bundles/<leg>.toml`` (:class:`BundleSpec`) and
-``bundles/release.toml`` (:class:`Release`), one frozen dataclass per table.
+``bundles/release.toml`` (:class:`Release`), one frozen dataclass per table. A backend's own
+table (``[cuda]``, ``[vulkan]``) is its package's record (``bundlegraph/backends/<name>/spec.py``),
+which :class:`BundleSpec` takes up as it loads.
 
 Each record is written once, here, and everything else comes from it:
 
@@ -36,8 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from .. import backends
 from ..core.lightclass import frozen
 from ..core.platforms import PLATFORMS, platform
-from .archs import Arch, CudaVersion, known_sms
-from .constraints import Check, Tagged
+from .constraints import ID, SHA256, Check, Tagged, unique
 from .record_base import Record as Record
 from .record_base import field_docs as _field_docs
 from .record_base import json_form as json_form
@@ -45,16 +46,17 @@ from .record_base import record as record
 
 OS = Literal["windows", "linux", "macos"]
 CPUArch = Literal["x64", "arm64"]
-RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
-"""NVIDIA's redist platform keys (the keys of a ``redistrib_<ver>.json`` component)."""
 CMakeValue = bool | int | str | list[str]
 if TYPE_CHECKING:
+    from ..backends.cuda.spec import CudaSpec
+    from ..backends.hip.spec import HipSpec
+    from ..backends.metal.spec import MetalSpec
+    from ..backends.vulkan.spec import VulkanSpec
+
     BackendName = str
 else:  # the registry's names, so pydantic and the JSON Schema list exactly the backends there are
     BackendName = Literal[backends.BACKEND_NAMES]
 
-_ID = Check(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-_SHA256 = Check(pattern=r"^[0-9a-f]{64}$")
 _COMMIT = Check(pattern=r"^[0-9a-f]{40}$")
 _BUILD_TAG = Check(pattern=r"^b\d+$")
 
@@ -77,11 +79,6 @@ def cmake_constant(value: str) -> bool | None:
     return False if (v == "" or v.endswith("-NOTFOUND")) else None
 
 
-def _unique(what: str, values: list[Any]) -> None:
-    if len(set(values)) != len(values):
-        raise ValueError(f"{what}: holds duplicates")
-
-
 # --- a leg: bundles/<leg>.toml ---------------------------------------------------------------
 
 
@@ -89,193 +86,14 @@ def _unique(what: str, values: list[Any]) -> None:
 class Profile(Record):
     """What an installer chooses a bundle by (:mod:`bundlegraph.installer.selection`)."""
 
-    name: Annotated[str, _ID]
+    name: Annotated[str, ID]
     """the profile in the bundle name (cuda13-portable, cpu)"""
     line: Literal["cuda12", "cuda13"] | None = None
     """CUDA runtime line (cuda12/cuda13) of a cuda leg; must match cuda.version's major"""
-    klass: Annotated[str, _ID]
+    klass: Annotated[str, ID]
     """coverage class: older/newer/portable/legacy/blackwell/cpu"""
     rank: Annotated[int, Check(ge=0, le=1000, strict=True)]
     """an integer 0-1000; lower wins a tie between bundles of the same SM span"""
-
-
-@record
-class ToolkitSpec(Record):
-    """Where the leg's CUDA toolkit comes from and what it holds: ``host`` components run on the
-    build machine (installed for ``host_platform``), ``target`` components are linked into the
-    output (installed for ``target_platform``)."""
-
-    source: Literal["redist", "wheels", "host", "debs"] = "redist"
-    """redist (NVIDIA's archives), wheels (NVIDIA's PyPI wheels), host (already installed) or debs (Debian's packages)"""
-    manifest: str | None = None
-    """redist: the redistrib_<label>.json label (13.4.2); its major.minor must be cuda.version"""
-    lock: str | None = None
-    """wheels, debs: the lock file (bundles/locks/...) pinning each wheel or Debian package by sha256"""
-    path: str | None = None
-    """host: the toolkit root (default CUDA_PATH, else /usr/local/cuda)"""
-    host: list[str] = field(default_factory=lambda: ["cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cccl"])
-    """components that run on the build machine (nvcc, crt, nvvm, cccl)"""
-    target: list[str] = field(default_factory=lambda: ["cuda_cudart", "libcublas"])
-    """components linked into the output (cudart, cublas)"""
-    host_platform: RedistPlatform | None = None
-    """NVIDIA's platform key of the build machine (default: the toolchain's)"""
-    target_platform: RedistPlatform
-    """NVIDIA's platform key of the target libraries (windows-arm64, linux-sbsa)"""
-
-    def __post_init__(self) -> None:
-        if self.source == "redist" and not self.manifest:
-            raise ValueError("manifest: source 'redist' needs 'manifest' (a redist release label such as '13.4.2')")
-        if self.source == "wheels" and not self.lock:
-            raise ValueError("lock: source 'wheels' needs 'lock' (a lock file under bundles/locks/)")
-        if self.source == "debs" and not self.lock:
-            raise ValueError("lock: source 'debs' needs 'lock' (a debs lock file under bundles/locks/)")
-
-
-@record
-class CudaSpec(Record):
-    """CUDA settings of a GPU leg."""
-
-    version: CudaVersion
-    """the CUDA toolkit version major.minor (13.4)"""
-    archs: Annotated[list[Arch], Check(min_length=1)]
-    """GPU archs in CMake form (120, 120a, 86-real, 75-virtual); each must be buildable with version"""
-    toolkit: ToolkitSpec
-    """where the toolkit comes from and its components"""
-    supported_sms: list[Annotated[int, Check(ge=10, le=999, strict=True)]] | None = None
-    """a PTX-only leg (every arch -virtual, the legacy class): the SMs it promises, each JIT-compiled from
-    the newest PTX arch at or below it (legacy: 50, 52, 60, 61); legs with SASS derive theirs from it"""
-
-    OMIT_NONE = ("supported_sms",)
-
-    def __post_init__(self) -> None:
-        _unique("archs", self.archs)
-        if self.supported_sms is not None:
-            self._check_supported_sms()
-        if not isinstance(self.version, CudaVersion):  # a record built by hand: typed all the same
-            object.__setattr__(self, "version", CudaVersion(self.version))
-
-    @property
-    def cmake_archs(self) -> list[str]:
-        """The archs in CMake's spelling (``["120", "121"]``)."""
-        return [a.cmake for a in self.archs]
-
-    def _check_supported_sms(self) -> None:
-        """``supported_sms`` only on a PTX-only leg, sorted, each SM reached by a PTX arch at or
-        below it of the same major or older (NVIDIA's "PTX Compatibility": PTX for compute_XY
-        JIT-compiles for any GPU of capability >= X.Y) and known to the leg's toolkit."""
-        sms = self.supported_sms or []
-        if any(a.sass for a in self.archs):
-            raise ValueError(
-                "supported_sms: only a PTX-only leg (every arch '-virtual') states its SMs; a leg with SASS "
-                "derives them from its archs"
-            )
-        if not sms or sms != sorted(set(sms)):
-            raise ValueError(f"supported_sms: {sms} must be a non-empty ascending list without duplicates")
-        ptx = [a.sm for a in self.archs]
-        unreached = [sm for sm in sms if not any(p <= sm for p in ptx)]
-        if unreached:
-            raise ValueError(f"supported_sms: {unreached} is below every PTX arch ({', '.join(map(str, ptx))})")
-        unknown = [sm for sm in sms if sm not in known_sms(self.version.parts)]
-        if unknown:
-            raise ValueError(f"supported_sms: {unknown} is not an SM CUDA {self.version} knows")
-
-
-@record
-class VulkanSdkSpec(Record):
-    """Where a Vulkan leg's SDK (the Vulkan headers, the loader to link, ``glslc``) comes from:
-    ``debs`` (Debian packages pinned by name, version and sha256 in a lock file), ``host`` (the
-    build machine's own, as ``toolkit source = "host"`` is for CUDA) or ``lunarg`` (LunarG's SDK
-    installer, pinned by version and sha256: the Windows legs)."""
-
-    OMIT_NONE = ("lock", "version", "sha256", "url_name")
-
-    source: Literal["debs", "host", "lunarg"]
-    """debs (Debian packages from a lock file), host (the build machine's glslc, headers and loader) or lunarg
-    (LunarG's SDK installer)"""
-    lock: str | None = None
-    """debs: the lock file (bundles/locks/...) pinning each Debian package by name, version and sha256"""
-    version: Annotated[str, Check(pattern=r"^\d+\.\d+\.\d+\.\d+$")] | None = None
-    """lunarg: the SDK version (1.4.357.0)"""
-    sha256: Annotated[str, _SHA256] | None = None
-    """lunarg: the installer's sha256 (an install without it is refused: hashes fail closed)"""
-    url_name: Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")] | None = None
-    """lunarg: the installer's file name (vulkansdk-windows-X64-1.4.357.0.exe)"""
-
-    def __post_init__(self) -> None:
-        allowed = {"debs": ("lock",), "host": (), "lunarg": ("version", "sha256", "url_name")}[self.source]
-        for k in ("lock", "version", "url_name", "sha256"):
-            if getattr(self, k) is not None and k not in allowed:
-                raise ValueError(f"{k}: not a key of source '{self.source}' (it takes: {', '.join(allowed) or 'none'})")
-        if self.source == "debs" and not self.lock:
-            raise ValueError("lock: source 'debs' needs 'lock' (a lock file under bundles/locks/)")
-        if self.source == "lunarg":
-            for k in ("version", "url_name"):
-                if getattr(self, k) is None:
-                    raise ValueError(f"{k}: source 'lunarg' needs '{k}'")
-
-
-@record
-class VulkanSpec(Record):
-    """Vulkan settings of a GPU leg."""
-
-    OMIT_NONE = ("waive_compiled_out",)
-
-    sdk: VulkanSdkSpec
-    """where the Vulkan headers, loader and glslc come from"""
-    waive_compiled_out: dict[str, Annotated[str, Check(min_length=10)]] | None = None
-    """shader extensions (GL_KHR_cooperative_matrix, ...) whose shader paths the bundle may lack, each with the
-    reason; verify refuses a bundle whose glslc compiled out any other (build.vulkan.compiled_out)"""
-
-    def __post_init__(self) -> None:
-        from ..backends.vulkan import SHADER_EXTENSIONS
-        from ..core.errors import did_you_mean
-
-        for k in self.waive_compiled_out or {}:
-            if k not in SHADER_EXTENSIONS:
-                raise ValueError(
-                    f"waive_compiled_out.{k}: not a shader extension ggml's CMake tests glslc for"
-                    f"{did_you_mean(k, SHADER_EXTENSIONS)}; known: {', '.join(SHADER_EXTENSIONS)}"
-                )
-
-
-@record
-class TheRockSdkSpec(Record):
-    """The HIP SDK of a leg: one of AMD TheRock's multi-arch tarballs
-    (``therock-dist-<linux|windows>-<archive family>-<version>.tar.gz``, :mod:`bundlegraph.backends.hip.sdk`),
-    pinned by its exact build in a lock file that holds each tarball's sha256."""
-
-    source: Literal["therock"] = "therock"
-    """therock (AMD's TheRock tarballs: compilers, HIP runtime, rocBLAS/hipBLAS(Lt) and their kernel folders)"""
-    version: Annotated[str, Check(pattern=r"^\d+\.\d+\.\d+((a|rc)\d+)?$")]
-    """TheRock's exact build (7.14.0, or a nightly such as 10.1.0a20260807); never weekly or latest"""
-    lock: str
-    """the lock file (bundles/locks/therock-<version>.toml) pinning each tarball of the build by sha256"""
-
-
-@record
-class HipSpec(Record):
-    """HIP settings of a ROCm leg: the gfx family it serves and its SDK."""
-
-    gfx_target: Annotated[str, Check(pattern=r"^gfx[0-9a-fA-FX]{3,4}$")]
-    """the fork's gfx family label (gfx1151, gfx110X, ...; bundlegraph.backends.hip.FAMILIES): the manifest's
-    gfx_target"""
-    mapped_targets: Annotated[list[str], Check(min_length=1)] = field(default_factory=list)
-    """the gfx targets compiled (GPU_TARGETS) and promised to the installer; must be the family's expansion (a spec
-    file leaves it out: it follows from gfx_target)"""
-    sdk: TheRockSdkSpec
-    """the pinned TheRock tarball"""
-
-    def __post_init__(self) -> None:
-        _unique("mapped_targets", self.mapped_targets)
-
-
-@record
-class MetalSpec(Record):
-    """Metal settings of a GPU leg (macOS arm64)."""
-
-    embed_library: bool = True
-    """the compiled Metal shader library is embedded in libggml-metal.dylib (GGML_METAL_EMBED_LIBRARY, as the fork
-    builds), so no default.metallib travels beside it; must equal the cmake entry"""
 
 
 @record
@@ -310,7 +128,7 @@ class BuildSpec(Record):
 class MergeSpec(Record):
     """The merge base of a backend-only leg and how a file clash is decided."""
 
-    base: Annotated[str, _ID]
+    base: Annotated[str, ID]
     """the id of the CPU leg (same os and arch) whose packaged bundle this backend joins"""
     prefer: Literal["error", "base", "backend"] = "error"
     """which file wins when base and backend hold different files of one name: error, base or backend"""
@@ -348,7 +166,7 @@ class PairedAsset(Record):
     """the asset's file name (cudart-llama-bin-win-cuda-13.4-arm64.zip)"""
     url: str | None = None
     """where to fetch it when the upstream release does not list it"""
-    sha256: Annotated[str, _SHA256] | None = None
+    sha256: Annotated[str, SHA256] | None = None
     """its sha256 when pinned (else hashed from a local copy or the upstream release)"""
 
 
@@ -408,7 +226,15 @@ def _plug_in_tables(declared: dict[str, Any]) -> dict[str, type[Record]]:
         rec = getattr(mod, "TABLE", None)
         if isinstance(rec, type) and issubclass(rec, Record):
             out[b.SPEC_TABLE] = rec
+            if getattr(mod, "WRITE_NULL", False):
+                _NULL_TABLES.add(b.SPEC_TABLE)
     return out
+
+
+_NULL_TABLES: set[str] = set()
+"""The spec tables whose package says ``WRITE_NULL = True``: a leg of another backend writes
+``<table>: null`` in its JSON form instead of leaving the key out (``[cuda]``: the form every
+action key has held since issue 30, so no stamp changes)."""
 
 
 def field_docs(cls: type[Record]) -> dict[str, str]:
@@ -435,6 +261,17 @@ def all_records() -> list[type[Record]]:
     return out
 
 
+def _after(key: str, fields: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with ``new`` inserted right after ``key`` (the order of a record's fields is
+    the order of its JSON form and of its JSON Schema's properties)."""
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        out[k] = v
+        if k == key:
+            out |= new
+    return out
+
+
 PLUG_IN_TABLES: dict[str, type[Record]] = {}
 """The spec tables :class:`BundleSpec` took from the backends' packages (:func:`_plug_in_tables`),
 by table name; their field docs are their records' docstrings (:func:`field_docs`)."""
@@ -449,14 +286,11 @@ class BundleSpec(Record):
         "compile_runner",
         "smoke",
         "local",
-        "vulkan",
-        "hip",
-        "metal",
         "macos",
         "upstream_differs",
     )
 
-    id: Annotated[str, _ID]
+    id: Annotated[str, ID]
     """the leg's id; must equal the file name stem (windows-arm64-cuda13-portable)"""
     os: OS
     """target operating system: windows, linux or macos"""
@@ -465,7 +299,7 @@ class BundleSpec(Record):
     backend: BackendName
     """a backend of the registry (cpu, cuda, vulkan): a GPU backend's leg needs its table ([cuda], [vulkan]) and no
     other backend's; a cuda leg also profile.line"""
-    install_kind: Annotated[str, _ID] = ""
+    install_kind: Annotated[str, ID] = ""
     """what an installer asks for (windows-arm64-cuda, linux-cuda, ...): one the installer knows; a spec file leaves it
     out: it follows from os, arch and backend (bundlegraph/specs/derive.py)"""
     promised: bool = True
@@ -481,14 +315,11 @@ class BundleSpec(Record):
     """the toolchain that compiles the leg (see bundlegraph/toolchains)"""
     profile: Profile
     """what an installer chooses by: name, line, klass, rank"""
-    cuda: CudaSpec | None = None
-    """CUDA version, archs and toolkit of a cuda leg"""
-    vulkan: VulkanSpec | None = None
-    """the SDK of a vulkan leg"""
-    hip: HipSpec | None = None
-    """gfx family, mapped targets and TheRock SDK of a hip leg"""
-    metal: MetalSpec | None = None
-    """how a metal leg ships its shader library"""
+    if TYPE_CHECKING:  # the backends' own tables (below): typed here for mypy, which reads no run-time fields
+        cuda: CudaSpec | None = None
+        vulkan: VulkanSpec | None = None
+        hip: HipSpec | None = None
+        metal: MetalSpec | None = None
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure. The backend's own option (GGML_CUDA, GGML_HIP ...) is on unless the file says otherwise, and a HIP
@@ -518,12 +349,13 @@ class BundleSpec(Record):
     local: LocalBuild | None = None
     """set by the load-time overrides only (the loader refuses it in a spec file; not in the JSON Schema)"""
 
-    # a backend's own table (its package's spec.py), added as a field like those above: None unless
-    # the leg is of that backend, and left out of the JSON form while None
+    # each backend's own table (its package's spec.py), a field like those above, placed after
+    # profile in registry order: None unless the leg is of that backend, and left out of the JSON
+    # form while None
     PLUG_IN_TABLES.update(_plug_in_tables(__annotations__))
-    __annotations__.update({table: rec | None for table, rec in PLUG_IN_TABLES.items()})
+    __annotations__ = _after("profile", __annotations__, {table: rec | None for table, rec in PLUG_IN_TABLES.items()})
     locals().update(dict.fromkeys(PLUG_IN_TABLES))
-    OMIT_NONE = (*OMIT_NONE, *PLUG_IN_TABLES)
+    OMIT_NONE = (*OMIT_NONE, *(t for t in PLUG_IN_TABLES if t not in _NULL_TABLES))
 
     def __post_init__(self) -> None:
         own = backends.BY_NAME[self.backend].SPEC_TABLE if self.backend in backends.BY_NAME else None
@@ -630,7 +462,7 @@ class TarballPin(_Pin):
     """tarball"""
     url: str
     """the archive's URL"""
-    sha256: Annotated[str, _SHA256]
+    sha256: Annotated[str, SHA256]
     """the archive's sha256"""
 
 
@@ -665,7 +497,7 @@ class PipSdistPin(_Pin):
     """pip-sdist"""
     requirement: Annotated[str, Check(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!-]+$")]
     """the sdist requirement (llama-cpp-python==0.3.36)"""
-    sha256: Annotated[str, _SHA256]
+    sha256: Annotated[str, SHA256]
     """the sdist's sha256"""
 
     @property
@@ -689,7 +521,7 @@ class BaseBuild(Record):
     """the upstream build tag (b11642): the release's upstream_tag and LLAMA_BUILD_NUMBER"""
     commit: Annotated[str, _COMMIT]
     """the 40-hex commit the tag names"""
-    sha256: Annotated[str, _SHA256]
+    sha256: Annotated[str, SHA256]
     """sha256 of `git archive --format=tar <commit>` of the base (its tree, byte for byte)"""
 
 
@@ -798,13 +630,13 @@ class EqualClasses(Record):
     """the platforms the rule holds on, <os>-<arch> (linux-x64, windows-x64)"""
     lines: Annotated[list[Literal["cuda12", "cuda13"]], Check(min_length=2)]
     """the CUDA runtime lines whose class sets must be equal (cuda12, cuda13)"""
-    classes: Annotated[list[Annotated[str, _ID]], Check(min_length=1)]
+    classes: Annotated[list[Annotated[str, ID]], Check(min_length=1)]
     """the coverage classes compared (older, newer, portable); a bundle of another class is not counted"""
 
     def __post_init__(self) -> None:
-        _unique("platforms", self.platforms)
-        _unique("lines", self.lines)
-        _unique("classes", self.classes)
+        unique("platforms", self.platforms)
+        unique("lines", self.lines)
+        unique("classes", self.classes)
 
 
 @record
@@ -814,12 +646,12 @@ class RequiredBundles(Record):
 
     platforms: Annotated[list[Annotated[str, _PLATFORM]], Check(min_length=1)]
     """the platforms, <os>-<arch> (linux-x64, windows-arm64)"""
-    profiles: Annotated[list[Annotated[str, _ID]], Check(min_length=1)]
+    profiles: Annotated[list[Annotated[str, ID]], Check(min_length=1)]
     """the bundle profiles each platform must ship (cpu, cuda12-legacy)"""
 
     def __post_init__(self) -> None:
-        _unique("platforms", self.platforms)
-        _unique("profiles", self.profiles)
+        unique("platforms", self.platforms)
+        unique("profiles", self.profiles)
 
 
 @record
@@ -853,7 +685,7 @@ class FetchContentPin(Record):
     """the wheel as pip names it (nvidia-cuda-cccl==13.2.27)"""
     filename: Annotated[str, Check(pattern=r"^[A-Za-z0-9_.+-]+\.whl$")]
     """the wheel file pip gives for that requirement"""
-    sha256: Annotated[str, _SHA256]
+    sha256: Annotated[str, SHA256]
     """the wheel's sha256; a download with other bytes is refused"""
     size: Annotated[int, Check(ge=1, strict=True)]
     """the wheel's size in bytes"""
@@ -898,9 +730,9 @@ class Release(Record):
     """[[fetchcontent]]: sources llama.cpp's CMake would download at configure, pinned and served offline"""
 
     def __post_init__(self) -> None:
-        _unique("default_legs", self.default_legs)
-        _unique("fetchcontent names", [p.name for p in self.fetchcontent])
-        _unique("fetchcontent options", [p.option for p in self.fetchcontent])
+        unique("default_legs", self.default_legs)
+        unique("fetchcontent names", [p.name for p in self.fetchcontent])
+        unique("fetchcontent options", [p.option for p in self.fetchcontent])
         src = self.source
         if isinstance(src, MixPin):
             if self.upstream_tag is not None and self.upstream_tag != src.base.tag:

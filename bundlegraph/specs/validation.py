@@ -37,7 +37,7 @@ from ..core.errors import SpecError, did_you_mean
 from ..core.platforms import platform
 from ..schemas.adapters import adapter
 from ..schemas.cmake_rules import cmake_problems, served_options
-from ..schemas.records import BundleSpec, CudaSpec, Matrix, Record, Release, build_number_of
+from ..schemas.records import BundleSpec, Matrix, Record, Release, build_number_of
 from ..toolchains.registry import TOOLCHAINS
 from .derive import fill
 
@@ -51,9 +51,13 @@ def validate_leg(data: dict[str, Any]) -> BundleSpec:
     return adapter(BundleSpec).validate_python(data)
 
 
-def validate_cuda(data: dict[str, Any]) -> CudaSpec:
-    """A ``[cuda]`` table validated as a :class:`CudaSpec`. Raises ``ValidationError``."""
-    return adapter(CudaSpec).validate_python(data)
+R = TypeVar("R", bound=Record)
+
+
+def validate_table(record: type[R], data: dict[str, Any]) -> R:
+    """One table (a backend's ``[cuda]``, say) validated as ``record``, its record class.
+    Raises pydantic's ``ValidationError``."""
+    return adapter(record).validate_python(data)
 
 
 def _record_class(ann: Any) -> type[Record] | None:

@@ -15,7 +15,8 @@ from ...core.platforms import platform
 from ...schemas.archs import CudaVersion, arch_supported, fatbin_sm
 
 if TYPE_CHECKING:
-    from ...schemas.records import BundleSpec, CudaSpec
+    from ...schemas.records import BundleSpec
+    from .spec import CudaSpec
 
 CUDA_TARGET_SINCE: dict[tuple[str, str], tuple[tuple[int, int], str]] = {
     ("windows", "arm64"): ((13, 4), "the first redist with windows-arm64 target libraries"),
@@ -55,13 +56,14 @@ def partial_problems(f: Path, data: dict[str, Any]) -> list[str]:
     ``[cuda]`` table that itself fails the schema is left to the schema's report."""
     from pydantic import ValidationError
 
-    from ...specs.validation import validate_cuda
+    from ...specs.validation import validate_table
+    from .spec import CudaSpec
 
     cuda = data.get("cuda")
     if not isinstance(cuda, dict):
         return []
     try:
-        c = validate_cuda(cuda)
+        c = validate_table(CudaSpec, cuda)
     except ValidationError:
         return []  # already reported with the file's other schema errors
     return cuda_problems(f, data.get("os"), data.get("arch"), c)

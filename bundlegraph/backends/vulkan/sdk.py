@@ -40,10 +40,11 @@ from ...core.errors import HostMismatch, ToolkitError
 from ...core.fsutil import atomic_write_json, read_json_object, sha256_file
 from ...core.lightclass import frozen
 from ...core.state import Present
-from ...schemas.records import BundleSpec, VulkanSdkSpec
+from ...schemas.records import BundleSpec
 from ...toolchains.registry import TOOLCHAINS
 from ...toolkit.ref import toolkits_root
 from .sdk_ref import RECEIPT, VulkanSdk, shader_extensions
+from .spec import VulkanSdkSpec
 
 if TYPE_CHECKING:
     from ...toolkit.sdkpins import SdkFile
