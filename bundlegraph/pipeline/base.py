@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -344,6 +344,32 @@ class TaskPlan:
     @property
     def full_name(self) -> str:
         return f"{self.stage}:{self.name}" if self.name else self.stage
+
+
+def leg_task(
+    stage: str,
+    ctx: Any,
+    leg: str,
+    *,
+    doc: str,
+    deps: list[str],
+    prepare: Callable[[Any, str], Prepared[Any]],
+    run: Callable[[Any], list[Any]],
+    preview: Callable[[Any, str], StagePlan] | None = None,
+) -> TaskPlan:
+    """The task ``<stage>:<leg>`` of a stage whose ``prepare(ctx, leg)`` makes the task's plan
+    value, ``run(plan)`` runs it (:func:`run_plan`) and ``preview(ctx, leg)`` shows it before any
+    task ran (None: nothing but the doc and dependencies)."""
+    return TaskPlan(
+        stage=stage,
+        name=leg,
+        leg=leg,
+        doc=doc,
+        deps=deps,
+        prepare=partial(prepare, ctx, leg),
+        apply=partial(run_plan, run),
+        preview=partial(preview, ctx, leg) if preview is not None else None,
+    )
 
 
 def locate_base(asset: str, dist: Path, artifacts: Path | None) -> Path:

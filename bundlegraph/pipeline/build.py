@@ -30,7 +30,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ from ..core.remote_url import secrets_of
 from ..core.report import say
 from ..toolchains.base import scrubbed
 from ..toolchains.tools import build_tools
-from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
+from .base import Context, Prepared, file_listing, leg_task, upstream_digest
 from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
@@ -471,26 +470,26 @@ def plans(ctx: Context) -> list[Any]:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>`` (a shard run's tasks:
     :func:`bundlegraph.pipeline.shard_build.plans`, which the graph uses for this stage)."""
     return [
-        TaskPlan(
-            stage=NAME,
-            name=leg,
-            leg=leg,
-            deps=[f"source:{leg}"],
+        leg_task(
+            NAME,
+            ctx,
+            leg,
             doc=f"import {leg}'s build output made on another runner ({src})",
-            prepare=partial(prepare_import, ctx, leg),
-            apply=partial(run_plan, run_import),
-            preview=partial(plan_import, ctx, leg),
+            deps=[f"source:{leg}"],
+            prepare=prepare_import,
+            run=run_import,
+            preview=plan_import,
         )
         if (src := ctx.imported_build(leg)) is not None
-        else TaskPlan(
-            stage=NAME,
-            name=leg,
-            leg=leg,
+        else leg_task(
+            NAME,
+            ctx,
+            leg,
             doc=f"cmake --build of {leg}",
-            prepare=partial(prepare, ctx, leg),
-            apply=partial(run_plan, run_build),
             deps=[f"configure:{leg}"],
-            preview=partial(plan_build, ctx, leg),
+            prepare=prepare,
+            run=run_build,
+            preview=plan_build,
         )
         for leg in ctx.legs
     ]

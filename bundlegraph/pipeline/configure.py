@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
 from ..toolchains.sdk_ref import SdkRef
 from ..toolchains.tools import BuildTools, build_tools
-from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
+from .base import Context, Prepared, leg_task, upstream_digest
 from .compile.cmake_cache import cache_entries
 from .compile.fetchcontent import pins_used, source_dirs
 from .compile.fetchcontent import prepare as prepare_fetch
@@ -579,17 +578,17 @@ def hermetic_check(plan: ConfigurePlan) -> str:
 def plans(ctx: Context) -> list[Any]:
     """``configure:<leg>`` for every selected leg, after ``source:<leg>`` and its toolkit task."""
     return [
-        TaskPlan(
-            stage=NAME,
-            name=leg,
-            leg=leg,
+        leg_task(
+            NAME,
+            ctx,
+            leg,
             doc=f"cmake configure of {leg} ({ctx.spec(leg).toolchain})",
-            prepare=partial(prepare, ctx, leg),
-            apply=partial(run_plan, run),
             deps=[f"source:{leg}"]
             + ([c.task] if (c := ctx.leg(leg).compiler) else [])
             + ([sdk.task] if (sdk := ctx.leg(leg).sdk) else []),
-            preview=partial(plan_configure, ctx, leg),
+            prepare=prepare,
+            run=run,
+            preview=plan_configure,
         )
         for leg in ctx.legs
         if ctx.imported_build(leg) is None  # else built on another runner (built=DIR): nothing to configure here

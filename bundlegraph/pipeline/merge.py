@@ -30,7 +30,6 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, field, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +41,7 @@ from ..core.lightclass import frozen, mutable
 from ..core.platforms import platform
 from ..schemas.records import BundleSpec, Release
 from ..toolchains.sdk_ref import SdkRef
-from .base import Context, Prepared, TaskPlan, locate_base, run_plan, upstream_digest
+from .base import Context, Prepared, TaskPlan, leg_task, locate_base, upstream_digest
 from .build import plan_build
 from .source import source_record
 from .stage_records import read_build
@@ -513,15 +512,5 @@ def plans(ctx: Context) -> list[TaskPlan]:
             same_run = not imported and base in ctx.legs
             deps = [f"verify:{leg}", f"source:{leg}"] + ([f"package:{base}"] if same_run else []) + cuda
             doc = f"merge {leg}'s backend into the {base} bundle" + (" (imported from artifacts)" if imported else "")
-        out.append(
-            TaskPlan(
-                stage=NAME,
-                name=leg,
-                leg=leg,
-                deps=deps,
-                doc=doc,
-                prepare=partial(prepare, ctx, leg),
-                apply=partial(run_plan, run),
-            )
-        )
+        out.append(leg_task(NAME, ctx, leg, doc=doc, deps=deps, prepare=prepare, run=run))
     return out

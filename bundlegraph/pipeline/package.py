@@ -28,7 +28,6 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import field, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +40,7 @@ from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
 from ..toolchains.base import cuda_of
-from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
+from .base import Context, Prepared, TaskPlan, leg_task, upstream_digest
 from .manifest import leg_recipe, record_verified
 from .merge import LICENSES_FILE, MergeRecord
 from .source import source_record
@@ -455,14 +454,14 @@ def plans(ctx: Context) -> list[TaskPlan]:
     """``package:<leg>``: pack ``build/<leg>/merged`` into ``dist/<bundle>``, sign, verify the
     archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
     return [
-        TaskPlan(
-            stage=NAME,
-            name=leg,
-            leg=leg,
-            deps=[f"merge:{leg}", f"source:{leg}"],
-            prepare=partial(prepare, ctx, leg),
-            apply=partial(run_plan, run),
+        leg_task(
+            NAME,
+            ctx,
+            leg,
             doc=f"pack, sign, verify {ctx.bundle_name(leg)}",
+            deps=[f"merge:{leg}", f"source:{leg}"],
+            prepare=prepare,
+            run=run,
         )
         for leg in ctx.legs
     ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from ..core.lightclass import frozen
 from ..core.report import say
 from ..verification.policy import BACKENDS, VerifyPolicy, archive_policy, policy_from_spec
 from ..verification.run import Report, verify_path
-from .base import Context, Prepared, TaskPlan, run_plan, upstream_digest
+from .base import Context, Prepared, leg_task, upstream_digest
 
 NAME = "verify"
 """The stage's name: its tasks are ``verify:<leg>`` (:mod:`bundlegraph.pipeline.stages`)."""
@@ -131,15 +130,15 @@ def plans(ctx: Context) -> list[Any]:
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
     again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
     return [
-        TaskPlan(
-            stage=NAME,
-            name=leg,
-            leg=leg,
+        leg_task(
+            NAME,
+            ctx,
+            leg,
             doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
-            prepare=partial(prepare, ctx, leg),
-            apply=partial(run_plan, run_verify_built),
             deps=[f"build:{leg}"],
-            preview=partial(plan_verify, ctx, leg),
+            prepare=prepare,
+            run=run_verify_built,
+            preview=plan_verify,
         )
         for leg in ctx.legs
     ]
