@@ -348,14 +348,14 @@ class TaskPlan:
 
 def leg_task(
     stage: str,
-    ctx: Any,
+    ctx: Context,
     leg: str,
     *,
     doc: str,
     deps: list[str],
-    prepare: Callable[[Any, str], Prepared[Any]],
-    run: Callable[[Any], list[Any]],
-    preview: Callable[[Any, str], StagePlan] | None = None,
+    prepare: Callable[[Context, str], Prepared[P]],
+    run: Callable[[P], list[Any]],
+    preview: Callable[[Context, str], StagePlan] | None = None,
 ) -> TaskPlan:
     """The task ``<stage>:<leg>`` of a stage whose ``prepare(ctx, leg)`` makes the task's plan
     value, ``run(plan)`` runs it (:func:`run_plan`) and ``preview(ctx, leg)`` shows it before any
