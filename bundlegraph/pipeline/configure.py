@@ -6,9 +6,13 @@ any CMake runs, the host is checked: a leg whose toolchain needs another build h
 once naming it (:class:`HostMismatch`), a missing compiler says how to get it, the toolkit's
 files the configure needs are checked, and (MSVC + CUDA) ``_MSC_VER`` against nvcc.
 
-Layout of ``build/<leg>/``: ``toolchain.cmake`` (generated), ``bundlegraph-hooks.cmake`` (CUDA
-legs: per-source seeds, MSVC ``/Zc:preprocessor`` where missing; any leg: the release's
-fingerprint in ``BUILD_TARGET``), ``cmake/`` (CMake's binary directory; llama.cpp
+What a backend adds to its legs' configure (hooks, checks after cmake, record entries) is its
+package's ``configure`` module (:class:`ConfigureSide`; CUDA's: nvcc's seeds and checks), which
+this stage asks without knowing the backend.
+
+Layout of ``build/<leg>/``: ``toolchain.cmake`` (generated), ``bundlegraph-hooks.cmake`` (what
+the backend's side asks, CUDA's per-source seeds and MSVC ``/Zc:preprocessor`` where missing;
+any leg: the release's fingerprint in ``BUILD_TARGET``), ``cmake/`` (CMake's binary directory; llama.cpp
 and the stand-in put every library and program in ``cmake/bin``), ``configure.json`` (the full
 command, the toolchain file path and text digest, cache entries, tool versions, resolved
 compilers) and ``logs/configure.log``. The stamp's outputs are ``configure.json`` and
@@ -22,26 +26,24 @@ still rebuilds only objects whose commands changed.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import field, replace
+from functools import cache as _memo
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
+from .. import backends
 from ..core import proc, settings
 from ..core.errors import BundleGraphError, HostMismatch, ToolkitError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.lightclass import frozen
-from ..core.platforms import platform
 from ..core.report import say, warn
 from ..core.state import Present, key_of
 from ..schemas.records import FetchContentPin
 from ..toolchains import get as get_toolchain
-from ..toolchains import msvc
-from ..toolchains.base import Toolchain, cuda_of
-from ..toolchains.cmake_hooks import hooks_script, reproducibility_problems
+from ..toolchains.base import Toolchain
+from ..toolchains.cmake_hooks import hooks_script
 from ..toolchains.compiler import PinnedCompiler
-from ..toolchains.cuda import CudaToolkit
 from ..toolchains.linux import GccLinux, planned_binaries
 from ..toolchains.prefix_maps import PrefixMaps
 from ..toolchains.sdk_ref import SdkRef
@@ -63,8 +65,8 @@ UNKNOWN = "<known after source:{leg}>"
 @frozen
 class ConfigurePlan:
     """Everything configure will do for one leg. ``argv`` is the full cmake command;
-    ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``cuda`` the CUDA toolkit
-    layout (None for other legs); ``sdk`` the backend's SDK (its ``task`` is the toolkit task
+    ``toolchain_text`` the toolchain file; ``cache`` the ``-D`` entries; ``backend`` the leg's
+    backend (its :class:`ConfigureSide`); ``sdk`` the backend's SDK (its ``task`` is the toolkit task
     configure waits for);
     ``binaries`` the resolved compilers;
     ``spec_keys``/``spec_file``: the ``[cmake]`` keys the spec sets and its file (a key the project
@@ -82,13 +84,14 @@ class ConfigurePlan:
     source_digest: str
     cache: dict[str, str]
     argv: list[str]
-    cuda: CudaToolkit | None
+    backend: str
+    """The leg's backend (its :class:`ConfigureSide` adds hooks, checks and records: :func:`side_of`)."""
     record: Path
     log: Path
     sdk: SdkRef | None = None
-    """The leg's backend SDK (:attr:`~.base.LegContext.sdk`: ``cuda`` itself for a CUDA leg, a
-    :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk` for a Vulkan leg, None for CPU); its task
-    is the toolkit task configure waits for."""
+    """The leg's backend SDK (:attr:`~.base.LegContext.sdk`: the CUDA toolkit of a CUDA leg, the
+    Vulkan SDK of a Vulkan leg, None for CPU), asked, never told apart; its task is the toolkit
+    task configure waits for."""
     binaries: dict[str, str] = field(default_factory=dict)
     spec_keys: tuple[str, ...] = ()
     spec_file: str = ""
@@ -146,13 +149,89 @@ class ConfigurePlan:
         }
         if self.hooks_file:
             d["hooks_file"] = self.hooks_file.as_posix()
-        if self.cuda is not None:
-            d["cuda_host_flags"] = cuda_flag_origins(self, tc)
+        d |= side_of(self.backend).describe(self, tc)
         if self.host_problem:
             d["on_this_host"] = (
                 f"refused before any download (by source:{self.leg}, the leg's first task): {self.host_problem}"
             )
         return d
+
+
+class ConfigureSide(Protocol):
+    """What a backend adds to its legs' configure: its package's ``configure`` module, found by
+    name (:func:`bundlegraph.backends.plug_in`; CUDA's: :mod:`bundlegraph.backends.cuda.configure`).
+    A backend without one adds nothing (:data:`ADDS_NOTHING`). The stage asks these and never
+    which backend or SDK it holds."""
+
+    LANGUAGES: tuple[str, ...]
+    """the GPU languages the launcher probe compiles beside C and C++ (``CUDA``)"""
+
+    def hooks(self, tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
+        """``(seeds, host_flag)`` of the project-include hooks (:func:`~bundlegraph.toolchains.cmake_hooks.hooks_script`)"""
+        ...
+
+    def prefix_root(self, sdk: SdkRef | None) -> Path | None:
+        """the SDK root every compile maps to a stable name (:class:`~bundlegraph.toolchains.prefix_maps.PrefixMaps`
+        ``toolkit``; None: none)"""
+        ...
+
+    def describe(self, plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
+        """entries ``bundlegraph plan`` shows beside the configure command"""
+        ...
+
+    def probe_tools(self, plan: ConfigurePlan, tc: Toolchain, base: ProbeTools) -> ProbeTools:
+        """``base`` (the C probe) with what the launcher probe compiles of its languages"""
+        ...
+
+    def summary(self, plan: ConfigurePlan) -> str:
+        """the SDK as the configure's log line names it"""
+        ...
+
+    def record(self, plan: ConfigurePlan) -> dict[str, Any]:
+        """entries ``configure.json`` keeps of it (empty: none)"""
+        ...
+
+    def checks(self, plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
+        """its checks after cmake, what held (raises on a violation)"""
+        ...
+
+
+class _AddsNothing:
+    """The :class:`ConfigureSide` of a backend whose package has no ``configure`` module."""
+
+    LANGUAGES: tuple[str, ...] = ()
+
+    def hooks(self, tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
+        return False, None
+
+    def prefix_root(self, sdk: SdkRef | None) -> Path | None:
+        return None
+
+    def describe(self, plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
+        return {}
+
+    def probe_tools(self, plan: ConfigurePlan, tc: Toolchain, base: ProbeTools) -> ProbeTools:
+        return base
+
+    def summary(self, plan: ConfigurePlan) -> str:
+        return plan.sdk.root if plan.sdk is not None else "-"
+
+    def record(self, plan: ConfigurePlan) -> dict[str, Any]:
+        return {}
+
+    def checks(self, plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
+        return {}
+
+
+ADDS_NOTHING: ConfigureSide = _AddsNothing()
+"""The side of a backend that adds nothing to its configure (CPU, Vulkan, HIP, Metal, OpenCL)."""
+
+
+@_memo
+def side_of(backend: str) -> ConfigureSide:
+    """The :class:`ConfigureSide` of backend ``backend`` (its spec name)."""
+    mod = backends.plug_in(backends.backend(backend), "configure")
+    return cast(ConfigureSide, mod) if mod is not None else ADDS_NOTHING
 
 
 def _source(ctx: Context, leg: str) -> tuple[Path, str, str | None]:
@@ -171,7 +250,7 @@ def plan_configure(
     names) are shown, so ``bundlegraph plan`` works on any host."""
     lc = ctx.leg(leg)
     sdk = lc.sdk
-    cuda = cuda_of(sdk)  # nvcc: its hooks, flags and launcher probe
+    side = side_of(lc.spec.backend)
     spec, tc = lc.spec, _with_sdk(lc.toolchain, sdk)
     bdir = lc.build_dir
     tree, digest, commit = _source(ctx, leg)
@@ -191,16 +270,10 @@ def plan_configure(
     if binaries is None:
         binaries = planned_binaries(tc) if isinstance(tc, GccLinux) else {}
     cmake_dir = bdir / "cmake"
-    maps = PrefixMaps(
-        source=tree, build=cmake_dir, work=ctx.workdir, cache=ctx.cache, toolkit=Path(cuda.root) if cuda else None
-    )
+    maps = PrefixMaps(source=tree, build=cmake_dir, work=ctx.workdir, cache=ctx.cache, toolkit=side.prefix_root(sdk))
     text = tc.render(leg, sdk, binaries, maps)
-    cuda_hooks = bool(tc.info.cuda and cuda)
-    hooks = hooks_script(
-        seeds=cuda_hooks,
-        host_flag=msvc.ZC if cuda_hooks and platform(tc.info.build_os).msvc_host else None,
-        fingerprint=fingerprint is not None,
-    )
+    seeds, host_flag = side.hooks(tc, sdk)
+    hooks = hooks_script(seeds=seeds, host_flag=host_flag, fingerprint=fingerprint is not None)
     tfile = bdir / "toolchain.cmake"
     hfile = bdir / "bundlegraph-hooks.cmake" if hooks else None
     if tools is None:
@@ -238,7 +311,7 @@ def plan_configure(
         source_digest=digest,
         cache=cache,
         argv=argv,
-        cuda=cuda,
+        backend=spec.backend,
         sdk=sdk,
         record=bdir / "configure.json",
         log=ctx.log(leg, "configure"),
@@ -274,39 +347,6 @@ def _compile_flags(cmake_dir: Path) -> dict[str, str]:
         return {}
     flags = [v for lang in FLAG_LANGUAGES for v in (f"CMAKE_{lang}_FLAGS", f"CMAKE_{lang}_FLAGS_RELEASE")]
     return {v: cache[v] for v in flags if v in cache}
-
-
-def cuda_flag_origins(plan: ConfigurePlan, tc: Toolchain) -> dict[str, str]:
-    """The nvcc flags bundlegraph adds to every CUDA compile of ``plan`` and where each comes
-    from: ``-target-dir`` (the toolchain file's ``CMAKE_CUDA_FLAGS_INIT``: the target's
-    libraries) and, for MSVC hosts, ``-Xcompiler=/Zc:preprocessor`` (the project-include hook:
-    CCCL needs MSVC's conforming preprocessor; added only to CUDA targets that lack it)."""
-    flags = tc.nvcc_flags()
-    out = {
-        f: "toolchain file: CMAKE_CUDA_FLAGS_INIT (nvcc finds the target's headers and libraries)"
-        for f in flags
-        if f.startswith("-target-dir")
-    }
-    if "-objtemp" in flags:
-        out["-objtemp"] = (
-            "toolchain file: CMAKE_CUDA_FLAGS_INIT (intermediate files named after the object, "
-            "not tmpxft_<pid>: reproducible objects)"
-        )
-    if not plan.hooks_file:
-        return out
-    out["-frandom-seed=<source path>"] = (
-        f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): one seed per "
-        f"CUDA source, its path in the source tree (reproducible device "
-        f"code); checked once per nvcc command after configure"
-    )
-    if platform(tc.info.build_os).msvc_host:
-        out[f"-Xcompiler={msvc.ZC}"] = (
-            f"{plan.hooks_file.name} (CMAKE_PROJECT_TOP_LEVEL_INCLUDES): added to each "
-            f"CUDA target whose options and CMAKE_CUDA_FLAGS lack it; CCCL needs "
-            f"MSVC's conforming preprocessor; checked once per nvcc command after "
-            f"configure"
-        )
-    return out
 
 
 def check_host(ctx: Context, leg: str) -> Toolchain:
@@ -370,13 +410,14 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
     if plan.hooks_file:
         atomic_write_bytes(plan.hooks_file, plan.hooks_text.encode())
     argv = list(plan.argv)
+    side = side_of(plan.backend)
     launcher = compiler_launcher(
-        probe_tools(plan, tc, env), plan.build_dir / "launcher-check", ["C", "CXX"] + (["CUDA"] if plan.cuda else [])
+        probe_tools(plan, tc, env), plan.build_dir / "launcher-check", ["C", "CXX", *side.LANGUAGES]
     )
     argv += launcher.args
     say(
         f"configure:{leg}: toolchain {plan.toolchain}, compilers {inputs['compilers']}, "
-        f"toolkit {plan.cuda.root if plan.cuda else '-'} ({plan.cuda.target_dir if plan.cuda else 'cpu'}), "
+        f"toolkit {side.summary(plan)}, "
         f"cmake {inputs['tools']['cmake']['version']}, ninja {inputs['tools']['ninja']['version']}, "
         f"launcher {launcher.name + ' ' + launcher.version.split()[-1] if launcher.name else 'none'}"
         f"{' (probe ' + launcher.probe + ')' if launcher.name else ''}"
@@ -403,7 +444,8 @@ def run(plan: ConfigurePlan) -> list[Path | Present]:
             "launcher": launcher.record(),
             "inputs": inputs,
             "checks": checks,
-            "cuda": plan.cuda.layout_json() if plan.cuda else None,
+            # what the backend keeps of its configure (a CUDA leg: its toolkit's layout, "cuda")
+            **side.record(plan),
             "prefix_maps": plan.prefix_maps.record() if plan.prefix_maps else {},
             "compile_flags": _compile_flags(plan.cmake_dir),
             # the pinned compiler (a Linux leg): its identity and every package, for the info file and provenance
@@ -437,17 +479,7 @@ def probe_tools(plan: ConfigurePlan, tc: Toolchain, env: dict[str, str]) -> Prob
     cc = plan.binaries.get("c")
     if not cc:
         return None
-    if plan.cuda is None:
-        return ProbeTools(cc, env)
-    archs = tuple(a for a in plan.cache.get("CMAKE_CUDA_ARCHITECTURES", "").split(";") if a)
-    return ProbeTools(
-        cc,
-        env,
-        str(plan.cuda.nvcc),
-        plan.binaries.get("cuda_host") or plan.binaries.get("cxx"),
-        tuple(tc.nvcc_flags()),
-        archs,
-    )
+    return side_of(plan.backend).probe_tools(plan, tc, ProbeTools(cc, env))
 
 
 def spec_key_problems(plan: ConfigurePlan, log: str) -> list[str]:
@@ -499,40 +531,14 @@ def read_cmake_cache(cmake_dir: Path) -> dict[str, str]:
 
 
 def post_checks(plan: ConfigurePlan, tc: Toolchain) -> dict[str, Any]:
-    """After cmake: the CUDA library pins are in effect (cross builds), every nvcc compile is
-    reproducible (:func:`~bundlegraph.toolchains.cmake_hooks.reproducibility_problems`) and, for
-    MSVC + CUDA, passes ``/Zc:preprocessor`` exactly once. Raises on a violation."""
+    """After cmake: the pinned compiler was the one CMake found (:func:`hermetic_check`), then
+    what the leg's backend checks of its configure (:meth:`ConfigureSide.checks`: CUDA's library
+    pins, reproducible and hermetic nvcc commands, ``/Zc:preprocessor`` once). Raises on a
+    violation; returns what held."""
     out: dict[str, Any] = {}
     if plan.compiler is not None:
         out["hermetic"] = hermetic_check(plan)
-    if plan.cuda is None:
-        return out
-    cache = read_cmake_cache(plan.cmake_dir)
-    out["CMAKE_CUDA_COMPILER"] = cache.get("CMAKE_CUDA_COMPILER")
-    for var, rel in plan.cuda.libraries().items():
-        if var in cache:
-            out[var] = cache[var]
-            if tc.info.cross and Path(cache[var]).as_posix() != f"{plan.cuda.root}/{rel}":
-                raise ToolkitError(
-                    f"configure:{plan.leg}: {var} resolved to {cache[var]}, not the target's "
-                    f"{plan.cuda.root}/{rel}: a host library would be linked"
-                )
-    cc = json.loads((plan.cmake_dir / "compile_commands.json").read_text(encoding="utf-8"))
-    bad = reproducibility_problems(cc)
-    if bad:
-        raise BundleGraphError(f"configure:{plan.leg}: not reproducible: " + "; ".join(bad[:5]))
-    out["reproducible"] = "-objtemp and a distinct -frandom-seed in every nvcc command"
-    if plan.compiler is not None:
-        bad = ccbin_problems(cc, plan.binaries.get("cuda_host") or plan.binaries.get("cxx", ""))
-        if bad:
-            raise BundleGraphError(f"configure:{plan.leg}: not hermetic: " + "; ".join(bad[:3]))
-        out["cuda_host_compiler"] = "every nvcc command's -ccbin is the pinned compiler's"
-    if platform(tc.info.build_os).msvc_host:
-        bad = msvc.zc_preprocessor_problems(cc)
-        if bad:
-            raise BundleGraphError(f"configure:{plan.leg}: " + "; ".join(bad[:5]))
-        out["zc_preprocessor"] = "once in every nvcc command"
-    return out
+    return out | side_of(plan.backend).checks(plan, tc)
 
 
 def ccbin_problems(commands: list[dict[str, Any]], want: str) -> list[str]:

@@ -39,7 +39,6 @@ from ..core.platforms import platform
 from ..core.report import say
 from ..schemas.archs import supported_sms_of
 from ..schemas.records import BundleSpec, Release
-from ..toolchains.base import cuda_of
 from .base import Context, Prepared, TaskPlan, leg_task, upstream_digest
 from .manifest import leg_recipe, record_verified
 from .merge import LICENSES_FILE, MergeRecord
@@ -333,7 +332,7 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
     if src.commit is None:
         raise BundleGraphError(f"package:{leg}: the source has no commit (set [source] commit in release.toml)")
     sdk = ctx.leg(leg).sdk
-    ref = cuda_of(sdk)  # the info file's toolkit is CUDA's (its NVIDIA licenses too)
+    toolkit = sdk.info_toolkit() if sdk is not None else None  # CUDA's: the info file's toolkit and its licenses
     bdir = paths.build_dir(leg)
     rec = MergeRecord.read(bdir / "merge.json")
     inp = PackageInputs(
@@ -344,8 +343,8 @@ def plan_package(ctx: Context, leg: str) -> PackagePlan:
         source_commit=src.commit,
         source_digest=src.digest,
         commit_epoch=src.epoch,
-        toolkit_prefix=ref.prefix if ref else None,
-        toolkit_version=ref.version if ref else None,
+        toolkit_prefix=toolkit[0] if toolkit else None,
+        toolkit_version=toolkit[1] if toolkit else None,
         tree=bdir / "merged",
         own_files=rec.backend_files,
         merged_from=rec.base_asset or None,

@@ -233,6 +233,11 @@ class CudaToolkit(InPrefix):
         """What a bundle's info file records of it as ``sdk``: None: the info file names the CUDA toolkit by its own fields."""
         return None
 
+    def info_toolkit(self) -> tuple[Path, str]:
+        """The prefix and version the info file names as the bundle's toolkit (``toolkit_version``,
+        NVIDIA's licenses from the prefix)."""
+        return self.prefix, self.version
+
     def configure_record(self, log: Path) -> dict[str, Any]:
         """Nothing beyond its layout (``configure.json``'s ``cuda`` entry, :meth:`layout_json`)."""
         return {}

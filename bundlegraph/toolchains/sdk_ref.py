@@ -121,6 +121,12 @@ class SdkRef(Protocol):
         """what a bundle's info file records of it as ``sdk`` (None: nothing)"""
         ...
 
+    def info_toolkit(self) -> tuple[Path, str] | None:
+        """``(prefix, version)`` of the toolkit a bundle's info file names by its own fields
+        (``toolkit_version``; the toolkit's licenses are read below ``prefix``): CUDA's; None:
+        the info file records it as ``sdk`` (:meth:`bundle_info`) or not at all"""
+        ...
+
     def configure_record(self, log: Path) -> dict[str, Any]:
         """what ``configure.json`` keeps of it beyond the toolkit's digest, from the configure's
         output ``log``: top-level entries (empty: none, so the record of such a leg keeps its bytes)"""
@@ -164,6 +170,10 @@ class ShipsNothing:
 
     def bundle_info(self) -> dict[str, str | None] | None:
         """None: the info file's entry for the backend comes from the configure record."""
+        return None
+
+    def info_toolkit(self) -> None:
+        """None: the info file names no toolkit of it."""
         return None
 
 

@@ -204,6 +204,9 @@ FAKE_SDK = textwrap.dedent(
         def shipped_runtime(self, os_name):
             return []
 
+        def info_toolkit(self):
+            return None
+
         def bundle_info(self):
             return {"source": "fake", "version": self.version}
 

@@ -38,8 +38,8 @@ def golden_text(ctx, leg: str) -> str:
         + "\n"
     )
     subs = [(p.source_tree.as_posix(), "<SOURCE>"), (str(Path(sys.executable).parent.as_posix()), "<BIN>")]
-    if p.cuda is not None:
-        subs.append((p.cuda.root, "<CUDA_ROOT>"))
+    if p.backend == "cuda" and p.sdk is not None:
+        subs.append((p.sdk.root, "<CUDA_ROOT>"))
     subs.append((Path(os.environ["BUNDLEGRAPH_WORKDIR"]).as_posix(), "<WORKDIR>"))
     subs.append((ctx.cache.as_posix(), "<CACHE>"))
     # cl.exe's prefix maps spell each root with backslashes (escaped once more in CMake text)

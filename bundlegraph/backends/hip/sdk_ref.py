@@ -132,6 +132,10 @@ class HipSdk(InPrefix):
         """What a bundle's info file records of it as ``sdk``: its TheRock build and tarball (:meth:`info`)."""
         return self.info()
 
+    def info_toolkit(self) -> None:
+        """None: the info file records TheRock as ``sdk`` (:meth:`bundle_info`)."""
+        return None
+
     def configure_record(self, log: Path) -> dict[str, Any]:
         """Nothing beyond the toolkit's digest (its flags are the configure's ``compile_flags``)."""
         return {}
