@@ -37,7 +37,7 @@ from ..core.fsutil import atomic_write_json, sha256_file
 from ..core.lightclass import frozen
 from ..core.platforms import platform
 from ..core.report import say
-from ..schemas.archs import supported_sms_of
+from ..installer.entry import entry_side
 from ..schemas.records import BundleSpec, Release
 from .base import Context, Prepared, TaskPlan, leg_task, upstream_digest
 from .manifest import leg_recipe, record_verified
@@ -133,17 +133,14 @@ class PackageInputs:
 
 def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo], found: VerifyFindings) -> BundleInfo:
     """The bundle's info JSON model (fields documented in :mod:`bundlegraph.schemas.manifest`).
-    Its supported SMs are those the bundle's GPU code runs on: from the SASS targets verify found
-    in its fatbins (``found.fatbin_sass``) by NVIDIA's compatibility rule, among the SMs the leg's
-    toolkit supports (:func:`~bundlegraph.schemas.archs.supported_sms_of`); a PTX-only leg's are
-    those its spec states (``cuda.supported_sms``: it has no SASS to derive them from); [] for CPU legs."""
+    The backend's own fields come from its package (:func:`~bundlegraph.installer.entry.entry_side`):
+    a CUDA bundle's supported SMs are those its GPU code runs on, from the SASS targets verify
+    found in its fatbins (``found.fatbin_sass``); [] for a CPU leg."""
     from ..schemas.manifest import BundleInfo
 
     s, r = inp.spec, inp.release
-    if s.cuda and s.cuda.supported_sms:
-        sms = list(s.cuda.supported_sms)
-    else:
-        sms = supported_sms_of(found.fatbin_sass, s.cuda.version.parts) if s.cuda else []
+    own = entry_side(s.backend).fields(s, list(found.fatbin_sass))  # the backend's fields (CUDA's SMs)
+    sms = own.supported_sms
     return BundleInfo(
         asset_name=inp.dest.name,
         leg=s.id,
@@ -157,12 +154,12 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         release_tag=r.tag,
         platform=f"{s.os}-{s.arch}",
         profile=s.profile_name,
-        archs=s.cuda.cmake_archs if s.cuda else [],
+        archs=own.archs,
         bundle_profile=s.profile_name,
         runtime_line=s.profile.line,
         coverage_class=s.profile.klass,
         bundle_rank=s.profile.rank,
-        toolkit_version=inp.toolkit_version or (s.cuda.version if s.cuda else None),
+        toolkit_version=inp.toolkit_version or own.toolkit_version,
         supported_sms=sms,
         min_sm=min(sms) if sms else None,
         max_sm=max(sms) if sms else None,
@@ -175,8 +172,8 @@ def build_info(inp: PackageInputs, signing: str, runtime: list[RuntimeFileInfo],
         verify=found,
         imported_builds=list(inp.imported),
         build=inp.recipe,
-        gfx_target=s.hip.gfx_target if s.hip else None,
-        mapped_targets=list(s.hip.mapped_targets) if s.hip else None,
+        gfx_target=own.gfx_target,
+        mapped_targets=own.mapped_targets,
         sdk=inp.sdk,
     )
 
