@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Literal
 
-from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file
+from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file, plug_in
 from ..checks import content
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
@@ -203,20 +203,21 @@ def policy_from_spec(
         external += [n for n in shipped if n not in external]
         # runtimes are added by package: not expected in the build output
         required = [r for r in spec.required if not any(content.required_matches(n, r, fold=True) for n in shipped)]
-    expect: list[tuple[str, object]] = [("install_kind", spec.install_kind), ("profile", spec.profile_name)]
-    if spec.cuda is not None:
-        expect.append(("archs", tuple(spec.cuda.cmake_archs)))
-    if spec.hip is not None:
-        expect.append(("gfx_target", spec.hip.gfx_target))
+    # what the leg's backend promises beyond every bundle (its verify module's policy_fields:
+    # CUDA's archs, major and driver floor, HIP's targets, Vulkan's waived shader paths)
+    own, own_expect = _backend_fields(spec)
+    expect: list[tuple[str, object]] = [
+        ("install_kind", spec.install_kind),
+        ("profile", spec.profile_name),
+        *own_expect,
+    ]
     # the floors are the toolchain's pinned compiler's (its machine file's [compiler]), one place for every leg
     # (glibc's: ELF bundles only)
     elf = platform(spec.os).binary == "ELF"
     floors = TOOLCHAINS[spec.toolchain].floors() if elf and spec.toolchain in TOOLCHAINS else None
-    return VerifyPolicy(
+    policy = VerifyPolicy(
         os=spec.os,
         arch=spec.arch,
-        archs=tuple(spec.cuda.archs) if spec.cuda else (),
-        cuda=spec.backend == "cuda",
         backend=spec.backend,
         external=tuple(external),
         signing_required=spec.signing == "required" and not built_tree,
@@ -227,28 +228,23 @@ def policy_from_spec(
         info_file=None if built_tree or release is None else release.info_file,
         info_expect=() if built_tree else tuple(expect),
         backend_dl=bool(spec.cmake_bool("GGML_BACKEND_DL", False)),
-        cuda_major=spec.cuda.version.major if spec.cuda else None,
         fingerprint=release.coverage.fingerprint if release is not None and release.coverage else None,
-        gfx_targets=tuple(spec.hip.mapped_targets) if spec.hip else (),
         macos_floor=spec.macos.deployment_target if spec.macos else None,
-        vulkan_waived=tuple(sorted((spec.vulkan.waive_compiled_out or {}).items())) if spec.vulkan else (),
-        driver_floor=_driver_floor(spec),
     )
+    return replace(policy, **own)
 
 
-def _driver_floor(spec: BundleSpec) -> str | None:
-    """``12.4``: the oldest driver selection sends a CUDA leg with PTX-only archs to (an arch whose
-    SM has PTX and no SASS: ``61-virtual``); None for every other leg (its verify key keeps its form)."""
-    if spec.cuda is None:
-        return None
-    from ..backends.cuda import oldest_driver
-    from ..schemas.archs import fatbin_sm
-
-    sass = {fatbin_sm(a) for a in spec.cuda.archs if a.sass}
-    if not any(a.ptx and fatbin_sm(a) not in sass for a in spec.cuda.archs):
-        return None
-    major, minor = oldest_driver(spec.profile.line, spec.cuda.version.major)
-    return f"{major}.{minor}"
+def _backend_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+    """``(fields, expect)`` leg ``spec``'s backend sets in its policy (:class:`VerifyPolicy` field
+    name -> value) and the ``(key, value)`` pairs its bundle's info file must hold beyond every
+    bundle's: its verify module's ``policy_fields(spec)`` (:func:`bundlegraph.backends.plug_in`),
+    nothing for a backend without one."""
+    mod = plug_in(backend(spec.backend), "verify")
+    fields_of = getattr(mod, "policy_fields", None)
+    if fields_of is None:
+        return {}, []
+    got: tuple[dict[str, Any], list[tuple[str, object]]] = fields_of(spec)
+    return got
 
 
 def archive_policy(

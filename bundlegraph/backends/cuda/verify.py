@@ -17,13 +17,14 @@ backend's ``DRIVERS`` entry, which the generic closure row reads from the regist
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...checks import Failure
 from ...verification.rows import Outcome, Row, Subject
 from .. import backend, library_file
 
 if TYPE_CHECKING:
+    from ...schemas.records import BundleSpec
     from ...verification.policy import VerifyPolicy
 
 
@@ -88,6 +89,34 @@ def cuda_major(s: Subject, p: VerifyPolicy) -> Outcome:
 
     assert p.cuda_major is not None  # the gate says so
     return foreign_cuda_imports(s.pe, s.elf, p.cuda_major), {}
+
+
+def policy_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+    """What a CUDA leg promises its bundle (:func:`bundlegraph.verification.policy.policy_from_spec`):
+    its archs against the fatbin, its driver (``cuda``), its CUDA major against every import and,
+    with PTX-only archs, the oldest driver their PTX must JIT on; and the archs its info file states."""
+    assert spec.cuda is not None  # a CUDA leg
+    fields: dict[str, Any] = {
+        "archs": tuple(spec.cuda.archs),
+        "cuda": True,
+        "cuda_major": spec.cuda.version.major,
+        "driver_floor": _driver_floor(spec),
+    }
+    return fields, [("archs", tuple(spec.cuda.cmake_archs))]
+
+
+def _driver_floor(spec: BundleSpec) -> str | None:
+    """``12.4``: the oldest driver selection sends a CUDA leg with PTX-only archs to (an arch whose
+    SM has PTX and no SASS: ``61-virtual``); None for every other leg (its verify key keeps its form)."""
+    from ...schemas.archs import fatbin_sm
+    from . import oldest_driver
+
+    assert spec.cuda is not None  # a CUDA leg
+    sass = {fatbin_sm(a) for a in spec.cuda.archs if a.sass}
+    if not any(a.ptx and fatbin_sm(a) not in sass for a in spec.cuda.archs):
+        return None
+    major, minor = oldest_driver(spec.profile.line, spec.cuda.version.major)
+    return f"{major}.{minor}"
 
 
 ROWS: tuple[Row, ...] = (

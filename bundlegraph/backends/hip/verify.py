@@ -21,7 +21,7 @@ by name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...checks import Failure
 from ...core.platforms import OS_NAMES
@@ -29,6 +29,7 @@ from ...verification.rows import Outcome, Row, Subject
 from .. import backend, library_file
 
 if TYPE_CHECKING:
+    from ...schemas.records import BundleSpec
     from ...verification.policy import VerifyPolicy
 
 NAME = "hip"
@@ -84,6 +85,13 @@ def hip_code(s: Subject, p: VerifyPolicy) -> Outcome:
             )
     offload = {path: r.offload.summary() for path, r in sorted(s.results.items()) if r.offload is not None}
     return fails, {"offload": offload}
+
+
+def policy_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+    """What a ROCm leg promises its bundle: code objects for exactly its mapped targets, and its
+    family in the info file."""
+    assert spec.hip is not None  # a ROCm leg
+    return {"gfx_targets": tuple(spec.hip.mapped_targets)}, [("gfx_target", spec.hip.gfx_target)]
 
 
 ROWS: tuple[Row, ...] = (

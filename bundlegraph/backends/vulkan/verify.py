@@ -27,7 +27,7 @@ every file, the library included, is the reader's check (``files`` row, policy `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...checks import Failure
 from ...core.platforms import platform
@@ -35,6 +35,7 @@ from ...verification.rows import Outcome, Row, Subject
 from .. import backend, library_file
 
 if TYPE_CHECKING:
+    from ...schemas.records import BundleSpec
     from ...verification.policy import VerifyPolicy
 
 NAME = "vulkan"
@@ -201,6 +202,13 @@ def shaders(s: Subject, p: VerifyPolicy) -> Outcome:
         if ext not in waived
     ]
     return fails, {}
+
+
+def policy_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+    """What a Vulkan leg promises its bundle: every shader path glslc could compile, but those its
+    spec waives (``[vulkan] waive_compiled_out``, as ``(extension, reason)`` pairs)."""
+    assert spec.vulkan is not None  # a Vulkan leg
+    return {"vulkan_waived": tuple(sorted((spec.vulkan.waive_compiled_out or {}).items()))}, []
 
 
 ROWS: tuple[Row, ...] = (
