@@ -39,7 +39,7 @@ from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..core.state import Present, key_of
-from ..schemas.records import FetchContentPin
+from ..schemas.records import BundleSpec, FetchContentPin
 from ..toolchains import get as get_toolchain
 from ..toolchains.base import Toolchain
 from ..toolchains.cmake_hooks import hooks_script
@@ -166,6 +166,10 @@ class ConfigureSide(Protocol):
     LANGUAGES: tuple[str, ...]
     """the GPU languages the launcher probe compiles beside C and C++ (``CUDA``)"""
 
+    def cache_entries(self, spec: BundleSpec) -> dict[str, str]:
+        """the cache entries it derives from the leg's own table (:func:`~.compile.cmake_cache.backend_entries`)"""
+        ...
+
     def hooks(self, tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
         """``(seeds, host_flag)`` of the project-include hooks (:func:`~bundlegraph.toolchains.cmake_hooks.hooks_script`)"""
         ...
@@ -200,6 +204,9 @@ class _AddsNothing:
     """The :class:`ConfigureSide` of a backend whose package has no ``configure`` module."""
 
     LANGUAGES: tuple[str, ...] = ()
+
+    def cache_entries(self, spec: BundleSpec) -> dict[str, str]:
+        return {}
 
     def hooks(self, tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
         return False, None

@@ -21,6 +21,7 @@ from ...toolchains.cuda import CudaToolkit
 if TYPE_CHECKING:
     from ...pipeline.compile.launcher import ProbeTools
     from ...pipeline.configure import ConfigurePlan
+    from ...schemas.records import BundleSpec
     from ...toolchains.base import Toolchain
     from ...toolchains.sdk_ref import SdkRef
 
@@ -33,6 +34,12 @@ def _toolkit(sdk: SdkRef | None) -> CudaToolkit:
     if not isinstance(sdk, CudaToolkit):
         raise TypeError(f"a CUDA leg's SDK is a CudaToolkit, not {type(sdk).__name__}")
     return sdk
+
+
+def cache_entries(spec: BundleSpec) -> dict[str, str]:
+    """``CMAKE_CUDA_ARCHITECTURES``: the leg's ``[cuda] archs`` in CMake's spelling."""
+    assert spec.cuda is not None  # a CUDA leg
+    return {"CMAKE_CUDA_ARCHITECTURES": ";".join(spec.cuda.cmake_archs)}
 
 
 def hooks(tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:

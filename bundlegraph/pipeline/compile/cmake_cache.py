@@ -28,6 +28,7 @@ project's ``cmake_minimum_required`` runs, which is before the toolchain file is
 
 from __future__ import annotations
 
+from ... import backends
 from ...core.errors import SpecError
 from ...core.platforms import platform
 from ...schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
@@ -47,6 +48,17 @@ def render_value(v: CMakeValue) -> str:
     if isinstance(v, list):
         return ";".join(str(x) for x in v)
     return str(v)
+
+
+def backend_entries(spec: BundleSpec) -> dict[str, str]:
+    """The cache entries leg ``spec``'s backend derives from its own table (a CUDA leg's
+    ``CMAKE_CUDA_ARCHITECTURES`` from ``[cuda] archs``): its package's ``configure`` module's
+    ``cache_entries`` (:class:`bundlegraph.pipeline.configure.ConfigureSide`); none for a backend
+    without one."""
+    side = backends.plug_in(backends.backend(spec.backend), "configure")
+    entries = getattr(side, "cache_entries", None)
+    got: dict[str, str] = entries(spec) if entries is not None else {}
+    return got
 
 
 def cache_entries(
@@ -77,8 +89,7 @@ def cache_entries(
         out.update(dirs)
     out["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
     out["CMAKE_BUILD_TYPE"] = "Release"
-    if spec.cuda is not None:
-        out["CMAKE_CUDA_ARCHITECTURES"] = ";".join(spec.cuda.cmake_archs)
+    out.update(backend_entries(spec))
     plat = platform(spec.os)
     if plat.rpath:
         out["CMAKE_INSTALL_RPATH"] = plat.rpath
