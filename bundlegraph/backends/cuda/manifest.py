@@ -1,5 +1,5 @@
 """What a CUDA leg puts into its bundles' manifest entry and info file
-(:class:`bundlegraph.installer.entry.EntrySide`): its archs, its toolkit version and the SMs its
+(:class:`bundlegraph.schemas.entry.EntrySide`): its archs, its toolkit version and the SMs its
 GPU code runs on, and what its fatbin and shipped runtime add to the download size.
 
 ``supported_sms`` come from the SASS the bundle holds by NVIDIA's compatibility rule, among the
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...installer.entry import EntryFields
 from ...schemas.archs import supported_sms_of
+from ...schemas.entry import EntryFields
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -76,7 +76,7 @@ def extra_mb(spec: BundleSpec) -> float:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol the manifest's makers ask it by
-    from ...installer.entry import EntrySide
+    from ...schemas.entry import EntrySide
     from . import manifest as _this
 
     _AS_SIDE: EntrySide = _this

@@ -1,5 +1,5 @@
 """What a ROCm (HIP) leg puts into its bundles' manifest entry and info file
-(:class:`bundlegraph.installer.entry.EntrySide`): its gfx family (``gfx_target``) and the gfx
+(:class:`bundlegraph.schemas.entry.EntrySide`): its gfx family (``gfx_target``) and the gfx
 targets it holds code for (``mapped_targets``). Its download size is not estimated: the bundle is
 dominated by the runtime copied from AMD's TheRock SDK (libLLVM, rocBLAS and hipBLASLt with their
 kernel folders), and no TheRock tree or ROCm bundle was ever measured here, so ``select`` and
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...installer.entry import EntryFields
+from ...schemas.entry import EntryFields
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -27,7 +27,7 @@ def extra_mb(spec: BundleSpec) -> None:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol the manifest's makers ask it by
-    from ...installer.entry import EntrySide
+    from ...schemas.entry import EntrySide
     from . import manifest as _this
 
     _AS_SIDE: EntrySide = _this
