@@ -115,6 +115,10 @@ SIDE = textwrap.dedent(
         return None
 
 
+    def sibling(ctx, leg):
+        return None
+
+
     def decide_here(run, os_name, arch):
         return None
 

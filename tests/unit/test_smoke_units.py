@@ -390,7 +390,8 @@ def test_every_gpu_backend_has_a_smoke_side():
     half.BACKEND = "metal"  # type: ignore[attr-defined]
     assert side_problems({**SIDES, "metal": half}) == [  # type: ignore[dict-item]
         "smoke side of metal (half_side) lacks ['DEV', 'DOC', 'OPS', 'PARALLEL_OPS', 'REFERENCE_JOBS', "
-        "'decide', 'decide_here', 'describe', 'env', 'probe', 'reference_problem', 'reference_sms', 'runtime_dir']: expected "
+        "'decide', 'decide_here', 'describe', 'env', 'probe', 'reference_problem', 'reference_sms', 'runtime_dir', "
+        "'sibling']: expected "
         "every member of GpuSide"
     ]
     # the CUDA ops and commands are what they were: a bare op name, every case

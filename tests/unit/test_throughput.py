@@ -335,7 +335,12 @@ def test_a_cuda13_bundle_is_also_held_to_the_releases_cuda12_bundle_of_its_os_an
     of the same class where there is one, never the PTX-only legacy one; none for a CUDA 12 leg or
     where the release has no CUDA 12 leg of that os and arch. Missing here, it is not applicable,
     with the reason."""
-    from bundlegraph.pipeline.smoke.line import line_sibling
+    from bundlegraph.pipeline.smoke.sides import side_of
+
+    def line_sibling(ctx, leg):  # what the leg's smoke side names (CUDA's: its CUDA 12 sibling)
+        side = side_of(ctx.spec(leg).backend)
+        s = side.sibling(ctx, leg) if side is not None else None
+        return s.leg if s is not None else None
 
     g = load_graph(ROOT / "bundles")
     ctx = g.ctx

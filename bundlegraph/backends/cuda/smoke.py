@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import BundleGraphError
 from ...pipeline.smoke import side
+from ...pipeline.smoke.line import Sibling
 from ...pipeline.smoke.side import Decision, RunView
 from ...toolchains.base import this_host
 from .. import backend, library_file
@@ -130,6 +131,38 @@ def env(run: RunView) -> dict[str, str]:
     """The chosen GPU alone is made visible, in the driver's (PCI) order: it is ``CUDA0``."""
     assert run.decision is not None and run.decision.gpu is not None
     return dict(run.env, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(run.decision.gpu["index"]))
+
+
+LINE = "cuda12"
+"""The toolkit line of the second reference (:func:`sibling`)."""
+
+
+def sibling(ctx: Context, leg: str) -> Sibling | None:
+    """The release's CUDA 12 leg a CUDA 13 ``leg``'s throughput is also compared with, or None
+    (not a CUDA 13 leg, or no such CUDA 12 leg for its os and arch). The CUDA 12 bundle is a fair
+    reference: it is built with upstream's CUDA 12 flags (``tests/integration/test_upstream_flags.py``
+    holds every cuda12 leg to them, ``GGML_CUDA_CUB_3DOT2`` included) and the CUDA 12 toolkit line,
+    its own smoke holds it to a reference built with upstream's flags, and it is the bundle an
+    installer would have sent the user instead. Which one: a leg with the same os and arch,
+    ``profile.line`` ``cuda12``, not PTX-only (the legacy class JIT-compiles on the GPU: its speed
+    says nothing of the CUDA 12 toolkit's SASS); of the same class as the bundle where there is
+    one, else the highest rank."""
+    spec = ctx.spec(leg)
+    if spec.cuda is None or spec.profile.line != "cuda13":
+        return None
+    legs = ctx.matrix.legs
+    candidates = [
+        n
+        for n, s in legs.items()
+        if s.cuda is not None
+        and (s.os, s.arch) == (spec.os, spec.arch)
+        and s.profile.line == LINE
+        and any(a.sass for a in s.cuda.archs)
+    ]
+    if not candidates:
+        return None
+    best = min(candidates, key=lambda n: (legs[n].profile.klass != spec.profile.klass, -legs[n].profile.rank, n))
+    return Sibling(best, "the release's CUDA 12 bundle for this os and arch", "the CUDA 12 runtime")
 
 
 def describe(decision: Decision) -> str:

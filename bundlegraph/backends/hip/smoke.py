@@ -88,3 +88,6 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the first AMD GPU (/dev/kfd)``."""
     return f"the first AMD GPU ({decision.probe.get('kfd')})"
+
+
+sibling = side.no_sibling

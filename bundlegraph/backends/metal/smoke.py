@@ -88,3 +88,6 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the Mac's GPU (Metal)``."""
     return "the Mac's GPU (Metal)"
+
+
+sibling = side.no_sibling

@@ -86,3 +86,6 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the OpenCL driver of /etc/OpenCL/vendors/intel.icd``."""
     return f"the OpenCL driver of {decision.probe.get('icd')}"
+
+
+sibling = side.no_sibling

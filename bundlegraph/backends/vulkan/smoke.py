@@ -113,3 +113,6 @@ def env(run: RunView) -> dict[str, str]:
 def describe(decision: Decision) -> str:
     """``the Vulkan driver of /usr/share/vulkan/icd.d/lvp_icd.x86_64.json``."""
     return f"the Vulkan driver of {decision.probe.get('icd')}"
+
+
+sibling = side.no_sibling

@@ -105,7 +105,7 @@ from ..configure import plan_configure
 from . import bench
 from .gpu import run_reference, run_tools
 from .judges import judge_devices, judge_op
-from .line import find_archive, line_sibling
+from .line import find_archive
 from .plan import (
     TOOLS_CACHE,
     ReferencePlan,
@@ -149,21 +149,25 @@ def smoke_inputs(ctx: Context, leg: str) -> dict[str, Any]:
         }
         if has_reference(ctx, leg):
             consumed |= {"reference": upstream_digest(f"smoke:reference-{leg}"), "throughput": bench.key()}
-            sib = line_sibling(ctx, leg)
-            if sib is not None:  # the CUDA 12 bundle compared too (.line): a new one reruns the smoke
+            if (
+                s := side.sibling(ctx, leg)
+            ) is not None:  # a second bundle compared (.line): a new one reruns the smoke
+                sib = s.leg
                 consumed["line"] = upstream_digest(f"package:{sib}") if sib in ctx.legs else _archive_id(ctx, sib)
     return consumed
 
 
 def _line_dep(ctx: Context, leg: str, ref: bool) -> list[str]:
-    """``package:<CUDA 12 sibling>`` when the throughput check will compare with it (:mod:`.line`):
-    the sibling is built in this run and this host can run the GPU steps (elsewhere the smoke runs
-    no GPU step, and building a second CUDA bundle for it would be wasted)."""
-    if not ref or (sib := line_sibling(ctx, leg)) not in ctx.legs:
+    """``package:<sibling>`` when the throughput check will compare with it (:mod:`.line`: a CUDA 13
+    leg's CUDA 12 sibling): the sibling is built in this run and this host can run the GPU steps
+    (elsewhere the smoke runs no GPU step, and building a second bundle for it would be wasted)."""
+    if not ref:
         return []
     spec = ctx.spec(leg)
     side = side_of(spec.backend)
     assert side is not None  # ref: a GPU leg
+    if (s := side.sibling(ctx, leg)) is None or (sib := s.leg) not in ctx.legs:
+        return []
     return [f"package:{sib}"] if side.decide(spec.os, spec.arch, this_host(), side.probe()).run else []
 
 

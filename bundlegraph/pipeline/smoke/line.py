@@ -1,20 +1,13 @@
-"""The throughput check's second reference for a CUDA 13 bundle: the release's own CUDA 12 bundle
-of the same commit, os and arch (issue 52 item 3: unsloth#11349 was a CUDA 13 bundle 5-7x slower
-than a CUDA 12 build of the same source on the same GPU; a reference built with the bundle's own
-toolkit cannot show a toolkit regression).
-
-The CUDA 12 bundle is a fair reference: it is built with upstream's CUDA 12 flags
-(``tests/integration/test_upstream_flags.py`` holds every cuda12 leg to them, ``GGML_CUDA_CUB_3DOT2``
-included) and the CUDA 12 toolkit line, and its own smoke holds it to a reference built with
-upstream's flags. It is the bundle an installer would have sent the user instead.
-
-Which one (:func:`line_sibling`): a leg of the release with the same os and arch, ``profile.line``
-``cuda12``, not PTX-only (the legacy class JIT-compiles on the GPU: its speed says nothing of the
-CUDA 12 toolkit's SASS); of the same class as the bundle where there is one, else the highest rank.
+"""The throughput check's second reference: another bundle of the same release, commit, os and
+arch, which the leg's smoke side names (:meth:`~.side.GpuSide.sibling`). CUDA's: a CUDA 13 bundle
+is also compared with the release's own CUDA 12 bundle (issue 52 item 3: unsloth#11349 was a CUDA
+13 bundle 5-7x slower than a CUDA 12 build of the same source on the same GPU; a reference built
+with the bundle's own toolkit cannot show a toolkit regression; which one:
+:func:`bundlegraph.backends.cuda.smoke.sibling`).
 
 Where it comes from: its bundle in ``dist/`` (built in the same run: the smoke then waits for its
-``package:`` task) or under ``artifacts=DIR``, with its toolkit's CUDA runtime (the CUDA 12 runtime
-an installer pairs) first on the loader path. Where either is missing, the comparison is recorded as
+``package:`` task) or under ``artifacts=DIR``, with its runtime (for CUDA, the CUDA 12 runtime an
+installer pairs) first on the loader path. Where either is missing, the comparison is recorded as
 not applicable with the reason (a smoke of one CUDA 13 leg alone has no CUDA 12 bundle); the
 reference of the bundle's own toolkit still judges it.
 """
@@ -32,8 +25,17 @@ from ..base import locate_base
 if TYPE_CHECKING:
     from ..base import Context
 
-LINE = "cuda12"
-"""The toolkit line of the second reference."""
+
+@frozen
+class Sibling:
+    """A leg of the release whose bundle a leg's throughput is also compared with, as the leg's
+    smoke side names it (:meth:`~.side.GpuSide.sibling`): ``leg``, ``what`` its bundle is (in
+    messages: ``the release's CUDA 12 bundle for this os and arch``) and ``runtime_what`` the
+    runtime it runs with (``the CUDA 12 runtime``)."""
+
+    leg: str
+    what: str
+    runtime_what: str
 
 
 @frozen
@@ -48,26 +50,6 @@ class LineReference:
     problem: str | None
 
 
-def line_sibling(ctx: Context, leg: str) -> str | None:
-    """The release's CUDA 12 leg a CUDA 13 ``leg`` is compared with (module docstring), or None
-    (not a CUDA 13 leg, or no such CUDA 12 leg for its os and arch)."""
-    spec = ctx.spec(leg)
-    if spec.cuda is None or spec.profile.line != "cuda13":
-        return None
-    legs = ctx.matrix.legs
-    candidates = [
-        n
-        for n, s in legs.items()
-        if s.cuda is not None
-        and (s.os, s.arch) == (spec.os, spec.arch)
-        and s.profile.line == LINE
-        and any(a.sass for a in s.cuda.archs)
-    ]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda n: (legs[n].profile.klass != spec.profile.klass, -legs[n].profile.rank, n))
-
-
 def find_archive(ctx: Context, leg: str) -> Path | None:
     """``leg``'s bundle in ``dist/`` or under ``artifacts=`` (:func:`~..base.locate_base`), or None."""
     try:
@@ -76,24 +58,24 @@ def find_archive(ctx: Context, leg: str) -> Path | None:
         return None
 
 
-def plan_line(ctx: Context, leg: str, runtime_dir: Path | None) -> LineReference | None:
-    """The :class:`LineReference` of ``leg`` now, or None when it has no CUDA 12 sibling.
-    ``runtime_dir``: the sibling's CUDA runtime directory (the CUDA side's ``runtime_dir``)."""
-    sib = line_sibling(ctx, leg)
-    if sib is None:
+def plan_line(ctx: Context, sibling: Sibling | None, runtime_dir: Path | None) -> LineReference | None:
+    """The :class:`LineReference` of a leg whose side names ``sibling`` now, or None when it names
+    none. ``runtime_dir``: the sibling's runtime directory (the side's ``runtime_dir``)."""
+    if sibling is None:
         return None
+    sib = sibling.leg
     name = ctx.bundle_name(sib)
     archive = find_archive(ctx, sib)
     problem = None
     if archive is None:
         problem = (
-            f"{name} (the release's CUDA 12 bundle for this os and arch) is not in dist/ "
+            f"{name} ({sibling.what}) is not in dist/ "
             f"{'or the artifacts directory ' if ctx.filters.artifacts else ''}here: build {sib} in the same run "
             f"or load the graph with artifacts=DIR holding it"
         )
     elif runtime_dir is None:
-        problem = f"the CUDA 12 runtime of {sib} (its toolkit) is not installed here: run its toolkit task"
+        problem = f"{sibling.runtime_what} of {sib} (its toolkit) is not installed here: run its toolkit task"
     return LineReference(sib, archive, runtime_dir, problem)
 
 
-__all__ = ["LINE", "LineReference", "find_archive", "line_sibling", "plan_line"]
+__all__ = ["LineReference", "Sibling", "find_archive", "plan_line"]

@@ -21,7 +21,7 @@ from ..base import Context
 from ..configure import ConfigurePlan, check_host, plan_configure
 from ..source import plan_source, source_record_if_any
 from .bench import BENCH_ARGS
-from .line import LineReference, line_sibling, plan_line
+from .line import LineReference, plan_line
 from .side import Decision, Probe, op_args
 from .sides import side_of
 
@@ -219,7 +219,8 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
         ]
         if spec.os in side.REFERENCE_JOBS:  # the throughput check (:mod:`.throughput`)
             bench = f"llama-bench{exe}"
-            line = plan_line(ctx, leg, side.runtime_dir(ctx, sib) if (sib := line_sibling(ctx, leg)) else None)
+            sib = side.sibling(ctx, leg)
+            line = plan_line(ctx, sib, side.runtime_dir(ctx, sib.leg) if sib else None)
             checks += [
                 Check("throughput-reference", [f"{{reference}}/{bench}", *BENCH_ARGS]),
                 *([Check("throughput-line", [f"{{line}}/{bench}", *BENCH_ARGS])] if line is not None else []),

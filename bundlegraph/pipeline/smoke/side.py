@@ -16,6 +16,7 @@ from ...core.lightclass import frozen, mutable
 
 if TYPE_CHECKING:
     from ..base import Context
+    from .line import Sibling
 
 
 @mutable
@@ -88,6 +89,11 @@ class GpuSide(Protocol):
         """Whether the GPU steps can run here, before the bundle is unpacked (pure)."""
         ...
 
+    def sibling(self, ctx: Context, leg: str) -> Sibling | None:
+        """The release's leg whose bundle the throughput check also compares ``leg``'s with
+        (:mod:`.line`: a CUDA 13 leg's CUDA 12 sibling), or None: none."""
+        ...
+
     def runtime_dir(self, ctx: Context, leg: str) -> Path | None:
         """The directory of the runtime the leg declares external and its bundle pairs (CUDA's
         toolkit libraries), put first on the programs' loader path; None: nothing to add."""
@@ -131,6 +137,11 @@ def no_reference_sms(probe: Any) -> list[int]:
 def no_reference_problem(probe: Any) -> str | None:
     """None: a throughput figure of this host would mean something (whether there is a check at
     all is :attr:`GpuSide.REFERENCE_JOBS`'s)."""
+    return None
+
+
+def no_sibling(ctx: Context, leg: str) -> Sibling | None:
+    """None: the throughput check compares with the side's own reference alone."""
     return None
 
 
@@ -202,6 +213,7 @@ __all__ = [
     "no_reference_problem",
     "no_reference_sms",
     "no_runtime_dir",
+    "no_sibling",
     "op_args",
     "ops_key",
     "other_host",
