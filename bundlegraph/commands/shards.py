@@ -111,7 +111,10 @@ def run_costs(args: argparse.Namespace) -> int:
             print(f"bundlegraph costs: {args.derive_from} has no cost record to derive from", file=sys.stderr)
             return 2
         mine, theirs = m.legs[legs[0]], m.legs[args.derive_from]
-        f = (len(mine.cuda.archs) / len(theirs.cuda.archs)) if mine.cuda and theirs.cuda else 1.0
+        from ..pipeline.configure import side_of
+
+        n_mine, n_theirs = (side_of(s.backend).device_targets(s) for s in (mine, theirs))
+        f = n_mine / n_theirs if n_mine and n_theirs else 1.0
         record = costs.CostRecord(
             legs[0],
             {k: v * f if k.endswith(".cu") else v for k, v in src.objects.items()},

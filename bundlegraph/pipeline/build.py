@@ -47,6 +47,7 @@ from .base import Context, Prepared, file_listing, leg_task, upstream_digest
 from .compile import build_measure, compiler_cache, costs, shard_guard
 from .compile import jobs as jobs_mod
 from .compile.git_blind import without_git
+from .configure import side_of
 from .source import source_record_if_any
 from .stage_records import BuildRecord, read_configure
 
@@ -147,7 +148,7 @@ def plan_build(ctx: Context, leg: str) -> BuildPlan:
         cmake_dir / "bin",
         bdir / "build.json",
         ctx.log(leg, "build"),
-        len(spec.cuda.archs) if spec.cuda else 0,
+        side_of(spec.backend).device_targets(spec),
         platform(spec.os).msvc_host,
         spec.build.shards,
         ctx.matrix.root,

@@ -170,6 +170,12 @@ class ConfigureSide(Protocol):
         """the cache entries it derives from the leg's own table (:func:`~.compile.cmake_cache.backend_entries`)"""
         ...
 
+    def device_targets(self, spec: BundleSpec) -> int:
+        """how many GPU targets each of the leg's device sources compiles for: the build's memory
+        per job (:mod:`.compile.jobs`) and the shard planner's costs (:mod:`.compile.costs`) scale
+        with it (CUDA: its archs; 0: not counted)"""
+        ...
+
     def hooks(self, tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
         """``(seeds, host_flag)`` of the project-include hooks (:func:`~bundlegraph.toolchains.cmake_hooks.hooks_script`)"""
         ...
@@ -207,6 +213,9 @@ class _AddsNothing:
 
     def cache_entries(self, spec: BundleSpec) -> dict[str, str]:
         return {}
+
+    def device_targets(self, spec: BundleSpec) -> int:
+        return 0
 
     def hooks(self, tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
         return False, None

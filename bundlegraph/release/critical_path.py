@@ -44,6 +44,7 @@ from ..core.platforms import platform
 from ..pipeline.compile.costs import CostRecord
 from ..pipeline.compile.ninja_graph import CompileStep
 from ..pipeline.compile.shards import ESTIMATE_SECONDS, HIT_SECONDS, CostedStep, costed, makespan, split
+from ..pipeline.configure import side_of
 from ..schemas.records import BundleSpec
 from .jobs import JOBS, MANIFEST_NEEDS, JobRow
 
@@ -92,7 +93,7 @@ def _lang(key: str) -> str:
 def leg_steps(spec: BundleSpec, record: CostRecord | None) -> tuple[list[CostedStep], float]:
     """The costed compile steps of a leg as its record knows them (or :data:`NO_RECORD`), and
     the seconds of its other steps (links)."""
-    archs = len(spec.cuda.archs) if spec.cuda else 0
+    archs = side_of(spec.backend).device_targets(spec)
     if record is not None and record.objects:
         steps = [CompileStep(k, "", _lang(k)) for k in sorted(record.objects)]
         return costed(steps, record.objects, archs), sum(record.other.values())

@@ -42,6 +42,13 @@ def cache_entries(spec: BundleSpec) -> dict[str, str]:
     return {"CMAKE_CUDA_ARCHITECTURES": ";".join(spec.cuda.cmake_archs)}
 
 
+def device_targets(spec: BundleSpec) -> int:
+    """The leg's archs: nvcc compiles each CUDA source once per arch (its memory per job and its
+    time grow with them)."""
+    assert spec.cuda is not None  # a CUDA leg
+    return len(spec.cuda.archs)
+
+
 def hooks(tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:
     """``(seeds, host_flag)`` of the project-include hooks (:func:`~bundlegraph.toolchains.cmake_hooks.hooks_script`):
     a seed per CUDA source where the toolchain builds CUDA, and MSVC's ``/Zc:preprocessor`` on
