@@ -4,7 +4,10 @@ freeze the backend names), runs through ``bundlegraph plan`` and the doit graph'
 and smoke tasks), the verify rows and the smoke planner of a copy of the stand-in release, with no
 module of the house edited and none of its verbs None. It is a package (``fakegpu_pkg`` beside the
 ``sitecustomize``) holding its spec table's record (``spec.py``: ``[fakegpu]``, which the records
-and the JSON Schema take up) and that table's rules (``rules.py``, which validation runs); its SDK
+and the JSON Schema take up), that table's rules (``rules.py``, which validation runs), its
+configure side (``configure.py``: a cache entry from its table, its device targets, a
+``configure.json`` entry), its manifest fields and size (``manifest.py``) and what its legs promise
+their bundles (``verify.py``'s ``policy_fields``); its SDK
 module and smoke side are modules of their own that the backend names (``SDK``, ``SMOKE``), as the
 real backends name theirs; its GPU compiler (``COMPILER``) is held against the leg's toolchain; its
 CMake option and targets entry are derived into the leg's cache from its facts and its table. A
@@ -165,6 +168,63 @@ FAKE_RULES = textwrap.dedent(
 )
 """The fake backend's spec-table rules (its package's ``rules.py``), run by validation."""
 
+FAKE_CONFIGURE = textwrap.dedent(
+    """
+    from bundlegraph.pipeline.configure import ADDS_NOTHING
+
+    LANGUAGES = ()
+
+
+    def cache_entries(spec):
+        return {"FAKEGPU_CORE_COUNT": str(len(spec.fakegpu.cores))}
+
+
+    def device_targets(spec):
+        return len(spec.fakegpu.cores)
+
+
+    def record(plan):
+        return {"fakegpu_cores": plan.cache["FAKEGPU_CORE_COUNT"]}
+
+
+    hooks = ADDS_NOTHING.hooks
+    prefix_root = ADDS_NOTHING.prefix_root
+    describe = ADDS_NOTHING.describe
+    probe_tools = ADDS_NOTHING.probe_tools
+    summary = ADDS_NOTHING.summary
+    checks = ADDS_NOTHING.checks
+    """
+)
+"""The fake backend's configure side (its package's ``configure.py``): a cache entry derived from
+its table, its device targets, a ``configure.json`` entry; the rest as a backend that adds nothing."""
+
+FAKE_MANIFEST = textwrap.dedent(
+    """
+    from bundlegraph.schemas.entry import EntryFields
+
+
+    def fields(spec, sass):
+        return EntryFields(mapped_targets=list(spec.fakegpu.cores))
+
+
+    def extra_mb(spec):
+        return 1.5 * len(spec.fakegpu.cores)
+    """
+)
+"""The fake backend's manifest fields and size (its package's ``manifest.py``)."""
+
+FAKE_VERIFY = textwrap.dedent(
+    """
+    ROWS = ()
+
+
+    def policy_fields(spec):
+        return {"gfx_targets": tuple(spec.fakegpu.cores)}, [("fakegpu_family", spec.fakegpu.family)]
+    """
+)
+"""The fake backend's verify module (its package's ``verify.py``): no rows of its own, and what its
+legs promise their bundles (``policy_fields``)."""
+
 FAKE_SDK = textwrap.dedent(
     """
     import json
@@ -276,7 +336,16 @@ from bundlegraph.pipeline.configure import plan_configure
 
 conf = plan_configure(ctx, leg)
 spec = ctx.matrix.legs[leg]
+from bundlegraph.installer.planned import estimate_mb, planned_artifact
+from bundlegraph.pipeline.configure import side_of as configure_side
+
+art = planned_artifact(spec, "b42", "app")
 facts = {
+    "cache_entry": conf.cache.get("FAKEGPU_CORE_COUNT"),
+    "device_targets": configure_side(spec.backend).device_targets(spec),
+    "record": configure_side(spec.backend).record(conf),
+    "entry_targets": art.mapped_targets,
+    "estimate_mb": estimate_mb(spec),
     "table": spec.dump()["fakegpu"],
     "cmake": {k: v for k, v in spec.dump()["cmake"].items() if "FAKEGPU" in k},
     "sdk": ctx.leg(leg).sdk.task,
@@ -331,6 +400,9 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     pkg.mkdir()
     (pkg / "spec.py").write_text(FAKE_SPEC)
     (pkg / "rules.py").write_text(FAKE_RULES)
+    (pkg / "configure.py").write_text(FAKE_CONFIGURE)
+    (pkg / "manifest.py").write_text(FAKE_MANIFEST)
+    (pkg / "verify.py").write_text(FAKE_VERIFY)
     run_dir = tmp_path / "work"
     run_dir.mkdir()
     env = env_for(bundles, run_dir, PYTHONPATH=f"{site}:{ROOT}", FAKEGPU_PKG=str(pkg))
@@ -416,6 +488,12 @@ def test_a_fake_gpu_backend_runs_through_plan_verify_and_smoke(tmp_path):
     # derived from its facts: its option on, its targets entry from the table's targets
     assert facts["table"] == {"family": "fg", "cores": ["fg1", "fg2"]}, facts
     assert facts["cmake"] == {"GGML_FAKEGPU": True, "FAKEGPU_TARGETS": ["fg1", "fg2"]}, facts
+    # its configure side (a cache entry from its table, its device targets, its configure.json
+    # entry), its manifest fields and size, and what its legs promise their bundles (verify.py)
+    assert facts["cache_entry"] == "2" and facts["device_targets"] == 2, facts
+    assert facts["record"] == {"fakegpu_cores": "2"}, facts
+    assert facts["entry_targets"] == ["fg1", "fg2"] and facts["estimate_mb"] == 10.5, facts
+    assert "gfx_targets=('fg1', 'fg2')" in facts["policy"], facts["policy"]
     # its SDK: one typed reference the stages ask, its lines in the leg's toolchain file
     assert facts["sdk"] == "toolkit:fakesdk-1.0"
     assert facts["sdk_lines"][0] == "# The FakeGPU SDK (toolkit:fakesdk-1.0)", facts["sdk_lines"]
