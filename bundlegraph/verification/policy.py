@@ -7,7 +7,7 @@ names; the graph stage ``verify:<leg>`` records :meth:`VerifyPolicy.to_json` in 
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file, plug_in
 from ..checks import content
@@ -26,6 +26,18 @@ the files whose device code verify inventories, and whose fatbin must match prom
 _KEY_IF_SET = ("gfx_targets", "macos_floor", "vulkan_waived", "driver_floor")
 """Fields added after verify keys existed: in the key only when set, so the keys of legs that do
 not use them keep their form (``tests/integration/test_upgrade.py``)."""
+
+
+class BackendFields(TypedDict, total=False):
+    """The :class:`VerifyPolicy` fields a leg's backend sets (its verify module's
+    ``policy_fields``): each as the policy documents it."""
+
+    archs: tuple[Arch, ...]
+    cuda: bool
+    cuda_major: int | None
+    driver_floor: str | None
+    gfx_targets: tuple[str, ...]
+    vulkan_waived: tuple[tuple[str, str], ...]
 
 
 @frozen
@@ -234,7 +246,7 @@ def policy_from_spec(
     return replace(policy, **own)
 
 
-def _backend_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+def _backend_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """``(fields, expect)`` leg ``spec``'s backend sets in its policy (:class:`VerifyPolicy` field
     name -> value) and the ``(key, value)`` pairs its bundle's info file must hold beyond every
     bundle's: its verify module's ``policy_fields(spec)`` (:func:`bundlegraph.backends.plug_in`),
@@ -243,7 +255,7 @@ def _backend_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, o
     fields_of = getattr(mod, "policy_fields", None)
     if fields_of is None:
         return {}, []
-    got: tuple[dict[str, Any], list[tuple[str, object]]] = fields_of(spec)
+    got: tuple[BackendFields, list[tuple[str, object]]] = fields_of(spec)
     return got
 
 

@@ -17,7 +17,7 @@ backend's ``DRIVERS`` entry, which the generic closure row reads from the regist
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...checks import Failure
 from ...verification.rows import Outcome, Row, Subject
@@ -25,7 +25,7 @@ from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
-    from ...verification.policy import VerifyPolicy
+    from ...verification.policy import BackendFields, VerifyPolicy
 
 
 def _cuda_libraries(p: VerifyPolicy) -> tuple[str, ...]:
@@ -91,12 +91,12 @@ def cuda_major(s: Subject, p: VerifyPolicy) -> Outcome:
     return foreign_cuda_imports(s.pe, s.elf, p.cuda_major), {}
 
 
-def policy_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+def policy_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """What a CUDA leg promises its bundle (:func:`bundlegraph.verification.policy.policy_from_spec`):
     its archs against the fatbin, its driver (``cuda``), its CUDA major against every import and,
     with PTX-only archs, the oldest driver their PTX must JIT on; and the archs its info file states."""
     assert spec.cuda is not None  # a CUDA leg
-    fields: dict[str, Any] = {
+    fields: BackendFields = {
         "archs": tuple(spec.cuda.archs),
         "cuda": True,
         "cuda_major": spec.cuda.version.major,

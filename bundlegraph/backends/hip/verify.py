@@ -21,7 +21,7 @@ by name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...checks import Failure
 from ...core.platforms import OS_NAMES
@@ -30,7 +30,7 @@ from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
-    from ...verification.policy import VerifyPolicy
+    from ...verification.policy import BackendFields, VerifyPolicy
 
 NAME = "hip"
 """The backend these rows belong to."""
@@ -87,7 +87,7 @@ def hip_code(s: Subject, p: VerifyPolicy) -> Outcome:
     return fails, {"offload": offload}
 
 
-def policy_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+def policy_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """What a ROCm leg promises its bundle: code objects for exactly its mapped targets, and its
     family in the info file."""
     assert spec.hip is not None  # a ROCm leg

@@ -27,7 +27,7 @@ every file, the library included, is the reader's check (``files`` row, policy `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...checks import Failure
 from ...core.platforms import platform
@@ -36,7 +36,7 @@ from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
-    from ...verification.policy import VerifyPolicy
+    from ...verification.policy import BackendFields, VerifyPolicy
 
 NAME = "vulkan"
 """The backend these rows belong to."""
@@ -204,7 +204,7 @@ def shaders(s: Subject, p: VerifyPolicy) -> Outcome:
     return fails, {}
 
 
-def policy_fields(spec: BundleSpec) -> tuple[dict[str, Any], list[tuple[str, object]]]:
+def policy_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """What a Vulkan leg promises its bundle: every shader path glslc could compile, but those its
     spec waives (``[vulkan] waive_compiled_out``, as ``(extension, reason)`` pairs)."""
     assert spec.vulkan is not None  # a Vulkan leg
