@@ -298,7 +298,7 @@ def _drv_key(d: str) -> tuple[int, ...]:
 
 def _drv_span(drvs: list[str]) -> str:
     """``["12.4", "12.5", "12.6"]`` -> ``12.4-12.6`` (the drivers of one summary row, sorted)."""
-    ds = sorted(set(drvs), key=_drv_key)
+    ds = sorted(set(drvs), key=lambda d: (_drv_key(d), d))  # then by name: a set's order varies per process
     return ds[0] if len(ds) == 1 else f"{ds[0]}-{ds[-1]}"
 
 

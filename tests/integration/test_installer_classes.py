@@ -148,3 +148,28 @@ def test_select_and_coverage_answer_for_the_planned_release(tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert f"{tmp_path}: --planned asks the specs of --bundles, not a release: leave it out" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_the_coverage_summary_is_the_same_in_every_process(tmp_path):
+    """``coverage --planned --summary`` joins the host classes that get the same bundle into one
+    row; the vendor hosts (``amd GPU``, ``intel GPU``) of a row came out in a set's order, which
+    differs per process (hash randomization), so two runs printed two tables."""
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, BUNDLEGRAPH_WORKDIR=str(tmp_path))
+        r = subprocess.run(
+            [sys.executable, "-m", "bundlegraph.cli", "coverage", "--planned", "--summary"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        outs.add(r.stdout)
+    assert len(outs) == 1
+    assert "| linux-vulkan | amd GPU-intel GPU |" in outs.pop()
