@@ -39,13 +39,14 @@ The rules are those of the installer our manifest serves (:data:`~bundlegraph.sc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Any
+from typing import Any, Protocol, cast
 
-from ..backends import backend, cuda, hip, vulkan
+from ..backends import backend, cuda, hip, plug_in, vulkan
 from ..core.lightclass import frozen, mutable
-from ..schemas.archs import fatbin_sm, known_sms, parse_version
+from ..schemas.archs import parse_version
 from ..schemas.installer import INSTALL_KINDS, PORTABLE_CLASS, kind_for
 from ..schemas.manifest import Manifest, ManifestArtifact, ShaIndex
 from ..schemas.records import BundleSpec, Matrix
@@ -141,7 +142,7 @@ class Selection:
         }
 
 
-def _fit(a: ManifestArtifact, host: Host) -> str | None:
+def why_unfit(a: ManifestArtifact, host: Host) -> str | None:
     """None when ``a`` runs on every GPU of ``host``, else why not."""
     portable = a.coverage_class == PORTABLE_CLASS
     if not host.sms:
@@ -152,72 +153,6 @@ def _fit(a: ManifestArtifact, host: Host) -> str | None:
     if out:
         return f"sm {','.join(map(str, out))} not in supported_sms {a.supported_sms}"
     return None
-
-
-def _cuda_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
-    """The installer's per-line choice for a CUDA host (see the module docstring)."""
-    allowed = host.allowed_lines()
-    present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
-    # Linux: only lines whose runtime libraries are on disk; Windows: those first, then the rest
-    lines = (
-        present if host.os in cuda.RUNTIME_LINES_ON_DISK_ONLY else present + [l for l in allowed if l not in present]
-    )
-    cands = [a for a in arts if a.install_kind == kind]
-    drv = f"{host.driver_cuda[0]}.{host.driver_cuda[1]}" if host.driver_cuda else "none"
-    for a in cands:
-        if a.runtime_line not in allowed:
-            sel.rejected.append((a.asset_name, f"runtime line {a.runtime_line} is not allowed by driver CUDA {drv}"))
-        elif a.runtime_line not in lines:
-            sel.rejected.append((a.asset_name, f"the host has no {a.runtime_line} runtime libraries"))
-    blackwell = bool(host.sms) and max(host.sms) >= 100
-    if blackwell and host.os in cuda.BLACKWELL_LINES_FIRST:
-        fits = [l for l in lines if any(a.runtime_line == l and _fit(a, host) is None for a in cands)]
-        lines = fits + [l for l in lines if l not in fits]
-    attempts: list[str] = []
-    for line in lines:
-        targeted, portable = [], []
-        for a in (a for a in cands if a.runtime_line == line):
-            why = _fit(a, host)
-            if (
-                host.os in cuda.BLACKWELL_NEEDS_MAX_SM_100
-                and blackwell
-                and a.max_sm is not None
-                and a.max_sm < 100
-                and why is None
-            ):
-                why = f"max_sm {a.max_sm} < 100 on a Blackwell host"
-            if why:
-                sel.rejected.append((a.asset_name, why))
-            elif a.coverage_class == PORTABLE_CLASS:
-                portable.append(a)
-            else:
-                targeted.append(a)
-        targeted.sort(key=lambda a: ((a.max_sm or 0) - (a.min_sm or 0), a.rank, a.max_sm or 0))
-        for a in targeted[1:]:
-            sel.rejected.append((a.asset_name, f"a narrower or lower-rank bundle fits: {targeted[0].asset_name}"))
-        for a in portable[:-1]:
-            sel.rejected.append((a.asset_name, f"another portable bundle is listed later: {portable[-1].asset_name}"))
-        attempts += [a.asset_name for a in targeted[:1] + portable[-1:]]
-    return attempts
-
-
-def _vulkan_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
-    """The installer's Vulkan choice: the lowest-rank bundle of ``kind`` whose profile or asset
-    name names the host's arch (:data:`bundlegraph.backends.vulkan.ARCH_TOKENS`)."""
-    tokens = vulkan.ARCH_TOKENS.get(host.arch, ())
-    cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
-    fit = []
-    for a in cands:
-        identity = f"{a.bundle_profile} {a.asset_name}".lower()
-        if any(t in identity for t in tokens):
-            fit.append(a)
-        else:
-            sel.rejected.append(
-                (a.asset_name, f"names no {host.arch} ({'/'.join(tokens)}) in its profile or asset name")
-            )
-    for a in fit[1:]:
-        sel.rejected.append((a.asset_name, f"higher rank than {fit[0].asset_name}"))
-    return [a.asset_name for a in fit[:1]]
 
 
 def _kind_of(os_name: str, arch: str, backend_name: str) -> str | None:
@@ -254,11 +189,61 @@ def asks(host: Host) -> tuple[list[str], bool]:
     return [cuda_kind], False
 
 
-def _cpu_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact]) -> list[str]:
+class InstallSide(Protocol):
+    """How the installer treats the kinds of one backend: which bundle of a kind a host tries
+    (:meth:`attempts`), which host classes a kind serves (:meth:`host_classes`) and which a leg
+    claims (:meth:`claims`). Its package's ``install`` module (:func:`bundlegraph.backends.plug_in`:
+    CUDA's per-line choice over SMs and drivers, Vulkan's by arch, ROCm's by gfx target); a
+    backend without one is chosen by :func:`lowest_rank`, its hosts described by its facts alone
+    (:class:`_ByFacts`: a host of each GPU vendor it serves, else a plain one)."""
+
+    def attempts(self, sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
+        """the asset names of ``kind`` the host tries, in order; every other candidate of ``kind``
+        is added to ``sel.rejected`` with the reason"""
+        ...
+
+    def host_classes(self, os_name: str, arch: str, drivers: list[tuple[int, int]]) -> list[Host]:
+        """the host classes one of its kinds serves on ``os_name``/``arch`` (``drivers``: every
+        NVIDIA driver a release is asked about, :func:`driver_lines`)"""
+        ...
+
+    def claims(self, spec: BundleSpec) -> list[Host]:
+        """the host classes a promised leg of it claims to serve"""
+        ...
+
+
+def lowest_rank(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
+    """The installer's choice where nothing but rank tells bundles apart (a CPU or Mac host): the
+    lowest ``rank`` of ``kind`` (then the asset name) wins."""
     cands = sorted((a for a in arts if a.install_kind == kind), key=lambda a: (a.rank, a.asset_name))
     for a in cands[1:]:
         sel.rejected.append((a.asset_name, f"higher rank than {cands[0].asset_name}"))
     return [a.asset_name for a in cands[:1]]
+
+
+class _ByFacts:
+    """The :class:`InstallSide` of a backend whose package has no ``install`` module: the lowest
+    rank wins; its hosts are one of each GPU vendor it serves (:attr:`~bundlegraph.backends.Backend.HOST_GPUS`:
+    Vulkan's), else a plain host of the os and arch (CPU; Metal: a Mac needs no driver of ours)."""
+
+    def __init__(self, host_gpus: tuple[str, ...]) -> None:
+        self.host_gpus = host_gpus
+
+    attempts = staticmethod(lowest_rank)
+
+    def host_classes(self, os_name: str, arch: str, drivers: list[tuple[int, int]]) -> list[Host]:
+        return [Host(os_name, arch, gpu=v) for v in self.host_gpus] or [Host(os_name, arch)]
+
+    def claims(self, spec: BundleSpec) -> list[Host]:
+        return self.host_classes(spec.os, spec.arch, [])
+
+
+@functools.cache
+def install_side(backend_name: str) -> InstallSide:
+    """The :class:`InstallSide` of backend ``backend_name`` (its spec name)."""
+    b = backend(backend_name)
+    mod = plug_in(b, "install")
+    return cast(InstallSide, mod) if mod is not None else _ByFacts(b.HOST_GPUS)
 
 
 def _plain_kind(host: Host) -> str:
@@ -268,22 +253,6 @@ def _plain_kind(host: Host) -> str:
         return kind_for(host.os, host.arch, "cpu")
     except KeyError:
         return kind_for(host.os, host.arch, "metal")
-
-
-def _rocm_attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], gfx: str) -> list[str]:
-    """The installer's ROCm choice: the first bundle of ``kind`` in manifest order whose
-    ``mapped_targets`` (or ``gfx_target`` label) is the host's ``gfx``, compared case-insensitively."""
-    g = gfx.strip().lower()
-    got: list[str] = []
-    for a in (a for a in arts if a.install_kind == kind):
-        mapped = {t.lower() for t in a.mapped_targets or []}
-        if got:
-            sel.rejected.append((a.asset_name, f"an earlier bundle serves {gfx}: {got[0]}"))
-        elif g in mapped or g == (a.gfx_target or "").lower():
-            got.append(a.asset_name)
-        else:
-            sel.rejected.append((a.asset_name, f"{gfx} is not in mapped_targets {a.mapped_targets}"))
-    return got
 
 
 def sizes_of(
@@ -315,15 +284,7 @@ def select(
     sel = Selection(host, asked)
     sel.rejected += [(a.asset_name, "not hashed in the SHA index") for a in unhashed]
     for kind in asked:
-        b = INSTALL_KINDS[kind].backend
-        if b == cuda.NAME:
-            got = _cuda_attempts(sel, kind, arts, host)
-        elif b == vulkan.NAME:
-            got = _vulkan_attempts(sel, kind, arts, host)
-        elif b == hip.NAME:
-            got = _rocm_attempts(sel, kind, arts, host.gfx or "")
-        else:
-            got = _cpu_attempts(sel, kind, arts)
+        got = install_side(INSTALL_KINDS[kind].backend).attempts(sel, kind, arts, host)
         if got and sel.install_kind is None:
             sel.install_kind = kind
         sel.attempts += got
@@ -383,21 +344,11 @@ def host_classes(manifest: Manifest) -> list[Host]:
     for it) with each driver of :func:`driver_lines` (those below the 12.4 floor included: Windows
     x64 asks for Vulkan, then CPU there, every other kind gets nothing)."""
     drivers = driver_lines(manifest)
-    sms = known_sms()
     out: list[Host] = []
     for k in INSTALL_KINDS.values():
-        b = backend(k.backend)
+        side = install_side(k.backend)
         for arch in k.archs:
-            if not b.GPU:
-                hosts = [Host(k.os, arch)]
-            elif b.HOST_GPUS:
-                hosts = [Host(k.os, arch, gpu=v) for v in b.HOST_GPUS]
-            elif b.NAME == hip.NAME:
-                hosts = [Host(k.os, arch, gfx=t) for fam in hip.FAMILIES.values() for t in fam]
-            elif b.NAME == cuda.NAME:
-                hosts = [Host(k.os, arch, (sm,), d) for d in drivers for sm in sms]
-            else:  # Apple silicon's Metal kind: a Mac needs no driver of ours
-                hosts = [Host(k.os, arch)]
+            hosts = side.host_classes(k.os, arch, drivers)
             out += [h for h in hosts if h not in out]  # two kinds of one os/arch describe the same hosts once
     return out
 
@@ -421,18 +372,7 @@ def claimed(matrix: Matrix) -> list[tuple[Host, str, str]]:
     out = []
     for leg in matrix.promised:
         s = matrix.legs[leg]
-        if s.hip is not None:
-            out += [(Host(s.os, s.arch, gfx=t), s.install_kind, leg) for t in s.hip.mapped_targets]
-            continue
-        if backend(s.backend).HOST_GPUS:
-            out += [(Host(s.os, s.arch, gpu=v), s.install_kind, leg) for v in backend(s.backend).HOST_GPUS]
-            continue
-        if s.cuda is None:
-            out.append((Host(s.os, s.arch), s.install_kind, leg))
-            continue
-        drv = oldest_driver(s)
-        for sm in s.cuda.supported_sms or sorted({fatbin_sm(a) for a in s.cuda.archs if a.sass}):
-            out.append((Host(s.os, s.arch, (sm,), drv), s.install_kind, leg))
+        out += [(h, s.install_kind, leg) for h in install_side(s.backend).claims(s)]
     return out
 
 
