@@ -1,20 +1,20 @@
-"""How the installer picks among a CUDA kind's bundles for a host (:class:`bundlegraph.installer.selection.InstallSide`),
+"""How the installer picks among a CUDA kind's bundles for a host (:class:`bundlegraph.schemas.host.InstallSide`),
 as the installer our manifest serves does (``docs/installer-contract.md``): per runtime line, newest
 first (on Linux only the lines whose runtime libraries are on disk; on a Blackwell host, sm >= 100,
 the lines with a fitting bundle first), the fitting non-portable bundle with the narrowest SM span
 wins (then the lower ``rank``, then the lower ``max_sm``), followed by the line's portable bundle.
 A bundle fits when its ``supported_sms`` list every host SM inside ``[min_sm, max_sm]``
-(:func:`~bundlegraph.installer.selection.why_unfit`)."""
+(:func:`~bundlegraph.schemas.host.why_unfit`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...installer.selection import Host, Selection, oldest_driver, why_unfit
 from ...schemas.archs import fatbin_sm, known_sms
+from ...schemas.host import Host, Selection, why_unfit
 from ...schemas.installer import PORTABLE_CLASS
 from ...schemas.manifest import ManifestArtifact
-from . import BLACKWELL_LINES_FIRST, BLACKWELL_NEEDS_MAX_SM_100, RUNTIME_LINES_ON_DISK_ONLY
+from . import BLACKWELL_LINES_FIRST, BLACKWELL_NEEDS_MAX_SM_100, RUNTIME_LINES_ON_DISK_ONLY, oldest_driver
 
 
 def attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
@@ -74,7 +74,7 @@ def claims(spec: BundleSpec) -> list[Host]:
     """A host of each SM the leg's archs name (``120a`` -> 120), or a PTX-only leg each SM it
     states (``cuda.supported_sms``), with the oldest driver of its runtime line."""
     assert spec.cuda is not None  # a CUDA leg
-    drv = oldest_driver(spec)
+    drv = oldest_driver(spec.profile.line, spec.cuda.version.major)
     sms = spec.cuda.supported_sms or sorted({fatbin_sm(a) for a in spec.cuda.archs if a.sass})
     return [Host(spec.os, spec.arch, (sm,), drv) for sm in sms]
 
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol selection asks it by
-    from ...installer.selection import InstallSide
+    from ...schemas.host import InstallSide
     from . import install as _this
 
     _AS_SIDE: InstallSide = _this

@@ -1,5 +1,5 @@
 """How the installer picks among a ROCm kind's bundles for an AMD host with ROCm
-(:class:`bundlegraph.installer.selection.InstallSide`): the first bundle in manifest order whose
+(:class:`bundlegraph.schemas.host.InstallSide`): the first bundle in manifest order whose
 ``mapped_targets`` hold the host's gfx target, or whose ``gfx_target`` label is it
 (the installer's ``published_rocm_choice_for_host``); none: no bundle (the installer builds HIP
 from source)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...installer.selection import Host, Selection
+from ...schemas.host import Host, Selection
 from ...schemas.manifest import ManifestArtifact
 from . import FAMILIES
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol selection asks it by
-    from ...installer.selection import InstallSide
+    from ...schemas.host import InstallSide
     from . import install as _this
 
     _AS_SIDE: InstallSide = _this

@@ -1,4 +1,4 @@
-"""How the installer picks among a Vulkan kind's bundles for a host (:class:`bundlegraph.installer.selection.InstallSide`):
+"""How the installer picks among a Vulkan kind's bundles for a host (:class:`bundlegraph.schemas.host.InstallSide`):
 the lowest ``rank`` of those whose profile or asset name names the host's arch (:data:`ARCH_TOKENS`:
 ``linux-vulkan`` serves both Linux arches)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...installer.selection import Host, Selection
+from ...schemas.host import Host, Selection
 from ...schemas.manifest import ManifestArtifact
 from . import ARCH_TOKENS, HOST_GPUS
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 
 if TYPE_CHECKING:  # mypy holds this module to the protocol selection asks it by
-    from ...installer.selection import InstallSide
+    from ...schemas.host import InstallSide
     from . import install as _this
 
     _AS_SIDE: InstallSide = _this
