@@ -14,7 +14,7 @@ from typing import Any
 from ...core import paths, proc
 from ...core.lightclass import frozen
 from ...core.platforms import platform
-from ...schemas.records import FetchContentPin
+from ...schemas.records import BundleSpec, FetchContentPin
 from ...toolchains.base import Resolved, this_host
 from ...toolchains.tools import build_tools
 from ..base import Context
@@ -324,7 +324,7 @@ def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
         resolved,
         cmake=str(tools.cmake.path),
         ninja=str(tools.ninja.path),
-        toolkit_major=spec.cuda.version.parts[0] if spec.cuda else 0,
+        toolkit_major=_toolkit_major(spec),
         sms=side.reference_sms(smoke.gpus),
         pins=tuple(ctx.release.fetchcontent),
         cache=ctx.cache,
@@ -354,6 +354,15 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
         ninja=str(tools.ninja.path),
         commit=smoke.commit,
     )
+
+
+def _toolkit_major(spec: BundleSpec) -> int:
+    """The major of the toolkit the leg's spec names (its backend's manifest fields: CUDA's
+    ``13.4`` -> 13), which picks upstream's matrix entry for the reference; 0: none (every entry)."""
+    from ...installer.entry import entry_side
+
+    version = entry_side(spec.backend).fields(spec, None).toolkit_version
+    return int(version.split(".")[0]) if version else 0
 
 
 __all__ = [
