@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import sys
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
@@ -226,15 +227,14 @@ def _plug_in_tables(declared: dict[str, Any]) -> dict[str, type[Record]]:
         rec = getattr(mod, "TABLE", None)
         if isinstance(rec, type) and issubclass(rec, Record):
             out[b.SPEC_TABLE] = rec
-            if getattr(mod, "WRITE_NULL", False):
-                _NULL_TABLES.add(b.SPEC_TABLE)
     return out
 
 
-_NULL_TABLES: set[str] = set()
-"""The spec tables whose package says ``WRITE_NULL = True``: a leg of another backend writes
-``<table>: null`` in its JSON form instead of leaving the key out (``[cuda]``: the form every
-action key has held since issue 30, so no stamp changes)."""
+def _writes_null(rec: type[Record]) -> bool:
+    """Whether the package of table record ``rec`` says ``WRITE_NULL = True``: a leg of another
+    backend then writes ``<table>: null`` in its JSON form instead of leaving the key out
+    (``[cuda]``: the form every action key has held since issue 30, so no stamp changes)."""
+    return bool(getattr(sys.modules[rec.__module__], "WRITE_NULL", False))
 
 
 def field_docs(cls: type[Record]) -> dict[str, str]:
@@ -355,7 +355,7 @@ class BundleSpec(Record):
     PLUG_IN_TABLES.update(_plug_in_tables(__annotations__))
     __annotations__ = _after("profile", __annotations__, {table: rec | None for table, rec in PLUG_IN_TABLES.items()})
     locals().update(dict.fromkeys(PLUG_IN_TABLES))
-    OMIT_NONE = (*OMIT_NONE, *(t for t in PLUG_IN_TABLES if t not in _NULL_TABLES))
+    OMIT_NONE = (*OMIT_NONE, *(t for t, rec in PLUG_IN_TABLES.items() if not _writes_null(rec)))
 
     def __post_init__(self) -> None:
         own = backends.BY_NAME[self.backend].SPEC_TABLE if self.backend in backends.BY_NAME else None
