@@ -45,7 +45,7 @@ from typing import cast
 
 from ..backends import backend, cuda, hip, plug_in, vulkan
 from ..schemas.archs import parse_version
-from ..schemas.host import GPU_WORDS, Host, InstallSide, Selection, why_unfit
+from ..schemas.host import GPU_WORDS, Host, InstallSide, Selection, vendor_hosts, why_unfit
 from ..schemas.installer import INSTALL_KINDS, kind_for
 from ..schemas.manifest import Manifest, ManifestArtifact, ShaIndex
 from ..schemas.records import BundleSpec, Matrix
@@ -108,7 +108,7 @@ class _ByFacts:
     attempts = staticmethod(lowest_rank)
 
     def host_classes(self, os_name: str, arch: str, drivers: list[tuple[int, int]]) -> list[Host]:
-        return [Host(os_name, arch, gpu=v) for v in self.host_gpus] or [Host(os_name, arch)]
+        return vendor_hosts(os_name, arch, self.host_gpus)
 
     def claims(self, spec: BundleSpec) -> list[Host]:
         return self.host_classes(spec.os, spec.arch, [])

@@ -117,6 +117,13 @@ def why_unfit(a: ManifestArtifact, host: Host) -> str | None:
     return None
 
 
+def vendor_hosts(os_name: str, arch: str, vendors: tuple[str, ...]) -> list[Host]:
+    """A host of ``os_name``/``arch`` with a GPU of each of ``vendors`` and no NVIDIA driver (a
+    backend's :attr:`~bundlegraph.backends.Backend.HOST_GPUS`), else one plain host: the host
+    classes a kind serves when its backend's facts alone describe them."""
+    return [Host(os_name, arch, gpu=v) for v in vendors] or [Host(os_name, arch)]
+
+
 class InstallSide(Protocol):
     """How the installer treats the kinds of one backend: which bundle of a kind a host tries
     (:meth:`attempts`), which host classes a kind serves (:meth:`host_classes`) and which a leg

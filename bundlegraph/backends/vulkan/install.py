@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...schemas.host import Host, Selection
+from ...schemas.host import Host, Selection, vendor_hosts
 from ...schemas.manifest import ManifestArtifact
 from . import ARCH_TOKENS, HOST_GPUS
 
@@ -33,7 +33,7 @@ def attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host
 def host_classes(os_name: str, arch: str, drivers: list[tuple[int, int]]) -> list[Host]:
     """A host of each GPU vendor the installer routes to Vulkan (:data:`HOST_GPUS`), with no
     NVIDIA driver."""
-    return [Host(os_name, arch, gpu=v) for v in HOST_GPUS]
+    return vendor_hosts(os_name, arch, HOST_GPUS)
 
 
 def claims(spec: BundleSpec) -> list[Host]:
