@@ -1,4 +1,4 @@
-"""Verbs a backend module may take as they are (:class:`bundlegraph.backends.Backend`), for a
+"""Verbs a backend module may take as they are (:class:`bundlegraph.schemas.backend.Backend`), for a
 backend whose spec table implies no GPU targets and that ships nothing beside its library but
 its ``RUNTIME_GLOBS``: ``from .verbs import no_table_targets as table_targets``."""
 

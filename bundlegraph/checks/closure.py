@@ -5,7 +5,7 @@ Windows (PE), following the loader's rules for a bundle laid out as one applicat
 - file level: each DLL a file imports (ordinary or delay-load; names compared
   case-insensitively) is in the bundle *beside the importer*, provided by Windows
   (:mod:`.systemdlls`), declared by the leg as an external runtime, a backend's driver
-  (:func:`bundlegraph.backends.driver_owners`: ``nvcuda.dll`` in CUDA legs only, ``vulkan-1.dll``
+  (:func:`bundlegraph.schemas.backend.driver_owners`: ``nvcuda.dll`` in CUDA legs only, ``vulkan-1.dll``
   in Vulkan legs only) or the host
   process of an addon (``node.exe`` for ``.node``);
 - symbol level: each name/ordinal imported from a bundled DLL is exported by it; forwarded
@@ -31,7 +31,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 
-from ..backends import Backend, driver_owners
+from ..schemas.backend import Backend, driver_owners
 from . import Failure
 from .content import required_matches
 from .elf import ELFInfo
@@ -63,7 +63,7 @@ LINUX_OPTIONAL = {"libgomp.so.1": "GCC's OpenMP runtime"}
 
 
 def _driver(owner: Backend, driver_of: str | None, noun: str, verb: str) -> str | None:
-    """A GPU driver's library (:func:`bundlegraph.backends.driver_owners`) is allowed unshipped in
+    """A GPU driver's library (:func:`bundlegraph.schemas.backend.driver_owners`) is allowed unshipped in
     its own backend's legs only (``driver_of``: the leg's backend name, None for none)."""
     if driver_of == owner.NAME:
         return None

@@ -1,12 +1,7 @@
-"""AMD GPU targets: the fork's gfx families and the processor an AMDGPU code object is built for.
+"""AMD GPU processors as code objects name them: the processor an AMDGPU code object is built
+for, and what a plain processor name looks like. (The fork's gfx families, which expand to these
+names, are the HIP backend's: :mod:`bundlegraph.backends.hip.gfx`.)
 
-- :data:`GFX_FAMILIES`: the seven default families of the release we replace, each with the
-  gfx processors its bundle is compiled for. Source: unslothai/llama.cpp
-  ``.github/workflows/unsloth-prebuilt-rocm.yml`` (the "Map GPU targets" step, the same on
-  Linux and Windows: ``gfx110X`` -> ``gfx1100;gfx1101;gfx1102;gfx1103`` passed as
-  ``-DGPU_TARGETS``) and ``unsloth-prebuilt.yml`` (the default list
-  ``gfx1151,gfx1150,gfx120X,gfx110X,gfx103X,gfx90a,gfx908``, in that order), read at the
-  mirror's commit d32676d7 (2026-08-18). Read as reference; no code is taken from them.
 - :data:`AMDGPU_MACH`: ``EF_AMDGPU_MACH`` (bits 0-7 of an AMDGPU ELF's ``e_flags``) -> the gfx
   processor. Source: LLVM ``llvm/include/llvm/BinaryFormat/ELF.h`` and LLVM's AMDGPUUsage,
   "AMDGPU ELF Header e_flags"; these were also met in real code objects here, each agreeing
@@ -18,17 +13,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-
-from ..backends.hip import FAMILIES
-
-GFX_FAMILIES: dict[str, tuple[str, ...]] = FAMILIES
-"""Family name (a bundle's ``gfx_target``) -> the gfx processors compiled into it (its
-``mapped_targets``), in the fork's default order: the HIP backend's table
-(:data:`bundlegraph.backends.hip.FAMILIES`, one table for the legs' specs and this check)."""
-
-DEFAULT_FAMILIES: tuple[str, ...] = tuple(GFX_FAMILIES)
-"""The fork's default families, one ROCm bundle each per OS."""
 
 AMDGPU_MACH: dict[int, str] = {
     0x28: "gfx801",
@@ -79,21 +63,3 @@ _GFX = re.compile(r"gfx[0-9]{2,4}[0-9a-f]")
 def is_processor(name: str) -> bool:
     """True for a plain gfx processor name (``gfx90a``, ``gfx1100``), without target features."""
     return _GFX.fullmatch(name) is not None
-
-
-def expand(names: Iterable[str]) -> tuple[str, ...]:
-    """The gfx processors ``names`` stand for: each family (``gfx110X``) expands to its
-    processors, a processor (``gfx1100``) stands for itself; order kept, duplicates dropped.
-    Raises ValueError naming the first name that is neither, with the known families."""
-    out: list[str] = []
-    for n in names:
-        if n in GFX_FAMILIES:
-            procs: Iterable[str] = GFX_FAMILIES[n]
-        elif is_processor(n):
-            procs = (n,)
-        else:
-            raise ValueError(
-                f"{n!r} is neither a gfx processor (gfx1100, gfx90a) nor a family ({', '.join(GFX_FAMILIES)})"
-            )
-        out += [p for p in procs if p not in out]
-    return tuple(out)

@@ -291,7 +291,7 @@ def inventory(data: BytesLike) -> Offload | None:
 
 def check_targets(inv: Offload | None, promised: tuple[str, ...]) -> list[str]:
     """Compare a file's bundles with the gfx processors a backend promises (already expanded:
-    :func:`.gfx.expand`). Returns one sentence per problem, empty when they agree:
+    :func:`bundlegraph.backends.hip.gfx.expand`). Returns one sentence per problem, empty when they agree:
 
     - a promised processor no bundle holds (``missing gfx1101``), or that only some bundles hold
       (a kernel of the others fails at its first launch: ``gfx1101 in 3 of 40 bundles``);

@@ -12,7 +12,7 @@ Curated by hand from Microsoft's documentation, all names lower-case:
   ``concrt140.dll``) is **not**: it must ship or be declared as an external runtime.
 
 Not Windows DLLs (drivers and redistributables install them): ``nvcuda.dll`` (the NVIDIA
-driver; allowed for CUDA legs only, as :mod:`bundlegraph.backends` declares), ``vulkan-1.dll``,
+driver; allowed for CUDA legs only, as :mod:`bundlegraph.schemas.backend` declares), ``vulkan-1.dll``,
 ``OpenCL.dll``, ``libomp140.*.dll`` (MSVC's LLVM OpenMP, a redistributable).
 """
 

@@ -3,7 +3,7 @@
 Lists the gfx processors in the clang offload bundles of an ELF or PE file (or of a bundle
 file itself), with the number of bundles (compiled translation units) holding each, then
 ``gfx: gfx1030, gfx90a``. ``--expect`` takes processors or the fork's families (``gfx110X``,
-expanded by :data:`bundlegraph.checks.gfx.GFX_FAMILIES`) and prints one line per missing or
+expanded by :data:`bundlegraph.backends.hip.gfx.GFX_FAMILIES`) and prints one line per missing or
 unexpected target. Exit 0 when the file has bundles and agrees with ``--expect``; 1 otherwise.
 """
 
@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..backends.hip.gfx import expand
 from ..checks import NotParsable
 from ..checks.bundle import mapped
-from ..checks.gfx import expand
 from ..checks.offload import check_targets, inventory
 from ..core.errors import BundleGraphError
 

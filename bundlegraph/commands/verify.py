@@ -17,10 +17,10 @@ import dataclasses
 import json
 from typing import Any
 
-from ..backends import BACKEND_NAMES
 from ..core.errors import BundleGraphError, did_you_mean
 from ..pipeline.verify import leg_policy
 from ..schemas.archs import Arch, parse_arch
+from ..schemas.backend import BACKEND_NAMES
 from ..verification import VerifyPolicy, verify_path
 
 

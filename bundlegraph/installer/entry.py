@@ -2,7 +2,7 @@
 (:class:`~bundlegraph.schemas.entry.EntryFields`: CUDA's archs, toolkit version and supported SMs; HIP's gfx family and
 targets), and what it adds to a bundle's estimated download size. It comes from the backend's
 package, its ``manifest`` module (:class:`~bundlegraph.schemas.entry.EntrySide`, found by name:
-:func:`bundlegraph.backends.plug_in`); a backend without one adds nothing. The planned manifest
+:func:`bundlegraph.schemas.backend.plug_in`); a backend without one adds nothing. The planned manifest
 (:mod:`.planned`) and the built bundle's info file (:func:`bundlegraph.pipeline.package.build_info`)
 ask it, so neither names a backend."""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 from typing import cast
 
-from .. import backends
+from ..schemas import backend as backends
 from ..schemas.entry import EntryFields, EntrySide
 from ..schemas.records import BundleSpec
 

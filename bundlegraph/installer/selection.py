@@ -41,14 +41,43 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import cast
+from typing import Protocol, cast
 
-from ..backends import backend, cuda, hip, plug_in, vulkan
 from ..schemas.archs import parse_version
-from ..schemas.host import GPU_WORDS, Host, InstallSide, Selection, vendor_hosts, why_unfit
+from ..schemas.backend import backend, plug_in
+from ..schemas.host import GPU_WORDS, Host, InstallSide, Selection, vendor_hosts
 from ..schemas.installer import INSTALL_KINDS, kind_for
 from ..schemas.manifest import Manifest, ManifestArtifact, ShaIndex
 from ..schemas.records import BundleSpec, Matrix
+
+
+class _CudaRouting(Protocol):
+    """The CUDA facts the installer's order of kinds reads (:mod:`bundlegraph.backends.cuda`)."""
+
+    NAME: str
+    MIN_DRIVER: tuple[int, int]
+    CPU_FALLBACK: frozenset[tuple[str, str]]
+    BELOW_FLOOR_TO_CPU: frozenset[tuple[str, str]]
+
+    def driver_for(self, line: str) -> tuple[int, int]: ...
+
+
+class _VulkanRouting(Protocol):
+    """The Vulkan facts the installer's order of kinds reads (:mod:`bundlegraph.backends.vulkan`)."""
+
+    NAME: str
+    CPU_FALLBACK: frozenset[tuple[str, str]]
+    HOST_GPUS: tuple[str, ...]
+    ROUTED_BY_VENDOR: frozenset[tuple[str, str]]
+    CUDA_BELOW_FLOOR: frozenset[tuple[str, str]]
+
+
+# The installer's own code routes these three by name (ROCm, then CUDA, then Vulkan by GPU vendor,
+# then CPU: docs/installer-contract.md), so its model here names them too; their facts come through
+# the registry, typed by what this module reads of them.
+cuda = cast(_CudaRouting, backend("cuda"))
+vulkan = cast(_VulkanRouting, backend("vulkan"))
+hip = backend("hip")
 
 MIN_DRIVER = cuda.MIN_DRIVER
 """Drivers below this get no CUDA bundle (:data:`bundlegraph.backends.cuda.MIN_DRIVER`)."""
@@ -99,7 +128,7 @@ def lowest_rank(sel: Selection, kind: str, arts: list[ManifestArtifact], host: H
 
 class _ByFacts:
     """The :class:`InstallSide` of a backend whose package has no ``install`` module: the lowest
-    rank wins; its hosts are one of each GPU vendor it serves (:attr:`~bundlegraph.backends.Backend.HOST_GPUS`:
+    rank wins; its hosts are one of each GPU vendor it serves (:attr:`~bundlegraph.schemas.backend.Backend.HOST_GPUS`:
     Vulkan's), else a plain host of the os and arch (CPU; Metal: a Mac needs no driver of ours)."""
 
     def __init__(self, host_gpus: tuple[str, ...]) -> None:
@@ -188,14 +217,6 @@ release builds with."""
 
 
 driver_for = cuda.driver_for
-
-
-def oldest_driver(spec: BundleSpec) -> tuple[int, int]:
-    """The oldest driver the installer's rules send CUDA leg ``spec`` to: :func:`driver_for` its
-    runtime line (``profile.line``, else ``cuda<toolkit major>``). Verify holds the leg's PTX-only
-    code to it (:mod:`bundlegraph.checks.ptxisa`); :func:`claimed` asks selection with it."""
-    assert spec.cuda is not None, f"{spec.id} is no CUDA leg"
-    return cuda.oldest_driver(spec.profile.line, spec.cuda.version.major)
 
 
 def driver_lines(manifest: Manifest) -> list[tuple[int, int]]:
@@ -289,8 +310,6 @@ __all__ = [
     "host_classes",
     "install_side",
     "lowest_rank",
-    "oldest_driver",
     "select",
     "sizes_of",
-    "why_unfit",
 ]

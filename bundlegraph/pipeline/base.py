@@ -132,7 +132,7 @@ class LegContext:
         Stages ask it (:class:`~bundlegraph.toolchains.sdk_ref.SdkRef`), never which one it is; its
         ``task`` is the SDK task configure waits for. Raises
         :class:`~bundlegraph.core.errors.ToolkitError` for an unusable toolkit spec."""
-        from .. import backends
+        from ..schemas import backend as backends
         from ..toolkit.sdk import sdk_module
 
         mod = sdk_module(backends.backend(self.spec.backend))

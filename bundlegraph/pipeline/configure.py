@@ -32,13 +32,13 @@ from functools import cache as _memo
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from .. import backends
 from ..core import proc, settings
 from ..core.errors import BundleGraphError, HostMismatch, ToolkitError
 from ..core.fsutil import atomic_write_bytes, atomic_write_json
 from ..core.lightclass import frozen
 from ..core.report import say, warn
 from ..core.state import Present, key_of
+from ..schemas import backend as backends
 from ..schemas.records import BundleSpec, FetchContentPin
 from ..toolchains import get as get_toolchain
 from ..toolchains.base import Toolchain
@@ -159,7 +159,7 @@ class ConfigurePlan:
 
 class ConfigureSide(Protocol):
     """What a backend adds to its legs' configure: its package's ``configure`` module, found by
-    name (:func:`bundlegraph.backends.plug_in`; CUDA's: :mod:`bundlegraph.backends.cuda.configure`).
+    name (:func:`bundlegraph.schemas.backend.plug_in`; CUDA's: :mod:`bundlegraph.backends.cuda.configure`).
     A backend without one adds nothing (:data:`ADDS_NOTHING`). The stage asks these and never
     which backend or SDK it holds."""
 

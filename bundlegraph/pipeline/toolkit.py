@@ -1,6 +1,6 @@
 """Stage ``toolkit``: install each distinct SDK of the selected legs once, verified, and tell
 later stages where everything is. Which SDK a leg needs is its backend's business
-(:attr:`bundlegraph.backends.Backend.SDK` names a :class:`~bundlegraph.toolkit.sdk.SdkModule`):
+(:attr:`bundlegraph.schemas.backend.Backend.SDK` names a :class:`~bundlegraph.toolkit.sdk.SdkModule`):
 CUDA's toolkit (:mod:`bundlegraph.backends.cuda.sdk`, tasks ``toolkit:cuda…``: what it promises
 the later stages is described there),
 Vulkan's headers, loader and glslc (:mod:`bundlegraph.backends.vulkan.sdk`, tasks
@@ -18,8 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .. import backends
 from ..core.state import Present
+from ..schemas import backend as backends
 from ..toolkit.compiler import CompilerPlan
 from ..toolkit.compiler import plan as plan_compiler
 from ..toolkit.compiler import run as run_compiler

@@ -1,6 +1,5 @@
-"""A host as the installer sees it, and what it gets: :class:`Host`, :class:`Selection`, the fit
-rule of a CUDA bundle (:func:`why_unfit`) and the shape of a backend's ``install`` module
-(:class:`InstallSide`). Records and rules on the records' floor, so that a backend's module
+"""A host as the installer sees it, and what it gets: :class:`Host`, :class:`Selection` and the
+shape of a backend's ``install`` module (:class:`InstallSide`), which holds its own fit rules. Records and rules on the records' floor, so that a backend's module
 imports no floor above them; the selection itself is :mod:`bundlegraph.installer.selection`."""
 
 from __future__ import annotations
@@ -8,9 +7,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..backends.cuda import MIN_DRIVER
 from ..core.lightclass import frozen, mutable
-from .installer import PORTABLE_CLASS
 from .manifest import ManifestArtifact
 
 if TYPE_CHECKING:
@@ -37,12 +34,6 @@ class Host:
     @property
     def nvidia(self) -> bool:
         return self.driver_cuda is not None
-
-    def allowed_lines(self) -> list[str]:
-        """Runtime lines the driver allows, newest first."""
-        if self.driver_cuda is None or self.driver_cuda < MIN_DRIVER:
-            return []
-        return [f"cuda{m}" for m in range(self.driver_cuda[0], 11, -1)]
 
     def describe(self) -> str:
         gpu = (
@@ -104,22 +95,9 @@ class Selection:
         }
 
 
-def why_unfit(a: ManifestArtifact, host: Host) -> str | None:
-    """None when ``a`` runs on every GPU of ``host``, else why not."""
-    portable = a.coverage_class == PORTABLE_CLASS
-    if not host.sms:
-        return None if portable else "the host's SMs are unknown and the bundle is not portable"
-    if not a.supported_sms or a.min_sm is None or a.max_sm is None:
-        return "the bundle lists no supported SMs"
-    out = [s for s in host.sms if s not in a.supported_sms or not a.min_sm <= s <= a.max_sm]
-    if out:
-        return f"sm {','.join(map(str, out))} not in supported_sms {a.supported_sms}"
-    return None
-
-
 def vendor_hosts(os_name: str, arch: str, vendors: tuple[str, ...]) -> list[Host]:
     """A host of ``os_name``/``arch`` with a GPU of each of ``vendors`` and no NVIDIA driver (a
-    backend's :attr:`~bundlegraph.backends.Backend.HOST_GPUS`), else one plain host: the host
+    backend's :attr:`~bundlegraph.schemas.backend.Backend.HOST_GPUS`), else one plain host: the host
     classes a kind serves when its backend's facts alone describe them."""
     return [Host(os_name, arch, gpu=v) for v in vendors] or [Host(os_name, arch)]
 
@@ -127,7 +105,7 @@ def vendor_hosts(os_name: str, arch: str, vendors: tuple[str, ...]) -> list[Host
 class InstallSide(Protocol):
     """How the installer treats the kinds of one backend: which bundle of a kind a host tries
     (:meth:`attempts`), which host classes a kind serves (:meth:`host_classes`) and which a leg
-    claims (:meth:`claims`). Its package's ``install`` module (:func:`bundlegraph.backends.plug_in`:
+    claims (:meth:`claims`). Its package's ``install`` module (:func:`bundlegraph.schemas.backend.plug_in`:
     CUDA's per-line choice over SMs and drivers, Vulkan's by arch, ROCm's by gfx target); a
     backend without one is chosen by :func:`lowest_rank`, its hosts described by its facts alone
     (a host of each GPU vendor it serves, else a plain one)."""

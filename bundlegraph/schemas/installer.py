@@ -7,7 +7,7 @@ installer's own selection and hash checks against our releases. Nothing here is 
 installer's code: these are the facts it was measured to depend on.
 
 - :data:`INSTALL_KINDS`: the ``install_kind`` values it asks for, with the host each describes
-  (os, arch, backend); each backend module of :mod:`bundlegraph.backends` declares its own. A spec's ``install_kind`` must be one of them and match the leg.
+  (os, arch, backend); each backend module of :mod:`bundlegraph.schemas.backend` declares its own. A spec's ``install_kind`` must be one of them and match the leg.
 - :func:`required_patterns`: the files it requires of a bundle of an install kind (checked
   before install: ``llama-server``/``llama-quantize``; health groups: the shared libraries, by
   glob). A spec's ``required`` list (with its merge base's) must cover them, so ``verify``
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from .. import backends
 from ..core.lightclass import frozen
 from ..core.platforms import platform
+from . import backend as backends
 from .records import IMPL_SPLIT_BUILD
 
 CHECKED_AGAINST = "unsloth==2026.10.9 (studio/install_llama_prebuilt.py)"
@@ -56,7 +56,7 @@ class InstallKind:
 
 class _InstallKinds(Mapping[str, InstallKind]):
     """The install kinds by name, derived from the backends' registry
-    (:func:`bundlegraph.backends.install_kinds`) at each look-up, so a backend added to the
+    (:func:`bundlegraph.schemas.backend.install_kinds`) at each look-up, so a backend added to the
     registry is seen without editing this module."""
 
     def __init__(self) -> None:
@@ -84,7 +84,7 @@ class _InstallKinds(Mapping[str, InstallKind]):
 
 INSTALL_KINDS: Mapping[str, InstallKind] = _InstallKinds()
 """Every ``install_kind`` the installer asks for, by name, in the order of
-:func:`bundlegraph.backends.install_kinds` (each backend module declares its own)."""
+:func:`bundlegraph.schemas.backend.install_kinds` (each backend module declares its own)."""
 
 
 def kind_for(os: str, arch: str, backend: str) -> str:

@@ -36,9 +36,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from .. import backends
 from ..core.lightclass import frozen
 from ..core.platforms import PLATFORMS, platform
+from . import backend as backends
 from .constraints import ID, SHA256, Check, Tagged, unique
 from .record_base import Record as Record
 from .record_base import field_docs as _field_docs
@@ -216,7 +216,7 @@ class LocalBuild(Record):
 def _plug_in_tables(declared: dict[str, Any]) -> dict[str, type[Record]]:
     """Each backend's spec table that no field of :class:`BundleSpec` declares (``declared``: its
     annotations so far), by table name -> the record its package's ``spec`` module holds as
-    ``TABLE`` (:func:`bundlegraph.backends.plug_in`): a backend added as one folder brings its
+    ``TABLE`` (:func:`bundlegraph.schemas.backend.plug_in`): a backend added as one folder brings its
     table with it, and no field is written here for it. A backend naming a ``SPEC_TABLE`` whose
     package has no such record gets no field: the check after :class:`BundleSpec` names it."""
     out: dict[str, type[Record]] = {}

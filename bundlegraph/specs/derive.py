@@ -6,7 +6,7 @@ A key a spec file leaves out gets (:func:`fill`):
 
 - ``install_kind``: the installer's kind for the leg's os, arch and backend
   (:func:`bundlegraph.schemas.installer.kind_for`);
-- ``cmake.GGML_<BACKEND>`` = true: the backend's CMake option (:attr:`bundlegraph.backends.Backend.CMAKE_OPTION`);
+- ``cmake.GGML_<BACKEND>`` = true: the backend's CMake option (:attr:`bundlegraph.schemas.backend.Backend.CMAKE_OPTION`);
 - ``build.targets``: a backend-only leg (it has ``[merge]``) builds its backend's library alone
   (``ggml-cuda``);
 - what follows from the backend's own table (its ``table_targets`` verb) and the GPU targets it
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import backends
 from ..core.platforms import platform
+from ..schemas import backend as backends
 
 SMOKE_PROGRAMS = ("llama-cli",)
 """Programs a whole bundle must hold beyond the installer's: the smoke runs ``llama-cli``

@@ -10,7 +10,7 @@ import nor validation). An entry is used only when all of these equal what it wa
 - the bytes of every ``*.toml`` in the directory (names and contents: a new, removed or
   edited spec or release file misses);
 - the bytes of every other file validation read (the wheels locks the legs name);
-- bundlegraph's version, the size and mtime of every module of :mod:`bundlegraph.schemas`, :mod:`bundlegraph.backends` (each backend's package too) and
+- bundlegraph's version, the size and mtime of every module of :mod:`bundlegraph.schemas`, :mod:`bundlegraph.schemas.backend` (each backend's package too) and
   :mod:`bundlegraph.toolchains` and of every toolchain machine file (the rules and the
   toolchains), and Python's version.
 

@@ -15,7 +15,7 @@ Cross-field rules (need several specs or tables):
 - ``(install_kind, profile)`` is unique; ``default_legs`` name existing legs;
 - a macOS leg's ``CMAKE_OSX_DEPLOYMENT_TARGET`` is its floor (:func:`macos_problems`);
 - a backend's own spec table: its package's ``rules`` module (``bundlegraph/backends/<name>/rules.py``,
-  :func:`bundlegraph.backends.plug_in`), whose ``problems`` runs on each leg of that backend and
+  :func:`bundlegraph.schemas.backend.plug_in`), whose ``problems`` runs on each leg of that backend and
   whose optional ``partial_problems`` runs on a spec that failed the schema (CUDA: every arch
   within the CUDA version's range, a Windows ARM64 leg on CUDA >= 13.4, the toolkit's pinned
   version and the runtime line; HIP: the family's targets and the TheRock lock; Metal: where the
@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .. import backends
 from ..core.errors import SpecError, did_you_mean
 from ..core.platforms import platform
+from ..schemas import backend as backends
 from ..schemas.adapters import adapter
 from ..schemas.cmake_rules import cmake_problems, served_options
 from ..schemas.records import BundleSpec, Matrix, Record, Release, build_number_of

@@ -1,5 +1,5 @@
 """A backend's SDK as the toolkit stage sees it: :class:`SdkModule`, the shape of the module a
-backend names in :attr:`bundlegraph.backends.Backend.SDK` (``bundlegraph.backends.cuda.sdk``,
+backend names in :attr:`bundlegraph.schemas.backend.Backend.SDK` (``bundlegraph.backends.cuda.sdk``,
 ``bundlegraph.backends.vulkan.sdk``), and :func:`sdk_module`, which imports it.
 
 The stage (:mod:`bundlegraph.pipeline.toolkit`) asks each selected leg's backend for its SDK
@@ -8,7 +8,7 @@ module, groups the legs by :meth:`SdkModule.group` (legs that need the same SDK 
 stages read the leg's SDK from :meth:`SdkModule.ref` (a
 :class:`~bundlegraph.toolchains.cuda.CudaToolkit`, a :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk`).
 The stage never names a backend. A module is imported by name so the backends table
-(:mod:`bundlegraph.backends`, below everything) imports no SDK code.
+(:mod:`bundlegraph.schemas.backend`, below everything) imports no SDK code.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import importlib
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from ..backends import Backend
 from ..core.state import Present
+from ..schemas.backend import Backend
 from ..schemas.records import BundleSpec
 from ..toolchains.sdk_ref import SdkRef
 

@@ -40,7 +40,7 @@ def wanted(matrix: Matrix, bundles: Path) -> list[SdkFile]:
     spec_file)`` verb: LunarG's installer of a ``lunarg`` Vulkan leg, the TheRock tarball of a HIP
     leg). Pure: reads the TheRock locks. Raises :class:`~bundlegraph.core.errors.ToolkitError`
     for a lock that does not load."""
-    from .. import backends
+    from ..schemas import backend as backends
     from .sdk import sdk_module
 
     out: dict[tuple[str, Path], SdkFile] = {}

@@ -18,7 +18,7 @@ import re
 import struct
 from pathlib import Path
 
-from ..backends import backend
+from ..schemas.backend import backend
 
 SONAME = backend("cuda").DRIVERS["linux"]
 """The driver's soname the stub carries (:data:`bundlegraph.backends.cuda.DRIVERS`)."""

@@ -9,17 +9,17 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Literal, TypedDict
 
-from ..backends import BACKEND_NAMES, GPU_BACKENDS, backend, library_file, plug_in
 from ..checks import content
 from ..core.errors import BundleGraphError
 from ..core.lightclass import frozen
 from ..core.platforms import OS_NAMES, platform
 from ..schemas.archs import Arch
+from ..schemas.backend import BACKEND_NAMES, GPU_BACKENDS, backend, library_file, plug_in
 from ..schemas.records import BundleSpec, Release
 from ..toolchains.registry import TOOLCHAINS
 
 BACKENDS = {os_name: tuple(library_file(b, os_name) for b in GPU_BACKENDS) for os_name in OS_NAMES}
-"""The GPU backends' library file names per os (:mod:`bundlegraph.backends`: CUDA's, Vulkan's):
+"""The GPU backends' library file names per os (:mod:`bundlegraph.schemas.backend`: CUDA's, Vulkan's):
 the files whose device code verify inventories, and whose fatbin must match promised CUDA archs."""
 
 
@@ -50,7 +50,7 @@ class VerifyPolicy:
       checked against the fatbin of ``gpu_backends`` (default: ``ggml-cuda.dll`` /
       ``libggml-cuda.so``); ``120a`` means SM 120 (:func:`~bundlegraph.schemas.archs.fatbin_sm`);
     - ``cuda``: a CUDA leg (the driver ``nvcuda.dll`` / ``libcuda.so.1`` may be imported);
-    - ``backend``: the leg's backend (a name of :data:`bundlegraph.backends.BACKEND_NAMES`):
+    - ``backend``: the leg's backend (a name of :data:`bundlegraph.schemas.backend.BACKEND_NAMES`):
       its driver may be imported (``cuda=True`` says the same for ``cuda``), and its own verify
       rows apply (:mod:`bundlegraph.backends.vulkan.verify`);
     - ``external``: file names the bundle relies on without shipping (VC++ runtime, paired
@@ -104,7 +104,7 @@ class VerifyPolicy:
     hold it (:mod:`bundlegraph.checks.brand`); None checks nothing."""
     driver_floor: str | None = None
     """a leg with PTX-only archs: the oldest driver (its CUDA version, ``12.4``) the installer's rules
-    send it to (:func:`bundlegraph.installer.selection.oldest_driver`); the PTX ISA of every fatbin's PTX-only
+    send it to (:func:`bundlegraph.backends.cuda.oldest_driver`); the PTX ISA of every fatbin's PTX-only
     code must be one that driver JIT-compiles (:mod:`bundlegraph.checks.ptxisa`)"""
 
     def __post_init__(self) -> None:
@@ -249,7 +249,7 @@ def policy_from_spec(
 def _backend_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """``(fields, expect)`` leg ``spec``'s backend sets in its policy (:class:`VerifyPolicy` field
     name -> value) and the ``(key, value)`` pairs its bundle's info file must hold beyond every
-    bundle's: its verify module's ``policy_fields(spec)`` (:func:`bundlegraph.backends.plug_in`),
+    bundle's: its verify module's ``policy_fields(spec)`` (:func:`bundlegraph.schemas.backend.plug_in`),
     nothing for a backend without one."""
     mod = plug_in(backend(spec.backend), "verify")
     fields_of = getattr(mod, "policy_fields", None)

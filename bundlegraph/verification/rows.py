@@ -235,6 +235,6 @@ ROWS: tuple[AnyRow, ...] = (
 """The rows every leg gets, whatever its backend. The reader's own checks (machine, parse,
 signature: :data:`READ_KEY`) land in the ``files`` row. A macOS leg's Mach-O files get the
 ``macho`` rows (minimum macOS against the spec's floor, code signature, load-command closure). The closure row's driver rule reads the
-backends registry (:func:`bundlegraph.backends.driver_owners`)."""
+backends registry (:func:`bundlegraph.schemas.backend.driver_owners`)."""
 
 __all__ = ["PHASES", "READ_KEY", "ROWS", "AnyRow", "FileRow", "Outcome", "Row", "Subject", "always"]

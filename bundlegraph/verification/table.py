@@ -3,7 +3,7 @@
 
 A backend's rows are the ``ROWS`` of the ``verify`` module of its package
 (``bundlegraph.backends.vulkan.verify``), found through the registry
-(:data:`bundlegraph.backends.BY_NAME`): a backend without one has none. They sit beside the
+(:data:`bundlegraph.schemas.backend.BY_NAME`): a backend without one has none. They sit beside the
 backend's facts but are imported only here, by name (they call :mod:`bundlegraph.checks`, which
 sits above the facts). Every row applies to every policy its gate accepts: a CUDA row gates on
 the fields a CUDA leg sets (promised archs, a runtime major), a Vulkan row on ``backend``.
@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 from dataclasses import fields
 
-from .. import backends
-from ..backends import BACKEND_NAMES
+from ..schemas import backend as backends
+from ..schemas.backend import BACKEND_NAMES
 from . import rows
 from .policy import VerifyPolicy
 from .rows import PHASES, READ_KEY, AnyRow

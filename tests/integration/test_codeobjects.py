@@ -18,7 +18,7 @@ import pytest
 from conftest import require_tools
 
 from bundlegraph import cli
-from bundlegraph.checks.gfx import DEFAULT_FAMILIES, GFX_FAMILIES, expand
+from bundlegraph.backends.hip.gfx import DEFAULT_FAMILIES, GFX_FAMILIES, expand
 from bundlegraph.checks.offload import MAGIC, check_file, check_targets, inventory, locate, parse
 from bundlegraph.core.proc import run
 

@@ -1,5 +1,5 @@
 """Issue 42 item 6, issue 53 item 2: a fake GPU backend, registered from outside the package (a
-``sitecustomize`` that appends a module to :mod:`bundlegraph.backends`' tuples before the schemas
+``sitecustomize`` that appends a module to :mod:`bundlegraph.schemas.backend`' tuples before the schemas
 freeze the backend names), runs through ``bundlegraph plan`` and the doit graph's listing (verify
 and smoke tasks), the verify rows and the smoke planner of a copy of the stand-in release, with no
 module of the house edited and none of its verbs None. It is a package (``fakegpu_pkg`` beside the
@@ -31,7 +31,7 @@ SITE = textwrap.dedent(
     """
     import os, sys, types
     assert "bundlegraph.schemas.records" not in sys.modules, "schemas imported before the fake backend"
-    import bundlegraph.backends as b
+    import bundlegraph.schemas.backend as b
     assert "bundlegraph.schemas.records" not in sys.modules, "the registry imported the schemas"
     m = types.ModuleType("bundlegraph.backends.fakegpu")
     m.__path__ = [os.environ["FAKEGPU_PKG"]]  # a package: its spec table (spec.py) and rules (rules.py) beside it

@@ -1,4 +1,4 @@
-"""The backends' registry (:mod:`bundlegraph.backends`) and the OS table (:mod:`bundlegraph.core.platforms`):
+"""The backends' registry (:mod:`bundlegraph.schemas.backend`) and the OS table (:mod:`bundlegraph.core.platforms`):
 the facts are the ones the stages used to spell themselves, the stages read them from the tables,
 and a backend added to the registry reaches them without an edit to any stage module (issue 42)."""
 
@@ -8,9 +8,9 @@ import types
 
 import pytest
 
-from bundlegraph import backends
-from bundlegraph.backends import BACKENDS, Backend, backend, driver_owners, library_file, registry_problems
 from bundlegraph.core.platforms import PLATFORMS, platform
+from bundlegraph.schemas import backend as backends
+from bundlegraph.schemas.backend import BACKENDS, Backend, backend, driver_owners, library_file, registry_problems
 
 
 def test_every_backend_module_has_the_protocols_attributes():
@@ -291,7 +291,7 @@ def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its
 
 def test_a_backends_spec_table_rules_are_its_own_plug_in_and_validation_names_no_table():
     """Issue 53: a backend's spec-table rules live in its package (``rules.py``), found by
-    :func:`bundlegraph.backends.plug_in` like its verify rows; the validation loop asks the leg's
+    :func:`bundlegraph.schemas.backend.plug_in` like its verify rows; the validation loop asks the leg's
     backend for them and reads no backend's table itself."""
     import inspect
 

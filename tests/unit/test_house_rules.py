@@ -65,7 +65,7 @@ def test_a_backends_facts_import_only_core():
     """Every backend package's facts (its ``__init__``, which the registry imports on every load)
     import only :mod:`bundlegraph.core` and the shared verbs (issue 53 item 1): its SDK, smoke side
     and verify rows sit beside them and are imported by name (pyproject's import-linter contracts)."""
-    from bundlegraph import backends
+    from bundlegraph.schemas import backend as backends
 
     inits = [PKG / "backends" / b.NAME / "__init__.py" for b in backends.BACKENDS]
     assert all(f.is_file() for f in inits), [str(f) for f in inits if not f.is_file()]

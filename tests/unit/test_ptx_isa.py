@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph.backends.cuda import oldest_driver
 from bundlegraph.checks.bundle import mapped
 from bundlegraph.checks.inspect import inspect_file
 from bundlegraph.checks.ptxisa import emitted_isa, first_driver, max_isa
 from bundlegraph.core.errors import SpecError
 from bundlegraph.installer.planned import planned_manifest
-from bundlegraph.installer.selection import DRIVERS, Host, oldest_driver, select
+from bundlegraph.installer.selection import DRIVERS, Host, select
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.verification import verify_path
 from bundlegraph.verification.policy import policy_from_spec
@@ -65,7 +66,7 @@ def test_the_legacy_legs_driver_floor_is_the_oldest_driver_selection_sends_them(
     manifest = planned_manifest(matrix)
     for leg in LEGACY:
         spec = matrix.legs[leg]
-        floor = oldest_driver(spec)
+        floor = oldest_driver(spec.profile.line, spec.cuda.version.major)
         assert policy_from_spec(spec).driver_floor == f"{floor[0]}.{floor[1]}" == "12.4"
         asset = next(
             a.asset_name

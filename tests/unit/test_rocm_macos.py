@@ -623,10 +623,10 @@ def test_the_devices_step_knows_each_gpu_sides_device_by_the_name_ggml_prints():
     (llama.cpp ``common/arg.cpp``) with ggml's device names: ``ROCm0`` (``GGML_CUDA_NAME`` of a HIP
     build, ``ggml/include/ggml-cuda.h``) and ``MTL0`` (``ggml-metal-device.m``), not the backends'
     titles; the judge looks for that name on every side and says the title when none is listed."""
-    from bundlegraph.backends import backend
     from bundlegraph.pipeline.smoke.gpu import device_name
     from bundlegraph.pipeline.smoke.judges import judge_devices
     from bundlegraph.pipeline.smoke.sides import sides
+    from bundlegraph.schemas.backend import backend
 
     SIDES = sides()
 

@@ -356,12 +356,12 @@ def test_the_vulkan_side_shows_the_programs_its_driver_alone():
 def test_every_gpu_backend_has_a_smoke_side():
     import importlib
 
-    from bundlegraph import backends
     from bundlegraph.backends.cuda import smoke as cuda
     from bundlegraph.backends.hip import smoke as hip
     from bundlegraph.backends.metal import smoke as metal
     from bundlegraph.backends.vulkan import smoke as vulkan
     from bundlegraph.pipeline.smoke.sides import side_problems, sides
+    from bundlegraph.schemas import backend as backends
 
     SIDES = sides()
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.backends import BACKEND_NAMES
 from bundlegraph.backends.cuda import verify as cuda
 from bundlegraph.checks import Failure
 from bundlegraph.core.errors import VerifyError
 from bundlegraph.schemas.archs import parse_arch
+from bundlegraph.schemas.backend import BACKEND_NAMES
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.verification import VerifyPolicy, rows, table, verify_path
 from bundlegraph.verification.rows import READ_KEY, FileRow, Row

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from bundlegraph.backends import BACKEND_NAMES
 from bundlegraph.backends.cuda.sdk import toolkit_for_leg
 from bundlegraph.backends.vulkan import sdk as vk
 from bundlegraph.backends.vulkan.sdk_ref import VulkanSdk
 from bundlegraph.core.errors import HostMismatch, SpecError, ToolkitError, ToolMissing
 from bundlegraph.pipeline.base import Context, Filters
 from bundlegraph.pipeline.toolkit import plans
+from bundlegraph.schemas.backend import BACKEND_NAMES
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.specs.validation import validate_matrix
 from bundlegraph.toolchains import get

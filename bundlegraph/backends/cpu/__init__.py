@@ -1,5 +1,5 @@
 """The CPU backend: ggml's own CPU code, in every bundle (a GPU bundle carries it too, as the
-fallback its programs start with). Registered in :data:`bundlegraph.backends.BACKENDS`.
+fallback its programs start with). Registered in :data:`bundlegraph.schemas.backend.BACKENDS`.
 
 Install kinds: the installer's ``linux-cpu``, ``linux-arm64``, ``windows-cpu`` and
 ``windows-arm64``, and ``macos-x64`` (the fork builds its Intel Mac bundle without Metal) (checked against :data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`;
@@ -14,7 +14,7 @@ NAME = "cpu"
 """A spec's ``backend`` value."""
 
 ORDER = 0
-"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+"""Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
 
 TITLE = "CPU"
 """Its name in messages."""

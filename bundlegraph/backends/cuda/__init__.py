@@ -1,5 +1,5 @@
 """The CUDA backend (NVIDIA GPUs): ``ggml-cuda``, the driver it loads, its install kinds and the
-installer's rules for choosing a CUDA bundle. Registered in :data:`bundlegraph.backends.BACKENDS`.
+installer's rules for choosing a CUDA bundle. Registered in :data:`bundlegraph.schemas.backend.BACKENDS`.
 
 Sources: NVIDIA's driver packages install ``libcuda.so.1`` (Linux) and ``nvcuda.dll`` (Windows,
 with the display driver); the install kinds, the runtime globs and the selection facts below are
@@ -18,7 +18,7 @@ NAME = "cuda"
 """A spec's ``backend`` value."""
 
 ORDER = 10
-"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+"""Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
 
 TITLE = "CUDA"
 """Its name in messages."""

@@ -4,22 +4,22 @@ first (on Linux only the lines whose runtime libraries are on disk; on a Blackwe
 the lines with a fitting bundle first), the fitting non-portable bundle with the narrowest SM span
 wins (then the lower ``rank``, then the lower ``max_sm``), followed by the line's portable bundle.
 A bundle fits when its ``supported_sms`` list every host SM inside ``[min_sm, max_sm]``
-(:func:`~bundlegraph.schemas.host.why_unfit`)."""
+(:func:`why_unfit`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ...schemas.archs import fatbin_sm, known_sms
-from ...schemas.host import Host, Selection, why_unfit
+from ...schemas.host import Host, Selection
 from ...schemas.installer import PORTABLE_CLASS
 from ...schemas.manifest import ManifestArtifact
-from . import BLACKWELL_LINES_FIRST, BLACKWELL_NEEDS_MAX_SM_100, RUNTIME_LINES_ON_DISK_ONLY, oldest_driver
+from . import BLACKWELL_LINES_FIRST, BLACKWELL_NEEDS_MAX_SM_100, MIN_DRIVER, RUNTIME_LINES_ON_DISK_ONLY, oldest_driver
 
 
 def attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
     """The installer's per-line choice for a CUDA host (module docstring)."""
-    allowed = host.allowed_lines()
+    allowed = allowed_lines(host)
     present = allowed if host.runtime_lines is None else [l for l in allowed if l in host.runtime_lines]
     # Linux: only lines whose runtime libraries are on disk; Windows: those first, then the rest
     lines = present if host.os in RUNTIME_LINES_ON_DISK_ONLY else present + [l for l in allowed if l not in present]
@@ -60,6 +60,27 @@ def attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host
             sel.rejected.append((a.asset_name, f"another portable bundle is listed later: {portable[-1].asset_name}"))
         attempts += [a.asset_name for a in targeted[:1] + portable[-1:]]
     return attempts
+
+
+def allowed_lines(host: Host) -> list[str]:
+    """The runtime lines ``host``'s NVIDIA driver allows, newest first (``["cuda13", "cuda12"]``;
+    none below :data:`~bundlegraph.backends.cuda.MIN_DRIVER` or without a driver)."""
+    if host.driver_cuda is None or host.driver_cuda < MIN_DRIVER:
+        return []
+    return [f"cuda{m}" for m in range(host.driver_cuda[0], 11, -1)]
+
+
+def why_unfit(a: ManifestArtifact, host: Host) -> str | None:
+    """None when ``a`` runs on every GPU of ``host``, else why not."""
+    portable = a.coverage_class == PORTABLE_CLASS
+    if not host.sms:
+        return None if portable else "the host's SMs are unknown and the bundle is not portable"
+    if not a.supported_sms or a.min_sm is None or a.max_sm is None:
+        return "the bundle lists no supported SMs"
+    out = [s for s in host.sms if s not in a.supported_sms or not a.min_sm <= s <= a.max_sm]
+    if out:
+        return f"sm {','.join(map(str, out))} not in supported_sms {a.supported_sms}"
+    return None
 
 
 def host_classes(os_name: str, arch: str, drivers: list[tuple[int, int]]) -> list[Host]:

@@ -14,8 +14,8 @@ from ...core.errors import BundleGraphError
 from ...pipeline.smoke import side
 from ...pipeline.smoke.line import Sibling
 from ...pipeline.smoke.side import Decision, RunView
+from ...schemas.backend import backend, library_file
 from ...toolchains.base import this_host
-from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...core.gpus import GpuProbe

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...checks import Failure
+from ...schemas.backend import backend, library_file
 from ...verification.rows import Outcome, Row, Subject
-from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec

@@ -1,6 +1,6 @@
 """The HIP backend (AMD GPUs through ROCm): ``ggml-hip``, the runtime a bundle ships, the fork's
 gfx families, its install kinds and the installer's rules for choosing a ROCm bundle.
-Registered in :data:`bundlegraph.backends.BACKENDS`.
+Registered in :data:`bundlegraph.schemas.backend.BACKENDS`.
 
 Sources:
 
@@ -9,7 +9,7 @@ Sources:
   ``<family>-all`` archive mapping) and ``scripts/unsloth/assemble_metadata.py``
   (``ROCM_TARGET_MAP``: the manifest's ``gfx_target`` / ``mapped_targets``), in the mirror of
   ``unslothai/llama.cpp``; read, not copied. This module holds the one table
-  (:data:`FAMILIES`): :data:`bundlegraph.checks.gfx.GFX_FAMILIES` (the code-object check's
+  (:data:`FAMILIES`): :data:`bundlegraph.backends.hip.gfx.GFX_FAMILIES` (the code-object check's
   ``--expect`` families) is this table.
 - the runtime a bundle carries: the same workflow's copy steps (``libamdhip64``, comgr, rocBLAS,
   hipBLAS(Lt), their ``rocm_sysdeps`` and the ``rocblas/library`` / ``hipblaslt/library`` kernel
@@ -35,7 +35,7 @@ NAME = "hip"
 """A spec's ``backend`` value."""
 
 ORDER = 30
-"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+"""Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
 
 TITLE = "ROCm (HIP)"
 """Its name in messages."""

@@ -39,13 +39,13 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...backends import hip
 from ...core import settings
 from ...core.errors import ToolkitError
 from ...core.lightclass import frozen
 from ...core.platforms import platform
 from ...core.state import Present
 from ...schemas.records import BundleSpec
+from .. import hip
 from .sdk_ref import HipSdk, runtime_files
 
 if TYPE_CHECKING:

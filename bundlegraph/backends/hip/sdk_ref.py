@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...backends import hip as hip_facts
 from ...core.lightclass import frozen
 from ...core.platforms import platform
 from ...toolchains.sdk_ref import GpuCompiler, InPrefix
+from .. import hip as hip_facts
 
 if TYPE_CHECKING:
     from ...toolchains.sdk_ref import BuildsWith, LineInputs, SdkRef, T

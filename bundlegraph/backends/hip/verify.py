@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from ...checks import Failure
 from ...core.platforms import OS_NAMES
+from ...schemas.backend import backend, library_file
 from ...verification.rows import Outcome, Row, Subject
-from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec

@@ -1,5 +1,5 @@
 """The Metal backend (Apple silicon GPUs): ``ggml-metal``, the framework it links, its install
-kind. Registered in :data:`bundlegraph.backends.BACKENDS`.
+kind. Registered in :data:`bundlegraph.schemas.backend.BACKENDS`.
 
 Sources: Apple's Metal framework is ``/System/Library/Frameworks/Metal.framework`` on every
 macOS (a system library: never shipped); ggml builds ``libggml-metal.dylib`` with
@@ -20,7 +20,7 @@ NAME = "metal"
 """A spec's ``backend`` value."""
 
 ORDER = 40
-"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+"""Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
 
 TITLE = "Metal"
 """Its name in messages."""

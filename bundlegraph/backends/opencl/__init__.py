@@ -1,6 +1,6 @@
 """The OpenCL backend (Qualcomm Adreno and Intel GPUs through the host's OpenCL driver):
 ``ggml-opencl``, the ICD loader it imports, its install kind. Found by the registry
-(:func:`bundlegraph.backends.discover`); everything else it needs sits beside this file: its SDK
+(:func:`bundlegraph.schemas.backend.discover`); everything else it needs sits beside this file: its SDK
 (:mod:`.sdk`, :mod:`.sdk_ref`), smoke side (:mod:`.smoke`) and verify rows (:mod:`.verify`).
 
 Sources: ggml builds ``libggml-opencl.so`` with ``GGML_OPENCL=ON`` (``ggml/CMakeLists.txt``),
@@ -23,7 +23,7 @@ NAME = "opencl"
 """A spec's ``backend`` value."""
 
 ORDER = 50
-"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+"""Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
 
 TITLE = "OpenCL"
 """Its name in messages."""

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...checks import BytesLike, Failure
+from ...schemas.backend import backend, library_file
 from ...verification.rows import FileRow, Outcome, Row, Subject
-from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...verification.policy import VerifyPolicy

@@ -1,6 +1,6 @@
 """The Vulkan backend (AMD, Intel and NVIDIA GPUs through the host's Vulkan driver):
 ``ggml-vulkan``, the loader it imports, its install kinds and the installer's rules for choosing
-a Vulkan bundle. Registered in :data:`bundlegraph.backends.BACKENDS`.
+a Vulkan bundle. Registered in :data:`bundlegraph.schemas.backend.BACKENDS`.
 
 Sources: the Khronos loader is ``libvulkan.so.1`` on Linux (its soname since Vulkan 1.0) and
 ``vulkan-1.dll`` on Windows (installed with every GPU driver); ggml links it directly
@@ -21,7 +21,7 @@ NAME = "vulkan"
 """A spec's ``backend`` value."""
 
 ORDER = 20
-"""Its place in the registry (:data:`bundlegraph.backends.BACKENDS`, lowest first)."""
+"""Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
 
 TITLE = "Vulkan"
 """Its name in messages."""

@@ -2,7 +2,7 @@
 :func:`.table.registry_rows` under the backend's name. All gate on ``backend == "vulkan"``:
 
 - ``vulkan-library``: the bundle holds the backend library (``libggml-vulkan.so`` /
-  ``ggml-vulkan.dll``: :func:`bundlegraph.backends.library_file`); silent when the leg's
+  ``ggml-vulkan.dll``: :func:`bundlegraph.schemas.backend.library_file`); silent when the leg's
   ``required`` list already names it (the ``required`` row says it then, once);
 - ``vulkan-loader``: the library's closure (it and what it imports from the bundle, followed to
   the end) takes nothing from outside the bundle but the Vulkan loader (``libvulkan.so.1``,
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 
 from ...checks import Failure
 from ...core.platforms import platform
+from ...schemas.backend import backend, library_file
 from ...verification.rows import Outcome, Row, Subject
-from .. import backend, library_file
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec

@@ -28,9 +28,9 @@ project's ``cmake_minimum_required`` runs, which is before the toolchain file is
 
 from __future__ import annotations
 
-from ... import backends
 from ...core.errors import SpecError
 from ...core.platforms import platform
+from ...schemas import backend as backends
 from ...schemas.cmake_rules import DERIVED, FORCED_OFF, cmake_problems
 from ...schemas.records import BundleSpec, CMakeValue
 

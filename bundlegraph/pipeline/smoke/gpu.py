@@ -14,12 +14,12 @@ import shutil
 import time
 from pathlib import Path
 
-from ...backends import backend
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.platforms import platform
 from ...core.report import say
+from ...schemas.backend import backend
 from . import judges, reference, throughput
 from .host import not_llama
 from .plan import TOOLS_CACHE, ReferencePlan, SmokePlan, SmokeToolsPlan

@@ -26,8 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...backends import backend
 from ...core.platforms import PLATFORMS
+from ...schemas.backend import backend
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -1,5 +1,5 @@
 """The GPU sides of ``smoke:<leg>`` by backend spec name (:func:`sides`): for each backend of
-:data:`bundlegraph.backends.BACKENDS`, the module its :attr:`~bundlegraph.backends.Backend.SMOKE`
+:data:`bundlegraph.schemas.backend.BACKENDS`, the module its :attr:`~bundlegraph.schemas.backend.Backend.SMOKE`
 names (a :class:`~.side.GpuSide`), None for a backend without GPU steps (the CPU). Adding a GPU
 backend's smoke: its side module, named by the backend module; nothing here changes."""
 
@@ -9,7 +9,7 @@ import functools
 import importlib
 from typing import cast
 
-from ... import backends
+from ...schemas import backend as backends
 from .side import GpuSide
 
 

@@ -11,12 +11,12 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...backends import backend, library_file
 from ...core import proc
 from ...core.errors import BundleGraphError
 from ...core.fsutil import atomic_write_json
 from ...core.lightclass import frozen, mutable
 from ...core.report import say
+from ...schemas.backend import backend, library_file
 from .plan import Decision, SmokePlan
 from .sides import side_of
 
