@@ -9,9 +9,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from bundlegraph.backends.cuda.toolkit_set import component_set
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolchains.cuda import CudaToolkit
-from bundlegraph.toolkit.identity import ComponentSet, component_set
+from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
 from bundlegraph.toolkit.ref import ref_for_set
 

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..backends.cuda.spec import CUDA
 from ..core.errors import BundleGraphError, ToolkitError
 
 
@@ -49,12 +50,12 @@ def repin(bundles: Path, labels: list[str], update: bool) -> list[str]:
 
     if not labels:
         matrix = load_matrix(bundles)
+        toolkits = [cuda.toolkit for cuda in map(CUDA.get, matrix.legs.values()) if cuda is not None]
         labels = sorted(
             {
-                s.cuda.toolkit.manifest
-                for s in matrix.legs.values()
-                if s.cuda and s.cuda.toolkit.source == "redist" and s.cuda.toolkit.manifest
-                if not s.cuda.toolkit.manifest.endswith(".json")
+                tk.manifest
+                for tk in toolkits
+                if tk.source == "redist" and tk.manifest and not tk.manifest.endswith(".json")
             }
         )
         if not labels:

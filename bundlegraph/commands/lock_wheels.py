@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..backends.cuda.spec import CUDA
 from ..core.errors import BundleGraphError
 from ..specs.loader import load_matrix
 from ..toolchains.registry import TOOLCHAINS
@@ -25,15 +26,16 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.bundles)
     wanted: dict[Path, tuple[str, list[tuple[str, str]]]] = {}
     for spec in matrix.legs.values():
-        if spec.cuda is None or spec.cuda.toolkit.source != "wheels":
+        table = CUDA.get(spec)
+        if table is None or table.toolkit.source != "wheels":
             continue
-        tk = spec.cuda.toolkit
+        tk = table.toolkit
         assert tk.lock is not None  # the spec schema requires it for source "wheels"
         path = (matrix.root / tk.lock).resolve()
         host = tk.host_platform or TOOLCHAINS[spec.toolchain].redist_host
-        cuda, pairs = wanted.setdefault(path, (spec.cuda.version, []))
-        if cuda != spec.cuda.version:
-            raise BundleGraphError(f"{path}: legs with CUDA {cuda} and {spec.cuda.version} share this lock")
+        cuda, pairs = wanted.setdefault(path, (table.version, []))
+        if cuda != table.version:
+            raise BundleGraphError(f"{path}: legs with CUDA {cuda} and {table.version} share this lock")
         pairs += [(c, host) for c in tk.host] + [(c, tk.target_platform) for c in tk.target]
     if args.lock:
         only = Path(args.lock).resolve()

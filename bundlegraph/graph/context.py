@@ -9,7 +9,7 @@ still resumes exactly: completed tasks have stamps, the interrupted one has none
 
 Filters (``only_profile``, ``only_leg``) are read when the graph loads and decide which legs
 exist, identically for the graph, ``bundlegraph matrix`` and ``bundlegraph plan``. So are the
-local-build overrides (``archs``, ``toolkit_source``; :mod:`bundlegraph.pipeline.overrides`), which turn
+local-build overrides (``archs``, ``toolkit_source``; :mod:`bundlegraph.backends.cuda.overrides`), which turn
 the selected CUDA legs into local builds that can never be published.
 
 ``smoke:<leg>`` is a default task of the legs whose bundle this host can start
@@ -24,14 +24,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ..core import paths, report, state
 from ..core.errors import BundleGraphError, SpecError, TaskSkipped
 from ..core.lightclass import mutable
-from ..pipeline import cleanup, overrides, smoke
+from ..pipeline import cleanup, smoke
 from ..pipeline.base import Context, Filters, Prepared, TaskPlan, select, upstream_digest
 from ..pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES
+from ..schemas.backend import BACKENDS, plug_in
+from ..schemas.records import Matrix
 from ..specs.loader import load_matrix
 
 NOT_ON_THE_LOAD_PATH = ("pydantic", "pefile", "httpx", "elftools", "signify", "filelock")
@@ -297,8 +299,16 @@ def load_context(bundles: str | Path, filters: Filters | None = None) -> Context
     matrix = load_matrix(bundles)
     filters = filters or Filters()
     legs = select(matrix, filters)
-    matrix = overrides.apply(matrix, legs, overrides.parse(filters.archs, filters.toolkit_source))
+    for b in BACKENDS:  # a backend's local-build overrides (CUDA's archs=, toolkit_source=)
+        if (mod := plug_in(b, "overrides")) is not None:
+            matrix = cast(_Overrides, mod).from_filters(matrix, legs, filters)
     return Context(matrix, legs, filters)
+
+
+class _Overrides(Protocol):
+    """A backend's ``overrides`` module (:func:`bundlegraph.backends.cuda.overrides.from_filters`)."""
+
+    def from_filters(self, matrix: Matrix, legs: list[str], filters: Filters) -> Matrix: ...
 
 
 def load_graph(bundles: str | Path, filters: Filters | None = None) -> Graph:

@@ -34,7 +34,7 @@ class Filters:
     """Load-time filters: keep legs whose ``profile.name`` is ``only_profile`` and/or whose id
     is ``only_leg``. ``artifacts``: a directory of bundles built elsewhere (merge bases).
     ``built``: a directory of build outputs made elsewhere (:func:`imported_build`).
-    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.pipeline.overrides`)."""
+    ``archs``/``toolkit_source``: local-build overrides (raw text, :mod:`bundlegraph.backends.cuda.overrides`)."""
 
     only_profile: str | None = None
     only_leg: str | None = None

@@ -5,7 +5,7 @@ one line per missing item) or writes ``dist/release-assets.txt`` — the files t
 name per line, sorted — by temp file + rename. Checks:
 
 - the run is not filtered (``only_profile``/``only_leg``): a filtered run can never publish;
-- no leg is a local build (``archs=``/``toolkit_source=`` overrides, :mod:`bundlegraph.pipeline.overrides`);
+- no leg is a local build (``archs=``/``toolkit_source=`` overrides, :mod:`bundlegraph.backends.cuda.overrides`);
 - the manifest and SHA index exist, parse, and name this release's tag and source commit; the
   manifest's sha256 is the one the index lists;
 - every promised leg (every spec unless ``promised = false``) has its bundle in ``dist/``,
@@ -42,7 +42,6 @@ from ..schemas.records import Matrix
 from ..schemas.smoke_status import read_status, sidecar
 from .base import Context, Prepared, TaskPlan, file_listing, run_plan, upstream_digest
 from .manifest import read_verified, source_leg
-from .overrides import is_local
 from .source import source_record
 
 NAME = "publish"
@@ -111,7 +110,7 @@ def gate(
     for leg in matrix.promised:
         spec = matrix.legs[leg]
         name = spec.bundle_name(rel.tag, rel.bundle_prefix)
-        if is_local(spec):
+        if spec.local is not None:  # a local build (archs=, toolkit_source=)
             probs.append(
                 f"{name}: a local build of {leg} (archs=/toolkit_source= override) is never published; "
                 f"run without BUNDLEGRAPH_ARCHS / BUNDLEGRAPH_TOOLKIT_SOURCE"

@@ -39,6 +39,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import field, replace
 
+from ..backends.cuda.spec import CUDA
 from ..core.lightclass import frozen
 from ..core.platforms import platform
 from ..pipeline.compile.costs import CostRecord
@@ -97,7 +98,7 @@ def leg_steps(spec: BundleSpec, record: CostRecord | None) -> tuple[list[CostedS
     if record is not None and record.objects:
         steps = [CompileStep(k, "", _lang(k)) for k in sorted(record.objects)]
         return costed(steps, record.objects, archs), sum(record.other.values())
-    if spec.cuda:
+    if CUDA.get(spec) is not None:
         steps = [CompileStep(f"estimated/cuda-{i}.cu", "", "CUDA") for i in range(NO_RECORD["cuda_steps"])]
         steps += [CompileStep(f"estimated/host-{i}.cpp", "", "CXX") for i in range(NO_RECORD["cuda_host_steps"])]
         links = 1
@@ -114,13 +115,13 @@ def row_seconds(row: JobRow, spec: BundleSpec, record: CostRecord | None, a: Ass
     parts: dict[str, float] = {"job": o["job"]}
     for step in platform(spec.os).setup_steps:  # what the runner installs first (Linux: the pinned .debs)
         parts[step] = o[step]
-    if spec.cuda:
-        parts["toolkit"] = o.get(f"toolkit_{spec.cuda.toolkit.source}", 0.0)
+    if (cuda := CUDA.get(spec)) is not None:
+        parts["toolkit"] = o.get(f"toolkit_{cuda.toolkit.source}", 0.0)
     steps, other = leg_steps(spec, record)
     compiles = row.shard or row.job in ("compile", "compile-final") or not row.imports_build
     if compiles:
         parts["source"] = o["source"]
-        parts["configure"] = o["configure_cuda" if spec.cuda else "configure_cpu"]
+        parts["configure"] = o["configure_cuda" if cuda is not None else "configure_cpu"]
     if row.shard:
         i, n = (int(x) for x in row.shard.split("/"))
         mine = split(steps, n)[i - 1]

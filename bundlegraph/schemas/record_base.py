@@ -11,7 +11,7 @@ import dataclasses
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self, TypeVar, cast, dataclass_transform
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast, dataclass_transform
 
 from .archs import Arch, CudaVersion
 
@@ -148,3 +148,34 @@ def field_docs(cls: type[Record]) -> dict[str, str]:
             ):
                 docs[stmt.target.id] = " ".join(nxt.value.value.split())
     return docs
+
+
+T = TypeVar("T", bound=Record)
+
+
+class TableReader(Generic[T]):
+    """A backend's typed read of its spec table: :class:`~bundlegraph.schemas.records.BundleSpec`
+    takes every backend's table by name as it loads (its ``spec`` module's ``TABLE``), so it
+    declares none of them for mypy; the backend's own modules read theirs through one of these
+    (``CUDA = TableReader("cuda", CudaSpec)``, then ``CUDA.of(spec).archs``)."""
+
+    def __init__(self, name: str, rec: type[T]) -> None:
+        self.name = name
+        self.rec = rec
+
+    def get(self, spec: object) -> T | None:
+        """``spec``'s table (None: a leg without it, another backend's)."""
+        t = getattr(spec, self.name, None)
+        if t is not None and not isinstance(t, self.rec):  # a bug: the records hold the table they took
+            raise TypeError(
+                f"{getattr(spec, 'id', spec)}: [{self.name}] is a {type(t).__name__}, not {self.rec.__name__}"
+            )
+        return t
+
+    def of(self, spec: object) -> T:
+        """``spec``'s table, which its leg has (a leg of the backend: the records' rule). Raises
+        TypeError naming the leg for one without it (a bug: callers ask only their own legs)."""
+        t = self.get(spec)
+        if t is None:
+            raise TypeError(f"{getattr(spec, 'id', spec)}: the leg has no [{self.name}] table")
+        return t

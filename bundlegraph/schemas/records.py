@@ -49,11 +49,6 @@ OS = Literal["windows", "linux", "macos"]
 CPUArch = Literal["x64", "arm64"]
 CMakeValue = bool | int | str | list[str]
 if TYPE_CHECKING:
-    from ..backends.cuda.spec import CudaSpec
-    from ..backends.hip.spec import HipSpec
-    from ..backends.metal.spec import MetalSpec
-    from ..backends.vulkan.spec import VulkanSpec
-
     BackendName = str
 else:  # the registry's names, so pydantic and the JSON Schema list exactly the backends there are
     BackendName = Literal[backends.BACKEND_NAMES]
@@ -205,7 +200,7 @@ class SmokeSpec(Record):
 
 @record
 class LocalBuild(Record):
-    """What makes a leg a local build (:mod:`bundlegraph.pipeline.overrides`; never in a spec file)."""
+    """What makes a leg a local build (:mod:`bundlegraph.backends.cuda.overrides`; never in a spec file)."""
 
     tag: str
     """the profile suffix after + (sm90-local, host13.0-local)"""
@@ -315,11 +310,6 @@ class BundleSpec(Record):
     """the toolchain that compiles the leg (see bundlegraph/toolchains)"""
     profile: Profile
     """what an installer chooses by: name, line, klass, rank"""
-    if TYPE_CHECKING:  # the backends' own tables (below): typed here for mypy, which reads no run-time fields
-        cuda: CudaSpec | None = None
-        vulkan: VulkanSpec | None = None
-        hip: HipSpec | None = None
-        metal: MetalSpec | None = None
     cmake: dict[str, CMakeValue] = field(default_factory=dict)
     """CMake cache entries for the configure (NAME = true/false/number/text); a key the project does not use fails
     the configure. The backend's own option (GGML_CUDA, GGML_HIP ...) is on unless the file says otherwise, and a HIP

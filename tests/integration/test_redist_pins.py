@@ -14,8 +14,9 @@ import graphrun
 import pytest
 from redistserver import RedistServer
 
+from bundlegraph.backends.cuda.toolkit_set import component_set
 from bundlegraph.core.errors import HashMismatch
-from bundlegraph.toolkit.identity import ComponentSet, component_set
+from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.redist import get_manifest, manifest_location
 from bundlegraph.toolkit.redistlock import ManifestNotPinned, load_pins, lock_path
 

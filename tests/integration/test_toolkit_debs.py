@@ -130,8 +130,8 @@ def test_the_set_is_named_by_the_debs_and_refuses_what_they_cannot_build(tk, tmp
     lock_file.write_text(text)
     spec = bundles / "linux-x64-cuda12-older.toml"
     spec.write_text(spec.read_text().replace('version = "12.4"', 'version = "12.8"'))
+    from bundlegraph.backends.cuda.toolkit_set import component_set
     from bundlegraph.specs.loader import load_matrix
-    from bundlegraph.toolkit.identity import component_set
 
     m = load_matrix(bundles)
     cs128 = component_set(m.legs["linux-x64-cuda12-older"], m.root, str(spec))

@@ -14,11 +14,12 @@ import pytest
 from conftest import require_input, require_tools
 from elftools.elf.elffile import ELFFile
 
+from bundlegraph.backends.cuda.toolkit_set import component_set
 from bundlegraph.core import proc
 from bundlegraph.core.errors import ToolkitError
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit import layout
-from bundlegraph.toolkit.identity import ComponentSet, component_set
+from bundlegraph.toolkit.identity import ComponentSet
 from bundlegraph.toolkit.install import install
 from bundlegraph.toolkit.lockfile import load_lock
 from bundlegraph.toolkit.ref import ref_for_set

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph.backends.cuda.toolkit_set import component_set
 from bundlegraph.core.errors import SpecError
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit.components import required_files
-from bundlegraph.toolkit.identity import component_set
 from bundlegraph.toolkit.redist import resolve
 
 ROOT = Path(__file__).resolve().parents[2]

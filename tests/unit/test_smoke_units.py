@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from bundlegraph.backends.cuda.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
 from bundlegraph.backends.cuda.smoke import OP_NAMES as OPS
 from bundlegraph.backends.cuda.smoke import decide
 from bundlegraph.core.errors import BundleGraphError
 from bundlegraph.core.gpus import Gpu, GpuProbe, covered, parse_query
 from bundlegraph.graph.context import Filters, load_graph
-from bundlegraph.pipeline.overrides import LocalOverrides, is_local, parse_archs, parse_toolkit_source
 from bundlegraph.pipeline.smoke import judge_devices, judge_op, plan_smoke
 from bundlegraph.pipeline.smoke.judges import judge_gpu_generate as judge_generate
 

@@ -12,12 +12,12 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from bundlegraph.backends.cuda.sdk import toolkit_for_leg
+from bundlegraph.backends.cuda.toolkit_set import component_set
 from bundlegraph.core.errors import ToolkitError
 from bundlegraph.graph.context import Context, Filters
 from bundlegraph.pipeline.toolkit import plans
 from bundlegraph.specs.loader import load_matrix
 from bundlegraph.toolkit.components import required_files
-from bundlegraph.toolkit.identity import component_set
 from bundlegraph.toolkit.install import refuse_windows_wheels
 from bundlegraph.toolkit.lockfile import load_lock
 from bundlegraph.toolkit.stub import SONAME, build_stub, driver_symbols

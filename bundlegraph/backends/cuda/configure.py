@@ -17,6 +17,7 @@ from ...core.platforms import platform
 from ...toolchains import msvc
 from ...toolchains.cmake_hooks import reproducibility_problems
 from ...toolchains.cuda import CudaToolkit
+from .spec import CUDA
 
 if TYPE_CHECKING:
     from ...pipeline.compile.launcher import ProbeTools
@@ -38,15 +39,15 @@ def _toolkit(sdk: SdkRef | None) -> CudaToolkit:
 
 def cache_entries(spec: BundleSpec) -> dict[str, str]:
     """``CMAKE_CUDA_ARCHITECTURES``: the leg's ``[cuda] archs`` in CMake's spelling."""
-    assert spec.cuda is not None  # a CUDA leg
-    return {"CMAKE_CUDA_ARCHITECTURES": ";".join(spec.cuda.cmake_archs)}
+    cuda = CUDA.of(spec)
+    return {"CMAKE_CUDA_ARCHITECTURES": ";".join(cuda.cmake_archs)}
 
 
 def device_targets(spec: BundleSpec) -> int:
     """The leg's archs: nvcc compiles each CUDA source once per arch (its memory per job and its
     time grow with them)."""
-    assert spec.cuda is not None  # a CUDA leg
-    return len(spec.cuda.archs)
+    cuda = CUDA.of(spec)
+    return len(cuda.archs)
 
 
 def hooks(tc: Toolchain, sdk: SdkRef | None) -> tuple[bool, str | None]:

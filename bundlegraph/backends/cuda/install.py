@@ -15,6 +15,7 @@ from ...schemas.host import Host, Selection
 from ...schemas.installer import PORTABLE_CLASS
 from ...schemas.manifest import ManifestArtifact
 from . import BLACKWELL_LINES_FIRST, BLACKWELL_NEEDS_MAX_SM_100, MIN_DRIVER, RUNTIME_LINES_ON_DISK_ONLY, oldest_driver
+from .spec import CUDA
 
 
 def attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
@@ -94,9 +95,9 @@ def host_classes(os_name: str, arch: str, drivers: list[tuple[int, int]]) -> lis
 def claims(spec: BundleSpec) -> list[Host]:
     """A host of each SM the leg's archs name (``120a`` -> 120), or a PTX-only leg each SM it
     states (``cuda.supported_sms``), with the oldest driver of its runtime line."""
-    assert spec.cuda is not None  # a CUDA leg
-    drv = oldest_driver(spec.profile.line, spec.cuda.version.major)
-    sms = spec.cuda.supported_sms or sorted({fatbin_sm(a) for a in spec.cuda.archs if a.sass})
+    cuda = CUDA.of(spec)
+    drv = oldest_driver(spec.profile.line, cuda.version.major)
+    sms = cuda.supported_sms or sorted({fatbin_sm(a) for a in cuda.archs if a.sass})
     return [Host(spec.os, spec.arch, (sm,), drv) for sm in sms]
 
 

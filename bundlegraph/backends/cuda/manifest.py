@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...schemas.archs import supported_sms_of
 from ...schemas.entry import EntryFields
+from .spec import CUDA
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -43,9 +44,9 @@ are taken as 13.4's."""
 def planned_sass(spec: BundleSpec) -> list[str]:
     """The SASS targets a CUDA leg's fatbin will hold, as verify reports them (``["86", "120a"]``):
     its archs with SASS, plain ``12X`` rewritten to ``12Xa`` as ggml does (module docstring)."""
-    assert spec.cuda is not None  # a CUDA leg
+    cuda = CUDA.of(spec)
     out = []
-    for a in spec.cuda.archs:
+    for a in cuda.archs:
         if a.sass:
             plain = not a.feature and 120 <= a.sm <= 129
             out.append(f"{a.sm}{'a' if plain else a.feature}")
@@ -55,8 +56,7 @@ def planned_sass(spec: BundleSpec) -> list[str]:
 def fields(spec: BundleSpec, sass: list[str] | None) -> EntryFields:
     """The archs in CMake's spelling, the spec's toolkit version and the supported SMs: a PTX-only
     leg's from its spec, else from ``sass`` (the SASS verify found; None: :func:`planned_sass`)."""
-    cuda = spec.cuda
-    assert cuda is not None  # a CUDA leg
+    cuda = CUDA.of(spec)
     if cuda.supported_sms:
         sms = list(cuda.supported_sms)
     else:
@@ -67,8 +67,8 @@ def fields(spec: BundleSpec, sass: list[str] | None) -> EntryFields:
 def extra_mb(spec: BundleSpec) -> float:
     """One :data:`ENTRY_MB` per SASS and per PTX arch, plus the runtime the bundle ships on its OS
     (:data:`RUNTIME_MB`)."""
-    assert spec.cuda is not None  # a CUDA leg
-    mb = ENTRY_MB * sum(int(a.sass) + int(a.ptx) for a in spec.cuda.archs)
+    cuda = CUDA.of(spec)
+    mb = ENTRY_MB * sum(int(a.sass) + int(a.ptx) for a in cuda.archs)
     shipped = RUNTIME_MB.get(spec.os, {})
     if shipped and spec.runtime.ships and spec.profile.line:
         mb += shipped.get((spec.profile.line, spec.arch), max(shipped.values()))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.platforms import platform
 from ...schemas.archs import CudaVersion, arch_supported, fatbin_sm
+from .spec import CUDA
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -29,22 +30,22 @@ not named has them in every version the specs may name."""
 def problems(f: Path, s: BundleSpec, root: Path, read: list[Path]) -> list[str]:
     """Every rule of this module on the leg ``s`` of file ``f`` (lock paths are relative to the
     bundles directory ``root``; a wheels lock read is appended to ``read``)."""
-    assert s.cuda is not None  # a CUDA leg has its table (the records' rule)
-    out = cuda_problems(f, s.os, s.arch, s.cuda) + ptx_jit_problems(f, s)
-    major = s.cuda.version.major
-    tk = s.cuda.toolkit
-    if tk.source == "redist" and tk.manifest and CudaVersion(tk.manifest).parts != s.cuda.version.parts:
+    cuda = CUDA.of(s)
+    out = cuda_problems(f, s.os, s.arch, cuda) + ptx_jit_problems(f, s)
+    major = cuda.version.major
+    tk = cuda.toolkit
+    if tk.source == "redist" and tk.manifest and CudaVersion(tk.manifest).parts != cuda.version.parts:
         out.append(
-            f"{f}: cuda.version: '{s.cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
+            f"{f}: cuda.version: '{cuda.version}', but cuda.toolkit.manifest '{tk.manifest}' is "
             f"CUDA {'.'.join(tk.manifest.split('.')[:2])}; the toolkit installed is the manifest's: "
             f"make them agree"
         )
     if tk.source == "wheels" and tk.lock:
-        out += _lock_problems(f, s.cuda.version, root / tk.lock)
+        out += _lock_problems(f, cuda.version, root / tk.lock)
         read.append(root / tk.lock)
     if s.profile.line is not None and s.profile.line != f"cuda{major}":
         out.append(
-            f"{f}: profile.line: '{s.profile.line}', but cuda.version {s.cuda.version} is CUDA {major}; "
+            f"{f}: profile.line: '{s.profile.line}', but cuda.version {cuda.version} is CUDA {major}; "
             f"installers choose the runtime line by it: set profile.line = 'cuda{major}'"
         )
     return out
@@ -95,15 +96,15 @@ def ptx_jit_problems(f: Path, s: BundleSpec) -> list[str]:
     from ...checks.ptxisa import emitted_isa, first_driver, fmt, max_isa
     from . import oldest_driver
 
-    assert s.cuda is not None
-    sass = {fatbin_sm(a) for a in s.cuda.archs if a.sass}
-    ptx_only = [a.cmake for a in s.cuda.archs if a.ptx and fatbin_sm(a) not in sass]
-    isa, driver = emitted_isa(s.cuda.version.parts), oldest_driver(s.profile.line, s.cuda.version.major)
+    cuda = CUDA.of(s)
+    sass = {fatbin_sm(a) for a in cuda.archs if a.sass}
+    ptx_only = [a.cmake for a in cuda.archs if a.ptx and fatbin_sm(a) not in sass]
+    isa, driver = emitted_isa(cuda.version.parts), oldest_driver(s.profile.line, cuda.version.major)
     top = max_isa(driver)
     if not ptx_only or isa is None or (top is not None and isa <= top):
         return []
     return [
-        f"{f}: cuda.version: CUDA {s.cuda.version} writes PTX ISA {fmt(isa)} (which needs {first_driver(isa)}), but "
+        f"{f}: cuda.version: CUDA {cuda.version} writes PTX ISA {fmt(isa)} (which needs {first_driver(isa)}), but "
         f"the PTX-only archs {', '.join(ptx_only)} are JIT-compiled by drivers from CUDA {fmt(driver)}, the oldest "
         f"selection sends this leg to, which read PTX ISA up to {fmt(top) if top else 'none'}: build with CUDA "
         f"{fmt(driver)} or raise the leg's driver floor"

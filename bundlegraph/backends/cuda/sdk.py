@@ -49,8 +49,9 @@ from ...core.errors import HostMismatch
 from ...core.lightclass import frozen
 from ...core.state import Present
 from ...schemas.records import BundleSpec
-from ...toolkit.identity import ComponentSet, component_set
+from ...toolkit.identity import ComponentSet
 from ...toolkit.ref import CudaToolkit, ref_for_set
+from .toolkit_set import component_set
 
 if TYPE_CHECKING:
     from ...pipeline.base import Context

@@ -16,6 +16,7 @@ from ...pipeline.smoke.line import Sibling
 from ...pipeline.smoke.side import Decision, RunView
 from ...schemas.backend import backend, library_file
 from ...toolchains.base import this_host
+from .spec import CUDA
 
 if TYPE_CHECKING:
     from ...core.gpus import GpuProbe
@@ -148,16 +149,16 @@ def sibling(ctx: Context, leg: str) -> Sibling | None:
     says nothing of the CUDA 12 toolkit's SASS); of the same class as the bundle where there is
     one, else the highest rank."""
     spec = ctx.spec(leg)
-    if spec.cuda is None or spec.profile.line != "cuda13":
+    if CUDA.get(spec) is None or spec.profile.line != "cuda13":
         return None
     legs = ctx.matrix.legs
     candidates = [
         n
         for n, s in legs.items()
-        if s.cuda is not None
+        if (cuda := CUDA.get(s)) is not None
         and (s.os, s.arch) == (spec.os, spec.arch)
         and s.profile.line == LINE
-        and any(a.sass for a in s.cuda.archs)
+        and any(a.sass for a in cuda.archs)
     ]
     if not candidates:
         return None

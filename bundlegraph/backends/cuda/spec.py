@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from ...schemas.archs import Arch, CudaVersion, known_sms
 from ...schemas.constraints import Check, unique
-from ...schemas.record_base import Record, record
+from ...schemas.record_base import Record, TableReader, record
 
 RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
 """NVIDIA's redist platform keys (the keys of a ``redistrib_<ver>.json`` component)."""
@@ -98,6 +98,9 @@ class CudaSpec(Record):
 
 TABLE = CudaSpec
 """The record of a CUDA leg's ``[cuda]`` table."""
+
+CUDA = TableReader("cuda", CudaSpec)
+"""Typed reads of a leg's ``[cuda]`` table (``CUDA.of(spec)``, ``CUDA.get(spec)``)."""
 
 WRITE_NULL = True
 """A leg of another backend writes ``"cuda": null`` in its JSON form (what action keys hold):

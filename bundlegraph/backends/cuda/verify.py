@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ...checks import Failure
 from ...schemas.backend import backend, library_file
 from ...verification.rows import Outcome, Row, Subject
+from .spec import CUDA
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -95,14 +96,14 @@ def policy_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, obje
     """What a CUDA leg promises its bundle (:func:`bundlegraph.verification.policy.policy_from_spec`):
     its archs against the fatbin, its driver (``cuda``), its CUDA major against every import and,
     with PTX-only archs, the oldest driver their PTX must JIT on; and the archs its info file states."""
-    assert spec.cuda is not None  # a CUDA leg
+    cuda = CUDA.of(spec)
     fields: BackendFields = {
-        "archs": tuple(spec.cuda.archs),
+        "archs": tuple(cuda.archs),
         "cuda": True,
-        "cuda_major": spec.cuda.version.major,
+        "cuda_major": cuda.version.major,
         "driver_floor": _driver_floor(spec),
     }
-    return fields, [("archs", tuple(spec.cuda.cmake_archs))]
+    return fields, [("archs", tuple(cuda.cmake_archs))]
 
 
 def _driver_floor(spec: BundleSpec) -> str | None:
@@ -111,11 +112,11 @@ def _driver_floor(spec: BundleSpec) -> str | None:
     from ...schemas.archs import fatbin_sm
     from . import oldest_driver
 
-    assert spec.cuda is not None  # a CUDA leg
-    sass = {fatbin_sm(a) for a in spec.cuda.archs if a.sass}
-    if not any(a.ptx and fatbin_sm(a) not in sass for a in spec.cuda.archs):
+    cuda = CUDA.of(spec)
+    sass = {fatbin_sm(a) for a in cuda.archs if a.sass}
+    if not any(a.ptx and fatbin_sm(a) not in sass for a in cuda.archs):
         return None
-    major, minor = oldest_driver(spec.profile.line, spec.cuda.version.major)
+    major, minor = oldest_driver(spec.profile.line, cuda.version.major)
     return f"{major}.{minor}"
 
 

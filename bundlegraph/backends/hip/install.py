@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ...schemas.host import Host, Selection
 from ...schemas.manifest import ManifestArtifact
 from . import FAMILIES
+from .spec import HIP
 
 
 def attempts(sel: Selection, kind: str, arts: list[ManifestArtifact], host: Host) -> list[str]:
@@ -37,8 +38,8 @@ def host_classes(os_name: str, arch: str, drivers: list[tuple[int, int]]) -> lis
 
 def claims(spec: BundleSpec) -> list[Host]:
     """An AMD host of each of the leg's ``mapped_targets``."""
-    assert spec.hip is not None  # a ROCm leg
-    return [Host(spec.os, spec.arch, gfx=t) for t in spec.hip.mapped_targets]
+    hip = HIP.of(spec)
+    return [Host(spec.os, spec.arch, gfx=t) for t in hip.mapped_targets]
 
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...schemas.entry import EntryFields
+from .spec import HIP
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 
 def fields(spec: BundleSpec, sass: list[str] | None) -> EntryFields:
     """The leg's family and its targets (``[hip]``)."""
-    assert spec.hip is not None  # a ROCm leg
-    return EntryFields(gfx_target=spec.hip.gfx_target, mapped_targets=list(spec.hip.mapped_targets))
+    hip = HIP.of(spec)
+    return EntryFields(gfx_target=hip.gfx_target, mapped_targets=list(hip.mapped_targets))
 
 
 def extra_mb(spec: BundleSpec) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...core.errors import did_you_mean
+from .spec import HIP
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -29,40 +30,40 @@ def problems(f: Path, s: BundleSpec, root: Path, read: list[Path]) -> list[str]:
     from . import FAMILIES, ROCBLAS_FOLDER, RUNTIME_REQUIRED
     from .sdk import load_lock
 
-    assert s.hip is not None
+    hip = HIP.of(s)
     out = []
-    want = FAMILIES.get(s.hip.gfx_target)
+    want = FAMILIES.get(hip.gfx_target)
     if want is None:
         out.append(
-            f"{f}: hip.gfx_target: '{s.hip.gfx_target}' is not one of the fork's families "
-            f"({', '.join(FAMILIES)}){did_you_mean(s.hip.gfx_target, FAMILIES)}"
+            f"{f}: hip.gfx_target: '{hip.gfx_target}' is not one of the fork's families "
+            f"({', '.join(FAMILIES)}){did_you_mean(hip.gfx_target, FAMILIES)}"
         )
-    elif list(s.hip.mapped_targets) != list(want):
+    elif list(hip.mapped_targets) != list(want):
         out.append(
-            f"{f}: hip.mapped_targets: {s.hip.mapped_targets}, but family {s.hip.gfx_target} is {list(want)} "
+            f"{f}: hip.mapped_targets: {hip.mapped_targets}, but family {hip.gfx_target} is {list(want)} "
             f"(the installer serves a host by this list)"
         )
     gpu = _cmake_list(s.cmake.get("GPU_TARGETS"))
-    if gpu != list(s.hip.mapped_targets):
+    if gpu != list(hip.mapped_targets):
         out.append(
-            f"{f}: cmake.GPU_TARGETS: {gpu}, but hip.mapped_targets is {s.hip.mapped_targets}: the bundle must "
+            f"{f}: cmake.GPU_TARGETS: {gpu}, but hip.mapped_targets is {hip.mapped_targets}: the bundle must "
             f"hold code objects for exactly the targets it promises"
         )
     # what verify must refuse: a bundle without the runtime ggml-hip imports (a Windows one without
     # hipblas.dll: ggml-org/llama.cpp#26996) or without a rocBLAS kernel file of one of its targets
-    want_req = [*RUNTIME_REQUIRED[s.os], *(f"{ROCBLAS_FOLDER}/*{t}*" for t in s.hip.mapped_targets)]
+    want_req = [*RUNTIME_REQUIRED[s.os], *(f"{ROCBLAS_FOLDER}/*{t}*" for t in hip.mapped_targets)]
     if missing := [r for r in want_req if r not in s.required]:
         out.append(
             f"{f}: required: lacks {', '.join(missing)}: a HIP bundle must hold the runtime ggml-hip imports "
             f"and a rocBLAS kernel file for every mapped target"
         )
-    lock = root / s.hip.sdk.lock
+    lock = root / hip.sdk.lock
     read.append(lock)
     try:
         got = load_lock(lock)
     except ToolkitError as e:
         out.append(f"{f}: hip.sdk.lock: {e}")
     else:
-        if got.therock != s.hip.sdk.version:
-            out.append(f"{f}: hip.sdk.version: '{s.hip.sdk.version}', but {s.hip.sdk.lock} pins TheRock {got.therock}")
+        if got.therock != hip.sdk.version:
+            out.append(f"{f}: hip.sdk.version: '{hip.sdk.version}', but {hip.sdk.lock} pins TheRock {got.therock}")
     return out

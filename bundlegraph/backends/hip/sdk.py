@@ -47,6 +47,7 @@ from ...core.state import Present
 from ...schemas.records import BundleSpec
 from .. import hip
 from .sdk_ref import HipSdk, runtime_files
+from .spec import HIP
 
 if TYPE_CHECKING:
     from ...toolkit.sdkpins import SdkFile
@@ -332,10 +333,11 @@ __all__ = [
 
 
 def _sdk_plan(spec: BundleSpec, bundles: Path, spec_file: str) -> SdkPlan:
-    if spec.hip is None:
+    hip_table = HIP.get(spec)
+    if hip_table is None:
         raise ToolkitError(f"{spec_file}: hip: the leg has no [hip] table, so no HIP SDK")
     try:
-        return tarball_plan(spec.os, spec.hip.gfx_target, spec.hip.sdk.version, bundles / spec.hip.sdk.lock)
+        return tarball_plan(spec.os, hip_table.gfx_target, hip_table.sdk.version, bundles / hip_table.sdk.lock)
     except ToolkitError as e:
         raise ToolkitError(f"{spec_file}: hip.sdk: {e}") from None
 
@@ -399,9 +401,9 @@ def pinned_files(spec: BundleSpec, bundles: Path, spec_file: Path) -> list[SdkFi
     Raises :class:`~bundlegraph.core.errors.ToolkitError` for a lock that does not load."""
     from ...toolkit.sdkpins import SdkFile as File
 
-    assert spec.hip is not None  # a HIP leg
-    lock_file = bundles / spec.hip.sdk.lock
-    name = tarball_name(spec.os, spec.hip.gfx_target, spec.hip.sdk.version)
+    hip = HIP.of(spec)
+    lock_file = bundles / hip.sdk.lock
+    name = tarball_name(spec.os, hip.gfx_target, hip.sdk.version)
     row = load_lock(lock_file).tarballs.get(name)
     url = row.url if row else DOWNLOAD.format(name=name)
     return [File("therock", name, url, lock_file, row.sha256 if row else "", row.size if row else 0)]

@@ -7,7 +7,7 @@ from dataclasses import field
 from typing import Annotated, Literal
 
 from ...schemas.constraints import Check, unique
-from ...schemas.record_base import Record, record
+from ...schemas.record_base import Record, TableReader, record
 
 
 @record
@@ -43,3 +43,6 @@ class HipSpec(Record):
 
 TABLE = HipSpec
 """The record of a ROCm leg's ``[hip]`` table."""
+
+HIP = TableReader("hip", HipSpec)
+"""Typed reads of a leg's ``[hip]`` table (``HIP.of(spec)``, ``HIP.get(spec)``)."""

@@ -27,6 +27,7 @@ from ...checks import Failure
 from ...core.platforms import OS_NAMES
 from ...schemas.backend import backend, library_file
 from ...verification.rows import Outcome, Row, Subject
+from .spec import HIP
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -90,8 +91,8 @@ def hip_code(s: Subject, p: VerifyPolicy) -> Outcome:
 def policy_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """What a ROCm leg promises its bundle: code objects for exactly its mapped targets, and its
     family in the info file."""
-    assert spec.hip is not None  # a ROCm leg
-    return {"gfx_targets": tuple(spec.hip.mapped_targets)}, [("gfx_target", spec.hip.gfx_target)]
+    hip = HIP.of(spec)
+    return {"gfx_targets": tuple(hip.mapped_targets)}, [("gfx_target", hip.gfx_target)]
 
 
 ROWS: tuple[Row, ...] = (

@@ -3,7 +3,7 @@ and the JSON Schema take up as they load): how it ships its shader library."""
 
 from __future__ import annotations
 
-from ...schemas.record_base import Record, record
+from ...schemas.record_base import Record, TableReader, record
 
 
 @record
@@ -17,3 +17,6 @@ class MetalSpec(Record):
 
 TABLE = MetalSpec
 """The record of a Metal leg's ``[metal]`` table."""
+
+METAL = TableReader("metal", MetalSpec)
+"""Typed reads of a leg's ``[metal]`` table (``METAL.of(spec)``, ``METAL.get(spec)``)."""

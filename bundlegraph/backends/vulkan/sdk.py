@@ -44,7 +44,7 @@ from ...schemas.records import BundleSpec
 from ...toolchains.registry import TOOLCHAINS
 from ...toolkit.ref import toolkits_root
 from .sdk_ref import RECEIPT, VulkanSdk, shader_extensions
-from .spec import VulkanSdkSpec
+from .spec import VULKAN, VulkanSdkSpec
 
 if TYPE_CHECKING:
     from ...toolkit.sdkpins import SdkFile
@@ -137,9 +137,10 @@ def sdk_set(spec: BundleSpec, bundles: Path, spec_file: str) -> VulkanSdkSet:
     """The SDK identity of a Vulkan leg (pure: reads the lock file only). Raises
     :class:`ToolkitError` naming ``spec_file`` and the key for a leg without ``[vulkan]``, an
     unknown toolchain or a lock that lacks a package."""
-    if spec.vulkan is None:
+    vulkan = VULKAN.get(spec)
+    if vulkan is None:
         raise ToolkitError(f"{spec_file}: vulkan: the leg has no [vulkan] table, so no Vulkan SDK")
-    sdk = spec.vulkan.sdk
+    sdk = vulkan.sdk
     tc = TOOLCHAINS.get(spec.toolchain)
     if tc is None:
         raise ToolkitError(f"{spec_file}: toolchain: unknown toolchain '{spec.toolchain}'")
@@ -214,7 +215,7 @@ def pinned_files(spec: BundleSpec, bundles: Path, spec_file: Path) -> list[SdkFi
     the others (Debian's packages are pinned by ``lock-debs``)."""
     from ...toolkit.sdkpins import SdkFile as File
 
-    sdk = spec.vulkan.sdk if spec.vulkan else None
+    sdk = vulkan.sdk if (vulkan := VULKAN.get(spec)) is not None else None
     if sdk is None or sdk.source != "lunarg" or not sdk.url_name or not sdk.version:
         return []
     url = LUNARG_DOWNLOAD.format(version=sdk.version, url_name=sdk.url_name)

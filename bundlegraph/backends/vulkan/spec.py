@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from ...core.errors import did_you_mean
 from ...schemas.constraints import SHA256, Check
-from ...schemas.record_base import Record, record
+from ...schemas.record_base import Record, TableReader, record
 from . import SHADER_EXTENSIONS
 
 
@@ -69,3 +69,6 @@ class VulkanSpec(Record):
 
 TABLE = VulkanSpec
 """The record of a Vulkan leg's ``[vulkan]`` table."""
+
+VULKAN = TableReader("vulkan", VulkanSpec)
+"""Typed reads of a leg's ``[vulkan]`` table (``VULKAN.of(spec)``, ``VULKAN.get(spec)``)."""

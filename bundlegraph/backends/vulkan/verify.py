@@ -33,6 +33,7 @@ from ...checks import Failure
 from ...core.platforms import platform
 from ...schemas.backend import backend, library_file
 from ...verification.rows import Outcome, Row, Subject
+from .spec import VULKAN
 
 if TYPE_CHECKING:
     from ...schemas.records import BundleSpec
@@ -207,8 +208,8 @@ def shaders(s: Subject, p: VerifyPolicy) -> Outcome:
 def policy_fields(spec: BundleSpec) -> tuple[BackendFields, list[tuple[str, object]]]:
     """What a Vulkan leg promises its bundle: every shader path glslc could compile, but those its
     spec waives (``[vulkan] waive_compiled_out``, as ``(extension, reason)`` pairs)."""
-    assert spec.vulkan is not None  # a Vulkan leg
-    return {"vulkan_waived": tuple(sorted((spec.vulkan.waive_compiled_out or {}).items()))}, []
+    vulkan = VULKAN.of(spec)
+    return {"vulkan_waived": tuple(sorted((vulkan.waive_compiled_out or {}).items()))}, []
 
 
 ROWS: tuple[Row, ...] = (

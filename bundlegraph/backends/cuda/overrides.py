@@ -1,4 +1,4 @@
-"""Local-build overrides, read when the graph loads (like the leg filters): build a CUDA leg
+"""The CUDA legs' local-build overrides, read when the graph loads (like the leg filters): build a CUDA leg
 for chosen GPU architectures and/or with the toolkit already installed on this host.
 
 - ``archs``: ``doit archs=90`` / ``BUNDLEGRAPH_ARCHS=90`` (comma- or semicolon-separated CMake
@@ -27,12 +27,16 @@ import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.errors import BundleGraphError
-from ..core.lightclass import frozen
-from ..schemas.archs import CudaVersion, arch_supported, parse_arch
-from ..schemas.records import BundleSpec, Matrix
+from ...core.errors import BundleGraphError
+from ...core.lightclass import frozen
+from ...schemas.archs import CudaVersion, arch_supported, parse_arch
+from ...schemas.records import BundleSpec, Matrix
+from .spec import CUDA
+
+if TYPE_CHECKING:
+    from ...pipeline.base import Filters
 
 LOCAL_MARK = "-local"
 T = TypeVar("T")
@@ -68,7 +72,7 @@ def parse_archs(raw: str) -> tuple[str, ...]:
     present. Raises :class:`BundleGraphError` naming the variable and the bad value."""
     raw = raw.strip()
     if raw == "native":
-        from ..core.gpus import probe
+        from ...core.gpus import probe
 
         p = probe()
         if not p.gpus:
@@ -89,7 +93,7 @@ def parse_archs(raw: str) -> tuple[str, ...]:
 
 def parse_toolkit_source(raw: str) -> Path:
     """``host`` or ``host:PATH`` -> the host toolkit root. Raises naming the accepted forms."""
-    from ..toolkit.identity import host_toolkit_path
+    from ...toolkit.identity import host_toolkit_path
 
     kind, _, path = raw.strip().partition(":")
     if kind != "host":
@@ -102,7 +106,7 @@ def parse_toolkit_source(raw: str) -> Path:
 
 def parse(archs: str | None, toolkit_source: str | None) -> LocalOverrides:
     """Both overrides from their raw strings (None/empty = not given)."""
-    from ..toolkit.hostsrc import read_version
+    from ...toolkit.hostsrc import read_version
 
     a = parse_archs(archs) if archs else None
     root = parse_toolkit_source(toolkit_source) if toolkit_source else None
@@ -119,17 +123,17 @@ def apply(matrix: Matrix, legs: list[str], ov: LocalOverrides) -> Matrix:
     buildable with the leg's (possibly overridden) CUDA version."""
     if not ov.active:
         return matrix
-    from ..specs.validation import validate_leg, validate_table  # (pydantic: only with overrides)
+    from ...specs.validation import validate_leg, validate_table  # (pydantic: only with overrides)
 
     new = dict(matrix.legs)
     problems = []
     for leg in legs:
         spec = matrix.legs[leg]
-        if spec.cuda is None:
+        if CUDA.get(spec) is None:
             continue
         where = matrix.files.get(leg, f"{leg}.toml")
         shards = spec.build.shards  # not in the dump (no key holds it): carried over by hand
-        cuda = spec.cuda
+        cuda = CUDA.of(spec)
         if ov.host_toolkit is not None:
             assert ov.toolkit_version is not None  # read from the host toolkit with its path
             major = CudaVersion(ov.toolkit_version).major
@@ -195,3 +199,10 @@ def _validated(validate: Callable[[dict[str, Any]], T], data: dict[str, Any], wh
 def is_local(spec: BundleSpec) -> bool:
     """True for a leg the overrides made a local build (its typed ``local`` field)."""
     return spec.local is not None
+
+
+def from_filters(matrix: Matrix, legs: list[str], filters: Filters) -> Matrix:
+    """What the graph's loader asks every backend's ``overrides`` module: ``matrix`` with the
+    overrides of ``filters`` (``archs``, ``toolkit_source``) applied to the selected ``legs``
+    (:func:`parse`, :func:`apply`; raises as they do)."""
+    return apply(matrix, legs, parse(filters.archs, filters.toolkit_source))
