@@ -91,7 +91,7 @@ def cuda_problems(f: Path, os_: object, arch: object, cuda: CudaSpec) -> list[st
 
 def ptx_jit_problems(f: Path, s: BundleSpec) -> list[str]:
     """A leg with PTX-only archs (``61-virtual``): its toolkit's PTX ISA must be one the oldest
-    driver selection sends the leg to JIT-compiles (:func:`bundlegraph.installer.selection.oldest_driver`,
+    driver selection sends the leg to JIT-compiles (:func:`bundlegraph.backends.cuda.oldest_driver`,
     :mod:`bundlegraph.checks.ptxisa`), the rule verify's ``ptx-isa`` row holds the built fatbin to."""
     from ...checks.ptxisa import emitted_isa, first_driver, fmt, max_isa
     from . import oldest_driver

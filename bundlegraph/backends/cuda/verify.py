@@ -7,7 +7,7 @@
 - ``ptx-isa``: a leg with PTX-only archs (``61-virtual``): the PTX ISA of every PTX-only entry of
   each CUDA backend library's fatbin is one the oldest driver selection sends the leg to
   JIT-compiles (:func:`bundlegraph.checks.ptxisa.jit_problems`; the driver: the policy's
-  ``driver_floor``, :func:`bundlegraph.installer.selection.oldest_driver`);
+  ``driver_floor``, :func:`bundlegraph.backends.cuda.oldest_driver`);
 - ``cuda-major``: no file imports a CUDA library of another major than the leg's runtime line
   (:func:`bundlegraph.checks.backends.foreign_cuda_imports`).
 
