@@ -71,9 +71,9 @@ def decide(
     (:func:`bundlegraph.core.gpus.covered`)."""
     from ...core.gpus import covered
 
-    if (elsewhere := side.other_host(bundle_os, bundle_arch, host, probe)) is not None:
+    elsewhere, pj = side.start(bundle_os, bundle_arch, host, probe)
+    if elsewhere is not None:
         return elsewhere
-    pj = probe.key() | {"command": probe.command}
     if not probe.gpus:
         return Decision(False, f"no NVIDIA GPU: {probe.problem}", probe=pj)
     if sass is None:

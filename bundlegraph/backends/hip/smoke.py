@@ -62,15 +62,11 @@ def probe(kfd: Path = KFD) -> KfdProbe:
     return KfdProbe(kfd.as_posix() if kfd.exists() else None, f"test -e {kfd.as_posix()}")
 
 
-reference_sms = side.no_reference_sms
-reference_problem = side.no_reference_problem
-
-
 def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
     """The GPU steps run when the bundle is this host's os/arch and the host has an AMD GPU (pure)."""
-    if (elsewhere := side.other_host(bundle_os, bundle_arch, host, probe)) is not None:
+    elsewhere, pj = side.start(bundle_os, bundle_arch, host, probe)
+    if elsewhere is not None:
         return elsewhere
-    pj = probe.key() | {"command": probe.command}
     if probe.kfd is None:
         return Decision(False, NO_GPU.format(kfd=KFD.as_posix()), probe=pj)
     return Decision(True, gpu={"index": 0, "name": "AMD GPU 0"}, coverage="gfx targets checked by verify", probe=pj)
@@ -90,4 +86,7 @@ def describe(decision: Decision) -> str:
     return f"the first AMD GPU ({decision.probe.get('kfd')})"
 
 
+# no throughput reference, no second bundle to compare with
+reference_sms = side.no_reference_sms
+reference_problem = side.no_reference_problem
 sibling = side.no_sibling

@@ -62,15 +62,11 @@ def probe(host: tuple[str, str] | None = None) -> MacProbe:
     return MacProbe(f"{os_name} {arch}", "uname -s -m")
 
 
-reference_sms = side.no_reference_sms
-reference_problem = side.no_reference_problem
-
-
 def decide(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
     """The GPU steps run when the bundle is this host's os/arch and the host is an Apple silicon Mac (pure)."""
-    if (elsewhere := side.other_host(bundle_os, bundle_arch, host, probe)) is not None:
+    elsewhere, pj = side.start(bundle_os, bundle_arch, host, probe)
+    if elsewhere is not None:
         return elsewhere
-    pj = probe.key() | {"command": probe.command}
     if not probe.apple_silicon:
         return Decision(False, f"Metal runs on an Apple silicon Mac; this host is {probe.host}", probe=pj)
     return Decision(True, gpu={"index": 0, "name": "Apple GPU"}, coverage="Metal (embedded shader library)", probe=pj)
@@ -90,4 +86,7 @@ def describe(decision: Decision) -> str:
     return "the Mac's GPU (Metal)"
 
 
+# no throughput reference, no second bundle to compare with
+reference_sms = side.no_reference_sms
+reference_problem = side.no_reference_problem
 sibling = side.no_sibling

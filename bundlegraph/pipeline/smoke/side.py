@@ -1,6 +1,6 @@
 """What a GPU backend's side of ``smoke:<leg>`` is (:class:`GpuSide`), the :class:`Decision` it
 makes, and the parts several sides share (:data:`MUL_MAT_PLAIN`, :class:`DriverFileProbe`,
-:func:`other_host`, :func:`plan_decision_stands` ...). A GPU backend's side is the module its
+:func:`start`, :func:`plan_decision_stands` ...). A GPU backend's side is the module its
 package names in ``SMOKE`` (``bundlegraph/backends/<name>/smoke.py``, collected in
 :func:`.sides.sides`); the plan, the run and the GPU steps ask the leg's side and never branch on
 a backend's name. The backend's facts (its ``__init__``) never import its side, so the registry
@@ -158,13 +158,18 @@ def plan_decision_stands(run: RunView, os_name: str, arch: str) -> str | None:
     return None
 
 
-def other_host(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision | None:
-    """The decision not to run on a host of another os/arch than the bundle's (pure), else None;
-    ``probe``'s :meth:`Probe.key` and ``command`` are recorded either way."""
+def start(
+    bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any
+) -> tuple[Decision | None, dict[str, Any]]:
+    """What every side's ``decide`` begins with (pure): the decision not to run on a host of another
+    os/arch than the bundle's (None on the bundle's own), and the probe's record every decision
+    carries (its :meth:`Probe.key` and ``command``)."""
+    pj = probe.key() | {"command": probe.command}
     if (bundle_os, bundle_arch) != host:
-        pj = probe.key() | {"command": probe.command}
-        return Decision(False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj)
-    return None
+        return Decision(
+            False, f"the bundle is {bundle_os} {bundle_arch}, this host is {host[0]} {host[1]}", probe=pj
+        ), pj
+    return None, pj
 
 
 @frozen
@@ -185,9 +190,9 @@ class DriverFileProbe:
 def decide_on_driver_file(bundle_os: str, bundle_arch: str, host: tuple[str, str], probe: Any) -> Decision:
     """The GPU steps run when the bundle is this host's os/arch and a :class:`DriverFileProbe`
     chose a driver (pure)."""
-    if (elsewhere := other_host(bundle_os, bundle_arch, host, probe)) is not None:
+    elsewhere, pj = start(bundle_os, bundle_arch, host, probe)
+    if elsewhere is not None:
         return elsewhere
-    pj = probe.key() | {"command": probe.command}
     if probe.icd is None:
         return Decision(False, probe.problem, probe=pj)
     return Decision(True, gpu={"index": 0, "name": Path(probe.icd).name}, coverage=f"ICD {probe.icd}", probe=pj)
@@ -216,6 +221,6 @@ __all__ = [
     "no_sibling",
     "op_args",
     "ops_key",
-    "other_host",
     "plan_decision_stands",
+    "start",
 ]
