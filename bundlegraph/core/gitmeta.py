@@ -82,3 +82,20 @@ def read_commit(tree: str | Path) -> CommitInfo | None:
     ).output.strip()
     mt = re.fullmatch(r"([0-9a-f]{40}) (\d+)", out)
     return CommitInfo(mt.group(1), _dt.datetime.fromtimestamp(int(mt.group(2)), _dt.UTC)) if mt else None
+
+
+def git(
+    tree: Path, *args: str, log: Path, what: str, env: dict[str, str] | None = None, check: bool = True
+) -> proc.Completed:
+    """``git -C tree ARGS...``, captured, logged to ``log`` and not echoed (``what``: the step's
+    name in messages, the git subcommand added: ``source: git fetch``). Raises as
+    :func:`~bundlegraph.core.proc.run` does when ``check`` and git fails."""
+    return proc.run(
+        ["git", "-C", str(tree), *args],
+        env=env,
+        log=log,
+        capture=True,
+        check=check,
+        echo=False,
+        what=f"{what}: git {args[0]}",
+    )

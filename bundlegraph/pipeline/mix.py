@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..core import proc
+from ..core import gitmeta, proc
 from ..core.errors import BundleGraphError, HashMismatch
 from ..core.fsutil import sha256_file
 from ..schemas.records import MixPin, PullPin
@@ -51,15 +51,7 @@ def merge_message(pr: PullPin) -> str:
 
 
 def _git(tree: Path, *args: str, log: Path, env: dict[str, str] | None = None, check: bool = True) -> proc.Completed:
-    return proc.run(
-        ["git", "-C", str(tree), *args],
-        env=env,
-        log=log,
-        capture=True,
-        check=check,
-        echo=False,
-        what=f"source: git {args[0]}",
-    )
+    return gitmeta.git(tree, *args, log=log, what="source", env=env, check=check)
 
 
 def _rev(tree: Path, ref: str, log: Path) -> str:

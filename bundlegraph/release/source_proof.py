@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, cast
 
-from ..core import proc
+from ..core import gitmeta, proc
 from ..core.errors import BundleGraphError, DownloadError, HashMismatch
 from ..core.lightclass import frozen
 
@@ -127,14 +127,7 @@ def _tree_id(files: dict[str, tuple[str, bytes]], fmt: str) -> str:
 
 
 def _git(repo: Path, *args: str, log: Path, check: bool = True) -> proc.Completed:
-    return proc.run(
-        ["git", "-C", str(repo), *args],
-        log=log,
-        capture=True,
-        check=check,
-        echo=False,
-        what=f"--rebuild: git {args[0]}",
-    )
+    return gitmeta.git(repo, *args, log=log, what="--rebuild", check=check)
 
 
 def commit_listing(repo: Path, commit: str, log: Path, subdirectory: str | None = None) -> tuple[str, Listing]:

@@ -8,7 +8,7 @@ module, groups the legs by :meth:`SdkModule.group` (legs that need the same SDK 
 stages read the leg's SDK from :meth:`SdkModule.ref` (a
 :class:`~bundlegraph.toolchains.cuda.CudaToolkit`, a :class:`~bundlegraph.backends.vulkan.sdk_ref.VulkanSdk`).
 The stage never names a backend. A module is imported by name so the backends table
-(:mod:`bundlegraph.schemas.backend`, below everything) imports no SDK code.
+(:mod:`bundlegraph.schemas.backend`, on the records' floor) imports no SDK code.
 """
 
 from __future__ import annotations
