@@ -159,7 +159,11 @@ class TableReader(Generic[T]):
     declares none of them for mypy; the backend's own modules read theirs through one of these
     (``CUDA = TableReader("cuda", CudaSpec)``, then ``CUDA.of(spec).archs``)."""
 
-    def __init__(self, name: str, rec: type[T]) -> None:
+    def __init__(self, name: str | None, rec: type[T]) -> None:
+        """``name``: the backend's :attr:`~bundlegraph.schemas.backend.Backend.SPEC_TABLE` (None, a
+        backend without a table, is a bug: ValueError); ``rec``: its record (``TABLE``)."""
+        if name is None:
+            raise ValueError(f"{rec.__name__}: a backend without a spec table (SPEC_TABLE None) has no table to read")
         self.name = name
         self.rec = rec
 

@@ -308,3 +308,27 @@ def test_a_backends_spec_table_rules_are_its_own_plug_in_and_validation_names_no
     src = inspect.getsource(validation)
     for table in backends.spec_tables():
         assert f"s.{table}" not in src and f"spec.{table}" not in src, table
+
+
+def test_a_backend_reads_its_own_table_through_its_typed_reader():
+    """Issue 53: :class:`~bundlegraph.schemas.records.BundleSpec` declares no backend's table; a
+    backend's ``TableReader`` gives its own legs' table typed, None for another leg, and names the
+    leg when asked for a table it does not have or one of another type."""
+    from pathlib import Path
+
+    from bundlegraph.backends.cuda.spec import CUDA, CudaSpec
+    from bundlegraph.backends.hip.spec import HIP
+    from bundlegraph.schemas.record_base import TableReader
+    from bundlegraph.specs.loader import load_matrix
+
+    legs = load_matrix(Path(__file__).resolve().parents[2] / "bundles").legs
+    cu, cpu = legs["windows-arm64-cuda13-portable"], legs["windows-arm64-cpu"]
+    assert isinstance(CUDA.of(cu), CudaSpec) and CUDA.of(cu) is getattr(cu, "cuda")
+    assert [a.cmake for a in CUDA.of(cu).archs] == list(CUDA.of(cu).cmake_archs)
+    assert CUDA.get(cpu) is None and HIP.get(cu) is None
+    with pytest.raises(TypeError, match="windows-arm64-cpu: the leg has no \\[cuda\\] table"):
+        CUDA.of(cpu)
+    with pytest.raises(TypeError, match="windows-arm64-cuda13-portable: \\[cuda\\] is a CudaSpec, not HipSpec"):
+        TableReader("cuda", HIP.rec).get(cu)
+    with pytest.raises(ValueError, match="SPEC_TABLE None"):
+        TableReader(None, CudaSpec)

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from ...schemas.archs import Arch, CudaVersion, known_sms
 from ...schemas.constraints import Check, unique
 from ...schemas.record_base import Record, TableReader, record
+from . import SPEC_TABLE
 
 RedistPlatform = Literal["linux-x86_64", "linux-sbsa", "linux-aarch64", "linux-all", "windows-x86_64", "windows-arm64"]
 """NVIDIA's redist platform keys (the keys of a ``redistrib_<ver>.json`` component)."""
@@ -99,7 +100,7 @@ class CudaSpec(Record):
 TABLE = CudaSpec
 """The record of a CUDA leg's ``[cuda]`` table."""
 
-CUDA = TableReader("cuda", CudaSpec)
+CUDA = TableReader(SPEC_TABLE, CudaSpec)
 """Typed reads of a leg's ``[cuda]`` table (``CUDA.of(spec)``, ``CUDA.get(spec)``)."""
 
 WRITE_NULL = True

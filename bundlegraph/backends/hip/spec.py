@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from ...schemas.constraints import Check, unique
 from ...schemas.record_base import Record, TableReader, record
+from . import SPEC_TABLE
 
 
 @record
@@ -44,5 +45,5 @@ class HipSpec(Record):
 TABLE = HipSpec
 """The record of a ROCm leg's ``[hip]`` table."""
 
-HIP = TableReader("hip", HipSpec)
+HIP = TableReader(SPEC_TABLE, HipSpec)
 """Typed reads of a leg's ``[hip]`` table (``HIP.of(spec)``, ``HIP.get(spec)``)."""

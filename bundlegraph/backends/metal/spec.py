@@ -4,6 +4,7 @@ and the JSON Schema take up as they load): how it ships its shader library."""
 from __future__ import annotations
 
 from ...schemas.record_base import Record, TableReader, record
+from . import SPEC_TABLE
 
 
 @record
@@ -18,5 +19,5 @@ class MetalSpec(Record):
 TABLE = MetalSpec
 """The record of a Metal leg's ``[metal]`` table."""
 
-METAL = TableReader("metal", MetalSpec)
+METAL = TableReader(SPEC_TABLE, MetalSpec)
 """Typed reads of a leg's ``[metal]`` table (``METAL.of(spec)``, ``METAL.get(spec)``)."""

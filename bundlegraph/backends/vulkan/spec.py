@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from ...core.errors import did_you_mean
 from ...schemas.constraints import SHA256, Check
 from ...schemas.record_base import Record, TableReader, record
-from . import SHADER_EXTENSIONS
+from . import SHADER_EXTENSIONS, SPEC_TABLE
 
 
 @record
@@ -70,5 +70,5 @@ class VulkanSpec(Record):
 TABLE = VulkanSpec
 """The record of a Vulkan leg's ``[vulkan]`` table."""
 
-VULKAN = TableReader("vulkan", VulkanSpec)
+VULKAN = TableReader(SPEC_TABLE, VulkanSpec)
 """Typed reads of a leg's ``[vulkan]`` table (``VULKAN.of(spec)``, ``VULKAN.get(spec)``)."""
