@@ -356,13 +356,15 @@ def leg_task(
     prepare: Callable[[Context, str], Prepared[P]],
     run: Callable[[P], list[Any]],
     preview: Callable[[Context, str], StagePlan] | None = None,
+    name: str | None = None,
 ) -> TaskPlan:
-    """The task ``<stage>:<leg>`` of a stage whose ``prepare(ctx, leg)`` makes the task's plan
-    value, ``run(plan)`` runs it (:func:`run_plan`) and ``preview(ctx, leg)`` shows it before any
-    task ran (None: nothing but the doc and dependencies)."""
+    """The task ``<stage>:<leg>`` (``<stage>:<name>`` when ``name`` is given: a leg's second task
+    of one stage, such as ``smoke:tools-<leg>``) of a stage whose ``prepare(ctx, leg)`` makes the
+    task's plan value, ``run(plan)`` runs it (:func:`run_plan`) and ``preview(ctx, leg)`` shows it
+    before any task ran (None: nothing but the doc and dependencies)."""
     return TaskPlan(
         stage=stage,
-        name=leg,
+        name=name or leg,
         leg=leg,
         doc=doc,
         deps=deps,

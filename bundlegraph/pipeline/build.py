@@ -470,27 +470,16 @@ def run_import(plan: ImportPlan) -> list[Path]:
 def plans(ctx: Context) -> list[Any]:
     """``build:<leg>`` for every selected leg, after ``configure:<leg>`` (a shard run's tasks:
     :func:`bundlegraph.pipeline.shard_build.plans`, which the graph uses for this stage)."""
-    return [
-        leg_task(
-            NAME,
-            ctx,
-            leg,
-            doc=f"import {leg}'s build output made on another runner ({src})",
-            deps=[f"source:{leg}"],
-            prepare=prepare_import,
-            run=run_import,
-            preview=plan_import,
-        )
-        if (src := ctx.imported_build(leg)) is not None
-        else leg_task(
-            NAME,
-            ctx,
-            leg,
-            doc=f"cmake --build of {leg}",
-            deps=[f"configure:{leg}"],
-            prepare=prepare,
-            run=run_build,
-            preview=plan_build,
-        )
-        for leg in ctx.legs
-    ]
+    out = []
+    for leg in ctx.legs:
+        if (src := ctx.imported_build(leg)) is not None:
+            doc, deps = f"import {leg}'s build output made on another runner ({src})", [f"source:{leg}"]
+            out.append(
+                leg_task(
+                    NAME, ctx, leg, doc=doc, deps=deps, prepare=prepare_import, run=run_import, preview=plan_import
+                )
+            )
+        else:
+            doc, deps = f"cmake --build of {leg}", [f"configure:{leg}"]
+            out.append(leg_task(NAME, ctx, leg, doc=doc, deps=deps, prepare=prepare, run=run_build, preview=plan_build))
+    return out

@@ -599,19 +599,11 @@ def hermetic_check(plan: ConfigurePlan) -> str:
 
 def plans(ctx: Context) -> list[Any]:
     """``configure:<leg>`` for every selected leg, after ``source:<leg>`` and its toolkit task."""
-    return [
-        leg_task(
-            NAME,
-            ctx,
-            leg,
-            doc=f"cmake configure of {leg} ({ctx.spec(leg).toolchain})",
-            deps=[f"source:{leg}"]
-            + ([c.task] if (c := ctx.leg(leg).compiler) else [])
-            + ([sdk.task] if (sdk := ctx.leg(leg).sdk) else []),
-            prepare=prepare,
-            run=run,
-            preview=plan_configure,
-        )
-        for leg in ctx.legs
-        if ctx.imported_build(leg) is None  # else built on another runner (built=DIR): nothing to configure here
-    ]
+    out = []
+    for leg in ctx.legs:
+        if ctx.imported_build(leg) is not None:  # built on another runner (built=DIR): nothing to configure here
+            continue
+        doc = f"cmake configure of {leg} ({ctx.spec(leg).toolchain})"
+        deps = [f"source:{leg}", *(t.task for t in (ctx.leg(leg).compiler, ctx.leg(leg).sdk) if t)]
+        out.append(leg_task(NAME, ctx, leg, doc=doc, deps=deps, prepare=prepare, run=run, preview=plan_configure))
+    return out

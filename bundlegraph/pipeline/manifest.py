@@ -405,17 +405,9 @@ def run(plan: ManifestPlan) -> list[Path]:
         spec = m.legs[leg]
         return archive_verifier(spec, m.release, base=m.legs.get(spec.merge.base) if spec.merge else None)
 
-    run_manifest(
-        m,
-        dist=plan.dist,
-        source_tree=plan.source_tree,
-        source_commit=plan.source_commit,
-        commit_epoch=plan.commit_epoch,
-        ggml_tree=plan.ggml_tree,
-        artifacts=plan.artifacts,
-        verifier_for=verifier_for,
-        builds=plan.builds,
-    )
+    # the plan's fields of the same names are run_manifest's keyword arguments
+    passed = ("dist", "source_tree", "source_commit", "commit_epoch", "ggml_tree", "artifacts", "builds")
+    run_manifest(m, verifier_for=verifier_for, **{k: getattr(plan, k) for k in passed})
     ci.write_summary(plan.dist, plan.dist / INDEX_NAME, m.release.info_file)
     from ..schemas.provenance import PROVENANCE_NAME
 

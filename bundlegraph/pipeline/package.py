@@ -449,15 +449,8 @@ def run(plan: PackagePlan) -> list[Path]:
 def plans(ctx: Context) -> list[TaskPlan]:
     """``package:<leg>``: pack ``build/<leg>/merged`` into ``dist/<bundle>``, sign, verify the
     archive; writes ``build/<leg>/package.json`` and records the verified sha256."""
-    return [
-        leg_task(
-            NAME,
-            ctx,
-            leg,
-            doc=f"pack, sign, verify {ctx.bundle_name(leg)}",
-            deps=[f"merge:{leg}", f"source:{leg}"],
-            prepare=prepare,
-            run=run,
-        )
-        for leg in ctx.legs
-    ]
+    out = []
+    for leg in ctx.legs:
+        doc, deps = f"pack, sign, verify {ctx.bundle_name(leg)}", [f"merge:{leg}", f"source:{leg}"]
+        out.append(leg_task(NAME, ctx, leg, doc=doc, deps=deps, prepare=prepare, run=run))
+    return out

@@ -129,19 +129,13 @@ def plans(ctx: Context) -> list[Any]:
     """``verify:<leg>`` for every selected leg, after ``build:<leg>``: the checks of this
     module on the built tree (``built_tree=True`` policy). The finished archive is verified
     again by the package stage (:mod:`bundlegraph.pipeline.archivecheck`)."""
-    return [
-        leg_task(
-            NAME,
-            ctx,
-            leg,
-            doc=f"verify the built tree of {leg} (machine, GPU code, imports)",
-            deps=[f"build:{leg}"],
-            prepare=prepare,
-            run=run_verify_built,
-            preview=plan_verify,
+    out = []
+    for leg in ctx.legs:
+        doc, deps = f"verify the built tree of {leg} (machine, GPU code, imports)", [f"build:{leg}"]
+        out.append(
+            leg_task(NAME, ctx, leg, doc=doc, deps=deps, prepare=prepare, run=run_verify_built, preview=plan_verify)
         )
-        for leg in ctx.legs
-    ]
+    return out
 
 
 __all__ = [

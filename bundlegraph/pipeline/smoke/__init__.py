@@ -100,7 +100,7 @@ from typing import Any
 from ...core import paths
 from ...core.errors import BundleGraphError
 from ...toolchains.base import this_host
-from ..base import Context, Prepared, TaskPlan, run_plan, upstream_digest
+from ..base import Context, Prepared, TaskPlan, leg_task, run_plan, upstream_digest
 from ..configure import plan_configure
 from . import bench
 from .gpu import run_reference, run_tools
@@ -292,16 +292,10 @@ def plans(ctx: Context) -> list[Any]:
         compiler = [c.task] if (c := ctx.leg(leg).compiler) else []
 
         if gpu:
+            doc = f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)"
+            deps = [f"source:{leg}", *base_source, *compiler]
             out.append(
-                TaskPlan(
-                    stage=NAME,
-                    name=f"tools-{leg}",
-                    leg=leg,
-                    deps=[f"source:{leg}", *base_source, *compiler],
-                    prepare=partial(_prepare_tools, ctx, leg),
-                    apply=partial(run_plan, run_tools),
-                    doc=f"build test-backend-ops for smoke:{leg} (nothing built where no GPU can run its checks)",
-                )
+                leg_task(NAME, ctx, leg, name=f"tools-{leg}", doc=doc, deps=deps, prepare=_prepare_tools, run=run_tools)
             )
         ref = gpu and has_reference(ctx, leg)
         if ref:
@@ -310,17 +304,12 @@ def plans(ctx: Context) -> list[Any]:
             # (built=DIR) installs no toolkit for it, and the reference must not make it
             sdk = ctx.leg(leg).sdk
             toolkit = [sdk.task] if sdk is not None and ctx.imported_build(leg) is None else []
+            doc = f"build llama-bench with upstream's release flags for smoke:{leg}'s throughput check "
+            doc += "(nothing built where no GPU can run it)"
+            deps = [f"source:{leg}", *toolkit, *compiler]
+            name = f"reference-{leg}"
             out.append(
-                TaskPlan(
-                    stage=NAME,
-                    name=f"reference-{leg}",
-                    leg=leg,
-                    deps=[f"source:{leg}", *toolkit, *compiler],
-                    prepare=partial(_prepare_reference, ctx, leg),
-                    apply=partial(run_plan, run_reference),
-                    doc=f"build llama-bench with upstream's release flags for smoke:{leg}'s throughput check "
-                    "(nothing built where no GPU can run it)",
-                )
+                leg_task(NAME, ctx, leg, name=name, doc=doc, deps=deps, prepare=_prepare_reference, run=run_reference)
             )
         out.append(
             TaskPlan(
