@@ -44,7 +44,6 @@ import json
 import os
 import re
 import tempfile
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from ..core import paths, proc, settings
 from ..core.errors import HashMismatch, ToolFailed, ToolkitError, ToolMissing
 from ..core.fsutil import atomic_dir, atomic_write_bytes, locked, parsed_once, read_json_object, sha256_file
 from ..core.lightclass import frozen
+from .lockread import SHA256, is_size, read_toml, row_shape
 
 RECEIPT = "bundlegraph-debs.json"
 """The receipt :func:`extract` writes into a prefix: ``{"lock": <digest>, "packages": [...]}``."""
@@ -60,7 +60,6 @@ RECEIPT = "bundlegraph-debs.json"
 COMPONENTS = ("main", "contrib", "non-free")
 """Archive areas of a private sources list (Debian's areas; CUDA lives in ``non-free``)."""
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # Debian policy 5.6.1 (package names), 5.6.12 (versions), dpkg-architecture names.
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 _VERSION = re.compile(r"^([0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$")
@@ -116,11 +115,10 @@ class DebLock:
 
 def _row_problems(i: int, row: object) -> list[str]:
     where = f"package.{i}"
+    out = row_shape(where, row, [f.name for f in fields(DebPackage)])
     if not isinstance(row, dict):
-        return [f"{where}: expected a table, got {type(row).__name__}"]
-    names = [f.name for f in fields(DebPackage)]
-    out = [f"{where}.{k}: unknown key; allowed: {', '.join(names)}" for k in row if k not in names]
-    checks = {"name": _NAME, "version": _VERSION, "architecture": _ARCH, "suite": _SUITE, "sha256": _SHA256}
+        return out
+    checks = {"name": _NAME, "version": _VERSION, "architecture": _ARCH, "suite": _SUITE, "sha256": SHA256}
     what = {
         "name": "a Debian package name",
         "version": "a Debian version",
@@ -135,7 +133,7 @@ def _row_problems(i: int, row: object) -> list[str]:
         elif not isinstance(v, str) or not checks[k].match(v):
             out.append(f"{where}.{k}: expected {what[k]}, got {v!r}")
     size = row.get("size", 1)
-    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+    if not is_size(size):
         out.append(f"{where}.size: expected a positive whole number of bytes, got {size!r}")
     path = row.get("path", "pool/x.deb")
     if not isinstance(path, str) or not _POOL.match(path):
@@ -174,12 +172,7 @@ def load_lock(path: str | os.PathLike[str]) -> DebLock:
 
 
 def _load_lock(path: Path) -> DebLock:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ToolkitError(f"{path}: debs lock file is missing") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ToolkitError(f"{path}: not valid TOML: {e}") from None
+    data = read_toml(path, "debs lock file")
     problems = lock_problems(data)
     if problems:
         raise ToolkitError("\n".join(f"{path}: {p}" for p in problems))

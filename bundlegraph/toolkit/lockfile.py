@@ -23,16 +23,15 @@ naming the file and the row. Shape::
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import field, fields
 from pathlib import Path
 
 from ..core.errors import ToolkitError
 from ..core.fsutil import atomic_write_bytes, parsed_once
 from ..core.lightclass import frozen
+from .lockread import is_sha256, is_size, read_toml, row_shape
 
 _FILENAME = re.compile(r"^[A-Za-z0-9_.+-]+\.whl$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @frozen
@@ -65,23 +64,22 @@ class WheelLock:
 
 def _row_problems(i: int, row: object) -> list[str]:
     """What is wrong with ``wheel[i]`` of a lock file's data (one ``wheel.<i>.<key>: ...`` line each)."""
-    where = f"wheel.{i}"
+    where, names = f"wheel.{i}", [f.name for f in fields(WheelRow)]
+    out = row_shape(where, row, names)
     if not isinstance(row, dict):
-        return [f"{where}: expected a table, got {type(row).__name__}"]
-    names = [f.name for f in fields(WheelRow)]
-    out = [f"{where}.{k}: unknown key; allowed: {', '.join(names)}" for k in row if k not in names]
+        return out
     for k in names:
         v = row.get(k)
         if v is None:
             out.append(f"{where}.{k}: required key is missing")
         elif k == "size":
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            if not is_size(v):
                 out.append(f"{where}.size: expected a positive whole number of bytes, got {v!r}")
         elif not isinstance(v, str):
             out.append(f"{where}.{k}: expected text, got {v!r}")
         elif k == "filename" and not _FILENAME.match(v):
             out.append(f"{where}.filename: {v!r} is not a wheel file name (letters, digits, _.+- and .whl)")
-        elif k == "sha256" and not _SHA256.match(v):
+        elif k == "sha256" and not is_sha256(v):
             out.append(f"{where}.sha256: {v!r} is not 64 lowercase hex digits")
     return out
 
@@ -124,12 +122,7 @@ def load_lock(path: Path) -> WheelLock:
 
 
 def _load_lock(path: Path) -> WheelLock:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ToolkitError(f"{path}: wheels lock file is missing; write it with `bundlegraph lock-wheels`") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ToolkitError(f"{path}: not valid TOML: {e}") from None
+    data = read_toml(path, "wheels lock file", "write it with `bundlegraph lock-wheels`")
     problems = lock_problems(data)
     if problems:
         raise ToolkitError("wheels lock file refused:\n  " + "\n  ".join(f"{path}: {p}" for p in problems))

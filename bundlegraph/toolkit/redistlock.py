@@ -21,11 +21,11 @@ control like this lock) needs no row.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 from ..core.errors import BundleGraphError, HashMismatch, ToolkitError
 from ..core.lightclass import frozen
+from .lockread import is_sha256, is_size, read_toml
 
 LOCK = "locks/cuda-redist-manifests.toml"
 """The lock's path relative to the bundles directory."""
@@ -33,7 +33,6 @@ LOCK = "locks/cuda-redist-manifests.toml"
 COMMAND = "bundlegraph lock-redist"
 """The maintainer command that writes the rows."""
 
-_HEX = re.compile(r"^[0-9a-f]{64}$")
 _LABEL = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 
 
@@ -57,10 +56,7 @@ def load_pins(path: Path) -> dict[str, ManifestPin]:
     no size, a label twice, an unknown key)."""
     if not path.is_file():
         return {}
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ToolkitError(f"{path}: cannot be read as TOML: {e}") from None
+    doc = read_toml(path, "the redist manifests' lock")
     problems = [f"{path}: {k}: unknown key" for k in doc if k not in ("version", "manifest")]
     if doc.get("version") != 1:
         problems.append(f"{path}: version: expected 1, got {doc.get('version')!r}")
@@ -74,9 +70,9 @@ def load_pins(path: Path) -> dict[str, ManifestPin]:
         if not isinstance(label, str) or not _LABEL.match(label):
             problems.append(f"{where}.label: expected a redist release label such as 12.8.0, got {label!r}")
             continue
-        if not isinstance(sha, str) or not _HEX.match(sha):
+        if not is_sha256(sha):
             problems.append(f"{where}.sha256: expected 64 lowercase hex digits, got {sha!r}; rerun `{COMMAND}`")
-        elif not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        elif not is_size(size):
             problems.append(f"{where}.size: expected a positive number of bytes, got {size!r}")
         elif label in pins:
             problems.append(f"{where}.label: {label} is pinned twice")

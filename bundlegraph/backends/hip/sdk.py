@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +44,7 @@ from ...core.lightclass import frozen
 from ...core.platforms import platform
 from ...core.state import Present
 from ...schemas.records import BundleSpec
+from ...toolkit.lockread import is_sha256, is_size, read_toml
 from .. import hip
 from .sdk_ref import HipSdk, runtime_files
 from .spec import HIP
@@ -53,12 +53,11 @@ if TYPE_CHECKING:
     from ...toolkit.sdkpins import SdkFile
 
 LOCK_VERSION = 1
+"""The lock file format this module reads."""
 DOWNLOAD = "https://repo.amd.com/rocm/tarball-multi-arch/{name}"
 """Where AMD publishes TheRock's multi-arch tarballs (the pinned rows' ``url``): what ``bundlegraph
 lock`` fetches a tarball without a row from (:mod:`.sdkpins`)."""
-"""The lock file format this module reads."""
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^therock-dist-(linux|windows)-([A-Za-z0-9]+(?:-all)?)-(\d+\.\d+\.\d+(?:(?:a|rc)\d+)?)\.tar\.gz$")
 
 DIR_VAR = "BUNDLEGRAPH_THEROCK_DIR"
@@ -142,12 +141,7 @@ def load_lock(file: Path) -> Lock:
 
 
 def _read_lock(file: Path) -> Lock:
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ToolkitError(f"{file}: the TheRock lock file does not exist") from None
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ToolkitError(f"{file}: (TOML): {e}") from None
+    data = read_toml(file, "the TheRock lock file")
     if data.get("version") != LOCK_VERSION:
         raise ToolkitError(f"{file}: version: expected {LOCK_VERSION}, got {data.get('version')!r}")
     build = data.get("therock")
@@ -162,11 +156,11 @@ def _read_lock(file: Path) -> Lock:
             raise ToolkitError(f"{where}.name: expected therock-dist-<linux|windows>-<family>-<version>.tar.gz")
         if m.group(3) != build:
             raise ToolkitError(f"{where}.name: {name} is build {m.group(3)}, the lock pins {build}")
-        if not isinstance(sha, str) or not _SHA256.match(sha):
+        if not is_sha256(sha):
             raise ToolkitError(f"{where}.sha256: expected 64 lower-case hex digits")
         if not isinstance(url, str) or not url.startswith("https://") or not url.endswith("/" + name):
             raise ToolkitError(f"{where}.url: expected an https URL ending in /{name}")
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        if not is_size(size):
             raise ToolkitError(f"{where}.size: expected a positive number of bytes")
         if name in rows:
             raise ToolkitError(f"{where}.name: {name} is pinned twice")
