@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core import paths, proc
 from ...core.lightclass import frozen
@@ -24,6 +24,9 @@ from .bench import BENCH_ARGS
 from .line import LineReference, plan_line
 from .side import Decision, Probe, op_args
 from .sides import side_of
+
+if TYPE_CHECKING:
+    from ...toolchains.sdk_ref import SdkRef
 
 TOOLS_CACHE = {
     "LLAMA_BUILD_TESTS": "ON",
@@ -134,11 +137,13 @@ class SmokePlan:
 
 
 @frozen
-class SmokeToolsPlan:
-    """What ``smoke:tools-<leg>`` does: ``smoke`` (the leg's :class:`SmokePlan`), ``decision``
-    (host and driver judged; nothing is built when it says no), and when it says yes the merge
-    base's (else the leg's own) ``configure`` plan with this host's resolved tools
-    (``cmake``/``ninja``) and compilers (``resolved``), and the source ``commit``."""
+class GpuBuildPlan:
+    """What the two builds of a GPU leg's smoke share (:class:`SmokeToolsPlan`,
+    :class:`ReferencePlan`): ``smoke`` (the leg's :class:`SmokePlan`), ``decision`` (host and
+    driver judged; nothing is built when it says no), and when it says yes a ``configure`` plan
+    with this host's resolved tools (``cmake``/``ninja``, paths) and compilers (``resolved``).
+    ``consumed``: the action-key inputs read when prepared (``smoke.tools_inputs``,
+    ``smoke.reference_inputs``)."""
 
     smoke: SmokePlan
     decision: Decision
@@ -146,16 +151,38 @@ class SmokeToolsPlan:
     resolved: Resolved | None = None
     cmake: str = "cmake"
     ninja: str = "ninja"
-    commit: str | None = None
     consumed: dict[str, Any] = field(default_factory=dict)
-    """The action-key inputs read when prepared (``smoke.tools_inputs``: the source digest, the
-    base's cache entries and toolchain text, the tools' cache, this host, its GPUs)."""
 
     def key(self) -> dict[str, Any]:
         return dict(self.consumed)
 
     def describe(self) -> dict[str, Any]:
         return {}
+
+
+@frozen
+class SmokeToolsPlan(GpuBuildPlan):
+    """What ``smoke:tools-<leg>`` does (test-backend-ops for the GPU checks): the merge base's
+    (else the leg's own) ``configure`` plan, built from the source ``commit``; its ``consumed``
+    holds the source digest, the base's cache entries and toolchain text, the tools' cache, this
+    host and its GPUs."""
+
+    commit: str | None = None
+
+
+def _configured_here(ctx: Context, leg: str, sdk: SdkRef | None) -> dict[str, Any]:
+    """The fields of a :class:`GpuBuildPlan` that configure ``leg`` on this host: its host checked
+    (:class:`HostMismatch` otherwise), the pinned tools found and its compilers resolved with
+    ``sdk`` (:class:`ToolMissing` otherwise)."""
+    tc = check_host(ctx, leg)
+    tools = build_tools()
+    resolved = tc.resolve(sdk)
+    return {
+        "configure": plan_configure(ctx, leg, tools, resolved.binaries),
+        "resolved": resolved,
+        "cmake": str(tools.cmake.path),
+        "ninja": str(tools.ninja.path),
+    }
 
 
 def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
@@ -267,20 +294,13 @@ def plan_smoke(ctx: Context, leg: str) -> SmokePlan:
 
 
 @frozen
-class ReferencePlan:
-    """What ``smoke:reference-<leg>`` does (:mod:`.reference`): ``smoke`` (the leg's
-    :class:`SmokePlan`), ``decision`` (nothing is built when it says no), and when it says yes
-    the leg's own ``configure`` plan (its toolchain: the bundle's compilers and toolkit) with
-    ``resolved`` compilers, upstream's release ``job`` for the bundle's os, the toolkit's major
-    (``toolkit_major``: picks the job's matrix entry) and the GPUs' ``sms``."""
+class ReferencePlan(GpuBuildPlan):
+    """What ``smoke:reference-<leg>`` does (:mod:`.reference`): the leg's own ``configure`` plan
+    (its toolchain: the bundle's compilers and toolkit), upstream's release ``job`` for the
+    bundle's os, the toolkit's major (``toolkit_major``: picks the job's matrix entry) and the
+    GPUs' ``sms``."""
 
-    smoke: SmokePlan
-    decision: Decision
-    job: str
-    configure: ConfigurePlan | None = None
-    resolved: Resolved | None = None
-    cmake: str = "cmake"
-    ninja: str = "ninja"
+    job: str = field(kw_only=True)
     toolkit_major: int = 0
     sms: list[int] = field(default_factory=list)
     pins: tuple[FetchContentPin, ...] = ()
@@ -288,14 +308,6 @@ class ReferencePlan:
     backend: str = "cuda"
     """The leg's backend: the reference builds ``ggml-<backend>`` (:func:`.reference.targets`)."""
     cache: Path | None = None
-    consumed: dict[str, Any] = field(default_factory=dict)
-    """The action-key inputs read when prepared (``smoke.reference_inputs``)."""
-
-    def key(self) -> dict[str, Any]:
-        return dict(self.consumed)
-
-    def describe(self) -> dict[str, Any]:
-        return {}
 
 
 def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
@@ -309,21 +321,15 @@ def plan_reference(ctx: Context, leg: str) -> ReferencePlan:
     assert side is not None and d is not None and spec.os in side.REFERENCE_JOBS  # planned for such legs only
     job = side.REFERENCE_JOBS[spec.os]
     if not d.run:
-        return ReferencePlan(smoke, d, job)
+        return ReferencePlan(smoke, d, job=job)
     problem = side.reference_problem(smoke.gpus)
     if problem:  # the GPU steps run (lavapipe), but no speed figure here would mean anything
-        return ReferencePlan(smoke, Decision(False, problem, probe=d.probe), job)
-    tc = check_host(ctx, leg)
-    tools = build_tools()
-    resolved = tc.resolve(ctx.leg(leg).sdk)
+        return ReferencePlan(smoke, Decision(False, problem, probe=d.probe), job=job)
     return ReferencePlan(
         smoke,
         d,
-        job,
-        plan_configure(ctx, leg, tools, resolved.binaries),
-        resolved,
-        cmake=str(tools.cmake.path),
-        ninja=str(tools.ninja.path),
+        job=job,
+        **_configured_here(ctx, leg, ctx.leg(leg).sdk),
         toolkit_major=_toolkit_major(spec),
         sms=side.reference_sms(smoke.gpus),
         pins=tuple(ctx.release.fetchcontent),
@@ -341,19 +347,7 @@ def plan_tools(ctx: Context, leg: str) -> SmokeToolsPlan:
     assert d is not None  # a GPU leg's plan (only GPU legs have a tools task)
     if not d.run:
         return SmokeToolsPlan(smoke, d)
-    base = smoke.base or leg
-    tc = check_host(ctx, base)
-    tools = build_tools()
-    resolved = tc.resolve(None)
-    return SmokeToolsPlan(
-        smoke,
-        d,
-        plan_configure(ctx, base, tools, resolved.binaries),
-        resolved,
-        cmake=str(tools.cmake.path),
-        ninja=str(tools.ninja.path),
-        commit=smoke.commit,
-    )
+    return SmokeToolsPlan(smoke, d, **_configured_here(ctx, smoke.base or leg, None), commit=smoke.commit)
 
 
 def _toolkit_major(spec: BundleSpec) -> int:
