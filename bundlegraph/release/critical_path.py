@@ -177,15 +177,19 @@ class Timeline:
     def path(self) -> list[Slot]:
         return [s for s in self.slots if s.critical]
 
+    def _beside(self, cold: Timeline | None) -> list[tuple[Slot, Slot | None]]:
+        """Each slot with the same row of ``cold`` (the same job and name; None: not there, or no
+        ``cold``)."""
+        colds = {(s.job, s.name): s for s in cold.slots} if cold else {}
+        return [(s, colds.get((s.job, s.name))) for s in self.slots]
+
     def text(self, cold: Timeline | None = None) -> str:
         """A table: job, row, start, end, minutes, ``*`` on the critical path; then the path.
         With ``cold`` (the same rows modeled cold, :func:`predict_both`): each row's cold
         minutes and ``timeout-minutes`` too, and the cold critical path."""
         head = f"{'job':<14} {'row':<46} {'start':>6} {'end':>6} {'min':>6}"
         lines = [self.title, head + (f" {'cold':>6} {'timeout':>7}" if cold else "")]
-        colds = _by_row(cold)
-        for s in self.slots:
-            c = colds.get((s.job, s.name))
+        for s, c in self._beside(cold):
             extra = f" {c.minutes:6.1f} {c.timeout or '-':>7}" if c else ""
             lines.append(
                 f"{s.job:<14} {s.name:<46} {s.start / 60:6.1f} {s.end / 60:6.1f} {s.minutes:6.1f}{extra}"
@@ -244,10 +248,8 @@ class Timeline:
         if cold:
             head += " cold minutes | timeout |"
             rule += "---|---|"
-        colds = _by_row(cold)
         rows = [head + " critical |", rule + "---|"]
-        for s in self.slots:
-            c = colds.get((s.job, s.name))
+        for s, c in self._beside(cold):
             extra = f" {c.minutes:.1f} | {c.timeout or '-'} |" if c else ""
             rows.append(
                 f"| {s.job} | {s.name} | {s.start / 60:.1f} | {s.end / 60:.1f} | {s.minutes:.1f} |{extra} "
@@ -267,10 +269,6 @@ class Timeline:
         else:
             out.append(f"Critical path: **{self.total / 60:.1f} min**.")
         return "\n".join(out)
-
-
-def _by_row(t: Timeline | None) -> dict[tuple[str, str], Slot]:
-    return {(s.job, s.name): s for s in t.slots} if t else {}
 
 
 def _mm(text: str) -> str:

@@ -47,11 +47,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..core.errors import ToolkitError
-from ..core.fsutil import atomic_dir, atomic_write_json, locked, read_json_object, sha256_file
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, sha256_file
 from ..core.report import say
 from ..toolchains.cuda import target_dir
 from . import debs, layout, validate
 from .identity import ComponentSet
+from .install import receipt_of, say_installed
 from .key import LAYOUT_VERSION
 from .ref import RECEIPT, CudaToolkit
 
@@ -273,18 +274,10 @@ def install_debs(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
                     "lock": {"path": cs.pins["lock"], "sha256": sha256_file(lock.path), "debs": lock.digest()},
                 },
             )
-        say(
-            f"toolkit {cs.name}: installed {len(lock.packages)} Debian packages at {prefix} "
-            f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)"
-        )
+        say_installed(cs, f"{len(lock.packages)} Debian packages", prefix, fetched, t0)
         return receipt
 
 
 def _reusable(receipt: Path, cs: ComponentSet) -> bool:
-    rec = read_json_object(receipt)
-    return (
-        rec is not None
-        and rec.get("set_digest") == cs.digest
-        and rec.get("layout") == LAYOUT_VERSION
-        and rec.get("debs_layout") == DEBS_LAYOUT
-    )
+    rec = receipt_of(receipt, cs)
+    return rec is not None and rec.get("debs_layout") == DEBS_LAYOUT

@@ -120,21 +120,30 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
         # failed or interrupted install leaves it as it was)
         with atomic_dir(prefix) as tmp:
             _assemble(cs, tmp, pairs, extra)
-        say(
-            f"toolkit {cs.name}: installed {len(pairs)} components at {prefix} "
-            f"(fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)"
-        )
+        say_installed(cs, f"{len(pairs)} components", prefix, fetched, t0)
         return receipt
 
 
-def _reusable(receipt: Path, cs: ComponentSet) -> bool:
+def say_installed(cs: ComponentSet, what: str, prefix: Path, fetched: float, t0: float) -> None:
+    """The one line an install says when done: ``what`` (``"12 components"``) at ``prefix``, the
+    seconds its downloads took (``fetched``) and the whole install's since ``t0`` (monotonic)."""
+    say(f"toolkit {cs.name}: installed {what} at {prefix} (fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)")
+
+
+def receipt_of(receipt: Path, cs: ComponentSet) -> dict[str, Any] | None:
+    """The receipt's JSON when it was written for ``cs`` (its ``set_digest``) in this layout
+    (:data:`~.key.LAYOUT_VERSION`); None otherwise, or when it is absent or unreadable."""
     data = read_json_object(receipt)
-    if data is None:
-        return False
+    if data is None or data.get("set_digest") != cs.digest or data.get("layout") != LAYOUT_VERSION:
+        return None
+    return data
+
+
+def _reusable(receipt: Path, cs: ComponentSet) -> bool:
+    data = receipt_of(receipt, cs)
     # a toolkit installed before NVIDIA's licenses were kept per component is laid out again
     # (from the verified blob cache: nothing is downloaded)
-    kept = all("license" in c for c in data.get("components", []))
-    return data.get("set_digest") == cs.digest and data.get("layout") == LAYOUT_VERSION and kept
+    return data is not None and all("license" in c for c in data.get("components", []))
 
 
 LICENSE_NAMES = ("LICENSE", "LICENSE.txt", "License.txt", "EULA.txt")

@@ -14,9 +14,11 @@ The stage never names a backend. A module is imported by name so the backends ta
 from __future__ import annotations
 
 import importlib
+from dataclasses import field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
+from ..core.lightclass import frozen
 from ..core.state import Present
 from ..schemas.backend import Backend
 from ..schemas.records import BundleSpec
@@ -55,6 +57,43 @@ class SdkModule(Protocol):
     def run(self, plan: Any) -> list[Path | Present]:
         """Install (or check) the SDK of ``plan``; returns the task's outputs (its receipt first)."""
         ...
+
+
+@frozen
+class SdkTaskPlan:
+    """What the plan of an SDK task installed from a lock holds besides its SDK (each backend's
+    record adds that, keyword-only: CUDA's ``components`` and ``ref``, Vulkan's and OpenCL's
+    ``sdk`` and ``ref``): ``bundles``, the directory its lock files resolve against; ``legs``,
+    the legs using it; ``host_problem``, set when none of them can compile on this host (and
+    none imports its build output), so the run refuses before any download."""
+
+    bundles: Path
+    legs: tuple[str, ...]
+    host_problem: str | None = None
+
+
+class _Identified(Protocol):
+    """An SDK's identity record (``VulkanSdkSet``, ``OpenClSdkSet``): what its key is taken over."""
+
+    def identity(self) -> dict[str, Any]: ...
+
+
+Ident = TypeVar("Ident", bound=_Identified)
+R = TypeVar("R")
+
+
+@frozen
+class PrefixSdkTaskPlan(SdkTaskPlan, Generic[Ident, R]):
+    """An SDK task that installs the SDK ``sdk`` (its identity record) into one prefix with a
+    receipt, ``ref`` (what later stages read), and pins CMake entries: the Vulkan and OpenCL SDKs.
+    ``bundlegraph plan`` shows it by :func:`prefix_description`."""
+
+    sdk: Ident = field(kw_only=True)
+    ref: R = field(kw_only=True)
+
+    def describe(self) -> dict[str, Any]:
+        """The legs using it, where it installs, its receipt, the CMake entries it pins."""
+        return prefix_description(self.legs, self.ref, self.sdk.identity())
 
 
 def prefix_description(legs: tuple[str, ...], ref: Any, identity: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ spec (message names the spec file and key).
 
 from __future__ import annotations
 
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ from ...core.state import Present
 from ...schemas.records import BundleSpec
 from ...toolkit.identity import ComponentSet
 from ...toolkit.ref import CudaToolkit, ref_for_set
+from ...toolkit.sdk import SdkTaskPlan
 from .toolkit_set import component_set
 
 if TYPE_CHECKING:
@@ -58,18 +60,14 @@ if TYPE_CHECKING:
 
 
 @frozen
-class ToolkitPlan:
+class ToolkitPlan(SdkTaskPlan):
     """What ``toolkit:<set name>`` does: install ``components`` (the resolved
     :class:`~bundlegraph.toolkit.identity.ComponentSet`) at ``ref`` (the
-    :class:`CudaToolkit` later stages read); ``bundles`` resolves the spec's lock files;
-    ``legs`` use it; ``host_problem``: set when none of them can compile on this host (and none
-    imports its build output), so nothing is downloaded for them."""
+    :class:`CudaToolkit` later stages read) for the :class:`~bundlegraph.toolkit.sdk.SdkTaskPlan`'s
+    legs."""
 
-    components: ComponentSet
-    ref: CudaToolkit
-    bundles: Path
-    legs: tuple[str, ...]
-    host_problem: str | None = None
+    components: ComponentSet = field(kw_only=True)
+    ref: CudaToolkit = field(kw_only=True)
 
     def key(self) -> dict[str, Any]:
         """The component set with every resolved name, version, platform and sha256

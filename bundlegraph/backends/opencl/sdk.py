@@ -27,6 +27,7 @@ from ...core.platforms import platform
 from ...core.state import Present
 from ...schemas.records import BundleSpec
 from ...toolkit.ref import toolkits_root
+from ...toolkit.sdk import PrefixSdkTaskPlan
 from .sdk_ref import RECEIPT, OpenClSdk
 
 LOCK = "locks/opencl-3.0-debs.toml"
@@ -126,26 +127,13 @@ def ref(spec: BundleSpec, bundles: Path, spec_file: str) -> OpenClSdk:
 
 
 @frozen
-class OpenClSdkPlan:
-    """What ``toolkit:opencl-…`` does: unpack the SDK ``sdk`` at ``ref`` for ``legs``;
-    ``bundles`` resolves the lock; ``host_problem``: why none of the legs can compile here
-    (nothing is downloaded then)."""
-
-    sdk: OpenClSdkSet
-    ref: OpenClSdk
-    bundles: Path
-    legs: tuple[str, ...]
-    host_problem: str | None = None
+class OpenClSdkPlan(PrefixSdkTaskPlan[OpenClSdkSet, OpenClSdk]):
+    """What ``toolkit:opencl-…`` does: unpack the SDK ``sdk`` at ``ref`` for the
+    :class:`~bundlegraph.toolkit.sdk.SdkTaskPlan`'s legs."""
 
     def key(self) -> dict[str, Any]:
         """The identity (every package's name, version, architecture, suite, sha256) and the layout."""
         return {"sdk": "opencl", "set": self.sdk.identity(), "layout": LAYOUT_VERSION}
-
-    def describe(self) -> dict[str, Any]:
-        """The legs using it, where it installs, its receipt, the CMake entries it pins."""
-        from ...toolkit.sdk import prefix_description
-
-        return prefix_description(self.legs, self.ref, self.sdk.identity())
 
     def doc(self) -> str:
         """The task's doc line."""

@@ -43,6 +43,7 @@ from ...core.state import Present
 from ...schemas.records import BundleSpec
 from ...toolchains.registry import TOOLCHAINS
 from ...toolkit.ref import toolkits_root
+from ...toolkit.sdk import PrefixSdkTaskPlan
 from .sdk_ref import RECEIPT, VulkanSdk, shader_extensions
 from .spec import VULKAN, VulkanSdkSpec
 
@@ -239,16 +240,9 @@ def host_files() -> dict[str, str]:
 
 
 @frozen
-class VulkanSdkPlan:
-    """What ``toolkit:vulkan-…`` does: install the SDK ``sdk`` (identity) at ``ref`` for
-    ``legs``; ``bundles`` resolves the lock; ``host_problem``: why none of the legs can compile
-    here (nothing is downloaded then)."""
-
-    sdk: VulkanSdkSet
-    ref: VulkanSdk
-    bundles: Path
-    legs: tuple[str, ...]
-    host_problem: str | None = None
+class VulkanSdkPlan(PrefixSdkTaskPlan[VulkanSdkSet, VulkanSdk]):
+    """What ``toolkit:vulkan-…`` does: install the SDK ``sdk`` (identity) at ``ref`` for the
+    :class:`~bundlegraph.toolkit.sdk.SdkTaskPlan`'s legs."""
 
     def key(self) -> dict[str, Any]:
         """The identity (every package's name, version, architecture, suite and sha256; the
@@ -257,12 +251,6 @@ class VulkanSdkPlan:
         if self.sdk.source == "host":
             d["host_files"] = host_files()
         return d
-
-    def describe(self) -> dict[str, Any]:
-        """The legs using it, where it installs, its receipt, the CMake entries it pins."""
-        from ...toolkit.sdk import prefix_description
-
-        return prefix_description(self.legs, self.ref, self.sdk.identity())
 
     def doc(self) -> str:
         """The task's doc line."""
