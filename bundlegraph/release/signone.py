@@ -6,7 +6,6 @@ repack, verify, re-bind the smoke. The steps and what each proves: :mod:`bundleg
 from __future__ import annotations
 
 import calendar
-import json
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,13 +66,10 @@ def rebind_smoke(unsigned: Path, signed: Path, unsigned_sha: str, signed_sha: st
     """Write ``signed``'s smoke sidecar from ``unsigned``'s when that one judged exactly
     ``unsigned_sha``; returns whether there was one. The caller has checked that signing changed
     nothing outside the signatures."""
-    from ..schemas.smoke_status import sidecar
+    from ..schemas.smoke_status import judged, sidecar
 
-    try:
-        d = json.loads(sidecar(unsigned).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(d, dict) or d.get("bundle_sha256") != unsigned_sha:
+    d = judged(unsigned, unsigned_sha)
+    if d is None:
         return False
     d = {
         **d,

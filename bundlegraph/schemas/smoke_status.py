@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from ..core.lightclass import frozen
 
@@ -35,14 +36,21 @@ class SmokeStatus:
         return f"{self.status} ({self.how})"
 
 
-def read_status(bundle: Path, sha256: str) -> SmokeStatus | None:
-    """The smoke result of ``bundle`` when its sidecar exists and judged these bytes
-    (``sha256``); None otherwise (no smoke, an unreadable sidecar, or one for other bytes)."""
+def judged(bundle: Path, sha256: str) -> dict[str, Any] | None:
+    """The JSON of ``bundle``'s sidecar when it exists and judged these bytes (its
+    ``bundle_sha256`` is ``sha256``); None otherwise (no smoke, an unreadable sidecar, or one for
+    other bytes)."""
     try:
         d = json.loads(sidecar(bundle).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(d, dict) or d.get("bundle_sha256") != sha256:
+    return d if isinstance(d, dict) and d.get("bundle_sha256") == sha256 else None
+
+
+def read_status(bundle: Path, sha256: str) -> SmokeStatus | None:
+    """The smoke result of ``bundle`` when its sidecar judged these bytes (:func:`judged`)."""
+    d = judged(bundle, sha256)
+    if d is None:
         return None
     return SmokeStatus(str(d.get("status")), str(d.get("how")), sha256)
 

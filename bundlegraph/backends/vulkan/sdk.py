@@ -98,14 +98,8 @@ class VulkanSdkSet:
 
     def identity(self) -> dict[str, Any]:
         """The JSON form the name's digest and the key are taken over."""
-        return {
-            "source": self.source,
-            "version": self.version,
-            "platform": self.platform,
-            "build_arch": self.build_arch,
-            "target_arch": self.target_arch,
-            **dict(self.pins),
-        }
+        named = ("source", "version", "platform", "build_arch", "target_arch")
+        return {**{k: getattr(self, k) for k in named}, **dict(self.pins)}
 
     @property
     def name(self) -> str:
