@@ -127,13 +127,11 @@ def pe_closure(
     names: Iterable[str],
     *,
     external: Iterable[str] = (),
-    cuda: bool = False,
     driver_of: str | None = None,
 ) -> list[Failure]:
     """File- and symbol-level closure of the PE files ``files`` (bundle path -> info);
     ``names`` are all file paths of the bundle (parsed or not); ``driver_of``: the leg's backend,
-    whose driver may be imported (``cuda=True``: ``cuda``). Returns failures."""
-    driver_of = driver_of or ("cuda" if cuda else None)
+    whose driver may be imported (``"cuda"``: ``nvcuda.dll``). Returns failures."""
     idx = _Names(names, fold=True)
     ext = _Externals(external, fold=True)
     edges: dict[str, list[tuple[str, str]]] = {}  # importer -> [(provider path, import dll)]
@@ -211,13 +209,11 @@ def elf_closure(
     names: Iterable[str],
     *,
     external: Iterable[str] = (),
-    cuda: bool = False,
     driver_of: str | None = None,
 ) -> list[Failure]:
     """Paths, file-level closure and symbol versions of the ELF files ``files`` (bundle path
     -> info); ``names`` are all file paths of the bundle; ``driver_of`` as for
     :func:`pe_closure`. Returns failures."""
-    driver_of = driver_of or ("cuda" if cuda else None)
     idx = _Names(names, fold=False)
     ext = _Externals(external, fold=False)
     resolved: dict[str, list[tuple[str, str]]] = {}

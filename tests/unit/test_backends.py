@@ -206,7 +206,7 @@ def test_a_fake_gpu_backends_driver_is_known_to_the_closure_check(fake_registere
 
     assert driver_owners("windows")["fakedrv.dll"] is fake_registered
     pe = PEInfo(0x8664, "x64", (PEImport("FAKEDRV.DLL", ("fkInit",), ()),), frozenset(), frozenset(), {})
-    assert [f.line() for f in closure.pe_closure({"ggml-fakegpu.dll": pe}, ["ggml-fakegpu.dll"], cuda=True)] == [
+    assert [f.line() for f in closure.pe_closure({"ggml-fakegpu.dll": pe}, ["ggml-fakegpu.dll"], driver_of="cuda")] == [
         "ggml-fakegpu.dll: imports: FAKEDRV.DLL: the FakeGPU driver DLL, which only FakeGPU legs may import "
         "[chain: ggml-fakegpu.dll -> FAKEDRV.DLL (unresolved)]"
     ]
@@ -283,7 +283,7 @@ def test_the_vulkan_backend_reaches_the_kinds_the_files_and_the_closure_from_its
     pe = PEInfo(0x8664, "x64", (PEImport("VULKAN-1.DLL", ("vkCreateInstance",), ()),), frozenset(), frozenset(), {})
     files = {"ggml-vulkan.dll": pe}
     assert closure.pe_closure(files, list(files), driver_of="vulkan") == []
-    assert [f.reason for f in closure.pe_closure(files, list(files), cuda=True)] == [
+    assert [f.reason for f in closure.pe_closure(files, list(files), driver_of="cuda")] == [
         "VULKAN-1.DLL: the Vulkan loader DLL, which only Vulkan legs may import "
         "[chain: ggml-vulkan.dll -> VULKAN-1.DLL (unresolved)]"
     ]

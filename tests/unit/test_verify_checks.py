@@ -144,7 +144,7 @@ def test_pe_rules_driver_host_external_and_directory():
         "lib/helper.dll": pe(exports=["h"]),
     }
     names = list(files)
-    lines = [f.line() for f in closure.pe_closure(files, names, external=["cublas64_13.dll"], cuda=False)]
+    lines = [f.line() for f in closure.pe_closure(files, names, external=["cublas64_13.dll"])]
     assert (
         "bin/ggml-cuda.dll: imports: nvcuda.dll: the NVIDIA driver DLL, which only CUDA legs may import "
         "[chain: ggml-cuda.dll -> nvcuda.dll (unresolved)]" in lines
@@ -155,7 +155,8 @@ def test_pe_rules_driver_host_external_and_directory():
     )
     assert len(lines) == 2  # node.exe for a .node addon and the declared cublas are fine
     assert [
-        f.line() for f in closure.pe_closure(files, names + ["bin/helper.dll"], external=["cublas64_13.dll"], cuda=True)
+        f.line()
+        for f in closure.pe_closure(files, names + ["bin/helper.dll"], external=["cublas64_13.dll"], driver_of="cuda")
     ] == []
 
 
@@ -216,7 +217,7 @@ def test_elf_origin_resolution_paths_and_versions():
         ),
         "lib/libnorpath.so": elf(["libggml.so"]),
     }
-    lines = [f.line() for f in closure.elf_closure(files, list(files), cuda=False)]
+    lines = [f.line() for f in closure.elf_closure(files, list(files))]
     assert lines == [
         "lib/libggml.so: elf-paths: RUNPATH entry '/home/ci/build/bin' is not relative to $ORIGIN (it would point into the build machine)",
         "lib/libggml.so: elf-paths: DT_NEEDED holds a path instead of a soname: '/opt/cuda/targets/sbsa-linux/lib/stubs/libcuda.so' (the linked library had no SONAME)",
@@ -225,7 +226,7 @@ def test_elf_origin_resolution_paths_and_versions():
         "lib/libllama.so: symbols: needs version GGML_2 of libggml.so (symbol ggml_new), which lib/libggml.so does not define (it defines GGML_1)",
         "lib/libnorpath.so: imports: libggml.so: in the bundle at lib/libggml.so but not reachable through an $ORIGIN RPATH/RUNPATH (has: none) [chain: libnorpath.so -> libggml.so (unresolved)]",
     ]
-    declared = closure.elf_closure(files, list(files), external=["libgomp.so.1"], cuda=True)
+    declared = closure.elf_closure(files, list(files), external=["libgomp.so.1"], driver_of="cuda")
     assert not any("libgomp" in f.reason or "libcuda.so.1:" in f.reason for f in declared)
 
 
