@@ -52,7 +52,7 @@ from ..core.report import say
 from ..toolchains.cuda import target_dir
 from . import debs, layout, validate
 from .identity import ComponentSet
-from .install import receipt_of, say_installed
+from .installed import receipt_of, say_installed
 from .key import LAYOUT_VERSION
 from .ref import RECEIPT, CudaToolkit
 

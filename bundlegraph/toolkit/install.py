@@ -36,11 +36,12 @@ from typing import Any
 from ..core.download import download_many
 from ..core.errors import ToolkitError, UnsafeArchive
 from ..core.extract import extract
-from ..core.fsutil import atomic_dir, atomic_write_json, locked, read_json_object, sha256_file
+from ..core.fsutil import atomic_dir, atomic_write_json, locked, sha256_file
 from ..core.report import say
 from ..toolchains.cuda import is_windows, target_dir
 from . import layout, validate
 from .identity import ComponentSet
+from .installed import receipt_of, say_installed
 from .key import LAYOUT_VERSION
 from .lockfile import WheelRow, load_lock
 from .redist import Artifact, resolve
@@ -122,21 +123,6 @@ def install(cs: ComponentSet, ref: CudaToolkit, bundles: Path) -> Path:
             _assemble(cs, tmp, pairs, extra)
         say_installed(cs, f"{len(pairs)} components", prefix, fetched, t0)
         return receipt
-
-
-def say_installed(cs: ComponentSet, what: str, prefix: Path, fetched: float, t0: float) -> None:
-    """The one line an install says when done: ``what`` (``"12 components"``) at ``prefix``, the
-    seconds its downloads took (``fetched``) and the whole install's since ``t0`` (monotonic)."""
-    say(f"toolkit {cs.name}: installed {what} at {prefix} (fetch {fetched:.1f}s, total {time.monotonic() - t0:.1f}s)")
-
-
-def receipt_of(receipt: Path, cs: ComponentSet) -> dict[str, Any] | None:
-    """The receipt's JSON when it was written for ``cs`` (its ``set_digest``) in this layout
-    (:data:`~.key.LAYOUT_VERSION`); None otherwise, or when it is absent or unreadable."""
-    data = read_json_object(receipt)
-    if data is None or data.get("set_digest") != cs.digest or data.get("layout") != LAYOUT_VERSION:
-        return None
-    return data
 
 
 def _reusable(receipt: Path, cs: ComponentSet) -> bool:
