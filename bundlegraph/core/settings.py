@@ -228,6 +228,13 @@ SETTINGS: tuple[Setting, ...] = (
         "`wheel`: the pinned cmake/ninja wheels of the environment; `system`: the cmake/ninja on PATH",
         choices=("wheel", "system"),
     ),
+    Setting(
+        "NOOP_MEMO",
+        "flag",
+        "1",
+        "a `doit` run that found every task up to date lets the next identical run skip loading the graph "
+        "while nothing it looked at changed (`.bundlegraph/noop/`); `0`: always load it",
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

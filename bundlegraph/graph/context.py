@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from ..core import paths, report, state
+from ..core import report, state
 from ..core.errors import BundleGraphError, SpecError, TaskSkipped
 from ..core.lightclass import mutable
 from ..pipeline import cleanup, smoke
@@ -35,6 +35,8 @@ from ..pipeline.stages import OPT_IN_STAGES, STAGE_ORDER, STAGES
 from ..schemas.backend import BACKENDS, plug_in
 from ..schemas.records import Matrix
 from ..specs.loader import load_matrix
+from . import noop_memo
+from .doit_config import doit_config
 
 NOT_ON_THE_LOAD_PATH = ("pydantic", "pefile", "httpx", "elftools", "signify", "filelock")
 """Libraries loading the graph never imports: validation (pydantic: only on a spec-cache miss),
@@ -91,56 +93,13 @@ class Graph:
 
     @property
     def doit_config(self) -> dict[str, Any]:
-        """``DOIT_CONFIG``: doit's database ``.bundlegraph/doit.sqlite3`` (created with its folder;
-        when :attr:`untouched`, used only where it exists and is readable, else ``:memory:``,
-        sqlite's in-memory database), subtasks listed, the default tasks."""
-        sd = paths.state_dir()
-        db = sd / "doit.sqlite3"
-        if self.untouched:
-            dep_file = str(db) if db.is_file() and _usable_db(db, move=False) else ":memory:"
-        else:
-            sd.mkdir(parents=True, exist_ok=True)
-            _usable_db(db)
-            dep_file = str(db)
-        return {
-            "backend": "sqlite3",
-            "dep_file": dep_file,
-            "subtasks": True,  # plain `doit list` shows every <stage>:<leg> task
-            "verbosity": 2,
-            "default_tasks": self.default_tasks(),
-        }
+        """``DOIT_CONFIG`` (:func:`bundlegraph.graph.doit_config.doit_config`) with this graph's
+        default tasks."""
+        return doit_config(self.default_tasks(), self.untouched)
 
     def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
         """``{"task_<stage>": generator}`` for dodo.py's globals."""
         return {f"task_{stage.replace('-', '_')}": _creator(stage, plans) for stage, plans in self.by_stage().items()}
-
-
-def _usable_db(db: Path, move: bool = True) -> bool:
-    """Whether doit's own state file ``db`` (absent: True) can be read. It is a cache beside the
-    stamps (which alone decide what is up to date): when it is unreadable, say so and, with
-    ``move``, move it aside and let doit start a new one, instead of doit's ``DatabaseException``
-    traceback."""
-    import sqlite3
-
-    if not db.is_file():
-        return True
-    try:
-        con = sqlite3.connect(f"file:{db.as_posix()}?mode=ro", uri=True)
-        try:
-            con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as e:
-        if not move:
-            return False
-        aside = db.with_name(f"{db.name}.unreadable-{int(time.time())}")
-        db.replace(aside)
-        report.warn(
-            f"{db}: unreadable ({e}); moved to {aside.name}, doit starts a new one "
-            f"(the stamps in {db.parent / 'stamps'} still say what is up to date)"
-        )
-        return False
-    return True
 
 
 def _creator(stage: str, plans: list[TaskPlan]) -> Callable[[], Iterable[dict[str, Any]]]:
@@ -190,7 +149,13 @@ class _Check(_OfPlan):
     __slots__ = ()
 
     def __call__(self) -> bool:
-        return _uptodate(self.plan)
+        rec = noop_memo.RECORDING
+        if rec is None:
+            return _uptodate(self.plan)
+        with rec.observer:  # what the check looks at decides whether the next run may skip it
+            up = _uptodate(self.plan)
+        rec.checked(self.plan.full_name, up)
+        return up
 
     def __repr__(self) -> str:
         name = self.plan.full_name
@@ -269,6 +234,8 @@ def _execute(plan: TaskPlan) -> object:
     from doit.exceptions import TaskFailed
 
     name = plan.full_name
+    if noop_memo.RECORDING is not None:
+        noop_memo.RECORDING.observer.spoil(f"{name} ran")
     t0 = time.monotonic()
     with report.task(name) as outcome:
         try:

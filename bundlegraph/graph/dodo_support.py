@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from ..core import paths, settings
 from ..core.errors import BundleGraphError, did_you_mean, exit_code
 from ..core.runlock import UNTOUCHED_COMMANDS, acquire, doit_command, doit_targets
-from ..pipeline.compile import costs
-from ..pipeline.compile.shards import ShardRef, parse_shard
-from ..pipeline.stages import COMPILE_STAGES
-from .context import Filters, Graph, load_graph
+from . import noop_memo
+from .doit_config import doit_config
+
+if TYPE_CHECKING:  # the graph's modules load only when the graph does (not on a recalled no-op)
+    from ..pipeline.compile.shards import ShardRef
+    from .context import Graph
 
 DOIT_VARS = (
     "bundles",
@@ -52,11 +55,15 @@ def unknown_vars(argv: list[str]) -> list[str]:
     return out
 
 
-def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
+def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph | Recalled:
     """Load the graph for doit. The bundles and work directories follow :func:`paths.choose`
     with dodo.py's folder as the root: ``bundles`` beside dodo.py unless ``doit bundles=DIR`` or
     ``BUNDLEGRAPH_BUNDLES`` names another (e.g. a copy with one more leg); the work directory is
     ``BUNDLEGRAPH_WORKDIR``, else dodo.py's folder.
+
+    A ``doit run`` whose identical predecessor was a no-op, with nothing it looked at changed
+    since, gets its tasks from the no-op memo instead (:class:`Recalled`,
+    :mod:`bundlegraph.graph.noop_memo`); a run that may be a no-op records one.
 
     The garbage collector is off while the graph is built (dodo.py turns it off before the
     imports) and on again afterwards, with everything built so far frozen: the graph lives until
@@ -74,39 +81,120 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
         gc.enable()
 
 
-def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph:
-    bad = unknown_vars(sys.argv[1:]) + [
+class Recalled:
+    """What dodo.py gets when the no-op memo holds: the same ``DOIT_CONFIG`` and task creators
+    the graph would give, from the memo (:func:`bundlegraph.graph.noop_memo.task_creators`).
+    ``load`` loads the real graph, for an action doit is made to run anyway."""
+
+    def __init__(self, memo: dict[str, Any], load: Callable[[], Graph]) -> None:
+        self.memo = memo
+        self._load = load
+        self._graph: Graph | None = None
+
+    def graph(self) -> Graph:
+        if self._graph is None:
+            noop_memo.RECORDING = None
+            self._graph = self._load()
+        return self._graph
+
+    @property
+    def doit_config(self) -> dict[str, Any]:
+        return doit_config(list(self.memo["default_tasks"]), untouched=False)
+
+    def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
+        return noop_memo.task_creators(self.memo, self.graph)
+
+
+def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph | Recalled:
+    argv = sys.argv[1:]
+    bad = unknown_vars(argv) + [
         f"{a}: bundlegraph's tasks are up to date by their action-key stamps, not by doit's file checker; "
         f"changing the checker would only make doit rerun every task (and again when it changes back): drop it"
-        for a in sys.argv[1:]
+        for a in argv
         if a.startswith("--check_file_uptodate")
     ]
     if bad:
         print("bundlegraph: " + "\n".join(bad), file=sys.stderr)
         raise SystemExit(2)
-    bundles, _ = paths.choose(_text(get_var("bundles", None)), bundles.parent)
-    names = ("only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source")
-    filters = Filters.from_env(**{n: _text(get_var(n, None)) for n in names})
-    targets = doit_targets(sys.argv[1:])
-    command = doit_command(sys.argv[1:])
-    if targets and all(t.split(":", 1)[0] in COMPILE_STAGES for t in targets):
-        filters = dataclasses.replace(filters, compile_only=True)
-    _graceful_sigterm()
     try:
+        # the run's key is taken before paths.choose sets BUNDLEGRAPH_WORKDIR
+        key = noop_memo.run_key(argv, bundles.parent / "dodo.py") if _may_use_memo(argv) else None
+        bundles, _ = paths.choose(_text(get_var("bundles", None)), bundles.parent)
+        command, targets = doit_command(argv), doit_targets(argv)
+        memo = noop_memo.recall(paths.state_dir(), key) if key else None
+        _graceful_sigterm()
+        if memo is not None:
+            acquire(command)
+            return Recalled(memo, lambda: _load_graph(bundles, get_var, command, targets))
         settings.check_environment()
-        shard = shard_filter(_text(get_var("shard", None)), command, targets, get_var)
-        if shard is not None:
-            filters = dataclasses.replace(filters, shard=shard)
-        acquire(command)
-        graph = load_graph(bundles, filters)
-        graph.untouched = command in UNTOUCHED_COMMANDS
-        check_task_names(graph, command, targets)
-        if shard is not None:
-            check_shard_targets(graph, shard, targets)
+        if key:
+            noop_memo.RECORDING = noop_memo.Recorder(key, paths.state_dir())
+        graph = _load_graph(bundles, get_var, command, targets)
+        if noop_memo.RECORDING is not None:
+            _plan_the_memo(noop_memo.RECORDING, graph, targets)
         return graph
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         raise SystemExit(exit_code(e)) from None
+
+
+def _may_use_memo(argv: list[str]) -> bool:
+    """Whether this process may recall or record a no-op memo: the doit command itself runs it
+    (not a program that runs doit inside it), with a command line the memo covers
+    (:func:`noop_memo.eligible`), and ``BUNDLEGRAPH_NOOP_MEMO`` is not 0."""
+    return _argv_is_doits() and noop_memo.eligible(argv) and bool(settings.get("NOOP_MEMO"))
+
+
+def _load_graph(bundles: Path, get_var: Callable[[str, object], object], command: str, targets: list[str]) -> Graph:
+    """The graph as doit's ``command`` on ``targets`` needs it: the filters of the doit
+    variables, a shard, the run lock, the names checked. Under the recorder's observer when a
+    memo is being recorded."""
+
+    from ..pipeline.stages import COMPILE_STAGES
+    from .context import Filters, load_graph
+
+    names = ("only_profile", "only_leg", "artifacts", "built", "archs", "toolkit_source")
+    filters = Filters.from_env(**{n: _text(get_var(n, None)) for n in names})
+    if targets and all(t.split(":", 1)[0] in COMPILE_STAGES for t in targets):
+        filters = dataclasses.replace(filters, compile_only=True)
+    shard = shard_filter(_text(get_var("shard", None)), command, targets, get_var)
+    if shard is not None:
+        filters = dataclasses.replace(filters, shard=shard)
+    acquire(command)
+    rec = noop_memo.RECORDING
+    if rec is None:
+        graph = load_graph(bundles, filters)
+    else:
+        with rec.observer:  # what loading looks at decides whether the next run may skip it
+            graph = load_graph(bundles, filters)
+            rec.default_tasks = graph.default_tasks()
+    graph.untouched = command in UNTOUCHED_COMMANDS
+    check_task_names(graph, command, targets)
+    if shard is not None:
+        check_shard_targets(graph, shard, targets)
+    return graph
+
+
+def _plan_the_memo(rec: noop_memo.Recorder, graph: Graph, targets: list[str]) -> None:
+    """Tell ``rec`` which tasks this run must find up to date (the targets, else the default
+    tasks, and everything they depend on) and the task dicts to store; a target that is not a
+    task or a stage (a file) records nothing."""
+    by_name = {p.full_name: [p] for p in graph.plans} | graph.by_stage()
+    todo, expected = list(targets or rec.default_tasks), set()
+    while todo:
+        name = todo.pop()
+        if name not in by_name:
+            noop_memo.RECORDING = None
+            return
+        for p in by_name[name]:
+            if p.full_name not in expected:
+                expected.add(p.full_name)
+                todo.extend(p.deps)
+    rec.creators = {
+        name: {"doc": gen.__doc__, "tasks": [noop_memo.without_callables(d) for d in gen()]}
+        for name, gen in graph.task_creators().items()
+    }
+    rec.expected = expected
 
 
 def shard_filter(
@@ -116,6 +204,8 @@ def shard_filter(
     Refused (one line naming the value): a malformed value (:func:`parse_shard`), together with
     ``build_targets=``, and a ``doit run`` that names no task or a task that is not ``build:<leg>``
     (a shard compiles one slice; it is never verified, merged or packaged)."""
+    from ..pipeline.compile.shards import parse_shard
+
     where = "shard"
     if raw is None:
         raw, where = settings.get("SHARD"), "BUNDLEGRAPH_SHARD"
@@ -171,6 +261,8 @@ def check_shard_targets(graph: Graph, shard: ShardRef, targets: list[str]) -> No
                     f"shard={shard}: {leg} has [build] shards = {have} ({where})"
                     + (": it is not sharded" if have == 1 else f"; give shard=I/{have}")
                 )
+            from ..pipeline.compile import costs
+
             costs.find(leg, graph.ctx.matrix.root)  # a cost record that is not one: refused before anything runs
 
 

@@ -142,7 +142,7 @@ def test_a_compile_runner_job_needs_no_merge_base(tmp_path):
 
 def test_doit_targets_are_the_task_names_only():
     from bundlegraph.core.runlock import doit_targets
-    from bundlegraph.graph.dodo_support import COMPILE_STAGES
+    from bundlegraph.pipeline.stages import COMPILE_STAGES
 
     argv = ["-n", "2", "run", "only_leg=x", "--continue", "build:x", "toolkit:cuda13.4-a+b-1"]
     assert doit_targets(argv) == ["build:x", "toolkit:cuda13.4-a+b-1"]
