@@ -94,10 +94,21 @@ def _code_stamp() -> list[Any]:
     return out
 
 
+def _site_folders() -> list[str]:
+    """The site-packages folders of this interpreter (and the user's, where Python reads it):
+    installing, upgrading or removing a package changes their listing (dist-info names hold versions)."""
+    import site
+
+    out = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        out.append(site.getusersitepackages())
+    return out
+
+
 def run_key(argv: list[str], dodo: Path) -> str:
     """The sha256 (hex) of what decides a run besides the files it looks at: ``argv``, the
     environment, the working directory, the interpreter and its platform, bundlegraph's files,
-    ``dodo`` (the dodo.py doit loaded), and the folders of ``sys.path`` (installing or removing a
+    ``dodo`` (the dodo.py doit loaded), and the site-packages folders (installing or removing a
     package changes them). Costs about a millisecond (a stat per bundlegraph file)."""
     try:
         dodo_st = os.stat(dodo)
@@ -112,7 +123,9 @@ def run_key(argv: list[str], dodo: Path) -> str:
         "python": [sys.executable, sys.version, sys.platform, list(getattr(os, "uname", lambda: ())())],
         "dodo": [str(dodo), dodo_mark],
         "code": _code_stamp(),
-        "sys.path": [[p, observe.look("stat", p)] for p in sys.path if p],
+        # the folders packages are installed in (not sys.path: it starts with the script's own
+        # folder, and doit adds the dodo's); PYTHONPATH is in the environment
+        "site": [[p, observe.look("list", p)] for p in _site_folders()],
     }
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 

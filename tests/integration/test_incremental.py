@@ -29,6 +29,7 @@ from conftest import linux_only, require_input, require_tools
 from bundlegraph.checks import elf, fatbin
 from bundlegraph.core import paths
 from bundlegraph.core.fsutil import sha256_file
+from bundlegraph.graph import observe
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -229,6 +230,85 @@ def test_a_no_op_run_imports_nothing_only_a_running_task_needs(tree):
     assert graphrun.executed(r.stdout) == []
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["rc"] == 0 and got["modules"] == [], got
+
+
+RECALL_PROBE = """
+import json, sys
+sys.argv = ["doit", "-f", sys.argv[1]]  # the doit command's own command line: a memo may serve it
+from doit.doit_cmd import DoitMain
+rc = DoitMain().run(sys.argv[1:])
+print(json.dumps({"rc": rc, "graph_loaded": "bundlegraph.graph.context" in sys.modules}))
+"""
+
+
+def _record_a_no_op(tree) -> Path:
+    """A no-op run of the restored tree that records its memo. The restore rewrote every file
+    a moment ago, and what changed that recently is not trusted (observe.RACY_NS): wait first."""
+    memos: list[Path] = []
+    for _ in range(2):  # a run that had to write its spec cache (evicted by an earlier test) records none
+        time.sleep(observe.RACY_NS / 1e9 + 0.2)
+        assert tree.run() == []
+        memos = list((tree.work / ".bundlegraph" / "noop").glob("*.json"))
+        if memos:
+            break
+    assert len(memos) == 1, memos
+    return memos[0]
+
+
+def test_a_recorded_no_op_is_recalled_without_loading_the_graph_and_says_the_same(tree):
+    """Issue 53 item 5: the next identical run recalls the memo (the graph's modules are never
+    imported) and doit prints what the full load made it print; so does a plain run after it."""
+    _record_a_no_op(tree)
+    r = subprocess.run(
+        [sys.executable, "-c", RECALL_PROBE, str(ROOT / "dodo.py")],
+        capture_output=True,
+        text=True,
+        env=tree.env(),
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got == {"rc": 0, "graph_loaded": False}, got
+    full = tree.doit()
+    off = graphrun.doit([], bundles=tree.bundles, workdir=tree.work, PYTHONUNBUFFERED="1", BUNDLEGRAPH_NOOP_MEMO="0")
+    up = lambda out: [l for l in out.splitlines() if l.startswith(("-- ", ".  "))]
+    assert up(r.stdout) == up(full.stdout) == up(off.stdout) and graphrun.executed(full.stdout) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["bundle deleted", "bundle rewritten, same size", "stamp deleted", "spec edited", "spec comment", "environment"],
+)
+def test_after_a_recorded_no_op_every_change_is_still_seen(tree, change):
+    """What the memo records is what the load and the checks looked at: each change below makes
+    the next run load the graph, and exactly the tasks it concerns run (none for a change that
+    changes no task's inputs)."""
+    _record_a_no_op(tree)
+    extra: dict[str, str] = {}
+    f = tree.dist / BUNDLE[X64]
+    if change == "bundle deleted":
+        f.unlink()
+        want = [f"package:{X64}", "manifest"]
+    elif change == "bundle rewritten, same size":
+        good = f.read_bytes()
+        f.write_bytes(bytes(b ^ 0xFF for b in good[:64]) + good[64:])
+        want = [f"package:{X64}", "manifest"]
+    elif change == "stamp deleted":
+        (tree.work / ".bundlegraph" / "stamps" / f"smoke__{X64}.json").unlink()
+        want = [f"smoke:{X64}", "manifest"]  # the manifest records each smoke's outcome
+    elif change == "spec edited":
+        tree.edit(X64, "LLAMA_BUILD_TESTS = false", 'LLAMA_BUILD_TESTS = false\nCMAKE_C_FLAGS = "-fno-tree-vectorize"')
+        want = chain(X64, "configure") + ["manifest"]
+    elif change == "spec comment":
+        tree.spec(X64).write_text(tree.spec(X64).read_text() + "# a comment\n")
+        want = []
+    else:
+        extra = {"BUNDLEGRAPH_EXTRA_PROBE": "1"}
+        want = []
+    r = graphrun.doit([], bundles=tree.bundles, workdir=tree.work, PYTHONUNBUFFERED="1", **extra)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert sorted(graphrun.executed(r.stdout)) == sorted(want)
+    assert tree.run() == []
 
 
 # 2 -------------------------------------------------------------------------------------------

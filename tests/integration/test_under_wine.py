@@ -153,3 +153,52 @@ def test_windows_code_paths_on_a_windows_runtime(win, tmp_path):
         "ToolMissing: MSVC: no developer shell is initialised and vswhere.exe "
         "is not at C:\\Program Files (x86)\\Microsoft Visual Studio\\Installer"
     ), got
+
+
+OBSERVE_PROBE = r"""
+import json, os, shutil, sys, time
+from pathlib import Path
+from bundlegraph.graph import noop_memo, observe
+
+here = Path.cwd()
+f = here / "input.txt"
+f.write_text("one")
+(here / "d").mkdir()
+(here / "d" / "e.txt").write_text("e")
+old = 1_600_000_000
+os.utime(f, (old, old))
+with observe.Observer() as o:
+    seen = {
+        "pathlib_exists": f.exists(),
+        "os_path_isfile": os.path.isfile(f),
+        "os_path_exists_missing": os.path.exists(here / "missing.txt"),
+        "read": f.read_text(),
+        "which": (shutil.which("python", path=os.path.dirname(sys.executable)) or "").lower(),
+        "scandir": sorted(e.name for e in os.scandir(here / "d")),
+        "resolve": str((here / "d").resolve()),
+    }
+out = {"seen": seen, "kinds": sorted({k for k, _ in o.seen}), "spoiled": o.spoiled, "before": o.changed()}
+out["missing_seen"] = o.seen.get(("stat", str(here / "missing.txt")), "not seen")
+f.write_text("two")  # another size
+(here / "missing.txt").write_text("now here")
+(here / "d" / "new.txt").write_text("n")
+out["after"] = sorted(o.changed())
+out["run_key"] = len(noop_memo.run_key([], here / "dodo.py"))
+print(json.dumps(out))
+"""
+
+
+def test_the_no_op_memos_observer_sees_windows_file_checks(win, tmp_path):
+    """Windows' Python 3.12 answers ``os.path.exists``/``isfile`` in C (``nt._path_exists``),
+    not through ``os.stat``: the observer wraps them too, so a change to what they checked is
+    seen there (issue 53 item 5: a memo must never miss one)."""
+    r = win.run(["-c", OBSERVE_PROBE], cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["seen"]["pathlib_exists"] and got["seen"]["os_path_isfile"] and got["seen"]["read"] == "one"
+    assert got["seen"]["which"].endswith("python.exe") and got["seen"]["scandir"] == ["e.txt"]
+    assert got["spoiled"] is None and got["before"] == [] and got["missing_seen"] is None, got
+    assert {"stat", "scan"} <= set(got["kinds"]), got["kinds"]
+    after = " ".join(got["after"])
+    assert "input.txt" in after and "missing.txt" in after and any(a.startswith("scan ") for a in got["after"]), got
+    assert got["run_key"] == 64
