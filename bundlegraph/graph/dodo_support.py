@@ -84,12 +84,14 @@ def load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Gr
 class Recalled:
     """What dodo.py gets when the no-op memo holds: the same ``DOIT_CONFIG`` and task creators
     the graph would give, from the memo (:func:`bundlegraph.graph.noop_memo.task_creators`).
-    ``load`` loads the real graph, for an action doit is made to run anyway."""
+    ``load`` loads the real graph, for an action doit is made to run anyway; ``untouched``: the
+    command leaves the work directory untouched (``list``)."""
 
-    def __init__(self, memo: dict[str, Any], load: Callable[[], Graph]) -> None:
+    def __init__(self, memo: dict[str, Any], load: Callable[[], Graph], untouched: bool) -> None:
         self.memo = memo
         self._load = load
         self._graph: Graph | None = None
+        self.untouched = untouched
 
     def graph(self) -> Graph:
         if self._graph is None:
@@ -99,7 +101,7 @@ class Recalled:
 
     @property
     def doit_config(self) -> dict[str, Any]:
-        return doit_config(list(self.memo["default_tasks"]), untouched=False)
+        return doit_config(list(self.memo["default_tasks"]), self.untouched)
 
     def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
         return noop_memo.task_creators(self.memo, self.graph)
@@ -121,28 +123,39 @@ def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> G
         key = noop_memo.run_key(argv, bundles.parent / "dodo.py") if _may_use_memo(argv) else None
         bundles, _ = paths.choose(_text(get_var("bundles", None)), bundles.parent)
         command, targets = doit_command(argv), doit_targets(argv)
-        memo = noop_memo.recall(paths.state_dir(), key) if key else None
+        memo = noop_memo.recall(memo_folder(command), key) if key else None
         _graceful_sigterm()
         if memo is not None:
             acquire(command)
-            return Recalled(memo, lambda: _load_graph(bundles, get_var, command, targets))
+            untouched = command in UNTOUCHED_COMMANDS
+            return Recalled(memo, lambda: _load_graph(bundles, get_var, command, targets), untouched)
         settings.check_environment()
         if key:
-            noop_memo.RECORDING = noop_memo.Recorder(key, paths.state_dir())
+            noop_memo.RECORDING = noop_memo.Recorder(key, memo_folder(command))
         graph = _load_graph(bundles, get_var, command, targets)
         if noop_memo.RECORDING is not None:
-            _plan_the_memo(noop_memo.RECORDING, graph, targets)
+            _plan_the_memo(noop_memo.RECORDING, graph, [] if command == "list" else targets)
+            if command == "list" and noop_memo.RECORDING is not None:
+                noop_memo.RECORDING.write()  # no task is checked: what the load looked at is all
+                noop_memo.RECORDING = None
         return graph
     except BundleGraphError as e:
         print(f"bundlegraph: {e}", file=sys.stderr)
         raise SystemExit(exit_code(e)) from None
 
 
+def memo_folder(command: str) -> Path:
+    """Where the no-op memos of ``command`` live: ``.bundlegraph/noop`` of the work directory
+    for ``run``; for ``list``, which leaves the work directory untouched, ``noop-list`` in the
+    cache."""
+    return paths.state_dir() / "noop" if command == "run" else paths.cache_root() / "noop-list"
+
+
 def _may_use_memo(argv: list[str]) -> bool:
     """Whether this process may recall or record a no-op memo: the doit command itself runs it
     (not a program that runs doit inside it), with a command line the memo covers
     (:func:`noop_memo.eligible`), and ``BUNDLEGRAPH_NOOP_MEMO`` is not 0."""
-    return _argv_is_doits() and noop_memo.eligible(argv) and bool(settings.get("NOOP_MEMO"))
+    return _argv_is_doits() and noop_memo.eligible(argv) is not None and bool(settings.get("NOOP_MEMO"))
 
 
 def _load_graph(bundles: Path, get_var: Callable[[str, object], object], command: str, targets: list[str]) -> Graph:

@@ -47,32 +47,43 @@ _QUIET_OPTIONS = {"-f", "--file", "-d", "--dir"}
 """doit options a memo may be used with (they take a value); any other option (``-a``, ``-n``,
 ``--verbosity``, ...) changes what doit does with the tasks: no memo is written or used."""
 
+_LIST_OPTIONS = {"--all", "-q", "--quiet", "-p", "--private", "--deps", "--sort", "--template"}
+"""``doit list`` options that only change how the tasks are shown."""
+
+_VALUED = {"-f", "--file", "-d", "--dir", "--sort", "--template"}
+"""Options of those that take the next argument as their value (unless written ``--opt=value``)."""
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
-def eligible(argv: list[str]) -> bool:
-    """Whether a doit command line may use or write a memo: the ``run`` command (named or not),
-    ``key=value`` variables, task names without wildcards, and only the options
-    :data:`_QUIET_OPTIONS`."""
+def eligible(argv: list[str]) -> str | None:
+    """The doit command a memo may serve in ``argv``, or None. ``run`` (named or not) with
+    ``key=value`` variables, task names without wildcards and only the options
+    :data:`_QUIET_OPTIONS`; ``list`` with those and its display options :data:`_LIST_OPTIONS`
+    (not ``--status``, which asks every task's check)."""
     skip = False
     pos: list[str] = []
+    opts: list[str] = []
     for a in argv:
         if skip:
             skip = False
             continue
         if a.startswith("-"):
             opt = a.split("=", 1)[0]
-            if opt not in _QUIET_OPTIONS:
-                return False
-            skip = "=" not in a
+            opts.append(opt)
+            skip = opt in _VALUED and "=" not in a
             continue
         if "=" not in a:
             pos.append(a)
-    if pos and pos[0] == "run":
-        pos = pos[1:]
-    from ..core.runlock import _COMMANDS  # the doit commands: any other than run is not eligible
+    command = "run"
+    if pos and pos[0] in ("run", "list"):
+        command, pos = pos[0], pos[1:]
+    from ..core.runlock import _COMMANDS  # the doit commands: any other is not eligible
 
-    return not any(p in _COMMANDS or any(c in p for c in "*?[") for p in pos)
+    allowed = _QUIET_OPTIONS | (_LIST_OPTIONS if command == "list" else set())
+    if any(o not in allowed for o in opts) or any(p in _COMMANDS or any(c in p for c in "*?[") for p in pos):
+        return None
+    return command
 
 
 def _code_stamp() -> list[Any]:
@@ -130,16 +141,12 @@ def run_key(argv: list[str], dodo: Path) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def memo_dir(state_dir: Path) -> Path:
-    """Where the memos of a work directory live: ``<state dir>/noop``."""
-    return state_dir / "noop"
-
-
-def recall(state_dir: Path, key: str) -> dict[str, Any] | None:
-    """The memo of ``key`` when it exists, is readable and of this :data:`VERSION`, and every
-    observation in it still holds; else None (the caller loads the graph)."""
+def recall(folder: Path, key: str) -> dict[str, Any] | None:
+    """The memo of ``key`` in ``folder`` when it exists, is readable and of this
+    :data:`VERSION`, and every observation in it still holds; else None (the caller loads the
+    graph)."""
     try:
-        with open(memo_dir(state_dir) / f"{key}.json", encoding="utf-8") as f:
+        with open(folder / f"{key}.json", encoding="utf-8") as f:
             memo = json.load(f)
     except (OSError, ValueError):
         return None
@@ -160,9 +167,9 @@ class Recorder:
     dicts and default tasks to store. :meth:`checked` is told each check's answer; the memo is
     written when the last expected task was found up to date."""
 
-    def __init__(self, key: str, state_dir: Path) -> None:
+    def __init__(self, key: str, folder: Path) -> None:
         self.key = key
-        self.state_dir = state_dir
+        self.folder = folder
         self.observer = observe.Observer()
         self.expected: set[str] | None = None
         self.creators: dict[str, dict[str, Any]] = {}
@@ -198,7 +205,7 @@ class Recorder:
             "creators": self.creators,
             "default_tasks": self.default_tasks,
         }
-        d = memo_dir(self.state_dir)
+        d = self.folder
         target = d / f"{self.key}.json"
         tmp = d / f".{self.key}.{os.getpid()}.tmp"
         try:
