@@ -92,6 +92,19 @@ class Tree:
         assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
         return graphrun.executed(r.stdout)
 
+    def probe(self, code: str) -> tuple[str, dict]:
+        """Run ``python -c code <dodo.py>`` in this tree's environment: its stdout, and the JSON
+        object its last line prints."""
+        r = subprocess.run(
+            [sys.executable, "-c", code, str(ROOT / "dodo.py")],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=300,
+        )
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        return r.stdout, json.loads(r.stdout.strip().splitlines()[-1])
+
     def popen(self, log: Path, **extra: str) -> subprocess.Popen:
         """A bare doit in the background, stdout+stderr into ``log`` (``extra``: environment)."""
         f = open(log, "w")
@@ -219,16 +232,8 @@ def test_a_no_op_run_imports_nothing_only_a_running_task_needs(tree):
     never imports pefile, httpx, pyelftools or signify; the locks are the OS's (no filelock);
     and an unchanged bundles directory loads from the spec cache, without pydantic (issue 20)."""
     assert graphrun.executed(tree.doit().stdout) == []  # the spec cache holds this tree (a full cache evicts)
-    r = subprocess.run(
-        [sys.executable, "-c", NOOP_PROBE, str(ROOT / "dodo.py")],
-        capture_output=True,
-        text=True,
-        env=tree.env(),
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert graphrun.executed(r.stdout) == []
-    got = json.loads(r.stdout.strip().splitlines()[-1])
+    out, got = tree.probe(NOOP_PROBE)
+    assert graphrun.executed(out) == []
     assert got["rc"] == 0 and got["modules"] == [], got
 
 
@@ -259,20 +264,12 @@ def test_a_recorded_no_op_is_recalled_without_loading_the_graph_and_says_the_sam
     """Issue 53 item 5: the next identical run recalls the memo (the graph's modules are never
     imported) and doit prints what the full load made it print; so does a plain run after it."""
     _record_a_no_op(tree)
-    r = subprocess.run(
-        [sys.executable, "-c", RECALL_PROBE, str(ROOT / "dodo.py")],
-        capture_output=True,
-        text=True,
-        env=tree.env(),
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    got = json.loads(r.stdout.strip().splitlines()[-1])
+    out, got = tree.probe(RECALL_PROBE)
     assert got == {"rc": 0, "graph_loaded": False}, got
     full = tree.doit()
     off = graphrun.doit([], bundles=tree.bundles, workdir=tree.work, PYTHONUNBUFFERED="1", BUNDLEGRAPH_NOOP_MEMO="0")
     up = lambda out: [l for l in out.splitlines() if l.startswith(("-- ", ".  "))]
-    assert up(r.stdout) == up(full.stdout) == up(off.stdout) and graphrun.executed(full.stdout) == []
+    assert up(out) == up(full.stdout) == up(off.stdout) and graphrun.executed(full.stdout) == []
 
 
 @pytest.mark.parametrize(
