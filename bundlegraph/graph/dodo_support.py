@@ -104,7 +104,14 @@ class Recalled:
         return doit_config(list(self.memo["default_tasks"]), self.untouched)
 
     def task_creators(self) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
-        return noop_memo.task_creators(self.memo, self.graph)
+        return noop_memo.task_creators(self.memo, self._act)
+
+    def _act(self, task: str, clean: bool) -> object:
+        """Run ``task``'s action (or its clean) as the loaded graph's task dict has it."""
+        from .context import to_doit
+
+        d = to_doit(self.graph().find(task))
+        return (d["clean"] if clean else d["actions"])[0]()
 
 
 def _load_for_doit(bundles: Path, get_var: Callable[[str, object], object]) -> Graph | Recalled:

@@ -251,32 +251,34 @@ class _Yes:
 
 
 class _Late:
-    """A recalled task's action or clean: loads the graph and does what the full load's would
-    (doit runs neither for an up-to-date task; this is for a caller that forces one)."""
+    """A recalled task's action or clean: ``act(name, clean)`` loads the graph and does what the
+    full load's would (doit runs neither for an up-to-date task; this is for a caller that
+    forces one)."""
 
-    __slots__ = ("clean", "load", "name")
+    __slots__ = ("act", "clean", "name")
 
-    def __init__(self, name: str, load: Callable[[], Any], clean: bool = False) -> None:
-        self.name, self.load, self.clean = name, load, clean
+    def __init__(self, name: str, act: Callable[[str, bool], object], clean: bool = False) -> None:
+        self.name, self.act, self.clean = name, act, clean
 
     def __call__(self) -> object:
-        from .context import to_doit
-
-        task = to_doit(self.load().find(self.name))
-        return (task["clean"] if self.clean else task["actions"])[0]()
+        return self.act(self.name, self.clean)
 
     def __repr__(self) -> str:
         return f"<{self.name}: loads the graph, then {'cleans' if self.clean else 'runs'} the task>"
 
 
-def task_creators(memo: dict[str, Any], load: Callable[[], Any]) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
+def task_creators(
+    memo: dict[str, Any], act: Callable[[str, bool], object]
+) -> dict[str, Callable[[], Iterable[dict[str, Any]]]]:
     """``{"task_<stage>": generator}`` from a recalled memo, for dodo.py's globals: the stored
-    dicts with a yes-check and late actions. ``load`` loads the graph (only a forced action
-    calls it)."""
-    return {name: _creator(c["doc"], c["tasks"], load) for name, c in memo["creators"].items()}
+    dicts with a yes-check and late actions. ``act(task, clean)`` loads the graph and runs the
+    task's action (or its clean); only a forced action calls it."""
+    return {name: _creator(c["doc"], c["tasks"], act) for name, c in memo["creators"].items()}
 
 
-def _creator(doc: str, dicts: list[dict[str, Any]], load: Callable[[], Any]) -> Callable[[], Iterator[dict[str, Any]]]:
+def _creator(
+    doc: str, dicts: list[dict[str, Any]], act: Callable[[str, bool], object]
+) -> Callable[[], Iterator[dict[str, Any]]]:
     def gen() -> Iterator[dict[str, Any]]:
         for d in dicts:
             if "task_dep" not in d:
@@ -285,9 +287,9 @@ def _creator(doc: str, dicts: list[dict[str, Any]], load: Callable[[], Any]) -> 
             full = f"{d['basename']}:{d['name']}" if d.get("name") else d["basename"]
             yield {
                 **d,
-                "actions": [_Late(full, load)],
+                "actions": [_Late(full, act)],
                 "uptodate": [_Yes(full)],
-                "clean": [_Late(full, load, clean=True)],
+                "clean": [_Late(full, act, clean=True)],
             }
 
     gen.__doc__ = doc

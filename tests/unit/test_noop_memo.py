@@ -102,7 +102,7 @@ def test_written_when_the_last_expected_task_is_up_to_date_and_recalled_while_no
     rec.checked("build:leg", True)
     memo = noop_memo.recall(tmp_path / "state" / "noop", "k" * 64)
     assert memo is not None and memo["default_tasks"] == ["build:leg"]
-    tasks = [t for gen in noop_memo.task_creators(memo, lambda: None).values() for t in gen()]
+    tasks = [t for gen in noop_memo.task_creators(memo, lambda task, clean: None).values() for t in gen()]
     assert [t.get("name") for t in tasks] == [None, "leg"]
     assert "uptodate" not in tasks[0] and [c() for c in tasks[1]["uptodate"]] == [True]
     watched.write_text("v2")
