@@ -80,7 +80,7 @@ def record_memo(dodo: list[str], env: dict[str, str]) -> None:
     recorded its no-op memo (bundlegraph.graph.noop_memo): the rounds then measure a no-op as a
     user meets it, the second identical run. The ``*_full`` pairs measure the run that loads the
     graph (``BUNDLEGRAPH_NOOP_MEMO=0``)."""
-    from bundlegraph.graph.observe import RACY_NS
+    from bundlegraph.core.fsutil import RACY_NS
 
     key = subprocess.run(
         [

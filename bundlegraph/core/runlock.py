@@ -43,8 +43,10 @@ _VALUED = {
     "-r",
     "--output-file",
     "-o",
+    "--sort",
+    "--template",
 }
-"""doit options that take the next argument as their value."""
+"""doit options that take the next argument as their value (``--sort``/``--template``: ``list``'s)."""
 
 
 def _positionals(argv: list[str]) -> list[str]:

@@ -95,7 +95,6 @@ class Recalled:
 
     def graph(self) -> Graph:
         if self._graph is None:
-            noop_memo.RECORDING = None
             self._graph = self._load()
         return self._graph
 

@@ -50,8 +50,6 @@ _QUIET_OPTIONS = {"-f", "--file", "-d", "--dir"}
 _LIST_OPTIONS = {"--all", "-q", "--quiet", "-p", "--private", "--deps", "--sort", "--template"}
 """``doit list`` options that only change how the tasks are shown."""
 
-_VALUED = {"-f", "--file", "-d", "--dir", "--sort", "--template"}
-"""Options of those that take the next argument as their value (unless written ``--opt=value``)."""
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -60,30 +58,16 @@ def eligible(argv: list[str]) -> str | None:
     """The doit command a memo may serve in ``argv``, or None. ``run`` (named or not) with
     ``key=value`` variables, task names without wildcards and only the options
     :data:`_QUIET_OPTIONS`; ``list`` with those and its display options :data:`_LIST_OPTIONS`
-    (not ``--status``, which asks every task's check)."""
-    skip = False
-    pos: list[str] = []
-    opts: list[str] = []
-    for a in argv:
-        if skip:
-            skip = False
-            continue
-        if a.startswith("-"):
-            opt = a.split("=", 1)[0]
-            opts.append(opt)
-            skip = opt in _VALUED and "=" not in a
-            continue
-        if "=" not in a:
-            pos.append(a)
-    command = "run"
-    if pos and pos[0] in ("run", "list"):
-        command, pos = pos[0], pos[1:]
-    from ..core.runlock import _COMMANDS  # the doit commands: any other is not eligible
+    (not ``--status``, which asks every task's check). The command and the task names are
+    :mod:`bundlegraph.core.runlock`'s reading of the command line."""
+    from ..core.runlock import doit_command, doit_targets
 
+    command = doit_command(argv)
     allowed = _QUIET_OPTIONS | (_LIST_OPTIONS if command == "list" else set())
-    if any(o not in allowed for o in opts) or any(p in _COMMANDS or any(c in p for c in "*?[") for p in pos):
+    opts = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+    if command not in ("run", "list") or any(o not in allowed for o in opts):
         return None
-    return command
+    return None if any(c in t for t in doit_targets(argv) for c in "*?[") else command
 
 
 def _code_stamp() -> list[Any]:
@@ -196,7 +180,9 @@ class Recorder:
         :data:`KEEP` newest memos. A work directory that cannot be written to gets none."""
         if self.observer.blind_spot() or self.observer.changed():
             return None
-        if self.observer.freshest_ns() > time.time_ns() - observe.RACY_NS:
+        from ..core import fsutil  # the writing run only: a recalled no-op does not import it
+
+        if self.observer.freshest_ns() > time.time_ns() - fsutil.RACY_NS:
             return None  # something looked at changed too recently to trust its stat later
         memo = {
             "version": VERSION,

@@ -286,20 +286,13 @@ class Observer:
 
     def freshest_ns(self) -> int:
         """The newest modification or change time (ns since the epoch) among the things seen;
-        0 when none exists. A memo is not written while this is within :data:`RACY_NS` of
-        now."""
+        0 when none exists. A memo is not written while this is within
+        :data:`bundlegraph.core.fsutil.RACY_NS` of now."""
         return freshest_ns(self.seen.values())
 
     def changed(self) -> list[str]:
         """The observations whose value differs now from what was first seen (one line each)."""
         return changed(self.seen.items())
-
-
-RACY_NS = 2_000_000_000
-"""How recent a change may be and still be trusted to show in a later stat: a file rewritten
-with the same size within the filesystem's timestamp step (2 s on FAT, 1 s on HFS+, a kernel
-tick on ext4) keeps its times, so observations of anything changed this recently are not
-relied on (git's "racily clean" index entries are the same problem)."""
 
 
 def freshest_ns(values: Any) -> int:
@@ -320,21 +313,9 @@ def changed(observations: Any) -> list[str]:
     out = []
     for (kind, path), value in observations:
         now = look(kind, path)
-        if now != value and not _same_json(now, value):
+        if now != value:  # values are lists, numbers, strings and None: JSON gives them back equal
             out.append(f"{kind} {path}")
     return out
 
 
-def _same_json(now: Value, recorded: Value) -> bool:
-    """Whether ``now`` equals ``recorded`` once both are in JSON's shape (a recorded value came
-    back from JSON: tuples became lists)."""
-    return bool(_jsonish(now) == recorded)
-
-
-def _jsonish(v: Value) -> Value:
-    if isinstance(v, (list, tuple)):
-        return [_jsonish(x) for x in v]
-    return v
-
-
-__all__ = ["BLIND", "RACY_NS", "Observer", "changed", "freshest_ns", "look"]
+__all__ = ["BLIND", "Observer", "changed", "freshest_ns", "look"]

@@ -27,9 +27,8 @@ import pytest
 from conftest import linux_only, require_input, require_tools
 
 from bundlegraph.checks import elf, fatbin
-from bundlegraph.core import paths
+from bundlegraph.core import fsutil, paths
 from bundlegraph.core.fsutil import sha256_file
-from bundlegraph.graph import observe
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -248,10 +247,10 @@ print(json.dumps({"rc": rc, "graph_loaded": "bundlegraph.graph.context" in sys.m
 
 def _record_a_no_op(tree) -> Path:
     """A no-op run of the restored tree that records its memo. The restore rewrote every file
-    a moment ago, and what changed that recently is not trusted (observe.RACY_NS): wait first."""
+    a moment ago, and what changed that recently is not trusted (fsutil.RACY_NS): wait first."""
     memos: list[Path] = []
     for _ in range(2):  # a run that had to write its spec cache (evicted by an earlier test) records none
-        time.sleep(observe.RACY_NS / 1e9 + 0.2)
+        time.sleep(fsutil.RACY_NS / 1e9 + 0.2)
         assert tree.run() == []
         memos = list((tree.work / ".bundlegraph" / "noop").glob("*.json"))
         if memos:

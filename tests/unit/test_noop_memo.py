@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from bundlegraph.core import fsutil
 from bundlegraph.graph import noop_memo, observe
 
 OLD = 1_600_000_000
@@ -95,7 +96,7 @@ def watched(tmp_path):
 def test_written_when_the_last_expected_task_is_up_to_date_and_recalled_while_nothing_changed(
     tmp_path, watched, monkeypatch
 ):
-    monkeypatch.setattr(observe, "RACY_NS", 0)  # the input's change time is now: trust it here
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)  # the input's change time is now: trust it here
     rec = _recorder(tmp_path, watched)
     rec.checked("configure:leg", True)
     assert not (tmp_path / "state" / "noop").exists()
@@ -117,7 +118,7 @@ def test_not_written_when_a_task_is_due_or_the_input_changed_meanwhile_or_too_re
     assert not (tmp_path / "state" / "noop").exists()
     rec = _recorder(tmp_path, watched)
     assert rec.write() is None  # written a moment ago (its change time is now): racy
-    monkeypatch.setattr(observe, "RACY_NS", 0)
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)
     watched.write_text("changed while the run was checking")
     assert rec.write() is None
     rec = _recorder(tmp_path, watched)
@@ -137,7 +138,7 @@ def test_a_memo_that_is_not_one_is_not_used(tmp_path, bad):
 
 
 def test_only_the_newest_memos_are_kept(tmp_path, watched, monkeypatch):
-    monkeypatch.setattr(observe, "RACY_NS", 0)
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)
     for i in range(noop_memo.KEEP + 3):
         rec = _recorder(tmp_path, watched)
         rec.key = f"{i:064d}"
