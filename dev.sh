@@ -80,9 +80,13 @@ step "types: mypy"
 .venv/bin/mypy
 step "import layers: lint-imports"
 .venv/bin/lint-imports --no-cache
-step "tests: pytest $* (15-28 min on 2 cores; the run ends with the time of each part and the 15 slowest tests)"
+# the suite on every core (pytest-xdist): one worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N sets
+# another count; `./dev.sh test -n 0` runs it in this process), each test file on one worker so a
+# file's module fixtures (an act run, a built stand-in) are made once; the stand-in release is
+# built once for all workers (tests/conftest.py)
+step "tests: pytest -n auto --dist loadfile $* (about 20 min on 2 cores; the run ends with the time of each part and the 15 slowest tests)"
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n auto --dist loadfile "$@"
 rc=$?
 if [ $rc -eq 5 ]; then echo "dev.sh: pytest collected no tests: that is a failure" >&2; exit 1; fi
 exit $rc

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import realinputs
 
+from bundlegraph.core.fsutil import locked
+
 ROOT = Path(__file__).resolve().parents[1]
 ACT_DIR = ROOT / "tests" / "act"
 REPO = "example-org/llama-prebuilt"
@@ -86,15 +88,18 @@ def _pip(python: str | Path, *args: str) -> None:
 
 def _built_once(dest: Path, build: Callable[[Path], None]) -> Path:
     """``dest``, made by ``build(tmp)`` in a folder beside it and renamed into place once
-    complete (a ``.complete`` marker), or as it is when an earlier run completed it."""
-    if (dest / ".complete").is_file():
-        return dest
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    build(tmp)
-    (tmp / ".complete").write_text("ok\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
+    complete (a ``.complete`` marker), or as it is when an earlier run completed it. Under a lock
+    beside it: another test process (an xdist worker) waits for the one building it, and never
+    removes a folder in use."""
+    with locked(dest.with_name(dest.name + ".lock"), what=f"the act test folder {dest.name}"):
+        if (dest / ".complete").is_file():
+            return dest
+        tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        build(tmp)
+        (tmp / ".complete").write_text("ok\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
     return dest
 
 
@@ -159,29 +164,24 @@ def standin_actions() -> Path:
         b"".join(p.read_bytes() for p in sorted(ACT_DIR.rglob("*")) if p.is_file() and "node_modules" not in p.parts)
         + _BUNDLE_OPTIONS.encode()
     ).hexdigest()[:16]
-    dest = _cache() / f"actions-{key}"
-    if (dest / ".complete").is_file():
-        return dest
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(ACT_DIR, tmp, ignore=shutil.ignore_patterns("node_modules"))
-    _npm_ci(tmp / "_bundler")
-    esbuild = (tmp / "_bundler" / "node_modules" / "esbuild").as_posix()
-    for lock in locks:
-        d = tmp / lock.parent.relative_to(ACT_DIR)
-        _npm_ci(d)
-        # esbuild's JavaScript API (its bin/ is a shim or, once its install script ran, the binary);
-        # keepNames: node-fetch tells an AbortSignal by its class's name, which bundling would rename
-        bundle = f"require({json.dumps(esbuild)}).buildSync({_BUNDLE_OPTIONS})"
-        r = subprocess.run(["node", "-e", bundle], cwd=d, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, f"esbuild in {d} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
-        (d / "index.bundled.js").replace(d / "index.js")
-        shutil.rmtree(d / "node_modules")
-    shutil.rmtree(tmp / "_bundler")
-    (tmp / ".complete").write_text("ok\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
-    return dest
+
+    def build(tmp: Path) -> None:
+        shutil.copytree(ACT_DIR, tmp, ignore=shutil.ignore_patterns("node_modules"))
+        _npm_ci(tmp / "_bundler")
+        esbuild = (tmp / "_bundler" / "node_modules" / "esbuild").as_posix()
+        for lock in locks:
+            d = tmp / lock.parent.relative_to(ACT_DIR)
+            _npm_ci(d)
+            # esbuild's JavaScript API (its bin/ is a shim or, once its install script ran, the binary);
+            # keepNames: node-fetch tells an AbortSignal by its class's name, which bundling would rename
+            bundle = f"require({json.dumps(esbuild)}).buildSync({_BUNDLE_OPTIONS})"
+            r = subprocess.run(["node", "-e", bundle], cwd=d, capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, f"esbuild in {d} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+            (d / "index.bundled.js").replace(d / "index.js")
+            shutil.rmtree(d / "node_modules")
+        shutil.rmtree(tmp / "_bundler")
+
+    return _built_once(_cache() / f"actions-{key}", build)
 
 
 def _npm_ci(d: Path) -> None:

@@ -79,7 +79,8 @@ def _unit_tests_start_no_process_and_open_no_connection(request, monkeypatch):
     """Under tests/unit: starting a process or opening a network connection fails loudly (a
     test that needs them belongs in tests/integration). One conftest for the whole suite: a
     second ``conftest.py`` would shadow this module's helpers for ``from conftest import``."""
-    if "unit" not in Path(str(request.node.path)).relative_to(ROOT / "tests").parts[:1]:
+    path = Path(str(request.node.path))
+    if not path.is_relative_to(ROOT / "tests" / "unit"):
         return
     import socket
     import subprocess
@@ -314,7 +315,18 @@ def checkout_status() -> set[str] | None:
     return {e for e in entries if e[:3] in ("?? ", "!! ") and not any(x in e for x in _LITTER_EXEMPT)}
 
 
+def xdist_worker(config) -> str | None:
+    """The pytest-xdist worker ``config`` is of (``gw0``, ``gw1``, ...), or None in the controller
+    of a distributed run or in a run without workers (``-n 0``). The run-wide checks (the
+    checkout, the home cache, the skip policy's exit status) belong to the controller: it sees
+    every test's report and the whole run's start and end. (Not ``PYTEST_XDIST_WORKER``: a
+    pytest that a test starts inherits it, and is no worker.)"""
+    return getattr(config, "workerinput", {}).get("workerid")
+
+
 def pytest_sessionstart(session):
+    if xdist_worker(session.config):
+        return
     before = checkout_status()
     if before is not None:
         _CHECKOUT["before"] = before
@@ -340,6 +352,12 @@ def home_cache_changes() -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
+    if xdist_worker(session.config):
+        import realinputs
+
+        # handed to the controller (pytest_testnodedown), which prints the run's total
+        session.config.workeroutput["fetch_seconds"] = realinputs.FETCH_SECONDS[0]
+        return
     if _bad_skips() and session.exitstatus in (0, 5):
         session.exitstatus = 1
     changed = home_cache_changes()
@@ -352,6 +370,14 @@ def pytest_sessionfinish(session, exitstatus):
         _CHECKOUT["littered"] = after - _CHECKOUT["before"]
         if _CHECKOUT["littered"] and session.exitstatus in (0, 5):
             session.exitstatus = 1
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A pytest-xdist worker ended: add the seconds it spent fetching real inputs."""
+    import realinputs
+
+    realinputs.FETCH_SECONDS[0] += getattr(node, "workeroutput", {}).get("fetch_seconds", 0.0)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -397,20 +423,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 # the stand-in release, built once per session (tests/releasekit.py)
 @pytest.fixture(scope="session")
-def release(tmp_path_factory):
+def release(tmp_path_factory, pytestconfig):
     """The stand-in release, built once through the real graph (doit, dodo.py).
 
     ``BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE=<checkout>`` runs the same tests on a release built before,
     e.g. the main job's: ``<checkout>/bundles`` and ``<checkout>/dist`` (a work directory that
     is the checkout, as `./dev.sh main` leaves it)."""
-    import os
-    import shutil
-
-    import graphrun
     import installerkit
     import releasekit
-
-    DATA = ROOT / "tests" / "data"
 
     other = os.environ.get("BUNDLEGRAPH_EXTRA_CONTRACT_RELEASE")
     if other:
@@ -422,7 +442,31 @@ def release(tmp_path_factory):
         return rel
     require_input("cuda-13.5-sbsa-cross")
     require_tools("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "gcc", "g++")
+    if xdist_worker(pytestconfig):
+        # one build for every worker of the run: the first builds it under a lock in the run's
+        # shared temp folder, the others wait and read it (the tests only read the release)
+        from bundlegraph.core.fsutil import locked
+
+        shared = tmp_path_factory.getbasetemp().parent
+        rel = releasekit.Release(shared / "installer-contract")
+        with locked(shared / "installer-contract.lock", what="the stand-in release"):
+            if not (rel.root / ".built").is_file():
+                shutil.rmtree(rel.root, ignore_errors=True)
+                rel.root.mkdir()
+                _build_release(rel)
+                (rel.root / ".built").write_text("ok\n")
+        return rel
     rel = releasekit.Release(tmp_path_factory.mktemp("installer-contract"))
+    _build_release(rel)
+    return rel
+
+
+def _build_release(rel) -> None:
+    """Build the stand-in release into ``rel.root`` (an empty folder) through the real graph."""
+    import graphrun
+    import installerkit
+
+    DATA = ROOT / "tests" / "data"
     shutil.copytree(DATA / "minillama", rel.root / "minillama")
     shutil.copytree(DATA / "bundles", rel.bundles)
     shutil.copytree(ROOT / "bundles" / "locks", rel.bundles / "locks", dirs_exist_ok=True)
@@ -434,4 +478,3 @@ def release(tmp_path_factory):
     # each bundle smoke-tested before the manifest, its result beside it
     assert len([n for n in names if n.endswith(".smoke.json")]) == 3, names
     assert {installerkit.MANIFEST_NAME, installerkit.INDEX_NAME} <= set(names), names
-    return rel

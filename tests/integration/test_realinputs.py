@@ -45,23 +45,26 @@ def test_offline_with_an_empty_cache_a_test_fails_saying_what_to_fetch(tmp_path)
 def test_a_skip_that_is_not_a_host_absence_fails_the_run(tmp_path):
     """The skip policy of conftest.py: a skip whose reason does not start with 'this host' turns
     an otherwise green run red, and the run ends with the skips counted by reason."""
-    probe = ROOT / "tests" / "integration" / f"_skip_policy_probe_{os.getpid()}.py"
+    # the probe lives outside the checkout (a pytest started beside this one, another xdist
+    # worker's, checks that the checkout gains no file); the suite's conftest is loaded as a plugin
+    probe = tmp_path / "test_skip_policy_probe.py"
     probe.write_text(
         "import pytest\n\n"
         "def test_ok():\n    pass\n\n"
         "def test_host():\n    pytest.skip('this host has no NVIDIA GPU')\n\n"
         "def test_lazy():\n    pytest.skip('the wheel is not cached')\n"
     )
-    try:
-        r = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(probe)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        probe.unlink()
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest", str(probe)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert "1 passed, 2 skipped" in out
