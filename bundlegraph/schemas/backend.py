@@ -16,13 +16,15 @@ imports a backend's package, whose modules implement the protocols of the floors
 (``pyproject.toml``'s import-linter layers put ``bundlegraph.backends`` above the pipeline).
 
 Adding a backend: one folder there (:func:`discover` finds it), and its spec files. The folder's
-``__init__`` holds the facts (importing only :mod:`bundlegraph.core` and its ``verbs``); beside it
+``__init__`` holds the facts (importing only :mod:`bundlegraph.core`), only those that are its own
+choices: every other member keeps its default (:data:`DEFAULTS`, :func:`complete`); beside it
 live what the stages ask for by name (:func:`plug_in`): ``smoke`` (its smoke side), ``verify`` (its
 verify rows and policy fields), ``rules`` (its spec table's rules), ``spec`` (that table's record),
 ``configure``, ``manifest``, ``install`` and its SDK (``sdk``, ``sdk_ref``). The spec table
 (:attr:`Backend.SPEC_TABLE`), the SDK (:attr:`Backend.SDK`) and the GPU compiler
 (:attr:`Backend.COMPILER`, a machine-file ``[binaries]`` entry) are read from here, and so is
-the module of its smoke GPU steps (:attr:`Backend.SMOKE`, found by its dotted name as the SDK is).
+the module of its smoke GPU steps (:attr:`Backend.SMOKE`, found by its dotted name as the SDK is:
+by default the folder's ``sdk`` and ``smoke`` modules, where it has them).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+from collections.abc import Callable
 from types import ModuleType
 from typing import Protocol, cast
 
@@ -41,10 +44,12 @@ so this registry imports none of them statically (they hold plug-ins that import
 
 
 class Backend(Protocol):
-    """A backend module: its spec name and the facts every stage reads about it."""
+    """A backend module: its spec name and the facts every stage reads about it. A backend's
+    ``__init__`` may leave out ``NAME``, ``SDK``, ``SMOKE`` and the members of :data:`DEFAULTS`:
+    :func:`complete` sets them when :func:`discover` imports it."""
 
     NAME: str
-    """a spec's ``backend`` value (``cpu``, ``cuda``)"""
+    """a spec's ``backend`` value (``cpu``, ``cuda``): by default its folder's name"""
     ORDER: int
     """its place in the registry (:data:`BACKENDS`, lowest first; CPU 0): the order of the install
     kinds, spec tables and verify rows every listing derives"""
@@ -71,7 +76,8 @@ class Backend(Protocol):
     SDK: str | None
     """the dotted name of the module that plans, keys and installs this backend's SDK (it satisfies
     :class:`bundlegraph.toolkit.sdk.SdkModule`; imported by the toolkit stage when a leg needs it,
-    so this table imports nothing above :mod:`bundlegraph.core`); None: no SDK"""
+    so this table imports nothing above :mod:`bundlegraph.core`); None: no SDK. By default the
+    folder's ``sdk`` module where it has one, else None"""
     COMPILER: str | None
     """the machine-file ``[binaries]`` entry (a GPU compiler: ``cuda``, ``glslc``) a leg's toolchain must
     name to build this backend (:data:`bundlegraph.toolchains.registry.GPU_BINARIES`); None: none,
@@ -84,7 +90,8 @@ class Backend(Protocol):
     """the dotted name of the module of this backend's smoke GPU steps (it satisfies
     :class:`bundlegraph.pipeline.smoke.side.GpuSide`: ``bundlegraph.backends.cuda.smoke``;
     imported by :mod:`bundlegraph.pipeline.smoke.sides`, so this table imports nothing above
-    :mod:`bundlegraph.core`); None: no GPU steps, which only a backend that is not a GPU may say"""
+    :mod:`bundlegraph.core`); None: no GPU steps, which only a backend that is not a GPU may say.
+    By default the folder's ``smoke`` module where it has one, else None"""
     REQUIRED_PROGRAMS: tuple[str, ...]
     """programs (stems, named per OS) the installer requires of a published bundle of this
     backend's kinds beyond every bundle's ``llama-server`` and ``llama-quantize``"""
@@ -110,20 +117,68 @@ class Backend(Protocol):
         ...
 
 
-_NOT_BACKENDS = frozenset({"verbs"})
-"""The modules of :data:`PACKAGE` that are no backend."""
+def no_table_targets(table: object) -> tuple[object, tuple[str, ...]]:
+    """The default :meth:`Backend.table_targets`: the spec table as the file wrote it, and no GPU
+    targets a bundle must hold files for (the backend's targets are listed where they are used,
+    CUDA's archs, or there are none: CPU, Vulkan, Metal)."""
+    return table, ()
+
+
+def no_required_files(os_name: str, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The default :meth:`Backend.required_files`: nothing beside the backend's library and its
+    ``RUNTIME_GLOBS``."""
+    return ()
+
+
+DEFAULTS: dict[str, Callable[[], object]] = {
+    "DRIVERS": dict,
+    "DRIVER_WHAT": str,
+    "RUNTIME_GLOBS": dict,
+    "CPU_FALLBACK": frozenset,
+    "SPEC_TABLE": lambda: None,
+    "COMPILER": lambda: None,
+    "COMPILED_BY_DRIVER": lambda: False,
+    "REQUIRED_PROGRAMS": tuple,
+    "HOST_GPUS": tuple,
+    "CMAKE_OPTION": lambda: None,
+    "CMAKE_TARGETS_KEY": lambda: None,
+    "table_targets": lambda: no_table_targets,
+    "required_files": lambda: no_required_files,
+}
+"""The members of :class:`Backend` a backend's facts may leave out, each with what it then is
+(nothing: no driver, no runtime files, no spec table, no compiler, no CMake option...): a
+backend's ``__init__`` states only its own choices. Besides these, ``NAME`` is its folder's name,
+and ``SDK`` / ``SMOKE`` are the dotted names of its ``sdk`` / ``smoke`` modules where the folder
+has them (else None), unless the facts say otherwise (:func:`complete`)."""
+
+
+def complete(module: ModuleType) -> Backend:
+    """``module`` (a backend package's facts, just imported) with every member it leaves out set
+    as :data:`DEFAULTS` says, ``NAME`` its last dotted part, and ``SDK`` / ``SMOKE`` its ``sdk`` /
+    ``smoke`` modules found by name (not imported: they import the floors above). A member the
+    module sets is kept as it is; :func:`registry_problems` then checks the whole table."""
+    for member, default in DEFAULTS.items():
+        if not hasattr(module, member):
+            setattr(module, member, default())
+    if not hasattr(module, "NAME"):
+        setattr(module, "NAME", module.__name__.rpartition(".")[2])  # noqa: B010 (a module: mypy knows no NAME)
+    for member, part in (("SDK", "sdk"), ("SMOKE", "smoke")):
+        if not hasattr(module, member):
+            found = getattr(module, "__path__", None) and importlib.util.find_spec(f"{module.__name__}.{part}")
+            setattr(module, member, f"{module.__name__}.{part}" if found else None)
+    return cast(Backend, module)
 
 
 def discover() -> tuple[Backend, ...]:
-    """Every backend package (or module) of this package, imported, in :attr:`Backend.ORDER`
-    (then name) order: adding a backend is adding its folder, no list here is edited. Only the
-    facts (each package's ``__init__``) are imported; its SDK, smoke side and verify rows are
-    imported by name where a stage needs them."""
+    """Every backend package (or module) of this package, imported and :func:`complete`, in
+    :attr:`Backend.ORDER` (then name) order: adding a backend is adding its folder, no list here
+    is edited. Only the facts (each package's ``__init__``) are imported; its SDK, smoke side and
+    verify rows are imported by name where a stage needs them."""
     package = importlib.import_module(PACKAGE)
     found = [
-        cast(Backend, importlib.import_module(f"{PACKAGE}.{m.name}"))
+        complete(importlib.import_module(f"{PACKAGE}.{m.name}"))
         for m in pkgutil.iter_modules(package.__path__)
-        if m.name not in _NOT_BACKENDS and not m.name.startswith("_")
+        if not m.name.startswith("_")
     ]
     return tuple(sorted(found, key=lambda b: (b.ORDER, b.NAME)))
 

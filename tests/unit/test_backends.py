@@ -4,6 +4,7 @@ and a backend added to the registry reaches them without an edit to any stage mo
 
 from __future__ import annotations
 
+import sys
 import types
 
 import pytest
@@ -168,6 +169,67 @@ def test_a_module_that_lacks_a_member_of_the_protocol_is_named_not_a_traceback()
     assert registry_problems((*BACKENDS, m)) == [
         "backend fakegpu: lacks CMAKE_OPTION, required_files (the Backend protocol)"
     ]
+
+
+def test_facts_state_only_their_own_choices_and_the_rest_is_completed(tmp_path, monkeypatch):
+    """A backend's ``__init__`` leaves out what is nothing for it: :func:`complete` gives it the
+    defaults, its folder's name and its folder's ``sdk``/``smoke`` modules (found, not imported),
+    and keeps every member the facts set, even one equal to no default."""
+    from bundlegraph.schemas.backend import DEFAULTS, complete, no_required_files, no_table_targets
+
+    pkg = tmp_path / "tinygpu"
+    pkg.mkdir()
+    (pkg / "smoke.py").write_text("raise AssertionError('complete() must not import the smoke side')\n")
+    m = types.ModuleType("bundlegraph.backends.tinygpu")
+    m.__path__ = [str(pkg)]
+    m.ORDER, m.TITLE, m.GPU, m.LIBRARY = 70, "TinyGPU", True, "ggml-tinygpu"
+    m.INSTALL_KINDS = {("linux", "x64"): "linux-tinygpu"}
+    m.DRIVERS = {"linux": "libtiny.so.1"}
+    m.COMPILER = "tinycc"
+    m.HOST_GPUS = ("tiny",)
+    monkeypatch.setitem(sys.modules, m.__name__, m)
+    b = complete(m)
+    assert b is m and b.NAME == "tinygpu"
+    assert (b.SMOKE, b.SDK) == ("bundlegraph.backends.tinygpu.smoke", None)  # no sdk.py in the folder
+    assert "bundlegraph.backends.tinygpu.smoke" not in sys.modules
+    assert (b.DRIVERS, b.COMPILER, b.HOST_GPUS) == ({"linux": "libtiny.so.1"}, "tinycc", ("tiny",))  # kept
+    assert (b.SPEC_TABLE, b.CMAKE_OPTION, b.COMPILED_BY_DRIVER, b.RUNTIME_GLOBS) == (None, None, False, {})
+    assert b.table_targets is no_table_targets and b.required_files is no_required_files
+    assert not set(DEFAULTS) - set(vars(b))
+    assert registry_problems((*BACKENDS, b)) == []
+    # two completed modules never share a mutable default
+    other = complete(types.ModuleType("bundlegraph.backends.othergpu"))
+    assert other.RUNTIME_GLOBS == {} and other.RUNTIME_GLOBS is not b.RUNTIME_GLOBS
+    assert (other.NAME, other.SDK, other.SMOKE) == ("othergpu", None, None)  # a plain module: no folder
+
+
+def test_the_real_backends_leave_their_defaults_out():
+    """What a backend's facts write is a choice: no real backend's ``__init__`` spells a default
+    (the member as :data:`~bundlegraph.schemas.backend.DEFAULTS` would set it, its folder's name, or
+    its own ``sdk``/``smoke`` module), so a copied folder carries no line that says nothing."""
+    import ast
+    from pathlib import Path
+
+    from bundlegraph.schemas.backend import DEFAULTS
+
+    spelled = []
+    for b in BACKENDS:
+        init = Path(b.__file__)
+        for node in ast.parse(init.read_text(encoding="utf-8")).body:
+            target = (
+                node.target
+                if isinstance(node, ast.AnnAssign)
+                else (node.targets[0] if isinstance(node, ast.Assign) else None)
+            )
+            if not isinstance(target, ast.Name):
+                continue
+            name, value = target.id, getattr(b, target.id)
+            default = {"NAME": init.parent.name}.get(name, DEFAULTS[name]() if name in DEFAULTS else object())
+            if name in ("SDK", "SMOKE") and value == f"{b.__name__}.{name.lower()}":
+                default = value
+            if value == default:
+                spelled.append(f"{init.parent.name}: {name}")
+    assert not spelled, spelled
 
 
 @pytest.fixture

@@ -8,14 +8,14 @@ the installer's (:data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`,
 ``tests/integration/test_installer_contract.py``. The toolkit itself (nvcc, the redistributable
 archives) is still passed to toolchains as their ``cuda`` parameter: moving it here is the next
 slice of issue 42.
+
+Left at their defaults (:data:`~bundlegraph.schemas.backend.DEFAULTS`): no vendor routing (a CUDA
+host is described by its SMs and driver, :mod:`bundlegraph.installer.selection`) and no CMake
+targets entry (a CUDA leg's archs are ``[cuda] archs``, passed as ``CMAKE_CUDA_ARCHITECTURES``);
+nvcc compiles the device code when the bundle is built.
 """
 
 from __future__ import annotations
-
-from ..verbs import no_required_files, no_table_targets
-
-NAME = "cuda"
-"""A spec's ``backend`` value."""
 
 ORDER = 10
 """Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
@@ -54,11 +54,6 @@ CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset({("windows", "arm64")})
 """``(os, arch)`` of the CUDA hosts that fall back to their CPU kind when no CUDA bundle fits
 (elsewhere a CUDA host gets no CPU fallback)."""
 
-REQUIRED_PROGRAMS: tuple[str, ...] = ()
-"""No program beyond every bundle's the installer requires of this backend's bundles."""
-
-HOST_GPUS: tuple[str, ...] = ()
-"""No vendor routing: a CUDA host is described by its SMs and driver (:mod:`bundlegraph.installer.selection`)."""
 
 MIN_DRIVER = (12, 4)
 """Drivers below this get no CUDA bundle (compressed fatbins need it; the installer's floor)."""
@@ -95,27 +90,11 @@ BLACKWELL_LINES_FIRST: frozenset[str] = frozenset({"linux"})
 SPEC_TABLE: str | None = "cuda"
 """The spec table a CUDA leg must have (``[cuda]``: version, archs, toolkit)."""
 
-SDK: str | None = f"{__name__}.sdk"
-"""The module that plans, keys and installs the CUDA toolkit (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""
 
 COMPILER: str | None = "cuda"
 """The machine-file ``[binaries]`` entry a CUDA leg's toolchain must name (``cuda = "nvcc"``)."""
-
-SMOKE: str | None = "bundlegraph.backends.cuda.smoke"
-"""The module of a CUDA leg's smoke GPU steps (NVIDIA's GPUs, ``CUDA0``)."""
-
-COMPILED_BY_DRIVER = False
-"""nvcc compiles the device code when the bundle is built (:attr:`COMPILER`)."""
 
 
 CMAKE_OPTION: str | None = "GGML_CUDA"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
 otherwise (:mod:`bundlegraph.specs.derive`)"""
-
-CMAKE_TARGETS_KEY: str | None = None
-"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
-where the spec leaves it out (none: a CUDA leg's archs are ``[cuda] archs``, passed as ``CMAKE_CUDA_ARCHITECTURES``)"""
-
-
-table_targets = no_table_targets
-required_files = no_required_files

@@ -27,12 +27,16 @@ Sources:
   (ggml-org/llama.cpp#26996: ``ggml-hip.dll`` imports it, so the bundle does not load), and a
   runtime copy without the rocBLAS kernel folder for the bundle's gfx (rocBLAS aborts at its
   first GEMM: "Cannot read TensileLibrary_lazy_<gfx>.dat").
+
+Left at their defaults (:data:`~bundlegraph.schemas.backend.DEFAULTS`): no user-mode driver library is
+imported unshipped (the HIP runtime, ``libamdhip64``, ``libhsa-runtime64``, ``amdhip64_*.dll``, is
+in the bundle: :data:`SHIPS_RUNTIME`); no runtime globs the installer checks beyond ``ggml-hip``;
+no CPU fallback (a ROCm host whose gfx no bundle covers builds HIP from source, or takes Vulkan
+when hipcc is missing); no vendor routing (a ROCm host is described by its gfx target; an AMD GPU
+without ROCm is Vulkan's, :data:`bundlegraph.backends.vulkan.HOST_GPUS`).
 """
 
 from __future__ import annotations
-
-NAME = "hip"
-"""A spec's ``backend`` value."""
 
 ORDER = 30
 """Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
@@ -47,9 +51,6 @@ LIBRARY = "ggml-hip"
 """ggml's HIP backend library stem (``libggml-hip.so`` / ``ggml-hip.dll``): the file whose code
 objects must be exactly the leg's ``mapped_targets``."""
 
-DRIVERS: dict[str, str] = {}
-"""No user-mode driver library is imported unshipped: the HIP runtime (``libamdhip64``,
-``libhsa-runtime64``, ``amdhip64_*.dll``) is in the bundle (:data:`SHIPS_RUNTIME`)."""
 
 SHIPS_RUNTIME = True
 """The backend's user-mode runtime is shipped in the bundle; the host provides only a kernel
@@ -64,38 +65,16 @@ INSTALL_KINDS: dict[tuple[str, str], str] = {
 }
 """``(os, arch)`` -> the install kind of this backend's bundles (the installer's names)."""
 
-RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
-"""No runtime files the installer checks beyond ``ggml-hip`` (its groups for ``linux-rocm`` /
-``windows-rocm`` name only the common libraries and ``ggml-hip*``)."""
-
-CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
-"""A ROCm host whose gfx no bundle covers gets no CPU bundle: the installer builds HIP from
-source (or takes Vulkan when hipcc is missing), never the CPU kind."""
 
 SPEC_TABLE: str | None = "hip"
 """The spec table a HIP leg must have (``[hip]``: its gfx family and SDK)."""
 
-SDK: str | None = f"{__name__}.sdk"
-"""The module that plans, keys and installs this backend's SDK (AMD TheRock's multi-arch tarball,
-pinned by sha256: :class:`bundlegraph.toolkit.sdk.SdkModule`)."""
 
 COMPILER: str | None = "hip"
 """The machine-file ``[binaries]`` entry a HIP leg's toolchain must name: ``hip =
 "lib/llvm/bin/clang++"``, TheRock's clang++ (the compiler ``hipcc`` drives), found under the SDK's
 prefix first, then on PATH; CMake's HIP language takes it as ``CMAKE_HIP_COMPILER``."""
 
-SMOKE: str | None = "bundlegraph.backends.hip.smoke"
-"""The module of a HIP leg's smoke GPU steps (AMD GPUs, ``ROCm0``; GitHub's hosted runners have none)."""
-
-COMPILED_BY_DRIVER = False
-"""clang compiles the device code for each gfx target when the bundle is built (:attr:`COMPILER`)."""
-
-REQUIRED_PROGRAMS: tuple[str, ...] = ()
-"""No program beyond every bundle's the installer requires of a ROCm bundle."""
-
-HOST_GPUS: tuple[str, ...] = ()
-"""No vendor routing: a ROCm host is described by its gfx target (:attr:`bundlegraph.installer.selection.Host.gfx`);
-an AMD GPU without ROCm is Vulkan's (:data:`bundlegraph.backends.vulkan.HOST_GPUS`)."""
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "gfx1151": ("gfx1151",),

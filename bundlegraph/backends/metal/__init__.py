@@ -10,14 +10,15 @@ compiled shader library in it, so no ``default.metallib`` travels beside it. The
 (``unsloth-prebuilt.yml``'s ``MACOS_INCLUDE``, ``unsloth-prebuilt-macos.yml``). The install kind
 is the installer's (:data:`~bundlegraph.schemas.installer.CHECKED_AGAINST`: ``macos-arm64``,
 its runtime groups name ``lib*.dylib`` and treat metal, blas and rpc as optional).
+
+Left at their defaults (:data:`~bundlegraph.schemas.backend.DEFAULTS`): no SDK beyond the runner's
+Xcode; no GPU compiler in the machine file (with ``GGML_METAL_EMBED_LIBRARY`` ggml embeds the
+Metal shader source in ``libggml-metal.dylib`` and the framework compiles it on the user's Mac,
+``ggml/src/ggml-metal/CMakeLists.txt``: :data:`COMPILED_BY_DRIVER`); no CPU fallback (an Apple
+silicon host asks for ``macos-arm64`` only).
 """
 
 from __future__ import annotations
-
-from ..verbs import no_required_files, no_table_targets
-
-NAME = "metal"
-"""A spec's ``backend`` value."""
 
 ORDER = 40
 """Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
@@ -42,37 +43,16 @@ INSTALL_KINDS: dict[tuple[str, str], str] = {("macos", "arm64"): "macos-arm64"}
 """``(os, arch)`` -> the install kind of this backend's bundles (the installer's names). The
 ``macos-x64`` kind is the CPU backend's: the fork builds it without Metal."""
 
-RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
-"""No runtime files the installer checks beyond the common libraries."""
-
-CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
-"""An Apple silicon host asks for ``macos-arm64`` only (no CPU kind to fall back to)."""
 
 SPEC_TABLE: str | None = "metal"
 """The spec table a Metal leg must have (``[metal]``: whether the shader library is embedded); its
 floor is the OS's ``[macos]`` table (the CPU-only ``macos-x64`` leg has one too)."""
 
-SDK: str | None = None
-"""No SDK beyond the runner's Xcode (the macOS SDK's Metal framework headers)."""
-
-COMPILER: str | None = None
-"""No GPU compiler in the machine file: with ``GGML_METAL_EMBED_LIBRARY`` ggml embeds the Metal
-shader source in ``libggml-metal.dylib`` and the framework compiles it on the user's Mac when
-the backend starts (``ggml/src/ggml-metal/CMakeLists.txt``), so the build runs no ``metal``
-compiler."""
-
-SMOKE: str | None = "bundlegraph.backends.metal.smoke"
-"""The module of a Metal leg's smoke GPU steps (Apple silicon, ``MTL0``)."""
 
 COMPILED_BY_DRIVER = True
 """The Metal framework compiles the embedded shader source on the user's Mac when the
 backend starts (see :attr:`COMPILER`)."""
 
-REQUIRED_PROGRAMS: tuple[str, ...] = ()
-"""No program beyond every bundle's the installer requires of a macOS bundle."""
-
-HOST_GPUS: tuple[str, ...] = ()
-"""No vendor routing: an Apple silicon Mac asks for ``macos-arm64`` by its OS and arch."""
 
 DEPLOYMENT_TARGET = "13.3"
 """The fork's ``CMAKE_OSX_DEPLOYMENT_TARGET`` for both macOS bundles: upstream's macos-26 runner
@@ -83,11 +63,3 @@ stamps minos 26 otherwise, and those binaries do not load on older macOS
 CMAKE_OPTION: str | None = "GGML_METAL"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
 otherwise (:mod:`bundlegraph.specs.derive`)"""
-
-CMAKE_TARGETS_KEY: str | None = None
-"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
-where the spec leaves it out (none)"""
-
-
-table_targets = no_table_targets
-required_files = no_required_files

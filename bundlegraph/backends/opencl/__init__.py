@@ -13,14 +13,14 @@ machine; ggml's OpenCL backend takes only Adreno and Intel GPUs and refuses any 
 Adreno (Windows arm64 and Android); the fork's installer asks for no OpenCL kind, so no host is
 routed here: :data:`INSTALL_KINDS` names the bundle in the manifest for those who fetch it by
 hand.
+
+Left at their defaults (:data:`~bundlegraph.schemas.backend.DEFAULTS`): no spec table (the SDK is
+pinned by its lock, :data:`.sdk.LOCK`; nothing else is a choice), no GPU compiler (the driver
+compiles the embedded OpenCL C kernels at run time: :data:`COMPILED_BY_DRIVER`), no CPU fallback
+and no vendor routing (no host asks for an OpenCL kind).
 """
 
 from __future__ import annotations
-
-from ..verbs import no_required_files, no_table_targets
-
-NAME = "opencl"
-"""A spec's ``backend`` value."""
 
 ORDER = 50
 """Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
@@ -47,29 +47,6 @@ INSTALL_KINDS: dict[tuple[str, str], str] = {("linux", "x64"): "linux-opencl"}
 """``(os, arch)`` -> the install kind of this backend's bundles: a name of ours (the fork's
 installer has none), so the manifest lists the bundle; no host asks for it (:data:`HOST_GPUS`)."""
 
-RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
-"""No runtime files beyond the backend library (the kernels are inside it, the loader is the host's)."""
-
-CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset()
-"""No host asks for an OpenCL kind, so none falls back from one."""
-
-REQUIRED_PROGRAMS: tuple[str, ...] = ()
-"""No program beyond every bundle's."""
-
-HOST_GPUS: tuple[str, ...] = ()
-"""No vendor routing: the installer sends Intel GPUs to Vulkan and knows no Adreno Linux host."""
-
-SPEC_TABLE: str | None = None
-"""No spec table: the SDK is pinned by its lock (:data:`.sdk.LOCK`), nothing else is a choice."""
-
-SDK: str | None = f"{__name__}.sdk"
-"""The module that plans, keys and installs the OpenCL SDK (headers and ICD loader from Debian)."""
-
-COMPILER: str | None = None
-"""No GPU compiler: the driver compiles the embedded OpenCL C kernels at run time."""
-
-SMOKE: str | None = f"{__name__}.smoke"
-"""The module of an OpenCL leg's smoke GPU steps (the driver an ICD file names, ``GPUOpenCL``)."""
 
 COMPILED_BY_DRIVER = True
 """The OpenCL driver compiles the embedded OpenCL C kernels on the user's machine when the
@@ -78,10 +55,3 @@ backend starts."""
 CMAKE_OPTION: str | None = "GGML_OPENCL"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
 otherwise (:mod:`bundlegraph.specs.derive`)"""
-
-CMAKE_TARGETS_KEY: str | None = None
-"""the CMake cache entry that lists the GPU targets to compile for (none: the driver compiles)"""
-
-
-table_targets = no_table_targets
-required_files = no_required_files

@@ -11,14 +11,13 @@ facts below are the installer's (:data:`~bundlegraph.schemas.installer.CHECKED_A
 and ``_route_to_vulkan_prebuilt`` of ``studio/install_llama_prebuilt.py``), stated in
 ``docs/installer-contract.md`` and checked against its own code by
 ``tests/integration/test_installer_contract.py``.
+
+Left at their defaults (:data:`~bundlegraph.schemas.backend.DEFAULTS`): no runtime files the
+installer checks beyond the backend library (the loader is the host's) and no CMake targets entry
+(SPIR-V runs on any device); glslc compiles the shaders to SPIR-V when the bundle is built.
 """
 
 from __future__ import annotations
-
-from ..verbs import no_required_files, no_table_targets
-
-NAME = "vulkan"
-"""A spec's ``backend`` value."""
 
 ORDER = 20
 """Its place in the registry (:data:`bundlegraph.schemas.backend.BACKENDS`, lowest first)."""
@@ -66,8 +65,6 @@ INSTALL_KINDS: dict[tuple[str, str], str] = {
 installer has no ``linux-arm64-vulkan``: both Linux arches ask for ``linux-vulkan`` and tell the
 bundles apart by :data:`ARCH_TOKENS`."""
 
-RUNTIME_GLOBS: dict[str, tuple[str, ...]] = {}
-"""No runtime files the installer checks beyond the backend library (the loader is the host's)."""
 
 CPU_FALLBACK: frozenset[tuple[str, str]] = frozenset(INSTALL_KINDS)
 """``(os, arch)`` of the Vulkan hosts that try their CPU kind's bundle after the Vulkan one (both
@@ -105,27 +102,11 @@ Linux arches)."""
 SPEC_TABLE: str | None = "vulkan"
 """The spec table a Vulkan leg carries (``[vulkan]``: its SDK)."""
 
-SDK: str | None = f"{__name__}.sdk"
-"""The module that plans, keys and installs this backend's SDK (:class:`bundlegraph.toolkit.sdk.SdkModule`)."""
 
 COMPILER: str | None = "glslc"
 """The machine-file ``[binaries]`` entry a Vulkan leg's toolchain must name (``glslc = "glslc"``)."""
-
-SMOKE: str | None = "bundlegraph.backends.vulkan.smoke"
-"""The module of a Vulkan leg's smoke GPU steps (a Vulkan driver, ``Vulkan0``)."""
-
-COMPILED_BY_DRIVER = False
-"""glslc compiles the shaders to SPIR-V when the bundle is built (:attr:`COMPILER`)."""
 
 
 CMAKE_OPTION: str | None = "GGML_VULKAN"
 """ggml's CMake option that builds this backend (``ggml/CMakeLists.txt``); on unless a spec says
 otherwise (:mod:`bundlegraph.specs.derive`)"""
-
-CMAKE_TARGETS_KEY: str | None = None
-"""the CMake cache entry that lists the GPU targets to compile for, filled from the leg's targets
-where the spec leaves it out (none: SPIR-V runs on any device)"""
-
-
-table_targets = no_table_targets
-required_files = no_required_files
