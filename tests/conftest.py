@@ -385,7 +385,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in sorted(_seconds.items()))
     terminalreporter.write_line(
-        f"time by part: {parts}; of which fetching real inputs {realinputs.FETCH_SECONDS[0]:.0f} s"
+        f"time by part (the tests' own seconds, summed over the workers): {parts}; "
+        f"of which fetching real inputs {realinputs.FETCH_SECONDS[0]:.0f} s"
     )
     if "dir" in _HOME:
         changed = _HOME.get("changed", [])

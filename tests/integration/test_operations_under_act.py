@@ -202,4 +202,13 @@ def test_a_rejected_branch_push_leaves_no_orphan_tag(tmp_path):
             assert gh.dispatches == []
         pins = [PullPin(repo="example/minillama", number=1, sha=shas["1"])]
         assert mix_tag("b43", pins) not in _tags(origin)
-        assert "atomic push failed" in out or "rejected" in out, out[-6000:]
+        # main at origin is still the other commit: the runner's commit did not land either
+        head = subprocess.run(["git", "-C", str(origin), "rev-parse", "main"], capture_output=True, text=True)
+        theirs = subprocess.run(["git", "-C", str(other), "rev-parse", "HEAD"], capture_output=True, text=True)
+        assert head.stdout.strip() == theirs.stdout.strip() != "", (head, theirs)
+        assert "Failure - Main commit and tag the new release" in out, out[-6000:]
+        # the push is what failed: git says so wherever act shows the step's own lines (act can drop
+        # the lines of a step that ends within a few hundred ms on a loaded machine: seen once with
+        # two test workers, the step's failure line alone)
+        step = out.split("Run Main commit and tag the new release", 1)[1].split("Failure - Main commit and tag", 1)[0]
+        assert "|" not in step or "atomic push failed" in out or "rejected" in out, out[-6000:]
