@@ -146,3 +146,29 @@ def test_only_the_newest_memos_are_kept(tmp_path, watched, monkeypatch):
         os.utime(rec.write(), (OLD + i, OLD + i))
     kept = sorted(p.stem for p in (tmp_path / "state" / "noop").glob("*.json"))
     assert len(kept) == noop_memo.KEEP and kept[0] == f"{3:064d}"
+
+
+def test_a_recalled_tasks_forced_action_and_clean_run_that_task_through_the_loaded_graph():
+    """doit runs no action of an up-to-date task, so a recalled one never loads the graph; a caller
+    that forces it (or cleans it) gets the full load's action for that task by name, not a no-op."""
+    calls: list[tuple[str, bool]] = []
+    memo = {
+        "creators": {
+            "task_build": {
+                "doc": "Build each leg.",
+                "tasks": [
+                    {"basename": "build", "name": None, "doc": "the stage's group"},  # no check, no action
+                    {"basename": "build", "name": "leg-a", "task_dep": ["configure:leg-a"], "file_dep": []},
+                ],
+            }
+        }
+    }
+    creators = noop_memo.task_creators(memo, lambda task, clean: calls.append((task, clean)) or "done")
+    assert creators["task_build"].__doc__ == "Build each leg."
+    group, task = list(creators["task_build"]())
+    assert "actions" not in group and "uptodate" not in group
+    assert task["task_dep"] == ["configure:leg-a"] and task["uptodate"][0]() is True
+    assert calls == []  # listing and checking the recalled tasks load nothing
+    assert task["actions"][0]() == "done" and task["clean"][0]() == "done"
+    assert calls == [("build:leg-a", False), ("build:leg-a", True)]
+    assert "build:leg-a" in repr(task["actions"][0]) and "cleans" in repr(task["clean"][0])
