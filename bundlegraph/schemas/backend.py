@@ -152,6 +152,17 @@ and ``SDK`` / ``SMOKE`` are the dotted names of its ``sdk`` / ``smoke`` modules 
 has them (else None), unless the facts say otherwise (:func:`complete`)."""
 
 
+def _plug_in_name(backend_module: str, part: str) -> str | None:
+    """``<backend_module>.<part>`` where that module exists (found, not imported), else None (also
+    where the backend is a plain module, not a package)."""
+    name = f"{backend_module}.{part}"
+    try:
+        found = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # the backend is a module, not a package
+        return None
+    return name if found is not None else None
+
+
 def complete(module: ModuleType) -> Backend:
     """``module`` (a backend package's facts, just imported) with every member it leaves out set
     as :data:`DEFAULTS` says, ``NAME`` its last dotted part, and ``SDK`` / ``SMOKE`` its ``sdk`` /
@@ -164,8 +175,7 @@ def complete(module: ModuleType) -> Backend:
         setattr(module, "NAME", module.__name__.rpartition(".")[2])  # noqa: B010 (a module: mypy knows no NAME)
     for member, part in (("SDK", "sdk"), ("SMOKE", "smoke")):
         if not hasattr(module, member):
-            found = getattr(module, "__path__", None) and importlib.util.find_spec(f"{module.__name__}.{part}")
-            setattr(module, member, f"{module.__name__}.{part}" if found else None)
+            setattr(module, member, _plug_in_name(module.__name__, part))
     return cast(Backend, module)
 
 
@@ -215,12 +225,8 @@ def plug_in(b: Backend, part: str) -> ModuleType | None:
     """``b``'s plug-in module ``part`` (``verify``, ``rules``: ``bundlegraph.backends.<name>.<part>``),
     imported, or None where ``b`` has none (or is a plain module, not a package). Found by name, so
     this table imports none of them (they import the layers above it)."""
-    name = f"{module_name(b)}.{part}"
-    try:
-        found = importlib.util.find_spec(name)
-    except ModuleNotFoundError:  # the backend is a module, not a package
-        return None
-    return importlib.import_module(name) if found is not None else None
+    name = _plug_in_name(module_name(b), part)
+    return importlib.import_module(name) if name is not None else None
 
 
 def library_file(b: Backend, os_name: str) -> str:
